@@ -1,0 +1,95 @@
+/*
+ * slicefit packer: feasibility (filter) and scoring (prioritize) of nodes
+ * for one pod's demand, against the index, under a policy.
+ *
+ * A node is FIT when every request of every claim can be satisfied at once
+ * on it (selectors, counts, capacities with DRA's rounding, counters,
+ * taints, constraints, islands, existing allocations, and the policy's
+ * platform rules); NO with a readable reason when it provably cannot; and
+ * UNSURE when the core cannot decide (a selector answered "unknown", or the
+ * bounded search ran out of budget): the extender passes UNSURE nodes,
+ * because kube-scheduler's own DRA plugin stays the judge.
+ *
+ * The packer holds scratch memory reused across calls; one per thread.
+ * Pure: no I/O, no clock; `seed` arguments are the only randomness.
+ */
+#ifndef SLICEFIT_PACKER_H
+#define SLICEFIT_PACKER_H
+
+#include "slicefit/demand.h"
+#include "slicefit/policy.h"
+
+typedef enum { SF_FIT_NO = 0, SF_FIT_YES = 1, SF_FIT_UNSURE = 2 } sf_fit_t;
+
+#define SF_REASON_MAX 160
+#define SF_SCORE_MAX 10   /* kube-scheduler's MaxExtenderPriority */
+
+typedef struct {
+  sf_fit_t fit;
+  double raw;           /* strategy's score of the placement, higher is better (FIT only) */
+  int score;            /* 0..SF_SCORE_MAX, normalised over the evaluated nodes (FIT only) */
+  char reason[SF_REASON_MAX];  /* NO and UNSURE: one sentence */
+} sf_verdict_t;
+
+/* One device chosen for one request. */
+typedef struct {
+  uint32_t claim, req;
+  int32_t alt;          /* firstAvailable alternative, or -1 */
+  sf_pick_t pick;       /* consumed points into the packer's scratch */
+} sf_result_t;
+
+typedef struct {
+  sf_node_id node;
+  size_t n;
+  const sf_result_t *results;  /* borrowed from the packer until its next call */
+} sf_assignment_t;
+
+typedef struct sf_packer sf_packer_t;
+
+#define SF_EVAL_LEARN 1u   /* fold the demand into the index's learned workload mix */
+
+sf_packer_t *sf_packer_create(void);
+void sf_packer_destroy(sf_packer_t *p);
+
+/**
+ * Filters and scores `nodes` (borrowed, n entries) for `demand`, writing
+ * out[i] for nodes[i]. The index is not changed except for its selector
+ * cache and, with SF_EVAL_LEARN, its learned mix. A demand with no claims
+ * and no CPU/memory fits every node with score 0, at O(n) cost.
+ * Cost: O(n × devices per node) plus the bounded search on nodes where the
+ * demand has several requests or constraints.
+ */
+int sf_packer_evaluate(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol,
+                       const sf_demand_t *demand, const sf_node_id *nodes, size_t n,
+                       unsigned flags, sf_verdict_t *out);
+
+/**
+ * Finds the placement the policy chooses on one node (the device DRA would
+ * take under device_choice first-fit, the packer's choice otherwise).
+ * Returns SF_FIT_* and fills *out (FIT only) and *verdict (may be NULL).
+ */
+sf_fit_t sf_packer_place(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol,
+                         const sf_demand_t *demand, sf_node_id node, sf_assignment_t *out,
+                         sf_verdict_t *verdict);
+
+/**
+ * Records the last FIT assignment of sf_packer_place (and the demand's CPU
+ * and memory) as one allocation of `holder`. Errors as sf_index_alloc_add.
+ */
+int sf_packer_commit(sf_packer_t *p, sf_index_t *idx, const sf_demand_t *demand,
+                     const char *holder, sf_alloc_id *out);
+
+/**
+ * FGD's fragmentation of one node against a target mix (policy's fgd_mix
+ * when nmix > 0, else the index's learned mix), in milli-GPUs. Cost:
+ * O(shapes × devices of the node).
+ */
+double sf_packer_node_frag(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol,
+                           sf_node_id node);
+
+/** Number of shapes in the index's learned mix (for metrics and tests). */
+size_t sf_index_mix_size(const sf_index_t *idx);
+/** Learned shape i (normalised weight), as a policy shape with model names. */
+int sf_index_mix_shape(const sf_index_t *idx, size_t i, sf_shape_t *out);
+
+#endif

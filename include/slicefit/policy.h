@@ -1,0 +1,112 @@
+/*
+ * slicefit policy: every knob of the packer, in one struct, built from the
+ * key/value strings a ConfigMap's data holds.
+ *
+ * Keys, their defaults and meaning (sf_policy_keys lists them too):
+ *   strategy          fragmentation | fgd | binpack | spread   (fragmentation)
+ *   device_choice     first-fit | packer                       (first-fit)
+ *       first-fit scores the device the in-tree DRA allocator will take (first
+ *       fit in node order), as happens in a live cluster; packer lets the core
+ *       pick the device (the replay measures both).
+ *   capacity          the shared capacity that measures a device's share  (memory)
+ *   model_attribute   device attribute naming the GPU model    (productName)
+ *   island_attribute  device attribute whose equal values form an NVLink island ("")
+ *   island_map        islands by model when no attribute says: "[NODEPREFIX:]MODEL=SIZE,..."
+ *                     MODEL matches the model attribute case-insensitively as a
+ *                     substring; the node's devices of that model form islands of
+ *                     SIZE in device order ("")
+ *   fgd_mix           the target workload for strategy fgd: "[CPU:]AMOUNTxCOUNT[@M1|M2][!]=WEIGHT,..."
+ *                     AMOUNT a quantity of `capacity` or "whole"; "!" = needs one island ("")
+ *   weight_frag       weight of the fragmentation term          (1)
+ *   weight_island     penalty for breaking an intact NVLink island, in GPUs of fragmentation (1)
+ *   weight_model      penalty for using a scarce model a flexible claim does not need (0.5)
+ *   mix_halflife      observations after which a learned shape's weight halves (1000)
+ *   max_sharers       most allocations on one shared device, 0 = unlimited (0)
+ *   headroom_pct      percent of each shared device's capacity kept free (0)
+ *   search_budget     most search steps per node before a node is passed as unsure (4096)
+ */
+#ifndef SLICEFIT_POLICY_H
+#define SLICEFIT_POLICY_H
+
+#include <stdbool.h>
+#include "slicefit/common.h"
+
+typedef enum {
+  SF_STRATEGY_FRAGMENTATION = 0,
+  SF_STRATEGY_FGD,
+  SF_STRATEGY_BINPACK,
+  SF_STRATEGY_SPREAD
+} sf_strategy_t;
+
+typedef enum { SF_CHOICE_FIRST_FIT = 0, SF_CHOICE_PACKER } sf_choice_t;
+
+#define SF_POLICY_NAME_MAX 128
+#define SF_POLICY_MODELS_MAX 8
+
+/* A typical pod of the target workload (FGD's "typical pods"). */
+typedef struct {
+  int64_t cpu_milli;
+  sf_milli_t amount;          /* of the primary capacity per device; 0 = whole devices */
+  uint32_t count;             /* devices */
+  bool island;                /* all in one NVLink island */
+  char models[SF_POLICY_MODELS_MAX][SF_POLICY_NAME_MAX];  /* allowed models; none = any */
+  uint32_t nmodels;
+  double weight;              /* > 0; normalised when used */
+} sf_shape_t;
+
+typedef struct {
+  char node_prefix[SF_POLICY_NAME_MAX];
+  char model[SF_POLICY_NAME_MAX];
+  uint32_t size;
+} sf_island_rule_t;
+
+typedef struct sf_policy {
+  sf_strategy_t strategy;
+  sf_choice_t device_choice;
+  char capacity[SF_POLICY_NAME_MAX];
+  char model_attribute[SF_POLICY_NAME_MAX];
+  char island_attribute[SF_POLICY_NAME_MAX];
+  sf_island_rule_t *island_rules; size_t nisland_rules;   /* owned */
+  sf_shape_t *mix; size_t nmix;                           /* owned */
+  double weight_frag, weight_island, weight_model;
+  uint32_t mix_halflife;
+  uint32_t max_sharers;
+  uint32_t headroom_pct;
+  uint32_t search_budget;
+} sf_policy_t;
+
+typedef struct {
+  const char *key;
+  const char *def;            /* default, as text */
+  const char *doc;            /* one line */
+} sf_policy_key_t;
+
+/** Every key with its default and meaning; *n gets the count (static data). */
+const sf_policy_key_t *sf_policy_keys(size_t *n);
+
+/** Fills in every default. */
+void sf_policy_init(sf_policy_t *pol);
+/** Frees what the policy owns; the struct may be re-initialised after. */
+void sf_policy_dispose(sf_policy_t *pol);
+/** Deep copy of src into dst (dst uninitialised or disposed). */
+void sf_policy_copy(sf_policy_t *dst, const sf_policy_t *src);
+
+/**
+ * Sets one key from its text. On a bad key or value returns SF_EINVAL and
+ * writes a message naming both into err; the policy is then unchanged.
+ */
+int sf_policy_set(sf_policy_t *pol, const char *key, const char *value, char *err, size_t errlen);
+
+/**
+ * Builds a policy from key/value pairs on top of the defaults, all or
+ * nothing: on any error *out is left untouched. keys/values borrowed.
+ */
+int sf_policy_from_kv(sf_policy_t *out, const char *const *keys, const char *const *values,
+                      size_t n, char *err, size_t errlen);
+
+/** Writes the current value of `key` as text (what sf_policy_set accepts). SF_ENOENT for a bad key. */
+int sf_policy_get(const sf_policy_t *pol, const char *key, char *buf, size_t len);
+
+const char *sf_strategy_name(sf_strategy_t s);
+
+#endif
