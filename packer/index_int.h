@@ -1,0 +1,150 @@
+/*
+ * The index's data layout, shared by index.c (which maintains it) and
+ * packer.c (which reads it on the hot path). Not a public header.
+ *
+ *   nodes[]  ── devs (ids, in the in-tree allocator's order), pools (ids)
+ *   pools[]  ── (driver, pool) on one node; its shared counter sets
+ *   devs[]   ── attributes, capacities (value, free), counter uses, taints,
+ *               holders, and policy-derived facts (model bit, island, primary
+ *               capacity)
+ *   allocs[] ── holder, node, CPU/memory, picks with consumed amounts
+ *
+ * Invariants (checked by sf_index_validate):
+ *   cap.free == cap.value - Σ consumed by live allocations (shared devices);
+ *   exclusive devices have holders <= 1 unless forced, and then free == 0;
+ *   counter.free == counter.value - Σ uses of devices with holders > 0;
+ *   node cpu_used/mem_used == Σ allocations on the node.
+ */
+#ifndef SF_PACKER_INDEX_INT_H
+#define SF_PACKER_INDEX_INT_H
+
+#include "slicefit/index.h"
+#include "slicefit/demand.h"
+#include "slicefit/policy.h"
+#include "map.h"
+
+typedef struct {
+  const char *name;        /* interned, fully qualified */
+  sf_milli_t value, free;
+  bool has_policy;
+  sf_request_policy_t policy;  /* valid[] owned */
+} sf__cap_t;
+
+typedef struct {
+  uint32_t counter;        /* index into the pool's counters */
+  sf_milli_t value;
+} sf__cuse_t;
+
+typedef struct {
+  const char *set, *name;  /* interned */
+  sf_milli_t value, free;
+} sf__counter_t;
+
+typedef struct {
+  sf_str_id rule;          /* 0: from the slice */
+  sf_taint_t t;            /* strings interned */
+} sf__taint_t;
+
+typedef struct {
+  sf_node_id node;
+  int32_t pool;
+  const char *driver, *poolname, *name;  /* interned */
+  sf_attr_t *attrs; uint32_t nattrs;
+  sf__cap_t *caps; uint32_t ncaps;
+  sf__cuse_t *cuses; uint32_t ncuses;
+  sf__taint_t *taints; uint32_t ntaints;
+  uint32_t holders;
+  bool used, shared, retired;
+  bool counted;            /* counted in model_devs */
+  /* derived from the policy */
+  int16_t primary;         /* capacity index measuring the share, or -1 */
+  int16_t island;          /* node-local island, or -1 */
+  uint8_t model_bit;       /* 0..63; 63 = no model or overflow */
+  sf_str_id model;
+} sf__dev_t;
+
+typedef struct {
+  bool used;
+  sf_node_id node;
+  const char *driver, *name;   /* interned */
+  sf__counter_t *counters; uint32_t ncounters;
+  sf_dev_id *devs; uint32_t ndevs;
+} sf__pool_t;
+
+typedef struct {
+  bool used;
+  const char *name;        /* interned */
+  int64_t cpu_alloc, cpu_used, mem_alloc, mem_used;
+  sf_dev_id *devs; size_t ndevs, devcap;
+  int32_t *pools; size_t npools, poolcap;
+  uint32_t nallocs;        /* allocations placed on the node */
+  uint64_t version;        /* bumped on every change of the node's state */
+} sf__node_t;
+
+typedef struct {
+  bool used;
+  char *holder;
+  sf_node_id node;
+  int64_t cpu, mem;
+  sf_pick_t *picks; size_t npicks;  /* picks[k].consumed owned (shared devices) */
+  const char ***cnames;    /* per pick: the capacity name of each consumed entry */
+  uint32_t *ncons;         /* per pick: entries in consumed/cnames */
+} sf__alloc_t;
+
+/* A learned shape of the workload (FGD's typical pod, learned online). */
+typedef struct {
+  int64_t cpu_milli;
+  sf_milli_t amount;       /* 0 = whole devices */
+  uint32_t count;
+  bool island;
+  uint64_t models;         /* model bits; 0 = any */
+  double weight;
+} sf__shape_t;
+
+#define SF__MIX_MAX 64
+#define SF__MODELS 63      /* model bits 0..62; bit 63 = other */
+
+typedef struct {
+  uint64_t key;
+  uint8_t *res;            /* per device: 0 unknown-yet, 1+sf_match_t */
+  size_t cap;
+} sf__selcache_t;
+
+struct sf_index {
+  /* strings */
+  sf__map_t strings;
+  const char **strs; size_t nstrs, strcap;
+  /* objects */
+  sf__map_t node_by_name, dev_by_key, alloc_by_holder;
+  sf__node_t *nodes; size_t nnodes, nodecap, live_nodes;
+  sf__pool_t *pools; size_t npools, poolcap;
+  sf__dev_t *devs; size_t ndevs, devcap;
+  sf__alloc_t *allocs; size_t nallocs, alloccap, live_allocs;
+  int32_t *free_nodes, *free_pools, *free_devs, *free_allocs;
+  size_t nfree_nodes, nfree_pools, nfree_devs, nfree_allocs;
+  size_t fn_cap, fp_cap, fd_cap, fa_cap;
+  /* policy-derived settings */
+  char capacity[SF_POLICY_NAME_MAX], model_attr[SF_POLICY_NAME_MAX],
+       island_attr[SF_POLICY_NAME_MAX];
+  sf_island_rule_t *rules; size_t nrules;
+  /* models */
+  sf_str_id model_ids[SF__MODELS];
+  uint32_t nmodels;
+  uint32_t model_devs[SF__MODELS + 1];
+  sf_dev_id model_rep[SF__MODELS + 1];  /* a device of each model (checked on use) */
+  /* selector caches */
+  sf__selcache_t *caches; size_t ncaches, cachecap;
+  /* learned workload mix */
+  sf__shape_t mix[SF__MIX_MAX];
+  size_t nmix;
+  uint64_t mix_obs, mix_version;
+  size_t heap;             /* rough bytes held, for sf_index_mem_bytes */
+};
+
+/* For packer.c */
+void sf__index_dev_touched(sf_index_t *idx, sf_dev_id d);
+uint8_t sf__index_model_bit(sf_index_t *idx, sf_str_id model);
+sf_match_t sf__index_select(sf_index_t *idx, const sf_selector_t *sel, sf_dev_id d);
+void sf__index_observe(sf_index_t *idx, const sf__shape_t *s, uint32_t halflife);
+
+#endif
