@@ -1,0 +1,348 @@
+/* The packer: feasibility, DRA rounding, constraints, reasons, strategies. */
+#include <criterion/criterion.h>
+#include <string.h>
+#include "cluster.h"
+#include "slicefit/policy.h"
+
+static sf_policy_t pol;
+static sf_index_t *idx;
+static sf_packer_t *pk;
+
+static void setup(void)
+{
+  sf_policy_init(&pol);
+  idx = sf_index_create();
+  pk = sf_packer_create();
+}
+
+static void teardown(void)
+{
+  sf_packer_destroy(pk);
+  sf_index_destroy(idx);
+  sf_policy_dispose(&pol);
+}
+
+static void set(const char *k, const char *v)
+{
+  char err[200];
+  cr_assert_eq(sf_policy_set(&pol, k, v, err, sizeof(err)), 0, "%s", err);
+  sf_index_apply_policy(idx, &pol);
+}
+
+static sf_verdict_t eval1(sf_node_id n, const sf_demand_t *d)
+{
+  sf_verdict_t v;
+  cr_assert_eq(sf_packer_evaluate(pk, idx, &pol, d, &n, 1, 0, &v), 0);
+  return v;
+}
+
+/* Places and commits on node n; returns the first picked device. */
+static sf_dev_id place(sf_node_id n, const sf_demand_t *d, const char *holder)
+{
+  sf_assignment_t a;
+  cr_assert_eq(sf_packer_place(pk, idx, &pol, d, n, &a, NULL), SF_FIT_YES);
+  sf_dev_id dev = a.results[0].pick.dev;
+  cr_assert_eq(sf_packer_commit(pk, idx, d, holder, NULL), 0);
+  tc_valid(idx);
+  return dev;
+}
+
+TestSuite(packer, .init = setup, .fini = teardown);
+
+Test(packer, fractional_claims_fill_a_shared_card_then_stop)
+{
+  sf_node_id n = tc_node(idx, "rtx", 1, "RTX", 20 * GiB, true);
+  tc_claim_t c;
+  tc_claim(&c, 1, 6 * GiB);
+  place(n, &c.dem, "a");
+  place(n, &c.dem, "b");
+  place(n, &c.dem, "c");
+  sf_verdict_t v = eval1(n, &c.dem);
+  cr_assert_eq(v.fit, SF_FIT_NO);
+  cr_assert(strstr(v.reason, "needs 6Gi of memory; the most free on a matching device is 2Gi"), "%s", v.reason);
+}
+
+Test(packer, capacity_requests_round_up_as_dra_does)
+{
+  sf_node_id n = tc_node_range(idx, "rtx", 1, "RTX", 20 * GiB, 1 * GiB, 1 * GiB);
+  tc_claim_t c;
+  tc_claim(&c, 1, 1536LL * 1024 * 1024 * 1000);  /* 1.5Gi rounds up to 2Gi */
+  sf_dev_id d = place(n, &c.dem, "a");
+  sf_milli_t f;
+  sf_index_dev_cap(idx, d, 0, NULL, &f);
+  cr_assert_eq(f, 18 * GiB);
+  tc_claim(&c, 1, 0);  /* no capacity named: the whole card (no default) */
+  cr_assert_eq(eval1(n, &c.dem).fit, SF_FIT_NO);
+  tc_claim(&c, 1, 21 * GiB);  /* above max: not eligible */
+  cr_assert_eq(eval1(n, &c.dem).fit, SF_FIT_NO);
+}
+
+Test(packer, counts_and_readable_reasons)
+{
+  sf_node_id n = tc_node(idx, "h100", 2, "H100", 80 * GiB, false);
+  tc_claim_t one, three;
+  tc_claim(&one, 1, 0);
+  place(n, &one.dem, "a");
+  tc_claim(&three, 2, 0);
+  sf_verdict_t v = eval1(n, &three.dem);
+  cr_assert_eq(v.fit, SF_FIT_NO);
+  cr_assert_str_eq(v.reason, "request gpu of claim default/claim needs 2 device(s); 1 of 2 matching are free");
+}
+
+Test(packer, nvlink_island_reason)
+{
+  set("island_map", "A100=2");
+  sf_node_id n = tc_node(idx, "a100", 4, "NVIDIA A100", 40 * GiB, false);
+  tc_claim_t one, isl;
+  tc_claim(&one, 1, 0);
+  place(n, &one.dem, "a");  /* first fit: gpu-0, island 0 */
+  set("device_choice", "packer");
+  tc_claim_island(&isl, 2);
+  cr_assert_eq(eval1(n, &isl.dem).fit, SF_FIT_YES);
+  place(n, &one.dem, "b");  /* the packer keeps island 1 whole: takes gpu-1 */
+  cr_assert_eq(sf_index_dev_holders(idx, sf_index_dev_find(idx, DRV, "a100", "gpu-1")), 1);
+  place(n, &isl.dem, "c");
+  tc_claim_island(&isl, 2);
+  tc_claim(&one, 1, 0);
+  sf_verdict_t v = eval1(n, &isl.dem);
+  cr_assert_eq(v.fit, SF_FIT_NO);
+  cr_assert_str_eq(v.reason, "request gpu of claim default/claim needs 2 device(s); 0 of 4 matching are free");
+}
+
+Test(packer, island_constraint_fails_on_split_islands)
+{
+  set("island_map", "A100=2");
+  sf_node_id n = tc_node(idx, "a100", 4, "NVIDIA A100", 40 * GiB, false);
+  sf_pick_t p0 = {sf_index_dev_find(idx, DRV, "a100", "gpu-0"), NULL};
+  sf_pick_t p2 = {sf_index_dev_find(idx, DRV, "a100", "gpu-2"), NULL};
+  cr_assert_eq(sf_index_alloc_add(idx, "x", n, 0, 0, &p0, 1, 0, NULL), 0);
+  cr_assert_eq(sf_index_alloc_add(idx, "y", n, 0, 0, &p2, 1, 0, NULL), 0);
+  tc_claim_t isl;
+  tc_claim_island(&isl, 2);
+  sf_verdict_t v = eval1(n, &isl.dem);
+  cr_assert_eq(v.fit, SF_FIT_NO);
+  cr_assert_str_eq(v.reason, "needs 2 GPUs in one NVLink island; the largest free island has 1");
+}
+
+Test(packer, taints_and_tolerations)
+{
+  sf_node_id n = tc_node(idx, "n", 1, "RTX", 20 * GiB, true);
+  sf_dev_id d = sf_index_dev_find(idx, DRV, "n", "gpu-0");
+  sf_taint_t t = {"gpu.nvidia.com/xid", "79", SF_TAINT_NOSCHEDULE};
+  sf_index_taint_rule_add(idx, "r", d, &t);
+  tc_claim_t c;
+  tc_claim(&c, 1, GiB);
+  sf_verdict_t v = eval1(n, &c.dem);
+  cr_assert_eq(v.fit, SF_FIT_NO);
+  cr_assert(strstr(v.reason, "does not tolerate taint gpu.nvidia.com/xid=79:NoSchedule"), "%s", v.reason);
+  sf_toleration_t tol = {"gpu.nvidia.com/xid", NULL, true, true, SF_TAINT_NONE};
+  c.req.tols = &tol;
+  c.req.ntols = 1;
+  cr_assert_eq(eval1(n, &c.dem).fit, SF_FIT_YES);
+  c.req.ntols = 0;
+  sf_index_taint_rule_clear(idx, "r");
+  sf_taint_t info = {"gpu.nvidia.com/unmonitored", "", SF_TAINT_NONE};
+  sf_index_taint_rule_add(idx, "r", d, &info);
+  cr_assert_eq(eval1(n, &c.dem).fit, SF_FIT_YES);
+}
+
+Test(packer, unknown_selector_passes_the_node_as_unsure)
+{
+  sf_node_id n = tc_node(idx, "n", 1, "RTX", 20 * GiB, true);
+  tc_claim_t c;
+  tc_claim(&c, 1, GiB);
+  c.req.selectors = &tc_sel_unknown;
+  sf_verdict_t v = eval1(n, &c.dem);
+  cr_assert_eq(v.fit, SF_FIT_UNSURE);
+  cr_assert(strstr(v.reason, "left to the DRA plugin"));
+}
+
+Test(packer, first_available_alternatives)
+{
+  sf_node_id n = tc_node(idx, "n", 2, "RTX", 20 * GiB, false);
+  sf_selector_t h100 = tc_sel_model("H100");
+  sf_request_t alts[2] = {{"big", &h100, 1, false, 1, NULL, 0, NULL, 0, NULL, 0},
+                          {"small", &tc_sel_driver, 1, false, 2, NULL, 0, NULL, 0, NULL, 0}};
+  sf_request_t top = {"gpu", NULL, 0, false, 0, NULL, 0, NULL, 0, alts, 2};
+  sf_claim_t cl = {"ns/c", &top, 1, NULL, 0};
+  sf_demand_t d = {&cl, 1, 0, 0};
+  sf_assignment_t a;
+  cr_assert_eq(sf_packer_place(pk, idx, &pol, &d, n, &a, NULL), SF_FIT_YES);
+  cr_assert_eq(a.n, 2);
+  cr_assert_eq(a.results[0].alt, 1);
+}
+
+Test(packer, match_and_distinct_attributes)
+{
+  sf_node_id n = tc_node(idx, "n", 2, "RTX", 20 * GiB, true);
+  sf_cap_request_t cap = {DRV "/memory", GiB};
+  sf_request_t reqs[2] = {{"a", &tc_sel_driver, 1, false, 1, &cap, 1, NULL, 0, NULL, 0},
+                          {"b", &tc_sel_driver, 1, false, 1, &cap, 1, NULL, 0, NULL, 0}};
+  sf_constraint_t distinct = {SF_CONSTRAINT_DISTINCT, DRV "/uuid", NULL, 0};
+  sf_claim_t cl = {"ns/c", reqs, 2, &distinct, 1};
+  sf_demand_t d = {&cl, 1, 0, 0};
+  sf_assignment_t a;
+  cr_assert_eq(sf_packer_place(pk, idx, &pol, &d, n, &a, NULL), SF_FIT_YES);
+  cr_assert_neq(a.results[0].pick.dev, a.results[1].pick.dev);
+  sf_constraint_t match = {SF_CONSTRAINT_MATCH, DRV "/uuid", NULL, 0};
+  cl.cons = &match;
+  cr_assert_eq(sf_packer_place(pk, idx, &pol, &d, n, &a, NULL), SF_FIT_YES);
+  cr_assert_eq(a.results[0].pick.dev, a.results[1].pick.dev);  /* one shared card, twice */
+  sf_constraint_t missing = {SF_CONSTRAINT_MATCH, DRV "/nosuch", NULL, 0};
+  cl.cons = &missing;
+  sf_verdict_t v = eval1(n, &d);
+  cr_assert_eq(v.fit, SF_FIT_NO);
+  cr_assert(strstr(v.reason, "shares one value of " DRV "/nosuch"), "%s", v.reason);
+}
+
+Test(packer, all_mode_takes_every_matching_device)
+{
+  sf_node_id n = tc_node(idx, "n", 3, "RTX", 20 * GiB, false);
+  tc_claim_t c;
+  tc_claim(&c, 0, 0);
+  c.req.all = true;
+  sf_assignment_t a;
+  cr_assert_eq(sf_packer_place(pk, idx, &pol, &c.dem, n, &a, NULL), SF_FIT_YES);
+  cr_assert_eq(a.n, 3);
+  tc_claim_t one;
+  tc_claim(&one, 1, 0);
+  place(n, &one.dem, "x");
+  cr_assert_eq(eval1(n, &c.dem).fit, SF_FIT_NO);
+}
+
+Test(packer, max_sharers_and_headroom)
+{
+  sf_node_id n = tc_node(idx, "n", 1, "RTX", 20 * GiB, true);
+  tc_claim_t c;
+  tc_claim(&c, 1, GiB);
+  set("max_sharers", "2");
+  place(n, &c.dem, "a");
+  place(n, &c.dem, "b");
+  sf_verdict_t v = eval1(n, &c.dem);
+  cr_assert_eq(v.fit, SF_FIT_NO);
+  cr_assert(strstr(v.reason, "max_sharers"), "%s", v.reason);
+  set("max_sharers", "0");
+  set("headroom_pct", "50");
+  tc_claim(&c, 1, 9 * GiB);  /* 18 used + 2 already; 10 of 20 kept free */
+  cr_assert_eq(eval1(n, &c.dem).fit, SF_FIT_NO);
+  tc_claim(&c, 1, 8 * GiB);
+  cr_assert_eq(eval1(n, &c.dem).fit, SF_FIT_YES);
+}
+
+Test(packer, search_budget_bounds_hostile_claims)
+{
+  sf_node_id n = tc_node(idx, "n", 16, "RTX", 20 * GiB, false);
+  /* Eight single-device requests and one for nine more: 17 > 16, and a naive
+   * search would try every ordering of the first eight before giving up. */
+  sf_request_t r[9];
+  for (int i = 0; i < 9; i++)
+    r[i] = (sf_request_t){"gpu", &tc_sel_driver, 1, false, i == 8 ? 9 : 1, NULL, 0, NULL, 0, NULL, 0};
+  sf_claim_t cl = {"ns/hostile", r, 9, NULL, 0};
+  sf_demand_t d = {&cl, 1, 0, 0};
+  set("search_budget", "1000");
+  sf_verdict_t v = eval1(n, &d);
+  cr_assert_eq(v.fit, SF_FIT_UNSURE, "%s", v.reason);
+  cr_assert(strstr(v.reason, "budget of 1000 steps"), "%s", v.reason);
+  r[8].count = 8;  /* 8 + 8 fits */
+  cr_assert_eq(eval1(n, &d).fit, SF_FIT_YES);
+}
+
+Test(packer, first_fit_follows_node_order_packer_packs_tight)
+{
+  sf_node_id n = tc_node(idx, "n", 2, "RTX", 20 * GiB, true);
+  sf_milli_t ten = 10 * GiB;
+  sf_pick_t p = {sf_index_dev_find(idx, DRV, "n", "gpu-1"), &ten};
+  sf_index_alloc_add(idx, "x", n, 0, 0, &p, 1, 0, NULL);
+  tc_claim_t c;
+  tc_claim(&c, 1, 4 * GiB);
+  sf_assignment_t a;
+  sf_packer_place(pk, idx, &pol, &c.dem, n, &a, NULL);
+  cr_assert_str_eq(sf_index_dev_name(idx, a.results[0].pick.dev), "gpu-0");
+  set("device_choice", "packer");
+  for (int s = 0; s < 4; s++) {
+    const char *strat[] = {"fragmentation", "fgd", "binpack", "spread"};
+    set("strategy", strat[s]);
+    sf_packer_place(pk, idx, &pol, &c.dem, n, &a, NULL);
+    cr_assert_str_eq(sf_index_dev_name(idx, a.results[0].pick.dev), s == 3 ? "gpu-0" : "gpu-1", "%s",
+                     strat[s]);
+  }
+}
+
+Test(packer, binpack_and_spread_rank_nodes_oppositely)
+{
+  sf_node_id n[2] = {tc_node(idx, "empty", 2, "RTX", 20 * GiB, true), tc_node(idx, "used", 2, "RTX", 20 * GiB, true)};
+  tc_claim_t c;
+  tc_claim(&c, 1, 8 * GiB);
+  place(n[1], &c.dem, "x");
+  sf_verdict_t v[2];
+  set("strategy", "binpack");
+  sf_packer_evaluate(pk, idx, &pol, &c.dem, n, 2, 0, v);
+  cr_assert_eq(v[1].score, 10);
+  cr_assert_eq(v[0].score, 0);
+  set("strategy", "spread");
+  sf_packer_evaluate(pk, idx, &pol, &c.dem, n, 2, 0, v);
+  cr_assert_eq(v[0].score, 10);
+  cr_assert_eq(v[1].score, 0);
+}
+
+/* FGD: a 0.5-GPU pod goes where it leaves no sliver the mix cannot use. */
+Test(packer, fgd_follows_the_mix)
+{
+  sf_node_id n[2] = {tc_node(idx, "a", 1, "T4", 1000, true), tc_node(idx, "b", 1, "T4", 1000, true)};
+  set("capacity", "memory");
+  set("strategy", "fgd");
+  set("fgd_mix", "500mx1=1");
+  sf_milli_t three = 300, half = 500;
+  sf_pick_t pa = {sf_index_dev_find(idx, DRV, "a", "gpu-0"), &three};
+  sf_index_alloc_add(idx, "x", n[0], 0, 0, &pa, 1, 0, NULL);
+  tc_claim_t c;
+  tc_claim(&c, 1, half);
+  sf_verdict_t v[2];
+  sf_packer_evaluate(pk, idx, &pol, &c.dem, n, 2, 0, v);
+  /* On a: 700 free -> 200 left, a sliver too small for 500 (frag +200). On b: 1000 -> 500, usable. */
+  cr_assert_eq(v[1].score, 10);
+  cr_assert_eq(v[0].score, 0);
+  cr_assert_float_eq(sf_packer_node_frag(pk, idx, &pol, n[0]), 0.0, 1e-9);
+}
+
+Test(packer, fragmentation_keeps_islands_whole)
+{
+  set("island_map", "H100=4");
+  sf_node_id n[2] = {tc_node(idx, "intact", 4, "H100", 80 * GiB, false),
+                     tc_node(idx, "broken", 4, "H100", 80 * GiB, false)};
+  tc_claim_t one;
+  tc_claim(&one, 1, 0);
+  place(n[1], &one.dem, "x");
+  sf_verdict_t v[2];
+  sf_packer_evaluate(pk, idx, &pol, &one.dem, n, 2, SF_EVAL_LEARN, v);
+  cr_assert_eq(v[1].score, 10);
+  cr_assert_eq(v[0].score, 0);
+  cr_assert_geq(sf_index_mix_size(idx), 1);
+}
+
+Test(packer, cpu_and_memory_checked_when_tracked)
+{
+  sf_node_id n = tc_node(idx, "n", 1, "RTX", 20 * GiB, true);
+  sf_node_spec_t ns = {"n", 4000, 8LL << 30};
+  sf_index_node_upsert(idx, &ns, NULL);
+  sf_demand_t d = {NULL, 0, 6000, 0};
+  sf_verdict_t v = eval1(n, &d);
+  cr_assert_eq(v.fit, SF_FIT_NO);
+  cr_assert_str_eq(v.reason, "needs 6000m CPU; 4000m is free");
+  d = (sf_demand_t){NULL, 0, 0, 16LL << 30};
+  v = eval1(n, &d);
+  cr_assert_str_eq(v.reason, "needs 16384 MiB of memory; 8192 MiB is free");
+}
+
+Test(packer, no_claims_pass_every_node)
+{
+  sf_node_id n[3] = {tc_node(idx, "a", 1, "RTX", 20 * GiB, true), tc_node(idx, "b", 0, "", 0, true),
+                     tc_node(idx, "c", 2, "RTX", 20 * GiB, false)};
+  sf_demand_t d = {NULL, 0, 0, 0};
+  sf_verdict_t v[3];
+  cr_assert_eq(sf_packer_evaluate(pk, idx, &pol, &d, n, 3, 0, v), 0);
+  for (int i = 0; i < 3; i++)
+    cr_assert_eq(v[i].fit, SF_FIT_YES);
+  sf_node_id bad = 99;
+  cr_assert_eq(sf_packer_evaluate(pk, idx, &pol, &d, &bad, 1, 0, v), SF_ENOENT);
+}
