@@ -7,6 +7,7 @@
 #   make bench      the core's benchmarks (bench/bench_*.c)
 #   make deps       installs the missing Debian packages (apt-get), nothing if all present
 #   make install    PREFIX=/usr/local DESTDIR=
+#   make run        deps, all, then the replay of the bundled synthetic trace
 #   make clean
 
 PREFIX  ?= /usr/local
@@ -156,9 +157,13 @@ deps:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	else echo "deps: all present"; fi
 
+run: deps
+	$(MAKE) all
+	bin/slicefit-replay
+
 clean:
 	rm -rf build bin
 
-.PHONY: all test check check-pure bench fuzz install deps clean
+.PHONY: all test check check-pure bench fuzz install deps run clean
 
 -include $(shell find build -name '*.d' 2>/dev/null)
