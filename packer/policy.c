@@ -1,0 +1,656 @@
+/*
+ * The policy: every knob of the packer, set from the key/value strings of a
+ * ConfigMap. The values are untrusted text.
+ *
+ * One static table lists each key with its default, its one-line doc and the
+ * rule that parses it: an enumeration, a name (fixed char array), a weight
+ * (double), a bounded integer, or one of the two lists. sf_policy_init
+ * applies every default through the same parser, so the table is the only
+ * place a default lives; the tests check it against policy.h.
+ *
+ * Values are trimmed of surrounding whitespace. Grammars of the lists, items
+ * separated by ',' (an empty value means none, an empty item is an error):
+ *
+ *   island_map  item ::= [NODEPREFIX ":"] MODEL "=" SIZE          SIZE 1..64
+ *   fgd_mix     item ::= [CPU ":"] AMOUNT "x" COUNT ["@" MODEL {"|" MODEL}] ["!"] "=" WEIGHT
+ *               CPU a quantity >= 0 (cpu_milli), AMOUNT "whole" or a quantity > 0,
+ *               COUNT 1..64, at most SF_POLICY_MODELS_MAX models, WEIGHT > 0.
+ *
+ * A MODEL is printable ASCII, may hold inner spaces (productName values such
+ * as "NVIDIA A100 80GB PCIe" do) but none of the separators ",:=|@!". Names
+ * (capacity, the attributes, node prefixes) are printable ASCII without
+ * spaces. Every name is shorter than SF_POLICY_NAME_MAX.
+ *
+ * Numbers are read with strtod in the C locale (the daemon never calls
+ * setlocale), rejecting NaN, infinities, empty text and trailing bytes.
+ * sf_policy_get prints a double with the fewest digits that read back to
+ * the same double, so get and set round-trip exactly.
+ *
+ * Atomicity: a setter parses into locals (or new arrays) and writes the
+ * policy only once the whole value is valid.
+ */
+#include <assert.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include "slicefit/policy.h"
+#include "slicefit/quantity.h"
+
+/* stdio.h stays out of the core (make check-pure); snprintf is pure and is
+ * on its allow-list, so it is declared here as C11 7.1.4 permits. */
+int snprintf(char *restrict s, size_t n, const char *restrict format, ...);
+
+#define WHY_MAX 256
+#define NUM_MAX 128
+#define WEIGHT_MAX 1e6
+#define MODEL_FORBID ",:=|@!"
+
+typedef enum { K_STRATEGY, K_CHOICE, K_NAME, K_ISLANDS, K_MIX, K_WEIGHT, K_UINT } kind_t;
+
+typedef struct {
+  kind_t kind;
+  size_t off;                 /* of the field, for names, weights and integers */
+  uint32_t lo, hi;            /* integers: range; names: least length */
+} rule_t;
+
+typedef struct {
+  const char *p;
+  size_t n;
+} span_t;
+
+/* The output of sf_policy_get: writes what fits, counts everything. */
+typedef struct {
+  char *buf;
+  size_t len, pos;
+} out_t;
+
+static const sf_policy_key_t keys[] = {
+  { "strategy", "fragmentation", "how nodes are scored: fragmentation | fgd | binpack | spread" },
+  { "device_choice", "first-fit",
+    "first-fit scores the device the in-tree DRA allocator takes; packer lets the core pick" },
+  { "capacity", "memory", "the shared capacity that measures a device's share" },
+  { "model_attribute", "productName", "device attribute naming the GPU model" },
+  { "island_attribute", "", "device attribute whose equal values form an NVLink island" },
+  { "island_map", "", "islands by model when no attribute says: [NODEPREFIX:]MODEL=SIZE,..." },
+  { "fgd_mix", "", "target workload for strategy fgd: [CPU:]AMOUNTxCOUNT[@M1|M2][!]=WEIGHT,..." },
+  { "weight_frag", "1", "weight of the fragmentation term" },
+  { "weight_island", "1", "penalty for breaking an intact NVLink island, in GPUs of fragmentation" },
+  { "weight_model", "0.5", "penalty for using a scarce model a flexible claim does not need" },
+  { "mix_halflife", "1000", "observations after which a learned shape's weight halves" },
+  { "max_sharers", "0", "most allocations on one shared device, 0 = unlimited" },
+  { "headroom_pct", "0", "percent of each shared device's capacity kept free" },
+  { "search_budget", "4096", "most search steps per node before a node is passed as unsure" },
+};
+
+static const rule_t rules[] = {
+  { K_STRATEGY, 0, 0, 0 },
+  { K_CHOICE, 0, 0, 0 },
+  { K_NAME, offsetof(sf_policy_t, capacity), 1, 0 },
+  { K_NAME, offsetof(sf_policy_t, model_attribute), 1, 0 },
+  { K_NAME, offsetof(sf_policy_t, island_attribute), 0, 0 },
+  { K_ISLANDS, 0, 0, 0 },
+  { K_MIX, 0, 0, 0 },
+  { K_WEIGHT, offsetof(sf_policy_t, weight_frag), 0, 0 },
+  { K_WEIGHT, offsetof(sf_policy_t, weight_island), 0, 0 },
+  { K_WEIGHT, offsetof(sf_policy_t, weight_model), 0, 0 },
+  { K_UINT, offsetof(sf_policy_t, mix_halflife), 1, 1000000000 },
+  { K_UINT, offsetof(sf_policy_t, max_sharers), 0, 100000 },
+  { K_UINT, offsetof(sf_policy_t, headroom_pct), 0, 99 },
+  { K_UINT, offsetof(sf_policy_t, search_budget), 16, 10000000 },
+};
+
+#define NKEYS (sizeof keys / sizeof keys[0])
+_Static_assert(sizeof rules / sizeof rules[0] == NKEYS, "one rule per key");
+
+static const char *const strategies[] = { "fragmentation", "fgd", "binpack", "spread" };
+static const char *const choices[] = { "first-fit", "packer" };
+
+/* ---- text spans ---- */
+
+static span_t mkspan(const char *s)
+{
+  return (span_t){ s, strlen(s) };
+}
+
+static bool isspc(char c)
+{
+  return c == ' ' || (c >= '\t' && c <= '\r');
+}
+
+static span_t trim(span_t s)
+{
+  while (s.n > 0 && isspc(s.p[0])) {
+    s.p++;
+    s.n--;
+  }
+  while (s.n > 0 && isspc(s.p[s.n - 1]))
+    s.n--;
+  return s;
+}
+
+/* Splits s at its first c into trimmed halves; false when there is no c. */
+static bool cut(span_t s, char c, span_t *left, span_t *right)
+{
+  const char *at = s.n > 0 ? memchr(s.p, c, s.n) : NULL;
+  if (at == NULL)
+    return false;
+  *left = trim((span_t){ s.p, (size_t)(at - s.p) });
+  *right = trim((span_t){ at + 1, s.n - (size_t)(at - s.p) - 1 });
+  return true;
+}
+
+static bool eq(span_t s, const char *lit)
+{
+  /* strncmp, not memcmp: clang turns memcmp()==0 into bcmp, off the pure list. */
+  return s.n == strlen(lit) && strncmp(s.p, lit, s.n) == 0;
+}
+
+/* Printable ASCII, none of `forbid`, spaces only inside when `spaces`. */
+static bool name_ok(span_t s, size_t min, const char *forbid, bool spaces)
+{
+  if (s.n < min || s.n >= SF_POLICY_NAME_MAX)
+    return false;
+  for (size_t i = 0; i < s.n; i++) {
+    char c = s.p[i];
+    if (c < ' ' || c > '~' || (c == ' ' && !spaces) || strchr(forbid, c) != NULL)
+      return false;
+  }
+  return true;
+}
+
+/* A constant message; snprintf would do, but gcc -Os folds that into strcpy,
+ * which is off the pure allow-list. */
+static void say(char *why, size_t wl, const char *msg)
+{
+  size_t n = strlen(msg);
+  if (wl == 0)
+    return;
+  n = n < wl - 1 ? n : wl - 1;
+  memcpy(why, msg, n);
+  why[n] = '\0';
+}
+
+static void name_copy(char *dst, span_t s)
+{
+  assert(s.n < SF_POLICY_NAME_MAX);
+  memcpy(dst, s.p, s.n);
+  dst[s.n] = '\0';
+}
+
+/* ---- numbers ---- */
+
+static int uint_in(span_t s, uint32_t lo, uint32_t hi, uint32_t *out)
+{
+  uint64_t v = 0;
+  if (s.n == 0)
+    return SF_EINVAL;
+  for (size_t i = 0; i < s.n; i++) {
+    if (s.p[i] < '0' || s.p[i] > '9')
+      return SF_EINVAL;
+    v = v * 10 + (uint64_t)(s.p[i] - '0');
+    if (v > hi)
+      return SF_EINVAL;
+  }
+  if (v < lo)
+    return SF_EINVAL;
+  *out = (uint32_t)v;
+  return 0;
+}
+
+/* A finite number and nothing else. */
+static int num(span_t s, double *out)
+{
+  char tmp[NUM_MAX], *end;
+  double v;
+  if (s.n == 0 || s.n >= sizeof tmp)
+    return SF_EINVAL;
+  memcpy(tmp, s.p, s.n);
+  tmp[s.n] = '\0';
+  v = strtod(tmp, &end);
+  if (end != tmp + s.n || isspc(tmp[0]) || !isfinite(v))
+    return SF_EINVAL;
+  /* -0 would print as "-0"; it is the same weight as 0. */
+  *out = v == 0 ? 0 : v;
+  return 0;
+}
+
+/* ---- island_map ---- */
+
+static const char *island_item(span_t it, sf_island_rule_t *r)
+{
+  span_t left, size, prefix, model;
+  memset(r, 0, sizeof *r);
+  if (!cut(it, '=', &left, &size))
+    return "missing =SIZE";
+  model = left;
+  if (cut(left, ':', &prefix, &model)) {
+    if (!name_ok(prefix, 1, ",:=", false))
+      return "bad NODEPREFIX";
+    name_copy(r->node_prefix, prefix);
+  }
+  if (!name_ok(model, 1, MODEL_FORBID, true))
+    return "bad MODEL";
+  name_copy(r->model, model);
+  if (uint_in(size, 1, 64, &r->size) != 0)
+    return "SIZE must be an integer in 1..64";
+  return NULL;
+}
+
+/* ---- fgd_mix ---- */
+
+static const char *mix_models(span_t s, sf_shape_t *sh)
+{
+  span_t m, rest = s;
+  for (;;) {
+    bool more = cut(s, '|', &m, &rest);
+    if (!more)
+      m = trim(s);
+    if (!name_ok(m, 1, MODEL_FORBID, true))
+      return "bad MODEL";
+    if (sh->nmodels == SF_POLICY_MODELS_MAX)
+      return "too many models";
+    name_copy(sh->models[sh->nmodels++], m);
+    if (!more)
+      return NULL;
+    s = rest;
+  }
+}
+
+/* AMOUNTxCOUNT, split at the last 'x' (no quantity contains one). */
+static const char *mix_size(span_t s, sf_shape_t *sh)
+{
+  const char *x = s.p + s.n;
+  span_t amt, cnt;
+  while (x > s.p && x[-1] != 'x')
+    x--;
+  if (x == s.p)
+    return "expected AMOUNTxCOUNT";
+  amt = trim((span_t){ s.p, (size_t)(x - 1 - s.p) });
+  cnt = trim((span_t){ x, s.n - (size_t)(x - s.p) });
+  if (!eq(amt, "whole") && (sf_quantity_parse_n(amt.p, amt.n, &sh->amount) != 0 || sh->amount <= 0))
+    return "AMOUNT must be a positive quantity or whole";
+  if (uint_in(cnt, 1, 64, &sh->count) != 0)
+    return "COUNT must be an integer in 1..64";
+  return NULL;
+}
+
+static const char *mix_item(span_t it, sf_shape_t *sh)
+{
+  span_t spec, w, head, models, cpu, size;
+  const char *why;
+  memset(sh, 0, sizeof *sh);
+  if (!cut(it, '=', &spec, &w))
+    return "missing =WEIGHT";
+  if (num(w, &sh->weight) != 0 || !(sh->weight > 0))
+    return "WEIGHT must be a positive number";
+  if (spec.n > 0 && spec.p[spec.n - 1] == '!') {
+    sh->island = true;
+    spec = trim((span_t){ spec.p, spec.n - 1 });
+  }
+  head = spec;
+  if (cut(spec, '@', &head, &models) && (why = mix_models(models, sh)) != NULL)
+    return why;
+  size = head;
+  if (cut(head, ':', &cpu, &size) &&
+      (sf_quantity_parse_n(cpu.p, cpu.n, &sh->cpu_milli) != 0 || sh->cpu_milli < 0))
+    return "CPU must be a quantity >= 0";
+  return mix_size(size, sh);
+}
+
+/* ---- the lists, all or nothing ---- */
+
+typedef const char *(*item_fn)(span_t item, void *elem);
+
+static const char *island_fn(span_t it, void *e)
+{
+  return island_item(it, e);
+}
+
+static const char *mix_fn(span_t it, void *e)
+{
+  return mix_item(it, e);
+}
+
+/* Parses a ','-separated list into a new array; on error *bad is the item. */
+static const char *list(span_t v, size_t size, item_fn fn, void **arr, size_t *n, span_t *bad)
+{
+  size_t cap = 0;
+  span_t it, rest = v;
+  const char *why = NULL;
+  *arr = NULL;
+  *n = 0;
+  while (v.n > 0 && why == NULL) {
+    bool more = cut(rest, ',', &it, &rest);
+    if (!more)
+      it = trim(rest);
+    sf_xgrow(arr, &cap, *n + 1, size);
+    *bad = it;
+    why = it.n == 0 ? "empty item" : fn(it, (char *)*arr + *n * size);
+    (*n)++;
+    if (!more)
+      break;
+  }
+  if (why != NULL) {
+    free(*arr);
+    *arr = NULL;
+    *n = 0;
+  }
+  return why;
+}
+
+static int set_list(sf_policy_t *pol, kind_t kind, span_t v, char *why, size_t wl)
+{
+  bool isl = kind == K_ISLANDS;
+  void *arr;
+  size_t n;
+  span_t bad = v;
+  const char *r = isl ? list(v, sizeof(sf_island_rule_t), island_fn, &arr, &n, &bad)
+                      : list(v, sizeof(sf_shape_t), mix_fn, &arr, &n, &bad);
+  if (r != NULL) {
+    snprintf(why, wl, "expected %s,...: item \"%.*s\": %s",
+             isl ? "[NODEPREFIX:]MODEL=SIZE" : "[CPU:]AMOUNTxCOUNT[@M1|M2][!]=WEIGHT",
+             bad.n > 200 ? 200 : (int)bad.n, bad.p, r);
+    return SF_EINVAL;
+  }
+  if (isl) {
+    free(pol->island_rules);
+    pol->island_rules = arr;
+    pol->nisland_rules = n;
+  } else {
+    free(pol->mix);
+    pol->mix = arr;
+    pol->nmix = n;
+  }
+  return 0;
+}
+
+/* ---- setting ---- */
+
+static int set_enum(const char *const *names, size_t count, span_t v, int *out, char *why, size_t wl)
+{
+  for (size_t i = 0; i < count; i++) {
+    if (eq(v, names[i])) {
+      *out = (int)i;
+      return 0;
+    }
+  }
+  if (count == 2)
+    snprintf(why, wl, "expected %s or %s", names[0], names[1]);
+  else
+    snprintf(why, wl, "expected one of %s, %s, %s, %s", names[0], names[1], names[2], names[3]);
+  return SF_EINVAL;
+}
+
+static int set_scalar(sf_policy_t *pol, const rule_t *r, span_t v, char *why, size_t wl)
+{
+  char *field = (char *)pol + r->off;
+  double d;
+  uint32_t u;
+  switch (r->kind) {
+  case K_NAME:
+    if (!name_ok(v, r->lo, "", false)) {
+      snprintf(why, wl, "expected %u..%d printable characters without spaces", r->lo,
+               SF_POLICY_NAME_MAX - 1);
+      return SF_EINVAL;
+    }
+    name_copy(field, v);
+    return 0;
+  case K_WEIGHT:
+    if (num(v, &d) != 0 || d < 0 || d > WEIGHT_MAX) {
+      say(why, wl, "expected a number >= 0 and <= 1e6");
+      return SF_EINVAL;
+    }
+    memcpy(field, &d, sizeof d);
+    return 0;
+  default:
+    assert(r->kind == K_UINT);
+    if (uint_in(v, r->lo, r->hi, &u) != 0) {
+      snprintf(why, wl, "expected an integer in %u..%u", r->lo, r->hi);
+      return SF_EINVAL;
+    }
+    memcpy(field, &u, sizeof u);
+    return 0;
+  }
+}
+
+static int apply(sf_policy_t *pol, const rule_t *r, span_t v, char *why, size_t wl)
+{
+  int e = 0, rc;
+  switch (r->kind) {
+  case K_STRATEGY:
+    if ((rc = set_enum(strategies, 4, v, &e, why, wl)) == 0)
+      pol->strategy = (sf_strategy_t)e;
+    return rc;
+  case K_CHOICE:
+    if ((rc = set_enum(choices, 2, v, &e, why, wl)) == 0)
+      pol->device_choice = (sf_choice_t)e;
+    return rc;
+  case K_ISLANDS:
+  case K_MIX:
+    return set_list(pol, r->kind, v, why, wl);
+  default:
+    return set_scalar(pol, r, v, why, wl);
+  }
+}
+
+static int find(const char *key)
+{
+  for (size_t i = 0; i < NKEYS; i++)
+    if (strcmp(keys[i].key, key) == 0)
+      return (int)i;
+  return -1;
+}
+
+const sf_policy_key_t *sf_policy_keys(size_t *n)
+{
+  *n = NKEYS;
+  return keys;
+}
+
+int sf_policy_set(sf_policy_t *pol, const char *key, const char *value, char *err, size_t errlen)
+{
+  char why[WHY_MAX];
+  span_t v;
+  int k, rc;
+  assert(pol != NULL && key != NULL && value != NULL && (err != NULL || errlen == 0));
+  if ((k = find(key)) < 0) {
+    snprintf(err, errlen, "unknown policy key \"%s\"", key);
+    return SF_EINVAL;
+  }
+  v = trim(mkspan(value));
+  if ((rc = apply(pol, &rules[k], v, why, sizeof why)) != 0)
+    snprintf(err, errlen, "policy key \"%s\": bad value \"%.*s\": %s", key,
+             v.n > 512 ? 512 : (int)v.n, v.p, why);
+  return rc;
+}
+
+void sf_policy_init(sf_policy_t *pol)
+{
+  char why[WHY_MAX];
+  memset(pol, 0, sizeof *pol);
+  for (size_t i = 0; i < NKEYS; i++) {
+    int rc = apply(pol, &rules[i], mkspan(keys[i].def), why, sizeof why);
+    assert(rc == 0);
+    (void)rc;
+  }
+}
+
+void sf_policy_dispose(sf_policy_t *pol)
+{
+  if (pol == NULL)
+    return;
+  free(pol->island_rules);
+  free(pol->mix);
+  pol->island_rules = NULL;
+  pol->mix = NULL;
+  pol->nisland_rules = pol->nmix = 0;
+}
+
+static void *dup(const void *p, size_t n, size_t size)
+{
+  return n == 0 ? NULL : memcpy(sf_xmalloc(n * size), p, n * size);
+}
+
+void sf_policy_copy(sf_policy_t *dst, const sf_policy_t *src)
+{
+  *dst = *src;
+  dst->island_rules = dup(src->island_rules, src->nisland_rules, sizeof *src->island_rules);
+  dst->mix = dup(src->mix, src->nmix, sizeof *src->mix);
+}
+
+int sf_policy_from_kv(sf_policy_t *out, const char *const *keys_, const char *const *values,
+                      size_t n, char *err, size_t errlen)
+{
+  sf_policy_t tmp;
+  int rc = 0;
+  sf_policy_init(&tmp);
+  for (size_t i = 0; i < n && rc == 0; i++)
+    rc = sf_policy_set(&tmp, keys_[i], values[i], err, errlen);
+  if (rc != 0)
+    goto done;
+  *out = tmp;
+  /* Ownership of the arrays moved to *out. */
+  tmp.island_rules = NULL;
+  tmp.mix = NULL;
+done:
+  sf_policy_dispose(&tmp);
+  return rc;
+}
+
+/* ---- getting ---- */
+
+static void put(out_t *o, const char *s, size_t n)
+{
+  if (o->pos < o->len) {
+    size_t room = o->len - 1 - o->pos;
+    size_t c = n < room ? n : room;
+    memcpy(o->buf + o->pos, s, c);
+    o->buf[o->pos + c] = '\0';
+  }
+  o->pos += n;
+}
+
+static void puts_(out_t *o, const char *s)
+{
+  put(o, s, strlen(s));
+}
+
+/* The fewest significant digits that read back as the same double. */
+static void put_double(out_t *o, double d)
+{
+  char tmp[40];
+  for (int prec = 1; prec <= 17; prec++) {
+    snprintf(tmp, sizeof tmp, "%.*g", prec, d);
+    if (strtod(tmp, NULL) == d)
+      break;
+  }
+  puts_(o, tmp);
+}
+
+static void put_uint(out_t *o, uint64_t u)
+{
+  char tmp[24];
+  snprintf(tmp, sizeof tmp, "%llu", (unsigned long long)u);
+  puts_(o, tmp);
+}
+
+static void put_quantity(out_t *o, sf_milli_t v, int binary)
+{
+  char tmp[32];
+  sf_quantity_format(v, binary, tmp, sizeof tmp);
+  puts_(o, tmp);
+}
+
+static void put_islands(out_t *o, const sf_policy_t *pol)
+{
+  for (size_t i = 0; i < pol->nisland_rules; i++) {
+    const sf_island_rule_t *r = &pol->island_rules[i];
+    if (i > 0)
+      puts_(o, ",");
+    if (r->node_prefix[0] != '\0') {
+      puts_(o, r->node_prefix);
+      puts_(o, ":");
+    }
+    puts_(o, r->model);
+    puts_(o, "=");
+    put_uint(o, r->size);
+  }
+}
+
+static void put_shape(out_t *o, const sf_shape_t *sh)
+{
+  if (sh->cpu_milli > 0) {
+    put_quantity(o, sh->cpu_milli, 0);
+    puts_(o, ":");
+  }
+  if (sh->amount > 0)
+    put_quantity(o, sh->amount, 1);
+  else
+    puts_(o, "whole");
+  puts_(o, "x");
+  put_uint(o, sh->count);
+  for (uint32_t m = 0; m < sh->nmodels; m++) {
+    puts_(o, m == 0 ? "@" : "|");
+    puts_(o, sh->models[m]);
+  }
+  if (sh->island)
+    puts_(o, "!");
+  puts_(o, "=");
+  put_double(o, sh->weight);
+}
+
+static void put_value(out_t *o, const sf_policy_t *pol, const rule_t *r)
+{
+  const char *field = (const char *)pol + r->off;
+  double d;
+  uint32_t u;
+  switch (r->kind) {
+  case K_STRATEGY:
+    puts_(o, sf_strategy_name(pol->strategy));
+    break;
+  case K_CHOICE:
+    puts_(o, (unsigned)pol->device_choice < 2 ? choices[pol->device_choice] : "unknown");
+    break;
+  case K_NAME:
+    puts_(o, field);
+    break;
+  case K_ISLANDS:
+    put_islands(o, pol);
+    break;
+  case K_MIX:
+    for (size_t i = 0; i < pol->nmix; i++) {
+      if (i > 0)
+        puts_(o, ",");
+      put_shape(o, &pol->mix[i]);
+    }
+    break;
+  case K_WEIGHT:
+    memcpy(&d, field, sizeof d);
+    put_double(o, d);
+    break;
+  case K_UINT:
+    memcpy(&u, field, sizeof u);
+    put_uint(o, u);
+    break;
+  }
+}
+
+int sf_policy_get(const sf_policy_t *pol, const char *key, char *buf, size_t len)
+{
+  out_t o = { buf, len, 0 };
+  int k = find(key);
+  assert(buf != NULL || len == 0);
+  if (len > 0)
+    buf[0] = '\0';
+  if (k < 0)
+    return SF_ENOENT;
+  put_value(&o, pol, &rules[k]);
+  /* A truncated value would not read back as the same policy. */
+  return o.pos < len ? 0 : SF_E2BIG;
+}
+
+const char *sf_strategy_name(sf_strategy_t s)
+{
+  return (unsigned)s < sizeof strategies / sizeof strategies[0] ? strategies[s] : "unknown";
+}
