@@ -1,0 +1,387 @@
+/*
+ * bin/slicefit-replay: replays a trace through the packing core and compares
+ * policies. Flag parsing and wiring only; the work is in bench/replay_*.c.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <jansson.h>
+#include "slicefit/replay.h"
+
+#define DEFAULT_POLICIES "fgd,fragmentation,bestfit,packing,random"
+#define BUNDLED_NODES "synthetic-nodes.csv"
+#define BUNDLED_PODS "synthetic-pods.csv"
+#define MAX_POLICIES 16
+
+static const char usage[] =
+    "usage: slicefit-replay [--nodes FILE --pods FILE | --trace FILE] [options]\n"
+    "\n"
+    "Replays a GPU workload trace through slicefit's packing core and compares policies.\n"
+    "With no trace it replays the bundled synthetic trace (bench/data/, found next to the\n"
+    "executable as ../bench/data, or in $SLICEFIT_DATA).\n"
+    "\n"
+    "  --nodes FILE          Alibaba node list CSV (sn,cpu_milli,memory_mib,gpu,model)\n"
+    "  --pods FILE           Alibaba pod list CSV (name,cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec...])\n"
+    "  --trace FILE          native JSON-lines trace (docs/replay-format.md): islands, departures\n"
+    "  --policy LIST         comma-separated: fragmentation fgd binpack spread (core strategies),\n"
+    "                        random dotprod clustering packing bestfit (the FGD paper's baselines)\n"
+    "                        (default " DEFAULT_POLICIES ")\n"
+    "  --policy-file FILE    JSON object of policy keys (as the extender's ConfigMap)\n"
+    "  --device-choice C     packer | first-fit: who picks the GPU inside a node (core strategies)\n"
+    "  --seed N              one seed (default 42)\n"
+    "  --seeds A-B           every seed from A to B; medians are reported\n"
+    "  --tune R              grow/shrink the Alibaba workload to R x GPU capacity (default 1.3; 0 = as is)\n"
+    "  --json                one JSON object per run, then one with the medians per policy\n"
+    "  --svg FILE            plot GPU allocation against arrived load per policy\n"
+    "  --node-price USD      monthly price of one node: adds tenants per GPU and $ per tenant-month\n"
+    "  --help                this text\n";
+
+typedef struct {
+  const char *nodes, *pods, *trace, *policy_file, *svg;
+  char *policies;
+  int device_choice;
+  uint64_t seed_lo, seed_hi;
+  double tune;
+  bool tune_set, json;
+  double node_price;
+} flags_t;
+
+static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static int bad(const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "slicefit-replay: ");
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "\n(try --help)\n");
+  return 2;
+}
+
+static int parse_u64(const char *s, uint64_t *out)
+{
+  char *end;
+  errno = 0;
+  if (*s < '0' || *s > '9')
+    return -1;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno != 0 || *end != '\0')
+    return -1;
+  *out = v;
+  return 0;
+}
+
+static int parse_double(const char *s, double lo, double hi, double *out)
+{
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno != 0 || end == s || *end != '\0' || !(v >= lo && v <= hi))
+    return -1;
+  *out = v;
+  return 0;
+}
+
+static int parse_seeds(const char *s, flags_t *f)
+{
+  char buf[64];
+  snprintf(buf, sizeof(buf), "%s", s);
+  char *dash = strchr(buf, '-');
+  if (dash == NULL)
+    return -1;
+  *dash = '\0';
+  if (parse_u64(buf, &f->seed_lo) != 0 || parse_u64(dash + 1, &f->seed_hi) != 0 ||
+      f->seed_hi < f->seed_lo || f->seed_hi - f->seed_lo >= 1000)
+    return -1;
+  return 0;
+}
+
+static int parse_flags(int argc, char **argv, flags_t *f)
+{
+  static const struct option opts[] = {
+      {"nodes", required_argument, NULL, 'n'},  {"pods", required_argument, NULL, 'p'},
+      {"trace", required_argument, NULL, 't'},  {"policy", required_argument, NULL, 'P'},
+      {"policy-file", required_argument, NULL, 'F'},
+      {"device-choice", required_argument, NULL, 'd'},
+      {"seed", required_argument, NULL, 's'},   {"seeds", required_argument, NULL, 'S'},
+      {"tune", required_argument, NULL, 'u'},   {"json", no_argument, NULL, 'j'},
+      {"svg", required_argument, NULL, 'g'},    {"node-price", required_argument, NULL, 'c'},
+      {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+  int c;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    switch (c) {
+    case 'n': f->nodes = optarg; break;
+    case 'p': f->pods = optarg; break;
+    case 't': f->trace = optarg; break;
+    case 'P': free(f->policies); f->policies = sf_xstrdup(optarg); break;
+    case 'F': f->policy_file = optarg; break;
+    case 'g': f->svg = optarg; break;
+    case 'j': f->json = true; break;
+    case 'd':
+      if (strcmp(optarg, "packer") == 0)
+        f->device_choice = SF_CHOICE_PACKER;
+      else if (strcmp(optarg, "first-fit") == 0)
+        f->device_choice = SF_CHOICE_FIRST_FIT;
+      else
+        return bad("--device-choice: expected packer or first-fit, got '%s'", optarg);
+      break;
+    case 's':
+      if (parse_u64(optarg, &f->seed_lo) != 0)
+        return bad("--seed: expected a non-negative integer, got '%s'", optarg);
+      f->seed_hi = f->seed_lo;
+      break;
+    case 'S':
+      if (parse_seeds(optarg, f) != 0)
+        return bad("--seeds: expected A-B with A <= B (at most 1000 seeds), got '%s'", optarg);
+      break;
+    case 'u':
+      if (parse_double(optarg, 0, 100, &f->tune) != 0)
+        return bad("--tune: expected a ratio from 0 to 100, got '%s'", optarg);
+      f->tune_set = true;
+      break;
+    case 'c':
+      if (parse_double(optarg, 0, 1e9, &f->node_price) != 0 || f->node_price <= 0)
+        return bad("--node-price: expected a positive price in USD, got '%s'", optarg);
+      break;
+    case 'h': fputs(usage, stdout); exit(0);
+    default: return bad("unknown or incomplete option '%s'", argv[optind - 1]);
+    }
+  }
+  if (optind < argc)
+    return bad("unexpected argument '%s'", argv[optind]);
+  if ((f->nodes == NULL) != (f->pods == NULL))
+    return bad("%s", "--nodes and --pods go together");
+  if (f->trace != NULL && f->nodes != NULL)
+    return bad("%s", "give either --trace or --nodes/--pods, not both");
+  if (f->trace != NULL && f->tune_set)
+    return bad("%s", "--tune applies to Alibaba CSV traces only (a native trace has times)");
+  return 0;
+}
+
+/* The policy file: a JSON object of policy keys, values as strings or numbers. */
+static int load_policy_file(const char *path, sf_policy_t *pol, char **strategy)
+{
+  json_error_t jerr;
+  json_t *o = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+  const char *keys[64], *vals[64];
+  char bufs[64][64], err[256];
+  size_t n = 0;
+  int rc = 1;
+  if (o == NULL) {
+    fprintf(stderr, "slicefit-replay: %s:%d:%d: %s\n", path, jerr.line, jerr.column, jerr.text);
+    return 1;
+  }
+  if (!json_is_object(o) || json_object_size(o) > 64) {
+    fprintf(stderr, "slicefit-replay: %s: expected a JSON object of policy keys\n", path);
+    goto out;
+  }
+  const char *k;
+  json_t *v;
+  json_object_foreach(o, k, v) {
+    keys[n] = k;
+    if (json_is_string(v))
+      vals[n] = json_string_value(v);
+    else if (json_is_integer(v) || json_is_real(v)) {
+      snprintf(bufs[n], sizeof(bufs[n]), "%.17g", json_number_value(v));
+      vals[n] = bufs[n];
+    } else {
+      fprintf(stderr, "slicefit-replay: %s: key '%s': expected a string or a number\n", path, k);
+      goto out;
+    }
+    n++;
+  }
+  if (sf_policy_from_kv(pol, keys, vals, n, err, sizeof(err)) != 0) {
+    fprintf(stderr, "slicefit-replay: %s: %s\n", path, err);
+    goto out;
+  }
+  v = json_object_get(o, "strategy");
+  if (json_is_string(v))
+    *strategy = sf_xstrdup(json_string_value(v));
+  rc = 0;
+out:
+  json_decref(o);
+  return rc;
+}
+
+/* Finds a bundled file: $SLICEFIT_DATA, then ../bench/data next to the executable, then ./bench/data. */
+static char *bundled(const char *file)
+{
+  char exe[PATH_MAX], path[PATH_MAX + 64];
+  const char *env = getenv("SLICEFIT_DATA");
+  if (env != NULL && *env) {
+    snprintf(path, sizeof(path), "%s/%s", env, file);
+    return sf_xstrdup(path);
+  }
+  ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (len > 0) {
+    exe[len] = '\0';
+    snprintf(path, sizeof(path), "%s/../bench/data/%s", dirname(exe), file);
+    if (access(path, R_OK) == 0)
+      return sf_xstrdup(path);
+  }
+  snprintf(path, sizeof(path), "bench/data/%s", file);
+  return sf_xstrdup(path);
+}
+
+typedef struct {
+  const char *policy;
+  uint64_t seed;
+  size_t run, runs;
+} progress_t;
+
+static void progress(void *ctx, size_t done, size_t total)
+{
+  const progress_t *p = ctx;
+  int width = 30, fill = total ? (int)((double)done / (double)total * width) : width;
+  fprintf(stderr, "\r%-13s seed %-6llu run %zu/%zu [%.*s%*s] %3d%%", p->policy,
+          (unsigned long long)p->seed, p->run, p->runs, fill, "##############################",
+          width - fill, "", total ? (int)(100.0 * (double)done / (double)total) : 100);
+  fflush(stderr);
+}
+
+static int load_trace(const flags_t *f, sf_replay_trace_t *t)
+{
+  sf_replay_err_t err = {""};
+  char *nodes = NULL, *pods = NULL;
+  int rc;
+  if (f->trace != NULL) {
+    rc = sf_replay_load_native(t, f->trace, &err);
+  } else {
+    nodes = f->nodes ? sf_xstrdup(f->nodes) : bundled(BUNDLED_NODES);
+    pods = f->pods ? sf_xstrdup(f->pods) : bundled(BUNDLED_PODS);
+    rc = sf_replay_load_csv(t, nodes, pods, &err);
+    if (rc != 0 && f->nodes == NULL)
+      fprintf(stderr, "slicefit-replay: no trace given and the bundled one was not found "
+                      "(set SLICEFIT_DATA to the bench/data folder)\n");
+  }
+  if (rc != 0)
+    fprintf(stderr, "slicefit-replay: %s\n", err.msg);
+  free(nodes);
+  free(pods);
+  return rc;
+}
+
+static int split_policies(char *list, const char **names, size_t *n)
+{
+  char *save = NULL;
+  *n = 0;
+  for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    if (!sf_replay_policy_valid(tok, NULL, NULL)) {
+      fprintf(stderr, "slicefit-replay: --policy: unknown policy '%s' (known: %s)\n", tok,
+              sf_replay_policy_names());
+      return 2;
+    }
+    if (*n == MAX_POLICIES)
+      return bad("%s", "--policy: too many policies");
+    names[(*n)++] = tok;
+  }
+  return *n ? 0 : bad("%s", "--policy: empty list");
+}
+
+static int write_svg(const flags_t *f, const sf_replay_trace_t *t,
+                     const sf_replay_result_t *const *runs, const size_t *nruns, size_t np)
+{
+  char title[512];
+  FILE *out = fopen(f->svg, "w");
+  if (out == NULL) {
+    fprintf(stderr, "slicefit-replay: --svg %s: %s\n", f->svg, strerror(errno));
+    return 1;
+  }
+  snprintf(title, sizeof(title), "GPU allocation vs arrived load: %s", t->source ? t->source : "");
+  int rc = sf_replay_svg(out, runs, nruns, np, title);
+  if (fclose(out) != 0 || rc != 0) {
+    fprintf(stderr, "slicefit-replay: --svg %s: nothing to plot or write failed\n", f->svg);
+    return 1;
+  }
+  return 0;
+}
+
+static int replay_all(const flags_t *f, const sf_replay_trace_t *t, const sf_policy_t *base,
+                      const char **names, size_t np)
+{
+  size_t nseeds = (size_t)(f->seed_hi - f->seed_lo + 1), done = 0;
+  sf_replay_result_t *runs[MAX_POLICIES] = {NULL};
+  size_t nruns[MAX_POLICIES] = {0};
+  bool tty = isatty(STDERR_FILENO);
+  int rc = 0;
+  for (size_t p = 0; p < np && rc == 0; p++) {
+    runs[p] = sf_xcalloc(nseeds, sizeof(**runs));
+    for (size_t s = 0; s < nseeds && rc == 0; s++) {
+      progress_t pr = {names[p], f->seed_lo + s, ++done, np * nseeds};
+      sf_replay_opts_t o = {names[p], base, f->device_choice, f->seed_lo + s,
+                            f->trace ? 0 : f->tune, tty ? progress : NULL, &pr};
+      sf_replay_err_t err = {""};
+      if ((rc = sf_replay_run(t, &o, &runs[p][s], &err)) != 0) {
+        fprintf(stderr, "%sslicefit-replay: %s\n", tty ? "\n" : "", err.msg);
+        break;
+      }
+      nruns[p]++;
+      if (f->json) {
+        sf_replay_json_run(stdout, &runs[p][s], f->node_price);
+        fflush(stdout);
+      }
+    }
+    if (rc == 0 && f->json)
+      sf_replay_json_medians(stdout, runs[p], nruns[p], f->node_price);
+  }
+  if (tty)
+    fprintf(stderr, "\r%*s\r", 78, "");
+  if (rc == 0 && !f->json) {
+    printf("trace: %s\n%zu nodes, %u GPUs, %zu pods; tune %.2f; seeds %llu-%llu\n",
+           t->source ? t->source : "-", t->nnodes, runs[0][0].gpus, t->npods,
+           t->native ? 0.0 : f->tune, (unsigned long long)f->seed_lo,
+           (unsigned long long)f->seed_hi);
+    sf_replay_table(stdout, (const sf_replay_result_t *const *)runs, nruns, np, f->node_price);
+  }
+  if (rc == 0 && f->svg != NULL)
+    rc = write_svg(f, t, (const sf_replay_result_t *const *)runs, nruns, np);
+  for (size_t p = 0; p < np; p++) {
+    for (size_t s = 0; s < nruns[p]; s++)
+      sf_replay_result_dispose(&runs[p][s]);
+    free(runs[p]);
+  }
+  return rc != 0;
+}
+
+int main(int argc, char **argv)
+{
+  flags_t f = {.device_choice = -1, .seed_lo = 42, .seed_hi = 42, .tune = 1.3};
+  sf_replay_trace_t t;
+  sf_policy_t base;
+  bool have_base = false;
+  char *strategy = NULL;
+  const char *names[MAX_POLICIES];
+  size_t np = 0;
+  int rc = parse_flags(argc, argv, &f);
+  sf_replay_trace_init(&t);
+  if (rc != 0)
+    goto out;
+  if (f.policy_file != NULL) {
+    sf_policy_init(&base);
+    have_base = true;
+    if ((rc = load_policy_file(f.policy_file, &base, &strategy)) != 0)
+      goto out;
+  }
+  if (f.policies == NULL)
+    f.policies = sf_xstrdup(strategy ? strategy : DEFAULT_POLICIES);
+  if ((rc = split_policies(f.policies, names, &np)) != 0)
+    goto out;
+  if ((rc = load_trace(&f, &t)) != 0)
+    goto out;
+  rc = replay_all(&f, &t, have_base ? &base : NULL, names, np);
+out:
+  if (have_base)
+    sf_policy_dispose(&base);
+  free(strategy);
+  free(f.policies);
+  sf_replay_trace_dispose(&t);
+  return rc == 0 ? 0 : rc == 2 ? 2 : 1;
+}

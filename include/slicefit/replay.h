@@ -1,0 +1,238 @@
+/*
+ * slicefit replay: offline replay of a workload trace through the packing
+ * core, the tool behind bin/slicefit-replay (bench/).
+ *
+ * A trace is a cluster (nodes with GPUs of one model) and a list of pods.
+ * It comes from the Alibaba GPU-sharing trace (two CSV files) or from
+ * slicefit's native JSON-lines format (docs/replay-format.md), which adds
+ * GPU memory, NVLink islands, DRA-shaped claims and departures in time.
+ *
+ * A run maps the trace onto a fresh index (one pool per node, one shared
+ * device per GPU), orders the pods as FGD's experiment does (sorted by name,
+ * shuffled by the seed, grown by resampling to --tune x capacity) or by time
+ * for a native trace, schedules each pod with a core strategy or one of the
+ * paper's baselines, and measures allocation against arrived load.
+ *
+ * This module is a shell: it reads files and the clock. Single-threaded.
+ * Every string and array in the structs below is owned by its container.
+ */
+#ifndef SLICEFIT_REPLAY_H
+#define SLICEFIT_REPLAY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "slicefit/common.h"
+#include "slicefit/policy.h"
+
+/* The driver, attribute and capacity names under which GPUs are published. */
+#define SF_REPLAY_DRIVER "gpu.slicefit.io"
+#define SF_REPLAY_ATTR_MODEL "gpu.slicefit.io/model"
+#define SF_REPLAY_ATTR_ISLAND "gpu.slicefit.io/island"
+#define SF_REPLAY_CAP_MEMORY "gpu.slicefit.io/memory"
+
+#define SF_REPLAY_ERR_MAX 512
+#define SF_REPLAY_NTHRESH 9      /* 50,80,90,95,100,105,110,120,130 */
+#define SF_REPLAY_MAX_GPUS 64    /* per node */
+
+/** The arrived-load thresholds (percent of GPU capacity) at which allocation is reported. */
+extern const int sf_replay_thresholds[SF_REPLAY_NTHRESH];
+
+/* An error with its place: "FILE:LINE:COL: problem". */
+typedef struct {
+  char msg[SF_REPLAY_ERR_MAX];
+} sf_replay_err_t;
+
+typedef struct {
+  char *name;
+  int64_t cpu_milli;
+  int64_t mem_bytes;
+  uint32_t ngpu;
+  char *model;                 /* "" when the node has no GPU */
+  sf_milli_t gpu_mem;          /* per GPU, milli-units; 0 = "1" (Alibaba: shares of one GPU) */
+  uint32_t *island_of;         /* ngpu entries: island index within the node, or NULL = none */
+} sf_replay_node_t;
+
+/* A set of allowed GPU models (gpu_spec, a selector). Id 0 = any model. */
+typedef struct {
+  char **models;
+  size_t n;
+  char *key;                   /* sorted, deduplicated, '|'-joined: the set's identity */
+} sf_replay_spec_t;
+
+typedef struct {
+  uint32_t count;              /* devices */
+  sf_milli_t amount;           /* per device, of the memory capacity; 0 = the whole device */
+  uint32_t spec;               /* model set id; 0 = any */
+} sf_replay_req_t;
+
+typedef struct {
+  sf_replay_req_t *reqs;
+  size_t nreqs;
+  bool island;                 /* all devices in one NVLink island */
+} sf_replay_claim_t;
+
+typedef struct {
+  char *name;
+  int64_t cpu_milli;
+  int64_t mem_bytes;
+  /* The Alibaba view: num_gpu GPUs, gpu_milli of each (1000 = whole). */
+  uint32_t num_gpu;
+  int32_t gpu_milli;
+  uint32_t spec;
+  /* The claims the core sees (Alibaba pods: at most one claim, one request). */
+  sf_replay_claim_t *claims;
+  size_t nclaims;
+  /* Native traces: arrival and departure in seconds; until < 0 = never leaves. */
+  int64_t at, until;
+  /* Arrived GPU load in milli-GPUs (FGD's x-axis): num_gpu x gpu_milli. */
+  int64_t load_milli;
+} sf_replay_pod_t;
+
+typedef struct {
+  sf_replay_node_t *nodes; size_t nnodes;
+  sf_replay_pod_t *pods; size_t npods;
+  sf_replay_spec_t *specs; size_t nspecs;  /* specs[0] is "any" */
+  bool native;                 /* timed events, departures (no FGD tuning) */
+  bool has_islands;
+  char *source;                /* readable origin, for reports */
+} sf_replay_trace_t;
+
+void sf_replay_trace_init(sf_replay_trace_t *t);
+void sf_replay_trace_dispose(sf_replay_trace_t *t);
+
+/**
+ * Loads the Alibaba node and pod CSV files (columns checked by header name).
+ * Returns 0, or SF_EINVAL/SF_ENOENT with err naming file, line, column and
+ * the problem; the trace is then empty. An empty file, a header-only file
+ * or a missing column is an error.
+ */
+int sf_replay_load_csv(sf_replay_trace_t *t, const char *nodes_path, const char *pods_path,
+                       sf_replay_err_t *err);
+/** Same, from streams already open (`name` for messages). */
+int sf_replay_parse_nodes_csv(sf_replay_trace_t *t, FILE *f, const char *name, sf_replay_err_t *err);
+int sf_replay_parse_pods_csv(sf_replay_trace_t *t, FILE *f, const char *name, sf_replay_err_t *err);
+
+/** Loads a native JSON-lines trace (docs/replay-format.md). Errors as above. */
+int sf_replay_load_native(sf_replay_trace_t *t, const char *path, sf_replay_err_t *err);
+int sf_replay_parse_native(sf_replay_trace_t *t, FILE *f, const char *name, sf_replay_err_t *err);
+
+/** Id of a model set given as "A|B|A" (deduplicated; "" = 0, any), interned in the trace. */
+uint32_t sf_replay_spec_intern(sf_replay_trace_t *t, const char *spec);
+
+/** Total GPU capacity of the trace, in milli-GPUs (1000 per GPU). */
+int64_t sf_replay_gpu_milli(const sf_replay_trace_t *t);
+
+/* ---- FGD's experiment method ---- */
+
+/** A seeded generator (xoshiro256**, seeded by splitmix64). Never rand(). */
+typedef struct { uint64_t s[4]; } sf_rng_t;
+void sf_rng_seed(sf_rng_t *r, uint64_t seed);
+uint64_t sf_rng_next(sf_rng_t *r);
+/** Uniform in [0, n), unbiased; n > 0. */
+uint64_t sf_rng_below(sf_rng_t *r, uint64_t n);
+double sf_rng_unit(sf_rng_t *r);
+
+/*
+ * The order in which pods arrive: indices into trace->pods (resampled pods
+ * repeat an index). `norig` of them are the shuffled originals; the rest
+ * were appended by resampling.
+ */
+typedef struct {
+  uint32_t *idx;
+  size_t n, norig;
+  int64_t load_milli;          /* total arrived GPU request */
+} sf_replay_order_t;
+
+/**
+ * FGD's order: sort by name, shuffle with `seed`, then grow by resampling
+ * with replacement (appended, stopping at the first pod that would overshoot
+ * tune x capacity) or shrink by removing random pods. tune <= 0 keeps the
+ * shuffled originals. Native traces are ordered by arrival time instead.
+ */
+void sf_replay_order_fgd(const sf_replay_trace_t *t, uint64_t seed, double tune,
+                         sf_replay_order_t *out);
+void sf_replay_order_dispose(sf_replay_order_t *o);
+
+/**
+ * FGD's typical pods: groups of (cpu_milli, gpu_milli, num_gpu, gpu_spec)
+ * over the original pods, most frequent first until >= 95% of pods, weights
+ * renormalised. *mix is new (sf_xmalloc); returns the count.
+ */
+size_t sf_replay_typical_mix(const sf_replay_trace_t *t, sf_shape_t **mix);
+
+/* ---- runs ---- */
+
+typedef enum {
+  SF_REPLAY_CORE = 0,          /* a core strategy: fragmentation, fgd, binpack, spread */
+  SF_REPLAY_RANDOM,
+  SF_REPLAY_DOTPROD,
+  SF_REPLAY_CLUSTERING,
+  SF_REPLAY_PACKING,
+  SF_REPLAY_BESTFIT
+} sf_replay_kind_t;
+
+typedef struct {
+  const char *policy;          /* a policy name (sf_replay_policy_valid) */
+  const sf_policy_t *base;     /* --policy-file keys, or NULL for defaults (borrowed) */
+  int device_choice;           /* -1 = the base's, else SF_CHOICE_* */
+  uint64_t seed;
+  double tune;                 /* FGD tuning ratio; <= 0: none */
+  /* Called every few pods; may be NULL. */
+  void (*progress)(void *ctx, size_t done, size_t total);
+  void *progress_ctx;
+} sf_replay_opts_t;
+
+#define SF_REPLAY_CURVE_STEP 1   /* percent of capacity between curve points */
+
+typedef struct {
+  char policy[32];
+  uint64_t seed;
+  double tune;
+  uint32_t gpus;
+  uint32_t nodes;
+  int64_t gpu_milli;           /* capacity */
+  size_t pods_arrived, pods_failed, pods_departed;
+  size_t gpu_pods_failed;
+  double alloc_pct_at[SF_REPLAY_NTHRESH];   /* NAN when the load never got there */
+  double alloc_pct_final, arrived_pct_final;
+  double unallocated_pct_at_100;
+  double frag_pct_at_100;      /* FGD's fragmentation amount, % of all GPUs */
+  double decision_us_p50, decision_us_p99;
+  double wall_s;
+  size_t tenants_at_100;       /* GPU pods placed and present at 100% load (or at the end) */
+  /* Allocation % at arrived = 0, STEP, 2 STEP ... % (the curve for --svg). */
+  double *curve; size_t ncurve;
+} sf_replay_result_t;
+
+void sf_replay_result_dispose(sf_replay_result_t *r);
+
+/** True for a policy name the replay knows; *kind and *strategy get its meaning. */
+bool sf_replay_policy_valid(const char *name, sf_replay_kind_t *kind, sf_strategy_t *strategy);
+/** Every policy name, comma-separated (static). */
+const char *sf_replay_policy_names(void);
+
+/**
+ * Replays the trace once. Returns 0, or a negative SF_E* with err filled
+ * (an unknown policy, a trace the index refuses).
+ */
+int sf_replay_run(const sf_replay_trace_t *t, const sf_replay_opts_t *opts,
+                  sf_replay_result_t *res, sf_replay_err_t *err);
+
+/* ---- reports ---- */
+
+/** Median of n values (NANs ignored; NAN when none). `v` is reordered. */
+double sf_replay_median(double *v, size_t n);
+
+/** Writes one run as one line of JSON (jansson). */
+void sf_replay_json_run(FILE *out, const sf_replay_result_t *r, double node_price);
+/** Writes the medians of `n` runs of one policy as one line of JSON. */
+void sf_replay_json_medians(FILE *out, const sf_replay_result_t *runs, size_t n, double node_price);
+/** Writes the readable table: one row per policy (medians over its runs). */
+void sf_replay_table(FILE *out, const sf_replay_result_t *const *runs, const size_t *nruns,
+                     size_t npolicies, double node_price);
+/** Writes an SVG of allocation vs arrived load (median over seeds) per policy. 0 or SF_EINVAL. */
+int sf_replay_svg(FILE *out, const sf_replay_result_t *const *runs, const size_t *nruns,
+                  size_t npolicies, const char *title);
+
+#endif

@@ -1,0 +1,213 @@
+/*
+ * FGD's experiment method: sort by name, shuffle by seed, grow by resampling
+ * (appended, stopping at the first overshoot) or shrink; the typical pods;
+ * and the allocation measured at the arrived-load thresholds.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "slicefit/replay.h"
+
+static void load(sf_replay_trace_t *t, const char *nodes, const char *pods)
+{
+  char np[] = "/tmp/sf-replay-m-XXXXXX", pp[] = "/tmp/sf-replay-m-XXXXXX";
+  int a = mkstemp(np), b = mkstemp(pp);
+  sf_replay_err_t err = {""};
+  cr_assert(a >= 0 && b >= 0);
+  cr_assert(write(a, nodes, strlen(nodes)) == (ssize_t)strlen(nodes));
+  cr_assert(write(b, pods, strlen(pods)) == (ssize_t)strlen(pods));
+  close(a);
+  close(b);
+  sf_replay_trace_init(t);
+  cr_assert_eq(sf_replay_load_csv(t, np, pp, &err), 0, "%s", err.msg);
+  unlink(np);
+  unlink(pp);
+}
+
+static void load_bundled(sf_replay_trace_t *t)
+{
+  const char *top = getenv("SLICEFIT_TOP");
+  char np[512], pp[512];
+  sf_replay_err_t err = {""};
+  snprintf(np, sizeof(np), "%s/bench/data/synthetic-nodes.csv", top ? top : ".");
+  snprintf(pp, sizeof(pp), "%s/bench/data/synthetic-pods.csv", top ? top : ".");
+  sf_replay_trace_init(t);
+  cr_assert_eq(sf_replay_load_csv(t, np, pp, &err), 0, "%s", err.msg);
+}
+
+Test(replay_method, shuffle_is_a_seeded_permutation_of_the_sorted_pods)
+{
+  sf_replay_trace_t t;
+  sf_replay_order_t a, b, c;
+  load_bundled(&t);
+  sf_replay_order_fgd(&t, 42, 0, &a);
+  sf_replay_order_fgd(&t, 42, 0, &b);
+  sf_replay_order_fgd(&t, 43, 0, &c);
+  cr_assert_eq(a.n, t.npods);
+  cr_assert_eq(a.norig, t.npods);
+  uint8_t *seen = calloc(t.npods, 1);
+  for (size_t i = 0; i < a.n; i++) {
+    cr_assert_lt(a.idx[i], t.npods);
+    cr_assert_eq(seen[a.idx[i]], 0, "pod %u twice", a.idx[i]);
+    seen[a.idx[i]] = 1;
+  }
+  cr_expect_eq(memcmp(a.idx, b.idx, a.n * sizeof(*a.idx)), 0, "same seed, same order");
+  cr_expect_neq(memcmp(a.idx, c.idx, a.n * sizeof(*a.idx)), 0, "another seed, another order");
+  free(seen);
+  sf_replay_order_dispose(&a);
+  sf_replay_order_dispose(&b);
+  sf_replay_order_dispose(&c);
+  sf_replay_trace_dispose(&t);
+}
+
+Test(replay_method, growing_appends_resampled_pods_and_stops_before_overshooting)
+{
+  sf_replay_trace_t t;
+  sf_replay_order_t plain, grown;
+  load_bundled(&t);
+  int64_t cap = sf_replay_gpu_milli(&t), target = (int64_t)llround(1.3 * (double)cap), maxpod = 0;
+  for (size_t i = 0; i < t.npods; i++)
+    if (t.pods[i].load_milli > maxpod)
+      maxpod = t.pods[i].load_milli;
+  sf_replay_order_fgd(&t, 7, 0, &plain);
+  sf_replay_order_fgd(&t, 7, 1.3, &grown);
+  cr_assert_eq(grown.norig, t.npods);
+  cr_assert_gt(grown.n, t.npods);
+  /* The shuffled originals come first, unchanged; the resampled ones follow. */
+  cr_expect_eq(memcmp(plain.idx, grown.idx, plain.n * sizeof(*plain.idx)), 0);
+  int64_t load = 0;
+  size_t cpu_only_appended = 0;
+  for (size_t i = 0; i < grown.n; i++) {
+    load += t.pods[grown.idx[i]].load_milli;
+    if (i >= grown.norig && t.pods[grown.idx[i]].num_gpu == 0)
+      cpu_only_appended++;
+  }
+  cr_expect_eq(load, grown.load_milli);
+  cr_expect_leq(load, target, "never above tune x capacity");
+  cr_expect_gt(load + maxpod, target, "stopped only when a pod would overshoot");
+  cr_expect_gt(cpu_only_appended, 0, "CPU-only pods are resampled too");
+  sf_replay_order_dispose(&plain);
+  sf_replay_order_dispose(&grown);
+  sf_replay_trace_dispose(&t);
+}
+
+Test(replay_method, shrinking_removes_random_pods_keeping_the_order)
+{
+  sf_replay_trace_t t;
+  sf_replay_order_t plain, shrunk;
+  load_bundled(&t);
+  int64_t target = (int64_t)llround(0.5 * (double)sf_replay_gpu_milli(&t));
+  sf_replay_order_fgd(&t, 9, 0, &plain);
+  sf_replay_order_fgd(&t, 9, 0.5, &shrunk);
+  cr_assert_lt(shrunk.n, plain.n);
+  cr_expect_leq(shrunk.load_milli, target);
+  cr_expect_gt(shrunk.load_milli, target - 1000, "removal stops once under the target");
+  /* What is left is a subsequence of the shuffled order. */
+  size_t j = 0;
+  for (size_t i = 0; i < shrunk.n; i++) {
+    while (j < plain.n && plain.idx[j] != shrunk.idx[i])
+      j++;
+    cr_assert_lt(j, plain.n, "pod %zu out of order", i);
+    j++;
+  }
+  sf_replay_order_dispose(&plain);
+  sf_replay_order_dispose(&shrunk);
+  sf_replay_trace_dispose(&t);
+}
+
+Test(replay_method, typical_pods_cover_95_percent_and_sum_to_one)
+{
+  sf_replay_trace_t t;
+  sf_shape_t *mix;
+  load(&t, "sn,cpu_milli,memory_mib,gpu,model\nn,8000,1024,2,T4\n",
+       "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\n"
+       "a0,1000,1,1,500,\na1,1000,2,1,500,\na2,1000,3,1,500,\na3,1000,4,1,500,\n"
+       "a4,1000,5,1,500,\na5,1000,6,1,500,\na6,1000,7,1,500,\na7,1000,8,1,500,\n"
+       "b0,2000,1,1,1000,T4\nb1,2000,1,1,1000,T4\nb2,2000,1,1,1000,T4\nb3,2000,1,1,1000,T4\n"
+       "b4,2000,1,1,1000,T4\nb5,2000,1,1,1000,T4\n"
+       "c0,500,1,0,0,\nc1,500,1,0,0,\nc2,500,1,0,0,\nc3,500,1,0,0,\nc4,500,1,0,0,\n"
+       "d0,3000,1,1,1000,\n");
+  size_t n = sf_replay_typical_mix(&t, &mix);
+  /* 20 pods: 8 + 6 + 5 = 19 = 95%, so the lone d0 shape is left out. */
+  cr_assert_eq(n, 3);
+  cr_expect_eq(mix[0].cpu_milli, 1000);
+  cr_expect_eq(mix[0].amount, 500, "memory is not part of the key");
+  cr_expect_eq(mix[0].count, 1);
+  cr_expect_eq(mix[1].amount, 0, "a whole GPU is amount 0");
+  cr_expect_eq(mix[1].nmodels, 1);
+  cr_expect_str_eq(mix[1].models[0], "T4");
+  cr_expect_eq(mix[2].count, 0, "CPU-only pods are typical pods too");
+  cr_expect_float_eq(mix[0].weight + mix[1].weight + mix[2].weight, 1.0, 1e-12);
+  cr_expect_float_eq(mix[0].weight, 8.0 / 19.0, 1e-12);
+  free(mix);
+  sf_replay_trace_dispose(&t);
+}
+
+/* 2 GPUs; four half-GPU pods reach 100% exactly, then a whole-GPU pod cannot fit. */
+Test(replay_method, allocation_at_thresholds)
+{
+  sf_replay_trace_t t;
+  sf_replay_result_t r;
+  sf_replay_err_t err = {""};
+  load(&t, "sn,cpu_milli,memory_mib,gpu,model\nn1,8000,1024,1,T4\nn2,8000,1024,1,T4\n",
+       "name,cpu_milli,memory_mib,num_gpu,gpu_milli\n"
+       "p0,1000,1,1,500\np1,1000,1,1,500\np2,1000,1,1,500\np3,1000,1,1,500\nq,1000,1,1,600\n");
+  /* tune 0: the pods as they are; q comes anywhere, so use a seed where it comes last. */
+  for (uint64_t seed = 1; seed < 200; seed++) {
+    sf_replay_order_t o;
+    sf_replay_order_fgd(&t, seed, 0, &o);
+    bool last = strcmp(t.pods[o.idx[o.n - 1]].name, "q") == 0;
+    sf_replay_order_dispose(&o);
+    if (!last)
+      continue;
+    sf_replay_opts_t opts = {.policy = "bestfit", .device_choice = -1, .seed = seed};
+    cr_assert_eq(sf_replay_run(&t, &opts, &r, &err), 0, "%s", err.msg);
+    break;
+  }
+  cr_expect_eq(r.gpus, 2);
+  cr_expect_eq(r.pods_arrived, 5);
+  cr_expect_eq(r.pods_failed, 1);
+  cr_expect_float_eq(r.alloc_pct_at[0], 50.0, 1e-9);   /* @50: two pods in */
+  cr_expect_float_eq(r.alloc_pct_at[4], 100.0, 1e-9);  /* @100 */
+  cr_expect_float_eq(r.alloc_pct_at[8], 100.0, 1e-9);  /* @130: q arrived (130%) and failed */
+  cr_expect_float_eq(r.unallocated_pct_at_100, 0.0, 1e-9);
+  cr_expect_float_eq(r.frag_pct_at_100, 0.0, 1e-9, "nothing idle, nothing fragmented");
+  cr_expect_float_eq(r.arrived_pct_final, 130.0, 1e-9);
+  cr_expect_eq(r.ncurve, 131, "one curve point per percent up to 130");
+  sf_replay_result_dispose(&r);
+  sf_replay_trace_dispose(&t);
+}
+
+/* CPU is checked per node: one 600-milli-CPU pod per 1000-milli node. */
+Test(replay_method, cpu_limits_allocation)
+{
+  sf_replay_trace_t t;
+  sf_replay_result_t r;
+  sf_replay_err_t err = {""};
+  load(&t, "sn,cpu_milli,memory_mib,gpu,model\nn1,1000,1024,1,T4\nn2,1000,1024,1,T4\n",
+       "name,cpu_milli,memory_mib,num_gpu,gpu_milli\n"
+       "p0,600,1,1,500\np1,600,1,1,500\np2,600,1,1,500\np3,600,1,1,500\n");
+  sf_replay_opts_t opts = {.policy = "fgd", .device_choice = -1, .seed = 1};
+  cr_assert_eq(sf_replay_run(&t, &opts, &r, &err), 0, "%s", err.msg);
+  cr_expect_eq(r.pods_failed, 2);
+  cr_expect_float_eq(r.alloc_pct_at[4], 50.0, 1e-9);
+  cr_expect_float_eq(r.frag_pct_at_100, 50.0, 1e-9, "the free halves are stranded by CPU");
+  sf_replay_result_dispose(&r);
+  sf_replay_trace_dispose(&t);
+}
+
+Test(replay_method, unknown_policy_is_an_error)
+{
+  sf_replay_trace_t t;
+  sf_replay_result_t r;
+  sf_replay_err_t err = {""};
+  load_bundled(&t);
+  sf_replay_opts_t opts = {.policy = "tetris", .device_choice = -1, .seed = 1};
+  cr_expect_eq(sf_replay_run(&t, &opts, &r, &err), SF_EINVAL);
+  cr_expect(strstr(err.msg, "unknown policy 'tetris'") != NULL, "%s", err.msg);
+  sf_replay_result_dispose(&r);
+  sf_replay_trace_dispose(&t);
+}
