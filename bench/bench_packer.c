@@ -16,8 +16,8 @@
  * (allowMultipleAllocations) with a memory capacity rounded by a validRange
  * of 1Gi steps. Islands come from the policy's island_map: the H100s of a
  * node form one island of 8, the A100s islands of 2, the RTX cards none.
- * Every node draws a fill level (a third idle, a sixth full, the rest in
- * between) and is filled to it with fractional and whole allocations, first
+ * Every node draws a fill level (36% idle, 12% full, the rest between 5%
+ * and 80%) and is filled to it with fractional and whole allocations, first
  * fit as the in-tree allocator does, so the cluster is ~40% used and its
  * nodes are in varied states. Everything is drawn from a fixed-seed
  * splitmix64, so runs are comparable.
