@@ -99,12 +99,18 @@ int sf_policy_set(sf_policy_t *pol, const char *key, const char *value, char *er
 
 /**
  * Builds a policy from key/value pairs on top of the defaults, all or
- * nothing: on any error *out is left untouched. keys/values borrowed.
+ * nothing: on any error *out is left untouched. keys/values borrowed. On
+ * success *out is overwritten without being disposed: pass an uninitialised
+ * or disposed struct.
  */
 int sf_policy_from_kv(sf_policy_t *out, const char *const *keys, const char *const *values,
                       size_t n, char *err, size_t errlen);
 
-/** Writes the current value of `key` as text (what sf_policy_set accepts). SF_ENOENT for a bad key. */
+/**
+ * Writes the current value of `key` as text (what sf_policy_set accepts).
+ * SF_ENOENT for a bad key; SF_E2BIG when buf is too small (buf then holds a
+ * NUL-terminated prefix).
+ */
 int sf_policy_get(const sf_policy_t *pol, const char *key, char *buf, size_t len);
 
 const char *sf_strategy_name(sf_strategy_t s);
