@@ -345,13 +345,16 @@ static int node_row(sf_replay_trace_t *t, csv_t *c, const col_t *cols, size_t wi
   return 0;
 }
 
-int sf_replay_parse_nodes_csv(sf_replay_trace_t *t, FILE *f, const char *name, sf_replay_err_t *err)
+typedef int (*row_fn)(sf_replay_trace_t *t, csv_t *c, const col_t *cols, size_t width,
+                      sf_replay_err_t *err);
+
+/* Reads a header naming `cols`, then every row through `row`; at least one row is required. */
+static int parse_csv(sf_replay_trace_t *t, FILE *f, const char *name, col_t *cols, size_t ncols,
+                     const char *what, row_fn row, const size_t *count, sf_replay_err_t *err)
 {
-  col_t cols[] = {{"sn", true, -1}, {"cpu_milli", true, -1}, {"memory_mib", true, -1},
-                  {"gpu", true, -1}, {"model", false, -1}};
   csv_t c = {.file = name};
-  size_t before = t->nnodes, width;
-  int rc = csv_header(&c, f, cols, sizeof(cols) / sizeof(cols[0]), "node", err);
+  size_t before = *count, width;
+  int rc = csv_header(&c, f, cols, ncols, what, err);
   if (rc != 0)
     goto out;
   width = c.n;
@@ -361,16 +364,23 @@ int sf_replay_parse_nodes_csv(sf_replay_trace_t *t, FILE *f, const char *name, s
       rc = r < 0 ? SF_EINVAL : 0;
       break;
     }
-    if ((rc = node_row(t, &c, cols, width, err)) != 0)
+    if ((rc = row(t, &c, cols, width, err)) != 0)
       break;
   }
-  if (rc == 0 && t->nnodes == before) {
-    fail(err, name, 0, 0, "no node rows after the header");
+  if (rc == 0 && *count == before) {
+    fail(err, name, 0, 0, "no %s rows after the header", what);
     rc = SF_EINVAL;
   }
 out:
   free(c.buf);
   return rc;
+}
+
+int sf_replay_parse_nodes_csv(sf_replay_trace_t *t, FILE *f, const char *name, sf_replay_err_t *err)
+{
+  col_t cols[] = {{"sn", true, -1}, {"cpu_milli", true, -1}, {"memory_mib", true, -1},
+                  {"gpu", true, -1}, {"model", false, -1}};
+  return parse_csv(t, f, name, cols, sizeof(cols) / sizeof(cols[0]), "node", node_row, &t->nnodes, err);
 }
 
 enum { P_NAME, P_CPU, P_MEM, P_NGPU, P_MILLI, P_SPEC };
@@ -449,28 +459,7 @@ int sf_replay_parse_pods_csv(sf_replay_trace_t *t, FILE *f, const char *name, sf
 {
   col_t cols[] = {{"name", true, -1},    {"cpu_milli", true, -1}, {"memory_mib", true, -1},
                   {"num_gpu", true, -1}, {"gpu_milli", true, -1}, {"gpu_spec", false, -1}};
-  csv_t c = {.file = name};
-  size_t before = t->npods, width;
-  int rc = csv_header(&c, f, cols, sizeof(cols) / sizeof(cols[0]), "pod", err);
-  if (rc != 0)
-    goto out;
-  width = c.n;
-  for (;;) {
-    int r = csv_next(&c, f, err);
-    if (r <= 0) {
-      rc = r < 0 ? SF_EINVAL : 0;
-      break;
-    }
-    if ((rc = pod_row(t, &c, cols, width, err)) != 0)
-      break;
-  }
-  if (rc == 0 && t->npods == before) {
-    fail(err, name, 0, 0, "no pod rows after the header");
-    rc = SF_EINVAL;
-  }
-out:
-  free(c.buf);
-  return rc;
+  return parse_csv(t, f, name, cols, sizeof(cols) / sizeof(cols[0]), "pod", pod_row, &t->npods, err);
 }
 
 static FILE *open_input(const char *path, sf_replay_err_t *err)
