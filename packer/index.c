@@ -492,6 +492,11 @@ static int pool_check(const sf_device_spec_t *devs, size_t ndevs, const sf_count
       break;
     }
     sf__map_put(&names, d->name, strlen(d->name), 1);
+    /* DRA allows at most 32 attributes and capacities per device. */
+    if (d->nattrs + d->ncaps > SF_DEVICE_FIELDS_MAX || d->ncounters > SF_DEVICE_FIELDS_MAX) {
+      err = SF_E2BIG;
+      break;
+    }
     for (size_t c = 0; c < d->ncaps && err == 0; c++)
       if (d->caps[c].name == NULL || !policy_ok(&d->caps[c]))
         err = SF_EINVAL;
@@ -620,7 +625,7 @@ static void pool_recount(sf_index_t *idx, sf__pool_t *p)
   }
 }
 
-static int pool_cmp_ctx_dummy;
+/* qsort has no context argument; the index has one owner, so a file static is safe. */
 static const sf_index_t *sort_idx;
 static int pool_cmp(const void *a, const void *b)
 {
@@ -634,7 +639,6 @@ static int pool_cmp(const void *a, const void *b)
 static void node_reorder(sf_index_t *idx, sf_node_id node)
 {
   sf__node_t *n = &idx->nodes[node];
-  (void)pool_cmp_ctx_dummy;
   sort_idx = idx;
   qsort(n->pools, n->npools, sizeof(*n->pools), pool_cmp);
   n->ndevs = 0;
@@ -769,13 +773,13 @@ int sf_index_pool_set(sf_index_t *idx, sf_node_id node, const char *driver, cons
       d = dev_new(idx, node, p, driver, pool, devs[i].name);
     sf__dev_t *dv = &idx->devs[d];
     bool same = caps_same_layout(dv, &devs[i], idx);
-    sf_milli_t used[64] = {0};
-    for (uint32_t c = 0; same && c < dv->ncaps && c < 64; c++)
+    sf_milli_t used[SF_DEVICE_FIELDS_MAX] = {0};
+    for (uint32_t c = 0; same && c < dv->ncaps; c++)
       used[c] = dv->caps[c].value - dv->caps[c].free;
     dv->retired = false;
     dev_fill(idx, dv, &devs[i], counters, ncounters);
     if (same)
-      for (uint32_t c = 0; c < dv->ncaps && c < 64; c++)
+      for (uint32_t c = 0; c < dv->ncaps; c++)
         dv->caps[c].free -= used[c];
     else
       dev_reconsume(idx, d);

@@ -73,6 +73,8 @@ typedef struct {
   sf_taint_effect_t effect;
 } sf_taint_t;
 
+#define SF_DEVICE_FIELDS_MAX 32  /* DRA: attributes + capacities per device */
+
 typedef struct {
   const char *name;             /* device name, unique within the pool */
   const sf_attr_t *attrs; size_t nattrs;
@@ -152,7 +154,9 @@ void sf_index_node_cpu_mem(const sf_index_t *idx, sf_node_id node, int64_t *cpu_
  * the allocations on it; a removed device that is still allocated is retired
  * (never offered again) and freed with its last allocation. Errors:
  * SF_EINVAL for a duplicate device name, a consumed counter set that the pool
- * does not publish, or a bad request policy; the index is then unchanged.
+ * does not publish, or a bad request policy; SF_E2BIG for a device with
+ * more than SF_DEVICE_FIELDS_MAX attributes and capacities together. The
+ * index is then unchanged.
  * Cost: O(devices of the node).
  */
 int sf_index_pool_set(sf_index_t *idx, sf_node_id node, const char *driver, const char *pool,

@@ -1,5 +1,6 @@
 /* The index: exact free amounts, counters, retirement, invariants. */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <string.h>
 #include "cluster.h"
 #include "slicefit/policy.h"
@@ -129,6 +130,27 @@ Test(index, duplicate_device_names_rejected)
   size_t nd;
   sf_index_node_devices(idx, n, &nd);
   cr_assert_eq(nd, 0);
+  sf_index_destroy(idx);
+}
+
+Test(index, oversized_devices_rejected)
+{
+  sf_index_t *idx = sf_index_create();
+  sf_node_id n;
+  sf_node_spec_t ns = {"x", 0, 0};
+  sf_index_node_upsert(idx, &ns, &n);
+  sf_capacity_t caps[SF_DEVICE_FIELDS_MAX + 1];
+  char names[SF_DEVICE_FIELDS_MAX + 1][32];
+  for (int i = 0; i <= SF_DEVICE_FIELDS_MAX; i++) {
+    snprintf(names[i], sizeof(names[i]), DRV "/cap%d", i);
+    caps[i] = (sf_capacity_t){names[i], 1000, false, {0}};
+  }
+  sf_device_spec_t d = {"gpu-0", NULL, 0, caps, SF_DEVICE_FIELDS_MAX + 1, NULL, 0, NULL, 0, true};
+  cr_assert_eq(sf_index_pool_set(idx, n, DRV, "x", &d, 1, NULL, 0), SF_E2BIG);
+  cr_assert_eq(sf_index_dev_find(idx, DRV, "x", "gpu-0"), -1);
+  d.ncaps = SF_DEVICE_FIELDS_MAX;
+  cr_assert_eq(sf_index_pool_set(idx, n, DRV, "x", &d, 1, NULL, 0), 0);
+  tc_valid(idx);
   sf_index_destroy(idx);
 }
 
