@@ -1,0 +1,105 @@
+/*
+ * slicefit cluster: the Kubernetes objects the daemon knows (ResourceSlices,
+ * ResourceClaims, DeviceClasses, DeviceTaintRules) and the packing index
+ * built from them. The extender answers from it; apiwatch and --snapshot
+ * feed it. One owner (the libuv loop) mutates it; not thread-safe.
+ *
+ * Objects come in as jansson values exactly as kube-apiserver serves them
+ * (resource.k8s.io/v1). Every apply is all-or-nothing: on error the cluster
+ * is unchanged and `err` names the JSON path and the reason, e.g.
+ * "spec.devices[3].capacity.memory.value: '12Qi' is not a quantity".
+ *
+ * Shell code (uses jansson); the pure core is reached through index.h and
+ * packer.h.
+ */
+#ifndef SLICEFIT_CLUSTER_H
+#define SLICEFIT_CLUSTER_H
+
+#include <jansson.h>
+#include "slicefit/index.h"
+#include "slicefit/packer.h"
+#include "slicefit/policy.h"
+
+typedef struct sf_cluster sf_cluster_t;
+
+typedef enum {
+  SF_KIND_UNKNOWN = 0,
+  SF_KIND_RESOURCE_SLICE,
+  SF_KIND_RESOURCE_CLAIM,
+  SF_KIND_DEVICE_CLASS,
+  SF_KIND_DEVICE_TAINT_RULE,
+  SF_KIND_COUNT
+} sf_kind_t;
+
+#define SF_ERR_MAX 256
+
+/** `kind` of an object's "kind" field ("ResourceSlice", ...), or SF_KIND_UNKNOWN. */
+sf_kind_t sf_kind_from_name(const char *kind);
+const char *sf_kind_name(sf_kind_t kind);
+
+/** New empty cluster under a copy of `pol` (NULL: the defaults). */
+sf_cluster_t *sf_cluster_create(const sf_policy_t *pol);
+void sf_cluster_destroy(sf_cluster_t *c);
+
+/** Replaces the policy in force (copied); re-applies its device facts. */
+void sf_cluster_set_policy(sf_cluster_t *c, const sf_policy_t *pol);
+const sf_policy_t *sf_cluster_policy(const sf_cluster_t *c);
+
+/**
+ * Adds or replaces one object (by kind, namespace and name). `kind`
+ * SF_KIND_UNKNOWN takes it from the object's "kind" field. A claim whose
+ * status.allocation is set is recorded in the index as an allocation
+ * (forced: the API server is the truth). Pools count only the slices of
+ * their newest generation; a pool whose slices are not all present yet is
+ * incomplete and offers no device.
+ */
+int sf_cluster_apply(sf_cluster_t *c, sf_kind_t kind, const json_t *obj, char *err, size_t errlen);
+/** Removes one object, given the object (or any object with its metadata). */
+int sf_cluster_delete(sf_cluster_t *c, sf_kind_t kind, const json_t *obj, char *err,
+                      size_t errlen);
+/**
+ * Replaces every object of `kind` with the `items` array (a relist) in one
+ * step: objects absent from it are deleted. All-or-nothing.
+ */
+int sf_cluster_replace(sf_cluster_t *c, sf_kind_t kind, const json_t *items, char *err,
+                       size_t errlen);
+/**
+ * Loads a List or any XList ("kind": "List", items of mixed kinds), as
+ * `kubectl get resourceslices,resourceclaims,deviceclasses -A -o json`
+ * prints it. Items of kinds the cluster does not track are skipped.
+ */
+int sf_cluster_load_list(sf_cluster_t *c, const json_t *list, char *err, size_t errlen);
+
+sf_index_t *sf_cluster_index(sf_cluster_t *c);
+/** Number of objects of a kind. */
+size_t sf_cluster_count(const sf_cluster_t *c, sf_kind_t kind);
+
+/* ---- one pod's demand ---- */
+
+typedef struct sf_pod_plan sf_pod_plan_t;
+
+/**
+ * Resolves a Pod (core/v1 JSON) against the cluster: its claims by
+ * namespace and name (spec.resourceClaims, through
+ * status.resourceClaimStatuses for claims made from templates), its
+ * containers' extended-resource requests that a DeviceClass names
+ * (extendedResourceName) as implicit claims. Claims already allocated pin
+ * the pod to their node. Errors only for a malformed pod.
+ */
+int sf_cluster_plan(sf_cluster_t *c, const json_t *pod, sf_pod_plan_t **out, char *err,
+                    size_t errlen);
+void sf_pod_plan_free(sf_pod_plan_t *p);
+/** True when the pod asks nothing of the devices slicefit knows: every node passes. */
+bool sf_pod_plan_empty(const sf_pod_plan_t *p);
+
+/**
+ * Filters and scores node `names` for the plan; out[i] for names[i]. A name
+ * the index does not know is UNSURE (the in-tree plugin judges it).
+ */
+int sf_cluster_evaluate(sf_cluster_t *c, const sf_pod_plan_t *p, const char *const *names,
+                        size_t n, sf_verdict_t *out);
+
+/** JSON of nodes, devices, free capacity, allocations and the policy (GET /debug/state). */
+json_t *sf_cluster_state_json(const sf_cluster_t *c);
+
+#endif
