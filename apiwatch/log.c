@@ -1,0 +1,56 @@
+/* Structured log lines on stderr (see log.h). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <time.h>
+#include "slicefit/log.h"
+
+static int verbosity;
+static const char *const level_names[] = {"error", "warn", "info", "debug"};
+
+void sf_log_set_verbosity(int v) { verbosity = v; }
+int sf_log_verbosity(void) { return verbosity; }
+
+int sf_log_enabled(sf_log_level_t level) {
+  if (level <= SF_LOG_WARN) return 1;
+  if (level == SF_LOG_INFO) return verbosity >= 0;
+  return verbosity >= 4;
+}
+
+/* Writes `s` as a double-quoted string with JSON-style escapes. */
+static void put_quoted(char *buf, size_t cap, size_t *len, const char *s) {
+  size_t n = *len;
+  if (n < cap) buf[n++] = '"';
+  for (; *s && n + 7 < cap; s++) {
+    unsigned char ch = (unsigned char)*s;
+    if (ch == '"' || ch == '\\') { buf[n++] = '\\'; buf[n++] = (char)ch; }
+    else if (ch == '\n') { buf[n++] = '\\'; buf[n++] = 'n'; }
+    else if (ch < 0x20) n += (size_t)snprintf(buf + n, cap - n, "\\u%04x", ch);
+    else buf[n++] = (char)ch;
+  }
+  if (n < cap) buf[n++] = '"';
+  *len = n;
+}
+
+void sf_log(sf_log_level_t level, const char *msg, const char *fmt, ...) {
+  if (!sf_log_enabled(level)) return;
+  char line[2048];
+  struct timespec ts;
+  struct tm tm;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  gmtime_r(&ts.tv_sec, &tm);
+  size_t n = strftime(line, sizeof line, "%Y-%m-%dT%H:%M:%S", &tm);
+  n += (size_t)snprintf(line + n, sizeof line - n, ".%03ldZ level=%s msg=", ts.tv_nsec / 1000000,
+                        level_names[level]);
+  /* Keep room for " ", the pairs and "\n": the message is cut first. */
+  put_quoted(line, sizeof line / 2, &n, msg ? msg : "");
+  if (fmt && *fmt) {
+    va_list ap;
+    line[n++] = ' ';
+    va_start(ap, fmt);
+    int w = vsnprintf(line + n, sizeof line - 1 - n, fmt, ap);
+    va_end(ap);
+    if (w > 0) n += (size_t)w < sizeof line - 1 - n ? (size_t)w : sizeof line - 2 - n;
+  }
+  line[n++] = '\n';
+  fwrite(line, 1, n, stderr);
+}
