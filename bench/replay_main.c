@@ -34,6 +34,9 @@ static const char usage[] =
     "                        (default " DEFAULT_POLICIES ")\n"
     "  --policy-file FILE    JSON object of policy keys (as the extender's ConfigMap)\n"
     "  --device-choice C     packer | first-fit: who picks the GPU inside a node (core strategies)\n"
+    "  --ties MODE           equal node scores: sched (default; the FGD simulator's kube-scheduler\n"
+    "                        1.20: parallel filter order, first highest wins), first (by node\n"
+    "                        name) or random (upstream kube-scheduler's selectHost)\n"
     "  --seed N              one seed (default 42)\n"
     "  --seeds A-B           every seed from A to B; medians are reported\n"
     "  --tune R              grow/shrink the Alibaba workload to R x GPU capacity (default 1.3; 0 = as is)\n"
@@ -46,6 +49,7 @@ typedef struct {
   const char *nodes, *pods, *trace, *policy_file, *svg;
   char *policies;
   int device_choice;
+  sf_replay_ties_t ties;
   uint64_t seed_lo, seed_hi;
   double tune;
   bool tune_set, json;
@@ -113,6 +117,7 @@ static int parse_flags(int argc, char **argv, flags_t *f)
       {"seed", required_argument, NULL, 's'},   {"seeds", required_argument, NULL, 'S'},
       {"tune", required_argument, NULL, 'u'},   {"json", no_argument, NULL, 'j'},
       {"svg", required_argument, NULL, 'g'},    {"node-price", required_argument, NULL, 'c'},
+      {"ties", required_argument, NULL, 'T'},
       {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
   int c;
   opterr = 0;
@@ -132,6 +137,16 @@ static int parse_flags(int argc, char **argv, flags_t *f)
         f->device_choice = SF_CHOICE_FIRST_FIT;
       else
         return bad("--device-choice: expected packer or first-fit, got '%s'", optarg);
+      break;
+    case 'T':
+      if (strcmp(optarg, "sched") == 0)
+        f->ties = SF_REPLAY_TIES_SCHED;
+      else if (strcmp(optarg, "first") == 0)
+        f->ties = SF_REPLAY_TIES_FIRST;
+      else if (strcmp(optarg, "random") == 0)
+        f->ties = SF_REPLAY_TIES_RANDOM;
+      else
+        return bad("--ties: expected sched, first or random, got '%s'", optarg);
       break;
     case 's':
       if (parse_u64(optarg, &f->seed_lo) != 0)
@@ -317,7 +332,7 @@ static int replay_all(const flags_t *f, const sf_replay_trace_t *t, const sf_pol
     for (size_t s = 0; s < nseeds && rc == 0; s++) {
       progress_t pr = {names[p], f->seed_lo + s, ++done, np * nseeds};
       sf_replay_opts_t o = {names[p], base, f->device_choice, f->seed_lo + s,
-                            f->trace ? 0 : f->tune, tty ? progress : NULL, &pr};
+                            f->trace ? 0 : f->tune, tty ? progress : NULL, &pr, f->ties, false};
       sf_replay_err_t err = {""};
       if ((rc = sf_replay_run(t, &o, &runs[p][s], &err)) != 0) {
         fprintf(stderr, "%sslicefit-replay: %s\n", tty ? "\n" : "", err.msg);

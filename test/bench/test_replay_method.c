@@ -211,3 +211,52 @@ Test(replay_method, unknown_policy_is_an_error)
   sf_replay_result_dispose(&r);
   sf_replay_trace_dispose(&t);
 }
+
+/* The verdict cache only saves work: every policy replays the same with and without it. */
+static void same_with_and_without_cache(const sf_replay_trace_t *t, const char *policy,
+                                        sf_replay_ties_t ties, double tune)
+{
+  sf_replay_result_t r[2];
+  for (int k = 0; k < 2; k++) {
+    sf_replay_err_t err = {""};
+    sf_replay_opts_t o = {.policy = policy, .device_choice = SF_CHOICE_PACKER, .seed = 7,
+                          .tune = tune, .ties = ties, .no_cache = k == 1};
+    cr_assert_eq(sf_replay_run(t, &o, &r[k], &err), 0, "%s", err.msg);
+  }
+  cr_expect_eq(r[0].pods_failed, r[1].pods_failed, "%s: failed pods differ", policy);
+  cr_expect_eq(r[0].pods_departed, r[1].pods_departed, "%s: departures differ", policy);
+  cr_expect(r[0].alloc_pct_final == r[1].alloc_pct_final, "%s: final allocation %.3f vs %.3f",
+            policy, r[0].alloc_pct_final, r[1].alloc_pct_final);
+  for (size_t i = 0; i < SF_REPLAY_NTHRESH; i++)
+    cr_expect(r[0].alloc_pct_at[i] == r[1].alloc_pct_at[i] ||
+                  (isnan(r[0].alloc_pct_at[i]) && isnan(r[1].alloc_pct_at[i])),
+              "%s: allocation at %d%% differs", policy, sf_replay_thresholds[i]);
+  cr_expect(r[0].frag_pct_at_100 == r[1].frag_pct_at_100 ||
+                (isnan(r[0].frag_pct_at_100) && isnan(r[1].frag_pct_at_100)),
+            "%s: fragmentation differs", policy);
+  sf_replay_result_dispose(&r[0]);
+  sf_replay_result_dispose(&r[1]);
+}
+
+Test(replay_method, verdict_cache_changes_nothing)
+{
+  const char *top = getenv("SLICEFIT_TOP");
+  char np[512], pp[512], tp[512];
+  sf_replay_trace_t t, nt;
+  sf_replay_err_t err = {""};
+  snprintf(np, sizeof(np), "%s/bench/data/synthetic-nodes.csv", top ? top : ".");
+  snprintf(pp, sizeof(pp), "%s/bench/data/synthetic-pods.csv", top ? top : ".");
+  snprintf(tp, sizeof(tp), "%s/bench/data/synthetic-native.jsonl", top ? top : ".");
+  sf_replay_trace_init(&t);
+  sf_replay_trace_init(&nt);
+  cr_assert_eq(sf_replay_load_csv(&t, np, pp, &err), 0, "%s", err.msg);
+  cr_assert_eq(sf_replay_load_native(&nt, tp, &err), 0, "%s", err.msg);
+  same_with_and_without_cache(&t, "fgd", SF_REPLAY_TIES_SCHED, 1.3);
+  same_with_and_without_cache(&t, "clustering", SF_REPLAY_TIES_FIRST, 1.3);
+  same_with_and_without_cache(&t, "packing", SF_REPLAY_TIES_RANDOM, 1.3);
+  same_with_and_without_cache(&t, "random", SF_REPLAY_TIES_SCHED, 1.3);
+  same_with_and_without_cache(&nt, "fragmentation", SF_REPLAY_TIES_SCHED, 0);
+  same_with_and_without_cache(&nt, "bestfit", SF_REPLAY_TIES_SCHED, 0);
+  sf_replay_trace_dispose(&t);
+  sf_replay_trace_dispose(&nt);
+}
