@@ -1817,24 +1817,55 @@ static void fast_order(sf_packer_t *p, const hnode_t *h, const fcands_t *fc, uin
     }
 }
 
-/* simple_place() on a summarised node; returns the chosen candidate or -1. */
-static int32_t fast_simple(sf_packer_t *p, hnode_t *h, const fcands_t *fc, const uint32_t *ord, double *raw)
+/* Same state, hence the same score and the same preference but for the node order. */
+static bool same_state(const hdev_t *a, const hdev_t *b)
 {
-  bool all = p->pol->device_choice == SF_CHOICE_PACKER &&
-             (p->pol->strategy == SF_STRATEGY_FGD || p->pol->strategy == SF_STRATEGY_FRAGMENTATION);
+  return a->capfree == b->capfree && a->fa == b->fa && a->fp == b->fp && a->holders == b->holders &&
+         a->cls == b->cls && a->island == b->island && a->model_bit == b->model_bit && a->fl == b->fl;
+}
+
+/*
+ * simple_place() on a summarised node; returns the chosen candidate or -1.
+ * The general path sorts the candidates by preference and keeps the first
+ * best score; here the best score wins and the preference key breaks ties,
+ * and a device in the same state as an earlier one is skipped: it would
+ * tie with it and lose on node order.
+ */
+static int32_t fast_simple(sf_packer_t *p, hnode_t *h, const fcands_t *fc, double *raw)
+{
+  bool packer = p->pol->device_choice == SF_CHOICE_PACKER;
+  bool all = packer && (p->pol->strategy == SF_STRATEGY_FGD || p->pol->strategy == SF_STRATEGY_FRAGMENTATION);
   int32_t best = -1;
-  for (uint32_t i = 0; i < fc->n; i++) {
-    uint32_t c = ord[i];
+  int64_t bkey = 0;
+  for (uint32_t c = 0; c < fc->n; c++) {
     if (!fc->avail[c])
       continue;
-    double s = score_fast(p, h, &fc->k[c], &fc->need[c], 1);
-    if (best < 0 || s > *raw) {
-      *raw = s;
-      best = (int32_t)c;
+    if (!packer) {
+      *raw = score_fast(p, h, &fc->k[c], &fc->need[c], 1);
+      return (int32_t)c;
     }
-    if (!all)
-      break;
+    bool dup = false;
+    for (uint32_t e = 0; e < c && !dup; e++)
+      dup = fc->avail[e] && same_state(&h->d[fc->k[e]], &h->d[fc->k[c]]);
+    if (dup)
+      continue;
+    int64_t key = fast_key(p, h, fc->k[c], fc->need[c]);
+    if (!all) {
+      if (best < 0 || key < bkey) {
+        best = (int32_t)c;
+        bkey = key;
+      }
+      continue;
+    }
+    double sc = score_fast(p, h, &fc->k[c], &fc->need[c], 1);
+    if (best < 0 || sc > *raw || (sc == *raw && key < bkey)) {
+      *raw = sc;
+      best = (int32_t)c;
+      bkey = key;
+    }
   }
+  if (best >= 0 && !all)
+    *raw = score_fast(p, h, &fc->k[best], &fc->need[best], 1);
   return best;
 }
 
@@ -1885,17 +1916,16 @@ static bool fast_eval(sf_packer_t *p, sf_node_id node, sf_verdict_t *v)
   uint32_t ord[FAST_MAXDEV], pick[FAST_MAXDEV];
   const sf_request_t *s = p->fr[0].top;
   fast_gather(p, h, &fc, p->fast_kind == FAST_SIMPLE && p->pol->device_choice != SF_CHOICE_PACKER);
-  fast_order(p, h, &fc, ord);
   double raw = 0.0;
   if (p->fast_kind == FAST_SIMPLE) {
-    int32_t c = fast_simple(p, h, &fc, ord, &raw);
+    int32_t c = fast_simple(p, h, &fc, &raw);
     if (c >= 0) {
       fast_result(p, h, fc.k[c], fc.need[c]);
       v->fit = SF_FIT_YES;
       v->raw = raw;
       return true;
     }
-  } else if (s->count <= fc.n && fast_island(h, &fc, ord, s->count, pick) == s->count) {
+  } else if (s->count <= fc.n && (fast_order(p, h, &fc, ord), fast_island(h, &fc, ord, s->count, pick)) == s->count) {
     uint32_t ks[FAST_MAXDEV];
     sf_milli_t needs[FAST_MAXDEV];
     for (uint32_t j = 0; j < s->count; j++) {
