@@ -71,9 +71,14 @@ static yt_node_t *parse_or_fail(const char *text, size_t len, const char *what)
 static yt_node_t *render(const char *dir)
 {
   char cmd[PATHMAX + 64];
+  /*
+   * kubectl is on the development machines but comes from no registry this
+   * project can install from (Debian's is 1.20, too old for kustomize v5),
+   * so a machine without it skips loudly instead of failing the suite.
+   */
   if (system("command -v kubectl >/dev/null 2>&1") != 0)
-    cr_assert_fail("kubectl is not on PATH: this test renders manifests/ with `kubectl kustomize` "
-                   "(kubectl 1.27 or newer; docs/operators.md says how to install it)");
+    cr_skip_test("SKIPPED: kubectl is not on PATH: this test renders manifests/ with `kubectl kustomize` "
+                 "(kubectl 1.27 or newer; docs/operators.md says how to install it)");
   snprintf(cmd, sizeof cmd, "kubectl kustomize '%s/%s'", top(), dir);
   FILE *p = popen(cmd, "r");
   cr_assert(p != NULL, "cannot run %s", cmd);
