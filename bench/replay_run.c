@@ -323,6 +323,8 @@ typedef struct {
   uint32_t *stale_pos;
   sf_verdict_t *stale_v;
   uint32_t *rank;              /* per node position: the tie order (rank_nodes) */
+  bool learn;                  /* fragmentation: the index learns the mix from every pod */
+  uint64_t mix_obs;            /* shapes the index has observed (mirrors its count) */
   int64_t eval_ns;             /* core time in sf_packer_evaluate, and nodes it evaluated */
   size_t eval_nodes;
   /* demand scratch */
@@ -696,6 +698,27 @@ static void rank_nodes(run_t *r)
   }
 }
 
+/*
+ * Will observing this pod change the learned mix the core scores with? The
+ * index folds every evaluated demand into its mix (one shape per request, or
+ * one for a pod without claims) and publishes a new version on its 1st, 65th,
+ * 129th... observation and while it has fewer than 4 shapes; the packer
+ * scores with the version current after the observation. Every cached
+ * verdict is then stale.
+ */
+static bool learning_moves_mix(run_t *r, const sf_replay_pod_t *p)
+{
+  uint64_t k = 0;
+  for (size_t c = 0; c < p->nclaims; c++)
+    k += p->claims[c].nreqs;
+  k = k ? k : 1;
+  bool moves = sf_index_mix_size(r->idx) < 4;
+  for (uint64_t i = 1; i <= k; i++)
+    moves = moves || ((r->mix_obs + i) & 63) == 1;
+  r->mix_obs += k;
+  return moves;
+}
+
 static void cache_init(run_t *r)
 {
   r->stamp = sf_xcalloc(r->nnodes + 1, sizeof(*r->stamp));
@@ -720,6 +743,9 @@ static const vcache_t *evaluate(run_t *r, const sf_replay_pod_t *p, sf_demand_t 
 {
   vcache_t *row = r->vc + (r->cached ? r->shape_of[p - r->t->pods] : 0) * (r->nnodes + 1);
   size_t n = 0;
+  if (r->learn && learning_moves_mix(r, p))
+    for (uint32_t pos = 0; pos < r->nnodes; pos++)
+      r->stamp[pos]++;
   for (uint32_t pos = 0; pos < r->nnodes; pos++) {
     if (!r->cached || row[pos].stamp != r->stamp[pos] + 1) {
       r->stale_pos[n] = pos;
@@ -729,7 +755,9 @@ static const vcache_t *evaluate(run_t *r, const sf_replay_pod_t *p, sf_demand_t 
   int64_t mem = d->mem_bytes;
   d->mem_bytes = 0;
   int64_t t0 = now_ns();
-  int rc = n ? sf_packer_evaluate(r->pk, r->idx, &r->pol, d, r->stale_ids, n, 0, r->stale_v) : 0;
+  int rc = n || r->learn ? sf_packer_evaluate(r->pk, r->idx, &r->pol, d, r->stale_ids, n,
+                                              r->learn ? SF_EVAL_LEARN : 0, r->stale_v)
+                         : 0;
   r->eval_ns += now_ns() - t0;
   r->eval_nodes += n;
   d->mem_bytes = mem;
@@ -1046,6 +1074,7 @@ static void run_policies(run_t *r, sf_strategy_t strategy)
     r->pol.device_choice = SF_CHOICE_PACKER;
   else if (r->o->device_choice >= 0)
     r->pol.device_choice = (sf_choice_t)r->o->device_choice;
+  r->learn = r->kind == SF_REPLAY_CORE && strategy == SF_STRATEGY_FRAGMENTATION;
   nmix = sf_replay_typical_mix(r->t, &mix);
   sf_policy_copy(&r->fragpol, &r->pol);
   free(r->fragpol.mix);

@@ -255,6 +255,7 @@ Test(replay_method, verdict_cache_changes_nothing)
   same_with_and_without_cache(&t, "clustering", SF_REPLAY_TIES_FIRST, 1.3);
   same_with_and_without_cache(&t, "packing", SF_REPLAY_TIES_RANDOM, 1.3);
   same_with_and_without_cache(&t, "random", SF_REPLAY_TIES_SCHED, 1.3);
+  same_with_and_without_cache(&t, "fragmentation", SF_REPLAY_TIES_SCHED, 1.3);
   same_with_and_without_cache(&nt, "fragmentation", SF_REPLAY_TIES_SCHED, 0);
   same_with_and_without_cache(&nt, "bestfit", SF_REPLAY_TIES_SCHED, 0);
   sf_replay_trace_dispose(&t);
