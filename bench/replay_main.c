@@ -37,6 +37,8 @@ static const char usage[] =
     "  --ties MODE           equal node scores: sched (default; the FGD simulator's kube-scheduler\n"
     "                        1.20: parallel filter order, first highest wins), first (by node\n"
     "                        name) or random (upstream kube-scheduler's selectHost)\n"
+    "  --extender-scores     core strategies: choose by the 0-10 score the extender sends\n"
+    "                        kube-scheduler (use with --ties random to model upstream); slow\n"
     "  --seed N              one seed (default 42)\n"
     "  --seeds A-B           every seed from A to B; medians are reported\n"
     "  --tune R              grow/shrink the Alibaba workload to R x GPU capacity (default 1.3; 0 = as is)\n"
@@ -50,6 +52,7 @@ typedef struct {
   char *policies;
   int device_choice;
   sf_replay_ties_t ties;
+  bool extender;
   uint64_t seed_lo, seed_hi;
   double tune;
   bool tune_set, json;
@@ -118,6 +121,7 @@ static int parse_flags(int argc, char **argv, flags_t *f)
       {"tune", required_argument, NULL, 'u'},   {"json", no_argument, NULL, 'j'},
       {"svg", required_argument, NULL, 'g'},    {"node-price", required_argument, NULL, 'c'},
       {"ties", required_argument, NULL, 'T'},
+      {"extender-scores", no_argument, NULL, 'E'},
       {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
   int c;
   opterr = 0;
@@ -130,6 +134,7 @@ static int parse_flags(int argc, char **argv, flags_t *f)
     case 'F': f->policy_file = optarg; break;
     case 'g': f->svg = optarg; break;
     case 'j': f->json = true; break;
+    case 'E': f->extender = true; break;
     case 'd':
       if (strcmp(optarg, "packer") == 0)
         f->device_choice = SF_CHOICE_PACKER;
@@ -332,7 +337,7 @@ static int replay_all(const flags_t *f, const sf_replay_trace_t *t, const sf_pol
     for (size_t s = 0; s < nseeds && rc == 0; s++) {
       progress_t pr = {names[p], f->seed_lo + s, ++done, np * nseeds};
       sf_replay_opts_t o = {names[p], base, f->device_choice, f->seed_lo + s,
-                            f->trace ? 0 : f->tune, tty ? progress : NULL, &pr, f->ties, false};
+                            f->trace ? 0 : f->tune, tty ? progress : NULL, &pr, f->ties, false, f->extender};
       sf_replay_err_t err = {""};
       if ((rc = sf_replay_run(t, &o, &runs[p][s], &err)) != 0) {
         fprintf(stderr, "%sslicefit-replay: %s\n", tty ? "\n" : "", err.msg);

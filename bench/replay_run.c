@@ -636,6 +636,11 @@ static uint64_t shape_hash(const sf_replay_pod_t *p)
 
 #define CACHE_MAX_ENTRIES (4u << 20)   /* shapes x nodes; beyond, no cache (about 96 MiB) */
 
+static bool extender(const run_t *r)
+{
+  return r->o->extender_scores && r->kind == SF_REPLAY_CORE;
+}
+
 /* Gives every trace pod a shape id (open addressing on the shape hash). */
 static void assign_shapes(run_t *r)
 {
@@ -659,7 +664,7 @@ static void assign_shapes(run_t *r)
   }
   free(slot);
   free(id_of);
-  r->cached = !r->o->no_cache && r->nshapes > 0 && r->nshapes * (r->nnodes + 1) <= CACHE_MAX_ENTRIES;
+  r->cached = !r->o->no_cache && !extender(r) && r->nshapes > 0 && r->nshapes * (r->nnodes + 1) <= CACHE_MAX_ENTRIES;
   r->vc = sf_xcalloc((r->cached ? r->nshapes : 1) * (r->nnodes + 1), sizeof(*r->vc));
 }
 
@@ -753,7 +758,8 @@ static const vcache_t *evaluate(run_t *r, const sf_replay_pod_t *p, sf_demand_t 
     }
   }
   int64_t mem = d->mem_bytes;
-  d->mem_bytes = 0;
+  if (!extender(r))
+    d->mem_bytes = 0;
   int64_t t0 = now_ns();
   int rc = n || r->learn ? sf_packer_evaluate(r->pk, r->idx, &r->pol, d, r->stale_ids, n,
                                               r->learn ? SF_EVAL_LEARN : 0, r->stale_v)
@@ -766,7 +772,8 @@ static const vcache_t *evaluate(run_t *r, const sf_replay_pod_t *p, sf_demand_t 
   for (size_t i = 0; i < n; i++) {
     uint32_t pos = r->stale_pos[i];
     bool fit = r->stale_v[i].fit == SF_FIT_YES;
-    row[pos] = (vcache_t){r->stamp[pos] + 1, fit, fit ? node_key(r, pos, p, r->stale_v[i].raw) : 0};
+    double key = extender(r) ? r->stale_v[i].score : node_key(r, pos, p, r->stale_v[i].raw);
+    row[pos] = (vcache_t){r->stamp[pos] + 1, fit, fit ? key : 0};
   }
   return row;
 }

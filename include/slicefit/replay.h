@@ -191,6 +191,12 @@ typedef struct {
   void *progress_ctx;
   sf_replay_ties_t ties;       /* how equal node scores are broken */
   bool no_cache;               /* re-evaluate every node for every pod (slow; checks the cache) */
+  /*
+   * Core strategies: compare nodes by the 0..SF_SCORE_MAX score the extender
+   * would send kube-scheduler (sf_packer_evaluate over every node, the pod's
+   * memory included) instead of the raw score. Uncached.
+   */
+  bool extender_scores;
 } sf_replay_opts_t;
 
 #define SF_REPLAY_CURVE_STEP 1   /* percent of capacity between curve points */

@@ -261,3 +261,28 @@ Test(replay_method, verdict_cache_changes_nothing)
   sf_replay_trace_dispose(&t);
   sf_replay_trace_dispose(&nt);
 }
+
+/* --extender-scores: the core's 0-10 scores decide, in their direction (binpack packs, spread spreads). */
+Test(replay_method, extender_scores_follow_the_core_scores)
+{
+  const char *top = getenv("SLICEFIT_TOP");
+  char np[512], pp[512];
+  sf_replay_trace_t t;
+  sf_replay_err_t err = {""};
+  snprintf(np, sizeof(np), "%s/bench/data/synthetic-nodes.csv", top ? top : ".");
+  snprintf(pp, sizeof(pp), "%s/bench/data/synthetic-pods.csv", top ? top : ".");
+  sf_replay_trace_init(&t);
+  cr_assert_eq(sf_replay_load_csv(&t, np, pp, &err), 0, "%s", err.msg);
+  double at100[2];
+  static const char *const pol[2] = {"binpack", "spread"};
+  for (int k = 0; k < 2; k++) {
+    sf_replay_result_t r;
+    sf_replay_opts_t o = {.policy = pol[k], .device_choice = -1, .seed = 42, .tune = 1.3,
+                          .ties = SF_REPLAY_TIES_FIRST, .extender_scores = true};
+    cr_assert_eq(sf_replay_run(&t, &o, &r, &err), 0, "%s", err.msg);
+    at100[k] = r.alloc_pct_at[4];
+    sf_replay_result_dispose(&r);
+  }
+  cr_expect_gt(at100[0], at100[1] + 3.0, "binpack %.2f%% vs spread %.2f%%", at100[0], at100[1]);
+  sf_replay_trace_dispose(&t);
+}
