@@ -9,17 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "slicefit/replay.h"
-
-static void load_bundled(sf_replay_trace_t *t)
-{
-  const char *top = getenv("SLICEFIT_TOP");
-  char np[512], pp[512];
-  sf_replay_err_t err = {""};
-  snprintf(np, sizeof(np), "%s/bench/data/synthetic-nodes.csv", top ? top : ".");
-  snprintf(pp, sizeof(pp), "%s/bench/data/synthetic-pods.csv", top ? top : ".");
-  sf_replay_trace_init(t);
-  cr_assert_eq(sf_replay_load_csv(t, np, pp, &err), 0, "%s", err.msg);
-}
+#include "bundled.h"
 
 static void run(const sf_replay_trace_t *t, const char *policy, uint64_t seed,
                 sf_replay_result_t *r)
@@ -37,7 +27,7 @@ Test(replay_report, json_lines_have_the_issue_keys)
                                      "cost", NULL};
   sf_replay_trace_t t;
   sf_replay_result_t r[2];
-  load_bundled(&t);
+  sf_test_load_bundled(&t);
   run(&t, "bestfit", 42, &r[0]);
   run(&t, "bestfit", 43, &r[1]);
   FILE *f = tmpfile();
@@ -118,7 +108,7 @@ static double median_at_100(const sf_replay_trace_t *t, const char *policy, sf_c
 Test(replay_report, fidelity_ranking_on_the_bundled_trace)
 {
   sf_replay_trace_t t;
-  load_bundled(&t);
+  sf_test_load_bundled(&t);
   double fgd = median_at_100(&t, "fgd", SF_CHOICE_PACKER);
   double best = median_at_100(&t, "bestfit", SF_CHOICE_PACKER);
   double pack = median_at_100(&t, "packing", SF_CHOICE_PACKER);
