@@ -134,6 +134,7 @@ static void gather(const pool_t *p, const char *node, node_set_t *ns) {
       ns->devs[ns->ndevs++] = s->devs[i];
     }
     /* Counter sets are pool-wide: every node of the pool sees them. */
+    if (s->ncounters == 0) continue;
     sf_xgrow(&ns->ctrs, &ns->capctrs, ns->nctrs + s->ncounters, sizeof(*ns->ctrs));
     memcpy(ns->ctrs + ns->nctrs, s->counters, s->ncounters * sizeof(*ns->ctrs));
     ns->nctrs += s->ncounters;
