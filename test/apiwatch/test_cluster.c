@@ -410,3 +410,24 @@ Test(cluster, state_json) {
                    "fragmentation");
   json_decref(st);
 }
+
+Test(cluster, device_turns_shared_under_an_allocation) {
+  /* Found by fuzz_decode: a device republished as shared while a claim holds it. */
+  json_t *s = slice("s", "n1", "n1", 1, 1, 1, "gpu");
+  apply(s);
+  json_t *cl = fx_json(
+      "{\"kind\":\"ResourceClaim\",\"metadata\":{\"name\":\"c\",\"namespace\":\"n\"},\"status\":"
+      "{\"allocation\":{\"devices\":{\"results\":[{\"request\":\"r\",\"driver\":\"gpu.example.com\","
+      "\"pool\":\"n1\",\"device\":\"gpu-0\",\"consumedCapacity\":{\"memory\":\"16Gi\"}}]}}}}");
+  apply(cl);
+  json_t *dev = json_array_get(json_object_get(json_object_get(s, "spec"), "devices"), 0);
+  json_object_set_new(dev, "allowMultipleAllocations", json_true());
+  apply(s);
+  sf_index_t *idx = sf_cluster_index(C);
+  sf_dev_id d = sf_index_dev_find(idx, "gpu.example.com", "n1", "gpu-0");
+  sf_milli_t v, f;
+  sf_index_dev_cap(idx, d, 0, &v, &f);
+  cr_assert_eq(v - f, 16LL * 1024 * 1024 * 1024 * 1000, "now shared: the claim consumes 16Gi");
+  json_decref(s);
+  json_decref(cl);
+}
