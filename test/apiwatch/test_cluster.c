@@ -1,5 +1,6 @@
 /* The cluster: pools, generations, allocations, taint rules, relists, and pod plans from fixtures. */
 #include <criterion/criterion.h>
+#include <criterion/redirect.h>
 #include <stdio.h>
 #include <string.h>
 #include "slicefit/cluster.h"
@@ -430,4 +431,29 @@ Test(cluster, device_turns_shared_under_an_allocation) {
   cr_assert_eq(v - f, 16LL * 1024 * 1024 * 1024 * 1000, "now shared: the claim consumes 16Gi");
   json_decref(s);
   json_decref(cl);
+}
+
+Test(cluster, unsupported_selector_is_unsure_and_logged_once) {
+  cr_redirect_stderr();
+  load("nvidia-slices.json");
+  json_t *cls = fx_json("{\"kind\":\"DeviceClass\",\"metadata\":{\"name\":\"gpu.nvidia.com\"},\"spec\":"
+                        "{\"selectors\":[{\"cel\":{\"expression\":\"device.driver ==\"}}]}}");
+  apply(cls);
+  apply(cls);
+  json_t *pod = gpu_test1_pod("c1");
+  sf_pod_plan_t *p = plan(pod);
+  sf_verdict_t v[2];
+  evaluate(p, NODES, 2, v);
+  cr_assert_eq(v[0].fit, SF_FIT_UNSURE, "an expression that does not compile is never a silent no");
+  cr_assert_eq(v[1].fit, SF_FIT_UNSURE);
+  sf_pod_plan_free(p);
+  fflush(stderr);
+  FILE *f = cr_get_redirected_stderr();
+  char line[1024];
+  int n = 0;
+  while (fgets(line, sizeof line, f))
+    n += strstr(line, "selector not supported") && strstr(line, "device.driver ==") ? 1 : 0;
+  cr_assert_eq(n, 1, "logged %d times", n);
+  json_decref(pod);
+  json_decref(cls);
 }
