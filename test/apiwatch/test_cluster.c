@@ -457,3 +457,40 @@ Test(cluster, unsupported_selector_is_unsure_and_logged_once) {
   json_decref(pod);
   json_decref(cls);
 }
+
+Test(cluster, per_device_nodes_and_shared_counters) {
+  /* 1.35 layout: the counters in one slice, the devices consuming them in another. */
+  json_t *ctr = fx_json(
+      "{\"kind\":\"ResourceSlice\",\"metadata\":{\"name\":\"ctr\"},\"spec\":{\"driver\":\"gpu.example.com\","
+      "\"nodeName\":\"n1\",\"pool\":{\"name\":\"n1\",\"resourceSliceCount\":2},\"sharedCounters\":[{"
+      "\"name\":\"gpu-0-counters\",\"counters\":{\"memory\":{\"value\":\"80Gi\"}}}]}}");
+  json_t *devs = fx_json(
+      "{\"kind\":\"ResourceSlice\",\"metadata\":{\"name\":\"devs\"},\"spec\":{\"driver\":\"gpu.example.com\","
+      "\"nodeName\":\"n1\",\"pool\":{\"name\":\"n1\",\"resourceSliceCount\":2},\"devices\":["
+      "{\"name\":\"gpu-0-partition-0\",\"consumesCounters\":[{\"counterSet\":\"gpu-0-counters\","
+      "\"counters\":{\"memory\":{\"value\":\"40Gi\"}}}]},"
+      "{\"name\":\"gpu-0-full\",\"consumesCounters\":[{\"counterSet\":\"gpu-0-counters\","
+      "\"counters\":{\"memory\":{\"value\":\"80Gi\"}}}]}]}}");
+  apply(devs);
+  cr_assert_eq(node_devs("n1"), 0, "the counter slice is missing");
+  apply(ctr);
+  cr_assert_eq(node_devs("n1"), 2);
+  /* perDeviceNodeSelection: each device says where it is; allNodes devices are skipped. */
+  json_t *pd = fx_json(
+      "{\"kind\":\"ResourceSlice\",\"metadata\":{\"name\":\"pd\"},\"spec\":{\"driver\":\"net.example.com\","
+      "\"perDeviceNodeSelection\":true,\"pool\":{\"name\":\"fabric\",\"resourceSliceCount\":1},"
+      "\"devices\":[{\"name\":\"a\",\"nodeName\":\"n2\"},{\"name\":\"b\",\"nodeName\":\"n3\"},"
+      "{\"name\":\"c\",\"allNodes\":true}]}}");
+  apply(pd);
+  cr_assert_eq(node_devs("n2"), 1);
+  cr_assert_eq(node_devs("n3"), 1);
+  json_t *st = sf_cluster_state_json(C);
+  json_t *pools = json_object_get(st, "pools"), *p;
+  size_t i, skipped = 0;
+  json_array_foreach(pools, i, p) skipped += (size_t)json_integer_value(json_object_get(p, "skipped_devices"));
+  cr_assert_eq(skipped, 1);
+  json_decref(st);
+  json_decref(ctr);
+  json_decref(devs);
+  json_decref(pd);
+}
