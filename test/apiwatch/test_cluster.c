@@ -494,3 +494,38 @@ Test(cluster, per_device_nodes_and_shared_counters) {
   json_decref(devs);
   json_decref(pd);
 }
+
+Test(cluster, constraints_reach_the_packer) {
+  nvidia();
+  /* gpu-node-a: pcieRoot pci0000:00 for gpu-0..3, pci0000:01 for gpu-4..7; gpu-node-b: all 00. */
+#define CONSTRAINED_FMT \
+      "{\"kind\":\"ResourceClaim\",\"metadata\":{\"name\":\"%s\",\"namespace\":\"ns\"},\"spec\":{\"devices\":" \
+      "{\"requests\":[{\"name\":\"a\",\"exactly\":{\"deviceClassName\":\"gpu.nvidia.com\",\"count\":%d}}," \
+      "{\"name\":\"b\",\"firstAvailable\":[{\"name\":\"one\",\"deviceClassName\":\"gpu.nvidia.com\"}]}]," \
+      "\"constraints\":[{\"requests\":[\"a\",\"b/one\"],\"matchAttribute\":" \
+      "\"resource.kubernetes.io/pcieRoot\"}]}}}"
+  char buf[1024];
+  snprintf(buf, sizeof buf, CONSTRAINED_FMT, "three", 3);
+  json_t *c3 = fx_json(buf);
+  snprintf(buf, sizeof buf, CONSTRAINED_FMT, "four", 4);
+  json_t *c4 = fx_json(buf);
+  apply(c3);
+  apply(c4);
+  json_t *pod = fx_json("{\"metadata\":{\"name\":\"p\",\"namespace\":\"ns\"},\"spec\":{\"resourceClaims\":"
+                        "[{\"name\":\"x\",\"resourceClaimName\":\"three\"}]}}");
+  sf_pod_plan_t *p = plan(pod);
+  sf_verdict_t v[2];
+  evaluate(p, NODES, 2, v);
+  cr_assert_eq(v[0].fit, SF_FIT_YES, "3+1 under one PCIe root: %s", v[0].reason);
+  cr_assert_eq(v[1].fit, SF_FIT_YES, "%s", v[1].reason);
+  sf_pod_plan_free(p);
+  json_string_set(json_object_get(json_array_get(json_object_get(json_object_get(pod, "spec"), "resourceClaims"), 0), "resourceClaimName"), "four");
+  p = plan(pod);
+  evaluate(p, NODES, 2, v);
+  cr_assert_eq(v[0].fit, SF_FIT_NO, "4+1 under one root of 4");
+  cr_assert_eq(v[1].fit, SF_FIT_NO, "5 devices on a node of 4");
+  sf_pod_plan_free(p);
+  json_decref(pod);
+  json_decref(c3);
+  json_decref(c4);
+}
