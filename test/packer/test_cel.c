@@ -307,6 +307,7 @@ Test(cel, matches_translates_re2)
     {"'x'.matches('a|')", 'U'}, {"'x'.matches('()')", 'U'}, {"'é'.matches('^.$')", 'U'}, {"'é'.matches('é')", 'U'},
     {"'a'.matches('(')", 'U'}, {"'a'.matches(')')", 'U'}, {"'a'.matches('\\\\p{L}')", 'U'}, {"'a'.matches('(?s).')", 'U'},
     {"'a'.matches('a{2000}')", 'U'}, {"'a'.matches('[b-a]')", 'U'}, {"'a'.matches('*')", 'U'},
+    {"'a'.matches('(a{3}){2}')", 'U'}, {"'aaa'.matches('^(a{3})+$')", 'Y'}, {"'a'.matches('a{600}b{600}c{900}')", 'U'},
     {"'a'.matches(1)", 'E'}, {"false && 'a'.matches('\\\\b')", 'N'},
   };
   CHECK(cs, g0);
