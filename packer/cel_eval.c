@@ -657,6 +657,8 @@ cel_val_t sf__cel_ev(cel_ctx_t *c, uint32_t n)
   case N_STR: r.t = V_STR; r.v.s = c->p->pool + nd->v.s.off; r.n = nd->v.s.len; return r;
   case N_LIST: return ev_list(c, n);
   case N_DEVICE: r.t = V_DEVICE; return r;
+  case N_QTY: r.t = V_QTY; r.v.q = nd->v.i; return r;
+  case N_SEMVER: r.t = V_SEMVER; r.v.s = c->p->pool + nd->v.s.off; r.n = nd->v.s.len; return r;
   case N_VAR: return c->slots[nd->v.u];
   case N_SELECT: return ev_select(c, n);
   case N_INDEX: return ev_index(c, n);

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cel_int.h"
+#include "slicefit/quantity.h"
 
 enum { T_EOF, T_INT, T_UINT, T_DOUBLE, T_STR, T_IDENT, T_PUNCT };
 
@@ -445,6 +446,28 @@ static void const_regex(parser_t *ps, cel_node_t *call)
   call->v.i = p->nres++;
 }
 
+/*
+ * quantity('lit') and semver('lit') of a valid literal become constants, so
+ * the usual capacity comparison does not parse its operand per device. An
+ * invalid literal stays a call and fails (or is unknown) at run time, as in
+ * Kubernetes.
+ */
+static void fold(parser_t *ps, cel_node_t *call)
+{
+  sf_cel_prog_t *p = ps->p;
+  const cel_node_t *arg = &p->nodes[p->kids[call->k0]];
+  sf_milli_t q;
+  if (call->nk != 1 || arg->op != N_STR)
+    return;
+  if (call->fn == FN_QUANTITY && sf_quantity_parse_n(p->pool + arg->v.s.off, arg->v.s.len, &q) == 0) {
+    call->op = N_QTY;
+    call->v.i = q;
+  } else if (call->fn == FN_SEMVER && sf__cel_semver(p->pool + arg->v.s.off, arg->v.s.len, NULL) == 0) {
+    call->op = N_SEMVER;
+    call->v.s = arg->v.s;
+  }
+}
+
 static uint32_t call(parser_t *ps, const tok_t *name, bool method, uint32_t *args, uint32_t nargs)
 {
   for (size_t k = 0; k < sizeof fns / sizeof fns[0]; k++) {
@@ -461,6 +484,7 @@ static uint32_t call(parser_t *ps, const tok_t *name, bool method, uint32_t *arg
     nd->flags = method ? F_TARGET : 0;
     if (nd->fn == FN_MATCHES)
       const_regex(ps, nd);
+    fold(ps, nd);
     return n;
   }
   fail(ps, name->pos, "unsupported function '%.*s'", (int)name->len, ps->src + name->pos);
