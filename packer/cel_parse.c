@@ -191,12 +191,49 @@ static void lex_string(parser_t *ps, tok_t *t, bool raw)
   pool_put(ps, '\0');
 }
 
+/* After the integer digits at *i: a fraction and/or an exponent; true when there is one. */
+static bool float_tail(const parser_t *ps, uint32_t *i)
+{
+  const char *s = ps->src;
+  bool flt = false;
+  if (*i + 1 < ps->len && s[*i] == '.' && s[*i + 1] >= '0' && s[*i + 1] <= '9') {
+    flt = true;
+    for ((*i)++; *i < ps->len && s[*i] >= '0' && s[*i] <= '9'; (*i)++)
+      ;
+  }
+  if (*i < ps->len && (s[*i] == 'e' || s[*i] == 'E')) {
+    uint32_t j = *i + 1;
+    if (j < ps->len && (s[j] == '+' || s[j] == '-'))
+      j++;
+    if (j < ps->len && s[j] >= '0' && s[j] <= '9') {
+      flt = true;
+      for (*i = j; *i < ps->len && s[*i] >= '0' && s[*i] <= '9'; (*i)++)
+        ;
+    }
+  }
+  return flt;
+}
+
+static void lex_double(parser_t *ps, tok_t *t, uint32_t end)
+{
+  char buf[400];
+  uint32_t n = end - ps->at;
+  if (n >= sizeof buf) {
+    fail(ps, t->pos, "floating-point literal too long");
+    n = 0;
+  }
+  memcpy(buf, ps->src + ps->at, n);
+  buf[n] = '\0';
+  t->t = T_DOUBLE;
+  t->d = strtod(buf, NULL);
+}
+
 static void lex_number(parser_t *ps, tok_t *t)
 {
   const char *s = ps->src;
   uint32_t i = ps->at;
   bool hex = s[i] == '0' && i + 1 < ps->len && (s[i + 1] == 'x' || s[i + 1] == 'X');
-  bool flt = false, over = false;
+  bool over = false;
   uint64_t u = 0;
   if (hex) {
     for (i += 2; i < ps->len && hexval(s[i]) >= 0; i++) {
@@ -210,38 +247,16 @@ static void lex_number(parser_t *ps, tok_t *t)
       over |= u > (UINT64_MAX - (uint64_t)(s[i] - '0')) / 10;
       u = u * 10 + (uint64_t)(s[i] - '0');
     }
-    if (i + 1 < ps->len && s[i] == '.' && s[i + 1] >= '0' && s[i + 1] <= '9') {
-      flt = true;
-      for (i++; i < ps->len && s[i] >= '0' && s[i] <= '9'; i++)
-        ;
-    }
-    if (i < ps->len && (s[i] == 'e' || s[i] == 'E')) {
-      uint32_t j = i + 1;
-      if (j < ps->len && (s[j] == '+' || s[j] == '-'))
-        j++;
-      if (j < ps->len && s[j] >= '0' && s[j] <= '9') {
-        flt = true;
-        for (i = j; i < ps->len && s[i] >= '0' && s[i] <= '9'; i++)
-          ;
-      }
-    }
   }
-  if (flt) {
-    char buf[400];
-    uint32_t n = i - ps->at;
-    if (n >= sizeof buf) {
-      fail(ps, t->pos, "floating-point literal too long");
-      n = 0;
-    }
-    memcpy(buf, s + ps->at, n);
-    buf[n] = '\0';
-    t->t = T_DOUBLE;
-    t->d = strtod(buf, NULL);
-  } else if (i < ps->len && (s[i] == 'u' || s[i] == 'U')) {
+  if (!hex && float_tail(ps, &i)) {
+    lex_double(ps, t, i);
+    ps->at = i;
+    return;
+  }
+  t->t = T_INT;
+  if (i < ps->len && (s[i] == 'u' || s[i] == 'U')) {
     i++;
     t->t = T_UINT;
-  } else {
-    t->t = T_INT;
   }
   if (over)
     fail(ps, t->pos, "integer literal out of range");
