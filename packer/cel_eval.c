@@ -175,8 +175,11 @@ cel_val_t sf__cel_eq(uint32_t n, const cel_val_t *a, const cel_val_t *b)
     return sf__cel_bool(false);
   if (numeric(a->t) && numeric(b->t))
     return sf__cel_bool(cmp_num(a, b) == 0);
-  if (a->t != b->t)
-    return sf__cel_bool(false);
+  if (a->t != b->t) {
+    /* Kubernetes' Quantity and Semver types answer "no such overload" to another type, not false. */
+    bool ext = a->t == V_QTY || a->t == V_SEMVER || b->t == V_QTY || b->t == V_SEMVER;
+    return ext ? sf__cel_err(n, "no such overload: equality") : sf__cel_bool(false);
+  }
   switch (a->t) {
   case V_NULL:
   case V_NONE:

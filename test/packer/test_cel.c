@@ -248,7 +248,7 @@ Test(cel, device_fields_and_missing_attributes)
     {"device.capacity['gpu.nvidia.com'].memory == quantity('40Gi')", 'Y'},
     {"device.capacity['gpu.nvidia.com'].memory.isGreaterThan(quantity('39Gi'))", 'Y'},
     {"device.capacity['gpu.nvidia.com'].cores == quantity('1')", 'E'},
-    {"device.capacity['gpu.nvidia.com'].memory == 40", 'N'},
+    {"device.capacity['gpu.nvidia.com'].memory == 40", 'E'},
     {"device.nope == 1", 'E'}, {"device.attributes[1] == 1", 'E'}, {"device.driver.x == 1", 'E'},
     {"'gpu.nvidia.com' in device.attributes", 'Y'}, {"'nope.com' in device.attributes", 'N'},
     {"'resource.kubernetes.io' in device.attributes", 'Y'}, {"'gpu.nvidia.com' in device.capacity", 'Y'},
@@ -329,7 +329,7 @@ Test(cel, quantity_library)
     {"quantity('1u') == quantity('1u')", 'U'}, {"quantity('9P').add(quantity('9P')) == quantity('1')", 'U'},
     {"quantity('1').add(9223372036854775807) == quantity('1')", 'U'}, {"quantity('1') < quantity('2')", 'E'},
     {"quantity('1') + quantity('2') == quantity('3')", 'E'}, {"quantity('1').add('1') == quantity('2')", 'E'},
-    {"quantity('1').compareTo(1) == 0", 'E'}, {"quantity(1) == quantity('1')", 'E'}, {"quantity('1') == 1", 'N'},
+    {"quantity('1').compareTo(1) == 0", 'E'}, {"quantity(1) == quantity('1')", 'E'}, {"quantity('1') == 1", 'E'}, {"quantity('1') != 1", 'E'}, {"!(quantity('1') == 1)", 'E'},
     {"quantity('1').major() == 1", 'E'}, {"1.isInteger()", 'E'},
   };
   CHECK(cs, g0);
@@ -355,7 +355,9 @@ Test(cel, semver_library)
     {"device.attributes['gpu.nvidia.com'].driverVersion.isGreaterThan(semver('550.0.0'))", 'Y'},
     {"device.attributes['gpu.nvidia.com'].cudaComputeCapability.major() >= 8", 'Y'},
     {"device.attributes['gpu.nvidia.com'].driverVersion == semver('550.54.15')", 'Y'},
-    {"device.attributes['gpu.nvidia.com'].driverVersion == '550.54.15'", 'N'},
+    {"device.attributes['gpu.nvidia.com'].driverVersion == '550.54.15'", 'E'},
+    {"device.attributes['gpu.nvidia.com'].driverVersion != '550.54.15'", 'E'},
+    {"'550.54.15' in [device.attributes['gpu.nvidia.com'].driverVersion]", 'E'},
   };
   CHECK(cs, g0);
 }
