@@ -773,8 +773,15 @@ static uint32_t primary(parser_t *ps)
 static uint32_t unary(parser_t *ps)
 {
   uint32_t pos = ps->cur.pos;
+  /* "!!!…" and "---…" recurse here without passing through expr(). */
+  if (ps->rec > CEL_DEPTH_MAX) {
+    fail(ps, pos, "expression nested too deeply");
+    return 0;
+  }
   if (accept(ps, '!')) {
+    ps->rec++;
     uint32_t e = unary(ps);
+    ps->rec--;
     return ps->failed ? 0 : mk1(ps, N_NOT, pos, e);
   }
   if (accept(ps, '-')) {
@@ -783,7 +790,9 @@ static uint32_t unary(parser_t *ps)
       next(ps);
       return member_tail(ps, literal(ps, &t, true));
     }
+    ps->rec++;
     uint32_t e = unary(ps);
+    ps->rec--;
     return ps->failed ? 0 : mk1(ps, N_NEG, pos, e);
   }
   return member_tail(ps, primary(ps));

@@ -434,6 +434,10 @@ Test(cel, limits)
   free(deep);
   char *nots = repeat("", "!", 300, "true");
   cr_expect_eq(outcome(nots, g0, why, sizeof why), 'C');
+  cr_expect_str_eq(why, "1:201: expression nested too deeply");
+  free(nots);
+  nots = repeat("", "-", 10000, "1 == 1");
+  cr_expect_eq(outcome(nots, g0, why, sizeof why), 'C');
   free(nots);
   char *ors = repeat("false", " || false", 1000, " || true");
   cr_expect_eq(outcome(ors, g0, why, sizeof why), 'Y', "%s", why);
