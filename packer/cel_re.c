@@ -17,7 +17,12 @@
  * leaves r->ok false and matches() answers UNKNOWN. A pattern using `.` or
  * a negated class is marked bytewise: on a text with non-ASCII bytes RE2
  * counts UTF-8 characters where POSIX in the C locale counts bytes, so the
- * evaluator answers UNKNOWN there too.
+ * evaluator answers UNKNOWN there too. This assumes the process runs in the
+ * C locale (slicefit never calls setlocale), where ranges are byte ranges.
+ *
+ * The pattern is untrusted: counted repetitions are capped (1000 each, 2000
+ * in all, none on a group that holds one) and groups nest at most 64 deep,
+ * so glibc's automaton stays small.
  */
 #include <ctype.h>
 #include <stdlib.h>
