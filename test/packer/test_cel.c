@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "slicefit/cel.h"
+#include "slicefit/packer.h"
 
 #define GI (1024LL * 1024 * 1024 * 1000)
 #define MI (1024LL * 1024 * 1000)
@@ -628,4 +629,39 @@ Test(cel, example_driver_and_website_selectors)
     {"device.attributes['gpu.example.com'].uuid.startsWith('gpu-93d3')", 'Y'},
   };
   CHECK(cs, ex[1]);
+}
+
+/* Through the packer: the CEL selector filters nodes, and UNKNOWN keeps a node as UNSURE. */
+static void filter(const char *const *exprs, size_t nexpr, sf_fit_t want_nv, sf_fit_t want_ex, sf_fit_t want_web)
+{
+  sf_selector_t sels[4];
+  for (size_t i = 0; i < nexpr; i++)
+    sf_cel_selector(sf_cel_compile(cache, exprs[i]), &sels[i]);
+  sf_request_t req = {.name = "gpu", .selectors = sels, .nselectors = nexpr, .count = 1};
+  sf_claim_t claim = {.name = "default/claim", .reqs = &req, .nreqs = 1};
+  sf_demand_t dem = {.claims = &claim, .nclaims = 1};
+  sf_node_id nodes[3] = {sf_index_node_find(idx, "nv-node"), sf_index_node_find(idx, "dra-example-driver-cluster-worker"),
+                         sf_index_node_find(idx, "web-node")};
+  sf_verdict_t out[3];
+  sf_policy_t pol;
+  sf_policy_init(&pol);
+  sf_packer_t *pk = sf_packer_create();
+  cr_assert_eq(sf_packer_evaluate(pk, idx, &pol, &dem, nodes, 3, 0, out), 0);
+  cr_expect_eq(out[0].fit, want_nv, "%s: nv-node %d (%s)", exprs[0], out[0].fit, out[0].reason);
+  cr_expect_eq(out[1].fit, want_ex, "%s: example node %d (%s)", exprs[0], out[1].fit, out[1].reason);
+  cr_expect_eq(out[2].fit, want_web, "%s: web node %d (%s)", exprs[0], out[2].fit, out[2].reason);
+  sf_packer_destroy(pk);
+  sf_policy_dispose(&pol);
+}
+
+Test(cel, selectors_filter_nodes_through_the_packer)
+{
+  const char *gpu[] = {fx[0].expr};
+  filter(gpu, 1, SF_FIT_YES, SF_FIT_NO, SF_FIT_NO);
+  const char *example[] = {fx[8].expr, fx[9].expr};
+  filter(example, 2, SF_FIT_NO, SF_FIT_YES, SF_FIT_NO);
+  const char *unsure[] = {"device.attributes['gpu.nvidia.com'].productName.matches('\\\\bA100')"};
+  filter(unsure, 1, SF_FIT_UNSURE, SF_FIT_NO, SF_FIT_NO);
+  const char *uncompiled[] = {fx[0].expr, "device.attributes['gpu.nvidia.com'].uuid.split('-').size() > 1"};
+  filter(uncompiled, 2, SF_FIT_UNSURE, SF_FIT_NO, SF_FIT_NO);
 }
