@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "slicefit/cluster.h"
 #include "slicefit/packer.h"
 #include "slicefit/replay.h"
 
@@ -300,6 +301,7 @@ typedef struct {
   const sf_replay_trace_t *t;
   const sf_replay_opts_t *o;
   sf_replay_kind_t kind;
+  sf_cluster_t *cluster;       /* --snapshot: owns idx */
   sf_index_t *idx;
   sf_packer_t *pk;
   sf_policy_t pol;             /* what the core runs (binpack + packer for baselines) */
@@ -392,6 +394,65 @@ static int cmp_node_name(const void *a, const void *b)
   return strcmp(x->name, y->name);
 }
 
+static const sf_index_t *name_idx;
+static int cmp_id_name(const void *a, const void *b)
+{
+  return strcmp(sf_index_node_name(name_idx, *(const sf_node_id *)a),
+                sf_index_node_name(name_idx, *(const sf_node_id *)b));
+}
+
+/* With a snapshot: every node of the index (the snapshot's and the trace's), by name. */
+static void all_nodes(run_t *r)
+{
+  sf_node_id end = sf_index_node_end(r->idx);
+  free(r->nodes);
+  r->nodes = sf_xcalloc((size_t)end + 1, sizeof(*r->nodes));
+  r->nnodes = 0;
+  for (sf_node_id n = 0; n < end; n++)
+    if (sf_index_node_live(r->idx, n))
+      r->nodes[r->nnodes++] = n;
+  name_idx = r->idx;
+  qsort(r->nodes, r->nnodes, sizeof(*r->nodes), cmp_id_name);
+}
+
+/*
+ * The index a run starts from: empty, or the snapshot's cluster. Its GPUs
+ * (devices with a model) and their allocated share count in the capacity.
+ */
+static int open_index(run_t *r, sf_replay_err_t *err)
+{
+  char msg[SF_ERR_MAX];
+  if (r->o->snapshot == NULL) {
+    r->idx = sf_index_create();
+    return 0;
+  }
+  r->cluster = sf_cluster_create(&r->pol);
+  int rc = sf_cluster_load_list(r->cluster, r->o->snapshot, msg, sizeof(msg));
+  if (rc != 0) {
+    snprintf(err->msg, sizeof(err->msg), "%s: %s", r->o->snapshot_name ? r->o->snapshot_name : "snapshot",
+             msg);
+    return rc;
+  }
+  r->idx = sf_cluster_index(r->cluster);
+  return 0;
+}
+
+/* Capacity and allocated share over every GPU of the index (with a snapshot). */
+static void count_gpus(run_t *r)
+{
+  r->cap_milli = r->alloc_milli = 0;
+  for (size_t i = 0; i < r->nnodes; i++) {
+    size_t nd;
+    const sf_dev_id *devs = sf_index_node_devices(r->idx, r->nodes[i], &nd);
+    for (size_t k = 0; k < nd; k++) {
+      if (sf_index_dev_model(r->idx, devs[k]) == 0)
+        continue;
+      r->cap_milli += 1000;
+      r->alloc_milli += 1000 - sf_index_dev_free_permille(r->idx, devs[k]);
+    }
+  }
+}
+
 static int build_index(run_t *r, sf_replay_err_t *err)
 {
   const sf_replay_trace_t *t = r->t;
@@ -409,6 +470,8 @@ static int build_index(run_t *r, sf_replay_err_t *err)
   free(byname);
   if (rc != 0)
     return rc;
+  if (r->cluster != NULL)
+    all_nodes(r);
   sf_index_apply_policy(r->idx, &r->pol);
   sf_node_id end = sf_index_node_end(r->idx);
   r->pos_of = sf_xcalloc((size_t)end + 1, sizeof(*r->pos_of));
@@ -1098,7 +1161,10 @@ static void run_policies(run_t *r, sf_strategy_t strategy)
 static void run_dispose(run_t *r)
 {
   sf_packer_destroy(r->pk);
-  sf_index_destroy(r->idx);
+  if (r->cluster != NULL)
+    sf_cluster_destroy(r->cluster);
+  else
+    sf_index_destroy(r->idx);
   sf_policy_dispose(&r->pol);
   sf_policy_dispose(&r->fragpol);
   free(r->nodes);
@@ -1136,18 +1202,21 @@ int sf_replay_run(const sf_replay_trace_t *t, const sf_replay_opts_t *opts,
   }
   r->t = t;
   r->o = opts;
-  r->idx = sf_index_create();
+
   r->pk = sf_packer_create();
   sf_rng_seed(&r->rng, opts->seed ^ 0x243f6a8885a308d3ull);
   run_policies(r, strategy);
-  if ((rc = build_index(r, err)) != 0)
+  if ((rc = open_index(r, err)) != 0 || (rc = build_index(r, err)) != 0)
     goto out;
   cache_init(r);
   snprintf(res->policy, sizeof(res->policy), "%s", opts->policy);
   res->seed = opts->seed;
   res->tune = t->native ? 0 : opts->tune;
-  res->nodes = (uint32_t)t->nnodes;
-  res->gpu_milli = r->cap_milli = sf_replay_gpu_milli(t);
+  res->nodes = (uint32_t)r->nnodes;
+  r->cap_milli = sf_replay_gpu_milli(t);
+  if (r->cluster != NULL)
+    count_gpus(r);
+  res->gpu_milli = r->cap_milli;
   res->gpus = (uint32_t)(res->gpu_milli / 1000);
   sf_replay_order_fgd(t, opts->seed, opts->tune, &order);
   times = sf_xcalloc(order.n + 1, sizeof(*times));

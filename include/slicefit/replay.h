@@ -22,6 +22,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <jansson.h>
 #include "slicefit/common.h"
 #include "slicefit/policy.h"
 
@@ -197,6 +198,15 @@ typedef struct {
    * memory included) instead of the raw score. Uncached.
    */
   bool extender_scores;
+  /*
+   * The starting cluster, or NULL: a kubectl List of ResourceSlices,
+   * ResourceClaims and DeviceClasses (what bin/slicefit --snapshot reads,
+   * loaded with sf_cluster_load_list). Its nodes, devices and allocated
+   * claims are there before the first pod; the trace's nodes are added to
+   * them. Borrowed; `snapshot_name` names it in errors.
+   */
+  const json_t *snapshot;
+  const char *snapshot_name;
 } sf_replay_opts_t;
 
 #define SF_REPLAY_CURVE_STEP 1   /* percent of capacity between curve points */

@@ -149,3 +149,19 @@ Test(replay_cli, bad_flags_exit_2)
   cr_expect_eq(run("--policy tetris", err, sizeof(err), &out), 2);
   cr_expect(strstr(err, "unknown policy 'tetris'") != NULL, "%s", err);
 }
+
+Test(replay_cli, bad_snapshots_name_the_file)
+{
+  char args[512], want[256];
+  const char *np = file("n.csv", nodes), *pp = file("p.csv", pods);
+  const char *sp = file("snap.json", "{\"kind\": \"List\", \"items\": [\n  {,}\n]}\n");
+  snprintf(args, sizeof(args), "--nodes %s --pods %s --snapshot %s", np, pp, sp);
+  snprintf(want, sizeof(want), "%s:2:4: ", sp);
+  expect_failure(args, want);
+  sp = file("snap2.json", "{\"kind\": \"List\", \"items\": [{\"kind\": \"ResourceSlice\", \"spec\": 7}]}\n");
+  snprintf(args, sizeof(args), "--nodes %s --pods %s --snapshot %s", np, pp, sp);
+  snprintf(want, sizeof(want), "%s: items[0]", sp);
+  expect_failure(args, want);
+  snprintf(args, sizeof(args), "--nodes %s --pods %s --snapshot %s/none.json", np, pp, dir);
+  expect_failure(args, "none.json: unable to open");
+}
