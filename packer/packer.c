@@ -1490,9 +1490,12 @@ static hnode_t *summary(sf_packer_t *p, sf_node_id node)
   uint8_t size[64] = {0}, held[64] = {0};
   h->total = h->used = 0;
   h->ngpu = 0;
-  for (size_t k = 0; k < n->ndevs && h->fast; k++) {
+  for (size_t k = 0; k < n->ndevs; k++) {
     hdev_t *d = &h->d[k];
-    h->fast = hdev_fill(p, d, n->devs[k]);
+    if (!hdev_fill(p, d, n->devs[k])) {
+      h->fast = false;  /* the general path serves this node */
+      return h;
+    }
     if (d->fl & HD_GPU) {
       h->total += d->fp;
       h->used += 1000 - d->fp;
