@@ -647,19 +647,16 @@ static int64_t baseline_score(const run_t *r, size_t pos, const sf_replay_pod_t 
 }
 
 /*
- * What a FIT node is compared by. fgd: the simulator's FGD plugin score,
- * int64(100 x sigmoid(-dF / 1000)) with dF the core's fragmentation increase
- * in milli-GPUs (the core's raw score is -dF); the truncation makes every
- * placement within a few hundredths of a GPU of the best an equal. Other core
- * strategies: the raw score. Baselines: the simulator's integer score.
+ * What a FIT node is compared by. Core strategies: the raw score (for fgd
+ * the core already gives the simulator's FGD plugin score,
+ * int64(100 x sigmoid(-dF / 1000)), with the node order below one step).
+ * Baselines: the simulator's integer score.
  */
 static double node_key(const run_t *r, size_t pos, const sf_replay_pod_t *p, double raw)
 {
   if (r->kind != SF_REPLAY_CORE)
     return (double)baseline_score(r, pos, p);
-  if (r->pol.strategy != SF_STRATEGY_FGD)
-    return raw;
-  return (double)(int64_t)(MAX_NODE_SCORE / (1.0 + exp(-raw / 1000.0)));
+  return raw;  /* fgd's raw score is already the simulator's integer score (packer.c fgd_raw) */
 }
 
 /* ---- pod shapes: pods that the core cannot tell apart, memory aside ---- */
