@@ -326,7 +326,7 @@ typedef struct {
   sf_verdict_t *stale_v;
   uint32_t *rank;              /* per node position: the tie order (rank_nodes) */
   bool learn;                  /* fragmentation: the index learns the mix from every pod */
-  uint64_t mix_obs;            /* shapes the index has observed (mirrors its count) */
+  uint64_t mixhash;            /* the learned mix the cached verdicts were scored with */
   int64_t eval_ns;             /* core time in sf_packer_evaluate, and nodes it evaluated */
   size_t eval_nodes;
   /* demand scratch */
@@ -763,27 +763,6 @@ static void rank_nodes(run_t *r)
   }
 }
 
-/*
- * Will observing this pod change the learned mix the core scores with? The
- * index folds every evaluated demand into its mix (one shape per request, or
- * one for a pod without claims) and publishes a new version on its 1st, 65th,
- * 129th... observation and while it has fewer than 4 shapes; the packer
- * scores with the version current after the observation. Every cached
- * verdict is then stale.
- */
-static bool learning_moves_mix(run_t *r, const sf_replay_pod_t *p)
-{
-  uint64_t k = 0;
-  for (size_t c = 0; c < p->nclaims; c++)
-    k += p->claims[c].nreqs;
-  k = k ? k : 1;
-  bool moves = sf_index_mix_size(r->idx) < 4;
-  for (uint64_t i = 1; i <= k; i++)
-    moves = moves || ((r->mix_obs + i) & 63) == 1;
-  r->mix_obs += k;
-  return moves;
-}
-
 static void cache_init(run_t *r)
 {
   r->stamp = sf_xcalloc(r->nnodes + 1, sizeof(*r->stamp));
@@ -808,9 +787,16 @@ static const vcache_t *evaluate(run_t *r, const sf_replay_pod_t *p, sf_demand_t 
 {
   vcache_t *row = r->vc + (r->cached ? r->shape_of[p - r->t->pods] : 0) * (r->nnodes + 1);
   size_t n = 0;
-  if (r->learn && learning_moves_mix(r, p))
-    for (uint32_t pos = 0; pos < r->nnodes; pos++)
-      r->stamp[pos]++;
+  if (r->learn) {
+    /* The pod is present from now on, as its claim is for the daemon; when the
+     * mix it is scored with moves, every cached verdict is stale. */
+    sf_packer_learn(r->pk, r->idx, &r->pol, d, +1);
+    uint64_t h = sf_packer_mix_hash(r->pk, r->idx, &r->pol, d);
+    if (h != r->mixhash)
+      for (uint32_t pos = 0; pos < r->nnodes; pos++)
+        r->stamp[pos]++;
+    r->mixhash = h;
+  }
   for (uint32_t pos = 0; pos < r->nnodes; pos++) {
     if (!r->cached || row[pos].stamp != r->stamp[pos] + 1) {
       r->stale_pos[n] = pos;
@@ -821,9 +807,7 @@ static const vcache_t *evaluate(run_t *r, const sf_replay_pod_t *p, sf_demand_t 
   if (!extender(r))
     d->mem_bytes = 0;
   int64_t t0 = now_ns();
-  int rc = n || r->learn ? sf_packer_evaluate(r->pk, r->idx, &r->pol, d, r->stale_ids, n,
-                                              r->learn ? SF_EVAL_LEARN : 0, r->stale_v)
-                         : 0;
+  int rc = n ? sf_packer_evaluate(r->pk, r->idx, &r->pol, d, r->stale_ids, n, 0, r->stale_v) : 0;
   r->eval_ns += now_ns() - t0;
   r->eval_nodes += n;
   d->mem_bytes = mem;
@@ -930,7 +914,7 @@ static sf_alloc_id schedule(run_t *r, const sf_replay_pod_t *p, const char *hold
   const vcache_t *row = evaluate(r, p, &d);
   long pos = row != NULL ? choose_node(r, p, row) : -1;
   if (pos < 0)
-    return -1;
+    goto fail;
   sf_node_id node = r->nodes[pos];
   bool simple = p->nclaims == 1 && p->claims[0].nreqs == 1 && !p->claims[0].island;
   if (r->kind == SF_REPLAY_RANDOM && simple) {
@@ -938,7 +922,7 @@ static sf_alloc_id schedule(run_t *r, const sf_replay_pod_t *p, const char *hold
       return -1;
   } else if (sf_packer_place(r->pk, r->idx, &r->pol, &d, node, &asg, NULL) != SF_FIT_YES ||
              sf_packer_commit(r->pk, r->idx, &d, holder, &aid) != 0) {
-    return -1;
+    goto fail;
   }
   if (p->num_gpu > 0) {
     uint32_t tag = affinity_tag(p);
@@ -947,6 +931,10 @@ static sf_alloc_id schedule(run_t *r, const sf_replay_pod_t *p, const char *hold
   }
   touch(r, (size_t)pos);
   return aid;
+fail:
+  if (r->learn)  /* a dropped pod is no longer present */
+    sf_packer_learn(r->pk, r->idx, &r->pol, &d, -1);
+  return -1;
 }
 
 static void unschedule(run_t *r, const sf_replay_pod_t *p, sf_alloc_id a)
@@ -959,6 +947,11 @@ static void unschedule(run_t *r, const sf_replay_pod_t *p, sf_alloc_id a)
   }
   sf_index_alloc_remove(r->idx, a);
   touch(r, pos);
+  if (r->learn) {
+    sf_demand_t d;
+    build_demand(r, p, &d);
+    sf_packer_learn(r->pk, r->idx, &r->pol, &d, -1);
+  }
 }
 
 /* ---- measurements ---- */

@@ -1301,32 +1301,40 @@ size_t sf_index_mem_bytes(const sf_index_t *idx)
 
 /* ---- learned workload mix ---- */
 
-void sf__index_observe(sf_index_t *idx, const sf__shape_t *s, uint32_t halflife)
+static int shape_cmp(const sf__shape_t *a, const sf__shape_t *b)
 {
-  /* Exponential decay per observation: weight halves after `halflife` more. */
-  double keep = 1.0 - 0.6931471805599453 / (double)(halflife ? halflife : 1);
-  if (keep < 0.0)
-    keep = 0.0;
-  size_t hit = idx->nmix, low = 0;
-  for (size_t i = 0; i < idx->nmix; i++) {
-    sf__shape_t *m = &idx->mix[i];
-    m->weight *= keep;
-    if (m->cpu_milli == s->cpu_milli && m->amount == s->amount && m->count == s->count &&
-        m->island == s->island && m->models == s->models)
-      hit = i;
-    if (m->weight < idx->mix[low].weight)
-      low = i;
+#define CMP(f) if (a->f != b->f) return a->f < b->f ? -1 : 1
+  CMP(cpu_milli);
+  CMP(amount);
+  CMP(count);
+  CMP(island);
+  CMP(models);
+#undef CMP
+  return 0;
+}
+
+void sf__index_observe(sf_index_t *idx, const sf__shape_t *s, int sign)
+{
+  /* The mix is a multiset of the present demands' shapes, kept in one canonical order, so
+   * that it depends on which demands are present and not on the order they came in. */
+  size_t i = 0;
+  int c = 1;
+  while (i < idx->nmix && (c = shape_cmp(&idx->mix[i], s)) < 0)
+    i++;
+  if (i < idx->nmix && c == 0) {
+    idx->mix[i].weight += sign;
+    if (idx->mix[i].weight <= 0.0) {
+      memmove(&idx->mix[i], &idx->mix[i + 1], (idx->nmix - i - 1) * sizeof(*idx->mix));
+      idx->nmix--;
+    }
+  } else if (sign > 0 && idx->nmix < SF__MIX_MAX) {
+    memmove(&idx->mix[i + 1], &idx->mix[i], (idx->nmix - i) * sizeof(*idx->mix));
+    idx->mix[i] = *s;
+    idx->mix[i].weight = sign;
+    idx->nmix++;
+  } else {
+    return;  /* a shape past SF__MIX_MAX is not tracked; an absent one cannot leave */
   }
-  if (hit == idx->nmix) {
-    if (idx->nmix == SF__MIX_MAX)
-      hit = low;  /* evict the rarest shape */
-    else
-      idx->nmix++;
-    idx->mix[hit] = *s;
-    idx->mix[hit].weight = 0.0;
-  }
-  idx->mix[hit].weight += 1.0;
   idx->mix_obs++;
-  if ((idx->mix_obs & 63) == 1 || idx->nmix < 4)
-    idx->mix_version++;
+  idx->mix_version++;
 }

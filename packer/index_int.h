@@ -91,7 +91,7 @@ typedef struct {
   uint32_t *ncons;         /* per pick: entries in consumed/cnames */
 } sf__alloc_t;
 
-/* A learned shape of the workload (FGD's typical pod, learned online). */
+/* A learned shape of the workload (FGD's typical pod, learned online); weight = how many present. */
 typedef struct {
   int64_t cpu_milli;
   sf_milli_t amount;       /* 0 = whole devices */
@@ -154,6 +154,7 @@ sf_match_t sf__index_select(sf_index_t *idx, const sf_selector_t *sel, sf_dev_id
  * until cache_gen changes or a device is added.
  */
 uint8_t *sf__index_selcache(sf_index_t *idx, const sf_selector_t *sel);
-void sf__index_observe(sf_index_t *idx, const sf__shape_t *s, uint32_t halflife);
+/* Adds (sign +1) or takes back (-1) one present demand's shape in the learned mix. */
+void sf__index_observe(sf_index_t *idx, const sf__shape_t *s, int sign);
 
 #endif

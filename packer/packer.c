@@ -40,6 +40,7 @@
 #include "slicefit/packer.h"
 #include "slicefit/quantity.h"
 
+#define MIX_STEPS 256.0  /* resolution of learned weights */
 #define GROW(arr, cap, need) sf_xgrow(&(arr), &(cap), (need), sizeof(*(arr)))
 #define MAXCAPS 32        /* DRA: attributes + capacities per device <= 32 */
 #define MAXCUSE 8
@@ -1015,8 +1016,7 @@ static void mix_load(sf_packer_t *p, uint64_t dmodels)
 {
   const sf_policy_t *pol = p->pol;
   sf__shape_t own[SF__MIX_MAX];
-  /* The learned mix is snapshotted when the index says it moved enough
-   * (every 64 observations), so per-node fragmentation caches stay valid. */
+  /* The learned mix is snapshotted when the index's moved. */
   if (p->learned_version != p->idx->mix_version || p->learned_idx != p->idx) {
     memcpy(p->learned, p->idx->mix, p->idx->nmix * sizeof(*p->learned));
     p->nlearned = p->idx->nmix;
@@ -1040,9 +1040,22 @@ static void mix_load(sf_packer_t *p, uint64_t dmodels)
     n = demand_shapes(p, dmodels, own, SF__MIX_MAX);
     src = own;
   }
-  for (size_t i = 0; i < n; i++)
+  /*
+   * Learned weights (counts of present demands) are scored in steps of
+   * 1/MIX_STEPS of the total, so that the mix, its hash and every per-node
+   * fragmentation cache keyed on it stay put while the workload's
+   * proportions do; shapes under half a step are left out.
+   */
+  double total = 0.0;
+  for (size_t i = 0; src == p->learned && i < n; i++)
+    total += src[i].weight;
+  for (size_t i = 0; i < n; i++) {
+    double w = src[i].weight;
+    if (src == p->learned && (w = floor(w * MIX_STEPS / total + 0.5)) <= 0.0)
+      continue;
     p->mix[p->nmix++] = (shape_t){src[i].cpu_milli, src[i].amount, src[i].count, src[i].island,
-                                  src[i].models, src[i].weight};
+                                  src[i].models, w};
+  }
   double sum = 0.0;
   for (size_t i = 0; i < p->nmix; i++)
     sum += p->mix[i].w;
@@ -1094,6 +1107,15 @@ static void fast_prepare(sf_packer_t *p)
   } while (gen != p->idx->cache_gen);
 }
 
+/* Adds (+1) or takes back (-1) the demand's shapes in the index's learned mix. */
+static void learn(sf_packer_t *p, uint64_t dm, int sign)
+{
+  sf__shape_t own[SF__MIX_MAX];
+  size_t n = demand_shapes(p, __builtin_popcountll(dm) == (int)p->idx->nmodels ? 0 : dm, own, SF__MIX_MAX);
+  for (size_t i = 0; i < n; i++)
+    sf__index_observe(p->idx, &own[i], sign);
+}
+
 static void prepare(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol, const sf_demand_t *d,
                     unsigned flags)
 {
@@ -1111,12 +1133,8 @@ static void prepare(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol, con
     }
   uint64_t dm = demand_models(p);
   p->flexible = __builtin_popcountll(dm) >= 2;
-  if (flags & SF_EVAL_LEARN) {
-    sf__shape_t own[SF__MIX_MAX];
-    size_t n = demand_shapes(p, __builtin_popcountll(dm) == (int)idx->nmodels ? 0 : dm, own, SF__MIX_MAX);
-    for (size_t i = 0; i < n; i++)
-      sf__index_observe(idx, &own[i], pol->mix_halflife);
-  }
+  if (flags & SF_EVAL_LEARN)
+    learn(p, dm, +1);
   mix_load(p, dm);
   scarcity_load(p);
   p->stamp++;
@@ -2142,6 +2160,24 @@ double sf_packer_node_frag(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *p
   double f = frag_mix(p, &p->nsb);
   p->pol = pol;
   return f;
+}
+
+int sf_packer_learn(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol, const sf_demand_t *demand,
+                    int sign)
+{
+  if (p == NULL || idx == NULL || pol == NULL || demand == NULL || (sign != 1 && sign != -1))
+    return SF_EINVAL;
+  prepare(p, idx, pol, demand, 0);
+  learn(p, demand_models(p), sign);
+  p->last_node = -1;
+  return 0;
+}
+
+uint64_t sf_packer_mix_hash(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol, const sf_demand_t *demand)
+{
+  prepare(p, idx, pol, demand, 0);
+  p->last_node = -1;
+  return p->mixhash;
 }
 
 void sf_packer_set_fast_path(sf_packer_t *p, bool on)

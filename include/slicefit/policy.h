@@ -20,7 +20,6 @@
  *   weight_frag       weight of the fragmentation term          (1)
  *   weight_island     penalty for breaking an intact NVLink island, in GPUs of fragmentation (1)
  *   weight_model      penalty for using a scarce model a flexible claim does not need (0.5)
- *   mix_halflife      observations after which a learned shape's weight halves (1000)
  *   max_sharers       most allocations on one shared device, 0 = unlimited (0)
  *   headroom_pct      percent of each shared device's capacity kept free (0)
  *   search_budget     most search steps per node before a node is passed as unsure (4096)
@@ -69,7 +68,6 @@ typedef struct sf_policy {
   sf_island_rule_t *island_rules; size_t nisland_rules;   /* owned */
   sf_shape_t *mix; size_t nmix;                           /* owned */
   double weight_frag, weight_island, weight_model;
-  uint32_t mix_halflife;
   uint32_t max_sharers;
   uint32_t headroom_pct;
   uint32_t search_budget;
