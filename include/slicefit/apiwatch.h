@@ -108,6 +108,8 @@ typedef struct {
   uint32_t backoff_min_ms;       /* first retry delay; 0 = 200 */
   uint32_t backoff_max_ms;       /* cap; 0 = 30000 */
   uint32_t watch_timeout_s;      /* timeoutSeconds of each watch; 0 = random 300..600 */
+  uint32_t request_timeout_ms;   /* a LIST page's limit, and a watch's past its timeoutSeconds
+                                    (a stalled server); 0 = 60000 */
   size_t max_event_bytes;        /* framer cap per event; 0 = 64 MiB */
   size_t max_list_bytes;         /* cap on one LIST page body; 0 = 1 GiB */
   const sf_apiwatch_sink_t *sink;  /* NULL: the cluster */
