@@ -25,6 +25,7 @@ static env_t E;
 static void setup_with(const char *const *args) {
   memset(&E, 0, sizeof E);
   sf_log_set_verbosity(getenv("SF_TEST_V") ? atoi(getenv("SF_TEST_V")) : -1);
+  if (!getenv("SF_TEST_V")) cr_assert(freopen("/dev/null", "w", stderr));  /* the fault logs */
   uv_loop_init(&E.loop);
   fake_start(&E.fake, args);
   rec_init(&E.rec);
