@@ -96,6 +96,7 @@ struct sf_apiwatch {
 
 static void issue(res_t *r, phase_t ph);
 static void relist(res_t *r);
+static void detach(res_t *r);
 
 /* ---- small helpers ---- */
 
@@ -237,6 +238,7 @@ static void start_waiting(res_t *r) {
 }
 
 static void list_done(res_t *r) {
+  if (r->phase == PH_STREAM) uv_timer_stop(&r->timer);
   if (!r->direct) replace_all(r);
   r->w->st.lists++;
   sf_log_info("resource synced", "resource=%s rv=%s objects=%zu", r->name, r->rv, r->listed);
@@ -429,6 +431,22 @@ static int make_headers(res_t *r, struct curl_slist **out) {
 
 static void retry(res_t *r, uint32_t delay_ms);
 
+/*
+ * A server that ignores sendInitialEvents (older than watch-list, or with
+ * the gate off but not refusing) sends the objects and never the end
+ * bookmark: after the request timeout, list and watch instead.
+ */
+static void on_stream_deadline(uv_timer_t *t) {
+  res_t *r = t->data;
+  if (r->phase != PH_STREAM || !r->in_initial) return;
+  r->w->st.streaming_fallbacks++;
+  sf_log_warn("watch-list sent no initial-events-end bookmark; using LIST and WATCH",
+              "resource=%s", r->name);
+  detach(r);
+  r->streaming = false;
+  relist(r);
+}
+
 static void issue(res_t *r, phase_t ph) {
   sf_apiwatch_t *w = r->w;
   r->phase = ph;
@@ -463,6 +481,7 @@ static void issue(res_t *r, phase_t ph) {
   free(url);
   r->easy = e;
   curl_multi_add_handle(w->multi, e);
+  if (ph == PH_STREAM) uv_timer_start(&r->timer, on_stream_deadline, w->o.request_timeout_ms, 0);
 }
 
 static void detach(res_t *r) {

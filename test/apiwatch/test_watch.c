@@ -156,6 +156,17 @@ Test(fallback, paged_list_when_watch_list_is_refused) {
   assert_converges();
 }
 
+Test(fallback, server_ignoring_watch_list_is_detected) {
+  fake_cmd(&E.fake, "watchlist ignore");
+  E.opts.request_timeout_ms = 300;
+  seed(3, 2);
+  start();
+  assert_converges();
+  cr_assert_eq(stats().streaming_fallbacks, 3);
+  churn(1, 1);
+  assert_converges();
+}
+
 Test(fallback, no_streaming_option_lists) {
   E.opts.no_streaming_list = true;
   seed(2, 2);

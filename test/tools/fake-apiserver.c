@@ -24,7 +24,7 @@
  *   stall MS                the next request stalls MS in the middle of its body
  *   bookmark | close        every open watch gets a BOOKMARK / ends cleanly
  *   token T                 only T is accepted from now on (others get 401)
- *   watchlist on|off        serve sendInitialEvents or answer it 422
+ *   watchlist on|off|ignore serve sendInitialEvents, answer it 422, or ignore it (old servers)
  *   requests | watches      how many requests were served / watches are open
  *   quit
  *
@@ -82,7 +82,7 @@ static struct {
   event_t *log; size_t nlog, caplog;
   snap_t *snaps; size_t nsnaps;
   char *token;
-  bool no_watch_list, shutting;
+  bool no_watch_list, ignore_watch_list, shutting;
   int fail_code, fail_n, fail_secs;
   unsigned long drop_gen, close_gen, bookmark_gen, expire_gen;
   int split_left, stall_ms;
@@ -654,7 +654,10 @@ static enum MHD_Result watch(struct MHD_Connection *c, const target_t *t) {
   const char *sie = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "sendInitialEvents");
   const char *rvm = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "resourceVersionMatch");
   const char *tos = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "timeoutSeconds");
-  bool watch_list = sie && !strcmp(sie, "true");
+  pthread_mutex_lock(&S.mu);
+  bool ignore = S.ignore_watch_list;
+  pthread_mutex_unlock(&S.mu);
+  bool watch_list = sie && !strcmp(sie, "true") && !ignore;
   if (watch_list && (!rvm || strcmp(rvm, "NotOlderThan")))
     return send_status(c, 422, "Invalid", "sendInitialEvents requires resourceVersionMatch=NotOlderThan", 0);
   watch_t *wt = calloc(1, sizeof *wt);
@@ -837,7 +840,8 @@ static void command(char *line) {
     S.token = strdup(arg);
     printf("ok\n");
   } else if (!strcmp(verb, "watchlist")) {
-    S.no_watch_list = strcmp(arg, "on") != 0;
+    S.no_watch_list = !strcmp(arg, "off");
+    S.ignore_watch_list = !strcmp(arg, "ignore");
     printf("ok\n");
   } else {
     err = "unknown command or resource";
