@@ -27,7 +27,8 @@ typedef enum { SF_FIT_NO = 0, SF_FIT_YES = 1, SF_FIT_UNSURE = 2 } sf_fit_t;
 typedef struct {
   sf_fit_t fit;
   double raw;           /* strategy's score of the placement, higher is better (FIT only) */
-  int score;            /* 0..SF_SCORE_MAX, normalised over the evaluated nodes (FIT only) */
+  int score;            /* 0..SF_SCORE_MAX over the evaluated FIT nodes: the best raw score (and
+                           only it) gets SF_SCORE_MAX, the others min-max over 0..SF_SCORE_MAX-1 */
   char reason[SF_REASON_MAX];  /* NO and UNSURE: one sentence */
 } sf_verdict_t;
 
@@ -86,6 +87,13 @@ int sf_packer_commit(sf_packer_t *p, sf_index_t *idx, const sf_demand_t *demand,
  */
 double sf_packer_node_frag(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol,
                            sf_node_id node);
+
+/**
+ * Turns the fast path (plain nodes, one request of one device or of N
+ * devices in one island) on (the default) or off. Both paths give the same
+ * answers; tests and benchmarks compare them.
+ */
+void sf_packer_set_fast_path(sf_packer_t *p, bool on);
 
 /** Number of shapes in the index's learned mix (for metrics and tests). */
 size_t sf_index_mix_size(const sf_index_t *idx);
