@@ -586,7 +586,7 @@ static int search_dev(sf_packer_t *p, size_t r, int32_t alt, uint32_t m, uint32_
   if (m == want)
     return search_req(p, r + 1);
   size_t slot = slot_of(p, r, alt);
-  const cand_t *cs = p->cands + p->coff[slot];
+  const cand_t *cs = p->cands ? p->cands + p->coff[slot] : NULL;
   for (size_t i = from; i < p->clen[slot]; i++) {
     if (++p->steps > p->pol->search_budget)
       return SEARCH_BUDGET;
@@ -1041,7 +1041,7 @@ static void qty(sf_milli_t v, char *buf, size_t len)
 static uint32_t largest_island(sf_packer_t *p, size_t slot)
 {
   uint32_t best = 0;
-  const cand_t *cs = p->cands + p->coff[slot];
+  const cand_t *cs = p->cands ? p->cands + p->coff[slot] : NULL;
   for (size_t i = 0; i < p->clen[slot]; i++) {
     if (!available(p, &cs[i], NULL))
       continue;
@@ -1065,7 +1065,7 @@ static bool request_reason(sf_packer_t *p, size_t r, char *out, size_t len)
   const char *claim = p->dem->claims[f->claim].name ? p->dem->claims[f->claim].name : "";
   const char *rn = f->top->name ? f->top->name : "";
   uint32_t want = s->all ? (uint32_t)(p->clen[slot] ? p->clen[slot] : 1) : s->count, avail = 0;
-  const cand_t *cs = p->cands + p->coff[slot];
+  const cand_t *cs = p->cands ? p->cands + p->coff[slot] : NULL;
   for (size_t i = 0; i < p->clen[slot]; i++)
     avail += available(p, &cs[i], st);
   char a[32], b[32];
@@ -1153,7 +1153,7 @@ static bool simple(const sf_packer_t *p)
 
 static double simple_place(sf_packer_t *p, int *rc)
 {
-  const cand_t *cs = p->cands + p->coff[0];
+  const cand_t *cs = p->cands ? p->cands + p->coff[0] : NULL;
   double best = -INFINITY;
   uint32_t bestk = 0;
   *rc = SEARCH_FAIL;
