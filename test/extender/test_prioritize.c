@@ -5,6 +5,7 @@
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "cases.h"
 #include "harness.h"
@@ -121,5 +122,52 @@ Test(prioritize_binpack, two_gpus_keep_the_idle_nvswitch_nodes_whole)
   cr_assert_gt(score(s, "a100-0"), score(s, "a100-1"));
   for (int i = 8; i < SFX_NNODES; i++)
     cr_assert_eq(s[i], 0, "%s has one GPU", sfx_nodes[i]);
+  json_decref(pod);
+}
+
+static char *post_raw(const char *path, const json_t *args)
+{
+  char *body = json_dumps(args, JSON_COMPACT);
+  sfx_reply_t r;
+  sfx_request(&srv, "POST", path, body, strlen(body), &r);
+  cr_assert_eq(r.status, 200);
+  free(body);
+  return r.body;
+}
+
+static long metric(const char *name)
+{
+  sfx_reply_t r;
+  sfx_request(&srv, "GET", "/metrics", NULL, 0, &r);
+  char needle[128];
+  snprintf(needle, sizeof needle, "\n%s ", name);
+  const char *p = strstr(r.body, needle);
+  long v = p ? atol(p + strlen(needle)) : -1;
+  sfx_reply_free(&r);
+  return v;
+}
+
+Test(prioritize_binpack, after_a_filter_the_same_scores_come_from_its_verdicts)
+{
+  json_t *pod = sfx_pod("pod-gpu-test1.json", "tenants", "agent-sandbox-7");
+  static const char *const pass[] = {"rtx-0", "rtx-1", "rtx-2", "rtx-3",
+                                     "rtx-5", "rtx-6", "rtx-7"};
+  json_t *all = sfx_args(pod, sfx_nodes, SFX_NNODES, true);
+  json_t *some = sfx_args(pod, pass, 7, true);
+  json_t *fewer = sfx_args(pod, pass + 1, 6, true);
+  char *fresh = post_raw("/prioritize", some);
+  free(post_raw("/filter", all));
+  char *cached = post_raw("/prioritize", some);
+  cr_assert_str_eq(cached, fresh);
+  cr_assert_eq(metric("slicefit_eval_cache_hits_total"), 1);
+  cr_assert_eq(metric("slicefit_eval_cache_misses_total"), 1);
+  /* Fewer FIT nodes than the filter saw: scores are normalised again. */
+  free(post_raw("/prioritize", fewer));
+  cr_assert_eq(metric("slicefit_eval_cache_misses_total"), 2);
+  free(fresh);
+  free(cached);
+  json_decref(all);
+  json_decref(some);
+  json_decref(fewer);
   json_decref(pod);
 }
