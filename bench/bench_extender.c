@@ -14,8 +14,8 @@
  * usage: bench_extender [PAIRS [SNAPSHOT]]      (PAIRS default 3000)
  *   BENCH_URL=http://127.0.0.1:8888 uses a running daemon instead (RSS then
  *   needs BENCH_PID). BENCH_NODELIST=1 sends full Node objects (non-cache
- *   mode). BENCH_BODIES=DIR writes the request bodies there for wrk
- *   (docs/benchmarks.md).
+ *   mode). BENCH_BODIES=DIR only writes the request body to
+ *   DIR/extender-args.json, for wrk (bench/wrk-extender.lua, docs/benchmarks.md).
  */
 #include <curl/curl.h>
 #include <jansson.h>
@@ -287,7 +287,7 @@ static void run(client_t *cl, const char *body, size_t pairs, pid_t pid)
   printf("  one client: %.0f pods/s (filter+prioritize pairs), %.2f s for %zu pairs\n",
          (double)pairs / total, total, pairs);
   if (c0 >= 0)
-    printf("  daemon CPU: %.3f ms per pair (user+system; the machine's load does not inflate it)\n",
+    printf("  daemon CPU: %.3f ms per pair (user+system; steadier than wall time on a busy machine)\n",
            (c1 - c0) * 1e3 / (double)pairs);
   if (rss0 > 0)
     printf("  daemon RSS: %ld KiB after %zu warm-up pairs, %ld KiB after %zu more (%+ld KiB)\n",
@@ -312,8 +312,11 @@ int main(int argc, char **argv)
     die("cannot generate build/cluster-5000.json");
   size_t nnodes;
   char *body = build_body(snapshot, nodelist, &nnodes);
-  if (getenv("BENCH_BODIES"))
+  if (getenv("BENCH_BODIES")) {  /* only write the body, for wrk */
     write_bodies(getenv("BENCH_BODIES"), body);
+    free(body);
+    return 0;
+  }
   client_t cl = {.c = curl_easy_init()};
   pid_t pid = getenv("BENCH_PID") ? (pid_t)atoi(getenv("BENCH_PID")) : 0;
   unsigned port = 0;
