@@ -287,7 +287,7 @@ static void run(client_t *cl, const char *body, size_t pairs, pid_t pid)
   printf("  one client: %.0f pods/s (filter+prioritize pairs), %.2f s for %zu pairs\n",
          (double)pairs / total, total, pairs);
   if (c0 >= 0)
-    printf("  daemon CPU: %.3f ms per pair (user+system; steadier than wall time on a busy machine)\n",
+    printf("  daemon CPU: %.3f ms per pair (user+system; steadier than wall time)\n",
            (c1 - c0) * 1e3 / (double)pairs);
   if (rss0 > 0)
     printf("  daemon RSS: %ld KiB after %zu warm-up pairs, %ld KiB after %zu more (%+ld KiB)\n",
