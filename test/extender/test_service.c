@@ -235,3 +235,36 @@ Test(service, sigterm_when_idle_exits_at_once)
   cr_assert_eq(sfx_log_count(&s, "msg=\"stopped\""), 1);
   sfx_cleanup(&s);
 }
+
+Test(service, several_connections_at_once)
+{
+  /* Four scheduler connections with requests half sent, completed in reverse order. */
+  sfx_t s;
+  sfx_start_example(&s, NULL);
+  json_t *pod = sfx_pod("pod-gpu-test1.json", "train", "ddp-worker-0");
+  json_t *args = sfx_args(pod, sfx_nodes, SFX_NNODES, true);
+  char *body = json_dumps(args, JSON_COMPACT);
+  size_t len = strlen(body), half = len / 2;
+  char head[256];
+  snprintf(head, sizeof head,
+           "POST /filter HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: %zu\r\n\r\n",
+           len);
+  int fds[4];
+  for (int i = 0; i < 4; i++) {
+    fds[i] = sfx_connect(&s);
+    cr_assert(fds[i] >= 0);
+    cr_assert(write(fds[i], head, strlen(head)) > 0);
+    cr_assert(write(fds[i], body, half) == (ssize_t)half);
+  }
+  for (int i = 3; i >= 0; i--) {
+    cr_assert(write(fds[i], body + half, len - half) == (ssize_t)(len - half));
+    char reply[8192];
+    sfx_read_all(fds[i], reply, sizeof reply);
+    cr_assert(strncmp(reply, "HTTP/1.1 200 OK\r\n", 17) == 0, "%s", reply);
+    cr_assert(strstr(reply, "\"NodeNames\":[\"h100-0\""), "%s", reply);
+  }
+  cr_assert_eq(sfx_stop(&s), 0);
+  free(body);
+  json_decref(args);
+  json_decref(pod);
+}
