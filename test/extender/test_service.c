@@ -188,17 +188,26 @@ static int in_flight(sfx_t *s)
   return n;
 }
 
+/* A raw filter request for pod NS/NAME: the body (new) and its HTTP head in `head`. */
+static char *raw_filter(const char *ns, const char *name, bool close, char *head, size_t cap)
+{
+  json_t *pod = sfx_pod("pod-gpu-test1.json", ns, name);
+  json_t *args = sfx_args(pod, sfx_nodes, SFX_NNODES, true);
+  char *body = json_dumps(args, JSON_COMPACT);
+  snprintf(head, cap, "POST /filter HTTP/1.1\r\nHost: x\r\n%sContent-Length: %zu\r\n\r\n",
+           close ? "Connection: close\r\n" : "", strlen(body));
+  json_decref(args);
+  json_decref(pod);
+  return body;
+}
+
 Test(service, sigterm_drains_in_flight_requests)
 {
   sfx_t s;
   sfx_start_example(&s, NULL);
-  json_t *pod = sfx_pod("pod-gpu-test1.json", "tenants", "agent-sandbox-7");
-  json_t *args = sfx_args(pod, sfx_nodes, SFX_NNODES, true);
-  char *body = json_dumps(args, JSON_COMPACT);
-  size_t len = strlen(body), half = len / 2;
   char head[256];
-  snprintf(head, sizeof head, "POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: %zu\r\n\r\n",
-           len);
+  char *body = raw_filter("tenants", "agent-sandbox-7", false, head, sizeof head);
+  size_t len = strlen(body), half = len / 2;
   /* An in-flight request: headers and half the body... */
   int fd = sfx_connect(&s);
   cr_assert(write(fd, head, strlen(head)) > 0);
@@ -220,8 +229,6 @@ Test(service, sigterm_drains_in_flight_requests)
   cr_assert_eq(sfx_log_count(&s, "msg=\"drained\" inflight=0"), 1);
   sfx_cleanup(&s);
   free(body);
-  json_decref(args);
-  json_decref(pod);
 }
 
 Test(service, sigterm_when_idle_exits_at_once)
@@ -241,14 +248,9 @@ Test(service, several_connections_at_once)
   /* Four scheduler connections with requests half sent, completed in reverse order. */
   sfx_t s;
   sfx_start_example(&s, NULL);
-  json_t *pod = sfx_pod("pod-gpu-test1.json", "train", "ddp-worker-0");
-  json_t *args = sfx_args(pod, sfx_nodes, SFX_NNODES, true);
-  char *body = json_dumps(args, JSON_COMPACT);
-  size_t len = strlen(body), half = len / 2;
   char head[256];
-  snprintf(head, sizeof head,
-           "POST /filter HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: %zu\r\n\r\n",
-           len);
+  char *body = raw_filter("train", "ddp-worker-0", true, head, sizeof head);
+  size_t len = strlen(body), half = len / 2;
   int fds[4];
   for (int i = 0; i < 4; i++) {
     fds[i] = sfx_connect(&s);
@@ -265,6 +267,4 @@ Test(service, several_connections_at_once)
   }
   cr_assert_eq(sfx_stop(&s), 0);
   free(body);
-  json_decref(args);
-  json_decref(pod);
 }
