@@ -156,6 +156,28 @@ static void on_sync_tick(uv_timer_t *t)
   sf_extender_set_ready(d->ext, synced);
 }
 
+/* apiwatch's counters in /metrics. */
+static void watch_metrics(sf__buf_t *b, void *ud)
+{
+  const daemon_t *d = ud;
+  sf_apiwatch_stats_t st;
+  sf_apiwatch_stats(d->watch, &st);
+  const struct {
+    const char *name;
+    uint64_t v;
+  } rows[] = {{"events", st.events}, {"bookmarks", st.bookmarks}, {"lists", st.lists},
+              {"relists_expired", st.relists_expired}, {"watch_resumes", st.watch_resumes},
+              {"errors_http_5xx", st.err_http_5xx}, {"errors_http_429", st.err_http_429},
+              {"errors_auth", st.err_auth}, {"errors_connect", st.err_connect},
+              {"errors_tls", st.err_tls}, {"errors_other", st.err_other},
+              {"decode_errors", st.decode_errors}, {"framing_errors", st.framing_errors},
+              {"policy_applied", st.policy_applied}, {"policy_invalid", st.policy_invalid}};
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+    sf__buf_printf(b,
+                   "# TYPE slicefit_apiwatch_%s_total counter\nslicefit_apiwatch_%s_total %llu\n",
+                   rows[i].name, rows[i].name, (unsigned long long)rows[i].v);
+}
+
 static int load_kube(daemon_t *d, const sf_daemon_options_t *opt, char *err, size_t errlen)
 {
   if (opt->kubeconfig && *opt->kubeconfig)
@@ -176,6 +198,8 @@ static int start_watch(daemon_t *d, const sf_daemon_options_t *opt, char *err, s
   d->watch = sf_apiwatch_create(&d->loop, d->cluster, &o, err, errlen);
   if (d->watch == NULL || sf_apiwatch_start(d->watch) != 0)
     return SF_EINVAL;
+  d->ext->metrics_hook = watch_metrics;
+  d->ext->metrics_ud = d;
   uv_timer_init(&d->loop, &d->sync_timer);
   d->sync_timer.data = d;
   uv_timer_start(&d->sync_timer, on_sync_tick, 100, 250);

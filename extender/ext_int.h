@@ -196,6 +196,8 @@ struct sf_extender {
   sf__verb_stats_t stats[SF__V_COUNT];
   sf_packer_t *packer;             /* fragmentation in /metrics */
   const json_t *pending;           /* pending claims (borrowed from the daemon), or NULL */
+  void (*metrics_hook)(sf__buf_t *b, void *ud);  /* more /metrics (the daemon's watch), or NULL */
+  void *metrics_ud;
   sf_verdict_t *verdicts;          /* scratch reused across requests */
   size_t nverdicts;
   sf__evcache_t evcache;           /* the last filter's verdicts */

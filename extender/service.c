@@ -142,6 +142,8 @@ static void on_metrics(sf_extender_t *x, const sf__req_t *req, sf__reply_t *rep)
     clock_gettime(CLOCK_REALTIME, &now);
     sf__metrics_pending(&rep->body, x->pending, (int64_t)now.tv_sec);
   }
+  if (x->metrics_hook)
+    x->metrics_hook(&rep->body, x->metrics_ud);
   sf__buf_printf(&rep->body,
                  "# HELP slicefit_ready Whether the cluster state has synced.\n"
                  "# TYPE slicefit_ready gauge\nslicefit_ready %d\n"

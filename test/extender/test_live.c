@@ -189,6 +189,8 @@ Test(live, follows_the_api_server, .timeout = 60)
                 "{\"namespace\":\"slicefit\",\"name\":\"policy\"},\"data\":{\"strategy\":"
                 "\"binpack\"}}");
   wait_for(&s, "/debug/state", "binpack");
+  wait_for(&s, "/metrics", "\nslicefit_apiwatch_policy_applied_total 1\n");
+  wait_for(&s, "/metrics", "\nslicefit_apiwatch_decode_errors_total 0\n");
   cr_assert_eq(sfx_stop(&s), 0);
   api_stop(&api);
   remove_dir(dir);
