@@ -13,6 +13,7 @@
  */
 #include <stdint.h>
 #include <stdio.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -66,7 +67,9 @@ static const char *istr(sf_index_t *idx, const char *s)
 
 sf_index_t *sf_index_create(void)
 {
+  static _Atomic uint64_t serials;
   sf_index_t *idx = sf_xcalloc(1, sizeof(*idx));
+  idx->serial = atomic_fetch_add(&serials, 1) + 1;
   sf__map_init(&idx->strings);
   sf__map_init(&idx->node_by_name);
   sf__map_init(&idx->dev_by_key);
@@ -181,7 +184,7 @@ int sf_index_node_upsert(sf_index_t *idx, const sf_node_spec_t *spec, sf_node_id
   sf__node_t *n = &idx->nodes[id];
   n->cpu_alloc = spec->cpu_milli;
   n->mem_alloc = spec->mem_bytes;
-  n->version++;
+  n->version = ++idx->stamp;
   if (out)
     *out = id;
   return 0;
@@ -384,7 +387,7 @@ static void derive_node(sf_index_t *idx, sf_node_id node)
     }
     next_island++;
   }
-  n->version++;
+  n->version = ++idx->stamp;
 }
 
 void sf_index_apply_policy(sf_index_t *idx, const sf_policy_t *pol)
@@ -404,33 +407,51 @@ void sf_index_apply_policy(sf_index_t *idx, const sf_policy_t *pol)
       derive_node(idx, i);
 }
 
+/* The cache of one selector, created on first use and sized for every device id. */
+static sf__selcache_t *selcache(sf_index_t *idx, const sf_selector_t *sel)
+{
+  sf__selcache_t *c = NULL;
+  for (size_t i = 0; i < idx->ncaches; i++)
+    if (idx->caches[i].key == sel->cache_key)
+      return &idx->caches[i];
+  if (idx->ncaches >= 256) {  /* bounded: drop all and start again */
+    for (size_t i = 0; i < idx->ncaches; i++)
+      free(idx->caches[i].res);
+    idx->ncaches = 0;
+    idx->cache_gen++;
+  }
+  GROW(idx->caches, idx->cachecap, idx->ncaches + 1);
+  c = &idx->caches[idx->ncaches++];
+  memset(c, 0, sizeof(*c));
+  c->key = sel->cache_key;
+  return c;
+}
+
+static void selcache_fit(sf__selcache_t *c, size_t n)
+{
+  if (n <= c->cap)
+    return;
+  c->res = sf_xrealloc(c->res, n);
+  memset(c->res + c->cap, 0, n - c->cap);
+  c->cap = n;
+}
+
+uint8_t *sf__index_selcache(sf_index_t *idx, const sf_selector_t *sel)
+{
+  if (sel->cache_key == 0)
+    return NULL;
+  sf__selcache_t *c = selcache(idx, sel);
+  selcache_fit(c, idx->devcap > idx->ndevs ? idx->devcap : idx->ndevs);
+  return c->res;
+}
+
 sf_match_t sf__index_select(sf_index_t *idx, const sf_selector_t *sel, sf_dev_id d)
 {
   if (sel->cache_key == 0)
     return sel->fn(sel->ctx, idx, d);
-  sf__selcache_t *c = NULL;
-  for (size_t i = 0; i < idx->ncaches; i++)
-    if (idx->caches[i].key == sel->cache_key) {
-      c = &idx->caches[i];
-      break;
-    }
-  if (c == NULL) {
-    if (idx->ncaches >= 256) {  /* bounded: drop all and start again */
-      for (size_t i = 0; i < idx->ncaches; i++)
-        free(idx->caches[i].res);
-      idx->ncaches = 0;
-    }
-    GROW(idx->caches, idx->cachecap, idx->ncaches + 1);
-    c = &idx->caches[idx->ncaches++];
-    memset(c, 0, sizeof(*c));
-    c->key = sel->cache_key;
-  }
-  if ((size_t)d >= c->cap) {
-    size_t ncap = idx->devcap > (size_t)d ? idx->devcap : (size_t)d + 1;
-    c->res = sf_xrealloc(c->res, ncap);
-    memset(c->res + c->cap, 0, ncap - c->cap);
-    c->cap = ncap;
-  }
+  sf__selcache_t *c = selcache(idx, sel);
+  if ((size_t)d >= c->cap)
+    selcache_fit(c, idx->devcap > (size_t)d ? idx->devcap : (size_t)d + 1);
   if (c->res[d] == 0)
     c->res[d] = (uint8_t)(1 + sel->fn(sel->ctx, idx, d));
   return (sf_match_t)(c->res[d] - 1);
@@ -982,7 +1003,7 @@ int sf_index_taint_rule_add(sf_index_t *idx, const char *rule, sf_dev_id d, cons
   dv->taints = sf_xrealloc(dv->taints, (dv->ntaints + 1) * sizeof(*dv->taints));
   dv->taints[dv->ntaints++] = (sf__taint_t){sf_index_intern(idx, rule),
                                             {istr(idx, t->key), istr(idx, t->value), t->effect}};
-  idx->nodes[dv->node].version++;
+  idx->nodes[dv->node].version = ++idx->stamp;
   return 0;
 }
 
@@ -999,7 +1020,7 @@ void sf_index_taint_rule_clear(sf_index_t *idx, const char *rule)
         dv->taints[j++] = dv->taints[i];
     if (dv->used && j != dv->ntaints) {
       dv->ntaints = j;
-      idx->nodes[dv->node].version++;
+      idx->nodes[dv->node].version = ++idx->stamp;
     }
   }
 }
@@ -1035,7 +1056,7 @@ static void alloc_apply(sf_index_t *idx, const sf__alloc_t *a, int sign)
   n->cpu_used += sign * a->cpu;
   n->mem_used += sign * a->mem;
   n->nallocs = (uint32_t)((int64_t)n->nallocs + sign);
-  n->version++;
+  n->version = ++idx->stamp;
   for (size_t k = 0; k < a->npicks; k++) {
     sf__dev_t *dv = &idx->devs[a->picks[k].dev];
     bool first = sign > 0 && dv->holders == 0;

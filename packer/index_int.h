@@ -78,7 +78,7 @@ typedef struct {
   sf_dev_id *devs; size_t ndevs, devcap;
   int32_t *pools; size_t npools, poolcap;
   uint32_t nallocs;        /* allocations placed on the node */
-  uint64_t version;        /* bumped on every change of the node's state */
+  uint64_t version;        /* a fresh index-wide stamp on every change of the node's state */
 } sf__node_t;
 
 typedef struct {
@@ -139,12 +139,21 @@ struct sf_index {
   size_t nmix;
   uint64_t mix_obs, mix_version;
   size_t heap;             /* rough bytes held, for sf_index_mem_bytes */
+  uint64_t serial;         /* unique per index in the process: caches outside it key on it */
+  uint64_t stamp;          /* last node version handed out; versions only grow */
+  uint64_t cache_gen;      /* bumped when the selector caches are dropped */
 };
 
 /* For packer.c */
 void sf__index_dev_touched(sf_index_t *idx, sf_dev_id d);
 uint8_t sf__index_model_bit(sf_index_t *idx, sf_str_id model);
 sf_match_t sf__index_select(sf_index_t *idx, const sf_selector_t *sel, sf_dev_id d);
+/*
+ * The selector's per-device answers (0: not asked yet, else 1 + sf_match_t),
+ * sized for every device id; NULL when the selector is not cacheable. Valid
+ * until cache_gen changes or a device is added.
+ */
+uint8_t *sf__index_selcache(sf_index_t *idx, const sf_selector_t *sel);
 void sf__index_observe(sf_index_t *idx, const sf__shape_t *s, uint32_t halflife);
 
 #endif

@@ -101,6 +101,67 @@ typedef struct {
   double f;
 } fcache_t;
 
+/* ---- fast-path summaries (see "the fast path" below) ---- */
+#define FAST_MAXDEV 64
+#define FAST_MAXCLS 4096
+#define HD_GPU 1u
+#define HD_SHARED 2u
+#define HD_IDLE 4u
+#define HD_PRIMARY 8u      /* the only capacity is the primary one */
+enum { FAST_NONE = 0, FAST_SIMPLE, FAST_ISLAND };
+
+typedef struct {
+  sf_milli_t capfree;      /* free amount of the only capacity */
+  sf_milli_t fa;           /* nstate_t's fa */
+  sf_dev_id dev;
+  int32_t fp;              /* free share, per-mille */
+  uint32_t holders;
+  int32_t cls;             /* capacity class, -1: no capacity */
+  int8_t island;           /* -1: its own */
+  uint8_t model_bit, fl;
+} hdev_t;
+
+/* One shape's FGD statistics on a node: Σ fp of GPUs too small, hosts, island counts. */
+typedef struct {
+  int32_t small, nh;
+  int32_t bi, bi2, argbi;  /* best and second-best hosts in one island, and which island */
+  int32_t ns1;             /* hosts in no island */
+} fstat_t;
+
+typedef struct {
+  uint64_t version;        /* node version it was built from; 0: never */
+  hdev_t *d; uint32_t n, cap;
+  bool fast;               /* every device is plain */
+  int64_t cpu_free;        /* -1: not tracked */
+  uint64_t intact;         /* islands of >= 2 devices none of which is held */
+  int64_t total, used;     /* Σ fp and Σ (1000 - fp) over GPUs */
+  uint32_t ngpu;
+  uint64_t fversion, mixhash;  /* fs and fb are for this version and mix */
+  double fb;               /* F(before) */
+  fstat_t *fs; size_t fscap;
+} hnode_t;
+
+typedef struct {
+  sf__cap_t cap;           /* name, value, request policy (valid[] owned) */
+  bool shared;
+} hcls_t;
+
+typedef struct {
+  uint64_t stamp;
+  sf_milli_t need;
+  bool ok;
+} hmemo_t;
+
+/* A reason already formatted in this call. */
+#define NSAY 16
+typedef struct {
+  uint64_t stamp;
+  int kind;
+  size_t r;
+  int64_t a, b, c;
+  char text[SF_REASON_MAX];
+} say_t;
+
 struct sf_packer {
   freq_t *fr; size_t nfr, frcap;
   /* current node */
@@ -137,12 +198,26 @@ struct sf_packer {
   uint64_t learned_version;
   const sf_index_t *learned_idx;
   bool nsb_ok;             /* nsb holds the current node */
+  /* the fast path */
+  bool fast_on;
+  int fast_kind;
+  uint8_t *fsel[8];
+  hnode_t *hn; size_t hncap;
+  uint64_t hserial;        /* index the summaries describe */
+  hcls_t *cls; size_t ncls, clscap;
+  hmemo_t *memo; size_t memocap;
+  uint64_t stamp;          /* this call */
+  say_t says[NSAY];
+  size_t nsay;
 };
+
+static void cls_clear(sf_packer_t *p);
 
 sf_packer_t *sf_packer_create(void)
 {
   sf_packer_t *p = sf_xcalloc(1, sizeof(*p));
   p->last_node = -1;
+  p->fast_on = true;
   return p;
 }
 
@@ -155,6 +230,13 @@ void sf_packer_destroy(sf_packer_t *p)
   free(p->fr); free(p->tcount); free(p->tcap); free(p->tcnt); free(p->cands);
   free(p->coff); free(p->clen); free(p->cs); free(p->res); free(p->rcons); free(p->rk);
   free(p->st); free(p->fc);
+  for (size_t i = 0; i < p->hncap; i++) {
+    free(p->hn[i].d);
+    free(p->hn[i].fs);
+  }
+  free(p->hn);
+  cls_clear(p);
+  free(p->cls); free(p->memo);
   free(p);
 }
 
@@ -399,14 +481,15 @@ static int32_t share_after(const sf_packer_t *p, uint32_t k, sf_milli_t extra, b
   return f >= v ? 1000 : (int32_t)(f > INT64_MAX / 1000 ? f / (v / 1000) : f * 1000 / v);
 }
 
-static bool island_intact(const sf_packer_t *p, int16_t isl)
+/* Is island isl whole and unheld (counting tentative picks when `tent`)? */
+static bool island_intact(const sf_packer_t *p, int16_t isl, bool tent)
 {
   uint32_t n = 0;
   for (size_t j = 0; j < p->ndevs; j++) {
     const sf__dev_t *e = &p->idx->devs[p->devs[j]];
     if (e->island != isl)
       continue;
-    if (e->holders + p->tcount[j] > 0)
+    if (e->holders + (tent ? p->tcount[j] : 0) > 0)
       return false;
     n++;
   }
@@ -423,7 +506,7 @@ static int64_t prefer_key(sf_packer_t *p, const cand_t *c)
   int16_t pc = primary_of(dv);
   int64_t after = share_after(p, c->k, (dv->shared && pc >= 0) ? c->need[pc] : 0, !dv->shared);
   int64_t key = sort_pol->strategy == SF_STRATEGY_SPREAD ? -after : after;
-  if (dv->island >= 0 && island_intact(p, dv->island))
+  if (dv->island >= 0 && island_intact(p, dv->island, true))
     key += 1000000;
   return key * 4096 + c->k;
 }
@@ -784,13 +867,16 @@ static double score(sf_packer_t *p, const sf_result_t *res, const uint32_t *rk, 
     break;
   }
   double raw = -p->pol->weight_frag * (frag_mix(p, &after) - frag_before(p, &before));
-  /* Islands kept whole: a placement that breaks an intact island pays, unless it takes it all. */
+  /*
+   * Islands kept whole: a placement that breaks an island intact before it
+   * pays, unless it takes it all (the picks themselves are tentative here).
+   */
   for (size_t i = 0; i < nres; i++) {
     const sf__dev_t *dv = &p->idx->devs[res[i].pick.dev];
     bool first = true;
     for (size_t j = 0; j < i; j++)
       first = first && p->idx->devs[res[j].pick.dev].island != dv->island;
-    if (dv->island < 0 || !first || !island_intact(p, dv->island))
+    if (dv->island < 0 || !first || !island_intact(p, dv->island, false))
       continue;
     size_t in = 0, used = 0;
     for (size_t k = 0; k < p->ndevs; k++)
@@ -963,6 +1049,27 @@ static void scarcity_load(sf_packer_t *p)
   }
 }
 
+/* Which fast path serves this call, if any; the selectors' caches for it. */
+static void fast_prepare(sf_packer_t *p)
+{
+  p->fast_kind = FAST_NONE;
+  if (!p->fast_on || p->nfr != 1)
+    return;
+  const sf_request_t *s = p->fr[0].top;
+  if (s->nalts || s->all || s->count < 1 || s->ncaps > 1 || s->nselectors > 8)
+    return;
+  if (p->ncs == 0 && s->count == 1)
+    p->fast_kind = FAST_SIMPLE;
+  else if (p->ncs == 1 && p->cs[0].c->kind == SF_CONSTRAINT_ISLAND && refers(p->cs[0].c, p->fr[0].req, -1))
+    p->fast_kind = FAST_ISLAND;
+  uint64_t gen;
+  do {
+    gen = p->idx->cache_gen;
+    for (size_t i = 0; i < s->nselectors; i++)
+      p->fsel[i] = sf__index_selcache(p->idx, &s->selectors[i]);
+  } while (gen != p->idx->cache_gen);
+}
+
 static void prepare(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol, const sf_demand_t *d,
                     unsigned flags)
 {
@@ -988,6 +1095,8 @@ static void prepare(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol, con
   }
   mix_load(p, dm);
   scarcity_load(p);
+  p->stamp++;
+  fast_prepare(p);
 }
 
 /* ---- one node ---- */
@@ -1054,46 +1163,126 @@ static uint32_t largest_island(sf_packer_t *p, size_t slot)
   return best;
 }
 
-/* Explains why request r (its first alternative) cannot be placed; false if it alone could be. */
+enum { R_NODEVS = 1, R_NOMATCH, R_TAINT, R_NOCAP, R_SHORT, R_SHARERS, R_COUNTERS, R_FREE, R_ISLAND, R_UNKNOWN };
+
+/* Formats reason `kind` about request r with numbers a, b, c into out[SF_REASON_MAX]. */
+static void say_format(const sf_packer_t *p, int kind, size_t r, int64_t a, int64_t b, int64_t c, char *out)
+{
+  const size_t len = SF_REASON_MAX;
+  const freq_t *f = &p->fr[r < p->nfr ? r : 0];
+  const sf_request_t *s = p->nfr ? spec_of(f, f->top->nalts ? 0 : -1) : NULL;
+  const char *claim = p->nfr && p->dem->claims[f->claim].name ? p->dem->claims[f->claim].name : "";
+  const char *rn = p->nfr && f->top->name ? f->top->name : "";
+  const sf_taint_t *t = (const sf_taint_t *)(uintptr_t)b;
+  char qa[32], qb[32];
+  switch (kind) {
+  case R_NODEVS:
+    snprintf(out, len, "node has no DRA devices for claim %s", claim);
+    break;
+  case R_NOMATCH:
+    snprintf(out, len, "no device on the node matches request %s of claim %s", rn, claim);
+    break;
+  case R_TAINT:
+    snprintf(out, len, "request %s of claim %s does not tolerate taint %s=%s:%s on %u matching device(s)", rn,
+             claim, t->key, t->value, effect_name(t->effect), (unsigned)a);
+    break;
+  case R_NOCAP:
+    snprintf(out, len, "no matching device offers the capacity request %s of claim %s asks for", rn, claim);
+    break;
+  case R_SHORT: {
+    const char *cn = s->caps[0].name, *sl = strrchr(cn, '/');
+    qty(a, qa, sizeof(qa));
+    qty(b, qb, sizeof(qb));
+    snprintf(out, len, "request %s of claim %s needs %s of %s; the most free on a matching device is %s", rn,
+             claim, qa, sl ? sl + 1 : cn, qb);
+    break;
+  }
+  case R_SHARERS:
+    snprintf(out, len, "matching devices already have %u sharers (policy max_sharers)", p->pol->max_sharers);
+    break;
+  case R_COUNTERS:
+    snprintf(out, len, "request %s of claim %s: the shared counters of the partitionable devices are used up",
+             rn, claim);
+    break;
+  case R_FREE:
+    snprintf(out, len, "request %s of claim %s needs %u device(s); %u of %zu matching are free", rn, claim,
+             (unsigned)a, (unsigned)b, (size_t)c);
+    break;
+  case R_ISLAND:
+    snprintf(out, len, "needs %u GPUs in one NVLink island; the largest free island has %u", (unsigned)a,
+             (unsigned)b);
+    break;
+  default:
+    snprintf(out, len, "a selector cannot be evaluated here; left to the DRA plugin");
+    break;
+  }
+}
+
+/*
+ * say_format, memoised for the call: the failing nodes of one call mostly
+ * fail alike, and formatting is most of what a failing node costs.
+ */
+static void say(sf_packer_t *p, int kind, size_t r, int64_t a, int64_t b, int64_t c, char *out, size_t len)
+{
+  say_t *e = NULL;
+  for (size_t i = 0; i < NSAY && e == NULL; i++) {
+    say_t *x = &p->says[i];
+    if (x->stamp == p->stamp && x->kind == kind && x->r == r && x->a == a && x->b == b && x->c == c)
+      e = x;
+  }
+  if (e == NULL) {
+    e = &p->says[p->nsay++ % NSAY];
+    *e = (say_t){p->stamp, kind, r, a, b, c, ""};
+    say_format(p, kind, r, a, b, c, e->text);
+  }
+  size_t n = strlen(e->text);
+  n = n < len ? n : len - 1;
+  memcpy(out, e->text, n);
+  out[n] = '\0';
+}
+
+/*
+ * Explains why request r (its first alternative) cannot be placed, from
+ * its candidate statistics: the node's device count, the candidates and
+ * how many of them are available. False if the request alone could be.
+ */
+static bool reason_of_request(sf_packer_t *p, size_t r, const stats_t *st, size_t ndevs, size_t clen,
+                              uint32_t avail, char *out, size_t len)
+{
+  const freq_t *f = &p->fr[r];
+  const sf_request_t *s = spec_of(f, f->top->nalts ? 0 : -1);
+  uint32_t want = s->all ? (uint32_t)(clen ? clen : 1) : s->count;
+  if (ndevs == 0)
+    say(p, R_NODEVS, r, 0, 0, 0, out, len);
+  else if (st->match == 0)
+    say(p, R_NOMATCH, r, 0, 0, 0, out, len);
+  else if (clen == 0 && st->tainted)
+    say(p, R_TAINT, r, st->tainted, (int64_t)(uintptr_t)st->taint, 0, out, len);
+  else if (clen == 0)
+    say(p, R_NOCAP, r, 0, 0, 0, out, len);
+  else if (avail >= want)
+    return false;
+  else if (st->short_cap && st->capname && want == 1)
+    say(p, R_SHORT, r, st->want, st->best_free < 0 ? 0 : st->best_free, 0, out, len);
+  else if (st->sharers)
+    say(p, R_SHARERS, r, 0, 0, 0, out, len);
+  else if (st->counters && avail == 0)
+    say(p, R_COUNTERS, r, 0, 0, 0, out, len);
+  else
+    say(p, R_FREE, r, want, avail, (int64_t)clen, out, len);
+  return true;
+}
+
 static bool request_reason(sf_packer_t *p, size_t r, char *out, size_t len)
 {
   const freq_t *f = &p->fr[r];
-  int32_t alt = f->top->nalts ? 0 : -1;
-  const sf_request_t *s = spec_of(f, alt);
-  size_t slot = slot_of(p, r, alt);
+  size_t slot = slot_of(p, r, f->top->nalts ? 0 : -1);
   stats_t *st = &p->st[slot];
-  const char *claim = p->dem->claims[f->claim].name ? p->dem->claims[f->claim].name : "";
-  const char *rn = f->top->name ? f->top->name : "";
-  uint32_t want = s->all ? (uint32_t)(p->clen[slot] ? p->clen[slot] : 1) : s->count, avail = 0;
+  uint32_t avail = 0;
   const cand_t *cs = p->cands ? p->cands + p->coff[slot] : NULL;
   for (size_t i = 0; i < p->clen[slot]; i++)
     avail += available(p, &cs[i], st);
-  char a[32], b[32];
-  if (p->ndevs == 0)
-    snprintf(out, len, "node has no DRA devices for claim %s", claim);
-  else if (st->match == 0)
-    snprintf(out, len, "no device on the node matches request %s of claim %s", rn, claim);
-  else if (p->clen[slot] == 0 && st->tainted)
-    snprintf(out, len, "request %s of claim %s does not tolerate taint %s=%s:%s on %u matching device(s)", rn,
-             claim, st->taint->key, st->taint->value, effect_name(st->taint->effect), st->tainted);
-  else if (p->clen[slot] == 0)
-    snprintf(out, len, "no matching device offers the capacity request %s of claim %s asks for", rn, claim);
-  else if (avail >= want)
-    return false;
-  else if (st->short_cap && st->capname && want == 1) {
-    qty(st->want, a, sizeof(a));
-    qty(st->best_free < 0 ? 0 : st->best_free, b, sizeof(b));
-    snprintf(out, len, "request %s of claim %s needs %s of %s; the most free on a matching device is %s", rn,
-             claim, a, strrchr(st->capname, '/') ? strrchr(st->capname, '/') + 1 : st->capname, b);
-  } else if (st->sharers)
-    snprintf(out, len, "matching devices already have %u sharers (policy max_sharers)", p->pol->max_sharers);
-  else if (st->counters && avail == 0)
-    snprintf(out, len, "request %s of claim %s: the shared counters of the partitionable devices are used up",
-             rn, claim);
-  else
-    snprintf(out, len, "request %s of claim %s needs %u device(s); %u of %zu matching are free", rn, claim,
-             want, avail, p->clen[slot]);
-  return true;
+  return reason_of_request(p, r, st, p->ndevs, p->clen[slot], avail, out, len);
 }
 
 static void constraint_reason(sf_packer_t *p, char *out, size_t len)
@@ -1110,7 +1299,7 @@ static void constraint_reason(sf_packer_t *p, char *out, size_t len)
         want += s->count;
         best = l > best ? l : best;
       }
-    snprintf(out, len, "needs %u GPUs in one NVLink island; the largest free island has %u", want, best);
+    say(p, R_ISLAND, 0, want, best, 0, out, len);
     return;
   }
   for (size_t i = 0; i < p->ncs; i++) {
@@ -1135,13 +1324,627 @@ static void fail_reason(sf_packer_t *p, int rc, sf_verdict_t *v)
   }
   if (p->unknown) {
     v->fit = SF_FIT_UNSURE;
-    snprintf(v->reason, sizeof(v->reason), "a selector cannot be evaluated here; left to the DRA plugin");
+    say(p, R_UNKNOWN, 0, 0, 0, 0, v->reason, sizeof(v->reason));
     return;
   }
   for (size_t r = 0; r < p->nfr; r++)
     if (request_reason(p, r, v->reason, sizeof(v->reason)))
       return;
   constraint_reason(p, v->reason, sizeof(v->reason));
+}
+
+/* ---- the fast path: plain nodes, one request ---- */
+
+/*
+ * Most calls ask for one device (a share of a GPU, or a whole one), or N
+ * whole devices in one NVLink island, of nodes whose devices are plain: no
+ * taints, no shared counters, at most one capacity (the primary one, if
+ * any), at most FAST_MAXDEV devices in islands numbered below 64. For those
+ * the packer keeps, per node, a compact summary (hdev_t per device,
+ * contiguous) rebuilt from the index when the node's version moves, and the
+ * FGD statistics of every shape of the mix (fstat_t), so that the
+ * fragmentation after a candidate is O(shapes), not O(shapes × devices),
+ * and the index's scattered device records are not read at all.
+ * Eligibility is memoised per call: selectors through the index's
+ * per-device cache, capacity rounding per capacity class (devices with the
+ * same capacity name, total and request policy).
+ *
+ * The fast path gives the general path's verdicts, raw scores and reasons
+ * (test_packer compares both on random clusters); being O(devices) per node
+ * it needs no search budget, so a node the general search would leave
+ * UNSURE past its budget gets its exact answer.
+ */
+
+static sf_match_t fast_match(sf_packer_t *p, const sf_request_t *s, sf_dev_id d)
+{
+  for (size_t i = 0; i < s->nselectors; i++) {
+    const sf_selector_t *sel = &s->selectors[i];
+    uint8_t *r = p->fsel[i];
+    sf_match_t m;
+    if (r != NULL) {
+      if (r[d] == 0)
+        r[d] = (uint8_t)(1 + sel->fn(sel->ctx, p->idx, d));
+      m = (sf_match_t)(r[d] - 1);
+    } else {
+      m = sel->fn(sel->ctx, p->idx, d);
+    }
+    if (m != SF_MATCH_YES)
+      return m;
+  }
+  return SF_MATCH_YES;
+}
+
+static bool policy_eq(const sf_request_policy_t *a, const sf_request_policy_t *b)
+{
+  return a->has_default == b->has_default && a->def == b->def && a->nvalid == b->nvalid &&
+         (a->nvalid == 0 || memcmp(a->valid, b->valid, a->nvalid * sizeof(*a->valid)) == 0) &&
+         a->has_range == b->has_range && a->min == b->min && a->step == b->step && a->max == b->max;
+}
+
+/* The capacity class of a device's only capacity; -1 when the table is full. */
+static int32_t cls_of(sf_packer_t *p, const sf__dev_t *dv)
+{
+  const sf__cap_t *c = &dv->caps[0];
+  for (size_t i = 0; i < p->ncls; i++) {
+    const hcls_t *h = &p->cls[i];
+    if (h->cap.name == c->name && h->cap.value == c->value && h->shared == dv->shared &&
+        h->cap.has_policy == c->has_policy && (!c->has_policy || policy_eq(&h->cap.policy, &c->policy)))
+      return (int32_t)i;
+  }
+  if (p->ncls >= FAST_MAXCLS)
+    return -1;
+  GROW(p->cls, p->clscap, p->ncls + 1);
+  if (p->ncls + 1 > p->memocap) {
+    size_t old = p->memocap;
+    GROW(p->memo, p->memocap, p->ncls + 1);
+    memset(p->memo + old, 0, (p->memocap - old) * sizeof(*p->memo));
+  }
+  hcls_t *h = &p->cls[p->ncls];
+  h->cap = *c;
+  h->shared = dv->shared;
+  if (c->has_policy && c->policy.nvalid > 0) {
+    sf_milli_t *v = sf_xmalloc(c->policy.nvalid * sizeof(*v));
+    memcpy(v, c->policy.valid, c->policy.nvalid * sizeof(*v));
+    h->cap.policy.valid = v;
+  } else {
+    h->cap.policy.valid = NULL;
+  }
+  return (int32_t)p->ncls++;
+}
+
+static void cls_clear(sf_packer_t *p)
+{
+  for (size_t i = 0; i < p->ncls; i++)
+    free((void *)(uintptr_t)p->cls[i].cap.policy.valid);
+  p->ncls = 0;
+}
+
+static int32_t permille(sf_milli_t f, sf_milli_t v)
+{
+  if (v <= 0 || f <= 0)
+    return 0;
+  if (f >= v)
+    return 1000;
+  return (int32_t)(f > INT64_MAX / 1000 ? f / (v / 1000) : f * 1000 / v);
+}
+
+/* Fills the summary of one device; false when it is not plain. */
+static bool hdev_fill(sf_packer_t *p, hdev_t *h, sf_dev_id d)
+{
+  const sf__dev_t *dv = &p->idx->devs[d];
+  if (dv->ntaints || dv->ncuses || dv->ncaps > 1 || dv->primary > 0 || dv->island >= 64)
+    return false;
+  memset(h, 0, sizeof(*h));
+  h->dev = d;
+  h->holders = dv->holders;
+  h->island = (int8_t)(dv->island < 0 ? -1 : dv->island);
+  h->model_bit = dv->model_bit;
+  h->cls = -1;
+  if (dv->ncaps == 1) {
+    h->capfree = dv->caps[0].free;
+    h->cls = cls_of(p, dv);
+    if (h->cls < 0)
+      return false;
+  }
+  h->fl = (uint8_t)((dv->primary >= 0 || dv->model != 0 ? HD_GPU : 0) | (dv->shared ? HD_SHARED : 0) |
+                    (dv->holders == 0 ? HD_IDLE : 0) | (dv->primary == 0 ? HD_PRIMARY : 0));
+  /* As nstate_load and sf_index_dev_free_permille. */
+  if (dv->primary >= 0 && dv->shared) {
+    h->fa = h->capfree;
+    h->fp = permille(h->capfree, dv->caps[0].value);
+  } else {
+    h->fa = dv->holders ? 0 : dv->primary >= 0 ? dv->caps[0].value : INT64_MAX;
+    h->fp = dv->holders ? 0 : 1000;
+  }
+  return true;
+}
+
+/* The node's summary, rebuilt when its version moved. */
+static hnode_t *summary(sf_packer_t *p, sf_node_id node)
+{
+  if (p->hserial != p->idx->serial) {
+    for (size_t i = 0; i < p->hncap; i++)
+      p->hn[i].version = 0;
+    cls_clear(p);
+    p->hserial = p->idx->serial;
+  }
+  if ((size_t)node >= p->hncap) {
+    size_t old = p->hncap;
+    GROW(p->hn, p->hncap, (size_t)node + 1);
+    memset(p->hn + old, 0, (p->hncap - old) * sizeof(*p->hn));
+  }
+  hnode_t *h = &p->hn[node];
+  const sf__node_t *n = &p->idx->nodes[node];
+  if (h->version == n->version)
+    return h;
+  h->version = n->version;
+  h->fversion = 0;
+  h->fast = n->ndevs <= FAST_MAXDEV;
+  h->n = 0;
+  if (!h->fast)
+    return h;
+  if (n->ndevs > h->cap) {
+    h->d = sf_xrealloc(h->d, n->ndevs * sizeof(*h->d));
+    h->cap = (uint32_t)n->ndevs;
+  }
+  uint8_t size[64] = {0}, held[64] = {0};
+  h->total = h->used = 0;
+  h->ngpu = 0;
+  for (size_t k = 0; k < n->ndevs && h->fast; k++) {
+    hdev_t *d = &h->d[k];
+    h->fast = hdev_fill(p, d, n->devs[k]);
+    if (d->fl & HD_GPU) {
+      h->total += d->fp;
+      h->used += 1000 - d->fp;
+      h->ngpu++;
+    }
+    if (d->island >= 0) {
+      size[d->island]++;
+      held[d->island] |= d->holders > 0;
+    }
+  }
+  h->n = (uint32_t)n->ndevs;
+  h->intact = 0;
+  for (uint32_t i = 0; i < 64; i++)
+    if (size[i] >= 2 && !held[i])
+      h->intact |= 1ull << i;
+  h->cpu_free = n->cpu_alloc > 0 ? n->cpu_alloc - n->cpu_used : -1;
+  return h;
+}
+
+static bool hosts_h(const shape_t *m, const hdev_t *d, bool idle, int32_t fp, sf_milli_t fa)
+{
+  if (!(d->fl & HD_GPU) || (m->models && !(m->models & (1ull << d->model_bit))))
+    return false;
+  return m->amount == 0 ? (idle && fp == 1000) : fa >= m->amount;
+}
+
+/* F_n(m) from a shape's statistics (frag_shape's rule). */
+static double fshape(const shape_t *m, const fstat_t *s, int64_t total, int64_t cpu_free)
+{
+  if (m->count == 0)
+    return (double)total;
+  bool cpu_ok = cpu_free < 0 || cpu_free >= m->cpu_milli;
+  int32_t best = s->bi > (s->ns1 > 0) ? s->bi : (s->ns1 > 0);
+  bool can = cpu_ok && (m->island ? best >= (int32_t)m->count : s->nh >= (int32_t)m->count);
+  return (double)(can ? s->small : total);
+}
+
+/* The node's per-shape statistics for the current mix, and F(before). */
+static void fstats(sf_packer_t *p, hnode_t *h)
+{
+  if (h->fversion == h->version && h->mixhash == p->mixhash)
+    return;
+  if (p->nmix > h->fscap) {
+    h->fs = sf_xrealloc(h->fs, p->nmix * sizeof(*h->fs));
+    h->fscap = p->nmix;
+  }
+  double f = 0.0;
+  for (size_t i = 0; i < p->nmix; i++) {
+    const shape_t *m = &p->mix[i];
+    fstat_t *s = &h->fs[i];
+    int32_t cnt[64] = {0};
+    memset(s, 0, sizeof(*s));
+    s->argbi = -1;
+    for (uint32_t k = 0; k < h->n && m->count > 0; k++) {
+      const hdev_t *d = &h->d[k];
+      if (!(d->fl & HD_GPU))
+        continue;
+      if (!hosts_h(m, d, d->fl & HD_IDLE, d->fp, d->fa)) {
+        s->small += d->fp;
+        continue;
+      }
+      s->nh++;
+      if (d->island < 0)
+        s->ns1++;
+      else
+        cnt[d->island]++;
+    }
+    for (int32_t j = 0; j < 64; j++) {
+      if (cnt[j] > s->bi) {
+        s->bi2 = s->bi;
+        s->bi = cnt[j];
+        s->argbi = j;
+      } else if (cnt[j] > s->bi2) {
+        s->bi2 = cnt[j];
+      }
+    }
+    f += m->w * fshape(m, s, h->total, h->cpu_free);
+  }
+  h->fb = f;
+  h->fversion = h->version;
+  h->mixhash = p->mixhash;
+}
+
+/* A device's primary free amount and share after a pick consuming `need` (nstate_apply's rule). */
+static void after_pick(const hdev_t *d, const hcls_t *cls, sf_milli_t need, sf_milli_t *fa, int32_t *fp)
+{
+  if ((d->fl & HD_SHARED) && (d->fl & HD_PRIMARY)) {
+    *fa = d->fa - need;
+    *fp = permille(*fa, cls->cap.value);
+  } else {
+    *fa = 0;
+    *fp = 0;
+  }
+}
+
+/* Σ w F(after) for picks ks[0..n) (one device, or devices of one island). */
+static double frag_after(const sf_packer_t *p, const hnode_t *h, const uint32_t *ks, const sf_milli_t *fa,
+                         const int32_t *fp, size_t n, int64_t total, int64_t cpu_free)
+{
+  double f = 0.0;
+  for (size_t i = 0; i < p->nmix; i++) {
+    const shape_t *m = &p->mix[i];
+    fstat_t s = h->fs[i];
+    int32_t lost = 0, isl = -1;
+    for (size_t j = 0; j < n && m->count > 0; j++) {
+      const hdev_t *d = &h->d[ks[j]];
+      if (!(d->fl & HD_GPU))
+        continue;
+      bool hb = hosts_h(m, d, d->fl & HD_IDLE, d->fp, d->fa), ha = hosts_h(m, d, false, fp[j], fa[j]);
+      s.small += (hb ? 0 : -d->fp) + (ha ? 0 : fp[j]);
+      s.nh += (int32_t)ha - (int32_t)hb;
+      if (m->island && hb && !ha) {
+        if (d->island < 0) {
+          s.ns1--;
+        } else {
+          lost++;
+          isl = d->island;
+        }
+      }
+    }
+    if (lost > 0 && isl == s.argbi)
+      s.bi = s.bi - lost > s.bi2 ? s.bi - lost : s.bi2;
+    f += m->w * fshape(m, &s, total, cpu_free);
+  }
+  return f;
+}
+
+/* score() for picks ks[0..n) with needs[] on a summarised node. */
+static double score_fast(sf_packer_t *p, hnode_t *h, const uint32_t *ks, const sf_milli_t *needs, size_t n)
+{
+  sf_milli_t fa[FAST_MAXDEV];
+  int32_t fp[FAST_MAXDEV];
+  int64_t total = h->total, used = h->used;
+  double touched = 0.0;
+  for (size_t j = 0; j < n; j++) {
+    const hdev_t *d = &h->d[ks[j]];
+    after_pick(d, d->cls >= 0 ? &p->cls[d->cls] : NULL, needs[j], &fa[j], &fp[j]);
+    if (d->fl & HD_GPU) {
+      total += fp[j] - d->fp;
+      used += d->fp - fp[j];
+    }
+    touched += (double)(1000 - fp[j]) / 1000.0;
+  }
+  touched = n ? touched / (double)n : 0.0;
+  int64_t cpu = h->cpu_free >= 0 ? h->cpu_free - p->dem->cpu_milli : h->cpu_free;
+  double u = h->ngpu ? (double)used / (double)((int64_t)h->ngpu * 1000) : 0.0;
+  switch (p->pol->strategy) {
+  case SF_STRATEGY_BINPACK:
+    return u + 0.1 * touched;
+  case SF_STRATEGY_SPREAD:
+    return -u - 0.1 * touched;
+  default:
+    break;
+  }
+  fstats(p, h);
+  double df = frag_after(p, h, ks, fa, fp, n, total, cpu) - h->fb;
+  if (p->pol->strategy == SF_STRATEGY_FGD)
+    return -df;
+  double raw = -p->pol->weight_frag * df;
+  int8_t isl = h->d[ks[0]].island;
+  if (isl >= 0 && (h->intact & (1ull << isl))) {
+    size_t in = 0;
+    for (uint32_t k = 0; k < h->n; k++)
+      in += h->d[k].island == isl;
+    if (n < in)
+      raw -= p->pol->weight_island * 1000.0;
+  }
+  if (p->flexible)
+    for (size_t j = 0; j < n; j++) {
+      const hdev_t *d = &h->d[ks[j]];
+      raw -= p->pol->weight_model * p->scarcity[d->model_bit] * (double)(d->fp - fp[j]);
+    }
+  return raw;
+}
+
+/* What device d of the summary consumes for the call's request; false when it cannot serve it. */
+static bool fast_need(sf_packer_t *p, const hdev_t *d, sf_milli_t *need)
+{
+  const sf_request_t *s = p->fr[0].top;
+  if (d->cls < 0) {
+    *need = 0;
+    return s->ncaps == 0;
+  }
+  hmemo_t *mo = &p->memo[d->cls];
+  if (mo->stamp != p->stamp) {
+    const hcls_t *c = &p->cls[d->cls];
+    mo->stamp = p->stamp;
+    mo->ok = true;
+    mo->need = (c->cap.has_policy && c->cap.policy.has_default) ? c->cap.policy.def : c->cap.value;
+    if (s->ncaps == 1) {
+      sf_milli_t v = c->shared ? round_request(&c->cap, s->caps[0].value) : s->caps[0].value;
+      mo->ok = c->cap.name == p->fr[0].capnames[0] && v >= 0 && v <= c->cap.value;
+      mo->need = v;
+    }
+  }
+  *need = mo->need;
+  return mo->ok;
+}
+
+/* available() on a summarised device with nothing tentative. */
+static bool fast_avail(const sf_packer_t *p, const hdev_t *d, sf_milli_t need, stats_t *st)
+{
+  if (!(d->fl & HD_SHARED)) {
+    if (d->holders > 0) {
+      st->busy++;
+      return false;
+    }
+    return true;
+  }
+  if (p->pol->max_sharers > 0 && d->holders >= p->pol->max_sharers) {
+    st->sharers++;
+    return false;
+  }
+  if (d->cls < 0)
+    return true;
+  const hcls_t *c = &p->cls[d->cls];
+  sf_milli_t reserve = p->pol->headroom_pct ? c->cap.value / 100 * p->pol->headroom_pct : 0;
+  sf_milli_t left = d->capfree - reserve;
+  if (left < need) {
+    st->short_cap++;
+    if (left > st->best_free)
+      st->best_free = left;
+    return false;
+  }
+  return true;
+}
+
+/* prefer_key() on a summarised device with nothing tentative. */
+static int64_t fast_key(const sf_packer_t *p, const hnode_t *h, uint32_t k, sf_milli_t need)
+{
+  const hdev_t *d = &h->d[k];
+  int64_t after;
+  if (!(d->fl & HD_SHARED) || !(d->fl & HD_PRIMARY))
+    after = (!(d->fl & HD_SHARED) || d->holders > 0) ? 0 : 1000;
+  else
+    after = permille(d->capfree - need, p->cls[d->cls].cap.value);
+  int64_t key = p->pol->strategy == SF_STRATEGY_SPREAD ? -after : after;
+  if (d->island >= 0 && (h->intact & (1ull << d->island)))
+    key += 1000000;
+  return key * 4096 + k;
+}
+
+static void fast_result(sf_packer_t *p, const hnode_t *h, uint32_t k, sf_milli_t need)
+{
+  GROW(p->res, p->rescap, p->nres + 1);
+  GROW(p->rk, p->rkcap, p->nres + 1);
+  if ((p->nres + 1) * MAXCAPS > p->rconscap) {
+    size_t want = (p->nres + 1) * MAXCAPS * 2;
+    p->rcons = sf_xrealloc(p->rcons, want * sizeof(*p->rcons));
+    p->rconscap = want;
+  }
+  p->rcons[p->nres * MAXCAPS] = need;
+  p->res[p->nres] = (sf_result_t){p->fr[0].claim, p->fr[0].req, -1, {h->d[k].dev, NULL}};
+  p->rk[p->nres] = k;
+  p->nres++;
+}
+
+/* Candidates of the call's request on a summarised node, with their needs and availability. */
+typedef struct {
+  uint32_t k[FAST_MAXDEV];
+  sf_milli_t need[FAST_MAXDEV];
+  bool avail[FAST_MAXDEV];
+  uint32_t n, navail;
+  stats_t st;
+} fcands_t;
+
+/*
+ * Gathers the candidates; with `stop`, stops at the first available one
+ * (first fit in node order needs no more unless the node fails).
+ */
+static void fast_gather(sf_packer_t *p, const hnode_t *h, fcands_t *fc, bool stop)
+{
+  const sf_request_t *s = p->fr[0].top;
+  fc->n = fc->navail = 0;
+  memset(&fc->st, 0, sizeof(fc->st));
+  fc->st.best_free = -1;
+  if (s->ncaps) {
+    fc->st.want = s->caps[0].value;
+    fc->st.capname = s->caps[0].name;
+  }
+  for (uint32_t k = 0; k < h->n; k++) {
+    const hdev_t *d = &h->d[k];
+    sf_match_t m = fast_match(p, s, d->dev);
+    if (m == SF_MATCH_UNKNOWN) {
+      fc->st.unknown++;
+      p->unknown = true;
+      continue;
+    }
+    if (m != SF_MATCH_YES)
+      continue;
+    fc->st.match++;
+    sf_milli_t need;
+    if (!fast_need(p, d, &need)) {
+      fc->st.shape++;
+      continue;
+    }
+    fc->k[fc->n] = k;
+    fc->need[fc->n] = need;
+    fc->avail[fc->n] = fast_avail(p, d, need, &fc->st);
+    fc->navail += fc->avail[fc->n];
+    fc->n++;
+    if (stop && fc->navail > 0)
+      return;
+  }
+}
+
+/* The candidate order of the general path: node order, or the packer's preference. */
+static void fast_order(sf_packer_t *p, const hnode_t *h, const fcands_t *fc, uint32_t *ord)
+{
+  int64_t key[FAST_MAXDEV];
+  for (uint32_t i = 0; i < fc->n; i++)
+    ord[i] = i;
+  if (p->pol->device_choice != SF_CHOICE_PACKER)
+    return;
+  for (uint32_t i = 0; i < fc->n; i++)
+    key[i] = fast_key(p, h, fc->k[i], fc->need[i]);
+  for (uint32_t i = 1; i < fc->n; i++)  /* insertion sort: at most FAST_MAXDEV */
+    for (uint32_t j = i; j > 0 && key[ord[j]] < key[ord[j - 1]]; j--) {
+      uint32_t t = ord[j];
+      ord[j] = ord[j - 1];
+      ord[j - 1] = t;
+    }
+}
+
+/* Same state, hence the same score and the same preference but for the node order. */
+static bool same_state(const hdev_t *a, const hdev_t *b)
+{
+  return a->capfree == b->capfree && a->fa == b->fa && a->fp == b->fp && a->holders == b->holders &&
+         a->cls == b->cls && a->island == b->island && a->model_bit == b->model_bit && a->fl == b->fl;
+}
+
+/*
+ * simple_place() on a summarised node; returns the chosen candidate or -1.
+ * The general path sorts the candidates by preference and keeps the first
+ * best score; here the best score wins and the preference key breaks ties,
+ * and a device in the same state as an earlier one is skipped: it would
+ * tie with it and lose on node order.
+ */
+static int32_t fast_simple(sf_packer_t *p, hnode_t *h, const fcands_t *fc, double *raw)
+{
+  bool packer = p->pol->device_choice == SF_CHOICE_PACKER;
+  bool all = packer && (p->pol->strategy == SF_STRATEGY_FGD || p->pol->strategy == SF_STRATEGY_FRAGMENTATION);
+  int32_t best = -1;
+  int64_t bkey = 0;
+  for (uint32_t c = 0; c < fc->n; c++) {
+    if (!fc->avail[c])
+      continue;
+    if (!packer) {
+      *raw = score_fast(p, h, &fc->k[c], &fc->need[c], 1);
+      return (int32_t)c;
+    }
+    bool dup = false;
+    for (uint32_t e = 0; e < c && !dup; e++)
+      dup = fc->avail[e] && same_state(&h->d[fc->k[e]], &h->d[fc->k[c]]);
+    if (dup)
+      continue;
+    int64_t key = fast_key(p, h, fc->k[c], fc->need[c]);
+    if (!all) {
+      if (best < 0 || key < bkey) {
+        best = (int32_t)c;
+        bkey = key;
+      }
+      continue;
+    }
+    double sc = score_fast(p, h, &fc->k[c], &fc->need[c], 1);
+    if (best < 0 || sc > *raw || (sc == *raw && key < bkey)) {
+      *raw = sc;
+      best = (int32_t)c;
+      bkey = key;
+    }
+  }
+  if (best >= 0 && !all)
+    *raw = score_fast(p, h, &fc->k[best], &fc->need[best], 1);
+  return best;
+}
+
+/* The one-island search on a summarised node: the first candidate, in order, whose island has enough. */
+static uint32_t fast_island(const hnode_t *h, const fcands_t *fc, const uint32_t *ord, uint32_t want,
+                            uint32_t *pick)
+{
+  for (uint32_t i = 0; i < fc->n; i++) {
+    uint32_t c = ord[i], n = 0;
+    if (!fc->avail[c])
+      continue;
+    int32_t isl = h->d[fc->k[c]].island;
+    for (uint32_t j = i; j < fc->n && n < want; j++) {
+      uint32_t e = ord[j];
+      if (fc->avail[e] && (j == i || (isl >= 0 && h->d[fc->k[e]].island == isl)))
+        pick[n++] = e;
+    }
+    if (n == want)
+      return n;
+  }
+  return 0;
+}
+
+/* The largest number of available candidates in one island (singletons count 1). */
+static uint32_t fast_largest(const hnode_t *h, const fcands_t *fc)
+{
+  uint32_t cnt[64] = {0}, best = 0;
+  for (uint32_t i = 0; i < fc->n; i++) {
+    if (!fc->avail[i])
+      continue;
+    int8_t isl = h->d[fc->k[i]].island;
+    uint32_t c = isl < 0 ? 1 : ++cnt[isl];
+    best = c > best ? c : best;
+  }
+  return best;
+}
+
+/*
+ * Filters and scores one node on the fast path. Returns false, having done
+ * nothing, when the node is not plain.
+ */
+static bool fast_eval(sf_packer_t *p, sf_node_id node, sf_verdict_t *v)
+{
+  hnode_t *h = summary(p, node);
+  if (!h->fast)
+    return false;
+  fcands_t fc;
+  uint32_t ord[FAST_MAXDEV], pick[FAST_MAXDEV];
+  const sf_request_t *s = p->fr[0].top;
+  fast_gather(p, h, &fc, p->fast_kind == FAST_SIMPLE && p->pol->device_choice != SF_CHOICE_PACKER);
+  double raw = 0.0;
+  if (p->fast_kind == FAST_SIMPLE) {
+    int32_t c = fast_simple(p, h, &fc, &raw);
+    if (c >= 0) {
+      fast_result(p, h, fc.k[c], fc.need[c]);
+      v->fit = SF_FIT_YES;
+      v->raw = raw;
+      return true;
+    }
+  } else if (s->count <= fc.n && (fast_order(p, h, &fc, ord), fast_island(h, &fc, ord, s->count, pick)) == s->count) {
+    uint32_t ks[FAST_MAXDEV];
+    sf_milli_t needs[FAST_MAXDEV];
+    for (uint32_t j = 0; j < s->count; j++) {
+      ks[j] = fc.k[pick[j]];
+      needs[j] = fc.need[pick[j]];
+      fast_result(p, h, ks[j], needs[j]);
+    }
+    v->fit = SF_FIT_YES;
+    v->raw = score_fast(p, h, ks, needs, s->count);
+    return true;
+  }
+  if (p->unknown) {
+    v->fit = SF_FIT_UNSURE;
+    say(p, R_UNKNOWN, 0, 0, 0, 0, v->reason, sizeof(v->reason));
+    return true;
+  }
+  if (!reason_of_request(p, 0, &fc.st, h->n, fc.n, fc.navail, v->reason, sizeof(v->reason)))
+    say(p, R_ISLAND, 0, s->count, fast_largest(h, &fc), 0, v->reason, sizeof(v->reason));
+  return true;
 }
 
 /* A single request for one device with no constraint: try every candidate (packer) or the first. */
@@ -1200,6 +2003,8 @@ static void node_eval(sf_packer_t *p, sf_node_id node, sf_verdict_t *v)
              (long long)(p->dem->mem_bytes >> 20), (long long)((n->mem_alloc - n->mem_used) >> 20));
     return;
   }
+  if (p->fast_kind != FAST_NONE && fast_eval(p, node, v))
+    return;
   gather(p);
   int rc;
   double raw = 0.0;
@@ -1306,6 +2111,11 @@ double sf_packer_node_frag(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *p
   double f = frag_mix(p, &p->nsb);
   p->pol = pol;
   return f;
+}
+
+void sf_packer_set_fast_path(sf_packer_t *p, bool on)
+{
+  p->fast_on = on;
 }
 
 size_t sf_index_mix_size(const sf_index_t *idx)

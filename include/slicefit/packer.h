@@ -87,6 +87,13 @@ int sf_packer_commit(sf_packer_t *p, sf_index_t *idx, const sf_demand_t *demand,
 double sf_packer_node_frag(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol,
                            sf_node_id node);
 
+/**
+ * Turns the fast path (plain nodes, one request of one device or of N
+ * devices in one island) on (the default) or off. Both paths give the same
+ * answers; tests and benchmarks compare them.
+ */
+void sf_packer_set_fast_path(sf_packer_t *p, bool on);
+
 /** Number of shapes in the index's learned mix (for metrics and tests). */
 size_t sf_index_mix_size(const sf_index_t *idx);
 /** Learned shape i (normalised weight), as a policy shape with model names. */

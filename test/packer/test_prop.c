@@ -82,6 +82,8 @@ static void run_policy(const char *strategy, const char *choice, uint64_t seed)
   rng = seed;
   sf_index_t *idx = sf_index_create();
   sf_packer_t *pk = sf_packer_create();
+  sf_packer_t *slow = sf_packer_create();  /* the general path, to compare with the fast one */
+  sf_packer_set_fast_path(slow, false);
   sf_policy_t pol;
   sf_policy_init(&pol);
   char err[200];
@@ -93,7 +95,7 @@ static void run_policy(const char *strategy, const char *choice, uint64_t seed)
   sf_index_apply_policy(idx, &pol);
   for (int i = 0; i < NODES; i++)
     rev[i] = nodes[NODES - 1 - i];
-  sf_verdict_t v[NODES], w[NODES], again[NODES];
+  sf_verdict_t v[NODES], w[NODES], again[NODES], gen[NODES];
   char holder[32];
   int placed = 0, refused = 0;
   for (int step = 0; step < 300; step++) {
@@ -115,6 +117,13 @@ static void run_policy(const char *strategy, const char *choice, uint64_t seed)
     cr_assert_eq(sf_packer_evaluate(pk, idx, &pol, &r.c.dem, nodes, NODES, SF_EVAL_LEARN, v), 0);
     cr_assert_eq(sf_packer_evaluate(pk, idx, &pol, &r.c.dem, rev, NODES, 0, w), 0);
     cr_assert_eq(sf_packer_evaluate(pk, idx, &pol, &r.c.dem, nodes, NODES, 0, again), 0);
+    cr_assert_eq(sf_packer_evaluate(slow, idx, &pol, &r.c.dem, nodes, NODES, 0, gen), 0);
+    for (int i = 0; i < NODES; i++) {
+      cr_assert_eq(gen[i].fit, again[i].fit, "fast and general paths disagree on node %d", i);
+      cr_assert(gen[i].raw == again[i].raw, "raw %g (general) vs %g (fast)", gen[i].raw, again[i].raw);
+      cr_assert_eq(gen[i].score, again[i].score);
+      cr_assert_str_eq(gen[i].reason, again[i].reason);
+    }
     int best = -1;
     for (int i = 0; i < NODES; i++) {
       const sf_verdict_t *x = &w[NODES - 1 - i];
@@ -132,7 +141,14 @@ static void run_policy(const char *strategy, const char *choice, uint64_t seed)
     if (best < 0)
       continue;
     sf_assignment_t as;
+    sf_assignment_t gs;
+    cr_assert_eq(sf_packer_place(slow, idx, &pol, &r.c.dem, nodes[best], &gs, NULL), SF_FIT_YES);
     cr_assert_eq(sf_packer_place(pk, idx, &pol, &r.c.dem, nodes[best], &as, NULL), SF_FIT_YES);
+    cr_assert_eq(as.n, gs.n);
+    for (size_t i = 0; i < as.n; i++) {
+      cr_assert_eq(as.results[i].pick.dev, gs.results[i].pick.dev, "fast and general paths pick differently");
+      cr_assert_eq(as.results[i].pick.consumed[0], gs.results[i].pick.consumed[0]);
+    }
     snprintf(holder, sizeof(holder), "pod-%d", step);
     /* The placement the core proposes never overcommits: a strict add succeeds. */
     cr_assert_eq(sf_packer_commit(pk, idx, &r.c.dem, holder, NULL), 0);
@@ -144,6 +160,7 @@ static void run_policy(const char *strategy, const char *choice, uint64_t seed)
   cr_assert_gt(placed, 100, "only %d placed", placed);
   cr_assert_gt(refused, 0);
   sf_policy_dispose(&pol);
+  sf_packer_destroy(slow);
   sf_packer_destroy(pk);
   sf_index_destroy(idx);
 }
