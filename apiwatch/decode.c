@@ -1,0 +1,448 @@
+/*
+ * Decoding shared by every kind: the arena, the JSON path kept for error
+ * messages, typed field readers, metadata and the kind dispatch.
+ *
+ * Input becomes untrusted here: every reader checks the JSON type before it
+ * looks at a value, and reports the path of the offending field. Strings are
+ * borrowed from the source value (the decoded object keeps a reference);
+ * arrays of decoded structs go to a bump arena freed in one call.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include "slicefit/decode.h"
+#include "slicefit/quantity.h"
+#include "decode_int.h"
+
+/* ---- arena ---- */
+
+#define CHUNK_MIN 4096
+
+typedef struct chunk {
+  struct chunk *next;
+  size_t used, cap;
+  max_align_t data[];
+} chunk_t;
+
+struct sf_arena { chunk_t *head; };
+
+sf_arena_t *sf__arena_create(void) { return sf_xcalloc(1, sizeof(sf_arena_t)); }
+
+void sf__arena_destroy(sf_arena_t *a) {
+  if (!a) return;
+  for (chunk_t *c = a->head, *n; c; c = n) {
+    n = c->next;
+    free(c);
+  }
+  free(a);
+}
+
+void *sf__arena_alloc(sf_arena_t *a, size_t n) {
+  size_t al = sizeof(max_align_t);
+  n = (n + al - 1) / al * al;
+  chunk_t *c = a->head;
+  if (!c || c->cap - c->used < n) {
+    size_t cap = n > CHUNK_MIN ? n : CHUNK_MIN;
+    c = sf_xmalloc(sizeof(chunk_t) + cap);
+    c->used = 0;
+    c->cap = cap;
+    c->next = a->head;
+    a->head = c;
+  }
+  void *p = (char *)c->data + c->used;
+  c->used += n;
+  memset(p, 0, n);
+  return p;
+}
+
+char *sf__arena_join(sf_arena_t *a, const char *x, const char *y) {
+  size_t lx = strlen(x), ly = strlen(y);
+  char *s = sf__arena_alloc(a, lx + ly + 2);
+  memcpy(s, x, lx);
+  s[lx] = '/';
+  memcpy(s + lx + 1, y, ly + 1);
+  return s;
+}
+
+/* ---- path and errors ---- */
+
+static size_t append(dctx_t *d, const char *s) {
+  size_t old = d->plen, n = strlen(s);
+  if (d->plen + n >= DPATH_MAX) n = DPATH_MAX - 1 - d->plen;
+  memcpy(d->path + d->plen, s, n);
+  d->plen += n;
+  d->path[d->plen] = '\0';
+  return old;
+}
+
+size_t sf__dpush(dctx_t *d, const char *key) {
+  size_t old = d->plen;
+  if (strchr(key, '.')) {
+    append(d, "['");
+    append(d, key);
+    append(d, "']");
+  } else {
+    if (d->plen) append(d, ".");
+    append(d, key);
+  }
+  return old;
+}
+
+size_t sf__dpush_i(dctx_t *d, size_t i) {
+  char b[32];
+  snprintf(b, sizeof b, "[%zu]", i);
+  return append(d, b);
+}
+
+void sf__dpop(dctx_t *d, size_t len) {
+  d->plen = len;
+  d->path[len] = '\0';
+}
+
+int sf__dfail(dctx_t *d, const char *fmt, ...) {
+  if (!d->err || !d->errlen) return SF_EINVAL;
+  int n = snprintf(d->err, d->errlen, "%s: ", d->plen ? d->path : "(object)");
+  if (n < 0 || (size_t)n >= d->errlen) return SF_EINVAL;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(d->err + n, d->errlen - (size_t)n, fmt, ap);
+  va_end(ap);
+  return SF_EINVAL;
+}
+
+static const char *type_name(const json_t *v) {
+  switch (json_typeof(v)) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "an array";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER: return "an integer";
+    case JSON_REAL: return "a number";
+    case JSON_TRUE:
+    case JSON_FALSE: return "a boolean";
+    default: return "null";
+  }
+}
+
+/* Fetches `key`; 0 if absent or null, 1 if of type `t`, else fails at its path. */
+static int field(dctx_t *d, const json_t *obj, const char *key, json_type t, const char *want,
+                 json_t **out) {
+  json_t *v = json_object_get(obj, key);
+  if (!v || json_is_null(v)) return 0;
+  if (json_typeof(v) == t || (t == JSON_TRUE && json_is_boolean(v))) {
+    *out = v;
+    return 1;
+  }
+  sf__dpush(d, key);
+  return sf__dfail(d, "expected %s, got %s", want, type_name(v));
+}
+
+/* ---- field readers ---- */
+
+int sf__dstr(dctx_t *d, const json_t *obj, const char *key, const char **out) {
+  json_t *v = NULL;
+  int r = field(d, obj, key, JSON_STRING, "a string", &v);
+  if (r == 1) *out = json_string_value(v);
+  return r;
+}
+
+int sf__dstr_req(dctx_t *d, const json_t *obj, const char *key, const char **out) {
+  const char *s = NULL;
+  int r = sf__dstr(d, obj, key, &s);
+  if (r < 0) return r;
+  if (!s || !*s) {
+    size_t at = sf__dpush(d, key);
+    r = sf__dfail(d, "is required");
+    sf__dpop(d, at);
+    return r;
+  }
+  *out = s;
+  return 1;
+}
+
+int sf__dint(dctx_t *d, const json_t *obj, const char *key, int64_t *out) {
+  json_t *v = NULL;
+  int r = field(d, obj, key, JSON_INTEGER, "an integer", &v);
+  if (r == 1) *out = (int64_t)json_integer_value(v);
+  return r;
+}
+
+int sf__dbool(dctx_t *d, const json_t *obj, const char *key, bool *out) {
+  json_t *v = NULL;
+  int r = field(d, obj, key, JSON_TRUE, "a boolean", &v);
+  if (r == 1) *out = json_is_true(v);
+  return r;
+}
+
+int sf__dobj(dctx_t *d, const json_t *obj, const char *key, const json_t **out) {
+  json_t *v = NULL;
+  *out = NULL;
+  int r = field(d, obj, key, JSON_OBJECT, "an object", &v);
+  if (r == 1) *out = v;
+  return r;
+}
+
+int sf__darr(dctx_t *d, const json_t *obj, const char *key, const json_t **out, size_t *n) {
+  json_t *v = NULL;
+  *out = NULL;
+  *n = 0;
+  int r = field(d, obj, key, JSON_ARRAY, "an array", &v);
+  if (r == 1) {
+    *out = v;
+    *n = json_array_size(v);
+  }
+  return r;
+}
+
+static int qty_text(dctx_t *d, const char *s, size_t len, sf_milli_t *out) {
+  int r = sf_quantity_parse_n(s, len, out);
+  if (r == SF_ERANGE) return sf__dfail(d, "'%.*s' is out of range", (int)len, s);
+  if (r < 0) return sf__dfail(d, "'%.*s' is not a quantity", (int)len, s);
+  return 1;
+}
+
+int sf__dqty_val(dctx_t *d, const json_t *v, sf_milli_t *out) {
+  char buf[64];
+  switch (json_typeof(v)) {
+    case JSON_NULL: return 0;
+    case JSON_STRING: return qty_text(d, json_string_value(v), json_string_length(v), out);
+    case JSON_INTEGER:
+      snprintf(buf, sizeof buf, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+      return qty_text(d, buf, strlen(buf), out);
+    case JSON_REAL:
+      /* %.17g round-trips a double; the parser rejects what is finer than milli. */
+      snprintf(buf, sizeof buf, "%.17g", json_real_value(v));
+      return qty_text(d, buf, strlen(buf), out);
+    default: return sf__dfail(d, "expected a quantity, got %s", type_name(v));
+  }
+}
+
+int sf__dqty(dctx_t *d, const json_t *obj, const char *key, sf_milli_t *out) {
+  json_t *v = json_object_get(obj, key);
+  if (!v) return 0;
+  size_t at = sf__dpush(d, key);
+  int r = sf__dqty_val(d, v, out);
+  if (r >= 0) sf__dpop(d, at);
+  return r;
+}
+
+int sf__dstrs(dctx_t *d, const json_t *obj, const char *key, const char ***out, size_t *n) {
+  const json_t *arr;
+  int r = sf__darr(d, obj, key, &arr, n);
+  if (r <= 0) return r;
+  size_t at = sf__dpush(d, key);
+  const char **v = sf__arena_alloc(d->a, *n * sizeof(*v));
+  for (size_t i = 0; i < *n; i++) {
+    json_t *e = json_array_get(arr, i);
+    if (!json_is_string(e)) {
+      sf__dpush_i(d, i);
+      return sf__dfail(d, "expected a string, got %s", type_name(e));
+    }
+    v[i] = json_string_value(e);
+  }
+  sf__dpop(d, at);
+  *out = v;
+  return 1;
+}
+
+int sf__dqmap(dctx_t *d, const json_t *obj, const char *key, sf_cap_request_t **out, size_t *n) {
+  const json_t *m;
+  int r = sf__dobj(d, obj, key, &m);
+  if (r <= 0) return r;
+  size_t at = sf__dpush(d, key), i = 0;
+  sf_cap_request_t *v = sf__arena_alloc(d->a, json_object_size(m) * sizeof(*v));
+  const char *k;
+  json_t *e;
+  json_object_foreach(unconst(m), k, e) {
+    size_t at2 = sf__dpush(d, k);
+    r = sf__dqty_val(d, e, &v[i].value);
+    if (r < 0) return r;
+    sf__dpop(d, at2);
+    v[i++].name = k;
+  }
+  sf__dpop(d, at);
+  *out = v;
+  *n = i;
+  return 1;
+}
+
+int sf__dselectors(dctx_t *d, const json_t *obj, const char *key, const char ***out, size_t *n) {
+  const json_t *arr;
+  int r = sf__darr(d, obj, key, &arr, n);
+  if (r <= 0) return r;
+  size_t at = sf__dpush(d, key);
+  const char **v = sf__arena_alloc(d->a, *n * sizeof(*v));
+  for (size_t i = 0; i < *n; i++) {
+    const json_t *s = json_array_get(arr, i), *cel;
+    size_t ati = sf__dpush_i(d, i);
+    if (!json_is_object(s)) return sf__dfail(d, "expected an object, got %s", type_name(s));
+    if ((r = sf__dobj(d, s, "cel", &cel)) < 0) return r;
+    if (!cel) return sf__dfail(d, "has no cel selector");
+    sf__dpush(d, "cel");
+    if ((r = sf__dstr_req(d, cel, "expression", &v[i])) < 0) return r;
+    sf__dpop(d, ati);
+  }
+  sf__dpop(d, at);
+  *out = v;
+  return 1;
+}
+
+int sf__deach(dctx_t *d, const json_t *obj, const char *key, size_t size, sf__delem_fn fn,
+              char *out, size_t *n) {
+  const json_t *arr;
+  size_t len;
+  int r = sf__darr(d, obj, key, &arr, &len);
+  if (r <= 0) return r;
+  size_t at = sf__dpush(d, key);
+  for (size_t i = 0; i < len; i++) {
+    const json_t *e = json_array_get(arr, i);
+    size_t ati = sf__dpush_i(d, i);
+    if (!json_is_object(e)) return sf__dfail(d, "expected an object, got %s", type_name(e));
+    if ((r = fn(d, e, out + *n * size)) < 0) return r;
+    *n += 1;
+    sf__dpop(d, ati);
+  }
+  sf__dpop(d, at);
+  return 1;
+}
+
+int sf__darray(dctx_t *d, const json_t *obj, const char *key, size_t size, sf__delem_fn fn,
+               void **out, size_t *n) {
+  size_t len = json_array_size(json_object_get(obj, key));
+  char *v = sf__arena_alloc(d->a, len * size);
+  *n = 0;
+  int r = sf__deach(d, obj, key, size, fn, v, n);
+  if (r > 0) *out = v;
+  return r;
+}
+
+int sf__dtaint(dctx_t *d, const json_t *t, sf_taint_t *out) {
+  const char *eff = NULL;
+  int r;
+  if (!json_is_object(t)) return sf__dfail(d, "expected an object, got %s", type_name(t));
+  if ((r = sf__dstr_req(d, t, "key", &out->key)) < 0) return r;
+  out->value = "";
+  if ((r = sf__dstr(d, t, "value", &out->value)) < 0) return r;
+  if ((r = sf__dstr(d, t, "effect", &eff)) < 0) return r;
+  out->effect = SF_TAINT_NONE;
+  if (eff && !strcmp(eff, "NoSchedule")) out->effect = SF_TAINT_NOSCHEDULE;
+  if (eff && !strcmp(eff, "NoExecute")) out->effect = SF_TAINT_NOEXECUTE;
+  return 1;
+}
+
+/* ---- metadata and dispatch ---- */
+
+int sf__decode_meta(dctx_t *d, const json_t *j, sf_meta_t *m) {
+  const json_t *md;
+  int r = sf__dobj(d, j, "metadata", &md);
+  if (r < 0) return r;
+  m->ns = m->uid = m->rv = "";
+  if (!md) {
+    sf__dpush(d, "metadata");
+    return sf__dfail(d, "is required");
+  }
+  size_t at = sf__dpush(d, "metadata");
+  if ((r = sf__dstr_req(d, md, "name", &m->name)) < 0) return r;
+  if ((r = sf__dstr(d, md, "namespace", &m->ns)) < 0) return r;
+  if ((r = sf__dstr(d, md, "uid", &m->uid)) < 0) return r;
+  if ((r = sf__dstr(d, md, "resourceVersion", &m->rv)) < 0) return r;
+  sf__dpop(d, at);
+  return 1;
+}
+
+static const char *const kind_names[SF_OBJ_COUNT] = {
+    [SF_OBJ_RESOURCE_SLICE] = "ResourceSlice",     [SF_OBJ_RESOURCE_CLAIM] = "ResourceClaim",
+    [SF_OBJ_DEVICE_CLASS] = "DeviceClass",         [SF_OBJ_DEVICE_TAINT_RULE] = "DeviceTaintRule",
+    [SF_OBJ_CLAIM_TEMPLATE] = "ResourceClaimTemplate", [SF_OBJ_POD] = "Pod",
+    [SF_OBJ_NODE] = "Node"};
+
+sf_obj_kind_t sf_obj_kind_from_name(const char *name) {
+  for (int k = 1; name && k < SF_OBJ_COUNT; k++)
+    if (!strcmp(kind_names[k], name)) return (sf_obj_kind_t)k;
+  return SF_OBJ_UNKNOWN;
+}
+
+const char *sf_obj_kind_name(sf_obj_kind_t kind) {
+  return kind > SF_OBJ_UNKNOWN && kind < SF_OBJ_COUNT ? kind_names[kind] : "Unknown";
+}
+
+static int dispatch(dctx_t *d, const json_t *j, sf_object_t *o) {
+  switch (o->kind) {
+    case SF_OBJ_RESOURCE_SLICE: return sf__decode_slice(d, j, &o->u.slice);
+    case SF_OBJ_RESOURCE_CLAIM: return sf__decode_claim(d, j, &o->u.claim);
+    case SF_OBJ_CLAIM_TEMPLATE: return sf__decode_template(d, j, &o->u.tmpl);
+    case SF_OBJ_DEVICE_CLASS: return sf__decode_class(d, j, &o->u.dclass);
+    case SF_OBJ_DEVICE_TAINT_RULE: return sf__decode_rule(d, j, &o->u.rule);
+    case SF_OBJ_POD: return sf__decode_pod(d, j, &o->u.pod);
+    case SF_OBJ_NODE: return sf__decode_node(d, j, &o->u.node);
+    default: return sf__dfail(d, "unsupported kind");
+  }
+}
+
+static int resolve_kind(dctx_t *d, const json_t *j, sf_obj_kind_t *kind) {
+  const char *name = NULL;
+  int r = sf__dstr(d, j, "kind", &name);
+  if (r < 0) return r;
+  if (*kind != SF_OBJ_UNKNOWN) return 1;
+  if (!name) {
+    sf__dpush(d, "kind");
+    return sf__dfail(d, "is required");
+  }
+  *kind = sf_obj_kind_from_name(name);
+  if (*kind == SF_OBJ_UNKNOWN) {
+    sf__dpush(d, "kind");
+    return sf__dfail(d, "unsupported kind '%s'", name);
+  }
+  return 1;
+}
+
+int sf_decode(const json_t *j, sf_obj_kind_t kind, sf_object_t **out, char *err, size_t errlen) {
+  dctx_t d = {.err = err, .errlen = errlen};
+  sf_object_t *o = NULL;
+  int r;
+  *out = NULL;
+  if (err && errlen) err[0] = '\0';
+  if (!j || !json_is_object(j)) {
+    r = sf__dfail(&d, "expected an object, got %s", j ? type_name(j) : "nothing");
+    goto out;
+  }
+  if ((r = resolve_kind(&d, j, &kind)) < 0) goto out;
+  o = sf_xcalloc(1, sizeof(*o));
+  o->kind = kind;
+  o->arena = d.a = sf__arena_create();
+  o->json = json_incref(unconst(j));
+  if ((r = sf__decode_meta(&d, j, &o->u.meta)) < 0) goto out;
+  if ((r = dispatch(&d, j, o)) < 0) goto out;
+  *out = o;
+  o = NULL;
+  r = 0;
+out:
+  sf_object_free(o);
+  return r;
+}
+
+void sf_object_free(sf_object_t *o) {
+  if (!o) return;
+  sf__arena_destroy(o->arena);
+  json_decref(o->json);
+  free(o);
+}
+
+int sf_decode_meta(const json_t *j, sf_meta_t *out, char *err, size_t errlen) {
+  dctx_t d = {.err = err, .errlen = errlen};
+  if (!json_is_object(j)) return sf__dfail(&d, "expected an object");
+  int r = sf__decode_meta(&d, j, out);
+  return r < 0 ? r : 0;
+}
+
+int sf_decode_list_items(const json_t *j, const json_t **items, char *err, size_t errlen) {
+  dctx_t d = {.err = err, .errlen = errlen};
+  size_t n;
+  if (!json_is_object(j)) return sf__dfail(&d, "expected an object");
+  int r = sf__darr(&d, j, "items", items, &n);
+  if (r < 0) return r;
+  if (!*items) {
+    sf__dpush(&d, "items");
+    return sf__dfail(&d, "is required");
+  }
+  return 0;
+}

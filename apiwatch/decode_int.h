@@ -1,0 +1,93 @@
+/*
+ * Internals shared by the decoders: the arena decoded objects live in, and
+ * the decoding context that tracks the JSON path for error messages.
+ */
+#ifndef SF_DECODE_INT_H
+#define SF_DECODE_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <jansson.h>
+#include "slicefit/decode.h"
+
+typedef struct sf_arena sf_arena_t;
+
+/* jansson's iterators take non-const values; the decoders never modify them. */
+static inline json_t *unconst(const json_t *j) { return (json_t *)(uintptr_t)j; }
+
+/** New empty arena (chunks grow on demand). */
+sf_arena_t *sf__arena_create(void);
+void sf__arena_destroy(sf_arena_t *a);
+/** `n` zeroed bytes, aligned for any type; valid until the arena dies. */
+void *sf__arena_alloc(sf_arena_t *a, size_t n);
+/** "a/b" in the arena. */
+char *sf__arena_join(sf_arena_t *a, const char *x, const char *y);
+
+#define DPATH_MAX 256
+
+/* Decoding context: the arena, the current JSON path and the error sink. */
+typedef struct {
+  sf_arena_t *a;
+  char path[DPATH_MAX];
+  size_t plen;
+  char *err;
+  size_t errlen;
+} dctx_t;
+
+/** Appends ".key" (or "['key']" when the key has a dot) and returns the old length. */
+size_t sf__dpush(dctx_t *d, const char *key);
+/** Appends "[i]" and returns the old length. */
+size_t sf__dpush_i(dctx_t *d, size_t i);
+/** Restores the path to `len`. */
+void sf__dpop(dctx_t *d, size_t len);
+/** Writes "path: reason" into the error sink; returns SF_EINVAL. */
+int sf__dfail(dctx_t *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/*
+ * Field readers. `obj` is an object; `key` its field. Each returns 0 when
+ * the field is absent or null (leaving *out alone), 1 when it was read, or
+ * SF_EINVAL with the path of the field on a wrong type or value.
+ */
+int sf__dstr(dctx_t *d, const json_t *obj, const char *key, const char **out);
+int sf__dint(dctx_t *d, const json_t *obj, const char *key, int64_t *out);
+int sf__dbool(dctx_t *d, const json_t *obj, const char *key, bool *out);
+int sf__dqty(dctx_t *d, const json_t *obj, const char *key, sf_milli_t *out);
+/** An object field: *out NULL when absent. */
+int sf__dobj(dctx_t *d, const json_t *obj, const char *key, const json_t **out);
+/** An array field: *out NULL when absent, *n its length. */
+int sf__darr(dctx_t *d, const json_t *obj, const char *key, const json_t **out, size_t *n);
+/** A required string field: SF_EINVAL "is required" when absent or empty. */
+int sf__dstr_req(dctx_t *d, const json_t *obj, const char *key, const char **out);
+/** Parses a quantity value (string, number or null -> 0 not read) at the current path. */
+int sf__dqty_val(dctx_t *d, const json_t *v, sf_milli_t *out);
+/** An array of strings (e.g. requests: [...]) into the arena. */
+int sf__dstrs(dctx_t *d, const json_t *obj, const char *key, const char ***out, size_t *n);
+/** A map of quantities ({"memory": "16Gi"}) into name/value pairs. */
+int sf__dqmap(dctx_t *d, const json_t *obj, const char *key, sf_cap_request_t **out, size_t *n);
+/** Selectors [{cel: {expression}}] into their texts. */
+int sf__dselectors(dctx_t *d, const json_t *obj, const char *key, const char ***out, size_t *n);
+/** Decodes one array element (an object) into `out`. */
+typedef int (*sf__delem_fn)(dctx_t *d, const json_t *e, void *out);
+/**
+ * Decodes the array `key` of `obj` with `fn` into `size`-byte elements
+ * appended at out + *n * size (room for them is the caller's).
+ */
+int sf__deach(dctx_t *d, const json_t *obj, const char *key, size_t size, sf__delem_fn fn,
+              char *out, size_t *n);
+/** Same into a new arena array: *out, *n. */
+int sf__darray(dctx_t *d, const json_t *obj, const char *key, size_t size, sf__delem_fn fn,
+               void **out, size_t *n);
+/** A taint {key, value, effect}; unknown effects are None. */
+int sf__dtaint(dctx_t *d, const json_t *t, sf_taint_t *out);
+
+int sf__decode_slice(dctx_t *d, const json_t *j, sf_slice_t *s);
+int sf__decode_claim(dctx_t *d, const json_t *j, sf_rclaim_t *c);
+int sf__decode_template(dctx_t *d, const json_t *j, sf_claim_template_t *t);
+int sf__decode_class(dctx_t *d, const json_t *j, sf_device_class_t *c);
+int sf__decode_rule(dctx_t *d, const json_t *j, sf_taint_rule_t *r);
+int sf__decode_pod(dctx_t *d, const json_t *j, sf_pod_t *p);
+int sf__decode_node(dctx_t *d, const json_t *j, sf_node_t *n);
+/** metadata {namespace, name, uid, resourceVersion}; name required. */
+int sf__decode_meta(dctx_t *d, const json_t *j, sf_meta_t *m);
+
+#endif

@@ -1,0 +1,321 @@
+/*
+ * ResourceSlice (resource.k8s.io/v1) into sf_slice_t: the pool, the node
+ * selection, devices with qualified attributes and capacities, request
+ * policies, counters and taints.
+ *
+ * Lenient where the API server is strict and the upstream round-trip data
+ * sets mutually exclusive fields together: the first node selection in the
+ * order nodeName, allNodes, nodeSelector, perDeviceNodeSelection wins; of an
+ * attribute's values the first of int, bool, string, version wins (list
+ * values, an alpha feature, leave the attribute out); validValues win over
+ * validRange.
+ */
+#include <string.h>
+#include "decode_int.h"
+
+#define DEVICE_FIELDS_MAX SF_DEVICE_FIELDS_MAX
+
+/* "name" in the driver's domain unless it already has one. */
+static int qualify(dctx_t *d, const char *driver, const char *name, const char **out) {
+  const char *sl = strchr(name, '/');
+  if (!*name) return sf__dfail(d, "empty name");
+  if (sl && (sl == name || !sl[1] || strchr(sl + 1, '/')))
+    return sf__dfail(d, "'%s' is not a qualified name", name);
+  *out = sl ? name : sf__arena_join(d->a, driver, name);
+  return 1;
+}
+
+/* One attribute value: returns 1 when set, 0 when only list values (skipped). */
+static int attr_value(dctx_t *d, const json_t *v, sf_attr_t *a) {
+  int r;
+  bool b;
+  if (!json_is_object(v)) return sf__dfail(d, "expected an object, got another type");
+  if ((r = sf__dint(d, v, "int", &a->i)) != 0) {
+    a->type = SF_ATTR_INT;
+    return r;
+  }
+  if ((r = sf__dbool(d, v, "bool", &b)) != 0) {
+    a->type = SF_ATTR_BOOL;
+    a->i = b;
+    return r;
+  }
+  if ((r = sf__dstr(d, v, "string", &a->s)) != 0) {
+    a->type = SF_ATTR_STRING;
+    return r;
+  }
+  if ((r = sf__dstr(d, v, "version", &a->s)) != 0) {
+    a->type = SF_ATTR_VERSION;
+    return r;
+  }
+  if (json_object_get(v, "ints") || json_object_get(v, "bools") ||
+      json_object_get(v, "strings") || json_object_get(v, "versions"))
+    return 0;
+  return sf__dfail(d, "has no value (int, bool, string or version)");
+}
+
+static int attributes(dctx_t *d, const char *driver, const json_t *dev, sf_device_spec_t *o) {
+  const json_t *m;
+  int r = sf__dobj(d, dev, "attributes", &m);
+  if (r <= 0) return r;
+  size_t at = sf__dpush(d, "attributes"), n = 0;
+  sf_attr_t *v = sf__arena_alloc(d->a, json_object_size(m) * sizeof(*v));
+  const char *k;
+  json_t *e;
+  json_object_foreach(unconst(m), k, e) {
+    size_t at2 = sf__dpush(d, k);
+    if ((r = qualify(d, driver, k, &v[n].name)) < 0) return r;
+    if ((r = attr_value(d, e, &v[n])) < 0) return r;
+    n += (size_t)r;
+    sf__dpop(d, at2);
+  }
+  sf__dpop(d, at);
+  o->attrs = v;
+  o->nattrs = n;
+  return 1;
+}
+
+static int valid_values(dctx_t *d, const json_t *pol, sf_request_policy_t *p) {
+  const json_t *arr;
+  size_t n;
+  int r = sf__darr(d, pol, "validValues", &arr, &n);
+  if (r <= 0 || n == 0) return r;
+  size_t at = sf__dpush(d, "validValues");
+  sf_milli_t *v = sf__arena_alloc(d->a, n * sizeof(*v));
+  for (size_t i = 0; i < n; i++) {
+    size_t ati = sf__dpush_i(d, i);
+    if ((r = sf__dqty_val(d, json_array_get(arr, i), &v[i])) <= 0)
+      return r < 0 ? r : sf__dfail(d, "is null");
+    if (v[i] < 0) return sf__dfail(d, "is negative");
+    if (i > 0 && v[i] <= v[i - 1]) return sf__dfail(d, "values are not strictly ascending");
+    sf__dpop(d, ati);
+  }
+  sf__dpop(d, at);
+  p->valid = v;
+  p->nvalid = n;
+  return 1;
+}
+
+static int valid_range(dctx_t *d, const json_t *pol, sf_request_policy_t *p) {
+  const json_t *rg;
+  int r = sf__dobj(d, pol, "validRange", &rg);
+  if (r <= 0) return r;
+  size_t at = sf__dpush(d, "validRange");
+  if ((r = sf__dqty(d, rg, "min", &p->min)) < 0) return r;
+  if ((r = sf__dqty(d, rg, "step", &p->step)) < 0) return r;
+  if ((r = sf__dqty(d, rg, "max", &p->max)) < 0) return r;
+  if (p->min < 0 || p->step < 0 || p->max < 0) return sf__dfail(d, "bounds must not be negative");
+  if (p->max > 0 && p->max < p->min) return sf__dfail(d, "max is below min");
+  sf__dpop(d, at);
+  p->has_range = true;
+  return 1;
+}
+
+static int request_policy(dctx_t *d, const json_t *cap, sf_capacity_t *c) {
+  const json_t *pol;
+  int r = sf__dobj(d, cap, "requestPolicy", &pol);
+  if (r <= 0) return r;
+  size_t at = sf__dpush(d, "requestPolicy");
+  sf_request_policy_t *p = &c->policy;
+  if ((r = sf__dqty(d, pol, "default", &p->def)) < 0) return r;
+  p->has_default = r > 0;
+  if (p->has_default && p->def < 0) {
+    sf__dpush(d, "default");
+    return sf__dfail(d, "is negative");
+  }
+  if ((r = valid_values(d, pol, p)) < 0) return r;
+  if (p->nvalid == 0 && (r = valid_range(d, pol, p)) < 0) return r;
+  sf__dpop(d, at);
+  c->has_policy = true;
+  return 1;
+}
+
+static int capacities(dctx_t *d, const char *driver, const json_t *dev, sf_device_spec_t *o) {
+  const json_t *m;
+  int r = sf__dobj(d, dev, "capacity", &m);
+  if (r <= 0) return r;
+  size_t at = sf__dpush(d, "capacity"), n = 0;
+  sf_capacity_t *v = sf__arena_alloc(d->a, json_object_size(m) * sizeof(*v));
+  const char *k;
+  json_t *e;
+  json_object_foreach(unconst(m), k, e) {
+    size_t at2 = sf__dpush(d, k);
+    sf_capacity_t *c = &v[n++];
+    if ((r = qualify(d, driver, k, &c->name)) < 0) return r;
+    if (!json_is_object(e)) return sf__dfail(d, "expected an object");
+    if ((r = sf__dqty(d, e, "value", &c->value)) < 0) return r;
+    if (r == 0) return sf__dfail(d, "has no value");
+    if (c->value < 0) return sf__dfail(d, "value is negative");
+    if ((r = request_policy(d, e, c)) < 0) return r;
+    sf__dpop(d, at2);
+  }
+  sf__dpop(d, at);
+  o->caps = v;
+  o->ncaps = n;
+  return 1;
+}
+
+/* {"name": {"value": q}, ...} of counter set `set`, appended to out[*n]. */
+static int counter_map(dctx_t *d, const json_t *m, const char *set, sf_counter_t *out, size_t *n) {
+  const char *k;
+  json_t *e;
+  size_t at = sf__dpush(d, "counters");
+  json_object_foreach(unconst(m), k, e) {
+    size_t at2 = sf__dpush(d, k);
+    int r;
+    if (!json_is_object(e)) return sf__dfail(d, "expected an object");
+    if ((r = sf__dqty(d, e, "value", &out[*n].value)) < 0) return r;
+    if (r == 0) return sf__dfail(d, "has no value");
+    if (out[*n].value < 0) return sf__dfail(d, "value is negative");
+    out[*n].set = set;
+    out[(*n)++].counter = k;
+    sf__dpop(d, at2);
+  }
+  sf__dpop(d, at);
+  return 1;
+}
+
+/* sharedCounters (key "sharedCounters", set field "name") or consumesCounters ("counterSet"). */
+static int counter_sets(dctx_t *d, const json_t *obj, const char *key, const char *setkey,
+                        sf_counter_t **out, size_t *nout) {
+  const json_t *arr;
+  size_t n, total = 0;
+  int r = sf__darr(d, obj, key, &arr, &n);
+  if (r <= 0) return r;
+  size_t at = sf__dpush(d, key);
+  for (size_t i = 0; i < n; i++) {
+    const json_t *cs = json_object_get(json_array_get(arr, i), "counters");
+    total += json_is_object(cs) ? json_object_size(cs) : 0;
+  }
+  sf_counter_t *v = sf__arena_alloc(d->a, total * sizeof(*v));
+  *nout = 0;
+  for (size_t i = 0; i < n; i++) {
+    const json_t *e = json_array_get(arr, i), *m;
+    const char *set;
+    size_t ati = sf__dpush_i(d, i);
+    if (!json_is_object(e)) return sf__dfail(d, "expected an object");
+    if ((r = sf__dstr_req(d, e, setkey, &set)) < 0) return r;
+    if ((r = sf__dobj(d, e, "counters", &m)) < 0) return r;
+    if (m && (r = counter_map(d, m, set, v, nout)) < 0) return r;
+    sf__dpop(d, ati);
+  }
+  sf__dpop(d, at);
+  *out = v;
+  return 1;
+}
+
+static int taints(dctx_t *d, const json_t *dev, sf_device_spec_t *o) {
+  const json_t *arr;
+  size_t n;
+  int r = sf__darr(d, dev, "taints", &arr, &n);
+  if (r <= 0) return r;
+  size_t at = sf__dpush(d, "taints");
+  sf_taint_t *v = sf__arena_alloc(d->a, n * sizeof(*v));
+  for (size_t i = 0; i < n; i++) {
+    size_t ati = sf__dpush_i(d, i);
+    if ((r = sf__dtaint(d, json_array_get(arr, i), &v[i])) < 0) return r;
+    sf__dpop(d, ati);
+  }
+  sf__dpop(d, at);
+  o->taints = v;
+  o->ntaints = n;
+  return 1;
+}
+
+/* nodeName | allNodes | nodeSelector (| perDeviceNodeSelection at slice level). */
+static int node_selection(dctx_t *d, const json_t *o, bool slice, sf_nodesel_t *sel,
+                          const char **node) {
+  bool b = false;
+  const json_t *ns;
+  int r;
+  *sel = SF_NODESEL_NONE;
+  if ((r = sf__dstr(d, o, "nodeName", node)) < 0) return r;
+  if (r && **node) return (int)(*sel = SF_NODESEL_NAME);
+  *node = NULL;
+  if ((r = sf__dbool(d, o, "allNodes", &b)) < 0) return r;
+  if (b) return (int)(*sel = SF_NODESEL_ALL);
+  if ((r = sf__dobj(d, o, "nodeSelector", &ns)) < 0) return r;
+  if (ns) return (int)(*sel = SF_NODESEL_SELECTOR);
+  if (!slice) return 0;
+  if ((r = sf__dbool(d, o, "perDeviceNodeSelection", &b)) < 0) return r;
+  if (b) return (int)(*sel = SF_NODESEL_PER_DEVICE);
+  return sf__dfail(d, "one of nodeName, allNodes, nodeSelector or perDeviceNodeSelection is required");
+}
+
+static int device(dctx_t *d, const json_t *dev, sf_slice_t *s, size_t i) {
+  sf_device_spec_t *o = &s->devs[i];
+  int r;
+  sf_counter_t *uses = NULL;
+  if (!json_is_object(dev)) return sf__dfail(d, "expected an object");
+  if ((r = sf__dstr_req(d, dev, "name", &o->name)) < 0) return r;
+  if ((r = attributes(d, s->driver, dev, o)) < 0) return r;
+  if ((r = capacities(d, s->driver, dev, o)) < 0) return r;
+  if (o->nattrs + o->ncaps > DEVICE_FIELDS_MAX)
+    return sf__dfail(d, "%zu attributes and capacities, more than %d", o->nattrs + o->ncaps,
+                     DEVICE_FIELDS_MAX);
+  if ((r = counter_sets(d, dev, "consumesCounters", "counterSet", &uses, &o->ncounters)) < 0)
+    return r;
+  sf_counter_use_t *cu = sf__arena_alloc(d->a, o->ncounters * sizeof(*cu));
+  for (size_t k = 0; k < o->ncounters; k++)
+    cu[k] = (sf_counter_use_t){uses[k].set, uses[k].counter, uses[k].value};
+  o->counters = cu;
+  if ((r = taints(d, dev, o)) < 0) return r;
+  if ((r = sf__dbool(d, dev, "allowMultipleAllocations", &o->allow_multiple)) < 0) return r;
+  if (s->nodesel == SF_NODESEL_PER_DEVICE &&
+      (r = node_selection(d, dev, false, &s->dev_nodesel[i], &s->dev_node[i])) < 0)
+    return r;
+  return 1;
+}
+
+static int devices(dctx_t *d, const json_t *spec, sf_slice_t *s) {
+  const json_t *arr;
+  int r = sf__darr(d, spec, "devices", &arr, &s->ndevs);
+  if (r <= 0) return r;
+  size_t at = sf__dpush(d, "devices");
+  s->devs = sf__arena_alloc(d->a, s->ndevs * sizeof(*s->devs));
+  s->dev_nodesel = sf__arena_alloc(d->a, s->ndevs * sizeof(*s->dev_nodesel));
+  s->dev_node = sf__arena_alloc(d->a, s->ndevs * sizeof(*s->dev_node));
+  for (size_t i = 0; i < s->ndevs; i++) {
+    size_t ati = sf__dpush_i(d, i);
+    if ((r = device(d, json_array_get(arr, i), s, i)) < 0) return r;
+    sf__dpop(d, ati);
+  }
+  sf__dpop(d, at);
+  return 1;
+}
+
+static int pool(dctx_t *d, const json_t *spec, sf_slice_t *s) {
+  const json_t *p;
+  int r = sf__dobj(d, spec, "pool", &p);
+  if (r < 0) return r;
+  size_t at = sf__dpush(d, "pool");
+  if (!p) return sf__dfail(d, "is required");
+  if ((r = sf__dstr_req(d, p, "name", &s->pool)) < 0) return r;
+  if ((r = sf__dint(d, p, "generation", &s->generation)) < 0) return r;
+  if ((r = sf__dint(d, p, "resourceSliceCount", &s->slice_count)) < 0) return r;
+  if (s->generation < 0) {
+    sf__dpush(d, "generation");
+    return sf__dfail(d, "%lld is negative", (long long)s->generation);
+  }
+  if (s->slice_count <= 0) {
+    sf__dpush(d, "resourceSliceCount");
+    return sf__dfail(d, "must be positive, got %lld", (long long)s->slice_count);
+  }
+  sf__dpop(d, at);
+  return 1;
+}
+
+int sf__decode_slice(dctx_t *d, const json_t *j, sf_slice_t *s) {
+  const json_t *spec;
+  int r = sf__dobj(d, j, "spec", &spec);
+  if (r < 0) return r;
+  size_t at = sf__dpush(d, "spec");
+  if (!spec) return sf__dfail(d, "is required");
+  if ((r = sf__dstr_req(d, spec, "driver", &s->driver)) < 0) return r;
+  if ((r = pool(d, spec, s)) < 0) return r;
+  if ((r = node_selection(d, spec, true, &s->nodesel, &s->node)) < 0) return r;
+  if ((r = devices(d, spec, s)) < 0) return r;
+  if ((r = counter_sets(d, spec, "sharedCounters", "name", &s->counters, &s->ncounters)) < 0)
+    return r;
+  sf__dpop(d, at);
+  return 1;
+}

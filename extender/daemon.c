@@ -1,0 +1,164 @@
+/*
+ * bin/slicefit's life: load the state and the policy, serve on one libuv
+ * loop, drain on SIGTERM or SIGINT, and exit 0.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ext_int.h"
+#include "slicefit/log.h"
+
+typedef struct {
+  uv_loop_t loop;
+  uv_signal_t sigterm, sigint;
+  sf_cluster_t *cluster;
+  sf_extender_t *ext;
+} daemon_t;
+
+/* A policy value may be written as a JSON string, number or boolean. */
+static const char *value_text(const json_t *v, char *buf, size_t cap)
+{
+  if (json_is_string(v))
+    return json_string_value(v);
+  if (json_is_integer(v))
+    snprintf(buf, cap, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+  else if (json_is_real(v))
+    snprintf(buf, cap, "%.17g", json_real_value(v));
+  else if (json_is_boolean(v))
+    snprintf(buf, cap, "%s", json_is_true(v) ? "true" : "false");
+  else
+    return NULL;
+  return buf;
+}
+
+/** Reads a JSON object of policy keys into *pol (all or nothing). */
+static int load_policy(const char *path, sf_policy_t *pol, char *err, size_t errlen)
+{
+  json_error_t je;
+  json_t *obj = json_load_file(path, 0, &je);
+  size_t n = json_object_size(obj), i = 0;
+  const char **keys = sf_xcalloc(n, sizeof *keys), **vals = sf_xcalloc(n, sizeof *vals);
+  char(*bufs)[64] = sf_xcalloc(n, sizeof *bufs);
+  int rc = SF_EINVAL;
+  const char *k;
+  json_t *v;
+  if (!json_is_object(obj)) {
+    snprintf(err, errlen, "%s: %s", path, obj ? "expected a JSON object of policy keys" : je.text);
+    goto done;
+  }
+  json_object_foreach(obj, k, v) {
+    keys[i] = k;
+    vals[i] = value_text(v, bufs[i], sizeof bufs[i]);
+    if (vals[i++] == NULL) {
+      snprintf(err, errlen, "%s: %s: expected a string, number or boolean", path, k);
+      goto done;
+    }
+  }
+  rc = sf_policy_from_kv(pol, keys, vals, n, err, errlen);
+done:
+  free(keys);
+  free(vals);
+  free(bufs);
+  json_decref(obj);
+  return rc;
+}
+
+static int load_snapshot(sf_cluster_t *c, const char *path, char *err, size_t errlen)
+{
+  json_error_t je;
+  json_t *list = json_load_file(path, 0, &je);
+  if (list == NULL) {
+    snprintf(err, errlen, "%s: line %d: %s", path, je.line, je.text);
+    return SF_EINVAL;
+  }
+  char why[SF_ERR_MAX];
+  int rc = sf_cluster_load_list(c, list, why, sizeof why);
+  if (rc)
+    snprintf(err, errlen, "%s: %s", path, why);
+  json_decref(list);
+  return rc;
+}
+
+static int build_cluster(daemon_t *d, const sf_daemon_options_t *opt, char *err, size_t errlen)
+{
+  sf_policy_t pol;
+  bool have_pol = false;
+  int rc = 0;
+  if (opt->policy) {
+    rc = load_policy(opt->policy, &pol, err, errlen);
+    have_pol = rc == 0;
+  }
+  if (rc == 0)
+    d->cluster = sf_cluster_create(have_pol ? &pol : NULL);
+  if (rc == 0 && opt->snapshot)
+    rc = load_snapshot(d->cluster, opt->snapshot, err, errlen);
+  if (have_pol)
+    sf_policy_dispose(&pol);
+  return rc;
+}
+
+static void on_drained(sf_extender_t *x, void *arg)
+{
+  (void)x;
+  daemon_t *d = arg;
+  uv_close((uv_handle_t *)&d->sigterm, NULL);
+  uv_close((uv_handle_t *)&d->sigint, NULL);
+}
+
+static void on_signal(uv_signal_t *s, int signum)
+{
+  daemon_t *d = s->data;
+  sf_log_info("signal received, draining", "signal=%s", signum == SIGTERM ? "SIGTERM" : "SIGINT");
+  uv_signal_stop(&d->sigterm);
+  uv_signal_stop(&d->sigint);
+  sf_extender_drain(d->ext, on_drained, d);
+}
+
+static void watch_signals(daemon_t *d)
+{
+  uv_signal_init(&d->loop, &d->sigterm);
+  uv_signal_init(&d->loop, &d->sigint);
+  d->sigterm.data = d->sigint.data = d;
+  uv_signal_start(&d->sigterm, on_signal, SIGTERM);
+  uv_signal_start(&d->sigint, on_signal, SIGINT);
+}
+
+static void log_state(const daemon_t *d, const sf_daemon_options_t *opt)
+{
+  const sf_index_t *idx = sf_cluster_index(d->cluster);
+  sf_log_info("serving", "listen=%s tls=%s snapshot=%s nodes=%zu allocations=%zu claims=%zu "
+              "strategy=%s port=%u",
+              opt->http.listen, opt->http.tls_cert_file ? "true" : "false",
+              opt->snapshot ? opt->snapshot : "-", sf_index_node_count(idx),
+              sf_index_alloc_count(idx), sf_cluster_count(d->cluster, SF_KIND_RESOURCE_CLAIM),
+              sf_strategy_name(sf_cluster_policy(d->cluster)->strategy),
+              sf_extender_port(d->ext));
+}
+
+int sf_daemon_run(const sf_daemon_options_t *opt)
+{
+  daemon_t d = {0};
+  char err[512];
+  int rc = build_cluster(&d, opt, err, sizeof err);
+  signal(SIGPIPE, SIG_IGN);
+  uv_loop_init(&d.loop);
+  if (rc == 0)
+    rc = sf_extender_start(&d.loop, d.cluster, &opt->http, &d.ext, err, sizeof err);
+  if (rc) {
+    sf_log_error("cannot start", "reason=\"%s\"", err);
+    goto done;
+  }
+  /* A snapshot is whole once loaded; a live source would set this after its first sync. */
+  sf_extender_set_ready(d.ext, true);
+  watch_signals(&d);
+  log_state(&d, opt);
+  uv_run(&d.loop, UV_RUN_DEFAULT);
+  sf_log_info("stopped", NULL);
+done:
+  sf_extender_destroy(d.ext);
+  uv_run(&d.loop, UV_RUN_DEFAULT);
+  uv_loop_close(&d.loop);
+  sf_cluster_destroy(d.cluster);
+  return rc ? 1 : 0;
+}

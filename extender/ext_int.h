@@ -1,0 +1,162 @@
+/*
+ * Internals of extender/: the HTTP glue (http.c), the extender protocol
+ * codec (codec.c), the metrics (metrics.c), the handlers (service.c) and a
+ * growable text buffer (buf.c). Module-internal symbols are sf__ prefixed.
+ * Everything runs on the loop's thread.
+ */
+#ifndef SLICEFIT_EXTENDER_INT_H
+#define SLICEFIT_EXTENDER_INT_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <jansson.h>
+#include <microhttpd.h>
+#include <uv.h>
+#include "slicefit/cluster.h"
+#include "slicefit/extender.h"
+
+/* ---- a growable text buffer ---- */
+
+typedef struct {
+  char *p;       /* NUL-terminated when len > 0 or after any append */
+  size_t len, cap;
+} sf__buf_t;
+
+void sf__buf_put(sf__buf_t *b, const char *s, size_t n);
+void sf__buf_puts(sf__buf_t *b, const char *s);
+void sf__buf_printf(sf__buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/** Appends `s` as a JSON string literal (quoted, escaped). */
+void sf__buf_json_str(sf__buf_t *b, const char *s);
+/** Returns the text (new, malloc'd; "" when empty) and resets the buffer. */
+char *sf__buf_steal(sf__buf_t *b, size_t *len);
+void sf__buf_dispose(sf__buf_t *b);
+
+/* ---- the extender protocol (codec.c) ---- */
+
+typedef struct {
+  size_t max_nodes;
+  unsigned max_depth;
+} sf__limits_t;
+
+/* A decoded ExtenderArgs. */
+typedef struct {
+  json_t *root;              /* owned */
+  const json_t *pod;         /* borrowed from root */
+  bool cache_mode;           /* NodeNames given (nodeCacheCapable); else Nodes */
+  const char **names;        /* n names (owned array, strings borrowed from root) */
+  json_t **items;            /* non-cache mode: the n Node objects (owned array, borrowed items) */
+  size_t n;
+} sf__args_t;
+
+/** True when the JSON text nests arrays and objects no deeper than `max` (strings skipped). */
+bool sf__json_depth_ok(const char *text, size_t len, unsigned max);
+
+/**
+ * Decodes ExtenderArgs from untrusted bytes. Keys match case-insensitively
+ * (an exact match wins), unknown keys are ignored, trailing bytes after the
+ * value are ignored (as Go's decoder does). Returns 0; SF_EINVAL for
+ * malformed JSON, nesting past max_depth or wrong types; SF_E2BIG for more
+ * than max_nodes nodes. `err` then says why, naming the JSON path.
+ */
+int sf__args_parse(sf__args_t *a, const char *body, size_t len, const sf__limits_t *lim,
+                   char *err, size_t errlen);
+void sf__args_dispose(sf__args_t *a);
+
+/** Case-insensitive member lookup: an exact match first, then any casing. Borrowed. */
+json_t *sf__json_get_ci(const json_t *obj, const char *key);
+
+/**
+ * ExtenderFilterResult in the mode of the call: NodeNames (cache mode) or
+ * the passing Node objects echoed in Nodes. v NULL: every node passes.
+ * NO nodes go to FailedNodes with the verdict's reason; UNSURE ones pass.
+ */
+void sf__filter_reply(sf__buf_t *b, const sf__args_t *a, const sf_verdict_t *v);
+/** HostPriorityList: every node, FIT nodes with their score, others 0. v NULL: all 0. */
+void sf__prioritize_reply(sf__buf_t *b, const sf__args_t *a, const sf_verdict_t *v);
+
+/* ---- metrics (metrics.c) ---- */
+
+#define SF__NBUCKETS 14
+#define SF__NCODES 8
+
+typedef struct {
+  const char *verb;
+  uint64_t buckets[SF__NBUCKETS];  /* cumulative at render time; here per bucket */
+  uint64_t count;
+  double sum_s;
+  unsigned codes[SF__NCODES];
+  uint64_t code_count[SF__NCODES];
+  uint64_t code_other;
+} sf__verb_stats_t;
+
+/** Records one request of `st` that answered `status` after `secs`. */
+void sf__stats_record(sf__verb_stats_t *st, unsigned status, double secs);
+/** Request counters and latency histograms in Prometheus text format. */
+void sf__metrics_requests(sf__buf_t *b, const sf__verb_stats_t *st, size_t n);
+/** Index sizes, per-node and cluster device allocation and fragmentation. */
+void sf__metrics_cluster(sf__buf_t *b, sf_cluster_t *c, sf_packer_t *pk);
+
+/* ---- HTTP (http.c) and handlers (service.c) ---- */
+
+typedef struct {
+  const char *method, *path;
+  const char *body;          /* NUL-terminated copy of the body */
+  size_t len;
+} sf__req_t;
+
+typedef struct {
+  unsigned status;
+  sf__buf_t body;
+  const char *ctype;         /* static; NULL = application/json */
+  const char *allow;         /* 405: the Allow header */
+  char reason[SF_ERR_MAX];   /* errors: logged in one line */
+} sf__reply_t;
+
+typedef void (*sf__handler_fn)(sf_extender_t *x, const sf__req_t *req, sf__reply_t *rep);
+
+typedef struct {
+  const char *path, *method;
+  sf__handler_fn fn;
+  size_t stats;              /* index into the extender's stats */
+} sf__route_t;
+
+/** Sets an error reply: status, {"Error": "..."} body and the logged reason. */
+void sf__reply_error(sf__reply_t *rep, unsigned status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+enum { SF__V_FILTER, SF__V_PRIORITIZE, SF__V_HEALTHZ, SF__V_READYZ, SF__V_METRICS, SF__V_DEBUG,
+       SF__V_OTHER, SF__V_COUNT };
+
+struct sf_extender {
+  uv_loop_t *loop;
+  sf_cluster_t *cluster;           /* borrowed */
+  sf_extender_config_t cfg;
+  struct MHD_Daemon *mhd;
+  char *tls_cert, *tls_key;        /* PEM text, kept for MHD's life */
+  uv_poll_t poll;
+  uv_timer_t timer, drain_timer;
+  int nhandles;                    /* libuv handles still open */
+  bool ready, draining, stopped, destroyed;
+  unsigned inflight;
+  uint64_t drain_deadline;
+  sf_extender_drained_cb drained;
+  void *drained_arg;
+  const sf__route_t *routes;
+  size_t nroutes;
+  sf__verb_stats_t stats[SF__V_COUNT];
+  sf_packer_t *packer;             /* fragmentation in /metrics */
+  sf_verdict_t *verdicts;          /* scratch reused across requests */
+  size_t nverdicts;
+  uint64_t started_ns;
+};
+
+
+/** Starts libmicrohttpd on the loop (http.c). */
+int sf__http_start(sf_extender_t *x, char *err, size_t errlen);
+/** Stops accepting; returns the listen socket's close status. */
+void sf__http_quiesce(sf_extender_t *x);
+/** Stops libmicrohttpd (closes every connection). */
+void sf__http_stop(sf_extender_t *x);
+
+#endif

@@ -1,0 +1,427 @@
+/*
+ * libmicrohttpd on the libuv loop. MHD runs in external-poll mode with its
+ * own epoll set (MHD_USE_EPOLL): one uv_poll watches that single descriptor
+ * and one uv_timer follows MHD_get_timeout, so MHD_run, and with it every
+ * request handler, runs on the loop's thread and nowhere else.
+ *
+ * Requests are answered synchronously from the access handler once the body
+ * is complete; the body is buffered up to max_body_bytes (413 past it, at
+ * once when Content-Length says so). Untrusted input starts here: the method,
+ * the path and the body all come from the network.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include "ext_int.h"
+#include "slicefit/log.h"
+
+typedef struct {
+  const sf__route_t *route;    /* NULL once answered with an error at the headers */
+  sf__buf_t body;
+  uint64_t t0;
+  size_t seen;                 /* body bytes read */
+  bool answered, too_big;
+} req_t;
+
+void sf__reply_error(sf__reply_t *rep, unsigned status, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(rep->reason, sizeof rep->reason, fmt, ap);
+  va_end(ap);
+  rep->status = status;
+  rep->body.len = 0;
+  sf__buf_puts(&rep->body, "{\"Error\":");
+  sf__buf_json_str(&rep->body, rep->reason);
+  sf__buf_printf(&rep->body, ",\"Code\":%u}", status);
+}
+
+/* Copies `s` into dst as a double-quoted log value; control bytes become '?'. */
+static const char *quote(char *dst, size_t cap, const char *s)
+{
+  size_t n = 0;
+  dst[n++] = '"';
+  for (; s && *s && n + 3 < cap; s++) {
+    unsigned char ch = (unsigned char)*s;
+    if (ch == '"' || ch == '\\')
+      dst[n++] = '\\';
+    dst[n++] = ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
+  }
+  dst[n++] = '"';
+  dst[n] = '\0';
+  return dst;
+}
+
+static const char *remote(struct MHD_Connection *conn, char *buf, size_t cap)
+{
+  const union MHD_ConnectionInfo *ci =
+      MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+  snprintf(buf, cap, "-");
+  if (ci == NULL || ci->client_addr == NULL)
+    return buf;
+  const struct sockaddr *sa = ci->client_addr;
+  char host[INET6_ADDRSTRLEN] = "?";
+  unsigned port = 0;
+  if (sa->sa_family == AF_INET) {
+    const struct sockaddr_in *in = (const struct sockaddr_in *)(const void *)sa;
+    inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
+    port = ntohs(in->sin_port);
+  } else if (sa->sa_family == AF_INET6) {
+    const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)(const void *)sa;
+    inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
+    port = ntohs(in6->sin6_port);
+  }
+  snprintf(buf, cap, "%s:%u", host, port);
+  return buf;
+}
+
+static void log_reply(struct MHD_Connection *conn, const char *method, const char *url,
+                      const sf__reply_t *rep, double secs)
+{
+  char path[256], why[SF_ERR_MAX + 8], peer[80];
+  if (rep->status >= 400)
+    sf_log_warn("request rejected", "method=%s path=%s status=%u reason=%s remote=%s",
+                quote(why, 32, method), quote(path, sizeof path, url), rep->status,
+                quote(why + 32, sizeof why - 32, rep->reason), remote(conn, peer, sizeof peer));
+  else if (sf_log_enabled(SF_LOG_DEBUG))
+    sf_log_debug("request served", "method=%s path=%s status=%u bytes=%zu dur_us=%.0f",
+                 method, quote(path, sizeof path, url), rep->status, rep->body.len, secs * 1e6);
+}
+
+static enum MHD_Result respond(sf_extender_t *x, struct MHD_Connection *conn, req_t *r,
+                               const char *method, const char *url, sf__reply_t *rep)
+{
+  double secs = (double)(uv_hrtime() - r->t0) / 1e9;
+  log_reply(conn, method, url, rep, secs);
+  sf__stats_record(&x->stats[r->route ? r->route->stats : SF__V_OTHER], rep->status, secs);
+  r->answered = true;
+  size_t len;
+  char *body = sf__buf_steal(&rep->body, &len);
+  struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+  MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                          rep->ctype ? rep->ctype : "application/json");
+  if (rep->allow)
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, rep->allow);
+  if (x->draining)
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+  enum MHD_Result ok = MHD_queue_response(conn, rep->status, resp);
+  MHD_destroy_response(resp);
+  return ok;
+}
+
+/* 404 for an unknown path, 405 (with Allow) for a known path and another method. */
+static const sf__route_t *route(sf_extender_t *x, const char *method, const char *url,
+                                sf__reply_t *rep)
+{
+  const sf__route_t *found = NULL;
+  for (size_t i = 0; i < x->nroutes; i++) {
+    if (strcmp(x->routes[i].path, url) != 0)
+      continue;
+    if (strcmp(x->routes[i].method, method) == 0)
+      return &x->routes[i];
+    found = &x->routes[i];
+  }
+  if (found) {
+    rep->allow = found->method;
+    sf__reply_error(rep, MHD_HTTP_METHOD_NOT_ALLOWED, "method %s is not allowed on %s; use %s",
+                    method, url, found->method);
+  } else {
+    sf__reply_error(rep, MHD_HTTP_NOT_FOUND, "no such path: %s", url);
+  }
+  return NULL;
+}
+
+static void reply_too_big(sf_extender_t *x, sf__reply_t *rep, unsigned long long have)
+{
+  sf__reply_error(rep, MHD_HTTP_CONTENT_TOO_LARGE,
+                  "request body of %llu bytes is larger than the limit of %zu bytes", have,
+                  x->cfg.max_body_bytes);
+}
+
+/* The first call for a request: headers are in, the body is not. */
+static enum MHD_Result begin(sf_extender_t *x, struct MHD_Connection *conn, const char *url,
+                             const char *method, void **con_cls)
+{
+  req_t *r = sf_xcalloc(1, sizeof *r);
+  r->t0 = uv_hrtime();
+  *con_cls = r;
+  x->inflight++;
+  sf__reply_t rep = {0};
+  enum MHD_Result ok = MHD_YES;
+  r->route = route(x, method, url, &rep);
+  const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
+  unsigned long long len = cl ? strtoull(cl, NULL, 10) : 0;
+  if (r->route && len > x->cfg.max_body_bytes)
+    reply_too_big(x, &rep, len);
+  if (rep.status)
+    ok = respond(x, conn, r, method, url, &rep);
+  sf__buf_dispose(&rep.body);
+  return ok;
+}
+
+static enum MHD_Result take_body(sf_extender_t *x, struct MHD_Connection *conn, req_t *r,
+                                 const char *method, const char *url, const char *data,
+                                 size_t *size)
+{
+  size_t n = *size;
+  *size = 0;
+  r->seen += n;
+  if (r->answered)
+    return MHD_YES;
+  if (!r->too_big && r->body.len + n <= x->cfg.max_body_bytes) {
+    sf__buf_put(&r->body, data, n);
+    return MHD_YES;
+  }
+  /*
+   * A chunked body grew past the limit. MHD cannot answer in the middle of an
+   * upload, so the rest is read and dropped and 413 goes out at its end; a
+   * body that keeps coming past twice the limit loses its connection.
+   */
+  if (!r->too_big)
+    sf__buf_dispose(&r->body);
+  r->too_big = true;
+  if (r->seen <= 2 * x->cfg.max_body_bytes)
+    return MHD_YES;
+  sf__reply_t rep = {0};
+  reply_too_big(x, &rep, (unsigned long long)r->seen);
+  log_reply(conn, method, url, &rep, (double)(uv_hrtime() - r->t0) / 1e9);
+  sf__stats_record(&x->stats[r->route->stats], rep.status, 0);
+  sf__buf_dispose(&rep.body);
+  r->answered = true;
+  return MHD_NO;
+}
+
+static enum MHD_Result finish(sf_extender_t *x, struct MHD_Connection *conn, req_t *r,
+                              const char *method, const char *url)
+{
+  if (r->answered)
+    return MHD_YES;
+  sf__reply_t rep = {.status = MHD_HTTP_OK};
+  if (r->too_big) {
+    reply_too_big(x, &rep, (unsigned long long)r->seen);
+    enum MHD_Result ok = respond(x, conn, r, method, url, &rep);
+    sf__buf_dispose(&rep.body);
+    return ok;
+  }
+  sf__req_t req = {.method = method, .path = url, .body = r->body.p ? r->body.p : "",
+                   .len = r->body.len};
+  r->route->fn(x, &req, &rep);
+  sf__buf_dispose(&r->body);
+  enum MHD_Result ok = respond(x, conn, r, method, url, &rep);
+  sf__buf_dispose(&rep.body);
+  return ok;
+}
+
+static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
+                                 const char *method, const char *version, const char *data,
+                                 size_t *size, void **con_cls)
+{
+  (void)version;
+  sf_extender_t *x = cls;
+  req_t *r = *con_cls;
+  if (r == NULL)
+    return begin(x, conn, url, method, con_cls);
+  if (*size)
+    return take_body(x, conn, r, method, url, data, size);
+  return finish(x, conn, r, method, url);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+  sf_extender_t *x = cls;
+  req_t *r = *con_cls;
+  char peer[80];
+  if (r == NULL)
+    return;
+  if (!r->answered || toe == MHD_REQUEST_TERMINATED_TIMEOUT_REACHED)
+    sf_log_warn("request aborted", "reason=%s remote=%s",
+                toe == MHD_REQUEST_TERMINATED_TIMEOUT_REACHED ? "timeout"
+                : toe == MHD_REQUEST_TERMINATED_DAEMON_SHUTDOWN ? "shutdown"
+                : toe == MHD_REQUEST_TERMINATED_CLIENT_ABORT ? "client-closed"
+                                                              : "error",
+                remote(conn, peer, sizeof peer));
+  sf__buf_dispose(&r->body);
+  free(r);
+  *con_cls = NULL;
+  x->inflight--;
+}
+
+/* MHD's own messages: warnings while starting (a bind failure), debug after. */
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+  const sf_extender_t *x = cls;
+  char msg[512];
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  size_t n = strlen(msg);
+  while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
+    msg[--n] = '\0';
+  sf_log(x->mhd ? SF_LOG_DEBUG : SF_LOG_WARN, msg, "component=microhttpd");
+}
+
+/* ---- driving MHD from the loop ---- */
+
+static void on_timer(uv_timer_t *t);
+
+static void pump(sf_extender_t *x)
+{
+  if (x->mhd == NULL)
+    return;
+  MHD_run(x->mhd);
+  MHD_UNSIGNED_LONG_LONG ms;
+  if (MHD_get_timeout(x->mhd, &ms) == MHD_YES)
+    uv_timer_start(&x->timer, on_timer, (uint64_t)ms, 0);
+  else
+    uv_timer_stop(&x->timer);
+}
+
+static void on_timer(uv_timer_t *t) { pump(t->data); }
+
+static void on_poll(uv_poll_t *p, int status, int events)
+{
+  (void)status;
+  (void)events;
+  pump(p->data);
+}
+
+/* ---- start and stop ---- */
+
+static int resolve(const char *listen, struct sockaddr_storage *ss, char *err, size_t errlen)
+{
+  char host[256];
+  const char *colon = strrchr(listen, ':');
+  size_t hl = colon ? (size_t)(colon - listen) : 0;
+  if (colon == NULL || hl >= sizeof host || colon[1] == '\0') {
+    snprintf(err, errlen, "--listen %s: expected HOST:PORT", listen);
+    return SF_EINVAL;
+  }
+  memcpy(host, listen, hl);
+  host[hl] = '\0';
+  if (hl >= 2 && host[0] == '[' && host[hl - 1] == ']') {  /* [::1]:8888 */
+    memmove(host, host + 1, hl - 2);
+    host[hl - 2] = '\0';
+  }
+  struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                           .ai_flags = AI_PASSIVE | AI_NUMERICSERV}, *ai = NULL;
+  int rc = getaddrinfo(host[0] ? host : NULL, colon + 1, &hints, &ai);
+  if (rc != 0) {
+    snprintf(err, errlen, "--listen %s: %s", listen, gai_strerror(rc));
+    return SF_EINVAL;
+  }
+  memcpy(ss, ai->ai_addr, ai->ai_addrlen);
+  freeaddrinfo(ai);
+  return 0;
+}
+
+static char *slurp(const char *path, char *err, size_t errlen)
+{
+  FILE *f = fopen(path, "rb");
+  sf__buf_t b = {0};
+  char chunk[4096];
+  size_t n;
+  if (f == NULL) {
+    snprintf(err, errlen, "%s: %s", path, strerror(errno));
+    return NULL;
+  }
+  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+    sf__buf_put(&b, chunk, n);
+  fclose(f);
+  return sf__buf_steal(&b, NULL);
+}
+
+static int load_tls(sf_extender_t *x, char *err, size_t errlen)
+{
+  const sf_extender_config_t *c = &x->cfg;
+  if (!c->tls_cert_file != !c->tls_key_file) {
+    snprintf(err, errlen, "--tls-cert-file and --tls-private-key-file go together");
+    return SF_EINVAL;
+  }
+  if (c->tls_cert_file == NULL)
+    return 0;
+  if (!MHD_is_feature_supported(MHD_FEATURE_TLS)) {
+    snprintf(err, errlen, "this libmicrohttpd was built without TLS");
+    return SF_EINVAL;
+  }
+  x->tls_cert = slurp(c->tls_cert_file, err, errlen);
+  x->tls_key = x->tls_cert ? slurp(c->tls_key_file, err, errlen) : NULL;
+  return x->tls_key ? 0 : SF_EINVAL;
+}
+
+static int start_mhd(sf_extender_t *x, const struct sockaddr_storage *ss, char *err,
+                     size_t errlen)
+{
+  unsigned flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+  if (ss->ss_family == AF_INET6)
+    flags |= MHD_USE_IPv6;
+  if (x->tls_cert)
+    flags |= MHD_USE_TLS;
+  struct MHD_OptionItem tls[] = {
+      {MHD_OPTION_HTTPS_MEM_CERT, 0, x->tls_cert},
+      {MHD_OPTION_HTTPS_MEM_KEY, 0, x->tls_key},
+      {MHD_OPTION_END, 0, NULL}};
+  x->mhd = MHD_start_daemon(
+      flags, 0, NULL, NULL, on_access, x, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, x,
+      MHD_OPTION_SOCK_ADDR, ss,
+      MHD_OPTION_CONNECTION_TIMEOUT, x->cfg.conn_timeout_s, MHD_OPTION_CONNECTION_LIMIT,
+      x->cfg.max_connections, MHD_OPTION_NOTIFY_COMPLETED, on_completed, x,
+      MHD_OPTION_ARRAY,
+      x->tls_cert ? tls : tls + 2, MHD_OPTION_END);
+  if (x->mhd == NULL) {
+    snprintf(err, errlen, "cannot listen on %s (address in use, or not an address of this host)",
+             x->cfg.listen);
+    return SF_EINVAL;
+  }
+  return 0;
+}
+
+int sf__http_start(sf_extender_t *x, char *err, size_t errlen)
+{
+  struct sockaddr_storage ss;
+  int rc = resolve(x->cfg.listen, &ss, err, errlen);
+  if (rc == 0)
+    rc = load_tls(x, err, errlen);
+  if (rc == 0)
+    rc = start_mhd(x, &ss, err, errlen);
+  if (rc)
+    return rc;
+  const union MHD_DaemonInfo *di = MHD_get_daemon_info(x->mhd, MHD_DAEMON_INFO_EPOLL_FD);
+  uv_poll_init(x->loop, &x->poll, di->epoll_fd);
+  x->poll.data = x;
+  x->nhandles++;
+  uv_poll_start(&x->poll, UV_READABLE, on_poll);
+  pump(x);
+  return 0;
+}
+
+void sf__http_quiesce(sf_extender_t *x)
+{
+  if (x->mhd == NULL)
+    return;
+  MHD_socket fd = MHD_quiesce_daemon(x->mhd);
+  if (fd != MHD_INVALID_SOCKET)
+    close(fd);
+}
+
+void sf__http_stop(sf_extender_t *x)
+{
+  if (x->mhd == NULL)
+    return;
+  /* libuv must stop watching the epoll descriptor before MHD closes it. */
+  uv_poll_stop(&x->poll);
+  uv_timer_stop(&x->timer);
+  MHD_stop_daemon(x->mhd);
+  x->mhd = NULL;
+}
+
+uint16_t sf_extender_port(const sf_extender_t *x)
+{
+  if (x->mhd == NULL)
+    return 0;
+  const union MHD_DaemonInfo *di = MHD_get_daemon_info(x->mhd, MHD_DAEMON_INFO_BIND_PORT);
+  return di ? di->port : 0;
+}

@@ -1,0 +1,160 @@
+/*
+ * Prometheus text exposition (format 0.0.4) of the extender's requests and
+ * of the cluster it holds. Request counters are updated on the loop as each
+ * response is queued; cluster figures are computed at scrape time from the
+ * index, which costs O(devices) plus the fragmentation of each node.
+ */
+#include <stdio.h>
+#include <string.h>
+#include "ext_int.h"
+
+/* Seconds: from 50 µs (an empty pod) to 1 s (well past kube-scheduler's budget). */
+static const double bounds[SF__NBUCKETS] = {0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.002,
+                                            0.005,   0.01,   0.025,   0.05,   0.1,   0.25,
+                                            0.5,     1.0};
+
+void sf__stats_record(sf__verb_stats_t *st, unsigned status, double secs)
+{
+  size_t b = 0;
+  while (b < SF__NBUCKETS && secs > bounds[b])
+    b++;
+  if (b < SF__NBUCKETS)
+    st->buckets[b]++;
+  st->count++;
+  st->sum_s += secs;
+  for (size_t i = 0; i < SF__NCODES; i++) {
+    if (st->codes[i] == status || st->codes[i] == 0) {
+      st->codes[i] = status;
+      st->code_count[i]++;
+      return;
+    }
+  }
+  st->code_other++;
+}
+
+static void put_verb(sf__buf_t *b, const sf__verb_stats_t *st)
+{
+  for (size_t i = 0; i < SF__NCODES && st->codes[i]; i++)
+    sf__buf_printf(b, "slicefit_http_requests_total{verb=\"%s\",code=\"%u\"} %llu\n", st->verb,
+                   st->codes[i], (unsigned long long)st->code_count[i]);
+  if (st->code_other)
+    sf__buf_printf(b, "slicefit_http_requests_total{verb=\"%s\",code=\"other\"} %llu\n",
+                   st->verb, (unsigned long long)st->code_other);
+}
+
+static void put_hist(sf__buf_t *b, const sf__verb_stats_t *st)
+{
+  uint64_t cum = 0;
+  for (size_t i = 0; i < SF__NBUCKETS; i++) {
+    cum += st->buckets[i];
+    sf__buf_printf(b, "slicefit_http_request_duration_seconds_bucket{verb=\"%s\",le=\"%g\"} %llu\n",
+                   st->verb, bounds[i], (unsigned long long)cum);
+  }
+  sf__buf_printf(b, "slicefit_http_request_duration_seconds_bucket{verb=\"%s\",le=\"+Inf\"} %llu\n",
+                 st->verb, (unsigned long long)st->count);
+  sf__buf_printf(b, "slicefit_http_request_duration_seconds_sum{verb=\"%s\"} %.9f\n", st->verb,
+                 st->sum_s);
+  sf__buf_printf(b, "slicefit_http_request_duration_seconds_count{verb=\"%s\"} %llu\n", st->verb,
+                 (unsigned long long)st->count);
+}
+
+void sf__metrics_requests(sf__buf_t *b, const sf__verb_stats_t *st, size_t n)
+{
+  sf__buf_puts(b, "# HELP slicefit_http_requests_total HTTP requests answered, by verb and "
+                  "status code.\n# TYPE slicefit_http_requests_total counter\n");
+  for (size_t i = 0; i < n; i++)
+    put_verb(b, &st[i]);
+  sf__buf_puts(b, "# HELP slicefit_http_request_duration_seconds Time from a request's headers "
+                  "to its response, by verb.\n"
+                  "# TYPE slicefit_http_request_duration_seconds histogram\n");
+  for (size_t i = 0; i < n; i++)
+    put_hist(b, &st[i]);
+}
+
+static void put_gauge(sf__buf_t *b, const char *name, const char *help, double v)
+{
+  sf__buf_printf(b, "# HELP %s %s\n# TYPE %s gauge\n%s %.17g\n", name, help, name, name, v);
+}
+
+static void put_sizes(sf__buf_t *b, sf_cluster_t *c)
+{
+  const sf_index_t *idx = sf_cluster_index(c);
+  size_t ndev = 0;
+  for (sf_dev_id d = 0; d < sf_index_dev_end(idx); d++)
+    ndev += sf_index_dev_live(idx, d);
+  put_gauge(b, "slicefit_index_nodes", "Nodes in the index.", (double)sf_index_node_count(idx));
+  put_gauge(b, "slicefit_index_devices", "Devices offered in the index.", (double)ndev);
+  put_gauge(b, "slicefit_index_allocations", "Allocations (claims holding devices) in the index.",
+            (double)sf_index_alloc_count(idx));
+  put_gauge(b, "slicefit_index_bytes", "Heap bytes the index holds.",
+            (double)sf_index_mem_bytes(idx));
+  sf__buf_puts(b, "# HELP slicefit_objects Kubernetes objects held, by kind.\n"
+                  "# TYPE slicefit_objects gauge\n");
+  for (int k = SF_KIND_UNKNOWN + 1; k < SF_KIND_COUNT; k++)
+    sf__buf_printf(b, "slicefit_objects{kind=\"%s\"} %zu\n", sf_kind_name((sf_kind_t)k),
+                   sf_cluster_count(c, (sf_kind_t)k));
+}
+
+typedef struct {
+  double devices, used, frag;
+} node_fig_t;
+
+/* A node's devices, the device-equivalents allocated on them, and FGD's fragmentation. */
+static node_fig_t node_figures(sf_cluster_t *c, sf_packer_t *pk, sf_node_id node)
+{
+  sf_index_t *idx = sf_cluster_index(c);
+  node_fig_t f = {0};
+  size_t n;
+  const sf_dev_id *devs = sf_index_node_devices(idx, node, &n);
+  for (size_t i = 0; i < n; i++) {
+    if (!sf_index_dev_live(idx, devs[i]))
+      continue;
+    f.devices += 1;
+    f.used += (1000.0 - sf_index_dev_free_permille(idx, devs[i])) / 1000.0;
+  }
+  f.frag = n ? sf_packer_node_frag(pk, idx, sf_cluster_policy(c), node) / 1000.0 : 0;
+  return f;
+}
+
+static void put_node_line(sf__buf_t *b, const char *metric, const char *node, double v)
+{
+  sf__buf_printf(b, "%s{node=", metric);
+  sf__buf_json_str(b, node);  /* a node name is a DNS subdomain: no escapes in practice */
+  sf__buf_printf(b, "} %.6g\n", v);
+}
+
+void sf__metrics_cluster(sf__buf_t *b, sf_cluster_t *c, sf_packer_t *pk)
+{
+  sf_index_t *idx = sf_cluster_index(c);
+  put_sizes(b, c);
+  static const char *const names[3] = {"slicefit_node_devices", "slicefit_node_devices_allocated",
+                                       "slicefit_node_fragmentation_devices"};
+  static const char *const helps[3] = {
+      "Devices the node offers.",
+      "Devices allocated on the node, shared devices counted by the share of their capacity used.",
+      "Free device capacity the expected workload cannot use (FGD), in devices."};
+  node_fig_t tot = {0};
+  sf__buf_t parts[3] = {{0}};
+  for (sf_node_id nd = 0; nd < sf_index_node_end(idx); nd++) {
+    if (!sf_index_node_live(idx, nd))
+      continue;
+    node_fig_t f = node_figures(c, pk, nd);
+    const char *name = sf_index_node_name(idx, nd);
+    put_node_line(&parts[0], names[0], name, f.devices);
+    put_node_line(&parts[1], names[1], name, f.used);
+    put_node_line(&parts[2], names[2], name, f.frag);
+    tot.devices += f.devices;
+    tot.used += f.used;
+    tot.frag += f.frag;
+  }
+  for (int i = 0; i < 3; i++) {
+    sf__buf_printf(b, "# HELP %s %s\n# TYPE %s gauge\n", names[i], helps[i], names[i]);
+    if (parts[i].len)
+      sf__buf_put(b, parts[i].p, parts[i].len);
+    sf__buf_dispose(&parts[i]);
+  }
+  put_gauge(b, "slicefit_cluster_devices", "Devices in the cluster.", tot.devices);
+  put_gauge(b, "slicefit_cluster_devices_allocated", "Devices allocated in the cluster.", tot.used);
+  put_gauge(b, "slicefit_cluster_fragmentation_devices",
+            "Free device capacity the expected workload cannot use (FGD), in devices.", tot.frag);
+}

@@ -1,0 +1,229 @@
+/*
+ * The extender's endpoints and its lifecycle. Handlers run on the loop's
+ * thread from inside MHD_run, so each one sees the whole index as the last
+ * completed event left it.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ext_int.h"
+#include "slicefit/log.h"
+
+void sf_extender_config_init(sf_extender_config_t *cfg)
+{
+  *cfg = (sf_extender_config_t){
+      .listen = "127.0.0.1:8888",
+      .max_body_bytes = 64u << 20,
+      .max_nodes = 100000,
+      .max_depth = 64,
+      .conn_timeout_s = 30,
+      .max_connections = 1024,
+      .drain_timeout_ms = 5000,
+  };
+}
+
+/* ---- filter and prioritize ---- */
+
+static const sf_verdict_t *evaluate(sf_extender_t *x, const sf__args_t *a, sf__reply_t *rep)
+{
+  char err[SF_ERR_MAX];
+  sf_pod_plan_t *plan = NULL;
+  const sf_verdict_t *v = NULL;
+  int rc = sf_cluster_plan(x->cluster, a->pod, &plan, err, sizeof err);
+  if (rc) {
+    sf__reply_error(rep, 400, "Pod: %s", err);
+    goto done;
+  }
+  /* A pod that asks nothing of the devices gets every node back without a search. */
+  if (sf_pod_plan_empty(plan) || a->n == 0)
+    goto done;
+  if (a->n > x->nverdicts) {
+    free(x->verdicts);
+    x->verdicts = sf_xcalloc(a->n, sizeof *x->verdicts);
+    x->nverdicts = a->n;
+  }
+  rc = sf_cluster_evaluate(x->cluster, plan, a->names, a->n, x->verdicts);
+  if (rc)
+    sf__reply_error(rep, 500, "evaluating the pod failed: %s", sf_strerror(rc));
+  else
+    v = x->verdicts;
+done:
+  sf_pod_plan_free(plan);
+  return v;
+}
+
+static bool parse(sf_extender_t *x, const sf__req_t *req, sf__args_t *a, sf__reply_t *rep)
+{
+  char err[SF_ERR_MAX];
+  sf__limits_t lim = {x->cfg.max_nodes, x->cfg.max_depth};
+  int rc = sf__args_parse(a, req->body, req->len, &lim, err, sizeof err);
+  if (rc)
+    sf__reply_error(rep, rc == SF_E2BIG ? 413 : 400, "%s", err);
+  return rc == 0;
+}
+
+static void on_filter(sf_extender_t *x, const sf__req_t *req, sf__reply_t *rep)
+{
+  sf__args_t a;
+  if (!parse(x, req, &a, rep))
+    return;
+  const sf_verdict_t *v = evaluate(x, &a, rep);
+  if (rep->status == 200)
+    sf__filter_reply(&rep->body, &a, v);
+  sf__args_dispose(&a);
+}
+
+static void on_prioritize(sf_extender_t *x, const sf__req_t *req, sf__reply_t *rep)
+{
+  sf__args_t a;
+  if (!parse(x, req, &a, rep))
+    return;
+  const sf_verdict_t *v = evaluate(x, &a, rep);
+  if (rep->status == 200)
+    sf__prioritize_reply(&rep->body, &a, v);
+  sf__args_dispose(&a);
+}
+
+/* ---- health, readiness, metrics, state ---- */
+
+static void on_healthz(sf_extender_t *x, const sf__req_t *req, sf__reply_t *rep)
+{
+  (void)x;
+  (void)req;
+  rep->ctype = "text/plain; charset=utf-8";
+  sf__buf_puts(&rep->body, "ok\n");
+}
+
+static void on_readyz(sf_extender_t *x, const sf__req_t *req, sf__reply_t *rep)
+{
+  (void)req;
+  if (x->draining)
+    sf__reply_error(rep, 503, "shutting down");
+  else if (!x->ready)
+    sf__reply_error(rep, 503, "the cluster state has not synced yet");
+  else
+    sf__buf_puts(&rep->body, "{\"ready\":true}\n");
+}
+
+static void on_metrics(sf_extender_t *x, const sf__req_t *req, sf__reply_t *rep)
+{
+  (void)req;
+  rep->ctype = "text/plain; version=0.0.4; charset=utf-8";
+  sf__metrics_requests(&rep->body, x->stats, SF__V_COUNT);
+  sf__metrics_cluster(&rep->body, x->cluster, x->packer);
+  sf__buf_printf(&rep->body,
+                 "# HELP slicefit_ready Whether the cluster state has synced.\n"
+                 "# TYPE slicefit_ready gauge\nslicefit_ready %d\n"
+                 "# HELP slicefit_uptime_seconds Seconds since the server started.\n"
+                 "# TYPE slicefit_uptime_seconds gauge\nslicefit_uptime_seconds %.3f\n",
+                 x->ready ? 1 : 0, (double)(uv_hrtime() - x->started_ns) / 1e9);
+}
+
+static void on_debug_state(sf_extender_t *x, const sf__req_t *req, sf__reply_t *rep)
+{
+  (void)req;
+  json_t *st = sf_cluster_state_json(x->cluster);
+  char *s = st ? json_dumps(st, JSON_INDENT(1) | JSON_SORT_KEYS) : NULL;
+  if (s)
+    sf__buf_puts(&rep->body, s);
+  else
+    sf__reply_error(rep, 500, "the state could not be serialised");
+  free(s);
+  json_decref(st);
+}
+
+static const sf__route_t routes[] = {
+    {"/filter", "POST", on_filter, SF__V_FILTER},
+    {"/prioritize", "POST", on_prioritize, SF__V_PRIORITIZE},
+    {"/healthz", "GET", on_healthz, SF__V_HEALTHZ},
+    {"/readyz", "GET", on_readyz, SF__V_READYZ},
+    {"/metrics", "GET", on_metrics, SF__V_METRICS},
+    {"/debug/state", "GET", on_debug_state, SF__V_DEBUG},
+};
+
+static const char *const verb_names[SF__V_COUNT] = {"filter", "prioritize", "healthz", "readyz",
+                                                     "metrics", "debug_state", "other"};
+
+/* ---- lifecycle ---- */
+
+static void on_handle_closed(uv_handle_t *h)
+{
+  sf_extender_t *x = h->data;
+  if (--x->nhandles == 0 && x->destroyed) {
+    free(x->verdicts);
+    free(x->tls_cert);
+    free(x->tls_key);
+    free(x);
+  }
+}
+
+int sf_extender_start(uv_loop_t *loop, sf_cluster_t *cluster, const sf_extender_config_t *cfg,
+                      sf_extender_t **out, char *err, size_t errlen)
+{
+  sf_extender_t *x = sf_xcalloc(1, sizeof *x);
+  x->loop = loop;
+  x->cluster = cluster;
+  x->cfg = *cfg;
+  x->routes = routes;
+  x->nroutes = sizeof routes / sizeof routes[0];
+  x->started_ns = uv_hrtime();
+  for (int i = 0; i < SF__V_COUNT; i++)
+    x->stats[i].verb = verb_names[i];
+  uv_timer_init(loop, &x->timer);
+  uv_timer_init(loop, &x->drain_timer);
+  x->timer.data = x->drain_timer.data = x;
+  x->nhandles = 2;
+  x->packer = sf_packer_create();
+  int rc = sf__http_start(x, err, errlen);
+  if (rc) {
+    sf_extender_destroy(x);
+    x = NULL;
+  }
+  *out = x;
+  return rc;
+}
+
+void sf_extender_set_ready(sf_extender_t *x, bool ready) { x->ready = ready; }
+
+static void finish_drain(sf_extender_t *x)
+{
+  uv_timer_stop(&x->drain_timer);
+  sf_log_info("drained", "inflight=%u", x->inflight);
+  sf__http_stop(x);
+  if (x->drained)
+    x->drained(x, x->drained_arg);
+}
+
+static void on_drain_tick(uv_timer_t *t)
+{
+  sf_extender_t *x = t->data;
+  if (x->inflight == 0 || uv_now(x->loop) >= x->drain_deadline)
+    finish_drain(x);
+}
+
+void sf_extender_drain(sf_extender_t *x, sf_extender_drained_cb done, void *arg)
+{
+  if (x->draining)
+    return;
+  x->draining = true;
+  x->drained = done;
+  x->drained_arg = arg;
+  x->drain_deadline = uv_now(x->loop) + x->cfg.drain_timeout_ms;
+  sf__http_quiesce(x);
+  sf_log_info("draining", "inflight=%u timeout_ms=%u", x->inflight, x->cfg.drain_timeout_ms);
+  uv_timer_start(&x->drain_timer, on_drain_tick, 0, 5);
+}
+
+void sf_extender_destroy(sf_extender_t *x)
+{
+  if (x == NULL)
+    return;
+  sf__http_stop(x);
+  sf_packer_destroy(x->packer);
+  x->packer = NULL;
+  x->destroyed = true;
+  uv_close((uv_handle_t *)&x->timer, on_handle_closed);
+  uv_close((uv_handle_t *)&x->drain_timer, on_handle_closed);
+  if (x->nhandles == 3)
+    uv_close((uv_handle_t *)&x->poll, on_handle_closed);
+}

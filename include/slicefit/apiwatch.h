@@ -1,0 +1,193 @@
+/*
+ * slicefit apiwatch: keeps a cluster in step with kube-apiserver.
+ *
+ * For each watched resource (resourceslices, resourceclaims, deviceclasses,
+ * optionally devicetaintrules, and the policy ConfigMap) it runs the
+ * reflector protocol of k8s-wire.md §2.15: a streaming list
+ * (sendInitialEvents) when the server offers it, else a paged LIST; then a
+ * WATCH from the list's resourceVersion with bookmarks. 410 relists and
+ * replaces the resource's objects in one step; other failures back off with
+ * jitter. HTTP runs on libcurl's multi interface driven by the caller's
+ * libuv loop: every callback, and every call below, happens on that loop's
+ * thread. No other thread is started.
+ *
+ * Objects reach the cluster through a sink (sf_cluster_apply / _delete /
+ * _replace by default); tests may pass their own.
+ */
+#ifndef SLICEFIT_APIWATCH_H
+#define SLICEFIT_APIWATCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <jansson.h>
+#include <uv.h>
+#include "slicefit/cluster.h"
+#include "slicefit/policy.h"
+
+/* ---- where the API server is and who we are (kubeconfig.c) ---- */
+
+#define SF_KUBE_PATH_MAX 1024
+
+/*
+ * A resolved connection. Strings are owned (sf_kubeconfig_dispose frees
+ * them); NULL when absent. *_data fields hold decoded PEM bytes (the
+ * kubeconfig's base64 *-data fields), *_file fields paths.
+ */
+typedef struct {
+  char *server;            /* "https://host:port" or "http://..." without a trailing '/' */
+  char *ca_file, *ca_data; size_t ca_len;
+  bool insecure;           /* insecure-skip-tls-verify */
+  char *token;             /* a fixed token, or */
+  char *token_file;        /* a file re-read before each request (rotation) */
+  char *cert_file, *cert_data; size_t cert_len;
+  char *key_file, *key_data; size_t key_len;
+} sf_kubeconfig_t;
+
+/* Paths in-cluster config reads; tests point them elsewhere. NULL: the defaults. */
+typedef struct {
+  const char *token_file;  /* /var/run/secrets/kubernetes.io/serviceaccount/token */
+  const char *ca_file;     /* /var/run/secrets/kubernetes.io/serviceaccount/ca.crt */
+} sf_incluster_paths_t;
+
+/**
+ * Loads `path` (a kubeconfig, YAML) and resolves its current-context to a
+ * cluster and user. Relative file paths in it are taken relative to the
+ * file's folder. On error returns SF_EINVAL/SF_ENOENT and writes a message
+ * naming the file and the field into err; *out is then zeroed.
+ */
+int sf_kubeconfig_load(sf_kubeconfig_t *out, const char *path, char *err, size_t errlen);
+/** Same, from a YAML text in memory; `name` stands for the file in errors and `dir` resolves relative paths. */
+int sf_kubeconfig_parse(sf_kubeconfig_t *out, const char *text, size_t len, const char *name,
+                        const char *dir, char *err, size_t errlen);
+/**
+ * In-cluster config from KUBERNETES_SERVICE_HOST/PORT (both required) and
+ * the service-account token (re-read per request) and CA. `paths` may be NULL.
+ */
+int sf_kubeconfig_incluster(sf_kubeconfig_t *out, const sf_incluster_paths_t *paths, char *err,
+                            size_t errlen);
+void sf_kubeconfig_dispose(sf_kubeconfig_t *kc);
+/**
+ * The bearer token to send now: the fixed token, or the token file's
+ * current content (trimmed). New string, or NULL with err set (SF_ENOENT)
+ * when the file cannot be read; NULL without error when there is no token.
+ */
+char *sf_kubeconfig_token(const sf_kubeconfig_t *kc, char *err, size_t errlen);
+
+/* ---- the watcher ---- */
+
+typedef struct sf_apiwatch sf_apiwatch_t;
+
+/*
+ * Where objects go. Every function returns 0 or an SF_E* code with err set;
+ * an error is logged and counted (decode_errors), never retried. replace
+ * steals nothing: `items` is borrowed.
+ */
+typedef struct {
+  int (*apply)(void *ud, sf_kind_t kind, const json_t *obj, char *err, size_t errlen);
+  int (*remove)(void *ud, sf_kind_t kind, const json_t *obj, char *err, size_t errlen);
+  int (*replace)(void *ud, sf_kind_t kind, const json_t *items, char *err, size_t errlen);
+  void *ud;
+} sf_apiwatch_sink_t;
+
+/**
+ * Called with each new valid policy from the ConfigMap (borrowed; copy it
+ * to keep it). The default (policy_cb NULL with a cluster) is
+ * sf_cluster_set_policy.
+ */
+typedef void (*sf_apiwatch_policy_cb)(void *ud, const sf_policy_t *pol);
+
+typedef struct {
+  sf_kubeconfig_t kube;          /* borrowed; must outlive the watcher */
+  const char *policy_configmap;  /* "NAMESPACE/NAME" or NULL */
+  sf_apiwatch_policy_cb policy_cb; void *policy_ud;
+  const char *device_taint_rules;  /* version to watch devicetaintrules at ("v1",
+                                    "v1beta2", "v1alpha3"); NULL = not watched */
+  bool no_streaming_list;        /* never try sendInitialEvents */
+  uint32_t page_size;            /* LIST limit; 0 = 500 */
+  uint32_t staleness_ms;         /* a broken watch turns synced() false after this; 0 = 30000 */
+  uint32_t backoff_min_ms;       /* first retry delay; 0 = 200 */
+  uint32_t backoff_max_ms;       /* cap; 0 = 30000 */
+  uint32_t watch_timeout_s;      /* timeoutSeconds of each watch; 0 = random 300..600 */
+  uint32_t request_timeout_ms;   /* a LIST page's limit, and a watch's past its timeoutSeconds
+                                    (a stalled server); 0 = 60000 */
+  size_t max_event_bytes;        /* framer cap per event; 0 = 64 MiB */
+  size_t max_list_bytes;         /* cap on one LIST page body; 0 = 1 GiB */
+  const sf_apiwatch_sink_t *sink;  /* NULL: the cluster */
+} sf_apiwatch_opts_t;
+
+/** Counters for /metrics; monotonic since create. */
+typedef struct {
+  uint64_t events;               /* ADDED/MODIFIED/DELETED applied */
+  uint64_t bookmarks;
+  uint64_t lists;                /* completed full lists (paged or streaming) */
+  uint64_t relists_expired;      /* 410 Gone/Expired seen */
+  uint64_t watch_resumes;        /* watches restarted from the last rv after an end */
+  uint64_t err_http_5xx, err_http_429, err_auth, err_connect, err_tls, err_other;
+  uint64_t decode_errors;        /* objects the sink rejected */
+  uint64_t framing_errors;       /* a malformed or oversized event */
+  uint64_t policy_applied, policy_invalid;
+  uint64_t streaming_fallbacks;  /* servers without watch-list */
+} sf_apiwatch_stats_t;
+
+/**
+ * New watcher on `loop` feeding `cluster` (borrowed; must outlive the
+ * watcher) unless opts->sink is set. Starts nothing. NULL with err set on
+ * bad options (policy_configmap not "NS/NAME", no server).
+ */
+sf_apiwatch_t *sf_apiwatch_create(uv_loop_t *loop, sf_cluster_t *cluster,
+                                  const sf_apiwatch_opts_t *opts, char *err, size_t errlen);
+/** As create, with opts->sink required and no cluster (tests, benchmarks). */
+sf_apiwatch_t *sf_apiwatch_create_sink(uv_loop_t *loop, const sf_apiwatch_opts_t *opts, char *err,
+                                       size_t errlen);
+/** Starts listing and watching every resource. 0 or SF_EINVAL if already started. */
+int sf_apiwatch_start(sf_apiwatch_t *w);
+/**
+ * True once every resource has synced, and none has had a broken watch
+ * for longer than the staleness bound (for /readyz).
+ */
+bool sf_apiwatch_synced(const sf_apiwatch_t *w);
+void sf_apiwatch_stats(const sf_apiwatch_t *w, sf_apiwatch_stats_t *out);
+/**
+ * Aborts every transfer and closes the loop handles. `done` (may be NULL)
+ * runs once they are closed; only then may the watcher be destroyed.
+ */
+void sf_apiwatch_stop(sf_apiwatch_t *w, void (*done)(void *ud), void *ud);
+/** Frees the watcher (NULL accepted); after stop's `done`, or if never started. */
+void sf_apiwatch_destroy(sf_apiwatch_t *w);
+
+/* ---- the watch stream framer (framer.c) ---- */
+
+/*
+ * Splits a byte stream of concatenated JSON objects (one watch event each,
+ * usually newline-separated) at arbitrary chunk boundaries. The framer
+ * keeps the partial event; whitespace between objects is skipped. It only
+ * tracks strings and brace depth: jansson parses each complete object.
+ */
+typedef struct {
+  char *buf; size_t len, cap;    /* the current, incomplete event */
+  size_t max;                    /* cap per event */
+  uint32_t depth;                /* nesting of braces and brackets scanned so far */
+  bool in_str, esc;
+  bool emitted;                  /* buf holds an event returned by the last call */
+} sf_framer_t;
+
+#define SF_FRAMER_MAX_DEPTH 512
+
+void sf_framer_init(sf_framer_t *f, size_t max_event);
+void sf_framer_dispose(sf_framer_t *f);
+/**
+ * Consumes up to `len` bytes of `data`. Returns bytes consumed (> 0) and
+ * sets *ev and *evlen to a complete event (borrowed, valid until the next call)
+ * when one ends within them; returns the bytes consumed with *ev NULL when
+ * all of them were kept as a partial event (need more); 0 only for len 0.
+ * SF_E2BIG past the size cap, SF_EINVAL when the stream is not a sequence of
+ * objects (a stray byte between events, depth past SF_FRAMER_MAX_DEPTH);
+ * after an error the framer must be reset.
+ */
+long sf_framer_feed(sf_framer_t *f, const char *data, size_t len, const char **ev, size_t *evlen);
+/** Forgets any partial event (after a reconnect). */
+void sf_framer_reset(sf_framer_t *f);
+/** True when a partial event is kept. */
+bool sf_framer_pending(const sf_framer_t *f);
+
+#endif

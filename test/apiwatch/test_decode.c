@@ -1,0 +1,421 @@
+/* The decoders: upstream fixtures decode whole, every field lands, every error names its path. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "slicefit/decode.h"
+#include "fixture.h"
+
+#define Gi (1024LL * 1024 * 1024 * 1000)
+
+static sf_object_t *decode_file(const char *rel) {
+  json_t *j = fx_load(rel);
+  sf_object_t *o = NULL;
+  char err[256];
+  cr_assert_eq(sf_decode(j, SF_OBJ_UNKNOWN, &o, err, sizeof err), 0, "%s: %s", rel, err);
+  json_decref(j);
+  return o;
+}
+
+static const sf_attr_t *attr(const sf_device_spec_t *d, const char *name) {
+  for (size_t i = 0; i < d->nattrs; i++)
+    if (!strcmp(d->attrs[i].name, name)) return &d->attrs[i];
+  return NULL;
+}
+
+Test(decode, testdata_slice_every_field) {
+  sf_object_t *o = decode_file("k8s-api-testdata/master.resource.k8s.io.v1.ResourceSlice.json");
+  const sf_slice_t *s = &o->u.slice;
+  cr_assert_eq(o->kind, SF_OBJ_RESOURCE_SLICE);
+  cr_assert_str_eq(s->meta.name, "nameValue");
+  cr_assert_str_eq(s->driver, "driverValue");
+  cr_assert_str_eq(s->pool, "nameValue");
+  cr_assert_eq(s->generation, 2);
+  cr_assert_eq(s->slice_count, 3);
+  cr_assert_eq(s->nodesel, SF_NODESEL_NAME);
+  cr_assert_str_eq(s->node, "nodeNameValue");
+  cr_assert_eq(s->ndevs, 1);
+  const sf_device_spec_t *d = &s->devs[0];
+  cr_assert_str_eq(d->name, "nameValue");
+  cr_assert_eq(d->nattrs, 1);
+  cr_assert_str_eq(d->attrs[0].name, "driverValue/attributesKey");
+  cr_assert_eq(d->attrs[0].type, SF_ATTR_INT);
+  cr_assert_eq(d->attrs[0].i, 2);
+  cr_assert_eq(d->ncaps, 1);
+  cr_assert_str_eq(d->caps[0].name, "driverValue/capacityKey");
+  cr_assert(d->caps[0].has_policy);
+  cr_assert(d->caps[0].policy.has_default);
+  cr_assert_eq(d->caps[0].policy.nvalid, 1);
+  cr_assert_not(d->caps[0].policy.has_range, "validValues win over validRange");
+  cr_assert_eq(d->ncounters, 1);
+  cr_assert_str_eq(d->counters[0].set, "counterSetValue");
+  cr_assert_str_eq(d->counters[0].counter, "countersKey");
+  cr_assert_eq(d->ntaints, 1);
+  cr_assert_str_eq(d->taints[0].key, "keyValue");
+  cr_assert_eq(d->taints[0].effect, SF_TAINT_NONE, "an unknown effect is None");
+  cr_assert(d->allow_multiple);
+  cr_assert_eq(s->ncounters, 1);
+  cr_assert_str_eq(s->counters[0].set, "nameValue");
+  sf_object_free(o);
+}
+
+Test(decode, testdata_claim_every_field) {
+  sf_object_t *o = decode_file("k8s-api-testdata/master.resource.k8s.io.v1.ResourceClaim.json");
+  const sf_rclaim_t *c = &o->u.claim;
+  cr_assert_str_eq(c->meta.ns, "namespaceValue");
+  cr_assert_eq(c->spec.nreqs, 1);
+  const sf_dreq_t *r = &c->spec.reqs[0];
+  cr_assert_str_eq(r->name, "nameValue");
+  cr_assert_str_eq(r->class_name, "deviceClassNameValue");
+  cr_assert_eq(r->nselectors, 1);
+  cr_assert_str_eq(r->selectors[0], "expressionValue");
+  cr_assert_eq(r->mode, SF_MODE_UNKNOWN);
+  cr_assert_str_eq(r->mode_text, "allocationModeValue");
+  cr_assert_eq(r->count, 4);
+  cr_assert(r->admin_access);
+  cr_assert(r->tol_unknown_op);
+  cr_assert_eq(r->ntols, 0, "a toleration with an unknown operator tolerates nothing");
+  cr_assert_eq(r->ncaps, 1);
+  cr_assert_str_eq(r->caps[0].name, "requestsKey");
+  cr_assert_eq(r->nalts, 0, "exactly wins over firstAvailable");
+  cr_assert_eq(c->spec.ncons, 1);
+  cr_assert_str_eq(c->spec.cons[0].match, "matchAttributeValue");
+  cr_assert_str_eq(c->spec.cons[0].reqs[0], "requestsValue");
+  cr_assert(c->allocated);
+  cr_assert_eq(c->nresults, 1);
+  cr_assert_str_eq(c->results[0].device, "deviceValue");
+  cr_assert_str_eq(c->results[0].share_id, "shareIDValue");
+  cr_assert_eq(c->results[0].nconsumed, 1);
+  cr_assert_null(c->alloc_node, "operatorValue is no metadata.name match");
+  cr_assert_eq(c->nreserved, 1);
+  cr_assert_str_eq(c->reserved[0].uid, "uidValue");
+  sf_object_free(o);
+}
+
+Test(decode, testdata_pod_class_rule_template) {
+  sf_object_t *o = decode_file("k8s-api-testdata/master.core.v1.Pod.json");
+  const sf_pod_t *p = &o->u.pod;
+  cr_assert_eq(p->nclaims, 1);
+  cr_assert_str_eq(p->claims[0].claim_name, "resourceClaimNameValue");
+  cr_assert_gt(p->nctrs, 1);
+  cr_assert(p->ctrs[0].init, "init containers first");
+  cr_assert_eq(p->ctrs[0].nclaims, 1);
+  cr_assert_str_eq(p->ctrs[0].claims[0].request, "requestValue");
+  cr_assert_eq(p->nstatuses, 1);
+  cr_assert_str_eq(p->ext_claim, "resourceClaimNameValue");
+  cr_assert_eq(p->next_maps, 1);
+  sf_object_free(o);
+  o = decode_file("k8s-api-testdata/master.resource.k8s.io.v1.DeviceClass.json");
+  cr_assert_eq(o->u.dclass.nselectors, 1);
+  cr_assert_str_eq(o->u.dclass.ext_resource, "extendedResourceNameValue");
+  sf_object_free(o);
+  o = decode_file("k8s-api-testdata/master.resource.k8s.io.v1.DeviceTaintRule.json");
+  cr_assert_str_eq(o->u.rule.device, "deviceValue");
+  cr_assert_str_eq(o->u.rule.taint.key, "keyValue");
+  sf_object_free(o);
+  o = decode_file("k8s-api-testdata/master.resource.k8s.io.v1.ResourceClaimTemplate.json");
+  cr_assert_eq(o->u.tmpl.spec.nreqs, 1);
+  sf_object_free(o);
+}
+
+/* Every object of a tracked kind in every fixture file decodes. */
+static void decode_dir(const char *sub, size_t *count) {
+  char dirpath[1024];
+  const char *top = getenv("SLICEFIT_TOP");
+  snprintf(dirpath, sizeof dirpath, "%s/test/fixtures/%s", top ? top : ".", sub);
+  DIR *dir = opendir(dirpath);
+  cr_assert(dir, "no %s", dirpath);
+  for (struct dirent *e; (e = readdir(dir));) {
+    if (!strstr(e->d_name, ".json")) continue;
+    char rel[512];
+    snprintf(rel, sizeof rel, "%s/%s", sub, e->d_name);
+    json_t *j = fx_load(rel), *items = json_object_get(j, "items"), *it;
+    size_t i;
+    if (!items) {
+      items = json_array();
+      json_array_append(items, j);
+    } else {
+      json_incref(items);
+    }
+    json_array_foreach(items, i, it) {
+      const char *kind = json_string_value(json_object_get(it, "kind"));
+      if (sf_obj_kind_from_name(kind) == SF_OBJ_UNKNOWN) continue;
+      sf_object_t *o = NULL;
+      char err[256];
+      cr_assert_eq(sf_decode(it, SF_OBJ_UNKNOWN, &o, err, sizeof err), 0, "%s[%zu]: %s", rel, i,
+                   err);
+      sf_object_free(o);
+      (*count)++;
+    }
+    json_decref(items);
+    json_decref(j);
+  }
+  closedir(dir);
+}
+
+Test(decode, every_fixture_object) {
+  size_t n = 0;
+  decode_dir("nvidia-dra-driver-gpu", &n);
+  decode_dir("dra-example-driver", &n);
+  decode_dir("k8s-website", &n);
+  decode_dir("k8s-api-testdata", &n);
+  decode_dir(".", &n);
+  cr_assert_gt(n, 60, "only %zu objects decoded", n);
+}
+
+Test(decode, example_driver_kubectl_output) {
+  json_t *l = fx_load("dra-example-driver/README.kubectl-get-resourceslice-output.json");
+  sf_object_t *o = NULL;
+  char err[256];
+  cr_assert_eq(sf_decode(fx_item(l, 0), SF_OBJ_UNKNOWN, &o, err, sizeof err), 0, "%s", err);
+  const sf_slice_t *s = &o->u.slice;
+  cr_assert_str_eq(s->node, "dra-example-driver-cluster-worker");
+  cr_assert_eq(s->generation, 0);
+  cr_assert_eq(s->ndevs, 8);
+  const sf_attr_t *a = attr(&s->devs[0], "gpu.example.com/model");
+  cr_assert(a);
+  cr_assert_eq(a->type, SF_ATTR_STRING);
+  cr_assert_str_eq(a->s, "LATEST-GPU-MODEL");
+  a = attr(&s->devs[0], "gpu.example.com/driverVersion");
+  cr_assert_eq(a->type, SF_ATTR_VERSION);
+  cr_assert_str_eq(s->devs[3].caps[0].name, "gpu.example.com/memory");
+  cr_assert_eq(s->devs[3].caps[0].value, 80 * Gi);
+  sf_object_free(o);
+  json_decref(l);
+}
+
+Test(decode, nvidia_slice_qualified_names) {
+  json_t *l = fx_load("nvidia-slices.json");
+  sf_object_t *o = NULL;
+  char err[256];
+  cr_assert_eq(sf_decode(fx_item(l, 1), SF_OBJ_RESOURCE_SLICE, &o, err, sizeof err), 0);
+  const sf_device_spec_t *d = &o->u.slice.devs[2];
+  cr_assert_str_eq(attr(d, "gpu.nvidia.com/productName")->s, "NVIDIA H100 80GB HBM3");
+  cr_assert_str_eq(attr(d, "resource.kubernetes.io/pcieRoot")->s, "pci0000:00",
+                   "a qualified name keeps its domain");
+  cr_assert_eq(d->caps[0].value, 81559LL * 1024 * 1024 * 1000);
+  sf_object_free(o);
+  json_decref(l);
+}
+
+Test(decode, allocated_claim_from_kubectl) {
+  json_t *l = fx_load("k8s-website/install-use-dra.kubectl-get-resourceclaim-output.json");
+  sf_object_t *o = NULL;
+  char err[256];
+  cr_assert_eq(sf_decode(fx_item(l, 0), SF_OBJ_UNKNOWN, &o, err, sizeof err), 0, "%s", err);
+  const sf_rclaim_t *c = &o->u.claim;
+  cr_assert_str_eq(c->meta.ns, "dra-tutorial");
+  cr_assert_str_eq(c->alloc_node, "kind-worker");
+  cr_assert_str_eq(c->results[0].device, "gpu-4");
+  cr_assert_null(c->results[0].share_id);
+  cr_assert_eq(c->spec.reqs[0].mode, SF_MODE_EXACT);
+  cr_assert_str_eq(c->reserved[0].name, "pod0");
+  sf_object_free(o);
+  json_decref(l);
+}
+
+Test(decode, pod_extended_resources_and_node) {
+  sf_object_t *o = fx_decode(
+      "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\",\"namespace\":\"n\"},\"spec\":{\"containers\":"
+      "[{\"name\":\"c\",\"resources\":{\"requests\":{\"cpu\":\"1\",\"nvidia.com/gpu\":2},"
+      "\"limits\":{\"nvidia.com/gpu\":2,\"example.com/x\":\"1\"}}}]}}",
+      SF_OBJ_UNKNOWN);
+  const sf_container_t *c = &o->u.pod.ctrs[0];
+  cr_assert_eq(c->next, 2, "cpu is no extended resource; a limit does not repeat its request");
+  cr_assert_str_eq(c->ext[0].name, "nvidia.com/gpu");
+  cr_assert_eq(c->ext[0].value, 2000);
+  cr_assert_str_eq(c->ext[1].name, "example.com/x");
+  sf_object_free(o);
+  o = fx_decode("{\"metadata\":{\"name\":\"n1\",\"labels\":{\"nvidia.com/gpu.clique\":\"a.0\"}},"
+                "\"status\":{\"allocatable\":{\"cpu\":\"7500m\",\"memory\":\"64Gi\",\"pods\":\"110\"}}}",
+                SF_OBJ_NODE);
+  cr_assert_eq(o->u.node.cpu_milli, 7500);
+  cr_assert_eq(o->u.node.mem_bytes, 64LL << 30);
+  cr_assert_eq(o->u.node.nlabels, 1);
+  cr_assert_str_eq(o->u.node.labels[0].value, "a.0");
+  cr_assert_eq(o->u.node.nalloc, 3);
+  sf_object_free(o);
+}
+
+Test(decode, first_available_and_constraints) {
+  sf_object_t *o = fx_decode(
+      "{\"kind\":\"ResourceClaim\",\"metadata\":{\"name\":\"c\",\"namespace\":\"n\"},\"spec\":"
+      "{\"devices\":{\"requests\":[{\"name\":\"r\",\"firstAvailable\":[{\"name\":\"big\","
+      "\"deviceClassName\":\"g\",\"allocationMode\":\"All\"},{\"name\":\"small\",\"deviceClassName\":"
+      "\"g\",\"count\":2,\"capacity\":{\"requests\":{\"memory\":\"16Gi\"}},\"tolerations\":[{\"key\":"
+      "\"k\",\"operator\":\"Exists\",\"effect\":\"NoSchedule\"}]}]}],\"constraints\":[{"
+      "\"distinctAttribute\":\"gpu.nvidia.com/uuid\"}]}}}",
+      SF_OBJ_UNKNOWN);
+  const sf_dreq_t *r = &o->u.claim.spec.reqs[0];
+  cr_assert_eq(r->nalts, 2);
+  cr_assert_eq(r->alts[0].mode, SF_MODE_ALL);
+  cr_assert_str_eq(r->alts[1].name, "small");
+  cr_assert_eq(r->alts[1].count, 2);
+  cr_assert_eq(r->alts[1].caps[0].value, 16 * Gi);
+  cr_assert(r->alts[1].tols[0].exists);
+  cr_assert_eq(r->alts[1].tols[0].effect, SF_TAINT_NOSCHEDULE);
+  cr_assert_eq(o->u.claim.spec.cons[0].nreqs, 0);
+  cr_assert_str_eq(o->u.claim.spec.cons[0].distinct, "gpu.nvidia.com/uuid");
+  cr_assert_not(o->u.claim.allocated);
+  sf_object_free(o);
+}
+
+/* ---- errors: each names the JSON path and the reason ---- */
+
+#define SLICE(spec) "{\"kind\":\"ResourceSlice\",\"metadata\":{\"name\":\"s\"},\"spec\":" spec "}"
+#define DEV(dev) SLICE("{\"driver\":\"d\",\"nodeName\":\"n\",\"pool\":{\"name\":\"p\",\"resourceSliceCount\":1},\"devices\":[{\"name\":\"a\"}," dev "]}")
+#define CLAIM(req) "{\"kind\":\"ResourceClaim\",\"metadata\":{\"name\":\"c\"},\"spec\":{\"devices\":{\"requests\":[" req "]}}}"
+
+typedef struct { const char *json; sf_obj_kind_t kind; const char *err; } err_case_t;
+
+static const err_case_t errs[] = {
+    {"[]", SF_OBJ_UNKNOWN, "(object): expected an object, got an array"},
+    {"{}", SF_OBJ_UNKNOWN, "kind: is required"},
+    {"{\"kind\":\"Secret\"}", SF_OBJ_UNKNOWN, "kind: unsupported kind 'Secret'"},
+    {"{\"kind\":7}", SF_OBJ_UNKNOWN, "kind: expected a string, got an integer"},
+    {"{\"kind\":\"Node\"}", SF_OBJ_UNKNOWN, "metadata: is required"},
+    {"{\"kind\":\"Node\",\"metadata\":{}}", SF_OBJ_UNKNOWN, "metadata.name: is required"},
+    {"{\"kind\":\"Node\",\"metadata\":{\"name\":\"n\",\"namespace\":1}}", SF_OBJ_UNKNOWN,
+     "metadata.namespace: expected a string, got an integer"},
+    {SLICE("{}"), SF_OBJ_UNKNOWN, "spec.driver: is required"},
+    {SLICE("{\"driver\":\"d\"}"), SF_OBJ_UNKNOWN, "spec.pool: is required"},
+    {SLICE("{\"driver\":\"d\",\"pool\":{\"name\":\"p\",\"resourceSliceCount\":0}}"), SF_OBJ_UNKNOWN,
+     "spec.pool.resourceSliceCount: must be positive, got 0"},
+    {SLICE("{\"driver\":\"d\",\"pool\":{\"name\":\"p\",\"generation\":-1,\"resourceSliceCount\":1}}"),
+     SF_OBJ_UNKNOWN, "spec.pool.generation: -1 is negative"},
+    {SLICE("{\"driver\":\"d\",\"pool\":{\"name\":\"p\",\"generation\":\"1\"}}"), SF_OBJ_UNKNOWN,
+     "spec.pool.generation: expected an integer, got a string"},
+    {SLICE("{\"driver\":\"d\",\"pool\":{\"name\":\"p\",\"resourceSliceCount\":1}}"), SF_OBJ_UNKNOWN,
+     "spec: one of nodeName, allNodes, nodeSelector or perDeviceNodeSelection is required"},
+    {SLICE("{\"driver\":\"d\",\"nodeName\":\"n\",\"pool\":{\"name\":\"p\",\"resourceSliceCount\":1},"
+           "\"devices\":{}}"),
+     SF_OBJ_UNKNOWN, "spec.devices: expected an array, got an object"},
+    {DEV("{}"), SF_OBJ_UNKNOWN, "spec.devices[1].name: is required"},
+    {DEV("{\"name\":\"b\",\"capacity\":{\"memory\":{\"value\":\"12Qi\"}}}"), SF_OBJ_UNKNOWN,
+     "spec.devices[1].capacity.memory.value: '12Qi' is not a quantity"},
+    {DEV("{\"name\":\"b\",\"capacity\":{\"memory\":{\"value\":\"1.0001\"}}}"), SF_OBJ_UNKNOWN,
+     "spec.devices[1].capacity.memory.value: '1.0001' is not a quantity"},
+    {DEV("{\"name\":\"b\",\"capacity\":{\"memory\":{\"value\":\"99999999E\"}}}"), SF_OBJ_UNKNOWN,
+     "spec.devices[1].capacity.memory.value: '99999999E' is out of range"},
+    {DEV("{\"name\":\"b\",\"capacity\":{\"memory\":{\"value\":true}}}"), SF_OBJ_UNKNOWN,
+     "spec.devices[1].capacity.memory.value: expected a quantity, got a boolean"},
+    {DEV("{\"name\":\"b\",\"capacity\":{\"memory\":{}}}"), SF_OBJ_UNKNOWN,
+     "spec.devices[1].capacity.memory: has no value"},
+    {DEV("{\"name\":\"b\",\"capacity\":{\"memory\":{\"value\":\"-1\"}}}"), SF_OBJ_UNKNOWN,
+     "spec.devices[1].capacity.memory: value is negative"},
+    {DEV("{\"name\":\"b\",\"capacity\":{\"m\":{\"value\":\"1\",\"requestPolicy\":{\"validValues\":"
+         "[\"2\",\"1\"]}}}}"),
+     SF_OBJ_UNKNOWN,
+     "spec.devices[1].capacity.m.requestPolicy.validValues[1]: values are not strictly ascending"},
+    {DEV("{\"name\":\"b\",\"capacity\":{\"m\":{\"value\":\"1\",\"requestPolicy\":{\"validRange\":"
+         "{\"min\":\"2\",\"max\":\"1\"}}}}}"),
+     SF_OBJ_UNKNOWN, "spec.devices[1].capacity.m.requestPolicy.validRange: max is below min"},
+    {DEV("{\"name\":\"b\",\"capacity\":{\"m\":{\"value\":\"1\",\"requestPolicy\":{\"default\":\"-1\"}}}}"),
+     SF_OBJ_UNKNOWN, "spec.devices[1].capacity.m.requestPolicy.default: is negative"},
+    {DEV("{\"name\":\"b\",\"attributes\":{\"x\":{}}}"), SF_OBJ_UNKNOWN,
+     "spec.devices[1].attributes.x: has no value (int, bool, string or version)"},
+    {DEV("{\"name\":\"b\",\"attributes\":{\"x\":{\"int\":\"1\"}}}"), SF_OBJ_UNKNOWN,
+     "spec.devices[1].attributes.x.int: expected an integer, got a string"},
+    {DEV("{\"name\":\"b\",\"attributes\":{\"a/b/c\":{\"int\":1}}}"), SF_OBJ_UNKNOWN,
+     "spec.devices[1].attributes.a/b/c: 'a/b/c' is not a qualified name"},
+    {DEV("{\"name\":\"b\",\"attributes\":{\"/x\":{\"int\":1}}}"), SF_OBJ_UNKNOWN,
+     "spec.devices[1].attributes./x: '/x' is not a qualified name"},
+    {DEV("{\"name\":\"b\",\"taints\":[{\"effect\":\"NoSchedule\"}]}"), SF_OBJ_UNKNOWN,
+     "spec.devices[1].taints[0].key: is required"},
+    {DEV("{\"name\":\"b\",\"consumesCounters\":[{\"counters\":{}}]}"), SF_OBJ_UNKNOWN,
+     "spec.devices[1].consumesCounters[0].counterSet: is required"},
+    {DEV("{\"name\":\"b\",\"consumesCounters\":[{\"counterSet\":\"s\",\"counters\":{\"c\":{\"value\":\"x\"}}}]}"),
+     SF_OBJ_UNKNOWN, "spec.devices[1].consumesCounters[0].counters.c.value: 'x' is not a quantity"},
+    {DEV("{\"name\":\"b\",\"allowMultipleAllocations\":1}"), SF_OBJ_UNKNOWN,
+     "spec.devices[1].allowMultipleAllocations: expected a boolean, got an integer"},
+    {CLAIM("{}"), SF_OBJ_UNKNOWN, "spec.devices.requests[0].name: is required"},
+    {CLAIM("{\"name\":\"r\"}"), SF_OBJ_UNKNOWN,
+     "spec.devices.requests[0]: one of exactly or firstAvailable is required"},
+    {CLAIM("{\"name\":\"r\",\"exactly\":{}}"), SF_OBJ_UNKNOWN,
+     "spec.devices.requests[0].exactly.deviceClassName: is required"},
+    {CLAIM("{\"name\":\"r\",\"exactly\":{\"deviceClassName\":\"g\",\"count\":0}}"), SF_OBJ_UNKNOWN,
+     "spec.devices.requests[0].exactly.count: 0 is not a device count (1..1048576)"},
+    {CLAIM("{\"name\":\"r\",\"exactly\":{\"deviceClassName\":\"g\",\"selectors\":[{\"cel\":{}}]}}"),
+     SF_OBJ_UNKNOWN, "spec.devices.requests[0].exactly.selectors[0].cel.expression: is required"},
+    {CLAIM("{\"name\":\"r\",\"exactly\":{\"deviceClassName\":\"g\",\"selectors\":[{}]}}"),
+     SF_OBJ_UNKNOWN, "spec.devices.requests[0].exactly.selectors[0]: has no cel selector"},
+    {CLAIM("{\"name\":\"r\",\"exactly\":{\"deviceClassName\":\"g\",\"capacity\":{\"requests\":"
+           "{\"memory\":\"1Zi\"}}}}"),
+     SF_OBJ_UNKNOWN, "spec.devices.requests[0].exactly.capacity.requests.memory: '1Zi' is not a quantity"},
+    {CLAIM("{\"name\":\"r\",\"firstAvailable\":[]}"), SF_OBJ_UNKNOWN,
+     "spec.devices.requests[0].firstAvailable: is empty"},
+    {CLAIM("{\"name\":\"r\",\"firstAvailable\":[{\"deviceClassName\":\"g\"}]}"), SF_OBJ_UNKNOWN,
+     "spec.devices.requests[0].firstAvailable[0].name: is required"},
+    {CLAIM("{\"name\":\"r\",\"exactly\":{\"deviceClassName\":\"g\",\"tolerations\":[3]}}"),
+     SF_OBJ_UNKNOWN, "spec.devices.requests[0].exactly.tolerations[0]: expected an object"},
+    {"{\"kind\":\"ResourceClaim\",\"metadata\":{\"name\":\"c\"},\"spec\":{\"devices\":{\"constraints\":"
+     "[{\"requests\":[1]}]}}}",
+     SF_OBJ_UNKNOWN, "spec.devices.constraints[0].requests[0]: expected a string, got an integer"},
+    {"{\"kind\":\"ResourceClaim\",\"metadata\":{\"name\":\"c\"},\"status\":{\"allocation\":{\"devices\":"
+     "{\"results\":[{\"request\":\"r\",\"driver\":\"d\",\"pool\":\"p\"}]}}}}",
+     SF_OBJ_UNKNOWN, "status.allocation.devices.results[0].device: is required"},
+    {"{\"kind\":\"ResourceClaim\",\"metadata\":{\"name\":\"c\"},\"status\":{\"reservedFor\":[{}]}}",
+     SF_OBJ_UNKNOWN, "status.reservedFor[0].name: is required"},
+    {"{\"kind\":\"DeviceClass\",\"metadata\":{\"name\":\"c\"},\"spec\":{\"selectors\":\"x\"}}",
+     SF_OBJ_UNKNOWN, "spec.selectors: expected an array, got a string"},
+    {"{\"kind\":\"DeviceTaintRule\",\"metadata\":{\"name\":\"r\"},\"spec\":{}}", SF_OBJ_UNKNOWN,
+     "spec.taint: is required"},
+    {"{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\"},\"spec\":{\"resourceClaims\":[{\"name\":\"g\"}]}}",
+     SF_OBJ_UNKNOWN,
+     "spec.resourceClaims[0]: one of resourceClaimName or resourceClaimTemplateName is required"},
+    {"{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":[{\"name\":\"c\","
+     "\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"one\"}}}]}}",
+     SF_OBJ_UNKNOWN, "spec.containers[0].resources.limits['nvidia.com/gpu']: 'one' is not a quantity"},
+    {"{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\"},\"status\":{\"extendedResourceClaimStatus\":"
+     "{\"requestMappings\":[{\"containerName\":\"c\"}]}}}",
+     SF_OBJ_UNKNOWN,
+     "status.extendedResourceClaimStatus.requestMappings[0].resourceName: is required"},
+    {"{\"metadata\":{\"name\":\"n\",\"labels\":{\"a\":1}}}", SF_OBJ_NODE,
+     "metadata.labels.a: expected a string"},
+};
+
+Test(decode, every_error_names_path_and_reason) {
+  for (size_t i = 0; i < sizeof errs / sizeof errs[0]; i++) {
+    const char *got = fx_decode_err(errs[i].json, errs[i].kind);
+    cr_expect_str_eq(got, errs[i].err, "case %zu: got \"%s\"", i, got);
+  }
+}
+
+Test(decode, too_many_fields) {
+  char buf[8192];
+  size_t n = (size_t)snprintf(buf, sizeof buf, DEV("{\"name\":\"b\",\"attributes\":{"));
+  /* Cut DEV's closing "]}}" and write 33 attributes instead. */
+  n -= 3;
+  for (int i = 0; i < 33; i++) n += (size_t)snprintf(buf + n, sizeof buf - n, "%s\"a%d\":{\"int\":%d}", i ? "," : "", i, i);
+  snprintf(buf + n, sizeof buf - n, "}}]}}");
+  cr_assert_str_eq(fx_decode_err(buf, SF_OBJ_UNKNOWN),
+                   "spec.devices[1]: 33 attributes and capacities, more than 32");
+}
+
+Test(decode, error_buffer_truncates_safely) {
+  json_t *j = fx_json(DEV("{\"name\":\"b\",\"capacity\":{\"memory\":{\"value\":\"12Qi\"}}}"));
+  sf_object_t *o = NULL;
+  char err[12];
+  cr_assert_eq(sf_decode(j, SF_OBJ_UNKNOWN, &o, err, sizeof err), SF_EINVAL);
+  cr_assert_eq(strlen(err), sizeof err - 1);
+  cr_assert_eq(sf_decode(j, SF_OBJ_UNKNOWN, &o, NULL, 0), SF_EINVAL);
+  json_decref(j);
+}
+
+Test(decode, list_items_and_meta) {
+  json_t *l = fx_load("nvidia-slices.json");
+  const json_t *items = NULL;
+  char err[256];
+  cr_assert_eq(sf_decode_list_items(l, &items, err, sizeof err), 0);
+  cr_assert_eq(json_array_size(items), 2);
+  sf_meta_t m;
+  cr_assert_eq(sf_decode_meta(json_array_get(items, 0), &m, err, sizeof err), 0);
+  cr_assert_str_eq(m.name, "gpu-node-a-gpu.nvidia.com-x7k2p");
+  cr_assert_str_eq(m.ns, "");
+  json_t *bad = fx_json("{\"kind\":\"List\"}");
+  cr_assert_eq(sf_decode_list_items(bad, &items, err, sizeof err), SF_EINVAL);
+  cr_assert_str_eq(err, "items: is required");
+  json_decref(bad);
+  json_decref(l);
+}
