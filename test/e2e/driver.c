@@ -1,0 +1,377 @@
+/*
+ * The scheduler driver: for each arriving pod it does what kube-scheduler
+ * does for a DRA pod with slicefit as its extender (k8s-wire.md part 1 and
+ * §1.5), in the order the scheduler does it:
+ *
+ *   1. the pod's ResourceClaim is created (the claim controller, from the
+ *      pod's template), and the driver waits until every slicefit replica
+ *      holds it (slicefit_objects{kind="ResourceClaim"} on /metrics);
+ *   2. the in-tree DRA filter: the nodes where the driver's own first-fit
+ *      allocator can place the claim (ffit.c); none -> the pod stays
+ *      Pending and is withdrawn (its claim deleted), as the replay drops it;
+ *   3. POST /filter with ExtenderArgs {Pod, Nodes: null, NodeNames} (the
+ *      manifests set nodeCacheCapable: true); every replica is asked and
+ *      must answer alike;
+ *   4. with one node left the scheduler takes it; otherwise POST /prioritize
+ *      on the filtered names, and the best score wins (ties: first by name);
+ *   5. Reserve/PreBind: the first-fit allocator allocates on that node and
+ *      the driver writes status.allocation back to the API server (devices
+ *      with consumedCapacity and shareID, nodeSelector, reservedFor), then
+ *      waits until every replica holds the allocation.
+ *
+ * A departure deletes the pod's claim. After each arrival the driver
+ * measures allocation as slicefit-replay's mark() does, so the run can be
+ * held against the replay of the same trace.
+ */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "driver.h"
+
+#define TOKEN "e2e-token-3f9a"
+#define SEEN_DEADLINE_MS 10000
+
+static const int THRESH[9] = {50, 80, 90, 95, 100, 105, 110, 120, 130};
+
+void drv_problem(drv_t *d, const char *fmt, ...)
+{
+  if (d->first_problem[0])
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(d->first_problem, sizeof d->first_problem, fmt, ap);
+  va_end(ap);
+}
+
+static int cmp_event(const void *a, const void *b)
+{
+  const drv_event_t *x = a, *y = b;
+  if (x->t != y->t)
+    return x->t < y->t ? -1 : 1;
+  if (x->leave != y->leave)
+    return x->leave ? -1 : 1;   /* departures first, as the replay orders them */
+  return (x->pod > y->pod) - (x->pod < y->pod);
+}
+
+static void load(drv_t *d, const char *res, json_t *items)
+{
+  char path[160], buf[256];
+  snprintf(path, sizeof path, "%s/%s.json", d->dir, res);
+  cr_assert_eq(json_dump_file(items, path, JSON_COMPACT), 0);
+  cr_assert_eq(e2e_apiserver_cmd(&d->api, buf, sizeof buf, "load %s %s", res, path), 0,
+               "load %s: %s", res, buf);
+  json_decref(items);
+}
+
+static void start_replica(drv_t *d, size_t r)
+{
+  char cm[] = "--policy-configmap=slicefit-system/slicefit-policy", kc[200];
+  snprintf(kc, sizeof kc, "--kubeconfig=%s", d->kubeconfig);
+  const char *args[] = {kc, cm, NULL};
+  cr_assert_eq(e2e_slicefit_start(&d->sf[r], d->dir, args), 0);
+  cr_assert_eq(e2e_slicefit_wait_ready(&d->sf[r], 15000), 0,
+               "slicefit replica %zu not ready on port %u (log %s)", r, d->sf[r].port, d->sf[r].log);
+}
+
+void drv_setup(drv_t *d, const char *const *policy, size_t nreplicas, size_t npods, uint64_t seed)
+{
+  memset(d, 0, sizeof *d);
+  d->policy = policy;
+  d->nreplicas = nreplicas;
+  d->npods = npods;
+  snprintf(d->dir, sizeof d->dir, "/tmp/slicefit-e2e-XXXXXX");
+  cr_assert_not_null(mkdtemp(d->dir));
+  e2e_cluster_make(&d->cl);
+  e2e_pods_make(d->pods, npods, seed);
+  for (uint32_t i = 0; i < npods; i++) {
+    d->ev[d->nev++] = (drv_event_t){d->pods[i].at, i, false};
+    d->ev[d->nev++] = (drv_event_t){d->pods[i].until, i, true};
+    d->node_of[i] = -1;
+  }
+  qsort(d->ev, d->nev, sizeof d->ev[0], cmp_event);
+  for (size_t i = 0; i < d->cl.nnodes; i++)
+    for (size_t g = 0; g < d->cl.nodes[i].ndevs; g++)
+      d->cap_milli += 1000;
+  cr_assert_eq(e2e_apiserver_start(&d->api, TOKEN), 0, "fake-apiserver did not start (%s)",
+               e2e_tool("fake-apiserver"));
+  load(d, "resourceslices", e2e_cluster_slices(&d->cl));
+  load(d, "deviceclasses", e2e_device_classes());
+  json_t *cm = e2e_policy_configmap(policy);
+  cr_assert_eq(e2e_apiserver_put(&d->api, "configmaps", cm), 0);
+  json_decref(cm);
+  snprintf(d->kubeconfig, sizeof d->kubeconfig, "%s/kubeconfig", d->dir);
+  cr_assert_eq(e2e_kubeconfig_write(d->kubeconfig, d->api.port, TOKEN), 0);
+  for (size_t r = 0; r < nreplicas; r++)
+    start_replica(d, r);
+}
+
+void drv_teardown(drv_t *d)
+{
+  for (size_t r = 0; r < d->nreplicas; r++)
+    if (d->sf[r].pid > 0)
+      e2e_slicefit_stop(&d->sf[r]);
+  e2e_apiserver_stop(&d->api);
+}
+
+size_t drv_nevents(const drv_t *d) { return d->nev; }
+
+/* ---- waiting for the replicas ---- */
+
+static bool holds(unsigned port, size_t claims, size_t allocs)
+{
+  double c = e2e_metric(port, "slicefit_objects{kind=\"ResourceClaim\"}");
+  double a = e2e_metric(port, "slicefit_index_allocations");
+  return c == (double)claims && a == (double)allocs;
+}
+
+void drv_wait_seen(drv_t *d)
+{
+  for (size_t r = 0; r < d->nreplicas; r++) {
+    int64_t end = e2e_now_ms() + SEEN_DEADLINE_MS;
+    while (!holds(d->sf[r].port, d->claims, d->allocs)) {
+      cr_assert_lt(e2e_now_ms(), end,
+                   "replica %zu never showed %zu claims and %zu allocations (log %s)", r, d->claims,
+                   d->allocs, d->sf[r].log);
+      e2e_sleep_ms(2);
+    }
+  }
+}
+
+/* ---- the extender calls ---- */
+
+json_t *drv_call(unsigned port, const char *verb, const e2e_pod_t *p, json_t *names, long *status)
+{
+  json_t *args = json_pack("{s:o,s:n,s:O}", "Pod", e2e_pod_json(p), "Nodes", "NodeNames", names);
+  json_t *r = e2e_http_json(port, "POST", verb, args, status);
+  json_decref(args);
+  return r;
+}
+
+/* Calls every replica, checks they agree, returns replica 0's reply. */
+static json_t *call_all(drv_t *d, const char *verb, const e2e_pod_t *p, json_t *names)
+{
+  long st;
+  json_t *first = drv_call(d->sf[0].port, verb, p, names, &st);
+  cr_assert_eq(st, 200, "%s %s: HTTP %ld", verb, p->name, st);
+  cr_assert_not_null(first, "%s %s: no JSON reply", verb, p->name);
+  for (size_t r = 1; r < d->nreplicas; r++) {
+    json_t *other = drv_call(d->sf[r].port, verb, p, names, &st);
+    if (st != 200 || !json_equal(first, other)) {
+      d->replica_diffs++;
+      char *a = json_dumps(first, JSON_COMPACT), *b = json_dumps(other, JSON_COMPACT);
+      drv_problem(d, "%s %s: replica 0 said %s, replica %zu said %s", verb, p->name, a, r,
+                  b ? b : "(nothing)");
+      free(a);
+      free(b);
+    }
+    json_decref(other);
+  }
+  return first;
+}
+
+static bool in_array(const json_t *arr, const char *s)
+{
+  size_t i;
+  json_t *v;
+  json_array_foreach(arr, i, v) if (json_is_string(v) && strcmp(json_string_value(v), s) == 0)
+      return true;
+  return false;
+}
+
+/* POST /filter; the names that passed (new array). */
+static json_t *filter(drv_t *d, const e2e_pod_t *p, json_t *feasible)
+{
+  json_t *rep = call_all(d, "/filter", p, feasible);
+  d->filter_calls++;
+  const char *err = json_string_value(json_object_get(rep, "Error"));
+  cr_assert(err == NULL || *err == '\0', "filter %s: Error %s", p->name, err);
+  json_t *names = json_object_get(rep, "NodeNames");
+  cr_assert(json_is_array(names), "filter %s: NodeNames is not an array", p->name);
+  size_t i;
+  json_t *v;
+  json_array_foreach(names, i, v)
+      cr_assert(in_array(feasible, json_string_value(v)), "filter %s returned %s, not asked",
+                p->name, json_string_value(v));
+  json_array_foreach(feasible, i, v) {
+    if (in_array(names, json_string_value(v)))
+      continue;
+    /* The default policy has no platform rule: dropping a feasible node has no reason. */
+    d->dropped_feasible++;
+    json_t *why = json_object_get(json_object_get(rep, "FailedNodes"), json_string_value(v));
+    drv_problem(d, "filter %s dropped DRA-feasible node %s: %s", p->name, json_string_value(v),
+                why ? json_string_value(why) : "(no reason given)");
+  }
+  json_t *out = json_incref(names);
+  json_decref(rep);
+  return out;
+}
+
+/* POST /prioritize; the best-scored name (ties: first in name order). */
+static const char *prioritize(drv_t *d, const e2e_pod_t *p, json_t *names)
+{
+  json_t *rep = call_all(d, "/prioritize", p, names);
+  d->prioritize_calls++;
+  cr_assert(json_is_array(rep), "prioritize %s: not a HostPriorityList", p->name);
+  const char *best = NULL;
+  json_int_t top = -1;
+  size_t i, j;
+  json_t *n, *hp;
+  json_array_foreach(names, i, n) {
+    json_int_t score = 0;   /* a host left out scores 0 */
+    json_array_foreach(rep, j, hp) if (strcmp(json_string_value(json_object_get(hp, "Host")),
+                                              json_string_value(n)) == 0) score =
+        json_integer_value(json_object_get(hp, "Score"));
+    cr_assert(score >= 0 && score <= 10, "prioritize %s: score %lld", p->name, (long long)score);
+    if (score > top) {
+      top = score;
+      best = json_string_value(n);
+    }
+  }
+  static char pick[32];
+  snprintf(pick, sizeof pick, "%s", best);
+  json_decref(rep);
+  return pick;
+}
+
+/* ---- arrivals and departures ---- */
+
+static int64_t share_milli(const e2e_pod_t *p)
+{
+  return p->shape == E2E_SHARE ? 200 : p->shape == E2E_PAIR ? 2000 : 1000;
+}
+
+static void mark(drv_t *d)
+{
+  while (d->next_thresh < 9 && THRESH[d->next_thresh] * d->cap_milli <= d->arrived_milli * 100)
+    d->alloc_pct_at[d->next_thresh++] = 100.0 * (double)d->alloc_milli / (double)d->cap_milli;
+}
+
+static void reserve(drv_t *d, uint32_t i, const char *node)
+{
+  e2e_pod_t *p = &d->pods[i];
+  size_t k = 0;
+  while (strcmp(d->cl.nodes[k].name, node) != 0)
+    k++;
+  e2e_node_t *n = &d->cl.nodes[k];
+  cr_assert(e2e_ffit(n, p, &d->alloc[i]), "the chosen node %s cannot take %s", node, p->name);
+  e2e_ffit_take(n, &d->alloc[i]);
+  d->node_of[i] = (int)k;
+  snprintf(d->node_name[i], sizeof d->node_name[i], "%s", node);
+  json_t *claim = e2e_claim_json(p);
+  json_object_set_new(claim, "status", e2e_status_json(n, p, &d->alloc[i], d->share_seq++));
+  cr_assert_eq(e2e_apiserver_put(&d->api, "resourceclaims", claim), 0);
+  json_decref(claim);
+  d->allocs++;
+  d->out[i] = OUT_PLACED;
+  d->alloc_milli += share_milli(p);
+  drv_check_books(d);
+}
+
+static void withdraw(drv_t *d, uint32_t i, outcome_t why)
+{
+  char buf[256];
+  d->out[i] = why;
+  cr_assert_eq(e2e_apiserver_cmd(&d->api, buf, sizeof buf, "del resourceclaims %s/%s", E2E_NS,
+                                 d->pods[i].claim),
+               0, "del: %s", buf);
+  d->claims--;
+}
+
+static void schedule(drv_t *d, uint32_t i)
+{
+  e2e_pod_t *p = &d->pods[i];
+  e2e_alloc_t a;
+  json_t *feasible = json_array();
+  for (size_t k = 0; k < d->cl.nnodes; k++)
+    if (e2e_ffit(&d->cl.nodes[k], p, &a))
+      json_array_append_new(feasible, json_string(d->cl.nodes[k].name));
+  if (json_array_size(feasible) == 0) {
+    withdraw(d, i, OUT_NO_NODE);
+  } else {
+    json_t *passed = filter(d, p, feasible);
+    size_t n = json_array_size(passed);
+    if (n == 0) {
+      withdraw(d, i, OUT_EXTENDER_EMPTY);
+    } else if (n == 1) {
+      d->single_node++;
+      reserve(d, i, json_string_value(json_array_get(passed, 0)));
+    } else {
+      reserve(d, i, prioritize(d, p, passed));
+    }
+    json_decref(passed);
+  }
+  json_decref(feasible);
+}
+
+static void arrive(drv_t *d, uint32_t i)
+{
+  json_t *claim = e2e_claim_json(&d->pods[i]);
+  cr_assert_eq(e2e_apiserver_put(&d->api, "resourceclaims", claim), 0);
+  json_decref(claim);
+  d->claims++;
+  drv_wait_seen(d);
+  schedule(d, i);
+  drv_wait_seen(d);
+  d->arrived_milli += share_milli(&d->pods[i]);
+  mark(d);
+}
+
+static void leave(drv_t *d, uint32_t i)
+{
+  char buf[256];
+  if (d->node_of[i] < 0)
+    return;   /* never placed */
+  cr_assert_eq(e2e_apiserver_cmd(&d->api, buf, sizeof buf, "del resourceclaims %s/%s", E2E_NS,
+                                 d->pods[i].claim),
+               0, "del: %s", buf);
+  e2e_ffit_give(&d->cl.nodes[d->node_of[i]], &d->alloc[i]);
+  d->alloc_milli -= share_milli(&d->pods[i]);
+  d->node_of[i] = -1;   /* gone; out[i] keeps what happened */
+  d->claims--;
+  d->allocs--;
+  drv_wait_seen(d);
+}
+
+void drv_run(drv_t *d, size_t first, size_t last, size_t check_every)
+{
+  mark(d);
+  for (size_t e = first; e < last && e < d->nev; e++) {
+    if (d->ev[e].leave)
+      leave(d, d->ev[e].pod);
+    else
+      arrive(d, d->ev[e].pod);
+    if (check_every && (e + 1) % check_every == 0)
+      for (size_t r = 0; r < d->nreplicas; r++)
+        drv_check_state(d, d->sf[r].port);
+  }
+}
+
+/* ---- the books ---- */
+
+void drv_check_books(const drv_t *d)
+{
+  int64_t used[E2E_MAX_NODES][E2E_MAX_DEVS] = {{0}};
+  int holders[E2E_MAX_NODES][E2E_MAX_DEVS] = {{0}};
+  for (size_t i = 0; i < d->npods; i++) {
+    if (d->node_of[i] < 0)
+      continue;
+    for (size_t k = 0; k < d->alloc[i].n; k++) {
+      used[d->node_of[i]][d->alloc[i].dev[k]] += d->alloc[i].consumed[k];
+      holders[d->node_of[i]][d->alloc[i].dev[k]]++;
+    }
+  }
+  for (size_t n = 0; n < d->cl.nnodes; n++)
+    for (size_t g = 0; g < d->cl.nodes[n].ndevs; g++) {
+      const e2e_dev_t *dv = &d->cl.nodes[n].devs[g];
+      cr_assert_eq(used[n][g], dv->used, "%s/%s: books %lld, allocations %lld", d->cl.nodes[n].name,
+                   dv->name, (long long)dv->used, (long long)used[n][g]);
+      cr_assert_eq(holders[n][g], dv->nalloc);
+      if (dv->shared)
+        cr_assert_leq(used[n][g], dv->mem, "%s/%s overcommitted", d->cl.nodes[n].name, dv->name);
+      else
+        cr_assert_leq(holders[n][g], 1, "%s/%s given twice", d->cl.nodes[n].name, dv->name);
+    }
+}

@@ -1,0 +1,292 @@
+/*
+ * The processes the end-to-end test drives and how it talks to them: the
+ * fake kube-apiserver (commands on stdin, one reply line each on stdout),
+ * bin/slicefit (HTTP on loopback, logs to a file), libcurl for HTTP.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "e2e.h"
+
+int64_t e2e_now_ms(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void e2e_sleep_ms(int ms)
+{
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+const char *e2e_top(void)
+{
+  const char *t = getenv("SLICEFIT_TOP");
+  return t && *t ? t : ".";
+}
+
+const char *e2e_tool(const char *name)
+{
+  static char path[PATH_MAX + 64];
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  exe[n > 0 ? n : 0] = '\0';
+  snprintf(path, sizeof path, "%s/tools/%s", dirname(exe), name);
+  return path;
+}
+
+/* ---- the fake kube-apiserver ---- */
+
+int e2e_apiserver_start(e2e_apiserver_t *a, const char *token)
+{
+  int in[2], out[2];
+  memset(a, 0, sizeof *a);
+  if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0)
+    return -1;
+  const char *tool = e2e_tool("fake-apiserver");
+  a->pid = fork();
+  if (a->pid == 0) {
+    dup2(in[0], 0);
+    dup2(out[1], 1);
+    execl(tool, tool, "--token", token, (char *)NULL);
+    _exit(127);
+  }
+  close(in[0]);
+  close(out[1]);
+  a->in = fdopen(in[1], "w");
+  a->out = fdopen(out[0], "r");
+  char line[128] = "";
+  if (a->pid < 0 || !fgets(line, sizeof line, a->out) || sscanf(line, "port %u", &a->port) != 1)
+    return -1;
+  return 0;
+}
+
+static int reply(e2e_apiserver_t *a, char *buf, size_t len)
+{
+  char tmp[256];
+  if (buf == NULL) {
+    buf = tmp;
+    len = sizeof tmp;
+  }
+  if (!fgets(buf, (int)len, a->out))
+    return -1;
+  buf[strcspn(buf, "\n")] = '\0';
+  return strncmp(buf, "ok", 2) == 0 ? 0 : -1;
+}
+
+int e2e_apiserver_cmd(e2e_apiserver_t *a, char *buf, size_t len, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  vfprintf(a->in, fmt, ap);
+  va_end(ap);
+  fputc('\n', a->in);
+  fflush(a->in);
+  return reply(a, buf, len);
+}
+
+int e2e_apiserver_put(e2e_apiserver_t *a, const char *res, const json_t *obj)
+{
+  char *s = json_dumps(obj, JSON_COMPACT);
+  fprintf(a->in, "put %s %s\n", res, s);
+  fflush(a->in);
+  free(s);
+  return reply(a, NULL, 0);
+}
+
+void e2e_apiserver_stop(e2e_apiserver_t *a)
+{
+  if (a->in) {
+    fputs("quit\n", a->in);
+    fclose(a->in);
+  }
+  if (a->out)
+    fclose(a->out);
+  if (a->pid > 0)
+    waitpid(a->pid, NULL, 0);
+  memset(a, 0, sizeof *a);
+}
+
+int e2e_kubeconfig_write(const char *path, unsigned port, const char *token)
+{
+  FILE *f = fopen(path, "w");
+  if (f == NULL)
+    return -1;
+  fprintf(f,
+          "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n"
+          "    server: http://127.0.0.1:%u\nusers:\n- name: slicefit\n  user:\n    token: %s\n"
+          "contexts:\n- name: fake\n  context:\n    cluster: fake\n    user: slicefit\n"
+          "current-context: fake\n",
+          port, token);
+  return fclose(f) == 0 ? 0 : -1;
+}
+
+/* ---- bin/slicefit ---- */
+
+unsigned e2e_free_port(void)
+{
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = 0};
+  socklen_t sl = sizeof sa;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  unsigned port = 0;
+  if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
+      getsockname(fd, (struct sockaddr *)&sa, &sl) == 0)
+    port = ntohs(sa.sin_port);
+  if (fd >= 0)
+    close(fd);
+  return port;
+}
+
+int e2e_slicefit_start(e2e_slicefit_t *s, const char *dir, const char *const *args)
+{
+  char bin[PATH_MAX], listen[64];
+  const char *argv[32];
+  size_t n = 0;
+  memset(s, 0, sizeof *s);
+  s->port = e2e_free_port();
+  snprintf(bin, sizeof bin, "%s/bin/slicefit", e2e_top());
+  snprintf(listen, sizeof listen, "--listen=127.0.0.1:%u", s->port);
+  snprintf(s->log, sizeof s->log, "%s/slicefit-%u.log", dir, s->port);
+  argv[n++] = bin;
+  argv[n++] = listen;
+  for (size_t i = 0; args && args[i] && n < 31; i++)
+    argv[n++] = args[i];
+  argv[n] = NULL;
+  s->pid = fork();
+  if (s->pid == 0) {
+    int fd = open(s->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    execv(bin, (char *const *)(uintptr_t)argv);
+    _exit(127);
+  }
+  return s->pid > 0 && s->port > 0 ? 0 : -1;
+}
+
+int e2e_slicefit_wait_ready(const e2e_slicefit_t *s, int deadline_ms)
+{
+  int64_t end = e2e_now_ms() + deadline_ms;
+  do {
+    if (e2e_http(s->port, "GET", "/readyz", NULL, NULL) == 200)
+      return 0;
+    if (waitpid(s->pid, NULL, WNOHANG) == s->pid)
+      return -1;   /* it exited */
+    e2e_sleep_ms(10);
+  } while (e2e_now_ms() < end);
+  return -1;
+}
+
+int e2e_slicefit_stop(e2e_slicefit_t *s)
+{
+  int st = 0;
+  if (s->pid <= 0)
+    return -1;
+  kill(s->pid, SIGTERM);
+  int64_t end = e2e_now_ms() + 5000;
+  pid_t r;
+  while ((r = waitpid(s->pid, &st, WNOHANG)) == 0 && e2e_now_ms() < end)
+    e2e_sleep_ms(5);
+  if (r == 0) {
+    kill(s->pid, SIGKILL);
+    waitpid(s->pid, &st, 0);
+    st = -1;
+  }
+  s->pid = 0;
+  return st < 0 ? -1 : WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* ---- HTTP ---- */
+
+typedef struct {
+  char *p;
+  size_t n;
+} sink_t;
+
+static size_t on_data(char *data, size_t size, size_t nmemb, void *ud)
+{
+  sink_t *b = ud;
+  size_t len = size * nmemb;
+  char *p = realloc(b->p, b->n + len + 1);
+  if (p == NULL)
+    return 0;
+  memcpy(p + b->n, data, len);
+  b->p = p;
+  b->n += len;
+  b->p[b->n] = '\0';
+  return len;
+}
+
+long e2e_http(unsigned port, const char *method, const char *path, const char *body, char **out)
+{
+  char url[256];
+  sink_t b = {NULL, 0};
+  long code = -1;
+  struct curl_slist *hdr = curl_slist_append(NULL, "Content-Type: application/json");
+  CURL *c = curl_easy_init();
+  snprintf(url, sizeof url, "http://127.0.0.1:%u%s", port, path);
+  curl_easy_setopt(c, CURLOPT_URL, url);
+  curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);   /* kube-scheduler's default httpTimeout */
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  if (body) {
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+  }
+  if (curl_easy_perform(c) == CURLE_OK)
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+  curl_easy_cleanup(c);
+  curl_slist_free_all(hdr);
+  if (out)
+    *out = b.p;
+  else
+    free(b.p);
+  return code;
+}
+
+json_t *e2e_http_json(unsigned port, const char *method, const char *path, const json_t *body,
+                      long *status)
+{
+  char *req = body ? json_dumps(body, JSON_COMPACT) : NULL, *resp = NULL;
+  long code = e2e_http(port, method, path, req, &resp);
+  json_t *v = resp ? json_loads(resp, JSON_DISABLE_EOF_CHECK, NULL) : NULL;
+  if (status)
+    *status = code;
+  free(req);
+  free(resp);
+  return v;
+}
+
+double e2e_metric(unsigned port, const char *series)
+{
+  char *text = NULL;
+  double v = -1;
+  size_t n = strlen(series);
+  if (e2e_http(port, "GET", "/metrics", NULL, &text) == 200 && text) {
+    for (char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+      if (strncmp(l, series, n) == 0 && l[n] == ' ') {
+        v = strtod(l + n + 1, NULL);
+        break;
+      }
+  }
+  free(text);
+  return v;
+}
