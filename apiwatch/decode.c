@@ -37,7 +37,9 @@ void sf__arena_destroy(sf_arena_t *a) {
   free(a);
 }
 
-void *sf__arena_alloc(sf_arena_t *a, size_t n) {
+
+/* Like sf__arena_alloc, without zeroing. */
+static void *alloc_raw(sf_arena_t *a, size_t n) {
   size_t al = sizeof(max_align_t);
   n = (n + al - 1) / al * al;
   chunk_t *c = a->head;
@@ -51,13 +53,18 @@ void *sf__arena_alloc(sf_arena_t *a, size_t n) {
   }
   void *p = (char *)c->data + c->used;
   c->used += n;
+  return p;
+}
+
+void *sf__arena_alloc(sf_arena_t *a, size_t n) {
+  void *p = alloc_raw(a, n);
   memset(p, 0, n);
   return p;
 }
 
 char *sf__arena_join(sf_arena_t *a, const char *x, const char *y) {
   size_t lx = strlen(x), ly = strlen(y);
-  char *s = sf__arena_alloc(a, lx + ly + 2);
+  char *s = alloc_raw(a, lx + ly + 2);
   memcpy(s, x, lx);
   s[lx] = '/';
   memcpy(s + lx + 1, y, ly + 1);
@@ -66,42 +73,40 @@ char *sf__arena_join(sf_arena_t *a, const char *x, const char *y) {
 
 /* ---- path and errors ---- */
 
-static size_t append(dctx_t *d, const char *s) {
-  size_t old = d->plen, n = strlen(s);
-  if (d->plen + n >= DPATH_MAX) n = DPATH_MAX - 1 - d->plen;
-  memcpy(d->path + d->plen, s, n);
-  d->plen += n;
-  d->path[d->plen] = '\0';
-  return old;
-}
-
 size_t sf__dpush(dctx_t *d, const char *key) {
-  size_t old = d->plen;
-  if (strchr(key, '.')) {
-    append(d, "['");
-    append(d, key);
-    append(d, "']");
-  } else {
-    if (d->plen) append(d, ".");
-    append(d, key);
-  }
-  return old;
+  if (d->depth < DPATH_DEPTH) d->seg[d->depth].key = key;
+  return d->depth++;
 }
 
 size_t sf__dpush_i(dctx_t *d, size_t i) {
-  char b[32];
-  snprintf(b, sizeof b, "[%zu]", i);
-  return append(d, b);
+  if (d->depth < DPATH_DEPTH) {
+    d->seg[d->depth].key = NULL;
+    d->seg[d->depth].i = i;
+  }
+  return d->depth++;
 }
 
-void sf__dpop(dctx_t *d, size_t len) {
-  d->plen = len;
-  d->path[len] = '\0';
+void sf__dpop(dctx_t *d, size_t len) { d->depth = len; }
+
+/* "spec.devices[3].attributes['resource.kubernetes.io/pciBusID']" into buf. */
+static void format_path(const dctx_t *d, char *buf, size_t len) {
+  size_t n = 0, depth = d->depth < DPATH_DEPTH ? d->depth : DPATH_DEPTH;
+  buf[0] = '\0';
+  for (size_t k = 0; k < depth && n < len; k++) {
+    const char *key = d->seg[k].key;
+    int w = !key               ? snprintf(buf + n, len - n, "[%zu]", d->seg[k].i)
+            : strchr(key, '.') ? snprintf(buf + n, len - n, "['%s']", key)
+                               : snprintf(buf + n, len - n, "%s%s", n ? "." : "", key);
+    n += w > 0 ? (size_t)w : 0;
+  }
+  if (n == 0) snprintf(buf, len, "(object)");
 }
 
 int sf__dfail(dctx_t *d, const char *fmt, ...) {
+  char path[DPATH_MAX];
   if (!d->err || !d->errlen) return SF_EINVAL;
-  int n = snprintf(d->err, d->errlen, "%s: ", d->plen ? d->path : "(object)");
+  format_path(d, path, sizeof path);
+  int n = snprintf(d->err, d->errlen, "%s: ", path);
   if (n < 0 || (size_t)n >= d->errlen) return SF_EINVAL;
   va_list ap;
   va_start(ap, fmt);
@@ -110,7 +115,7 @@ int sf__dfail(dctx_t *d, const char *fmt, ...) {
   return SF_EINVAL;
 }
 
-static const char *type_name(const json_t *v) {
+const char *sf__dtype_name(const json_t *v) {
   switch (json_typeof(v)) {
     case JSON_OBJECT: return "an object";
     case JSON_ARRAY: return "an array";
@@ -123,17 +128,43 @@ static const char *type_name(const json_t *v) {
   }
 }
 
+/*
+ * json_object_get through a view of the object's keys. Objects are read a few fields at a
+ * time, each once: iterating a small object once and comparing names is several times cheaper
+ * than hashing every key looked up (most of a slice's decoding time otherwise).
+ */
+static json_t *get(dctx_t *d, const json_t *obj, const char *key) {
+  dview_t *v = NULL;
+  for (int i = 0; i < 2; i++)
+    if (d->views[i].obj == obj) v = &d->views[i];
+  if (!v) {
+    if (!json_is_object(obj) || json_object_size(obj) > DVIEW_KEYS) return json_object_get(obj, key);
+    v = &d->views[d->next_view++ & 1];
+    v->obj = obj;
+    v->n = 0;
+    const char *k;
+    json_t *e;
+    json_object_foreach(unconst(obj), k, e) {
+      v->keys[v->n] = k;
+      v->vals[v->n++] = e;
+    }
+  }
+  for (size_t i = 0; i < v->n; i++)
+    if (v->keys[i][0] == key[0] && !strcmp(v->keys[i], key)) return v->vals[i];
+  return NULL;
+}
+
 /* Fetches `key`; 0 if absent or null, 1 if of type `t`, else fails at its path. */
 static int field(dctx_t *d, const json_t *obj, const char *key, json_type t, const char *want,
                  json_t **out) {
-  json_t *v = json_object_get(obj, key);
+  json_t *v = get(d, obj, key);
   if (!v || json_is_null(v)) return 0;
   if (json_typeof(v) == t || (t == JSON_TRUE && json_is_boolean(v))) {
     *out = v;
     return 1;
   }
   sf__dpush(d, key);
-  return sf__dfail(d, "expected %s, got %s", want, type_name(v));
+  return sf__dfail(d, "expected %s, got %s", want, sf__dtype_name(v));
 }
 
 /* ---- field readers ---- */
@@ -212,12 +243,12 @@ int sf__dqty_val(dctx_t *d, const json_t *v, sf_milli_t *out) {
       /* %.17g round-trips a double; the parser rejects what is finer than milli. */
       snprintf(buf, sizeof buf, "%.17g", json_real_value(v));
       return qty_text(d, buf, strlen(buf), out);
-    default: return sf__dfail(d, "expected a quantity, got %s", type_name(v));
+    default: return sf__dfail(d, "expected a quantity, got %s", sf__dtype_name(v));
   }
 }
 
 int sf__dqty(dctx_t *d, const json_t *obj, const char *key, sf_milli_t *out) {
-  json_t *v = json_object_get(obj, key);
+  json_t *v = get(d, obj, key);
   if (!v) return 0;
   size_t at = sf__dpush(d, key);
   int r = sf__dqty_val(d, v, out);
@@ -235,7 +266,7 @@ int sf__dstrs(dctx_t *d, const json_t *obj, const char *key, const char ***out, 
     json_t *e = json_array_get(arr, i);
     if (!json_is_string(e)) {
       sf__dpush_i(d, i);
-      return sf__dfail(d, "expected a string, got %s", type_name(e));
+      return sf__dfail(d, "expected a string, got %s", sf__dtype_name(e));
     }
     v[i] = json_string_value(e);
   }
@@ -274,7 +305,7 @@ int sf__dselectors(dctx_t *d, const json_t *obj, const char *key, const char ***
   for (size_t i = 0; i < *n; i++) {
     const json_t *s = json_array_get(arr, i), *cel;
     size_t ati = sf__dpush_i(d, i);
-    if (!json_is_object(s)) return sf__dfail(d, "expected an object, got %s", type_name(s));
+    if (!json_is_object(s)) return sf__dfail(d, "expected an object, got %s", sf__dtype_name(s));
     if ((r = sf__dobj(d, s, "cel", &cel)) < 0) return r;
     if (!cel) return sf__dfail(d, "has no cel selector");
     sf__dpush(d, "cel");
@@ -296,7 +327,7 @@ int sf__deach(dctx_t *d, const json_t *obj, const char *key, size_t size, sf__de
   for (size_t i = 0; i < len; i++) {
     const json_t *e = json_array_get(arr, i);
     size_t ati = sf__dpush_i(d, i);
-    if (!json_is_object(e)) return sf__dfail(d, "expected an object, got %s", type_name(e));
+    if (!json_is_object(e)) return sf__dfail(d, "expected an object, got %s", sf__dtype_name(e));
     if ((r = fn(d, e, out + *n * size)) < 0) return r;
     *n += 1;
     sf__dpop(d, ati);
@@ -318,7 +349,7 @@ int sf__darray(dctx_t *d, const json_t *obj, const char *key, size_t size, sf__d
 int sf__dtaint(dctx_t *d, const json_t *t, sf_taint_t *out) {
   const char *eff = NULL;
   int r;
-  if (!json_is_object(t)) return sf__dfail(d, "expected an object, got %s", type_name(t));
+  if (!json_is_object(t)) return sf__dfail(d, "expected an object, got %s", sf__dtype_name(t));
   if ((r = sf__dstr_req(d, t, "key", &out->key)) < 0) return r;
   out->value = "";
   if ((r = sf__dstr(d, t, "value", &out->value)) < 0) return r;
@@ -402,7 +433,7 @@ int sf_decode(const json_t *j, sf_obj_kind_t kind, sf_object_t **out, char *err,
   *out = NULL;
   if (err && errlen) err[0] = '\0';
   if (!j || !json_is_object(j)) {
-    r = sf__dfail(&d, "expected an object, got %s", j ? type_name(j) : "nothing");
+    r = sf__dfail(&d, "expected an object, got %s", j ? sf__dtype_name(j) : "nothing");
     goto out;
   }
   if ((r = resolve_kind(&d, j, &kind)) < 0) goto out;

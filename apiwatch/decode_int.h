@@ -24,24 +24,45 @@ void *sf__arena_alloc(sf_arena_t *a, size_t n);
 char *sf__arena_join(sf_arena_t *a, const char *x, const char *y);
 
 #define DPATH_MAX 256
+#define DPATH_DEPTH 32
 
-/* Decoding context: the arena, the current JSON path and the error sink. */
+/*
+ * Decoding context: the arena, the current JSON path and the error sink.
+ * The path is a stack of segments (a key, or an index when key is NULL),
+ * formatted only when an error is reported: decoding pays no formatting.
+ */
+#define DVIEW_KEYS 16
+
+/* The keys of one small object, read in one pass: a lookup is then a few strcmp, not a hash. */
+typedef struct {
+  const json_t *obj;
+  size_t n;
+  const char *keys[DVIEW_KEYS];
+  json_t *vals[DVIEW_KEYS];
+} dview_t;
+
 typedef struct {
   sf_arena_t *a;
-  char path[DPATH_MAX];
-  size_t plen;
+  dview_t views[2];     /* the two objects read last */
+  unsigned next_view;
+  const char *qname[64], *qval[64];  /* qualified names made so far (devices repeat them) */
+  struct { const char *key; size_t i; } seg[DPATH_DEPTH];
+  size_t depth;   /* may exceed DPATH_DEPTH: deeper segments are not kept */
   char *err;
   size_t errlen;
 } dctx_t;
 
-/** Appends ".key" (or "['key']" when the key has a dot) and returns the old length. */
+/** Enters field `key` (borrowed until popped); returns the depth to pop back to. */
 size_t sf__dpush(dctx_t *d, const char *key);
-/** Appends "[i]" and returns the old length. */
+/** Enters array element i; returns the depth to pop back to. */
 size_t sf__dpush_i(dctx_t *d, size_t i);
-/** Restores the path to `len`. */
+/** Returns to depth `len`. */
 void sf__dpop(dctx_t *d, size_t len);
 /** Writes "path: reason" into the error sink; returns SF_EINVAL. */
 int sf__dfail(dctx_t *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/** "an integer", "a string", ... for messages. */
+const char *sf__dtype_name(const json_t *v);
 
 /*
  * Field readers. `obj` is an object; `key` its field. Each returns 0 when

@@ -21,36 +21,62 @@ static int qualify(dctx_t *d, const char *driver, const char *name, const char *
   if (!*name) return sf__dfail(d, "empty name");
   if (sl && (sl == name || !sl[1] || strchr(sl + 1, '/')))
     return sf__dfail(d, "'%s' is not a qualified name", name);
-  *out = sl ? name : sf__arena_join(d->a, driver, name);
+  if (sl) {
+    *out = name;
+    return 1;
+  }
+  size_t len = strlen(name);
+  unsigned h = (unsigned)(len * 31 + (unsigned char)name[0] * 7 + (unsigned char)name[len - 1]) & 63;
+  if (!d->qname[h] || strcmp(d->qname[h], name)) {
+    d->qname[h] = name;
+    d->qval[h] = sf__arena_join(d->a, driver, name);
+  }
+  *out = d->qval[h];
   return 1;
+}
+
+/* Rank of an attribute value key: the lower wins when several are set (0: not a value). */
+static int value_rank(const char *k) {
+  static const char *const keys[] = {"int", "bool", "string", "version"};
+  for (int i = 0; i < 4; i++)
+    if (!strcmp(k, keys[i])) return i + 1;
+  return 0;
 }
 
 /* One attribute value: returns 1 when set, 0 when only list values (skipped). */
 static int attr_value(dctx_t *d, const json_t *v, sf_attr_t *a) {
-  int r;
-  bool b;
+  const char *k, *best = NULL;
+  json_t *e, *bv = NULL;
+  bool lists = false;
+  int rank = 5;
   if (!json_is_object(v)) return sf__dfail(d, "expected an object, got another type");
-  if ((r = sf__dint(d, v, "int", &a->i)) != 0) {
-    a->type = SF_ATTR_INT;
-    return r;
+  /* One pass over the (usually single) keys instead of a lookup per type; the winner is then
+   * read with its type checked. */
+  json_object_foreach(unconst(v), k, e) {
+    int rk = value_rank(k);
+    if (!rk)
+      lists |= !strcmp(k, "ints") || !strcmp(k, "bools") || !strcmp(k, "strings") ||
+               !strcmp(k, "versions");
+    else if (rk < rank && !json_is_null(e)) {
+      rank = rk;
+      best = k;
+      bv = e;
+    }
   }
-  if ((r = sf__dbool(d, v, "bool", &b)) != 0) {
-    a->type = SF_ATTR_BOOL;
-    a->i = b;
-    return r;
+  if (!best) return lists ? 0 : sf__dfail(d, "has no value (int, bool, string or version)");
+  static const sf_attr_type_t types[] = {0, SF_ATTR_INT, SF_ATTR_BOOL, SF_ATTR_STRING,
+                                         SF_ATTR_VERSION};
+  static const char *const wants[] = {"", "an integer", "a boolean", "a string", "a string"};
+  bool ok = rank == 1 ? json_is_integer(bv) : rank == 2 ? json_is_boolean(bv) : json_is_string(bv);
+  if (!ok) {
+    sf__dpush(d, best);
+    return sf__dfail(d, "expected %s, got %s", wants[rank], sf__dtype_name(bv));
   }
-  if ((r = sf__dstr(d, v, "string", &a->s)) != 0) {
-    a->type = SF_ATTR_STRING;
-    return r;
-  }
-  if ((r = sf__dstr(d, v, "version", &a->s)) != 0) {
-    a->type = SF_ATTR_VERSION;
-    return r;
-  }
-  if (json_object_get(v, "ints") || json_object_get(v, "bools") ||
-      json_object_get(v, "strings") || json_object_get(v, "versions"))
-    return 0;
-  return sf__dfail(d, "has no value (int, bool, string or version)");
+  a->type = types[rank];
+  if (rank == 1) a->i = (int64_t)json_integer_value(bv);
+  else if (rank == 2) a->i = json_is_true(bv);
+  else a->s = json_string_value(bv);
+  return 1;
 }
 
 static int attributes(dctx_t *d, const char *driver, const json_t *dev, sf_device_spec_t *o) {

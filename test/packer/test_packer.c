@@ -346,3 +346,47 @@ Test(packer, no_claims_pass_every_node)
   sf_node_id bad = 99;
   cr_assert_eq(sf_packer_evaluate(pk, idx, &pol, &d, &bad, 1, 0, v), SF_ENOENT);
 }
+
+/* The fast path's per-node summaries follow the index: a changed, removed or new node is seen anew. */
+Test(packer, summaries_follow_changes_and_indexes)
+{
+  tc_claim_t c;
+  tc_claim(&c, 1, 16 * GiB);
+  sf_node_id n = tc_node(idx, "a", 1, "RTX", 20 * GiB, true);
+  cr_assert_eq(eval1(n, &c.dem).fit, SF_FIT_YES);
+  place(n, &c.dem, "ns/first");
+  sf_verdict_t v = eval1(n, &c.dem);
+  cr_assert_eq(v.fit, SF_FIT_NO);
+  cr_assert(strstr(v.reason, "the most free on a matching device is 4Gi") != NULL, "%s", v.reason);
+  /* Removed and added again under the same name: a fresh, idle node. */
+  cr_assert_eq(sf_index_alloc_remove(idx, sf_index_alloc_find(idx, "ns/first")), 0);
+  cr_assert_eq(sf_index_node_remove(idx, n), 0);
+  sf_node_id m = tc_node(idx, "a", 1, "RTX", 20 * GiB, true);
+  cr_assert_eq(eval1(m, &c.dem).fit, SF_FIT_YES);
+  place(m, &c.dem, "ns/second");
+  cr_assert_eq(eval1(m, &c.dem).fit, SF_FIT_NO);
+}
+
+/* One packer over two indexes whose nodes went through the same steps: each is judged on its own state. */
+Test(packer, summaries_are_per_index)
+{
+  tc_claim_t big, small;
+  tc_claim(&big, 1, 16 * GiB);
+  tc_claim(&small, 1, 2 * GiB);
+  sf_index_t *other = sf_index_create();
+  sf_node_id n = tc_node(idx, "a", 1, "RTX", 20 * GiB, true);
+  sf_node_id o = tc_node(other, "a", 1, "RTX", 20 * GiB, true);
+  sf_index_apply_policy(other, &pol);
+  sf_index_apply_policy(idx, &pol);
+  cr_assert_eq(n, o);
+  place(n, &big.dem, "ns/big");  /* idx: 4Gi left */
+  sf_assignment_t as;
+  cr_assert_eq(sf_packer_place(pk, other, &pol, &small.dem, o, &as, NULL), SF_FIT_YES);
+  cr_assert_eq(sf_packer_commit(pk, other, &small.dem, "ns/small", NULL), 0);  /* other: 18Gi left */
+  cr_assert_eq(eval1(n, &big.dem).fit, SF_FIT_NO);
+  sf_verdict_t w;
+  cr_assert_eq(sf_packer_evaluate(pk, other, &pol, &big.dem, &o, 1, 0, &w), 0);
+  cr_assert_eq(w.fit, SF_FIT_YES, "a summary of another index was reused: %s", w.reason);
+  cr_assert_eq(eval1(n, &big.dem).fit, SF_FIT_NO);
+  sf_index_destroy(other);
+}

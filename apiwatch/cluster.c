@@ -1,0 +1,377 @@
+/*
+ * The cluster: decoded Kubernetes objects by kind and name, projected into
+ * the packing index (pools as devices, allocated claims as forced
+ * allocations, taint rules as device taints).
+ *
+ * Every mutation is all-or-nothing. An object is decoded before anything
+ * changes; the one later step that can fail, republishing a pool into the
+ * index (two slices of a pool naming the same device, say), is undone by
+ * restoring the previous objects and republishing again.
+ */
+#include <stdio.h>
+#include <string.h>
+#include "slicefit/log.h"
+#include "cluster_int.h"
+
+_Static_assert((int)SF_OBJ_RESOURCE_SLICE == (int)SF_KIND_RESOURCE_SLICE, "kinds align");
+_Static_assert((int)SF_OBJ_RESOURCE_CLAIM == (int)SF_KIND_RESOURCE_CLAIM, "kinds align");
+_Static_assert((int)SF_OBJ_DEVICE_CLASS == (int)SF_KIND_DEVICE_CLASS, "kinds align");
+_Static_assert((int)SF_OBJ_DEVICE_TAINT_RULE == (int)SF_KIND_DEVICE_TAINT_RULE, "kinds align");
+
+#define KEY_MAX 512
+
+sf_kind_t sf_kind_from_name(const char *kind) {
+  sf_obj_kind_t k = sf_obj_kind_from_name(kind);
+  return k < (sf_obj_kind_t)SF_KIND_COUNT ? (sf_kind_t)k : SF_KIND_UNKNOWN;
+}
+
+const char *sf_kind_name(sf_kind_t kind) { return sf_obj_kind_name((sf_obj_kind_t)kind); }
+
+/* ---- store ---- */
+
+const char *sf__obj_key(const sf_meta_t *m, char *buf, size_t len) {
+  if (m->ns && *m->ns) snprintf(buf, len, "%s/%s", m->ns, m->name);
+  else snprintf(buf, len, "%s", m->name);
+  return buf;
+}
+
+sf_object_t *sf__store_get(const store_t *s, const char *key) {
+  json_t *v = json_object_get(s->keys, key);
+  return v ? s->objs[json_integer_value(v)] : NULL;
+}
+
+/* Puts `o` in the store and returns the object it replaces (or NULL). */
+static sf_object_t *store_put(store_t *s, sf_object_t *o) {
+  char key[KEY_MAX];
+  json_t *v = json_object_get(s->keys, sf__obj_key(&o->u.meta, key, sizeof key));
+  if (v) {
+    sf_object_t *old = s->objs[json_integer_value(v)];
+    s->objs[json_integer_value(v)] = o;
+    return old;
+  }
+  sf_xgrow(&s->objs, &s->cap, s->n + 1, sizeof(*s->objs));
+  json_object_set_new(s->keys, key, json_integer((json_int_t)s->n));
+  s->objs[s->n++] = o;
+  return NULL;
+}
+
+/* Takes the object with `key` out of the store and returns it (or NULL). */
+static sf_object_t *store_take(store_t *s, const char *key) {
+  json_t *v = json_object_get(s->keys, key);
+  if (!v) return NULL;
+  size_t i = (size_t)json_integer_value(v);
+  sf_object_t *o = s->objs[i];
+  json_object_del(s->keys, key);
+  if (i != --s->n) {
+    char k2[KEY_MAX];
+    s->objs[i] = s->objs[s->n];
+    json_object_set_new(s->keys, sf__obj_key(&s->objs[i]->u.meta, k2, sizeof k2),
+                        json_integer((json_int_t)i));
+  }
+  return o;
+}
+
+static void store_init(store_t *s) {
+  memset(s, 0, sizeof *s);
+  s->keys = json_object();
+}
+
+static void store_dispose(store_t *s) {
+  for (size_t i = 0; i < s->n; i++) sf_object_free(s->objs[i]);
+  free(s->objs);
+  json_decref(s->keys);
+  memset(s, 0, sizeof *s);
+}
+
+/* ---- lifecycle ---- */
+
+sf_cluster_t *sf_cluster_create(const sf_policy_t *pol) {
+  sf_cluster_t *c = sf_xcalloc(1, sizeof(*c));
+  if (pol) sf_policy_copy(&c->pol, pol);
+  else sf_policy_init(&c->pol);
+  c->idx = sf_index_create();
+  sf_index_apply_policy(c->idx, &c->pol);
+  c->cel = sf_cel_cache_create();
+  c->packer = sf_packer_create();
+  for (int k = 0; k < SF_KIND_COUNT; k++) store_init(&c->stores[k]);
+  c->pool_keys = json_object();
+  c->logged = json_object();
+  return c;
+}
+
+void sf_cluster_destroy(sf_cluster_t *c) {
+  if (!c) return;
+  sf__pools_free(c);
+  json_decref(c->pool_keys);
+  for (int k = 0; k < SF_KIND_COUNT; k++) store_dispose(&c->stores[k]);
+  json_decref(c->logged);
+  sf_packer_destroy(c->packer);
+  sf_cel_cache_destroy(c->cel);
+  sf_index_destroy(c->idx);
+  sf_policy_dispose(&c->pol);
+  free(c);
+}
+
+void sf_cluster_set_policy(sf_cluster_t *c, const sf_policy_t *pol) {
+  sf_policy_t next;
+  sf_policy_copy(&next, pol);
+  sf_policy_dispose(&c->pol);
+  c->pol = next;
+  sf_index_apply_policy(c->idx, &c->pol);
+}
+
+const sf_policy_t *sf_cluster_policy(const sf_cluster_t *c) { return &c->pol; }
+sf_index_t *sf_cluster_index(sf_cluster_t *c) { return c->idx; }
+size_t sf_cluster_count(const sf_cluster_t *c, sf_kind_t kind) {
+  return kind > SF_KIND_UNKNOWN && kind < SF_KIND_COUNT ? c->stores[kind].n : 0;
+}
+
+const sf_cel_prog_t *sf__compile(sf_cluster_t *c, const char *text) {
+  const sf_cel_prog_t *p = sf_cel_compile(c->cel, text);
+  const char *why = sf_cel_prog_error(p);
+  if (why && !json_object_get(c->logged, text)) {
+    json_object_set_new(c->logged, text, json_true());
+    sf_log_warn("selector not supported, nodes stay unsure", "expr=\"%s\" reason=\"%s\"", text,
+                why);
+  }
+  return p;
+}
+
+/* ---- projecting one object into the index ---- */
+
+/* Undoes or does the index side of `o` entering (on) or leaving (!on) the store. */
+static int project(sf_cluster_t *c, sf_object_t *o, bool on, char *err, size_t errlen) {
+  switch (o->kind) {
+    case SF_OBJ_RESOURCE_SLICE:
+      return sf__pool_sync(c, &o->u.slice, err, errlen);
+    case SF_OBJ_RESOURCE_CLAIM:
+      if (on) sf__claim_record(c, &o->u.claim);
+      else sf__claim_unrecord(c, &o->u.meta);
+      return 0;
+    case SF_OBJ_DEVICE_CLASS:
+      for (size_t i = 0; on && i < o->u.dclass.nselectors; i++)
+        sf__compile(c, o->u.dclass.selectors[i]);
+      return 0;
+    case SF_OBJ_DEVICE_TAINT_RULE:
+      sf_index_taint_rule_clear(c->idx, o->u.meta.name);
+      if (on) sf__rule_apply(c, &o->u.rule);
+      return 0;
+    default:
+      return 0;
+  }
+}
+
+/* Swaps `o` (may be NULL: delete) for the stored object `key`; *old gets the displaced one. */
+static void swap_in(sf_cluster_t *c, sf_kind_t kind, const char *key, sf_object_t *o,
+                    sf_object_t **old) {
+  store_t *s = &c->stores[kind];
+  *old = o ? store_put(s, o) : store_take(s, key);
+  if (kind != SF_KIND_RESOURCE_SLICE) return;
+  if (*old) sf__pool_del_slice(c, *old);
+  if (o) sf__pool_add_slice(c, o);
+}
+
+/* Replaces object `key` of `kind` by `o` (NULL deletes), all-or-nothing. */
+static int change(sf_cluster_t *c, sf_kind_t kind, const char *key, sf_object_t *o, char *err,
+                  size_t errlen) {
+  sf_object_t *old = NULL, *back = NULL;
+  swap_in(c, kind, key, o, &old);
+  sf_object_t *cur = o ? o : old;
+  if (!cur) return 0;
+  int r = project(c, cur, o != NULL, err, errlen);
+  if (r == 0 && kind == SF_KIND_RESOURCE_SLICE) {
+    /* A slice moved to another pool leaves its old pool to republish. */
+    if (old && o && (strcmp(old->u.slice.driver, o->u.slice.driver) ||
+                     strcmp(old->u.slice.pool, o->u.slice.pool)))
+      r = sf__pool_sync(c, &old->u.slice, err, errlen);
+    if (r == 0) {
+      sf__claims_record_all(c);
+      sf__rules_apply_all(c);
+    }
+  }
+  if (r < 0) {
+    /* Only republishing a pool fails: put the slices back and republish again. */
+    swap_in(c, kind, key, old, &back);  /* back == o */
+    sf__pool_sync(c, &cur->u.slice, NULL, 0);
+    if (old) sf__pool_sync(c, &old->u.slice, NULL, 0);
+    sf_object_free(back);
+    return r;
+  }
+  sf_object_free(old);
+  return 0;
+}
+
+static int kind_of(sf_kind_t kind, const json_t *obj, char *err, size_t errlen, sf_kind_t *out) {
+  *out = kind;
+  if (kind != SF_KIND_UNKNOWN) return 0;
+  const char *name = json_string_value(json_object_get(obj, "kind"));
+  *out = sf_kind_from_name(name);
+  if (*out != SF_KIND_UNKNOWN) return 0;
+  if (err && errlen) snprintf(err, errlen, "kind: '%s' is not tracked", name ? name : "");
+  return SF_EINVAL;
+}
+
+int sf_cluster_apply(sf_cluster_t *c, sf_kind_t kind, const json_t *obj, char *err,
+                     size_t errlen) {
+  sf_object_t *o = NULL;
+  char key[KEY_MAX];
+  int r = kind_of(kind, obj, err, errlen, &kind);
+  if (r < 0) return r;
+  if ((r = sf_decode(obj, (sf_obj_kind_t)kind, &o, err, errlen)) < 0) return r;
+  /* A claim re-applied must lose its old allocation before the new one is recorded. */
+  if (kind == SF_KIND_RESOURCE_CLAIM) sf__claim_unrecord(c, &o->u.meta);
+  return change(c, kind, sf__obj_key(&o->u.meta, key, sizeof key), o, err, errlen);
+}
+
+int sf_cluster_delete(sf_cluster_t *c, sf_kind_t kind, const json_t *obj, char *err,
+                      size_t errlen) {
+  sf_meta_t m;
+  char key[KEY_MAX];
+  int r = kind_of(kind, obj, err, errlen, &kind);
+  if (r < 0) return r;
+  if ((r = sf_decode_meta(obj, &m, err, errlen)) < 0) return r;
+  sf__obj_key(&m, key, sizeof key);
+  if (!sf__store_get(&c->stores[kind], key)) return 0;
+  return change(c, kind, key, NULL, err, errlen);
+}
+
+/* ---- relists ---- */
+
+/* Does the index side of a whole kind going from store `from` to store `to`. */
+static int reproject(sf_cluster_t *c, sf_kind_t kind, store_t *from, store_t *to, char *err,
+                     size_t errlen) {
+  int r = 0;
+  for (size_t i = 0; i < from->n; i++) {
+    sf_object_t *o = from->objs[i];
+    if (kind == SF_KIND_RESOURCE_SLICE) sf__pool_del_slice(c, o);
+    else if (kind == SF_KIND_RESOURCE_CLAIM) sf__claim_unrecord(c, &o->u.meta);
+    else if (kind == SF_KIND_DEVICE_TAINT_RULE) sf_index_taint_rule_clear(c->idx, o->u.meta.name);
+  }
+  for (size_t i = 0; i < to->n; i++) {
+    sf_object_t *o = to->objs[i];
+    if (kind == SF_KIND_RESOURCE_SLICE) sf__pool_add_slice(c, o);
+    else if (kind != SF_KIND_DEVICE_TAINT_RULE) project(c, o, true, NULL, 0);
+  }
+  if (kind == SF_KIND_RESOURCE_SLICE && (r = sf__pools_sync_all(c, err, errlen)) == 0)
+    sf__claims_record_all(c);
+  if (kind == SF_KIND_RESOURCE_SLICE || kind == SF_KIND_DEVICE_TAINT_RULE) sf__rules_apply_all(c);
+  return r;
+}
+
+/* Frees the objects of `s` that `keep` does not hold, and the store itself. */
+static void store_drop(store_t *s, const store_t *keep) {
+  char key[KEY_MAX];
+  for (size_t i = 0; i < s->n; i++)
+    if (sf__store_get(keep, sf__obj_key(&s->objs[i]->u.meta, key, sizeof key)) != s->objs[i])
+      sf_object_free(s->objs[i]);
+  s->n = 0;
+  store_dispose(s);
+}
+
+/* Makes `objs` (stolen) the objects of `kind`, with the old ones too when `merge`. */
+static int install(sf_cluster_t *c, sf_kind_t kind, sf_object_t **objs, size_t n, bool merge,
+                   char *err, size_t errlen) {
+  store_t old = c->stores[kind], next;
+  store_init(&next);
+  for (size_t i = 0; merge && i < old.n; i++) store_put(&next, old.objs[i]);
+  for (size_t i = 0; i < n; i++) {
+    sf_object_t *dis = store_put(&next, objs[i]);
+    char key[KEY_MAX];
+    if (dis && sf__store_get(&old, sf__obj_key(&dis->u.meta, key, sizeof key)) != dis)
+      sf_object_free(dis);  /* a duplicate within the list: the later one wins */
+  }
+  c->stores[kind] = next;
+  int r = reproject(c, kind, &old, &next, err, errlen);
+  if (r < 0) {
+    c->stores[kind] = old;
+    reproject(c, kind, &next, &old, NULL, 0);
+    store_drop(&next, &old);
+    return r;
+  }
+  store_drop(&old, &c->stores[kind]);
+  return 0;
+}
+
+/* Decodes every item of `items` of `kind` (SF_KIND_UNKNOWN: any tracked kind, others skipped). */
+static int decode_items(const json_t *items, sf_kind_t kind, sf_object_t ***out, size_t *n,
+                        char *err, size_t errlen) {
+  size_t len = json_array_size(items), i;
+  sf_object_t **v = sf_xcalloc(len ? len : 1, sizeof(*v));
+  json_t *it;
+  int r = 0;
+  *n = 0;
+  json_array_foreach(items, i, it) {
+    sf_kind_t k = kind ? kind : sf_kind_from_name(json_string_value(json_object_get(it, "kind")));
+    if (k == SF_KIND_UNKNOWN) continue;
+    char e[SF_ERR_MAX];
+    if ((r = sf_decode(it, (sf_obj_kind_t)k, &v[*n], e, sizeof e)) < 0) {
+      if (err && errlen)
+        snprintf(err, errlen, "items[%zu]%s%s", i, strncmp(e, "(object)", 8) ? "." : "",
+                 strncmp(e, "(object)", 8) ? e : e + 8);
+      goto out;
+    }
+    (*n)++;
+  }
+out:
+  if (r < 0) {
+    for (size_t k = 0; k < *n; k++) sf_object_free(v[k]);
+    free(v);
+    v = NULL;
+    *n = 0;
+  }
+  *out = v;
+  return r;
+}
+
+int sf_cluster_replace(sf_cluster_t *c, sf_kind_t kind, const json_t *items, char *err,
+                       size_t errlen) {
+  sf_object_t **objs = NULL;
+  size_t n = 0;
+  int r = SF_EINVAL;
+  if (kind <= SF_KIND_UNKNOWN || kind >= SF_KIND_COUNT) {
+    if (err && errlen) snprintf(err, errlen, "kind: a tracked kind is required");
+    return r;
+  }
+  if (!json_is_array(items)) {
+    if (err && errlen) snprintf(err, errlen, "items: expected an array");
+    return r;
+  }
+  if ((r = decode_items(items, kind, &objs, &n, err, errlen)) < 0) return r;
+  r = install(c, kind, objs, n, false, err, errlen);
+  free(objs);
+  return r;
+}
+
+/* Splits objs[0..n) by kind into per[kind] arrays (borrowed pointers). */
+static void split(sf_object_t **objs, size_t n, sf_object_t ***per, size_t *cnt) {
+  for (size_t i = 0; i < n; i++) {
+    sf_kind_t k = (sf_kind_t)objs[i]->kind;
+    per[k][cnt[k]++] = objs[i];
+  }
+}
+
+int sf_cluster_load_list(sf_cluster_t *c, const json_t *list, char *err, size_t errlen) {
+  const json_t *items;
+  sf_object_t **objs = NULL, **per[SF_KIND_COUNT] = {0};
+  size_t n = 0, cnt[SF_KIND_COUNT] = {0};
+  int r = sf_decode_list_items(list, &items, err, errlen);
+  if (r < 0) return r;
+  if ((r = decode_items(items, SF_KIND_UNKNOWN, &objs, &n, err, errlen)) < 0) return r;
+  for (int k = 1; k < SF_KIND_COUNT; k++) per[k] = sf_xcalloc(n ? n : 1, sizeof(**per));
+  split(objs, n, per, cnt);
+  /* Slices first (the only step that can fail, so nothing else is changed then), then the
+   * classes, the claims whose allocations need the devices, and the taint rules. */
+  static const sf_kind_t order[] = {SF_KIND_RESOURCE_SLICE, SF_KIND_DEVICE_CLASS,
+                                    SF_KIND_RESOURCE_CLAIM, SF_KIND_DEVICE_TAINT_RULE};
+  for (size_t i = 0; i < 4; i++) {
+    sf_kind_t k = order[i];
+    if (r < 0) {
+      for (size_t j = 0; j < cnt[k]; j++) sf_object_free(per[k][j]);
+      continue;
+    }
+    if (cnt[k]) r = install(c, k, per[k], cnt[k], true, err, errlen);
+  }
+  for (int k = 1; k < SF_KIND_COUNT; k++) free(per[k]);
+  free(objs);
+  return r;
+}

@@ -1,0 +1,75 @@
+/*
+ * Internals of the cluster (cluster.h): the object store, pools and the
+ * functions that project objects into the index.
+ *
+ * Layout: one store per tracked kind, an array of decoded objects with a
+ * jansson object mapping "namespace/name" (or "name") to the array slot.
+ * Pools are kept by "driver\x1fpool" with the stored slices that belong to
+ * them and the nodes their devices were last published on.
+ */
+#ifndef SF_CLUSTER_INT_H
+#define SF_CLUSTER_INT_H
+
+#include "slicefit/cluster.h"
+#include "slicefit/cel.h"
+#include "slicefit/decode.h"
+
+typedef struct {
+  json_t *keys;          /* key -> integer slot */
+  sf_object_t **objs;
+  size_t n, cap;
+} store_t;
+
+typedef struct {
+  char *driver, *name;
+  sf_object_t **slices; size_t nslices, capslices;  /* borrowed from the slice store */
+  char **nodes; size_t nnodes;                      /* owned: nodes the pool is published on */
+  int64_t generation;
+  bool complete;
+  size_t skipped;       /* devices not local to one node (allNodes, nodeSelector) */
+} pool_t;
+
+struct sf_cluster {
+  sf_policy_t pol;
+  sf_index_t *idx;
+  sf_cel_cache_t *cel;
+  sf_packer_t *packer;
+  store_t stores[SF_KIND_COUNT];
+  json_t *pool_keys;     /* pool key -> integer slot in pools */
+  pool_t **pools; size_t npools, cappools;
+  json_t *logged;        /* expressions already logged as not compiling */
+};
+
+/** "ns/name" or "name" of an object's metadata, in buf. */
+const char *sf__obj_key(const sf_meta_t *m, char *buf, size_t len);
+/** Stored object by key, or NULL. */
+sf_object_t *sf__store_get(const store_t *s, const char *key);
+
+/** Adds a stored slice to its pool (creating the pool). */
+void sf__pool_add_slice(sf_cluster_t *c, sf_object_t *o);
+/** Removes a stored slice from its pool. */
+void sf__pool_del_slice(sf_cluster_t *c, sf_object_t *o);
+/** Republishes one pool (by a slice of it) into the index. */
+int sf__pool_sync(sf_cluster_t *c, const sf_slice_t *s, char *err, size_t errlen);
+/** Republishes every pool; drops pools without slices. */
+int sf__pools_sync_all(sf_cluster_t *c, char *err, size_t errlen);
+void sf__pools_free(sf_cluster_t *c);
+
+/** Records (or re-records) a claim's allocation in the index; removes it when unallocated. */
+void sf__claim_record(sf_cluster_t *c, const sf_rclaim_t *cl);
+/** Removes the claim's allocation from the index. */
+void sf__claim_unrecord(sf_cluster_t *c, const sf_meta_t *m);
+/** Re-records every allocated claim (devices may have been republished). */
+void sf__claims_record_all(sf_cluster_t *c);
+
+/** Re-applies every DeviceTaintRule to the devices of the index. */
+void sf__rules_apply_all(sf_cluster_t *c);
+void sf__rule_apply(sf_cluster_t *c, const sf_taint_rule_t *r);
+
+/** Compiles a selector and logs it once when it does not compile. */
+const sf_cel_prog_t *sf__compile(sf_cluster_t *c, const char *text);
+
+/** `name` qualified with `driver` unless it has a domain; in buf. */
+const char *sf__qualify(const char *driver, const char *name, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,346 @@
+/*
+ * One pod's demand: its claims resolved against the cluster, turned into
+ * the core's sf_demand_t, and evaluated over node names.
+ *
+ * Claims already allocated pin the pod to their node; unallocated ones
+ * become requests whose selectors are the class's and the request's CEL
+ * programs. Whatever slicefit cannot resolve yet (a claim not created, a
+ * class not seen, an allocation mode it does not know) makes the plan
+ * unsure: every node passes and the in-tree DRA plugin judges.
+ *
+ * A plan borrows from the cluster's objects: it is valid until the cluster
+ * next changes.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include "decode_int.h"
+#include "cluster_int.h"
+
+#define KEY_MAX 512
+#define EXT_PREFIX "deviceclass.resource.kubernetes.io/"
+
+struct sf_pod_plan {
+  sf_arena_t *a;
+  sf_object_t *pod;
+  bool unsure, conflict;
+  char why[SF_REASON_MAX];       /* unsure or conflict */
+  const char *pin;               /* node every claim allocated so far is on */
+  char pin_why[SF_REASON_MAX];
+  sf_claim_t *claims; size_t nclaims, capclaims;
+  json_t *seen;                  /* claim keys already planned */
+  sf_demand_t demand;
+};
+
+/* A reason sentence, cut to the verdict's size (names can be long). */
+static void say(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void say(char *buf, size_t len, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, len, fmt, ap);
+  va_end(ap);
+}
+
+#define unsure(p, ...)                                 \
+  do {                                                 \
+    if (!(p)->unsure) say((p)->why, sizeof (p)->why, __VA_ARGS__); \
+    (p)->unsure = true;                                \
+  } while (0)
+
+static void pin(sf_pod_plan_t *p, const char *node, const char *claim) {
+  if (!p->pin) {
+    p->pin = node;
+    say(p->pin_why, sizeof p->pin_why, "claim %s is allocated on node %s", claim, node);
+  } else if (strcmp(p->pin, node) && !p->conflict) {
+    p->conflict = true;
+    say(p->why, sizeof p->why, "claims pin the pod to two nodes, %s and %s", p->pin, node);
+  }
+}
+
+/* ---- requests ---- */
+
+/* The driver an unqualified capacity name of `cls`'s requests belongs to. */
+static const char *class_driver(const sf_cluster_t *c, const sf_device_class_t *cls) {
+  char quoted[KEY_MAX];
+  for (size_t i = 0; i < c->npools; i++) {
+    snprintf(quoted, sizeof quoted, "'%s'", c->pools[i]->driver);
+    for (size_t k = 0; k < cls->nselectors; k++)
+      if (strstr(cls->selectors[k], quoted)) return c->pools[i]->driver;
+  }
+  return c->npools ? c->pools[0]->driver : "";
+}
+
+static void caps(sf_cluster_t *c, sf_pod_plan_t *p, const sf_device_class_t *cls,
+                 const sf_dreq_t *d, sf_request_t *out) {
+  sf_cap_request_t *v = sf__arena_alloc(p->a, d->ncaps * sizeof(*v));
+  for (size_t i = 0; i < d->ncaps; i++) {
+    v[i].value = d->caps[i].value;
+    v[i].name = strchr(d->caps[i].name, '/')
+                    ? d->caps[i].name
+                    : sf__arena_join(p->a, class_driver(c, cls), d->caps[i].name);
+  }
+  out->caps = v;
+  out->ncaps = d->ncaps;
+}
+
+static void selectors(sf_cluster_t *c, sf_pod_plan_t *p, const char **cs, size_t ncs,
+                      const char **rs, size_t nrs, sf_request_t *out) {
+  sf_selector_t *v = sf__arena_alloc(p->a, (ncs + nrs) * sizeof(*v));
+  for (size_t i = 0; i < ncs + nrs; i++)
+    sf_cel_selector(sf__compile(c, i < ncs ? cs[i] : rs[i - ncs]), &v[i]);
+  out->selectors = v;
+  out->nselectors = ncs + nrs;
+}
+
+static void request_body(sf_cluster_t *c, sf_pod_plan_t *p, const sf_dreq_t *d,
+                         sf_request_t *out) {
+  const sf_object_t *co = sf__store_get(&c->stores[SF_KIND_DEVICE_CLASS], d->class_name);
+  out->name = d->name;
+  if (!co) {
+    unsure(p, "device class %s is not known yet", d->class_name);
+    return;
+  }
+  if (d->mode == SF_MODE_UNKNOWN) {
+    unsure(p, "request %s has allocationMode '%s'", d->name, d->mode_text);
+    return;
+  }
+  const sf_device_class_t *cls = &co->u.dclass;
+  selectors(c, p, cls->selectors, cls->nselectors, d->selectors, d->nselectors, out);
+  out->all = d->mode == SF_MODE_ALL;
+  out->count = (uint32_t)d->count;
+  caps(c, p, cls, d, out);
+  out->tols = d->tols;
+  out->ntols = d->ntols;
+}
+
+static void request(sf_cluster_t *c, sf_pod_plan_t *p, const sf_dreq_t *d, sf_request_t *out) {
+  if (d->nalts == 0) {
+    request_body(c, p, d, out);
+    return;
+  }
+  sf_request_t *alts = sf__arena_alloc(p->a, d->nalts * sizeof(*alts));
+  for (size_t i = 0; i < d->nalts; i++) request_body(c, p, &d->alts[i], &alts[i]);
+  out->name = d->name;
+  out->alts = alts;
+  out->nalts = d->nalts;
+}
+
+/* ---- constraints ---- */
+
+static bool find_ref(const sf_claim_spec_t *s, const char *ref, sf_ref_t *out) {
+  const char *sl = strchr(ref, '/');
+  size_t len = sl ? (size_t)(sl - ref) : strlen(ref);
+  for (size_t i = 0; i < s->nreqs; i++) {
+    if (strlen(s->reqs[i].name) != len || strncmp(s->reqs[i].name, ref, len)) continue;
+    out->req = (uint32_t)i;
+    out->alt = -1;
+    for (size_t k = 0; sl && k < s->reqs[i].nalts; k++)
+      if (!strcmp(s->reqs[i].alts[k].name, sl + 1)) out->alt = (int32_t)k;
+    return !sl || out->alt >= 0;
+  }
+  return false;
+}
+
+static void constraint(sf_pod_plan_t *p, const sf_claim_spec_t *s, const sf_dcons_t *d,
+                       const char *attr, sf_constraint_kind_t kind, sf_constraint_t *out) {
+  sf_ref_t *refs = sf__arena_alloc(p->a, d->nreqs * sizeof(*refs));
+  for (size_t i = 0; i < d->nreqs; i++)
+    if (!find_ref(s, d->reqs[i], &refs[i]))
+      unsure(p, "a constraint names request %s, which the claim does not have", d->reqs[i]);
+  if (!strchr(attr, '/')) unsure(p, "constraint attribute %s is not fully qualified", attr);
+  *out = (sf_constraint_t){.kind = kind, .attr = attr, .refs = refs, .nrefs = d->nreqs};
+}
+
+static void constraints(sf_pod_plan_t *p, const sf_claim_spec_t *s, sf_claim_t *cl) {
+  sf_constraint_t *v = sf__arena_alloc(p->a, 2 * s->ncons * sizeof(*v));
+  size_t n = 0;
+  for (size_t i = 0; i < s->ncons; i++) {
+    if (s->cons[i].match) constraint(p, s, &s->cons[i], s->cons[i].match, SF_CONSTRAINT_MATCH, &v[n++]);
+    if (s->cons[i].distinct)
+      constraint(p, s, &s->cons[i], s->cons[i].distinct, SF_CONSTRAINT_DISTINCT, &v[n++]);
+  }
+  cl->cons = v;
+  cl->ncons = n;
+}
+
+/* ---- claims ---- */
+
+static sf_claim_t *new_claim(sf_pod_plan_t *p, const char *name) {
+  sf_xgrow(&p->claims, &p->capclaims, p->nclaims + 1, sizeof(*p->claims));
+  sf_claim_t *cl = &p->claims[p->nclaims++];
+  memset(cl, 0, sizeof *cl);
+  size_t len = strlen(name) + 1;
+  cl->name = memcpy(sf__arena_alloc(p->a, len), name, len);
+  return cl;
+}
+
+static void plan_spec(sf_cluster_t *c, sf_pod_plan_t *p, const char *key,
+                      const sf_claim_spec_t *s) {
+  sf_request_t *reqs = sf__arena_alloc(p->a, s->nreqs * sizeof(*reqs));
+  for (size_t i = 0; i < s->nreqs; i++) request(c, p, &s->reqs[i], &reqs[i]);
+  sf_claim_t *cl = new_claim(p, key);
+  cl->reqs = reqs;
+  cl->nreqs = s->nreqs;
+  constraints(p, s, cl);
+}
+
+static void plan_claim(sf_cluster_t *c, sf_pod_plan_t *p, const char *ns, const char *name) {
+  char key[KEY_MAX];
+  snprintf(key, sizeof key, "%s/%s", ns, name);
+  if (json_object_get(p->seen, key)) return;
+  json_object_set_new(p->seen, key, json_true());
+  const sf_object_t *o = sf__store_get(&c->stores[SF_KIND_RESOURCE_CLAIM], key);
+  if (!o) {
+    unsure(p, "claim %s is not known yet", key);
+    return;
+  }
+  const sf_rclaim_t *cl = &o->u.claim;
+  if (!cl->allocated) {
+    plan_spec(c, p, key, &cl->spec);
+    return;
+  }
+  const char *node = cl->alloc_node;
+  sf_alloc_id a = sf_index_alloc_find(c->idx, key);
+  if (!node && a >= 0) node = sf_index_node_name(c->idx, sf_index_alloc_node(c->idx, a));
+  if (node) pin(p, node, key);
+}
+
+static const char *status_claim(const sf_pod_t *pod, const char *name, bool *found) {
+  *found = false;
+  for (size_t i = 0; i < pod->nstatuses; i++)
+    if (!strcmp(pod->statuses[i].name, name)) {
+      *found = true;
+      return pod->statuses[i].claim_name;
+    }
+  return NULL;
+}
+
+static void plan_pod_claims(sf_cluster_t *c, sf_pod_plan_t *p, const sf_pod_t *pod) {
+  for (size_t i = 0; i < pod->nclaims; i++) {
+    const sf_pod_claim_t *pc = &pod->claims[i];
+    bool found = true;
+    const char *name = pc->claim_name ? pc->claim_name : status_claim(pod, pc->name, &found);
+    if (!found) {
+      unsure(p, "the claim for %s (template %s) is not created yet", pc->name, pc->template_name);
+      continue;
+    }
+    if (name) plan_claim(c, p, pod->meta.ns, name);  /* no name: no claim was needed */
+  }
+}
+
+/* ---- extended resources ---- */
+
+static const sf_device_class_t *ext_class(const sf_cluster_t *c, const char *res) {
+  const store_t *s = &c->stores[SF_KIND_DEVICE_CLASS];
+  size_t plen = strlen(EXT_PREFIX);
+  for (size_t i = 0; i < s->n; i++) {
+    const sf_device_class_t *cls = &s->objs[i]->u.dclass;
+    if ((cls->ext_resource && !strcmp(cls->ext_resource, res)) ||
+        (!strncmp(res, EXT_PREFIX, plen) && !strcmp(res + plen, cls->meta.name)))
+      return cls;
+  }
+  return NULL;
+}
+
+static void ext_request(sf_cluster_t *c, sf_pod_plan_t *p, const sf_device_class_t *cls,
+                        const sf_cap_request_t *res, size_t ci, size_t ri, sf_request_t *out) {
+  char name[64];
+  snprintf(name, sizeof name, "container-%zu-request-%zu", ci, ri);
+  size_t len = strlen(name) + 1;
+  out->name = memcpy(sf__arena_alloc(p->a, len), name, len);
+  if (res->value % 1000) unsure(p, "extended resource %s asks for a fraction of a device", res->name);
+  out->count = (uint32_t)(res->value / 1000);
+  selectors(c, p, cls->selectors, cls->nselectors, NULL, 0, out);
+}
+
+/* Container requests of extended resources a DeviceClass names: one implicit claim. */
+static void plan_ext(sf_cluster_t *c, sf_pod_plan_t *p, const sf_pod_t *pod) {
+  size_t total = 0, n = 0;
+  for (size_t i = 0; i < pod->nctrs; i++) total += pod->ctrs[i].next;
+  sf_request_t *reqs = sf__arena_alloc(p->a, total * sizeof(*reqs));
+  for (size_t i = 0; i < pod->nctrs; i++)
+    for (size_t k = 0; k < pod->ctrs[i].next; k++) {
+      const sf_cap_request_t *res = &pod->ctrs[i].ext[k];
+      const sf_device_class_t *cls = ext_class(c, res->name);
+      if (!cls || res->value <= 0) continue;
+      if (pod->ext_claim) {
+        plan_claim(c, p, pod->meta.ns, pod->ext_claim);
+        return;
+      }
+      ext_request(c, p, cls, res, i, k, &reqs[n++]);
+    }
+  if (n == 0) return;
+  char name[KEY_MAX];
+  snprintf(name, sizeof name, "%s/%s (extended resources)", pod->meta.ns, pod->meta.name);
+  sf_claim_t *cl = new_claim(p, name);
+  cl->reqs = reqs;
+  cl->nreqs = n;
+}
+
+/* ---- the plan ---- */
+
+int sf_cluster_plan(sf_cluster_t *c, const json_t *pod, sf_pod_plan_t **out, char *err,
+                    size_t errlen) {
+  sf_object_t *o = NULL;
+  int r = sf_decode(pod, SF_OBJ_POD, &o, err, errlen);
+  *out = NULL;
+  if (r < 0) return r;
+  sf_pod_plan_t *p = sf_xcalloc(1, sizeof(*p));
+  p->a = sf__arena_create();
+  p->pod = o;
+  p->seen = json_object();
+  plan_pod_claims(c, p, &o->u.pod);
+  plan_ext(c, p, &o->u.pod);
+  p->demand.claims = p->claims;
+  p->demand.nclaims = p->nclaims;
+  *out = p;
+  return 0;
+}
+
+void sf_pod_plan_free(sf_pod_plan_t *p) {
+  if (!p) return;
+  sf__arena_destroy(p->a);
+  sf_object_free(p->pod);
+  json_decref(p->seen);
+  free(p->claims);
+  free(p);
+}
+
+bool sf_pod_plan_empty(const sf_pod_plan_t *p) {
+  return p->nclaims == 0 && !p->pin && !p->unsure && !p->conflict;
+}
+
+static void verdict(sf_verdict_t *v, sf_fit_t fit, const char *why) {
+  memset(v, 0, sizeof *v);
+  v->fit = fit;
+  snprintf(v->reason, sizeof v->reason, "%s", why);
+}
+
+int sf_cluster_evaluate(sf_cluster_t *c, const sf_pod_plan_t *p, const char *const *names,
+                        size_t n, sf_verdict_t *out) {
+  sf_node_id *ids = sf_xmalloc((n ? n : 1) * sizeof(*ids));
+  size_t *pos = sf_xmalloc((n ? n : 1) * sizeof(*pos)), m = 0;
+  bool empty = sf_pod_plan_empty(p);
+  for (size_t i = 0; i < n; i++) {
+    sf_node_id id = sf_index_node_find(c->idx, names[i]);
+    if (empty) verdict(&out[i], SF_FIT_YES, "");
+    else if (p->conflict) verdict(&out[i], SF_FIT_NO, p->why);
+    else if (p->pin && strcmp(p->pin, names[i])) verdict(&out[i], SF_FIT_NO, p->pin_why);
+    else if (p->unsure) verdict(&out[i], SF_FIT_UNSURE, p->why);
+    else if (id < 0) verdict(&out[i], SF_FIT_UNSURE, "the node publishes no device slicefit knows");
+    else {
+      ids[m] = id;
+      pos[m++] = i;
+    }
+  }
+  int r = 0;
+  if (m > 0) {
+    sf_verdict_t *sub = sf_xmalloc(m * sizeof(*sub));
+    r = sf_packer_evaluate(c->packer, c->idx, &c->pol, &p->demand, ids, m, 0, sub);
+    for (size_t k = 0; r == 0 && k < m; k++) out[pos[k]] = sub[k];
+    free(sub);
+  }
+  free(ids);
+  free(pos);
+  return r;
+}

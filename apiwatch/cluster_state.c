@@ -1,0 +1,94 @@
+/* GET /debug/state: the cluster as JSON (nodes, devices, free capacity, allocations, pools, policy). */
+#include <string.h>
+#include "cluster_int.h"
+
+static json_t *policy_json(const sf_policy_t *pol) {
+  json_t *o = json_object();
+  size_t n;
+  const sf_policy_key_t *keys = sf_policy_keys(&n);
+  char buf[1024];
+  for (size_t i = 0; i < n; i++)
+    if (sf_policy_get(pol, keys[i].key, buf, sizeof buf) == 0)
+      json_object_set_new(o, keys[i].key, json_string(buf));
+  return o;
+}
+
+static json_t *device_json(const sf_index_t *idx, sf_dev_id d) {
+  json_t *caps = json_object(), *taints = json_array();
+  for (size_t i = 0; i < sf_index_dev_ncaps(idx, d); i++) {
+    sf_milli_t value, free_amount;
+    const char *name = sf_index_dev_cap(idx, d, i, &value, &free_amount);
+    json_object_set_new(caps, name, json_pack("{s:I,s:I}", "value_milli", (json_int_t)value,
+                                              "free_milli", (json_int_t)free_amount));
+  }
+  for (size_t i = 0; i < sf_index_dev_ntaints(idx, d); i++) {
+    const sf_taint_t *t = sf_index_dev_taint(idx, d, i);
+    json_array_append_new(taints, json_pack("{s:s,s:s,s:i}", "key", t->key, "value",
+                                            t->value ? t->value : "", "effect", (int)t->effect));
+  }
+  return json_pack("{s:s,s:s,s:s,s:b,s:i,s:i,s:o,s:o}", "driver", sf_index_dev_driver(idx, d),
+                   "pool", sf_index_dev_pool(idx, d), "name", sf_index_dev_name(idx, d), "shared",
+                   sf_index_dev_shared(idx, d), "holders", (int)sf_index_dev_holders(idx, d),
+                   "free_permille", (int)sf_index_dev_free_permille(idx, d), "capacity", caps,
+                   "taints", taints);
+}
+
+static json_t *nodes_json(const sf_index_t *idx) {
+  json_t *arr = json_array();
+  for (sf_node_id n = 0; n < sf_index_node_end(idx); n++) {
+    if (!sf_index_node_live(idx, n)) continue;
+    size_t nd;
+    const sf_dev_id *devs = sf_index_node_devices(idx, n, &nd);
+    json_t *dj = json_array();
+    for (size_t i = 0; i < nd; i++) json_array_append_new(dj, device_json(idx, devs[i]));
+    json_array_append_new(arr, json_pack("{s:s,s:o}", "name", sf_index_node_name(idx, n),
+                                         "devices", dj));
+  }
+  return arr;
+}
+
+static json_t *allocations_json(const sf_cluster_t *c) {
+  json_t *arr = json_array();
+  char key[512];
+  const store_t *s = &c->stores[SF_KIND_RESOURCE_CLAIM];
+  for (size_t i = 0; i < s->n; i++) {
+    const sf_rclaim_t *cl = &s->objs[i]->u.claim;
+    if (!cl->allocated) continue;
+    sf_alloc_id a = sf_index_alloc_find(c->idx, sf__obj_key(&cl->meta, key, sizeof key));
+    json_t *devs = json_array();
+    size_t n = 0;
+    const sf_pick_t *picks = a >= 0 ? sf_index_alloc_picks(c->idx, a, &n) : NULL;
+    for (size_t k = 0; k < n; k++)
+      json_array_append_new(devs, json_string(sf_index_dev_name(c->idx, picks[k].dev)));
+    json_array_append_new(
+        arr, json_pack("{s:s,s:s?,s:b,s:o}", "claim", key, "node",
+                       a >= 0 ? sf_index_node_name(c->idx, sf_index_alloc_node(c->idx, a))
+                              : cl->alloc_node,
+                       "recorded", a >= 0, "devices", devs));
+  }
+  return arr;
+}
+
+static json_t *pools_json(const sf_cluster_t *c) {
+  json_t *arr = json_array();
+  for (size_t i = 0; i < c->npools; i++) {
+    const pool_t *p = c->pools[i];
+    if (p->nslices == 0) continue;
+    json_t *nodes = json_array();
+    for (size_t k = 0; k < p->nnodes; k++) json_array_append_new(nodes, json_string(p->nodes[k]));
+    json_array_append_new(arr, json_pack("{s:s,s:s,s:I,s:b,s:i,s:i,s:o}", "driver", p->driver,
+                                         "pool", p->name, "generation", (json_int_t)p->generation,
+                                         "complete", p->complete, "slices", (int)p->nslices,
+                                         "skipped_devices", (int)p->skipped, "nodes", nodes));
+  }
+  return arr;
+}
+
+json_t *sf_cluster_state_json(const sf_cluster_t *c) {
+  json_t *counts = json_object();
+  for (int k = 1; k < SF_KIND_COUNT; k++)
+    json_object_set_new(counts, sf_kind_name((sf_kind_t)k), json_integer((json_int_t)c->stores[k].n));
+  return json_pack("{s:o,s:o,s:o,s:o,s:o}", "objects", counts, "pools", pools_json(c), "nodes",
+                   nodes_json(c->idx), "allocations", allocations_json(c), "policy",
+                   policy_json(&c->pol));
+}

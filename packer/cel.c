@@ -1,0 +1,196 @@
+/*
+ * slicefit's CEL for DRA selectors: the cache of compiled programs and the
+ * entry points. The parser is cel_parse.c, the evaluator cel_eval.c, the
+ * library cel_lib.c and cel_re.c.
+ *
+ * Grammar (CEL's, minus map and message literals, bytes and root-scoped
+ * names):
+ *
+ *   Expr     = Or ["?" Or ":" Expr]
+ *   Or       = And {"||" And}            (built balanced, as cel-go does)
+ *   And      = Rel {"&&" Rel}
+ *   Rel      = Add {("<"|"<="|">"|">="|"=="|"!="|"in") Add}
+ *   Add      = Mul {("+"|"-") Mul}
+ *   Mul      = Unary {("*"|"/"|"%") Unary}
+ *   Unary    = Member | "!" Unary | "-" Unary
+ *   Member   = Primary {"." ["?"] IDENT ["(" Args ")"] | "[" ["?"] Expr "]"}
+ *   Primary  = IDENT ["(" Args ")"] | "(" Expr ")" | "[" [Args [","]] "]" | Literal
+ *   Literal  = int (decimal, 0x hex) | uint (…u) | double | string | true | false | null
+ *
+ * Strings: '…' "…" '''…''' """…""" with every CEL escape (\\ \" \' \` \?
+ * \a \b \f \n \r \t \v \xHH \uHHHH \UHHHHHHHH \ooo, code points written as
+ * UTF-8), raw r'…'. Identifiers: `device`, variables of cel.bind and of the
+ * macros has, all, exists, exists_one, map (2 and 3 arguments), filter;
+ * functions as in cel_parse.c's table. An unknown name, a reserved word, a
+ * map literal, more than 10Ki of text or a tree deeper than 200 does not
+ * compile: the program answers UNKNOWN.
+ *
+ * Values: null, bool, int (int64), uint (uint64), double, string (UTF-8;
+ * size() counts code points), list, quantity (exact int64 milli-units),
+ * semver (its text), optional, and the device's maps: `device` (fields
+ * driver, attributes, capacity, allowMultipleAllocations),
+ * device.attributes and device.capacity (domain -> map; an unknown domain is
+ * an empty map, as DRA specifies) and one domain's map (name -> value,
+ * looked up as "domain/name" in the index). Attribute types map to int,
+ * bool, string and semver; capacities are quantities.
+ *
+ * Errors and unknowns. A CEL runtime error (a missing key, a type mismatch
+ * "no such overload", integer overflow, division by zero, an invalid
+ * quantity or version text, an index out of range) propagates through every
+ * strict operation. && and || absorb it as CEL specifies and commutatively:
+ * false && error = error && false = false, true || error = error || true =
+ * true, otherwise the error stays. What slicefit cannot decide is UNKNOWN:
+ * it behaves like CEL's unknown (absorbed by the same rules, and preferred
+ * over an error when both meet, since it might have been a value). The
+ * selector answers YES for true, NO for false, an error or a non-bool
+ * result, UNKNOWN for unknown.
+ *
+ * Numbers: no implicit conversion in arithmetic (int + double is "no such
+ * overload"), but equality and ordering compare int, uint and double by
+ * their exact mathematical value, as cel-go does with Kubernetes'
+ * heterogeneous equality and CrossTypeNumericComparisons (1 == 1.0 and
+ * 1 < 1.5u are true; NaN compares false). Values of different non-numeric
+ * types are unequal, never an error. Quantities and versions compare with
+ * == and their methods, not with < (as in Kubernetes).
+ *
+ * Cost: each node evaluated and each macro iteration is a step; past 1e6
+ * steps the result is UNKNOWN. Evaluation allocates nothing on the heap
+ * except a matches() whose pattern is not a literal.
+ *
+ * Cache: text -> program through packer/map.h; program ids are 1, 2, ... in
+ * order of first compilation and never reused within a cache.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cel_int.h"
+#include "map.h"
+
+struct sf_cel_cache {
+  sf__map_t by_text;
+  sf_cel_prog_t **progs; size_t nprogs, cap;
+};
+
+void sf__cel_linecol(const char *text, uint32_t pos, uint32_t *line, uint32_t *col)
+{
+  *line = 1;
+  *col = 1;
+  for (uint32_t i = 0; i < pos && text[i]; i++) {
+    if (text[i] == '\n') {
+      (*line)++;
+      *col = 1;
+    } else {
+      (*col)++;
+    }
+  }
+}
+
+sf_cel_cache_t *sf_cel_cache_create(void)
+{
+  sf_cel_cache_t *c = sf_xcalloc(1, sizeof *c);
+  sf__map_init(&c->by_text);
+  return c;
+}
+
+static void prog_free(sf_cel_prog_t *p)
+{
+  for (uint32_t i = 0; i < p->nres; i++)
+    if (p->res[i].ok)
+      regfree(&p->res[i].re);
+  free(p->res);
+  free(p->nodes);
+  free(p->kids);
+  free(p->pool);
+  free(p->err);
+  free(p->text);
+  free(p);
+}
+
+void sf_cel_cache_destroy(sf_cel_cache_t *c)
+{
+  if (c == NULL)
+    return;
+  for (size_t i = 0; i < c->nprogs; i++)
+    prog_free(c->progs[i]);
+  free(c->progs);
+  sf__map_dispose(&c->by_text);
+  free(c);
+}
+
+const sf_cel_prog_t *sf_cel_compile(sf_cel_cache_t *c, const char *text)
+{
+  size_t len = strlen(text);
+  int32_t at = sf__map_get(&c->by_text, text, len);
+  if (at >= 0)
+    return c->progs[at];
+  sf_cel_prog_t *p = sf_xcalloc(1, sizeof *p);
+  p->text = sf_xstrdup(text);
+  p->id = c->nprogs + 1;
+  sf__cel_parse(p);
+  sf_xgrow(&c->progs, &c->cap, c->nprogs + 1, sizeof *c->progs);
+  c->progs[c->nprogs] = p;
+  sf__map_put(&c->by_text, text, len, (int32_t)c->nprogs);
+  c->nprogs++;
+  return p;
+}
+
+const char *sf_cel_prog_error(const sf_cel_prog_t *p)
+{
+  return p->err;
+}
+
+const char *sf_cel_prog_text(const sf_cel_prog_t *p)
+{
+  return p->text;
+}
+
+uint64_t sf_cel_prog_id(const sf_cel_prog_t *p)
+{
+  return p->id;
+}
+
+static void explain(const sf_cel_prog_t *p, const cel_val_t *r, char *why, size_t whylen)
+{
+  uint32_t line, col;
+  if (why == NULL || whylen == 0)
+    return;
+  if (r->t != V_ERR && r->t != V_UNK) {
+    snprintf(why, whylen, "%s", r->t == V_BOOL ? "" : "the expression is not a bool");
+    return;
+  }
+  sf__cel_linecol(p->text, p->nodes[r->n].pos, &line, &col);
+  snprintf(why, whylen, "%u:%u: %s", line, col, r->v.s);
+}
+
+sf_match_t sf_cel_eval(const sf_cel_prog_t *p, const sf_index_t *idx, sf_dev_id dev, char *why, size_t whylen)
+{
+  if (p->err != NULL) {
+    if (why != NULL && whylen > 0)
+      snprintf(why, whylen, "%s", p->err);
+    return SF_MATCH_UNKNOWN;
+  }
+  cel_ctx_t c;
+  c.p = p;
+  c.idx = idx;
+  c.dev = dev;
+  c.steps = 0;
+  c.narena = 0;
+  c.nscratch = 0;
+  cel_val_t r = sf__cel_ev(&c, p->root);
+  explain(p, &r, why, whylen);
+  if (r.t == V_UNK)
+    return SF_MATCH_UNKNOWN;
+  return r.t == V_BOOL && !(r.flags & CV_OPT) && r.v.b ? SF_MATCH_YES : SF_MATCH_NO;
+}
+
+sf_match_t sf_cel_match(void *ctx, const sf_index_t *idx, sf_dev_id dev)
+{
+  return sf_cel_eval(ctx, idx, dev, NULL, 0);
+}
+
+void sf_cel_selector(const sf_cel_prog_t *p, sf_selector_t *out)
+{
+  out->fn = sf_cel_match;
+  out->ctx = (void *)(uintptr_t)p;
+  out->cache_key = p->id;
+}

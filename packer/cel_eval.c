@@ -1,0 +1,795 @@
+/*
+ * The CEL evaluator: a recursive walk over the AST built by cel_parse.c,
+ * with values on the C stack. Lists and strings built during an evaluation
+ * live in the context's fixed arena and scratch buffer (no heap on the hot
+ * path); exhausting either, or the step budget, makes the result UNKNOWN.
+ * The semantics (errors, absorption by && and ||, the device's maps) are
+ * described in cel.c.
+ */
+#include <string.h>
+#include "cel_int.h"
+
+#define BAD(x) ((x).t <= V_UNK)
+
+cel_val_t sf__cel_err(uint32_t node, const char *msg)
+{
+  cel_val_t r = {.t = V_ERR, .n = node, .v.s = msg};
+  return r;
+}
+
+cel_val_t sf__cel_unk(uint32_t node, const char *msg)
+{
+  cel_val_t r = {.t = V_UNK, .n = node, .v.s = msg};
+  return r;
+}
+
+cel_val_t sf__cel_bool(bool b)
+{
+  cel_val_t r = {.t = V_BOOL, .v.b = b};
+  return r;
+}
+
+cel_val_t sf__cel_int(int64_t i)
+{
+  cel_val_t r = {.t = V_INT, .v.i = i};
+  return r;
+}
+
+/* Of two values at least one of which is bad: UNKNOWN wins over an error (it might not be one). */
+static cel_val_t worst(cel_val_t a, cel_val_t b)
+{
+  if (a.t == V_UNK)
+    return a;
+  if (b.t == V_UNK)
+    return b;
+  return a.t == V_ERR ? a : b;
+}
+
+char *sf__cel_scratch(cel_ctx_t *c, size_t n)
+{
+  if (n + 1 > CEL_SCRATCH - c->nscratch)
+    return NULL;
+  char *s = c->scratch + c->nscratch;
+  c->nscratch += (uint32_t)n + 1;
+  s[n] = '\0';
+  return s;
+}
+
+static cel_val_t *reserve(cel_ctx_t *c, size_t n)
+{
+  if (n > CEL_ARENA - c->narena)
+    return NULL;
+  cel_val_t *v = c->arena + c->narena;
+  c->narena += (uint32_t)n;
+  return v;
+}
+
+static const cel_node_t *node(const cel_ctx_t *c, uint32_t n)
+{
+  return &c->p->nodes[n];
+}
+
+static uint32_t kid(const cel_ctx_t *c, uint32_t n, uint32_t i)
+{
+  return c->p->kids[c->p->nodes[n].k0 + i];
+}
+
+/* ---- order and equality ---- */
+
+static bool numeric(int t)
+{
+  return t == V_INT || t == V_UINT || t == V_DOUBLE;
+}
+
+static int cmp3(bool lt, bool gt)
+{
+  return lt ? -1 : gt ? 1 : 0;
+}
+
+/* int64 against a double, exactly (no rounding of large integers). */
+static int cmp_int_double(int64_t i, double d)
+{
+  if (d != d)
+    return 2;
+  if (d >= 9223372036854775808.0)
+    return -1;
+  if (d < -9223372036854775808.0)
+    return 1;
+  int64_t t = (int64_t)d;
+  if (i != t)
+    return cmp3(i < t, i > t);
+  double frac = d - (double)t;
+  return cmp3(frac > 0, frac < 0);
+}
+
+static int cmp_uint_double(uint64_t u, double d)
+{
+  if (d != d)
+    return 2;
+  if (d >= 18446744073709551616.0)
+    return -1;
+  if (d < 0)
+    return 1;
+  uint64_t t = (uint64_t)d;
+  if (u != t)
+    return cmp3(u < t, u > t);
+  return cmp3(d - (double)t > 0, false);
+}
+
+static int cmp_num(const cel_val_t *a, const cel_val_t *b)
+{
+  if (a->t == V_INT && b->t == V_INT)
+    return cmp3(a->v.i < b->v.i, a->v.i > b->v.i);
+  if (a->t == V_UINT && b->t == V_UINT)
+    return cmp3(a->v.u < b->v.u, a->v.u > b->v.u);
+  if (a->t == V_DOUBLE && b->t == V_DOUBLE)
+    return a->v.d != a->v.d || b->v.d != b->v.d ? 2 : cmp3(a->v.d < b->v.d, a->v.d > b->v.d);
+  if (a->t == V_INT && b->t == V_UINT)
+    return a->v.i < 0 ? -1 : cmp3((uint64_t)a->v.i < b->v.u, (uint64_t)a->v.i > b->v.u);
+  if (a->t == V_INT)
+    return cmp_int_double(a->v.i, b->v.d);
+  if (a->t == V_UINT && b->t == V_INT)
+    return -cmp_num(b, a);
+  if (a->t == V_UINT)
+    return cmp_uint_double(a->v.u, b->v.d);
+  int r = cmp_num(b, a);
+  return r == 2 ? 2 : -r;
+}
+
+int sf__cel_order(const cel_val_t *a, const cel_val_t *b)
+{
+  if ((a->flags | b->flags) & CV_OPT)
+    return 3;
+  if (numeric(a->t) && numeric(b->t))
+    return cmp_num(a, b);
+  if (a->t != b->t)
+    return 3;
+  if (a->t == V_BOOL)
+    return cmp3(!a->v.b && b->v.b, a->v.b && !b->v.b);
+  if (a->t != V_STR)
+    return 3;
+  int r = memcmp(a->v.s, b->v.s, a->n < b->n ? a->n : b->n);
+  return r != 0 ? cmp3(r < 0, r > 0) : cmp3(a->n < b->n, a->n > b->n);
+}
+
+static cel_val_t list_eq(uint32_t n, const cel_val_t *a, const cel_val_t *b)
+{
+  if (a->n != b->n)
+    return sf__cel_bool(false);
+  cel_val_t bad = sf__cel_bool(true);
+  for (uint32_t i = 0; i < a->n; i++) {
+    cel_val_t e = sf__cel_eq(n, &a->v.l[i], &b->v.l[i]);
+    if (e.t == V_BOOL && !e.v.b)
+      return e;
+    if (BAD(e) && !(bad.t == V_UNK))
+      bad = e;
+  }
+  return bad;
+}
+
+cel_val_t sf__cel_eq(uint32_t n, const cel_val_t *a, const cel_val_t *b)
+{
+  if (BAD(*a) || BAD(*b))
+    return worst(*a, *b);
+  if ((a->flags ^ b->flags) & CV_OPT)
+    return sf__cel_bool(false);
+  if (numeric(a->t) && numeric(b->t))
+    return sf__cel_bool(cmp_num(a, b) == 0);
+  if (a->t != b->t)
+    return sf__cel_bool(false);
+  switch (a->t) {
+  case V_NULL:
+  case V_NONE:
+  case V_DEVICE: return sf__cel_bool(true);  /* there is one device per evaluation */
+  case V_BOOL: return sf__cel_bool(a->v.b == b->v.b);
+  case V_STR: return sf__cel_bool(a->n == b->n && memcmp(a->v.s, b->v.s, a->n) == 0);
+  case V_QTY: return sf__cel_bool(a->v.q == b->v.q);
+  case V_SEMVER: return sf__cel_bool(sf__cel_semver_cmp(a->v.s, a->n, b->v.s, b->n) == 0);
+  case V_LIST: return list_eq(n, a, b);
+  default: return sf__cel_unk(n, "equality of maps is not supported");
+  }
+}
+
+/* ---- the device ---- */
+
+/* Domain (ATTRS/CAPS) of a qualified name "domain/id", as its length; -1 when unqualified. */
+static int domain_len(const char *name)
+{
+  const char *slash = strrchr(name, '/');
+  return slash ? (int)(slash - name) : -1;
+}
+
+static bool in_domain(const char *name, const char *dom, uint32_t dn)
+{
+  return domain_len(name) == (int)dn && memcmp(name, dom, dn) == 0;
+}
+
+static const char *field_name(const cel_ctx_t *c, bool attrs, size_t i)
+{
+  if (attrs) {
+    const sf_attr_t *a = sf_index_dev_attr_at(c->idx, c->dev, i);
+    return a ? a->name : NULL;
+  }
+  return i < sf_index_dev_ncaps(c->idx, c->dev) ? sf_index_dev_cap(c->idx, c->dev, i, NULL, NULL) : NULL;
+}
+
+static size_t nfields(const cel_ctx_t *c, bool attrs)
+{
+  return attrs ? sf_index_dev_nattrs(c->idx, c->dev) : sf_index_dev_ncaps(c->idx, c->dev);
+}
+
+/* Whether any attribute (capacity) lives in the domain `key`. */
+static bool has_domain(const cel_ctx_t *c, bool attrs, const char *key, size_t kn)
+{
+  size_t nf = nfields(c, attrs);
+  for (size_t i = 0; i < nf; i++)
+    if (in_domain(field_name(c, attrs, i), key, (uint32_t)kn))
+      return true;
+  return false;
+}
+
+/* Number of distinct domains among the attributes (capacities). */
+static int64_t ndomains(const cel_ctx_t *c, bool attrs)
+{
+  size_t nf = nfields(c, attrs);
+  int64_t count = 0;
+  for (size_t i = 0; i < nf; i++) {
+    const char *ni = field_name(c, attrs, i);
+    int di = domain_len(ni);
+    size_t j = 0;
+    while (j < i && !(di >= 0 && in_domain(field_name(c, attrs, j), ni, (uint32_t)di)))
+      j++;
+    count += j == i && di >= 0;
+  }
+  return count;
+}
+
+static int64_t ndomain_fields(const cel_ctx_t *c, bool attrs, const cel_val_t *dom)
+{
+  size_t nf = nfields(c, attrs);
+  int64_t count = 0;
+  for (size_t i = 0; i < nf; i++)
+    count += in_domain(field_name(c, attrs, i), dom->v.s, dom->n);
+  return count;
+}
+
+bool sf__cel_map_size(const cel_ctx_t *c, const cel_val_t *m, int64_t *out)
+{
+  if (m->t == V_ATTRS || m->t == V_CAPS)
+    *out = ndomains(c, m->t == V_ATTRS);
+  else if (m->t == V_ADOM || m->t == V_CDOM)
+    *out = ndomain_fields(c, m->t == V_ADOM, m);
+  else
+    return false;
+  return true;
+}
+
+static int device_field(const char *key, size_t kn, cel_val_t *out, const cel_ctx_t *c)
+{
+  static const char *const names[] = {"driver", "attributes", "capacity", "allowMultipleAllocations"};
+  size_t k = 0;
+  while (k < 4 && !(strlen(names[k]) == kn && memcmp(names[k], key, kn) == 0))
+    k++;
+  memset(out, 0, sizeof *out);
+  if (k == 0) {
+    out->t = V_STR;
+    out->v.s = sf_index_dev_driver(c->idx, c->dev);
+    out->n = (uint32_t)strlen(out->v.s);
+  } else if (k < 3) {
+    out->t = k == 1 ? V_ATTRS : V_CAPS;
+  } else if (k == 3) {
+    *out = sf__cel_bool(sf_index_dev_shared(c->idx, c->dev));
+  }
+  return k < 4;
+}
+
+/*
+ * Looks `key` up in a map-like value: 1 found (*out), 0 missing, -1 when
+ * the value has no fields (*out an error).
+ */
+static int lookup(cel_ctx_t *c, uint32_t n, const cel_val_t *m, const char *key, size_t kn, cel_val_t *out)
+{
+  switch (m->t) {
+  case V_DEVICE: return device_field(key, kn, out, c);
+  case V_ATTRS:
+  case V_CAPS:
+    /* An unknown domain is an empty map, as DRA specifies. */
+    memset(out, 0, sizeof *out);
+    out->t = m->t == V_ATTRS ? V_ADOM : V_CDOM;
+    out->v.s = key;
+    out->n = (uint32_t)kn;
+    return 1;
+  case V_ADOM:
+  case V_CDOM: return sf__cel_dev_field(c, n, m->t == V_ADOM, m, key, kn, out);
+  default: *out = sf__cel_err(n, "no such overload: field selection"); return -1;
+  }
+}
+
+/* ---- field selection, indexing, has() ---- */
+
+/* m (maybe optional) [key] or .key, with the optional form when opt. */
+static cel_val_t access(cel_ctx_t *c, uint32_t n, cel_val_t m, const char *key, size_t kn, bool opt)
+{
+  if (m.t == V_NONE)
+    return opt ? m : sf__cel_unk(n, "selection on an optional value is not supported");
+  if (m.flags & CV_OPT) {
+    if (!opt)
+      return sf__cel_unk(n, "selection on an optional value is not supported");
+    m.flags = 0;
+  }
+  cel_val_t out;
+  int r = lookup(c, n, &m, key, kn, &out);
+  if (r < 0)
+    return out;
+  if (r == 0) {
+    memset(&out, 0, sizeof out);
+    return opt ? (out.t = V_NONE, out) : sf__cel_err(n, "no such key");
+  }
+  if (opt)
+    out.flags |= CV_OPT;
+  return out;
+}
+
+static cel_val_t ev_select(cel_ctx_t *c, uint32_t n)
+{
+  const cel_node_t *nd = node(c, n);
+  cel_val_t m = sf__cel_ev(c, kid(c, n, 0));
+  if (BAD(m))
+    return m;
+  return access(c, n, m, c->p->pool + nd->v.s.off, nd->v.s.len, nd->flags & F_OPT);
+}
+
+static cel_val_t list_at(uint32_t n, cel_val_t l, const cel_val_t *i, bool opt)
+{
+  int64_t at;
+  if (i->t == V_INT)
+    at = i->v.i;
+  else if (i->t == V_UINT)
+    at = i->v.u > (uint64_t)INT64_MAX ? -1 : (int64_t)i->v.u;
+  else
+    return sf__cel_err(n, "no such overload: list index");
+  if (at >= 0 && (uint64_t)at < l.n) {
+    cel_val_t r = l.v.l[at];
+    r.flags |= opt ? CV_OPT : 0;
+    return r;
+  }
+  cel_val_t none = {.t = V_NONE};
+  return opt ? none : sf__cel_err(n, "index out of range");
+}
+
+static bool maplike(int t)
+{
+  return t == V_DEVICE || t == V_ATTRS || t == V_CAPS || t == V_ADOM || t == V_CDOM;
+}
+
+static cel_val_t ev_index(cel_ctx_t *c, uint32_t n)
+{
+  bool opt = node(c, n)->flags & F_OPT;
+  cel_val_t m = sf__cel_ev(c, kid(c, n, 0));
+  cel_val_t k = sf__cel_ev(c, kid(c, n, 1));
+  if (BAD(m) || BAD(k))
+    return worst(m, k);
+  if (k.flags & CV_OPT || k.t == V_NONE)
+    return sf__cel_err(n, "no such overload: optional key");
+  if (m.t == V_NONE)
+    return opt ? m : sf__cel_unk(n, "indexing an optional value is not supported");
+  if (m.flags & CV_OPT) {
+    if (!opt)
+      return sf__cel_unk(n, "indexing an optional value is not supported");
+    m.flags = 0;
+  }
+  if (m.t == V_LIST)
+    return list_at(n, m, &k, opt);
+  if (k.t == V_STR)
+    return access(c, n, m, k.v.s, k.n, opt);
+  if (!maplike(m.t))
+    return sf__cel_err(n, "no such overload: index");
+  cel_val_t none = {.t = V_NONE};
+  return opt ? none : sf__cel_err(n, "no such key");
+}
+
+static cel_val_t ev_has(cel_ctx_t *c, uint32_t n)
+{
+  const cel_node_t *nd = node(c, n);
+  cel_val_t m = sf__cel_ev(c, kid(c, n, 0)), out;
+  if (BAD(m))
+    return m;
+  if (m.flags & CV_OPT || m.t == V_NONE)
+    return sf__cel_unk(n, "has() on an optional value is not supported");
+  int r = m.t == V_ATTRS || m.t == V_CAPS
+            ? has_domain(c, m.t == V_ATTRS, c->p->pool + nd->v.s.off, nd->v.s.len)
+            : lookup(c, n, &m, c->p->pool + nd->v.s.off, nd->v.s.len, &out);
+  return r < 0 ? out : sf__cel_bool(r == 1);
+}
+
+/* ---- operators ---- */
+
+/* a && b (is_and) or a || b, both evaluated: CEL's commutative absorption. */
+static cel_val_t logic2(uint32_t n, cel_val_t a, cel_val_t b, bool is_and)
+{
+  if (a.t == V_BOOL && !(a.flags & CV_OPT) && a.v.b != is_and)
+    return a;
+  if (b.t == V_BOOL && !(b.flags & CV_OPT) && b.v.b != is_and)
+    return b;
+  if (BAD(a) || BAD(b))
+    return worst(a, b);
+  if (a.t == V_BOOL && b.t == V_BOOL && !((a.flags | b.flags) & CV_OPT))
+    return a;
+  return sf__cel_err(n, "no such overload: logical operator on a non-bool");
+}
+
+static cel_val_t ev_logic(cel_ctx_t *c, uint32_t n, bool is_and)
+{
+  cel_val_t a = sf__cel_ev(c, kid(c, n, 0));
+  if (a.t == V_BOOL && !(a.flags & CV_OPT) && a.v.b != is_and)
+    return a;
+  return logic2(n, a, sf__cel_ev(c, kid(c, n, 1)), is_and);
+}
+
+static cel_val_t concat(cel_ctx_t *c, uint32_t n, const cel_val_t *a, const cel_val_t *b)
+{
+  cel_val_t r = *a;
+  r.n = a->n + b->n;
+  if (a->t == V_STR) {
+    char *s = sf__cel_scratch(c, r.n);
+    if (s == NULL)
+      return sf__cel_unk(n, "string scratch space exhausted");
+    memcpy(s, a->v.s, a->n);
+    memcpy(s + a->n, b->v.s, b->n);
+    r.v.s = s;
+    return r;
+  }
+  cel_val_t *l = reserve(c, r.n);
+  if (l == NULL)
+    return sf__cel_unk(n, "list arena exhausted");
+  memcpy(l, a->v.l, a->n * sizeof *l);
+  memcpy(l + a->n, b->v.l, b->n * sizeof *l);
+  r.v.l = l;
+  return r;
+}
+
+static cel_val_t arith_int(uint32_t n, int op, int64_t a, int64_t b)
+{
+  int64_t r = 0;
+  bool over = false;
+  switch (op) {
+  case N_ADD: over = __builtin_add_overflow(a, b, &r); break;
+  case N_SUB: over = __builtin_sub_overflow(a, b, &r); break;
+  case N_MUL: over = __builtin_mul_overflow(a, b, &r); break;
+  default:
+    if (b == 0)
+      return sf__cel_err(n, op == N_DIV ? "division by zero" : "modulus by zero");
+    over = a == INT64_MIN && b == -1;
+    r = over ? 0 : op == N_DIV ? a / b : a % b;
+  }
+  return over ? sf__cel_err(n, "integer overflow") : sf__cel_int(r);
+}
+
+static cel_val_t arith_uint(uint32_t n, int op, uint64_t a, uint64_t b)
+{
+  uint64_t r = 0;
+  bool over = false;
+  switch (op) {
+  case N_ADD: over = __builtin_add_overflow(a, b, &r); break;
+  case N_SUB: over = __builtin_sub_overflow(a, b, &r); break;
+  case N_MUL: over = __builtin_mul_overflow(a, b, &r); break;
+  default:
+    if (b == 0)
+      return sf__cel_err(n, op == N_DIV ? "division by zero" : "modulus by zero");
+    r = op == N_DIV ? a / b : a % b;
+  }
+  cel_val_t v = {.t = V_UINT, .v.u = r};
+  return over ? sf__cel_err(n, "unsigned integer overflow") : v;
+}
+
+static cel_val_t arith_double(uint32_t n, int op, double a, double b)
+{
+  cel_val_t v = {.t = V_DOUBLE};
+  switch (op) {
+  case N_ADD: v.v.d = a + b; break;
+  case N_SUB: v.v.d = a - b; break;
+  case N_MUL: v.v.d = a * b; break;
+  case N_DIV: v.v.d = a / b; break;
+  default: return sf__cel_err(n, "no such overload: double modulus");
+  }
+  return v;
+}
+
+static cel_val_t ev_arith(cel_ctx_t *c, uint32_t n, int op)
+{
+  cel_val_t a = sf__cel_ev(c, kid(c, n, 0));
+  cel_val_t b = sf__cel_ev(c, kid(c, n, 1));
+  if (BAD(a) || BAD(b))
+    return worst(a, b);
+  if (a.t != b.t || (a.flags | b.flags) & CV_OPT)
+    return sf__cel_err(n, "no such overload: arithmetic on different types");
+  if (a.t == V_INT)
+    return arith_int(n, op, a.v.i, b.v.i);
+  if (a.t == V_UINT)
+    return arith_uint(n, op, a.v.u, b.v.u);
+  if (a.t == V_DOUBLE)
+    return arith_double(n, op, a.v.d, b.v.d);
+  if (op == N_ADD && (a.t == V_STR || a.t == V_LIST))
+    return concat(c, n, &a, &b);
+  return sf__cel_err(n, "no such overload: arithmetic");
+}
+
+static cel_val_t ev_unary(cel_ctx_t *c, uint32_t n, int op)
+{
+  cel_val_t a = sf__cel_ev(c, kid(c, n, 0));
+  if (BAD(a))
+    return a;
+  if (a.flags & CV_OPT)
+    return sf__cel_err(n, "no such overload: unary operator on an optional");
+  if (op == N_NOT)
+    return a.t == V_BOOL ? sf__cel_bool(!a.v.b) : sf__cel_err(n, "no such overload: '!' on a non-bool");
+  if (a.t == V_INT)
+    return a.v.i == INT64_MIN ? sf__cel_err(n, "integer overflow") : sf__cel_int(-a.v.i);
+  if (a.t == V_DOUBLE) {
+    a.v.d = -a.v.d;
+    return a;
+  }
+  return sf__cel_err(n, "no such overload: negation");
+}
+
+static cel_val_t ev_cmp(cel_ctx_t *c, uint32_t n, int op)
+{
+  cel_val_t a = sf__cel_ev(c, kid(c, n, 0));
+  cel_val_t b = sf__cel_ev(c, kid(c, n, 1));
+  if (BAD(a) || BAD(b))
+    return worst(a, b);
+  if (op == N_EQ || op == N_NE) {
+    cel_val_t e = sf__cel_eq(n, &a, &b);
+    if (e.t == V_BOOL && op == N_NE)
+      e.v.b = !e.v.b;
+    return e;
+  }
+  int o = sf__cel_order(&a, &b);
+  if (o == 3)
+    return sf__cel_err(n, "no such overload: ordering");
+  if (o == 2)
+    return sf__cel_bool(false);
+  switch (op) {
+  case N_LT: return sf__cel_bool(o < 0);
+  case N_LE: return sf__cel_bool(o <= 0);
+  case N_GT: return sf__cel_bool(o > 0);
+  default: return sf__cel_bool(o >= 0);
+  }
+}
+
+static cel_val_t ev_in(cel_ctx_t *c, uint32_t n)
+{
+  cel_val_t a = sf__cel_ev(c, kid(c, n, 0));
+  cel_val_t b = sf__cel_ev(c, kid(c, n, 1));
+  if (BAD(a) || BAD(b))
+    return worst(a, b);
+  if (b.flags & CV_OPT)
+    return sf__cel_err(n, "no such overload: 'in' an optional");
+  if (b.t == V_LIST) {
+    cel_val_t bad = sf__cel_bool(false);
+    for (uint32_t i = 0; i < b.n; i++) {
+      cel_val_t e = sf__cel_eq(n, &a, &b.v.l[i]);
+      if (e.t == V_BOOL && e.v.b)
+        return e;
+      if (BAD(e) && bad.t != V_UNK)
+        bad = e;
+    }
+    return bad;
+  }
+  if (b.t == V_ATTRS || b.t == V_CAPS)
+    return sf__cel_bool(a.t == V_STR && !(a.flags & CV_OPT) && has_domain(c, b.t == V_ATTRS, a.v.s, a.n));
+  if (b.t == V_ADOM || b.t == V_CDOM) {
+    cel_val_t out;
+    return sf__cel_bool(a.t == V_STR && !(a.flags & CV_OPT) && lookup(c, n, &b, a.v.s, a.n, &out) == 1);
+  }
+  return sf__cel_err(n, "no such overload: 'in'");
+}
+
+static cel_val_t ev_list(cel_ctx_t *c, uint32_t n)
+{
+  const cel_node_t *nd = node(c, n);
+  cel_val_t *l = reserve(c, nd->nk), bad = {.t = V_LIST};
+  if (l == NULL)
+    return sf__cel_unk(n, "list arena exhausted");
+  for (uint32_t i = 0; i < nd->nk; i++) {
+    l[i] = sf__cel_ev(c, kid(c, n, i));
+    if (BAD(l[i]) && bad.t != V_UNK)
+      bad = l[i];
+  }
+  cel_val_t r = {.t = V_LIST, .n = nd->nk, .v.l = l};
+  return BAD(bad) ? bad : r;
+}
+
+static cel_val_t ev_call(cel_ctx_t *c, uint32_t n)
+{
+  const cel_node_t *nd = node(c, n);
+  cel_val_t a[2], bad = {.t = V_NULL};
+  for (uint32_t i = 0; i < nd->nk; i++) {
+    a[i] = sf__cel_ev(c, kid(c, n, i));
+    if (BAD(a[i]) && bad.t != V_UNK)
+      bad = a[i];
+  }
+  return BAD(bad) ? bad : sf__cel_call(c, n, a, nd->nk);
+}
+
+static cel_val_t ev_cond(cel_ctx_t *c, uint32_t n)
+{
+  cel_val_t k = sf__cel_ev(c, kid(c, n, 0));
+  if (BAD(k))
+    return k;
+  if (k.t != V_BOOL || k.flags & CV_OPT)
+    return sf__cel_err(n, "no such overload: condition is not a bool");
+  return sf__cel_ev(c, kid(c, n, k.v.b ? 1 : 2));
+}
+
+static cel_val_t ev_bind(cel_ctx_t *c, uint32_t n)
+{
+  /* The value is kept even when it is an error: it matters only if the body reads it. */
+  c->slots[node(c, n)->v.u] = sf__cel_ev(c, kid(c, n, 0));
+  return sf__cel_ev(c, kid(c, n, 1));
+}
+
+static cel_val_t compr(cel_ctx_t *c, uint32_t n, const cel_val_t *range);
+
+static cel_val_t ev_compr(cel_ctx_t *c, uint32_t n)
+{
+  cel_val_t r = sf__cel_ev(c, kid(c, n, 0));
+  if (BAD(r))
+    return r;
+  if (r.flags & CV_OPT || (r.t != V_LIST && r.t != V_ADOM && r.t != V_CDOM))
+    return r.t == V_ATTRS || r.t == V_CAPS ? sf__cel_unk(n, "macros over device.attributes are not supported")
+                                           : sf__cel_err(n, "no such overload: macro on a non-list");
+  return compr(c, n, &r);
+}
+
+cel_val_t sf__cel_ev(cel_ctx_t *c, uint32_t n)
+{
+  const cel_node_t *nd = node(c, n);
+  cel_val_t r = {.t = V_NULL};
+  if (++c->steps > CEL_COST_MAX)
+    return sf__cel_unk(n, "cost limit exceeded");
+  switch (nd->op) {
+  case N_NULL: return r;
+  case N_BOOL: return sf__cel_bool(nd->v.b);
+  case N_INT: return sf__cel_int(nd->v.i);
+  case N_UINT: r.t = V_UINT; r.v.u = nd->v.u; return r;
+  case N_DOUBLE: r.t = V_DOUBLE; r.v.d = nd->v.d; return r;
+  case N_STR: r.t = V_STR; r.v.s = c->p->pool + nd->v.s.off; r.n = nd->v.s.len; return r;
+  case N_LIST: return ev_list(c, n);
+  case N_DEVICE: r.t = V_DEVICE; return r;
+  case N_VAR: return c->slots[nd->v.u];
+  case N_SELECT: return ev_select(c, n);
+  case N_INDEX: return ev_index(c, n);
+  case N_HAS: return ev_has(c, n);
+  case N_NOT:
+  case N_NEG: return ev_unary(c, n, nd->op);
+  case N_AND:
+  case N_OR: return ev_logic(c, n, nd->op == N_AND);
+  case N_COND: return ev_cond(c, n);
+  case N_ADD: case N_SUB: case N_MUL: case N_DIV: case N_MOD: return ev_arith(c, n, nd->op);
+  case N_EQ: case N_NE: case N_LT: case N_LE: case N_GT: case N_GE: return ev_cmp(c, n, nd->op);
+  case N_IN: return ev_in(c, n);
+  case N_CALL: return ev_call(c, n);
+  case N_BIND: return ev_bind(c, n);
+  default: return ev_compr(c, n);
+  }
+}
+
+/* ---- macros ---- */
+
+/* Element i of the range (a list, or a domain map's keys); false past the end. */
+static bool elem(cel_ctx_t *c, const cel_val_t *range, size_t *i, cel_val_t *out)
+{
+  if (range->t == V_LIST) {
+    if (*i >= range->n)
+      return false;
+    *out = range->v.l[(*i)++];
+    return true;
+  }
+  bool attrs = range->t == V_ADOM;
+  size_t nf = nfields(c, attrs);
+  for (; *i < nf; (*i)++) {
+    const char *name = field_name(c, attrs, *i);
+    if (in_domain(name, range->v.s, range->n)) {
+      (*i)++;
+      memset(out, 0, sizeof *out);
+      out->t = V_STR;
+      out->v.s = name + range->n + 1;
+      out->n = (uint32_t)strlen(out->v.s);
+      return true;
+    }
+  }
+  return false;
+}
+
+static size_t range_len(const cel_ctx_t *c, const cel_val_t *range)
+{
+  return range->t == V_LIST ? range->n : (size_t)ndomain_fields(c, range->t == V_ADOM, range);
+}
+
+/* all / exists: folds with && or ||, stopping at the absorbing value. */
+static cel_val_t quantifier(cel_ctx_t *c, uint32_t n, const cel_val_t *range, bool is_all)
+{
+  const cel_node_t *nd = node(c, n);
+  cel_val_t acc = sf__cel_bool(is_all), x;
+  size_t i = 0;
+  while (elem(c, range, &i, &x)) {
+    c->slots[nd->v.u] = x;
+    acc = logic2(n, acc, sf__cel_ev(c, kid(c, n, 1)), is_all);
+    if (acc.t == V_BOOL && acc.v.b != is_all)
+      break;
+  }
+  return acc;
+}
+
+/* exists_one, map and filter: strict in their predicate and transform. */
+static cel_val_t collect(cel_ctx_t *c, uint32_t n, const cel_val_t *range)
+{
+  const cel_node_t *nd = node(c, n);
+  cel_val_t *out = nd->fn == M_EXISTS_ONE ? NULL : reserve(c, range_len(c, range)), x;
+  if (nd->fn != M_EXISTS_ONE && out == NULL)
+    return sf__cel_unk(n, "list arena exhausted");
+  uint32_t count = 0;
+  bool transform = nd->fn == M_MAP && nd->nk == 2;
+  size_t i = 0;
+  while (elem(c, range, &i, &x)) {
+    c->slots[nd->v.u] = x;
+    cel_val_t p = transform ? sf__cel_bool(true) : sf__cel_ev(c, kid(c, n, 1));
+    if (BAD(p))
+      return p;
+    if (p.t != V_BOOL || p.flags & CV_OPT)
+      return sf__cel_err(n, "no such overload: predicate is not a bool");
+    if (!p.v.b)
+      continue;
+    if (nd->fn == M_MAP) {
+      x = sf__cel_ev(c, kid(c, n, nd->nk - 1));
+      if (BAD(x))
+        return x;
+    }
+    if (out != NULL)
+      out[count] = x;
+    count++;
+  }
+  if (nd->fn == M_EXISTS_ONE)
+    return sf__cel_bool(count == 1);
+  cel_val_t r = {.t = V_LIST, .n = count, .v.l = out};
+  return r;
+}
+
+static cel_val_t compr(cel_ctx_t *c, uint32_t n, const cel_val_t *range)
+{
+  int kind = node(c, n)->fn;
+  if (kind == M_ALL || kind == M_EXISTS)
+    return quantifier(c, n, range, kind == M_ALL);
+  return collect(c, n, range);
+}
+
+int sf__cel_dev_field(cel_ctx_t *c, uint32_t n, bool attrs, const cel_val_t *dom, const char *key, size_t kn,
+                      cel_val_t *out)
+{
+  size_t nf = nfields(c, attrs);
+  memset(out, 0, sizeof *out);
+  for (size_t i = 0; i < nf; i++) {
+    const char *name = field_name(c, attrs, i);
+    if (!in_domain(name, dom->v.s, dom->n) || strlen(name + dom->n + 1) != kn ||
+        memcmp(name + dom->n + 1, key, kn) != 0)
+      continue;
+    if (!attrs) {
+      out->t = V_QTY;
+      sf_index_dev_cap(c->idx, c->dev, i, &out->v.q, NULL);
+      return 1;
+    }
+    const sf_attr_t *a = sf_index_dev_attr_at(c->idx, c->dev, i);
+    if (a->type == SF_ATTR_INT || a->type == SF_ATTR_BOOL) {
+      *out = a->type == SF_ATTR_INT ? sf__cel_int(a->i) : sf__cel_bool(a->i != 0);
+      return 1;
+    }
+    out->t = a->type == SF_ATTR_STRING ? V_STR : V_SEMVER;
+    out->v.s = a->s;
+    out->n = (uint32_t)strlen(a->s);
+    if (out->t == V_SEMVER && sf__cel_semver(out->v.s, out->n, NULL) != 0)
+      *out = sf__cel_unk(n, "the device's version attribute is not a semantic version");
+    return 1;
+  }
+  return 0;
+}

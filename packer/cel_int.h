@@ -1,0 +1,150 @@
+/*
+ * The CEL module's private layout, shared by cel_parse.c (which builds a
+ * program), cel_eval.c (which runs it), cel_lib.c (strings, regular
+ * expressions, quantities and semantic versions) and cel.c (the cache).
+ * Not a public header. See cel.c for the language, the value model and the
+ * error semantics.
+ */
+#ifndef SF_PACKER_CEL_INT_H
+#define SF_PACKER_CEL_INT_H
+
+#include <regex.h>
+#include <stdbool.h>
+#include "slicefit/cel.h"
+
+#define CEL_TEXT_MAX   10240    /* DRA's limit on an expression's length */
+#define CEL_DEPTH_MAX  200      /* deepest expression tree */
+#define CEL_SLOTS_MAX  32       /* variables (cel.bind, macros) in one program */
+#define CEL_COST_MAX   1000000u /* evaluation steps (DRA's cost limit is 1e6 too) */
+#define CEL_ARENA      512      /* values built during one evaluation (list elements) */
+#define CEL_SCRATCH    8192     /* bytes of strings built during one evaluation */
+
+/* AST node kinds. */
+enum {
+  N_NULL, N_BOOL, N_INT, N_UINT, N_DOUBLE, N_STR, N_LIST, N_DEVICE, N_VAR,
+  N_SELECT,   /* kid0 . str ; flags F_OPT for .? */
+  N_INDEX,    /* kid0 [ kid1 ] ; flags F_OPT for [? */
+  N_HAS,      /* has(kid0 . str) */
+  N_NOT, N_NEG, N_AND, N_OR, N_COND,
+  N_ADD, N_SUB, N_MUL, N_DIV, N_MOD,
+  N_EQ, N_NE, N_LT, N_LE, N_GT, N_GE, N_IN,
+  N_CALL,     /* fn; kids: [target] args (F_TARGET); v.i: regex index or -1 */
+  N_BIND,     /* slot v.u; kids: init, body */
+  N_COMPR     /* fn: macro kind; slot v.u; kids: range, a [, b] */
+};
+
+#define F_OPT    1u
+#define F_TARGET 2u
+
+/* Functions and methods (N_CALL's fn) and macros (N_COMPR's fn). */
+enum {
+  FN_SIZE, FN_STARTS, FN_ENDS, FN_CONTAINS, FN_MATCHES, FN_LOWER, FN_UPPER,
+  FN_QUANTITY, FN_ISQUANTITY, FN_COMPARE, FN_GT, FN_LT, FN_ADD, FN_SUB, FN_ASINT,
+  FN_ASFLOAT, FN_ISINT, FN_SIGN, FN_SEMVER, FN_ISSEMVER, FN_MAJOR, FN_MINOR, FN_PATCH,
+  FN_ORVALUE, FN_HASVALUE, FN_VALUE, FN_OPT_OF, FN_OPT_NONE,
+  FN_INT, FN_UINT, FN_DOUBLE, FN_STRING, FN_DYN,
+  FN__COUNT
+};
+enum { M_EXISTS, M_ALL, M_EXISTS_ONE, M_MAP, M_FILTER };
+
+typedef struct {
+  uint8_t op, flags;
+  uint16_t fn;
+  uint32_t pos;            /* byte offset in the text */
+  uint32_t k0, nk;         /* children: prog->kids[k0 .. k0+nk) */
+  union {
+    bool b;
+    int64_t i;
+    uint64_t u;
+    double d;
+    struct { uint32_t off, len; } s;  /* in prog->pool, NUL-terminated */
+  } v;
+} cel_node_t;
+
+typedef struct {
+  regex_t re;
+  bool ok;                 /* translated and compiled; else matches() is UNKNOWN */
+  bool bytewise;           /* '.' or a negated class: unsafe on non-ASCII text */
+} cel_re_t;
+
+struct sf_cel_prog {
+  char *text;
+  uint64_t id;
+  char *err;               /* NULL when compiled */
+  cel_node_t *nodes; uint32_t nnodes;
+  uint32_t *kids; uint32_t nkids;
+  char *pool; uint32_t npool;
+  cel_re_t *res; uint32_t nres;
+  uint32_t root, nslots;
+};
+
+/* Values. ERR and UNK carry a static message and the node that raised it. */
+enum {
+  V_ERR, V_UNK, V_NULL, V_BOOL, V_INT, V_UINT, V_DOUBLE, V_STR, V_QTY, V_SEMVER, V_LIST,
+  V_DEVICE, V_ATTRS, V_CAPS, V_ADOM, V_CDOM, V_NONE
+};
+#define CV_OPT 1u          /* optional.of(the value) */
+
+typedef struct cel_val {
+  uint8_t t, flags;
+  uint32_t n;              /* STR/SEMVER/ADOM/CDOM length; LIST count; ERR/UNK node */
+  union {
+    bool b;
+    int64_t i;
+    uint64_t u;
+    double d;
+    sf_milli_t q;
+    const char *s;         /* STR, SEMVER, ADOM/CDOM domain, ERR/UNK message */
+    const struct cel_val *l;
+  } v;
+} cel_val_t;
+
+typedef struct {
+  const sf_cel_prog_t *p;
+  const sf_index_t *idx;
+  sf_dev_id dev;
+  uint32_t steps;
+  uint32_t narena, nscratch;
+  cel_val_t slots[CEL_SLOTS_MAX];
+  cel_val_t arena[CEL_ARENA];
+  char scratch[CEL_SCRATCH];
+} cel_ctx_t;
+
+/** Line and column (from 1) of byte `pos` of `text`. */
+void sf__cel_linecol(const char *text, uint32_t pos, uint32_t *line, uint32_t *col);
+/** Parses and checks `p->text` into p's nodes; on failure sets p->err. */
+void sf__cel_parse(sf_cel_prog_t *p);
+/** Evaluates node n. */
+cel_val_t sf__cel_ev(cel_ctx_t *c, uint32_t n);
+
+/* Value constructors. */
+cel_val_t sf__cel_err(uint32_t node, const char *msg);
+cel_val_t sf__cel_unk(uint32_t node, const char *msg);
+cel_val_t sf__cel_bool(bool b);
+cel_val_t sf__cel_int(int64_t i);
+/** Reserves n bytes (plus a NUL) of scratch, or NULL when it is exhausted. */
+char *sf__cel_scratch(cel_ctx_t *c, size_t n);
+
+/** Calls library function `fn` (cel_lib.c) on evaluated arguments (no ERR/UNK among them). */
+cel_val_t sf__cel_call(cel_ctx_t *c, uint32_t node, const cel_val_t *a, uint32_t na);
+/** Compares two values for CEL equality: BOOL, or ERR/UNK. */
+cel_val_t sf__cel_eq(uint32_t node, const cel_val_t *a, const cel_val_t *b);
+/** Three-way order of two numbers or same-typed values: -1/0/1, 2 when unordered (NaN), 3 when incomparable. */
+int sf__cel_order(const cel_val_t *a, const cel_val_t *b);
+
+/**
+ * Translates an RE2 pattern into POSIX ERE and compiles it into *r; r->ok
+ * false when the pattern uses what POSIX cannot express the same way.
+ */
+void sf__cel_re_compile(cel_re_t *r, const char *pat, size_t len);
+/** Parses a semantic version (strict SemVer 2.0.0); 0, or -1 when invalid. `part` may be NULL. */
+int sf__cel_semver(const char *s, size_t n, int64_t part[3]);
+/** Orders two valid semantic versions by SemVer precedence: -1, 0, 1. */
+int sf__cel_semver_cmp(const char *a, size_t an, const char *b, size_t bn);
+/** Size of a device map value (ATTRS/CAPS: domains; ADOM/CDOM: fields); false for other values. */
+bool sf__cel_map_size(const cel_ctx_t *c, const cel_val_t *m, int64_t *out);
+/** The attribute or capacity `key` of domain `dom` on the context's device; 1 found, 0 not. */
+int sf__cel_dev_field(cel_ctx_t *c, uint32_t node, bool attrs, const cel_val_t *dom, const char *key,
+                      size_t kn, cel_val_t *out);
+
+#endif

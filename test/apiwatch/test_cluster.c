@@ -1,0 +1,412 @@
+/* The cluster: pools, generations, allocations, taint rules, relists, and pod plans from fixtures. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+#include "slicefit/cluster.h"
+#include "fixture.h"
+
+static sf_cluster_t *C;
+static char err[SF_ERR_MAX];
+
+static void setup(void) { C = sf_cluster_create(NULL); }
+static void teardown(void) { sf_cluster_destroy(C); }
+
+static void valid(void) {
+  char why[256];
+  cr_assert_eq(sf_index_validate(sf_cluster_index(C), why, sizeof why), 0, "%s", why);
+}
+
+static void load(const char *rel) {
+  json_t *l = fx_load(rel);
+  cr_assert_eq(sf_cluster_load_list(C, l, err, sizeof err), 0, "%s: %s", rel, err);
+  json_decref(l);
+  valid();
+}
+
+static void apply(json_t *o) {
+  cr_assert_eq(sf_cluster_apply(C, SF_KIND_UNKNOWN, o, err, sizeof err), 0, "%s", err);
+  valid();
+}
+
+static size_t node_devs(const char *node) {
+  sf_index_t *idx = sf_cluster_index(C);
+  sf_node_id n = sf_index_node_find(idx, node);
+  size_t nd = 0;
+  if (n >= 0) sf_index_node_devices(idx, n, &nd);
+  return nd;
+}
+
+/* The NVIDIA cluster: 8xA100 on gpu-node-a, 4xH100 on gpu-node-b, the chart's classes. */
+static void nvidia(void) {
+  load("nvidia-slices.json");
+  load("nvidia-dra-driver-gpu/deployments__helm__dra-driver-nvidia-gpu__templates__deviceclass-gpu.json");
+  load("nvidia-dra-driver-gpu/deployments__helm__dra-driver-nvidia-gpu__templates__deviceclass-mig.json");
+}
+
+/* A slice of `pool` on `node` with `ndev` example-driver devices named prefix-i. */
+static json_t *slice(const char *name, const char *node, const char *pool, int gen, int count,
+                     int ndev, const char *prefix) {
+  json_t *devs = json_array();
+  for (int i = 0; i < ndev; i++) {
+    char dn[64];
+    snprintf(dn, sizeof dn, "%s-%d", prefix, i);
+    json_array_append_new(devs, json_pack("{s:s,s:{s:{s:i}},s:{s:{s:s}}}", "name", dn,
+                                          "attributes", "index", "int", i, "capacity", "memory",
+                                          "value", "80Gi"));
+  }
+  return json_pack("{s:s,s:{s:s},s:{s:s,s:s,s:{s:s,s:i,s:i},s:o}}", "kind", "ResourceSlice",
+                   "metadata", "name", name, "spec", "driver", "gpu.example.com", "nodeName", node,
+                   "pool", "name", pool, "generation", gen, "resourceSliceCount", count, "devices",
+                   devs);
+}
+
+TestSuite(cluster, .init = setup, .fini = teardown);
+
+Test(cluster, nvidia_list_loads_whole) {
+  nvidia();
+  cr_assert_eq(sf_cluster_count(C, SF_KIND_RESOURCE_SLICE), 2);
+  cr_assert_eq(sf_cluster_count(C, SF_KIND_DEVICE_CLASS), 2);
+  cr_assert_eq(node_devs("gpu-node-a"), 8);
+  cr_assert_eq(node_devs("gpu-node-b"), 4);
+  sf_index_t *idx = sf_cluster_index(C);
+  sf_dev_id d = sf_index_dev_find(idx, "gpu.nvidia.com", "gpu-node-b", "gpu-3");
+  cr_assert_geq(d, 0);
+  cr_assert_str_eq(sf_index_dev_attr(idx, d, "gpu.nvidia.com/productName")->s,
+                   "NVIDIA H100 80GB HBM3");
+  cr_assert_eq(sf_kind_from_name("DeviceClass"), SF_KIND_DEVICE_CLASS);
+  cr_assert_eq(sf_kind_from_name("Pod"), SF_KIND_UNKNOWN, "pods are not stored");
+}
+
+Test(cluster, newest_generation_counts) {
+  json_t *s1 = slice("s1", "n1", "n1", 1, 1, 4, "old");
+  json_t *s2 = slice("s2", "n1", "n1", 2, 1, 2, "new");
+  apply(s1);
+  cr_assert_eq(node_devs("n1"), 4);
+  apply(s2);
+  cr_assert_eq(node_devs("n1"), 2, "generation 1 no longer counts");
+  cr_assert_geq(sf_index_dev_find(sf_cluster_index(C), "gpu.example.com", "n1", "new-1"), 0);
+  cr_assert_lt(sf_index_dev_find(sf_cluster_index(C), "gpu.example.com", "n1", "old-1"), 0);
+  cr_assert_eq(sf_cluster_delete(C, SF_KIND_RESOURCE_SLICE, s2, err, sizeof err), 0);
+  valid();
+  cr_assert_eq(node_devs("n1"), 4, "with generation 2 gone, generation 1 is the newest");
+  json_decref(s1);
+  json_decref(s2);
+}
+
+Test(cluster, incomplete_pool_offers_nothing) {
+  json_t *a = slice("a", "n1", "p", 3, 2, 2, "a"), *b = slice("b", "n1", "p", 3, 2, 3, "b");
+  apply(a);
+  cr_assert_eq(node_devs("n1"), 0, "1 of 2 slices: incomplete");
+  apply(b);
+  cr_assert_eq(node_devs("n1"), 5);
+  json_t *st = sf_cluster_state_json(C);
+  json_t *pool = json_array_get(json_object_get(st, "pools"), 0);
+  cr_assert(json_is_true(json_object_get(pool, "complete")));
+  cr_assert_eq(json_integer_value(json_object_get(pool, "slices")), 2);
+  json_decref(st);
+  cr_assert_eq(sf_cluster_delete(C, SF_KIND_RESOURCE_SLICE, a, err, sizeof err), 0);
+  cr_assert_eq(node_devs("n1"), 0);
+  cr_assert_lt(sf_index_node_find(sf_cluster_index(C), "n1"), 0, "a node without devices goes");
+  json_decref(a);
+  json_decref(b);
+}
+
+/* The website's allocated claim is on kind-worker, device gpu-4 of pool kind-worker. */
+static void kind_worker(void) {
+  json_t *l = fx_load("dra-example-driver/README.kubectl-get-resourceslice-output.json");
+  json_t *s = fx_item(l, 0), *spec = json_object_get(s, "spec");
+  json_object_set_new(spec, "nodeName", json_string("kind-worker"));
+  json_object_set_new(json_object_get(spec, "pool"), "name", json_string("kind-worker"));
+  apply(s);
+  json_decref(l);
+}
+
+Test(cluster, allocated_claim_is_recorded) {
+  kind_worker();
+  load("k8s-website/install-use-dra.kubectl-get-resourceclaim-output.json");
+  sf_index_t *idx = sf_cluster_index(C);
+  sf_alloc_id a = sf_index_alloc_find(idx, "dra-tutorial/some-gpu");
+  cr_assert_geq(a, 0);
+  cr_assert_str_eq(sf_index_node_name(idx, sf_index_alloc_node(idx, a)), "kind-worker");
+  sf_dev_id d = sf_index_dev_find(idx, "gpu.example.com", "kind-worker", "gpu-4");
+  cr_assert_eq(sf_index_dev_holders(idx, d), 1);
+  json_t *l = fx_load("k8s-website/install-use-dra.kubectl-get-resourceclaim-output.json");
+  cr_assert_eq(sf_cluster_delete(C, SF_KIND_RESOURCE_CLAIM, fx_item(l, 0), err, sizeof err), 0);
+  cr_assert_eq(sf_index_dev_holders(idx, d), 0);
+  cr_assert_lt(sf_index_alloc_find(idx, "dra-tutorial/some-gpu"), 0);
+  valid();
+  json_decref(l);
+}
+
+Test(cluster, claim_before_its_slice) {
+  load("k8s-website/install-use-dra.kubectl-get-resourceclaim-output.json");
+  cr_assert_lt(sf_index_alloc_find(sf_cluster_index(C), "dra-tutorial/some-gpu"), 0);
+  kind_worker();
+  cr_assert_geq(sf_index_alloc_find(sf_cluster_index(C), "dra-tutorial/some-gpu"), 0,
+                "recorded once the pool is published");
+}
+
+Test(cluster, consumed_capacity_of_a_shared_device) {
+  json_t *s = json_pack(
+      "{s:s,s:{s:s},s:{s:s,s:s,s:{s:s,s:i},s:[{s:s,s:b,s:{s:{s:s,s:{s:s,s:{s:s,s:s}}}}}]}}",
+      "kind", "ResourceSlice", "metadata", "name", "s", "spec", "driver", "gpu.example.com",
+      "nodeName", "n1", "pool", "name", "n1", "resourceSliceCount", 1, "devices", "name", "gpu-0",
+      "allowMultipleAllocations", 1, "capacity", "memory", "value", "80Gi", "requestPolicy",
+      "default", "80Gi", "validRange", "min", "1Gi", "step", "1Gi");
+  apply(s);
+  json_t *cl = fx_json(
+      "{\"kind\":\"ResourceClaim\",\"metadata\":{\"name\":\"c\",\"namespace\":\"n\"},\"status\":"
+      "{\"allocation\":{\"devices\":{\"results\":[{\"request\":\"r\",\"driver\":\"gpu.example.com\","
+      "\"pool\":\"n1\",\"device\":\"gpu-0\",\"shareID\":\"u1\",\"consumedCapacity\":{\"memory\":"
+      "\"16Gi\"}}]}}}}");
+  apply(cl);
+  sf_index_t *idx = sf_cluster_index(C);
+  sf_dev_id d = sf_index_dev_find(idx, "gpu.example.com", "n1", "gpu-0");
+  sf_milli_t v, f;
+  sf_index_dev_cap(idx, d, 0, &v, &f);
+  cr_assert_eq(v - f, 16LL * 1024 * 1024 * 1024 * 1000, "16Gi consumed");
+  json_decref(s);
+  json_decref(cl);
+}
+
+Test(cluster, taint_rules) {
+  kind_worker();
+  load("dra-example-driver/device-taints-tolerations__device-taint-pod-noschedule__3-device-taint-rule.json");
+  sf_index_t *idx = sf_cluster_index(C);
+  sf_dev_id d = sf_index_dev_find(idx, "gpu.example.com", "kind-worker", "gpu-2");
+  cr_assert_eq(sf_index_dev_ntaints(idx, d), 1);
+  cr_assert_str_eq(sf_index_dev_taint(idx, d, 0)->key, "gpu.example.com/unhealthy");
+  cr_assert_eq(sf_index_dev_taint(idx, d, 0)->effect, SF_TAINT_NOSCHEDULE);
+  json_t *rule = fx_json("{\"kind\":\"DeviceTaintRule\",\"metadata\":{\"name\":\"example\"}}");
+  cr_assert_eq(sf_cluster_delete(C, SF_KIND_UNKNOWN, rule, err, sizeof err), 0);
+  cr_assert_eq(sf_index_dev_ntaints(idx, d), 0);
+  json_decref(rule);
+}
+
+Test(cluster, replace_is_all_or_nothing) {
+  nvidia();
+  json_t *items = json_array();
+  json_array_append_new(items, slice("x", "n9", "n9", 1, 1, 2, "g"));
+  json_array_append_new(items, fx_json("{\"kind\":\"ResourceSlice\",\"metadata\":{\"name\":\"bad\"},"
+                                       "\"spec\":{\"driver\":\"d\",\"nodeName\":\"n\",\"pool\":"
+                                       "{\"name\":\"p\",\"resourceSliceCount\":1},\"devices\":[{"
+                                       "\"name\":\"a\",\"capacity\":{\"memory\":{\"value\":\"12Qi\"}}}]}}"));
+  cr_assert_eq(sf_cluster_replace(C, SF_KIND_RESOURCE_SLICE, items, err, sizeof err), SF_EINVAL);
+  cr_assert_str_eq(err, "items[1].spec.devices[0].capacity.memory.value: '12Qi' is not a quantity");
+  cr_assert_eq(node_devs("gpu-node-a"), 8, "unchanged");
+  cr_assert_eq(sf_cluster_count(C, SF_KIND_RESOURCE_SLICE), 2);
+  json_array_remove(items, 1);
+  /* Two slices of one pool on one node naming the same device: the pool cannot publish. */
+  json_array_append_new(items, slice("y", "n9", "n9", 1, 1, 1, "g"));
+  cr_assert_eq(sf_cluster_replace(C, SF_KIND_RESOURCE_SLICE, items, err, sizeof err), SF_EINVAL);
+  cr_assert(strstr(err, "pool gpu.example.com/n9 on node n9"), "%s", err);
+  cr_assert_eq(node_devs("gpu-node-a"), 8, "unchanged");
+  cr_assert_lt(sf_index_node_find(sf_cluster_index(C), "n9"), 0);
+  valid();
+  json_array_remove(items, 1);
+  cr_assert_eq(sf_cluster_replace(C, SF_KIND_RESOURCE_SLICE, items, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(node_devs("gpu-node-a"), 0, "relisted away");
+  cr_assert_eq(node_devs("n9"), 2);
+  cr_assert_eq(sf_cluster_count(C, SF_KIND_RESOURCE_SLICE), 1);
+  valid();
+  json_decref(items);
+}
+
+Test(cluster, apply_conflict_leaves_cluster_unchanged) {
+  json_t *a = slice("a", "n1", "p", 1, 2, 2, "g"), *b = slice("b", "n1", "p", 1, 2, 2, "g");
+  apply(a);
+  cr_assert_eq(sf_cluster_apply(C, SF_KIND_UNKNOWN, b, err, sizeof err), SF_EINVAL);
+  cr_assert(strstr(err, "duplicate device names"), "%s", err);
+  cr_assert_eq(sf_cluster_count(C, SF_KIND_RESOURCE_SLICE), 1);
+  valid();
+  json_decref(a);
+  json_decref(b);
+}
+
+Test(cluster, bad_objects_are_errors) {
+  json_t *o = fx_json("{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\"}}");
+  cr_assert_eq(sf_cluster_apply(C, SF_KIND_UNKNOWN, o, err, sizeof err), SF_EINVAL);
+  cr_assert_str_eq(err, "kind: 'Pod' is not tracked");
+  json_decref(o);
+  o = fx_json("{\"kind\":\"List\",\"items\":[{\"kind\":\"DeviceClass\",\"metadata\":{}}]}");
+  cr_assert_eq(sf_cluster_load_list(C, o, err, sizeof err), SF_EINVAL);
+  cr_assert_str_eq(err, "items[0].metadata.name: is required");
+  json_decref(o);
+  o = fx_json("{}");
+  cr_assert_eq(sf_cluster_replace(C, SF_KIND_DEVICE_CLASS, o, err, sizeof err), SF_EINVAL);
+  cr_assert_str_eq(err, "items: expected an array");
+  json_decref(o);
+}
+
+/* ---- plans ---- */
+
+static sf_pod_plan_t *plan(json_t *pod) {
+  sf_pod_plan_t *p = NULL;
+  cr_assert_eq(sf_cluster_plan(C, pod, &p, err, sizeof err), 0, "%s", err);
+  return p;
+}
+
+static void evaluate(sf_pod_plan_t *p, const char *const *names, size_t n, sf_verdict_t *out) {
+  cr_assert_eq(sf_cluster_evaluate(C, p, names, n, out), 0);
+}
+
+/* gpu-test1's pod1 with the claim its template made, as the controller would have. */
+static json_t *gpu_test1_pod(const char *claim) {
+  json_t *l = fx_load("nvidia-dra-driver-gpu/demo__specs__quickstart__v1__gpu-test1.json");
+  json_t *tmpl = fx_item(l, 1), *pod = json_deep_copy(fx_item(l, 2));
+  json_t *cl = json_pack("{s:s,s:{s:s,s:s},s:O}", "kind", "ResourceClaim", "metadata", "name",
+                         claim, "namespace", "gpu-test1", "spec",
+                         json_object_get(json_object_get(tmpl, "spec"), "spec"));
+  apply(cl);
+  json_object_set_new(pod, "status", json_pack("{s:[{s:s,s:s}]}", "resourceClaimStatuses", "name",
+                                               "gpu", "resourceClaimName", claim));
+  json_decref(cl);
+  json_decref(l);
+  return pod;
+}
+
+static const char *const NODES[] = {"gpu-node-a", "gpu-node-b", "cpu-node"};
+
+Test(cluster, plan_from_template_claim) {
+  nvidia();
+  json_t *pod = gpu_test1_pod("pod1-gpu-x1");
+  sf_pod_plan_t *p = plan(pod);
+  cr_assert_not(sf_pod_plan_empty(p));
+  sf_verdict_t v[3];
+  evaluate(p, NODES, 3, v);
+  cr_assert_eq(v[0].fit, SF_FIT_YES, "%s", v[0].reason);
+  cr_assert_eq(v[1].fit, SF_FIT_YES, "%s", v[1].reason);
+  cr_assert_eq(v[2].fit, SF_FIT_UNSURE, "a node slicefit does not know");
+  sf_pod_plan_free(p);
+  json_decref(pod);
+}
+
+Test(cluster, claim_not_created_yet_is_unsure) {
+  nvidia();
+  json_t *l = fx_load("nvidia-dra-driver-gpu/demo__specs__quickstart__v1__gpu-test1.json");
+  sf_pod_plan_t *p = plan(fx_item(l, 2));
+  sf_verdict_t v[3];
+  evaluate(p, NODES, 3, v);
+  for (int i = 0; i < 3; i++) {
+    cr_assert_eq(v[i].fit, SF_FIT_UNSURE);
+    cr_assert_str_eq(v[i].reason, "the claim for gpu (template single-gpu) is not created yet");
+  }
+  sf_pod_plan_free(p);
+  json_t *pod = json_deep_copy(fx_item(l, 2));
+  json_object_set_new(pod, "status", json_pack("{s:[{s:s,s:s}]}", "resourceClaimStatuses", "name",
+                                               "gpu", "resourceClaimName", "gone"));
+  p = plan(pod);
+  evaluate(p, NODES, 1, v);
+  cr_assert_str_eq(v[0].reason, "claim gpu-test1/gone is not known yet");
+  sf_pod_plan_free(p);
+  json_decref(pod);
+  json_decref(l);
+}
+
+Test(cluster, allocated_claim_pins_the_pod) {
+  kind_worker();
+  load("k8s-website/install-use-dra.kubectl-get-resourceclaim-output.json");
+  json_t *pod = fx_json("{\"metadata\":{\"name\":\"pod0\",\"namespace\":\"dra-tutorial\"},\"spec\":"
+                        "{\"resourceClaims\":[{\"name\":\"g\",\"resourceClaimName\":\"some-gpu\"}]}}");
+  sf_pod_plan_t *p = plan(pod);
+  const char *names[] = {"other", "kind-worker"};
+  sf_verdict_t v[2];
+  evaluate(p, names, 2, v);
+  cr_assert_eq(v[0].fit, SF_FIT_NO);
+  cr_assert_str_eq(v[0].reason, "claim dra-tutorial/some-gpu is allocated on node kind-worker");
+  cr_assert_eq(v[1].fit, SF_FIT_YES, "%s", v[1].reason);
+  sf_pod_plan_free(p);
+  json_decref(pod);
+}
+
+Test(cluster, extended_resources_through_the_class) {
+  nvidia();
+  json_t *l = fx_load("nvidia-dra-driver-gpu/demo__specs__extended-resources__gpu-full.json");
+  json_t *pod = json_deep_copy(fx_item(l, 1));
+  sf_pod_plan_t *p = plan(pod);
+  sf_verdict_t v[3];
+  evaluate(p, NODES, 2, v);
+  cr_assert_eq(v[0].fit, SF_FIT_YES, "%s", v[0].reason);
+  cr_assert_eq(v[1].fit, SF_FIT_YES, "%s", v[1].reason);
+  sf_pod_plan_free(p);
+  /* Eight GPUs fit only the A100 node. */
+  json_t *lim = json_object_get(json_object_get(json_array_get(json_object_get(json_object_get(pod, "spec"), "containers"), 0), "resources"), "limits");
+  json_object_set_new(lim, "nvidia.com/gpu", json_integer(8));
+  p = plan(pod);
+  evaluate(p, NODES, 2, v);
+  cr_assert_eq(v[0].fit, SF_FIT_YES, "%s", v[0].reason);
+  cr_assert_eq(v[1].fit, SF_FIT_NO);
+  sf_pod_plan_free(p);
+  /* The implicit name deviceclass.resource.kubernetes.io/<class> works too. */
+  json_object_del(lim, "nvidia.com/gpu");
+  json_object_set_new(lim, "deviceclass.resource.kubernetes.io/gpu.nvidia.com", json_integer(5));
+  p = plan(pod);
+  evaluate(p, NODES, 2, v);
+  cr_assert_eq(v[0].fit, SF_FIT_YES);
+  cr_assert_eq(v[1].fit, SF_FIT_NO);
+  sf_pod_plan_free(p);
+  json_decref(pod);
+  json_decref(l);
+}
+
+Test(cluster, pod_without_claims_is_empty) {
+  nvidia();
+  json_t *pod = fx_json("{\"metadata\":{\"name\":\"web\",\"namespace\":\"d\"},\"spec\":{\"containers\":"
+                        "[{\"name\":\"c\",\"resources\":{\"limits\":{\"example.com/foo\":1,\"cpu\":\"2\"}}}]}}");
+  sf_pod_plan_t *p = plan(pod);
+  cr_assert(sf_pod_plan_empty(p), "an extended resource no class names is not slicefit's");
+  sf_verdict_t v[3];
+  evaluate(p, NODES, 3, v);
+  for (int i = 0; i < 3; i++) cr_assert_eq(v[i].fit, SF_FIT_YES);
+  sf_pod_plan_free(p);
+  json_decref(pod);
+}
+
+Test(cluster, plan_errors_and_unknown_class) {
+  json_t *bad = fx_json("{\"metadata\":{\"name\":\"p\"},\"spec\":{\"resourceClaims\":[{\"name\":1}]}}");
+  sf_pod_plan_t *p = NULL;
+  cr_assert_eq(sf_cluster_plan(C, bad, &p, err, sizeof err), SF_EINVAL);
+  cr_assert_str_eq(err, "spec.resourceClaims[0].name: expected a string, got an integer");
+  cr_assert_null(p);
+  json_decref(bad);
+  load("nvidia-slices.json");
+  json_t *pod = gpu_test1_pod("c1");
+  p = plan(pod);
+  sf_verdict_t v[1];
+  evaluate(p, NODES, 1, v);
+  cr_assert_eq(v[0].fit, SF_FIT_UNSURE);
+  cr_assert_str_eq(v[0].reason, "device class gpu.nvidia.com is not known yet");
+  sf_pod_plan_free(p);
+  json_decref(pod);
+}
+
+Test(cluster, taint_rule_blocks_untolerated_claims) {
+  nvidia();
+  json_t *rule = fx_json("{\"kind\":\"DeviceTaintRule\",\"metadata\":{\"name\":\"b-down\"},\"spec\":"
+                         "{\"deviceSelector\":{\"driver\":\"gpu.nvidia.com\",\"pool\":\"gpu-node-b\"},"
+                         "\"taint\":{\"key\":\"maint\",\"effect\":\"NoSchedule\"}}}");
+  apply(rule);
+  json_t *pod = gpu_test1_pod("c1");
+  sf_pod_plan_t *p = plan(pod);
+  sf_verdict_t v[2];
+  evaluate(p, NODES, 2, v);
+  cr_assert_eq(v[0].fit, SF_FIT_YES);
+  cr_assert_eq(v[1].fit, SF_FIT_NO, "every device of gpu-node-b is tainted");
+  sf_pod_plan_free(p);
+  json_decref(pod);
+  json_decref(rule);
+}
+
+Test(cluster, state_json) {
+  nvidia();
+  json_t *st = sf_cluster_state_json(C);
+  cr_assert_eq(json_integer_value(json_object_get(json_object_get(st, "objects"), "ResourceSlice")), 2);
+  json_t *nodes = json_object_get(st, "nodes");
+  cr_assert_eq(json_array_size(nodes), 2);
+  json_t *dev = json_array_get(json_object_get(json_array_get(nodes, 0), "devices"), 0);
+  cr_assert_str_eq(json_string_value(json_object_get(dev, "driver")), "gpu.nvidia.com");
+  cr_assert(json_object_get(json_object_get(dev, "capacity"), "gpu.nvidia.com/memory"));
+  cr_assert_str_eq(json_string_value(json_object_get(json_object_get(st, "policy"), "strategy")),
+                   "fragmentation");
+  json_decref(st);
+}
