@@ -375,3 +375,130 @@ void drv_check_books(const drv_t *d)
         cr_assert_leq(holders[n][g], 1, "%s/%s given twice", d->cl.nodes[n].name, dv->name);
     }
 }
+
+/* ---- slicefit's view: GET /debug/state ---- */
+
+static const e2e_dev_t *book_dev(const drv_t *d, const char *pool, const char *dev)
+{
+  for (size_t n = 0; n < d->cl.nnodes; n++)
+    for (size_t g = 0; strcmp(d->cl.nodes[n].name, pool) == 0 && g < d->cl.nodes[n].ndevs; g++)
+      if (strcmp(d->cl.nodes[n].devs[g].name, dev) == 0)
+        return &d->cl.nodes[n].devs[g];
+  return NULL;
+}
+
+/* One device of the state against the books: holders, and free memory on shared cards. */
+static void check_dev(drv_t *d, unsigned port, const json_t *jd)
+{
+  const char *pool = json_string_value(json_object_get(jd, "pool"));
+  const char *name = json_string_value(json_object_get(jd, "name"));
+  const e2e_dev_t *b = book_dev(d, pool, name);
+  cr_assert_not_null(b, "port %u: /debug/state has a device %s/%s the cluster lacks", port, pool,
+                     name);
+  json_int_t holders = json_integer_value(json_object_get(jd, "holders"));
+  cr_assert_eq(holders, b->nalloc, "port %u: %s/%s held by %lld, the driver's books say %d", port,
+               pool, name, (long long)holders, b->nalloc);
+  cr_assert_eq(json_is_true(json_object_get(jd, "shared")), b->shared, "%s/%s shared", pool, name);
+  if (!b->shared) {
+    cr_assert_leq(holders, 1, "port %u: exclusive %s/%s given to %lld", port, pool, name,
+                  (long long)holders);
+    return;
+  }
+  const json_t *mem = json_object_get(json_object_get(jd, "capacity"), E2E_DRIVER "/memory");
+  cr_assert_not_null(mem, "port %u: %s/%s has no memory capacity in the state", port, pool, name);
+  json_int_t fr = json_integer_value(json_object_get(mem, "free_milli"));
+  json_int_t val = json_integer_value(json_object_get(mem, "value_milli"));
+  cr_assert_eq(val, b->mem * 1000, "%s/%s value", pool, name);
+  cr_assert_geq(fr, 0, "port %u: %s/%s overcommitted (free %lld)", port, pool, name, (long long)fr);
+  cr_assert_eq(fr, (b->mem - b->used) * 1000, "port %u: %s/%s free %lld milli, books %lld bytes",
+               port, pool, name, (long long)fr, (long long)(b->mem - b->used));
+}
+
+/* The allocations of the state are exactly the driver's live placements, device for device. */
+static void check_allocs(drv_t *d, unsigned port, const json_t *allocs)
+{
+  size_t live = 0, i;
+  json_t *a;
+  for (size_t k = 0; k < d->npods; k++)
+    live += d->node_of[k] >= 0;
+  cr_assert_eq(json_array_size(allocs), live, "port %u: %zu allocations, the driver has %zu", port,
+               json_array_size(allocs), live);
+  json_array_foreach(allocs, i, a) {
+    const char *key = json_string_value(json_object_get(a, "claim"));
+    size_t k = 0;
+    while (k < d->npods && (d->node_of[k] < 0 || strcmp(key + strlen(E2E_NS) + 1, d->pods[k].claim)))
+      k++;
+    cr_assert_lt(k, d->npods, "port %u: allocation %s the driver never made", port, key);
+    cr_assert(json_is_true(json_object_get(a, "recorded")), "port %u: %s not recorded", port, key);
+    cr_assert_str_eq(json_string_value(json_object_get(a, "node")), d->node_name[k]);
+    const json_t *devs = json_object_get(a, "devices");
+    cr_assert_eq(json_array_size(devs), d->alloc[k].n, "%s: device count", key);
+    for (size_t g = 0; g < d->alloc[k].n; g++)
+      cr_assert_str_eq(json_string_value(json_array_get(devs, g)),
+                       d->cl.nodes[d->node_of[k]].devs[d->alloc[k].dev[g]].name, "%s", key);
+  }
+}
+
+void drv_check_state(drv_t *d, unsigned port)
+{
+  long st;
+  json_t *s = e2e_http_json(port, "GET", "/debug/state", NULL, &st);
+  cr_assert_eq(st, 200, "GET /debug/state on %u: HTTP %ld", port, st);
+  const json_t *objs = json_object_get(s, "objects");
+  cr_assert_eq(json_integer_value(json_object_get(objs, "ResourceClaim")), (json_int_t)d->claims);
+  cr_assert_eq(json_integer_value(json_object_get(objs, "ResourceSlice")),
+               (json_int_t)d->cl.nnodes);
+  const json_t *nodes = json_object_get(s, "nodes");
+  cr_assert_eq(json_array_size(nodes), d->cl.nnodes, "port %u: nodes in the state", port);
+  size_t i, j, ndev = 0;
+  json_t *n, *jd;
+  json_array_foreach(nodes, i, n) json_array_foreach(json_object_get(n, "devices"), j, jd) {
+    check_dev(d, port, jd);
+    ndev++;
+  }
+  cr_assert_eq(ndev, (size_t)d->cap_milli / 1000, "port %u: devices in the state", port);
+  check_allocs(d, port, json_object_get(s, "allocations"));
+  d->state_checks++;
+  json_decref(s);
+}
+
+static int strcmp_ptr(const void *a, const void *b)
+{
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sorts every array by its elements' canonical text, depth first. */
+static void canon(json_t *v)
+{
+  const char *k;
+  json_t *x;
+  size_t i;
+  if (json_is_object(v)) {
+    json_object_foreach(v, k, x) canon(x);
+    return;
+  }
+  if (!json_is_array(v))
+    return;
+  size_t n = json_array_size(v);
+  char **txt = calloc(n + 1, sizeof *txt);
+  json_array_foreach(v, i, x) {
+    canon(x);
+    txt[i] = json_dumps(x, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+  }
+  qsort(txt, n, sizeof *txt, strcmp_ptr);
+  json_array_clear(v);
+  for (i = 0; i < n; i++) {
+    json_array_append_new(v, json_loads(txt[i], JSON_DECODE_ANY, NULL));
+    free(txt[i]);
+  }
+  free(txt);
+}
+
+json_t *drv_state_canonical(unsigned port)
+{
+  long st;
+  json_t *s = e2e_http_json(port, "GET", "/debug/state", NULL, &st);
+  cr_assert_eq(st, 200, "GET /debug/state on %u: HTTP %ld", port, st);
+  canon(s);
+  return s;
+}

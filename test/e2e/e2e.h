@@ -81,6 +81,7 @@ json_t *e2e_claim_json(const e2e_pod_t *p);
 json_t *e2e_pod_json(const e2e_pod_t *p);
 /** Writes the cluster and pods as a native slicefit-replay trace (docs/replay-format.md). */
 int e2e_trace_write(const char *path, const e2e_cluster_t *c, const e2e_pod_t *pods, size_t n);
+void e2e_trace_fwrite(FILE *f, const e2e_cluster_t *c, const e2e_pod_t *pods, size_t n);
 
 /* ---- the first-fit allocator (ffit.c) ---- */
 

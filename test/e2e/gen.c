@@ -266,6 +266,12 @@ int e2e_trace_write(const char *path, const e2e_cluster_t *c, const e2e_pod_t *p
   FILE *f = fopen(path, "w");
   if (f == NULL)
     return -1;
+  e2e_trace_fwrite(f, c, pods, n);
+  return fclose(f) == 0 ? 0 : -1;
+}
+
+void e2e_trace_fwrite(FILE *f, const e2e_cluster_t *c, const e2e_pod_t *pods, size_t n)
+{
   fprintf(f, "# slicefit e2e trace: the generated cluster and workload (test/e2e/gen.c)\n");
   for (size_t i = 0; i < c->nnodes; i++) {
     const e2e_node_t *nd = &c->nodes[i];
@@ -283,5 +289,4 @@ int e2e_trace_write(const char *path, const e2e_cluster_t *c, const e2e_pod_t *p
             p->name, p->at, p->until, p->shape == E2E_PAIR ? 2 : 1,
             p->shape == E2E_SHARE ? "\"memory\":\"4Gi\"," : "", p->model);
   }
-  return fclose(f) == 0 ? 0 : -1;
 }
