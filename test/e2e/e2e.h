@@ -127,7 +127,8 @@ const char *e2e_top(void);
 /** Path of build/<variant>/tools/NAME next to the test binary (static buffer). */
 const char *e2e_tool(const char *name);
 
-int e2e_apiserver_start(e2e_apiserver_t *a, const char *token);
+/** Starts the fake apiserver requiring `token`; its stderr goes to `log`. */
+int e2e_apiserver_start(e2e_apiserver_t *a, const char *token, const char *log);
 /** Sends one command line and reads the reply line into buf; 0 when it begins with "ok". */
 int e2e_apiserver_cmd(e2e_apiserver_t *a, char *buf, size_t len, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -153,6 +154,8 @@ json_t *e2e_http_json(unsigned port, const char *method, const char *path, const
                       long *status);
 /** A Prometheus gauge's value from /metrics (first series whose name and labels start `series`), or -1. */
 double e2e_metric(unsigned port, const char *series);
+/** Removes a folder of plain files, unless SLICEFIT_E2E_KEEP is set (to read the logs). */
+void e2e_rmdir(const char *dir);
 /** Milliseconds on a monotonic clock. */
 int64_t e2e_now_ms(void);
 /** Sleeps `ms` milliseconds. */

@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <curl/curl.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -53,7 +54,7 @@ const char *e2e_tool(const char *name)
 
 /* ---- the fake kube-apiserver ---- */
 
-int e2e_apiserver_start(e2e_apiserver_t *a, const char *token)
+int e2e_apiserver_start(e2e_apiserver_t *a, const char *token, const char *log)
 {
   int in[2], out[2];
   memset(a, 0, sizeof *a);
@@ -64,6 +65,9 @@ int e2e_apiserver_start(e2e_apiserver_t *a, const char *token)
   if (a->pid == 0) {
     dup2(in[0], 0);
     dup2(out[1], 1);
+    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd >= 0)
+      dup2(fd, 2);
     execl(tool, tool, "--token", token, (char *)NULL);
     _exit(127);
   }
@@ -210,6 +214,24 @@ int e2e_slicefit_stop(e2e_slicefit_t *s)
   }
   s->pid = 0;
   return st < 0 ? -1 : WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+void e2e_rmdir(const char *dir)
+{
+  if (getenv("SLICEFIT_E2E_KEEP"))
+    return;
+  DIR *d = opendir(dir);
+  struct dirent *e;
+  char path[PATH_MAX];
+  while (d && (e = readdir(d)) != NULL) {
+    if (e->d_name[0] == '.')
+      continue;
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    unlink(path);
+  }
+  if (d)
+    closedir(d);
+  rmdir(dir);
 }
 
 /* ---- HTTP ---- */
