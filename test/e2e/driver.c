@@ -138,9 +138,10 @@ size_t drv_nevents(const drv_t *d) { return d->nev; }
 
 static bool holds(unsigned port, size_t claims, size_t allocs)
 {
-  double c = e2e_metric(port, "slicefit_objects{kind=\"ResourceClaim\"}");
-  double a = e2e_metric(port, "slicefit_index_allocations");
-  return c == (double)claims && a == (double)allocs;
+  static const char *const series[2] = {"slicefit_objects{kind=\"ResourceClaim\"}",
+                                        "slicefit_index_allocations"};
+  double v[2];
+  return e2e_metrics(port, series, v, 2) == 0 && v[0] == (double)claims && v[1] == (double)allocs;
 }
 
 void drv_wait_seen(drv_t *d)

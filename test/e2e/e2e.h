@@ -152,8 +152,8 @@ long e2e_http(unsigned port, const char *method, const char *path, const char *b
 /** GET and parse JSON (new, NULL on failure). */
 json_t *e2e_http_json(unsigned port, const char *method, const char *path, const json_t *body,
                       long *status);
-/** A Prometheus gauge's value from /metrics (first series whose name and labels start `series`), or -1. */
-double e2e_metric(unsigned port, const char *series);
+/** Values of n Prometheus series (name and labels, exactly) from one GET /metrics; -1 when absent. */
+int e2e_metrics(unsigned port, const char *const *series, double *out, size_t n);
 /** Removes a folder of plain files, unless SLICEFIT_E2E_KEEP is set (to read the logs). */
 void e2e_rmdir(const char *dir);
 /** Milliseconds on a monotonic clock. */

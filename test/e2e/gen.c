@@ -42,7 +42,7 @@ void e2e_cluster_make(e2e_cluster_t *c)
       n->ndevs = KINDS[k].gpus;
       for (size_t g = 0; g < n->ndevs; g++) {
         e2e_dev_t *d = &n->devs[g];
-        snprintf(d->name, sizeof d->name, "gpu-%zu", g);
+        snprintf(d->name, sizeof d->name, "gpu-%u", (unsigned)(g % 100));
         d->product = KINDS[k].product;
         d->model = KINDS[k].model;
         d->mem = KINDS[k].mem;
@@ -69,11 +69,12 @@ static json_t *device_json(const e2e_node_t *n, size_t ni, size_t g)
 {
   const e2e_dev_t *d = &n->devs[g];
   const kind_t *k = kind_of(n);
-  char uuid[64], bdf[32], root[32], q[32];
-  snprintf(uuid, sizeof uuid, "GPU-%08zx-%04zx-4%03zx-a%03zx-%012zx", 0x5f1c0000 + ni, g, ni, g,
-           ni * 100 + g);
-  snprintf(bdf, sizeof bdf, "0000:%02zx:00.0", 0x18 + 0x10 * g);
-  snprintf(root, sizeof root, "pci0000:%02zx", 0x17 + 0x10 * (g / 2));
+  char uuid[96], bdf[32], root[32], q[32];
+  unsigned u = (unsigned)(ni % 256), v = (unsigned)(g % 256);
+  snprintf(uuid, sizeof uuid, "GPU-%08x-%04x-4%03x-a%03x-%012x", 0x5f1c0000u + u, v, u, v,
+           u * 100 + v);
+  snprintf(bdf, sizeof bdf, "0000:%02x:00.0", 0x18 + 0x10 * v);
+  snprintf(root, sizeof root, "pci0000:%02x", 0x17 + 0x10 * (v / 2));
   json_t *attrs = json_pack("{s:o,s:o,s:o,s:o,s:o,s:{s:s},s:{s:s},s:{s:s},s:o,s:o,s:o}", "type",
                             str_attr("gpu"), "uuid", str_attr(uuid), "productName",
                             str_attr(d->product), "brand", str_attr("Nvidia"), "architecture",
@@ -204,15 +205,15 @@ void e2e_pods_make(e2e_pod_t *pods, size_t n, uint64_t seed)
     p->product = k->product;
     p->model = k->model;
     const char *what = p->shape == E2E_SHARE ? "sandbox" : p->shape == E2E_PAIR ? "pair" : "whole";
-    snprintf(p->name, sizeof p->name, "%s-%s-%03zu", what, p->shape == E2E_WHOLE ? k->model : "g",
-             i);
+    snprintf(p->name, sizeof p->name, "%s-%s-%03u", what, p->shape == E2E_WHOLE ? k->model : "g",
+             (unsigned)(i % 1000));
     for (char *c = p->name; *c; c++)
       *c = (char)(*c >= 'A' && *c <= 'Z' ? *c - 'A' + 'a' : *c);
     uint64_t rnd = next(&s);
     snprintf(p->claim, sizeof p->claim, "%s-gpu-%c%c%c%c%c", p->name, 'b' + (int)(rnd % 24),
              'c' + (int)(rnd / 24 % 23), 'd' + (int)(rnd / 552 % 22), '2' + (int)(rnd / 12144 % 8),
              'f' + (int)(rnd / 97152 % 20));
-    snprintf(p->uid, sizeof p->uid, "fa55b59b-0000-4000-8000-%012zx", i + 1);
+    snprintf(p->uid, sizeof p->uid, "fa55b59b-0000-4000-8000-%012x", (unsigned)(i % 100000) + 1);
     p->at = 10 * (int64_t)(i + 1);
     p->until = p->at + 10 * (int64_t)(10 + next(&s) % 110) + 5;
   }

@@ -297,18 +297,21 @@ json_t *e2e_http_json(unsigned port, const char *method, const char *path, const
   return v;
 }
 
-double e2e_metric(unsigned port, const char *series)
+static double series_value(const char *text, const char *series)
+{
+  size_t n = strlen(series);
+  for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+    if (strncmp(l, series, n) == 0 && l[n] == ' ')
+      return strtod(l + n + 1, NULL);
+  return -1;
+}
+
+int e2e_metrics(unsigned port, const char *const *series, double *out, size_t n)
 {
   char *text = NULL;
-  double v = -1;
-  size_t n = strlen(series);
-  if (e2e_http(port, "GET", "/metrics", NULL, &text) == 200 && text) {
-    for (char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
-      if (strncmp(l, series, n) == 0 && l[n] == ' ') {
-        v = strtod(l + n + 1, NULL);
-        break;
-      }
-  }
+  long st = e2e_http(port, "GET", "/metrics", NULL, &text);
+  for (size_t i = 0; i < n; i++)
+    out[i] = st == 200 && text ? series_value(text, series[i]) : -1;
   free(text);
-  return v;
+  return st == 200 ? 0 : -1;
 }
