@@ -159,7 +159,8 @@ build/fuzz/fuzz_%: fuzz/fuzz_%.c $(CORE_SRC) $(SHELL_SRC) $(REPLAY_SRC)
 fuzz: $(FUZZ_BINS)
 	@set -e; for f in $(FUZZ_BINS); do n=$$(basename $$f); mkdir -p build/fuzz/corpus-$$n; \
 	  echo "== $$n ($(FUZZ_SECONDS)s)"; \
-	  $$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 build/fuzz/corpus-$$n fuzz/corpus/$${n#fuzz_} 2>&1 | tail -n 3; done
+	  d=fuzz/$${n#fuzz_}.dict; [ -f $$d ] && d=-dict=$$d || d=; \
+	  $$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 $$d build/fuzz/corpus-$$n fuzz/corpus/$${n#fuzz_} 2>&1 | tail -n 3; done
 
 # ---- install ----
 install: $(PROGS)

@@ -49,9 +49,10 @@
  * overload"), but equality and ordering compare int, uint and double by
  * their exact mathematical value, as cel-go does with Kubernetes'
  * heterogeneous equality and CrossTypeNumericComparisons (1 == 1.0 and
- * 1 < 1.5u are true; NaN compares false). Values of different non-numeric
- * types are unequal, never an error. Quantities and versions compare with
- * == and their methods, not with < (as in Kubernetes).
+ * 1 < 1.5u are true; NaN compares false). Values of different built-in
+ * types are unequal, never an error; a quantity or a version compared with
+ * == to another type is "no such overload", as Kubernetes' types answer.
+ * Quantities and versions order through their methods, not with <.
  *
  * Cost: each node evaluated and each macro iteration is a step; past 1e6
  * steps the result is UNKNOWN. Evaluation allocates nothing on the heap

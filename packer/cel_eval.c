@@ -175,8 +175,11 @@ cel_val_t sf__cel_eq(uint32_t n, const cel_val_t *a, const cel_val_t *b)
     return sf__cel_bool(false);
   if (numeric(a->t) && numeric(b->t))
     return sf__cel_bool(cmp_num(a, b) == 0);
-  if (a->t != b->t)
-    return sf__cel_bool(false);
+  if (a->t != b->t) {
+    /* Kubernetes' Quantity and Semver types answer "no such overload" to another type, not false. */
+    bool ext = a->t == V_QTY || a->t == V_SEMVER || b->t == V_QTY || b->t == V_SEMVER;
+    return ext ? sf__cel_err(n, "no such overload: equality") : sf__cel_bool(false);
+  }
   switch (a->t) {
   case V_NULL:
   case V_NONE:
@@ -657,6 +660,8 @@ cel_val_t sf__cel_ev(cel_ctx_t *c, uint32_t n)
   case N_STR: r.t = V_STR; r.v.s = c->p->pool + nd->v.s.off; r.n = nd->v.s.len; return r;
   case N_LIST: return ev_list(c, n);
   case N_DEVICE: r.t = V_DEVICE; return r;
+  case N_QTY: r.t = V_QTY; r.v.q = nd->v.i; return r;
+  case N_SEMVER: r.t = V_SEMVER; r.v.s = c->p->pool + nd->v.s.off; r.n = nd->v.s.len; return r;
   case N_VAR: return c->slots[nd->v.u];
   case N_SELECT: return ev_select(c, n);
   case N_INDEX: return ev_index(c, n);

@@ -30,7 +30,9 @@ enum {
   N_EQ, N_NE, N_LT, N_LE, N_GT, N_GE, N_IN,
   N_CALL,     /* fn; kids: [target] args (F_TARGET); v.i: regex index or -1 */
   N_BIND,     /* slot v.u; kids: init, body */
-  N_COMPR     /* fn: macro kind; slot v.u; kids: range, a [, b] */
+  N_COMPR,    /* fn: macro kind; slot v.u; kids: range, a [, b] */
+  N_QTY,      /* quantity('literal'), parsed at compile time: v.i milli-units */
+  N_SEMVER    /* semver('literal'), checked at compile time: v.s */
 };
 
 #define F_OPT    1u

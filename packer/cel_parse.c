@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cel_int.h"
+#include "slicefit/quantity.h"
 
 enum { T_EOF, T_INT, T_UINT, T_DOUBLE, T_STR, T_IDENT, T_PUNCT };
 
@@ -190,12 +191,49 @@ static void lex_string(parser_t *ps, tok_t *t, bool raw)
   pool_put(ps, '\0');
 }
 
+/* After the integer digits at *i: a fraction and/or an exponent; true when there is one. */
+static bool float_tail(const parser_t *ps, uint32_t *i)
+{
+  const char *s = ps->src;
+  bool flt = false;
+  if (*i + 1 < ps->len && s[*i] == '.' && s[*i + 1] >= '0' && s[*i + 1] <= '9') {
+    flt = true;
+    for ((*i)++; *i < ps->len && s[*i] >= '0' && s[*i] <= '9'; (*i)++)
+      ;
+  }
+  if (*i < ps->len && (s[*i] == 'e' || s[*i] == 'E')) {
+    uint32_t j = *i + 1;
+    if (j < ps->len && (s[j] == '+' || s[j] == '-'))
+      j++;
+    if (j < ps->len && s[j] >= '0' && s[j] <= '9') {
+      flt = true;
+      for (*i = j; *i < ps->len && s[*i] >= '0' && s[*i] <= '9'; (*i)++)
+        ;
+    }
+  }
+  return flt;
+}
+
+static void lex_double(parser_t *ps, tok_t *t, uint32_t end)
+{
+  char buf[400];
+  uint32_t n = end - ps->at;
+  if (n >= sizeof buf) {
+    fail(ps, t->pos, "floating-point literal too long");
+    n = 0;
+  }
+  memcpy(buf, ps->src + ps->at, n);
+  buf[n] = '\0';
+  t->t = T_DOUBLE;
+  t->d = strtod(buf, NULL);
+}
+
 static void lex_number(parser_t *ps, tok_t *t)
 {
   const char *s = ps->src;
   uint32_t i = ps->at;
   bool hex = s[i] == '0' && i + 1 < ps->len && (s[i + 1] == 'x' || s[i + 1] == 'X');
-  bool flt = false, over = false;
+  bool over = false;
   uint64_t u = 0;
   if (hex) {
     for (i += 2; i < ps->len && hexval(s[i]) >= 0; i++) {
@@ -209,38 +247,16 @@ static void lex_number(parser_t *ps, tok_t *t)
       over |= u > (UINT64_MAX - (uint64_t)(s[i] - '0')) / 10;
       u = u * 10 + (uint64_t)(s[i] - '0');
     }
-    if (i + 1 < ps->len && s[i] == '.' && s[i + 1] >= '0' && s[i + 1] <= '9') {
-      flt = true;
-      for (i++; i < ps->len && s[i] >= '0' && s[i] <= '9'; i++)
-        ;
-    }
-    if (i < ps->len && (s[i] == 'e' || s[i] == 'E')) {
-      uint32_t j = i + 1;
-      if (j < ps->len && (s[j] == '+' || s[j] == '-'))
-        j++;
-      if (j < ps->len && s[j] >= '0' && s[j] <= '9') {
-        flt = true;
-        for (i = j; i < ps->len && s[i] >= '0' && s[i] <= '9'; i++)
-          ;
-      }
-    }
   }
-  if (flt) {
-    char buf[400];
-    uint32_t n = i - ps->at;
-    if (n >= sizeof buf) {
-      fail(ps, t->pos, "floating-point literal too long");
-      n = 0;
-    }
-    memcpy(buf, s + ps->at, n);
-    buf[n] = '\0';
-    t->t = T_DOUBLE;
-    t->d = strtod(buf, NULL);
-  } else if (i < ps->len && (s[i] == 'u' || s[i] == 'U')) {
+  if (!hex && float_tail(ps, &i)) {
+    lex_double(ps, t, i);
+    ps->at = i;
+    return;
+  }
+  t->t = T_INT;
+  if (i < ps->len && (s[i] == 'u' || s[i] == 'U')) {
     i++;
     t->t = T_UINT;
-  } else {
-    t->t = T_INT;
   }
   if (over)
     fail(ps, t->pos, "integer literal out of range");
@@ -445,6 +461,28 @@ static void const_regex(parser_t *ps, cel_node_t *call)
   call->v.i = p->nres++;
 }
 
+/*
+ * quantity('lit') and semver('lit') of a valid literal become constants, so
+ * the usual capacity comparison does not parse its operand per device. An
+ * invalid literal stays a call and fails (or is unknown) at run time, as in
+ * Kubernetes.
+ */
+static void fold(parser_t *ps, cel_node_t *call)
+{
+  sf_cel_prog_t *p = ps->p;
+  const cel_node_t *arg = &p->nodes[p->kids[call->k0]];
+  sf_milli_t q;
+  if (call->nk != 1 || arg->op != N_STR)
+    return;
+  if (call->fn == FN_QUANTITY && sf_quantity_parse_n(p->pool + arg->v.s.off, arg->v.s.len, &q) == 0) {
+    call->op = N_QTY;
+    call->v.i = q;
+  } else if (call->fn == FN_SEMVER && sf__cel_semver(p->pool + arg->v.s.off, arg->v.s.len, NULL) == 0) {
+    call->op = N_SEMVER;
+    call->v.s = arg->v.s;
+  }
+}
+
 static uint32_t call(parser_t *ps, const tok_t *name, bool method, uint32_t *args, uint32_t nargs)
 {
   for (size_t k = 0; k < sizeof fns / sizeof fns[0]; k++) {
@@ -461,6 +499,7 @@ static uint32_t call(parser_t *ps, const tok_t *name, bool method, uint32_t *arg
     nd->flags = method ? F_TARGET : 0;
     if (nd->fn == FN_MATCHES)
       const_regex(ps, nd);
+    fold(ps, nd);
     return n;
   }
   fail(ps, name->pos, "unsupported function '%.*s'", (int)name->len, ps->src + name->pos);
@@ -734,8 +773,15 @@ static uint32_t primary(parser_t *ps)
 static uint32_t unary(parser_t *ps)
 {
   uint32_t pos = ps->cur.pos;
+  /* "!!!…" and "---…" recurse here without passing through expr(). */
+  if (ps->rec > CEL_DEPTH_MAX) {
+    fail(ps, pos, "expression nested too deeply");
+    return 0;
+  }
   if (accept(ps, '!')) {
+    ps->rec++;
     uint32_t e = unary(ps);
+    ps->rec--;
     return ps->failed ? 0 : mk1(ps, N_NOT, pos, e);
   }
   if (accept(ps, '-')) {
@@ -744,7 +790,9 @@ static uint32_t unary(parser_t *ps)
       next(ps);
       return member_tail(ps, literal(ps, &t, true));
     }
+    ps->rec++;
     uint32_t e = unary(ps);
+    ps->rec--;
     return ps->failed ? 0 : mk1(ps, N_NEG, pos, e);
   }
   return member_tail(ps, primary(ps));

@@ -17,7 +17,12 @@
  * leaves r->ok false and matches() answers UNKNOWN. A pattern using `.` or
  * a negated class is marked bytewise: on a text with non-ASCII bytes RE2
  * counts UTF-8 characters where POSIX in the C locale counts bytes, so the
- * evaluator answers UNKNOWN there too.
+ * evaluator answers UNKNOWN there too. This assumes the process runs in the
+ * C locale (slicefit never calls setlocale), where ranges are byte ranges.
+ *
+ * The pattern is untrusted: counted repetitions are capped (1000 each, 2000
+ * in all, none on a group that holds one) and groups nest at most 64 deep,
+ * so glibc's automaton stays small.
  */
 #include <ctype.h>
 #include <stdlib.h>
@@ -25,6 +30,8 @@
 #include "cel_int.h"
 
 #define RE_SPECIAL ".[\\()*+?{|^$"
+#define RE_DEPTH 64          /* nested groups */
+#define RE_COUNT_MAX 2000    /* sum of counted repetitions: bounds the POSIX automaton */
 
 typedef struct {
   const char *s;
@@ -32,8 +39,11 @@ typedef struct {
   char *out; size_t len, cap;
   bool bad, bytewise, icase;
   bool atom;               /* a quantifier may follow */
+  bool atom_counted;       /* ... and the atom is a group holding a {n,m} */
   bool empty;              /* the current branch has nothing yet */
   int depth;
+  bool counted[RE_DEPTH + 1];  /* the group at each depth holds a {n,m} */
+  long count_total;        /* sum of the {n,m} bounds */
 } re_t;
 
 typedef struct { uint64_t w[2]; } set_t;  /* ASCII characters */
@@ -287,8 +297,12 @@ static bool repeat(re_t *r)
   }
   if (i >= r->n || r->s[i] != '}')
     return false;
-  if (!r->atom || lo > 1000 || hi > 1000 || (hi >= 0 && hi < lo))
+  /* A count on a group that holds counts multiplies the automaton glibc builds: refused. */
+  r->count_total += hi > lo ? hi : lo;
+  if (!r->atom || r->atom_counted || lo > 1000 || hi > 1000 || (hi >= 0 && hi < lo) ||
+      r->count_total > RE_COUNT_MAX)
     r->bad = true;
+  r->counted[r->depth] = true;
   put(r, '{');
   for (size_t k = r->i; k < i; k++)
     put(r, r->s[k]);
@@ -326,7 +340,11 @@ static void group(re_t *r)
     }
   }
   put(r, '(');
-  r->depth++;
+  if (++r->depth > RE_DEPTH) {
+    r->bad = true;
+    return;
+  }
+  r->counted[r->depth] = false;
   r->atom = false;
   r->empty = true;
 }
@@ -338,7 +356,11 @@ static void branch_end(re_t *r, char c)
     return;
   }
   put(r, c);
-  r->depth -= c == ')';
+  if (c == ')') {
+    r->atom_counted = r->counted[r->depth];
+    r->depth--;
+    r->counted[r->depth] |= r->atom_counted;
+  }
   r->atom = c == ')';
   r->empty = c == '|';
 }
@@ -352,6 +374,8 @@ static void step(re_t *r)
     return;
   }
   r->atom = true;
+  if (c != '*' && c != '+' && c != '?' && c != '{')
+    r->atom_counted = false;
   switch (c) {
   case '\\': escape(r); break;
   case '[': parse_class(r); break;

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "slicefit/cel.h"
+#include "slicefit/packer.h"
 
 #define GI (1024LL * 1024 * 1024 * 1000)
 #define MI (1024LL * 1024 * 1000)
@@ -248,7 +249,7 @@ Test(cel, device_fields_and_missing_attributes)
     {"device.capacity['gpu.nvidia.com'].memory == quantity('40Gi')", 'Y'},
     {"device.capacity['gpu.nvidia.com'].memory.isGreaterThan(quantity('39Gi'))", 'Y'},
     {"device.capacity['gpu.nvidia.com'].cores == quantity('1')", 'E'},
-    {"device.capacity['gpu.nvidia.com'].memory == 40", 'N'},
+    {"device.capacity['gpu.nvidia.com'].memory == 40", 'E'},
     {"device.nope == 1", 'E'}, {"device.attributes[1] == 1", 'E'}, {"device.driver.x == 1", 'E'},
     {"'gpu.nvidia.com' in device.attributes", 'Y'}, {"'nope.com' in device.attributes", 'N'},
     {"'resource.kubernetes.io' in device.attributes", 'Y'}, {"'gpu.nvidia.com' in device.capacity", 'Y'},
@@ -307,6 +308,7 @@ Test(cel, matches_translates_re2)
     {"'x'.matches('a|')", 'U'}, {"'x'.matches('()')", 'U'}, {"'é'.matches('^.$')", 'U'}, {"'é'.matches('é')", 'U'},
     {"'a'.matches('(')", 'U'}, {"'a'.matches(')')", 'U'}, {"'a'.matches('\\\\p{L}')", 'U'}, {"'a'.matches('(?s).')", 'U'},
     {"'a'.matches('a{2000}')", 'U'}, {"'a'.matches('[b-a]')", 'U'}, {"'a'.matches('*')", 'U'},
+    {"'a'.matches('(a{3}){2}')", 'U'}, {"'aaa'.matches('^(a{3})+$')", 'Y'}, {"'a'.matches('a{600}b{600}c{900}')", 'U'},
     {"'a'.matches(1)", 'E'}, {"false && 'a'.matches('\\\\b')", 'N'},
   };
   CHECK(cs, g0);
@@ -328,7 +330,7 @@ Test(cel, quantity_library)
     {"quantity('1u') == quantity('1u')", 'U'}, {"quantity('9P').add(quantity('9P')) == quantity('1')", 'U'},
     {"quantity('1').add(9223372036854775807) == quantity('1')", 'U'}, {"quantity('1') < quantity('2')", 'E'},
     {"quantity('1') + quantity('2') == quantity('3')", 'E'}, {"quantity('1').add('1') == quantity('2')", 'E'},
-    {"quantity('1').compareTo(1) == 0", 'E'}, {"quantity(1) == quantity('1')", 'E'}, {"quantity('1') == 1", 'N'},
+    {"quantity('1').compareTo(1) == 0", 'E'}, {"quantity(1) == quantity('1')", 'E'}, {"quantity('1') == 1", 'E'}, {"quantity('1') != 1", 'E'}, {"!(quantity('1') == 1)", 'E'},
     {"quantity('1').major() == 1", 'E'}, {"1.isInteger()", 'E'},
   };
   CHECK(cs, g0);
@@ -354,7 +356,9 @@ Test(cel, semver_library)
     {"device.attributes['gpu.nvidia.com'].driverVersion.isGreaterThan(semver('550.0.0'))", 'Y'},
     {"device.attributes['gpu.nvidia.com'].cudaComputeCapability.major() >= 8", 'Y'},
     {"device.attributes['gpu.nvidia.com'].driverVersion == semver('550.54.15')", 'Y'},
-    {"device.attributes['gpu.nvidia.com'].driverVersion == '550.54.15'", 'N'},
+    {"device.attributes['gpu.nvidia.com'].driverVersion == '550.54.15'", 'E'},
+    {"device.attributes['gpu.nvidia.com'].driverVersion != '550.54.15'", 'E'},
+    {"'550.54.15' in [device.attributes['gpu.nvidia.com'].driverVersion]", 'E'},
   };
   CHECK(cs, g0);
 }
@@ -430,6 +434,10 @@ Test(cel, limits)
   cr_expect_eq(outcome(deep, g0, why, sizeof why), 'C');
   free(deep);
   char *nots = repeat("", "!", 300, "true");
+  cr_expect_eq(outcome(nots, g0, why, sizeof why), 'C');
+  cr_expect_str_eq(why, "1:201: expression nested too deeply");
+  free(nots);
+  nots = repeat("", "-", 10000, "1 == 1");
   cr_expect_eq(outcome(nots, g0, why, sizeof why), 'C');
   free(nots);
   char *ors = repeat("false", " || false", 1000, " || true");
@@ -621,4 +629,39 @@ Test(cel, example_driver_and_website_selectors)
     {"device.attributes['gpu.example.com'].uuid.startsWith('gpu-93d3')", 'Y'},
   };
   CHECK(cs, ex[1]);
+}
+
+/* Through the packer: the CEL selector filters nodes, and UNKNOWN keeps a node as UNSURE. */
+static void filter(const char *const *exprs, size_t nexpr, sf_fit_t want_nv, sf_fit_t want_ex, sf_fit_t want_web)
+{
+  sf_selector_t sels[4];
+  for (size_t i = 0; i < nexpr; i++)
+    sf_cel_selector(sf_cel_compile(cache, exprs[i]), &sels[i]);
+  sf_request_t req = {.name = "gpu", .selectors = sels, .nselectors = nexpr, .count = 1};
+  sf_claim_t claim = {.name = "default/claim", .reqs = &req, .nreqs = 1};
+  sf_demand_t dem = {.claims = &claim, .nclaims = 1};
+  sf_node_id nodes[3] = {sf_index_node_find(idx, "nv-node"), sf_index_node_find(idx, "dra-example-driver-cluster-worker"),
+                         sf_index_node_find(idx, "web-node")};
+  sf_verdict_t out[3];
+  sf_policy_t pol;
+  sf_policy_init(&pol);
+  sf_packer_t *pk = sf_packer_create();
+  cr_assert_eq(sf_packer_evaluate(pk, idx, &pol, &dem, nodes, 3, 0, out), 0);
+  cr_expect_eq(out[0].fit, want_nv, "%s: nv-node %d (%s)", exprs[0], out[0].fit, out[0].reason);
+  cr_expect_eq(out[1].fit, want_ex, "%s: example node %d (%s)", exprs[0], out[1].fit, out[1].reason);
+  cr_expect_eq(out[2].fit, want_web, "%s: web node %d (%s)", exprs[0], out[2].fit, out[2].reason);
+  sf_packer_destroy(pk);
+  sf_policy_dispose(&pol);
+}
+
+Test(cel, selectors_filter_nodes_through_the_packer)
+{
+  const char *gpu[] = {fx[0].expr};
+  filter(gpu, 1, SF_FIT_YES, SF_FIT_NO, SF_FIT_NO);
+  const char *example[] = {fx[8].expr, fx[9].expr};
+  filter(example, 2, SF_FIT_NO, SF_FIT_YES, SF_FIT_NO);
+  const char *unsure[] = {"device.attributes['gpu.nvidia.com'].productName.matches('\\\\bA100')"};
+  filter(unsure, 1, SF_FIT_UNSURE, SF_FIT_NO, SF_FIT_NO);
+  const char *uncompiled[] = {fx[0].expr, "device.attributes['gpu.nvidia.com'].uuid.split('-').size() > 1"};
+  filter(uncompiled, 2, SF_FIT_UNSURE, SF_FIT_NO, SF_FIT_NO);
 }
