@@ -178,6 +178,10 @@ static int change(sf_cluster_t *c, sf_kind_t kind, const char *key, sf_object_t 
   swap_in(c, kind, key, o, &old);
   sf_object_t *cur = o ? o : old;
   if (!cur) return 0;
+  /* Allocations come off before devices are republished and go back after: a device may
+   * change under them (exclusive to shared, say), and the index keeps allocations of its
+   * devices as they were recorded. */
+  if (kind == SF_KIND_RESOURCE_SLICE) sf__claims_unrecord_all(c);
   int r = project(c, cur, o != NULL, err, errlen);
   if (r == 0 && kind == SF_KIND_RESOURCE_SLICE) {
     /* A slice moved to another pool leaves its old pool to republish. */
@@ -194,6 +198,8 @@ static int change(sf_cluster_t *c, sf_kind_t kind, const char *key, sf_object_t 
     swap_in(c, kind, key, old, &back);  /* back == o */
     sf__pool_sync(c, &cur->u.slice, NULL, 0);
     if (old) sf__pool_sync(c, &old->u.slice, NULL, 0);
+    sf__claims_record_all(c);
+    sf__rules_apply_all(c);
     sf_object_free(back);
     return r;
   }
@@ -252,8 +258,11 @@ static int reproject(sf_cluster_t *c, sf_kind_t kind, store_t *from, store_t *to
     if (kind == SF_KIND_RESOURCE_SLICE) sf__pool_add_slice(c, o);
     else if (kind != SF_KIND_DEVICE_TAINT_RULE) project(c, o, true, NULL, 0);
   }
-  if (kind == SF_KIND_RESOURCE_SLICE && (r = sf__pools_sync_all(c, err, errlen)) == 0)
+  if (kind == SF_KIND_RESOURCE_SLICE) {
+    sf__claims_unrecord_all(c);
+    r = sf__pools_sync_all(c, err, errlen);
     sf__claims_record_all(c);
+  }
   if (kind == SF_KIND_RESOURCE_SLICE || kind == SF_KIND_DEVICE_TAINT_RULE) sf__rules_apply_all(c);
   return r;
 }

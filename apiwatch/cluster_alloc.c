@@ -69,6 +69,11 @@ void sf__claim_record(sf_cluster_t *c, const sf_rclaim_t *cl) {
   free(picks);
 }
 
+void sf__claims_unrecord_all(sf_cluster_t *c) {
+  const store_t *s = &c->stores[SF_KIND_RESOURCE_CLAIM];
+  for (size_t i = 0; i < s->n; i++) sf__claim_unrecord(c, &s->objs[i]->u.meta);
+}
+
 void sf__claims_record_all(sf_cluster_t *c) {
   const store_t *s = &c->stores[SF_KIND_RESOURCE_CLAIM];
   for (size_t i = 0; i < s->n; i++) sf__claim_record(c, &s->objs[i]->u.claim);

@@ -59,6 +59,8 @@ void sf__pools_free(sf_cluster_t *c);
 void sf__claim_record(sf_cluster_t *c, const sf_rclaim_t *cl);
 /** Removes the claim's allocation from the index. */
 void sf__claim_unrecord(sf_cluster_t *c, const sf_meta_t *m);
+/** Takes every claim's allocation off the index (before devices are republished). */
+void sf__claims_unrecord_all(sf_cluster_t *c);
 /** Re-records every allocated claim (devices may have been republished). */
 void sf__claims_record_all(sf_cluster_t *c);
 

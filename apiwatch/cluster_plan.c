@@ -310,24 +310,33 @@ bool sf_pod_plan_empty(const sf_pod_plan_t *p) {
   return p->nclaims == 0 && !p->pin && !p->unsure && !p->conflict;
 }
 
+/* One verdict without formatting: thousands of nodes share one reason. */
 static void verdict(sf_verdict_t *v, sf_fit_t fit, const char *why) {
-  memset(v, 0, sizeof *v);
+  size_t len = strnlen(why, SF_REASON_MAX - 1);
   v->fit = fit;
-  snprintf(v->reason, sizeof v->reason, "%s", why);
+  v->raw = 0;
+  v->score = 0;
+  memcpy(v->reason, why, len);
+  v->reason[len] = '\0';
 }
+
+#define NO_DEVICES "the node publishes no device slicefit knows"
 
 int sf_cluster_evaluate(sf_cluster_t *c, const sf_pod_plan_t *p, const char *const *names,
                         size_t n, sf_verdict_t *out) {
+  if (sf_pod_plan_empty(p)) {
+    for (size_t i = 0; i < n; i++) verdict(&out[i], SF_FIT_YES, "");
+    return 0;
+  }
   sf_node_id *ids = sf_xmalloc((n ? n : 1) * sizeof(*ids));
   size_t *pos = sf_xmalloc((n ? n : 1) * sizeof(*pos)), m = 0;
-  bool empty = sf_pod_plan_empty(p);
   for (size_t i = 0; i < n; i++) {
-    sf_node_id id = sf_index_node_find(c->idx, names[i]);
-    if (empty) verdict(&out[i], SF_FIT_YES, "");
-    else if (p->conflict) verdict(&out[i], SF_FIT_NO, p->why);
+    sf_node_id id = -1;
+    if (p->conflict) verdict(&out[i], SF_FIT_NO, p->why);
     else if (p->pin && strcmp(p->pin, names[i])) verdict(&out[i], SF_FIT_NO, p->pin_why);
     else if (p->unsure) verdict(&out[i], SF_FIT_UNSURE, p->why);
-    else if (id < 0) verdict(&out[i], SF_FIT_UNSURE, "the node publishes no device slicefit knows");
+    else if ((id = sf_index_node_find(c->idx, names[i])) < 0)
+      verdict(&out[i], SF_FIT_UNSURE, NO_DEVICES);
     else {
       ids[m] = id;
       pos[m++] = i;

@@ -193,13 +193,23 @@ static void pool_state(pool_t *p) {
 
 static int pool_sync(sf_cluster_t *c, pool_t *p, char *err, size_t errlen) {
   char **nodes = NULL;
-  size_t n = 0;
+  size_t n = 0, cap;
   int r = 0;
   pool_state(p);
   if (p->complete) pool_nodes(p, &nodes, &n);
+  cap = n;
   for (size_t i = 0; i < n && r == 0; i++) r = publish(c, p, nodes[i], err, errlen);
-  for (size_t i = 0; i < p->nnodes; i++)
-    if (r < 0 || !has_node(nodes, n, p->nodes[i])) unpublish(c, p, p->nodes[i]);
+  for (size_t i = 0; i < p->nnodes; i++) {
+    if (has_node(nodes, n, p->nodes[i])) continue;
+    if (r == 0) {
+      unpublish(c, p, p->nodes[i]);
+      continue;
+    }
+    /* Failed: old nodes stay published and listed, so that the caller's undo (another sync
+     * over the previous slices) finds every node this attempt touched. */
+    sf_xgrow(&nodes, &cap, n + 1, sizeof(*nodes));
+    nodes[n++] = sf_xstrdup(p->nodes[i]);
+  }
   free_nodes(p);
   p->nodes = nodes;
   p->nnodes = n;

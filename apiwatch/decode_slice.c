@@ -37,10 +37,13 @@ static int qualify(dctx_t *d, const char *driver, const char *name, const char *
 
 /* Rank of an attribute value key: the lower wins when several are set (0: not a value). */
 static int value_rank(const char *k) {
-  static const char *const keys[] = {"int", "bool", "string", "version"};
-  for (int i = 0; i < 4; i++)
-    if (!strcmp(k, keys[i])) return i + 1;
-  return 0;
+  switch (k[0]) {  /* one comparison per key: attributes are most of a slice */
+    case 'i': return strcmp(k, "int") ? 0 : 1;
+    case 'b': return strcmp(k, "bool") ? 0 : 2;
+    case 's': return strcmp(k, "string") ? 0 : 3;
+    case 'v': return strcmp(k, "version") ? 0 : 4;
+    default: return 0;
+  }
 }
 
 /* One attribute value: returns 1 when set, 0 when only list values (skipped). */

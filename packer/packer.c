@@ -669,7 +669,7 @@ static int search_dev(sf_packer_t *p, size_t r, int32_t alt, uint32_t m, uint32_
   if (m == want)
     return search_req(p, r + 1);
   size_t slot = slot_of(p, r, alt);
-  const cand_t *cs = p->cands + p->coff[slot];
+  const cand_t *cs = p->cands ? p->cands + p->coff[slot] : NULL;
   for (size_t i = from; i < p->clen[slot]; i++) {
     if (++p->steps > p->pol->search_budget)
       return SEARCH_BUDGET;
@@ -1150,7 +1150,7 @@ static void qty(sf_milli_t v, char *buf, size_t len)
 static uint32_t largest_island(sf_packer_t *p, size_t slot)
 {
   uint32_t best = 0;
-  const cand_t *cs = p->cands + p->coff[slot];
+  const cand_t *cs = p->cands ? p->cands + p->coff[slot] : NULL;
   for (size_t i = 0; i < p->clen[slot]; i++) {
     if (!available(p, &cs[i], NULL))
       continue;
@@ -1279,7 +1279,7 @@ static bool request_reason(sf_packer_t *p, size_t r, char *out, size_t len)
   size_t slot = slot_of(p, r, f->top->nalts ? 0 : -1);
   stats_t *st = &p->st[slot];
   uint32_t avail = 0;
-  const cand_t *cs = p->cands + p->coff[slot];
+  const cand_t *cs = p->cands ? p->cands + p->coff[slot] : NULL;
   for (size_t i = 0; i < p->clen[slot]; i++)
     avail += available(p, &cs[i], st);
   return reason_of_request(p, r, st, p->ndevs, p->clen[slot], avail, out, len);
@@ -1956,7 +1956,7 @@ static bool simple(const sf_packer_t *p)
 
 static double simple_place(sf_packer_t *p, int *rc)
 {
-  const cand_t *cs = p->cands + p->coff[0];
+  const cand_t *cs = p->cands ? p->cands + p->coff[0] : NULL;
   double best = -INFINITY;
   uint32_t bestk = 0;
   *rc = SEARCH_FAIL;

@@ -1,5 +1,6 @@
 /* The cluster: pools, generations, allocations, taint rules, relists, and pod plans from fixtures. */
 #include <criterion/criterion.h>
+#include <criterion/redirect.h>
 #include <stdio.h>
 #include <string.h>
 #include "slicefit/cluster.h"
@@ -409,4 +410,122 @@ Test(cluster, state_json) {
   cr_assert_str_eq(json_string_value(json_object_get(json_object_get(st, "policy"), "strategy")),
                    "fragmentation");
   json_decref(st);
+}
+
+Test(cluster, device_turns_shared_under_an_allocation) {
+  /* Found by fuzz_decode: a device republished as shared while a claim holds it. */
+  json_t *s = slice("s", "n1", "n1", 1, 1, 1, "gpu");
+  apply(s);
+  json_t *cl = fx_json(
+      "{\"kind\":\"ResourceClaim\",\"metadata\":{\"name\":\"c\",\"namespace\":\"n\"},\"status\":"
+      "{\"allocation\":{\"devices\":{\"results\":[{\"request\":\"r\",\"driver\":\"gpu.example.com\","
+      "\"pool\":\"n1\",\"device\":\"gpu-0\",\"consumedCapacity\":{\"memory\":\"16Gi\"}}]}}}}");
+  apply(cl);
+  json_t *dev = json_array_get(json_object_get(json_object_get(s, "spec"), "devices"), 0);
+  json_object_set_new(dev, "allowMultipleAllocations", json_true());
+  apply(s);
+  sf_index_t *idx = sf_cluster_index(C);
+  sf_dev_id d = sf_index_dev_find(idx, "gpu.example.com", "n1", "gpu-0");
+  sf_milli_t v, f;
+  sf_index_dev_cap(idx, d, 0, &v, &f);
+  cr_assert_eq(v - f, 16LL * 1024 * 1024 * 1024 * 1000, "now shared: the claim consumes 16Gi");
+  json_decref(s);
+  json_decref(cl);
+}
+
+Test(cluster, unsupported_selector_is_unsure_and_logged_once) {
+  cr_redirect_stderr();
+  load("nvidia-slices.json");
+  json_t *cls = fx_json("{\"kind\":\"DeviceClass\",\"metadata\":{\"name\":\"gpu.nvidia.com\"},\"spec\":"
+                        "{\"selectors\":[{\"cel\":{\"expression\":\"device.driver ==\"}}]}}");
+  apply(cls);
+  apply(cls);
+  json_t *pod = gpu_test1_pod("c1");
+  sf_pod_plan_t *p = plan(pod);
+  sf_verdict_t v[2];
+  evaluate(p, NODES, 2, v);
+  cr_assert_eq(v[0].fit, SF_FIT_UNSURE, "an expression that does not compile is never a silent no");
+  cr_assert_eq(v[1].fit, SF_FIT_UNSURE);
+  sf_pod_plan_free(p);
+  fflush(stderr);
+  FILE *f = cr_get_redirected_stderr();
+  char line[1024];
+  int n = 0;
+  while (fgets(line, sizeof line, f))
+    n += strstr(line, "selector not supported") && strstr(line, "device.driver ==") ? 1 : 0;
+  cr_assert_eq(n, 1, "logged %d times", n);
+  json_decref(pod);
+  json_decref(cls);
+}
+
+Test(cluster, per_device_nodes_and_shared_counters) {
+  /* 1.35 layout: the counters in one slice, the devices consuming them in another. */
+  json_t *ctr = fx_json(
+      "{\"kind\":\"ResourceSlice\",\"metadata\":{\"name\":\"ctr\"},\"spec\":{\"driver\":\"gpu.example.com\","
+      "\"nodeName\":\"n1\",\"pool\":{\"name\":\"n1\",\"resourceSliceCount\":2},\"sharedCounters\":[{"
+      "\"name\":\"gpu-0-counters\",\"counters\":{\"memory\":{\"value\":\"80Gi\"}}}]}}");
+  json_t *devs = fx_json(
+      "{\"kind\":\"ResourceSlice\",\"metadata\":{\"name\":\"devs\"},\"spec\":{\"driver\":\"gpu.example.com\","
+      "\"nodeName\":\"n1\",\"pool\":{\"name\":\"n1\",\"resourceSliceCount\":2},\"devices\":["
+      "{\"name\":\"gpu-0-partition-0\",\"consumesCounters\":[{\"counterSet\":\"gpu-0-counters\","
+      "\"counters\":{\"memory\":{\"value\":\"40Gi\"}}}]},"
+      "{\"name\":\"gpu-0-full\",\"consumesCounters\":[{\"counterSet\":\"gpu-0-counters\","
+      "\"counters\":{\"memory\":{\"value\":\"80Gi\"}}}]}]}}");
+  apply(devs);
+  cr_assert_eq(node_devs("n1"), 0, "the counter slice is missing");
+  apply(ctr);
+  cr_assert_eq(node_devs("n1"), 2);
+  /* perDeviceNodeSelection: each device says where it is; allNodes devices are skipped. */
+  json_t *pd = fx_json(
+      "{\"kind\":\"ResourceSlice\",\"metadata\":{\"name\":\"pd\"},\"spec\":{\"driver\":\"net.example.com\","
+      "\"perDeviceNodeSelection\":true,\"pool\":{\"name\":\"fabric\",\"resourceSliceCount\":1},"
+      "\"devices\":[{\"name\":\"a\",\"nodeName\":\"n2\"},{\"name\":\"b\",\"nodeName\":\"n3\"},"
+      "{\"name\":\"c\",\"allNodes\":true}]}}");
+  apply(pd);
+  cr_assert_eq(node_devs("n2"), 1);
+  cr_assert_eq(node_devs("n3"), 1);
+  json_t *st = sf_cluster_state_json(C);
+  json_t *pools = json_object_get(st, "pools"), *p;
+  size_t i, skipped = 0;
+  json_array_foreach(pools, i, p) skipped += (size_t)json_integer_value(json_object_get(p, "skipped_devices"));
+  cr_assert_eq(skipped, 1);
+  json_decref(st);
+  json_decref(ctr);
+  json_decref(devs);
+  json_decref(pd);
+}
+
+Test(cluster, constraints_reach_the_packer) {
+  nvidia();
+  /* gpu-node-a: pcieRoot pci0000:00 for gpu-0..3, pci0000:01 for gpu-4..7; gpu-node-b: all 00. */
+#define CONSTRAINED_FMT \
+      "{\"kind\":\"ResourceClaim\",\"metadata\":{\"name\":\"%s\",\"namespace\":\"ns\"},\"spec\":{\"devices\":" \
+      "{\"requests\":[{\"name\":\"a\",\"exactly\":{\"deviceClassName\":\"gpu.nvidia.com\",\"count\":%d}}," \
+      "{\"name\":\"b\",\"firstAvailable\":[{\"name\":\"one\",\"deviceClassName\":\"gpu.nvidia.com\"}]}]," \
+      "\"constraints\":[{\"requests\":[\"a\",\"b/one\"],\"matchAttribute\":" \
+      "\"resource.kubernetes.io/pcieRoot\"}]}}}"
+  char buf[1024];
+  snprintf(buf, sizeof buf, CONSTRAINED_FMT, "three", 3);
+  json_t *c3 = fx_json(buf);
+  snprintf(buf, sizeof buf, CONSTRAINED_FMT, "four", 4);
+  json_t *c4 = fx_json(buf);
+  apply(c3);
+  apply(c4);
+  json_t *pod = fx_json("{\"metadata\":{\"name\":\"p\",\"namespace\":\"ns\"},\"spec\":{\"resourceClaims\":"
+                        "[{\"name\":\"x\",\"resourceClaimName\":\"three\"}]}}");
+  sf_pod_plan_t *p = plan(pod);
+  sf_verdict_t v[2];
+  evaluate(p, NODES, 2, v);
+  cr_assert_eq(v[0].fit, SF_FIT_YES, "3+1 under one PCIe root: %s", v[0].reason);
+  cr_assert_eq(v[1].fit, SF_FIT_YES, "%s", v[1].reason);
+  sf_pod_plan_free(p);
+  json_string_set(json_object_get(json_array_get(json_object_get(json_object_get(pod, "spec"), "resourceClaims"), 0), "resourceClaimName"), "four");
+  p = plan(pod);
+  evaluate(p, NODES, 2, v);
+  cr_assert_eq(v[0].fit, SF_FIT_NO, "4+1 under one root of 4");
+  cr_assert_eq(v[1].fit, SF_FIT_NO, "5 devices on a node of 4");
+  sf_pod_plan_free(p);
+  json_decref(pod);
+  json_decref(c3);
+  json_decref(c4);
 }
