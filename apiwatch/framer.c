@@ -4,7 +4,9 @@
  * anywhere, so the framer finds where each object ends by scanning strings
  * and nesting. It does not validate JSON: jansson does that on the framed
  * bytes. The bytes are untrusted; the only state carried between calls is
- * the partial event, the nesting depth and the string/escape flags.
+ * the partial event, the nesting depth with a bit per level for '[' or '{'
+ * (so that a bracket closed by a brace is an error, not an event's end),
+ * and the string/escape flags.
  *
  * An event wholly inside one call's data is returned in place, without a
  * copy; a partial one is kept in buf and completed by the next calls.
@@ -47,9 +49,16 @@ static long scan(sf_framer_t *f, const char *data, size_t from, size_t len) {
     } else if (c == '"') {
       f->in_str = true;
     } else if (c == '{' || c == '[') {
-      if (++f->depth > SF_FRAMER_MAX_DEPTH) return SF_EINVAL;
+      if (f->depth == SF_FRAMER_MAX_DEPTH) return SF_EINVAL;
+      uint8_t bit = (uint8_t)(1u << (f->depth % 8));
+      if (c == '[') f->open[f->depth / 8] |= bit;
+      else f->open[f->depth / 8] &= (uint8_t)~bit;
+      f->depth++;
     } else if (c == '}' || c == ']') {
-      if (--f->depth == 0) return (long)(i + 1);
+      f->depth--;
+      bool bracket = f->open[f->depth / 8] >> (f->depth % 8) & 1;
+      if (bracket != (c == ']')) return SF_EINVAL;
+      if (f->depth == 0) return (long)(i + 1);
     }
   }
   return 0;

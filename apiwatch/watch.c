@@ -111,6 +111,14 @@ static bool buf_add(buf_t *b, const char *p, size_t n, size_t cap) {
   return true;
 }
 
+/* A copy of `s` fit for a quoted log value: double quotes become single ones. */
+static const char *logq(const char *s, char *out, size_t n) {
+  size_t i = 0;
+  for (; s && s[i] && i + 1 < n; i++) out[i] = s[i] == '"' ? '\'' : s[i];
+  out[i] = '\0';
+  return out;
+}
+
 static const char *phase_name(phase_t ph) {
   static const char *const names[] = {"idle", "list", "stream", "watch"};
   return names[ph];
@@ -154,8 +162,9 @@ static void apply_policy(res_t *r, const json_t *cm) {
     sf_log_info("policy applied", "configmap=%s keys=%zu", r->name + 10, n);
   } else {
     w->st.policy_invalid++;
+    char q[SF_ERR_MAX];
     sf_log_error("policy rejected; the last good policy stays", "configmap=%s error=\"%s\"",
-                 r->name + 10, err);
+                 r->name + 10, logq(err, q, sizeof q));
   }
   free(keys);
   free(vals);
@@ -177,8 +186,10 @@ static void to_sink(res_t *r, int op, const json_t *obj) {
   else rc = w->sink.remove(w->sink.ud, r->kind, obj, err, sizeof err);
   if (rc) {
     w->st.decode_errors++;
+    char q[SF_ERR_MAX];
     sf_log_warn("object rejected", "resource=%s name=%s error=\"%s\"", r->name,
-                str_at(obj, "metadata", "name") ? str_at(obj, "metadata", "name") : "?", err);
+                str_at(obj, "metadata", "name") ? str_at(obj, "metadata", "name") : "?",
+                logq(err, q, sizeof q));
   }
 }
 
@@ -195,8 +206,9 @@ static void replace_all(res_t *r) {
   }
   if (w->sink.replace(w->sink.ud, r->kind, r->items, err, sizeof err) == 0) return;
   /* One bad object must not hide the others: empty the kind, then apply one by one. */
+  char q[SF_ERR_MAX];
   sf_log_warn("list rejected as a whole; applying its objects one by one", "resource=%s error=\"%s\"",
-              r->name, err);
+              r->name, logq(err, q, sizeof q));
   json_t *none = json_array();
   w->sink.replace(w->sink.ud, r->kind, none, err, sizeof err);
   json_decref(none);
@@ -371,7 +383,9 @@ static int make_headers(res_t *r, struct curl_slist **out) {
   char *tok = sf_kubeconfig_token(&r->w->o.kube, err, sizeof err);
   struct curl_slist *h = curl_slist_append(NULL, "Accept: application/json");
   if (!tok && r->w->o.kube.token_file) {
-    sf_log_error("cannot read the token", "resource=%s error=\"%s\"", r->name, err);
+    char q[SF_ERR_MAX];
+    sf_log_error("cannot read the token", "resource=%s error=\"%s\"", r->name,
+                 logq(err, q, sizeof q));
     curl_slist_free_all(h);
     return SF_ENOENT;
   }
@@ -470,8 +484,9 @@ static void list_page(res_t *r) {
   json_t *items = json_object_get(list, "items");
   if (!json_is_array(items) && !json_is_null(items)) {
     r->w->st.err_other++;
+    char q[SF_ERR_MAX];
     sf_log_warn("bad list response", "resource=%s error=\"%s\"", r->name,
-                list ? "no items array" : je.text);
+                list ? "no items array" : logq(je.text, q, sizeof q));
     json_decref(list);
     retry(r, 0);
     return;
@@ -517,8 +532,9 @@ static void http_error(res_t *r, long code, curl_off_t retry_after) {
   json_t *st = r->body.len ? json_loadb(r->body.p, r->body.len, 0, NULL) : NULL;
   const char *msg = str_at(st, "message", NULL), *reason = str_at(st, "reason", NULL);
   uint32_t delay = 0;
+  char q[SF_ERR_MAX];
   sf_log_warn("request failed", "resource=%s phase=%s status=%ld reason=%s message=\"%s\"", r->name,
-              phase_name(r->phase), code, reason ? reason : "", msg ? msg : "");
+              phase_name(r->phase), code, reason ? reason : "", logq(msg, q, sizeof q));
   if (code == 410) {
     w->st.relists_expired++;
     json_decref(st);
@@ -577,14 +593,16 @@ static void finished(res_t *r, CURLcode cc) {
   detach(r);
   if (r->action == ACT_RELIST) {
     r->w->st.relists_expired++;
+    char q[SF_ERR_MAX];
     sf_log_info("resource version expired; listing again", "resource=%s why=\"%s\"", r->name,
-                r->action_why);
+                logq(r->action_why, q, sizeof q));
     relist(r);
   } else if (code != 200 && code != 0) {
     http_error(r, code, retry_after);  /* an error body cut short still has its status */
   } else if (r->action == ACT_FAIL) {
+    char q[SF_ERR_MAX];
     sf_log_warn("request failed", "resource=%s phase=%s rv=%s why=\"%s\"", r->name,
-                phase_name(r->phase), r->rv, r->action_why);
+                phase_name(r->phase), r->rv, logq(r->action_why, q, sizeof q));
     if (r->phase == PH_STREAM && !r->in_initial) r->phase = PH_WATCH;
     retry(r, 0);
   } else if (cc != CURLE_OK) {

@@ -163,15 +163,16 @@ void sf_apiwatch_destroy(sf_apiwatch_t *w);
  * keeps the partial event; whitespace between objects is skipped. It only
  * tracks strings and brace depth: jansson parses each complete object.
  */
+#define SF_FRAMER_MAX_DEPTH 512
+
 typedef struct {
   char *buf; size_t len, cap;    /* the current, incomplete event */
   size_t max;                    /* cap per event */
   uint32_t depth;                /* nesting of braces and brackets scanned so far */
+  uint8_t open[SF_FRAMER_MAX_DEPTH / 8 + 1];  /* bit per level: 1 = '[' */
   bool in_str, esc;
   bool emitted;                  /* buf holds an event returned by the last call */
 } sf_framer_t;
-
-#define SF_FRAMER_MAX_DEPTH 512
 
 void sf_framer_init(sf_framer_t *f, size_t max_event);
 void sf_framer_dispose(sf_framer_t *f);
@@ -181,7 +182,8 @@ void sf_framer_dispose(sf_framer_t *f);
  * when one ends within them; returns the bytes consumed with *ev NULL when
  * all of them were kept as a partial event (need more); 0 only for len 0.
  * SF_E2BIG past the size cap, SF_EINVAL when the stream is not a sequence of
- * objects (a stray byte between events, depth past SF_FRAMER_MAX_DEPTH);
+ * objects (a stray byte between events, a bracket closed by a brace, depth
+ * past SF_FRAMER_MAX_DEPTH);
  * after an error the framer must be reset.
  */
 long sf_framer_feed(sf_framer_t *f, const char *data, size_t len, const char **ev, size_t *evlen);

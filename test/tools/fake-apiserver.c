@@ -25,7 +25,7 @@
  *   bookmark | close        every open watch gets a BOOKMARK / ends cleanly
  *   token T                 only T is accepted from now on (others get 401)
  *   watchlist on|off        serve sendInitialEvents or answer it 422
- *   requests                how many requests were served
+ *   requests | watches      how many requests were served / watches are open
  *   quit
  *
  * One thread per connection (libmicrohttpd); every shared field is under
@@ -88,6 +88,7 @@ static struct {
   int split_left, stall_ms;
   bool droplist;
   unsigned long requests;
+  int nwatches;
   unsigned port;
 } S = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .rv = 1000};
 
@@ -546,11 +547,12 @@ static bool next_output(watch_t *wt) {
     return true;
   }
   if (S.drop_gen != wt->drop_gen) {
-    wt->drop_gen = S.drop_gen;
+    S.nwatches++;
+  wt->drop_gen = S.drop_gen;
     wt->drop_armed = true;
   }
   if (S.bookmark_gen != wt->bookmark_gen) {
-    wt->bookmark_gen = S.bookmark_gen;
+    wt->bookmark_gen++;
     emit_bookmark(wt, false);
     return true;
   }
@@ -601,6 +603,9 @@ static ssize_t watch_read(void *cls, uint64_t pos, char *buf, size_t max) {
 
 static void watch_free(void *cls) {
   watch_t *wt = cls;
+  pthread_mutex_lock(&S.mu);
+  S.nwatches--;
+  pthread_mutex_unlock(&S.mu);
   free(wt->out);
   free(wt);
 }
@@ -662,6 +667,7 @@ static enum MHD_Result watch(struct MHD_Connection *c, const target_t *t) {
     return send_status(c, 422, "Invalid",
                        "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled", 0);
   }
+  S.nwatches++;
   wt->drop_gen = S.drop_gen;
   wt->close_gen = S.close_gen;
   wt->bookmark_gen = S.bookmark_gen;
@@ -793,6 +799,8 @@ static void command(char *line) {
     cmd_dump(res);
   } else if (!strcmp(verb, "rv")) {
     printf("ok %llu\n", S.rv);
+  } else if (!strcmp(verb, "watches")) {
+    printf("ok %d\n", S.nwatches);
   } else if (!strcmp(verb, "requests")) {
     printf("ok %lu\n", S.requests);
   } else if (!strcmp(verb, "compact")) {
@@ -850,7 +858,7 @@ int main(int argc, char **argv) {
   struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = 0};
   sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   struct MHD_Daemon *d = MHD_start_daemon(
-      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG, 0, NULL,
+      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0, NULL,
       NULL, on_request, NULL, MHD_OPTION_CONNECTION_TIMEOUT, 0u, MHD_OPTION_SOCK_ADDR,
       (struct sockaddr *)&sa, MHD_OPTION_END);
   if (!d) die("cannot start the HTTP daemon");
