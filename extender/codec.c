@@ -10,6 +10,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <strings.h>
 #include "ext_int.h"
 
@@ -127,14 +128,15 @@ static int take_root(sf__args_t *a, const sf__limits_t *lim, char *err, size_t e
   return 0;
 }
 
-int sf__args_parse(sf__args_t *a, const char *body, size_t len, const sf__limits_t *lim,
-                   char *err, size_t errlen)
+/* The general path: jansson over the whole body. */
+static int parse_slow(sf__args_t *a, const char *body, size_t len, const sf__limits_t *lim,
+                      char *err, size_t errlen)
 {
   *a = (sf__args_t){0};
   if (!sf__json_depth_ok(body, len, lim->max_depth))
     return fail(err, errlen, SF_EINVAL, "JSON nested deeper than %u levels", lim->max_depth);
   json_error_t je;
-  a->root = json_loadb(body, len, JSON_DISABLE_EOF_CHECK, &je);
+  a->root = json_loadb(body, len, JSON_DISABLE_EOF_CHECK | JSON_DECODE_ANY, &je);
   if (a->root == NULL) {
     snprintf(err, errlen, "malformed JSON at line %d column %d: %s", je.line, je.column, je.text);
     return SF_EINVAL;
@@ -145,11 +147,230 @@ int sf__args_parse(sf__args_t *a, const char *body, size_t len, const sf__limits
   return rc;
 }
 
+/*
+ * The fast path for the common shape, ExtenderArgs with NodeNames: the root
+ * object is scanned by hand, only the Pod (small) goes through jansson, and
+ * the node names are copied into one arena. jansson spends ~0.5 us per array
+ * element, which at 5,000 names was most of a call. Anything this scanner
+ * does not expect (escapes it does not decode, non-ASCII bytes, a non-string
+ * name, any syntax error) makes it give up, and the general path decides:
+ * so the fast path only ever accepts what the general one would.
+ */
+typedef struct {
+  const char *p, *end;
+} cur_t;
+
+static void ws(cur_t *c)
+{
+  while (c->p < c->end && (*c->p == ' ' || *c->p == '\t' || *c->p == '\n' || *c->p == '\r'))
+    c->p++;
+}
+
+static bool eat(cur_t *c, char ch)
+{
+  ws(c);
+  if (c->p < c->end && *c->p == ch) {
+    c->p++;
+    return true;
+  }
+  return false;
+}
+
+/* At '"': moves past the closing quote; false on a raw control byte or the end. */
+static bool skip_string(cur_t *c)
+{
+  for (c->p++; c->p < c->end; c->p++) {
+    unsigned char ch = (unsigned char)*c->p;
+    if (ch == '"') {
+      c->p++;
+      return true;
+    }
+    if (ch < 0x20)
+      return false;
+    if (ch == '\\')
+      c->p++;
+  }
+  return false;
+}
+
+/* Skips one value's bytes (structure is checked later by jansson); false when unbalanced. */
+static bool skip_value(cur_t *c)
+{
+  unsigned depth = 0;
+  ws(c);
+  while (c->p < c->end) {
+    char ch = *c->p;
+    if (ch == '"') {
+      if (!skip_string(c))
+        return false;
+    } else if (ch == '{' || ch == '[') {
+      depth++;
+      c->p++;
+    } else if (ch == '}' || ch == ']') {
+      if (depth == 0)
+        return true;  /* the end of the enclosing object: a scalar ended before it */
+      depth--;
+      c->p++;
+    } else if (ch == ',' && depth == 0) {
+      return true;
+    } else {
+      c->p++;
+    }
+    if (depth == 0 && (ch == '"' || ch == '}' || ch == ']'))
+      return true;
+  }
+  return false;
+}
+
+/* Copies a plain string (ASCII, simple escapes) at '"' into *o; false to give up. */
+static bool copy_string(cur_t *c, char **o)
+{
+  static const char esc_in[] = "\"\\/bfnrt", esc_out[] = "\"\\/\b\f\n\r\t";
+  char *w = *o;
+  for (c->p++; c->p < c->end; c->p++) {
+    unsigned char ch = (unsigned char)*c->p;
+    if (ch == '"') {
+      c->p++;
+      *w++ = '\0';
+      *o = w;
+      return true;
+    }
+    if (ch < 0x20 || ch >= 0x80)
+      return false;
+    if (ch == '\\') {
+      const char *e = ++c->p < c->end ? strchr(esc_in, *c->p) : NULL;
+      if (e == NULL || *e == '\0')
+        return false;
+      ch = (unsigned char)esc_out[e - esc_in];
+    }
+    *w++ = (char)ch;
+  }
+  return false;
+}
+
+static int fast_names(sf__args_t *a, cur_t c, const sf__limits_t *lim)
+{
+  size_t cap = 0;
+  char *w = a->arena = sf_xmalloc((size_t)(c.end - c.p) + 1);
+  if (!eat(&c, '['))
+    return SF_EINVAL;
+  if (eat(&c, ']'))
+    goto done;
+  do {
+    ws(&c);
+    if (c.p >= c.end || *c.p != '"' || a->n >= lim->max_nodes)
+      return SF_EINVAL;
+    sf_xgrow(&a->names, &cap, a->n + 1, sizeof *a->names);
+    a->names[a->n++] = w;
+    if (!copy_string(&c, &w))
+      return SF_EINVAL;
+  } while (eat(&c, ','));
+  if (!eat(&c, ']'))
+    return SF_EINVAL;
+done:
+  a->cache_mode = true;
+  return 0;
+}
+
+typedef struct {
+  cur_t pod, names, nodes;
+} spans_t;
+
+/* Checks a skipped value with jansson; returns it (new) or NULL. */
+static json_t *load_span(cur_t v)
+{
+  return json_loadb(v.p, (size_t)(v.end - v.p), JSON_DECODE_ANY, NULL);
+}
+
+static bool is_null(cur_t v)
+{
+  ws(&v);
+  return v.end - v.p >= 4 && memcmp(v.p, "null", 4) == 0;
+}
+
+/* One member of the root; keys with escapes give up. */
+static bool fast_member(cur_t *c, spans_t *sp, unsigned exact[3])
+{
+  static const char *const fields[3] = {"Pod", "NodeNames", "Nodes"};
+  ws(c);
+  const char *k = c->p + 1;
+  if (c->p >= c->end || *c->p != '"' || !skip_string(c))
+    return false;
+  size_t klen = (size_t)(c->p - 1 - k);
+  if (memchr(k, '\\', klen) || !eat(c, ':'))
+    return false;
+  ws(c);
+  cur_t v = {c->p, NULL};
+  if (!skip_value(c))
+    return false;
+  v.end = c->p;
+  cur_t *slot[3] = {&sp->pod, &sp->names, &sp->nodes};
+  for (int f = 0; f < 3; f++) {
+    bool ex = strlen(fields[f]) == klen && memcmp(k, fields[f], klen) == 0;
+    if (strlen(fields[f]) == klen && strncasecmp(k, fields[f], klen) == 0 && (ex || !exact[f])) {
+      *slot[f] = v;
+      exact[f] |= ex;
+      return true;
+    }
+  }
+  json_t *other = load_span(v);  /* an unknown key's value must still be valid JSON */
+  json_decref(other);
+  return other != NULL;
+}
+
+static int fast_root(sf__args_t *a, cur_t c, const sf__limits_t *lim)
+{
+  spans_t sp;
+  memset(&sp, 0, sizeof sp);
+  unsigned exact[3] = {0};
+  if (!eat(&c, '{'))
+    return SF_EINVAL;
+  if (!eat(&c, '}')) {
+    do {
+      if (!fast_member(&c, &sp, exact))
+        return SF_EINVAL;
+    } while (eat(&c, ','));
+    if (!eat(&c, '}'))
+      return SF_EINVAL;
+  }
+  /* Only the NodeNames shape is taken here; a NodeList goes the general way. */
+  if (sp.pod.p == NULL || sp.names.p == NULL || is_null(sp.names) ||
+      (sp.nodes.p && !is_null(sp.nodes)))
+    return SF_EINVAL;
+  a->root = json_object();
+  json_t *pod = load_span(sp.pod);
+  json_object_set_new(a->root, "Pod", pod ? pod : json_null());
+  a->pod = pod;
+  if (!json_is_object(pod))
+    return SF_EINVAL;
+  return fast_names(a, sp.names, lim);
+}
+
+static int parse_fast(sf__args_t *a, const char *body, size_t len, const sf__limits_t *lim)
+{
+  *a = (sf__args_t){0};
+  if (!sf__json_depth_ok(body, len, lim->max_depth))
+    return SF_EINVAL;
+  int rc = fast_root(a, (cur_t){body, body + len}, lim);
+  if (rc)
+    sf__args_dispose(a);
+  return rc;
+}
+
+int sf__args_parse(sf__args_t *a, const char *body, size_t len, const sf__limits_t *lim,
+                   char *err, size_t errlen)
+{
+  if (parse_fast(a, body, len, lim) == 0)
+    return 0;
+  return parse_slow(a, body, len, lim, err, errlen);
+}
+
 void sf__args_dispose(sf__args_t *a)
 {
   json_decref(a->root);
   free(a->names);
   free(a->items);
+  free(a->arena);
   *a = (sf__args_t){0};
 }
 
@@ -216,9 +437,13 @@ void sf__prioritize_reply(sf__buf_t *b, const sf__args_t *a, const sf_verdict_t 
     score = score < 0 ? 0 : score > SF_SCORE_MAX ? SF_SCORE_MAX : score;
     if (i)
       sf__buf_put(b, ",", 1);
-    sf__buf_puts(b, "{\"Host\":");
+    char num[4] = {(char)('0' + score % 10), '}', '\0', '\0'};
+    if (score == 10)
+      memcpy(num, "10}", 4);
+    sf__buf_put(b, "{\"Host\":", 8);
     sf__buf_json_str(b, a->names[i]);
-    sf__buf_printf(b, ",\"Score\":%d}", score);
+    sf__buf_put(b, ",\"Score\":", 9);
+    sf__buf_puts(b, num);
   }
   sf__buf_put(b, "]", 1);
 }

@@ -13,6 +13,7 @@ typedef struct {
   uv_loop_t loop;
   uv_signal_t sigterm, sigint;
   sf_cluster_t *cluster;
+  json_t *pending;                 /* claims without an allocation (pending.c) */
   sf_extender_t *ext;
 } daemon_t;
 
@@ -64,7 +65,7 @@ done:
   return rc;
 }
 
-static int load_snapshot(sf_cluster_t *c, const char *path, char *err, size_t errlen)
+static int load_snapshot(daemon_t *d, const char *path, char *err, size_t errlen)
 {
   json_error_t je;
   json_t *list = json_load_file(path, 0, &je);
@@ -73,9 +74,11 @@ static int load_snapshot(sf_cluster_t *c, const char *path, char *err, size_t er
     return SF_EINVAL;
   }
   char why[SF_ERR_MAX];
-  int rc = sf_cluster_load_list(c, list, why, sizeof why);
+  int rc = sf_cluster_load_list(d->cluster, list, why, sizeof why);
   if (rc)
     snprintf(err, errlen, "%s: %s", path, why);
+  else
+    sf__pending_load_list(d->pending, list);
   json_decref(list);
   return rc;
 }
@@ -92,7 +95,7 @@ static int build_cluster(daemon_t *d, const sf_daemon_options_t *opt, char *err,
   if (rc == 0)
     d->cluster = sf_cluster_create(have_pol ? &pol : NULL);
   if (rc == 0 && opt->snapshot)
-    rc = load_snapshot(d->cluster, opt->snapshot, err, errlen);
+    rc = load_snapshot(d, opt->snapshot, err, errlen);
   if (have_pol)
     sf_policy_dispose(&pol);
   return rc;
@@ -109,9 +112,8 @@ static void on_drained(sf_extender_t *x, void *arg)
 static void on_signal(uv_signal_t *s, int signum)
 {
   daemon_t *d = s->data;
+  /* The handlers stay until drained, so a second signal cannot kill a draining daemon. */
   sf_log_info("signal received, draining", "signal=%s", signum == SIGTERM ? "SIGTERM" : "SIGINT");
-  uv_signal_stop(&d->sigterm);
-  uv_signal_stop(&d->sigint);
   sf_extender_drain(d->ext, on_drained, d);
 }
 
@@ -138,7 +140,7 @@ static void log_state(const daemon_t *d, const sf_daemon_options_t *opt)
 
 int sf_daemon_run(const sf_daemon_options_t *opt)
 {
-  daemon_t d = {0};
+  daemon_t d = {.pending = json_object()};
   char err[512];
   int rc = build_cluster(&d, opt, err, sizeof err);
   signal(SIGPIPE, SIG_IGN);
@@ -149,6 +151,7 @@ int sf_daemon_run(const sf_daemon_options_t *opt)
     sf_log_error("cannot start", "reason=\"%s\"", err);
     goto done;
   }
+  d.ext->pending = d.pending;
   /* A snapshot is whole once loaded; a live source would set this after its first sync. */
   sf_extender_set_ready(d.ext, true);
   watch_signals(&d);
@@ -160,5 +163,6 @@ done:
   uv_run(&d.loop, UV_RUN_DEFAULT);
   uv_loop_close(&d.loop);
   sf_cluster_destroy(d.cluster);
+  json_decref(d.pending);
   return rc ? 1 : 0;
 }

@@ -46,6 +46,7 @@ typedef struct {
   bool cache_mode;           /* NodeNames given (nodeCacheCapable); else Nodes */
   const char **names;        /* n names (owned array, strings borrowed from root) */
   json_t **items;            /* non-cache mode: the n Node objects (owned array, borrowed items) */
+  char *arena;               /* owned: the names' text when decoded without jansson */
   size_t n;
 } sf__args_t;
 
@@ -97,6 +98,20 @@ void sf__metrics_requests(sf__buf_t *b, const sf__verb_stats_t *st, size_t n);
 /** Index sizes, per-node and cluster device allocation and fragmentation. */
 void sf__metrics_cluster(sf__buf_t *b, sf_cluster_t *c, sf_packer_t *pk);
 
+/* ---- pending claims (pending.c): a JSON object "ns/name" -> creation time ---- */
+
+/** Seconds since the epoch of an RFC 3339 UTC time ("2026-11-30T09:00:00Z"); 0 when unreadable. */
+int64_t sf__rfc3339_seconds(const char *s);
+/** Records a ResourceClaim: pending without status.allocation, forgotten with one. */
+void sf__pending_apply(json_t *pending, const json_t *claim);
+void sf__pending_delete(json_t *pending, const json_t *claim);
+/** Replaces every claim with `items` (a relist). */
+void sf__pending_replace(json_t *pending, const json_t *items);
+/** Records the ResourceClaims of a kubectl List. */
+void sf__pending_load_list(json_t *pending, const json_t *list);
+/** Count, oldest age and an age histogram, ages taken at `now_s`. */
+void sf__metrics_pending(sf__buf_t *b, const json_t *pending, int64_t now_s);
+
 /* ---- HTTP (http.c) and handlers (service.c) ---- */
 
 typedef struct {
@@ -146,6 +161,7 @@ struct sf_extender {
   size_t nroutes;
   sf__verb_stats_t stats[SF__V_COUNT];
   sf_packer_t *packer;             /* fragmentation in /metrics */
+  const json_t *pending;           /* pending claims (borrowed from the daemon), or NULL */
   sf_verdict_t *verdicts;          /* scratch reused across requests */
   size_t nverdicts;
   uint64_t started_ns;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "ext_int.h"
 #include "slicefit/log.h"
 
@@ -111,12 +112,21 @@ static void on_metrics(sf_extender_t *x, const sf__req_t *req, sf__reply_t *rep)
   rep->ctype = "text/plain; version=0.0.4; charset=utf-8";
   sf__metrics_requests(&rep->body, x->stats, SF__V_COUNT);
   sf__metrics_cluster(&rep->body, x->cluster, x->packer);
+  if (x->pending) {
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    sf__metrics_pending(&rep->body, x->pending, (int64_t)now.tv_sec);
+  }
   sf__buf_printf(&rep->body,
                  "# HELP slicefit_ready Whether the cluster state has synced.\n"
                  "# TYPE slicefit_ready gauge\nslicefit_ready %d\n"
+                 "# HELP slicefit_http_requests_in_flight Requests received and not yet "
+                 "answered, this one excluded.\n"
+                 "# TYPE slicefit_http_requests_in_flight gauge\n"
+                 "slicefit_http_requests_in_flight %u\n"
                  "# HELP slicefit_uptime_seconds Seconds since the server started.\n"
                  "# TYPE slicefit_uptime_seconds gauge\nslicefit_uptime_seconds %.3f\n",
-                 x->ready ? 1 : 0, (double)(uv_hrtime() - x->started_ns) / 1e9);
+                 x->ready ? 1 : 0, x->inflight - 1, (double)(uv_hrtime() - x->started_ns) / 1e9);
 }
 
 static void on_debug_state(sf_extender_t *x, const sf__req_t *req, sf__reply_t *rep)
