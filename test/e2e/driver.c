@@ -66,11 +66,14 @@ static void load(drv_t *d, const char *res, json_t *items)
   json_decref(items);
 }
 
+/* The daemon's flags as manifests/deployment.yaml gives them, the kubeconfig standing in for in-cluster auth. */
 static void start_replica(drv_t *d, size_t r)
 {
-  char cm[] = "--policy-configmap=slicefit-system/slicefit-policy", kc[200];
+  char cm[] = "--policy-configmap=slicefit-system/slicefit-policy", kc[200], crt[200], key[200];
   snprintf(kc, sizeof kc, "--kubeconfig=%s", d->kubeconfig);
-  const char *args[] = {kc, cm, NULL};
+  snprintf(crt, sizeof crt, "--tls-cert-file=%s", d->cert);
+  snprintf(key, sizeof key, "--tls-private-key-file=%s", d->key);
+  const char *args[] = {kc, cm, d->tls ? crt : NULL, key, NULL};
   cr_assert_eq(e2e_slicefit_start(&d->sf[r], d->dir, args), 0);
   cr_assert_eq(e2e_slicefit_wait_ready(&d->sf[r], 15000), 0,
                "slicefit replica %zu not ready on port %u (log %s; SLICEFIT_E2E_KEEP=1 keeps it)", r, d->sf[r].port, d->sf[r].log);
@@ -87,10 +90,19 @@ static void need_daemon(void)
   cr_assert_eq(access(bin, X_OK), 0, "%s is not built", bin);
 }
 
-void drv_setup(drv_t *d, const char *const *policy, size_t nreplicas, size_t npods, uint64_t seed)
+void drv_restart(drv_t *d, size_t r)
+{
+  cr_assert_eq(e2e_slicefit_stop(&d->sf[r]), 0, "SIGTERM: slicefit did not exit 0 (log %s)",
+               d->sf[r].log);
+  start_replica(d, r);
+}
+
+void drv_setup(drv_t *d, const char *const *policy, size_t nreplicas, size_t npods, uint64_t seed,
+               unsigned flags)
 {
   need_daemon();
   memset(d, 0, sizeof *d);
+  d->tls = flags & DRV_TLS;
   d->policy = policy;
   d->nreplicas = nreplicas;
   d->npods = npods;
@@ -117,6 +129,10 @@ void drv_setup(drv_t *d, const char *const *policy, size_t nreplicas, size_t npo
   cr_assert_eq(e2e_apiserver_put(&d->api, "configmaps", cm), 0);
   json_decref(cm);
   snprintf(d->kubeconfig, sizeof d->kubeconfig, "%s/kubeconfig", d->dir);
+  if (d->tls)
+    cr_assert_eq(e2e_tls_make(d->dir, d->cert, d->key, sizeof d->cert), 0,
+                 "openssl could not make a certificate (%s/openssl.log)", d->dir);
+  e2e_http_use_ca(d->tls ? d->cert : NULL);
   cr_assert_eq(e2e_kubeconfig_write(d->kubeconfig, d->api.port, TOKEN), 0);
   for (size_t r = 0; r < nreplicas; r++)
     start_replica(d, r);

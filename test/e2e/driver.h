@@ -39,6 +39,8 @@ typedef struct {
   size_t nreplicas;
   const char *const *policy;   /* key, value, ..., NULL */
   char dir[96], kubeconfig[160];
+  bool tls;                    /* serve over TLS, as the manifests do */
+  char cert[160], key[160];
   size_t claims, allocs;       /* objects in the API server */
   unsigned share_seq;
   /* The replay's allocation measure (its mark()), for the comparison. */
@@ -53,8 +55,13 @@ typedef struct {
   char first_problem[512];
 } drv_t;
 
+#define DRV_TLS 1u   /* the replicas serve https with a certificate the driver verifies */
+
 /** Starts the fake apiserver with the cluster and policy, and `nreplicas` of bin/slicefit. */
-void drv_setup(drv_t *d, const char *const *policy, size_t nreplicas, size_t npods, uint64_t seed);
+void drv_setup(drv_t *d, const char *const *policy, size_t nreplicas, size_t npods, uint64_t seed,
+               unsigned flags);
+/** Stops replica r (it must exit 0 on SIGTERM) and starts it again; waits until it is ready. */
+void drv_restart(drv_t *d, size_t r);
 void drv_teardown(drv_t *d);
 /** Waits until every replica holds exactly the claims and allocations the API server has. */
 void drv_wait_seen(drv_t *d);

@@ -147,6 +147,10 @@ int e2e_slicefit_wait_ready(const e2e_slicefit_t *s, int deadline_ms);
 /** SIGTERM, wait (SIGKILL after 5 s); the exit status, or -1. */
 int e2e_slicefit_stop(e2e_slicefit_t *s);
 
+/** Makes a self-signed serving certificate (tls.crt, tls.key) in dir with the openssl tool; 0 or -1. */
+int e2e_tls_make(const char *dir, char *cert, char *key, size_t len);
+/** From now on this process speaks https to slicefit, verifying against `ca` (NULL: plain http). */
+void e2e_http_use_ca(const char *ca);
 /** HTTP status of GET/POST http://127.0.0.1:port/path; *body new (may be NULL). */
 long e2e_http(unsigned port, const char *method, const char *path, const char *body, char **out);
 /** GET and parse JSON (new, NULL on failure). */

@@ -236,6 +236,25 @@ void e2e_rmdir(const char *dir)
 
 /* ---- HTTP ---- */
 
+static char ca_path[PATH_MAX];   /* set: https, verified against this CA */
+
+int e2e_tls_make(const char *dir, char *cert, char *key, size_t len)
+{
+  char cmd[3 * PATH_MAX];
+  snprintf(cert, len, "%s/tls.crt", dir);
+  snprintf(key, len, "%s/tls.key", dir);
+  /* A self-signed serving certificate for the Service name and loopback, its own CA. */
+  snprintf(cmd, sizeof cmd,
+           "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 "
+           "-subj /CN=slicefit.slicefit-system.svc -addext "
+           "subjectAltName=DNS:slicefit.slicefit-system.svc,IP:127.0.0.1 "
+           "-keyout %s -out %s 2>%s/openssl.log",
+           key, cert, dir);
+  return system(cmd) == 0 ? 0 : -1;
+}
+
+void e2e_http_use_ca(const char *ca) { snprintf(ca_path, sizeof ca_path, "%s", ca ? ca : ""); }
+
 typedef struct {
   char *p;
   size_t n;
@@ -255,15 +274,42 @@ static size_t on_data(char *data, size_t size, size_t nmemb, void *ud)
   return len;
 }
 
+/*
+ * One handle per port, kept: connections are reused (keep-alive, and TLS
+ * sessions), as kube-scheduler's Go client does. A restarted replica has a
+ * new port; the oldest handle makes room.
+ */
+static CURL *handle(unsigned port)
+{
+  static struct {
+    unsigned port;
+    CURL *c;
+  } cache[8];
+  static size_t next;
+  for (size_t i = 0; i < 8; i++)
+    if (cache[i].c && cache[i].port == port) {
+      curl_easy_reset(cache[i].c);
+      return cache[i].c;
+    }
+  size_t i = next++ % 8;
+  if (cache[i].c)
+    curl_easy_cleanup(cache[i].c);
+  cache[i].port = port;
+  cache[i].c = curl_easy_init();
+  return cache[i].c;
+}
+
 long e2e_http(unsigned port, const char *method, const char *path, const char *body, char **out)
 {
   char url[256];
   sink_t b = {NULL, 0};
   long code = -1;
   struct curl_slist *hdr = curl_slist_append(NULL, "Content-Type: application/json");
-  CURL *c = curl_easy_init();
-  snprintf(url, sizeof url, "http://127.0.0.1:%u%s", port, path);
+  CURL *c = handle(port);
+  snprintf(url, sizeof url, "%s://127.0.0.1:%u%s", ca_path[0] ? "https" : "http", port, path);
   curl_easy_setopt(c, CURLOPT_URL, url);
+  if (ca_path[0])
+    curl_easy_setopt(c, CURLOPT_CAINFO, ca_path);
   curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
@@ -275,7 +321,6 @@ long e2e_http(unsigned port, const char *method, const char *path, const char *b
   }
   if (curl_easy_perform(c) == CURLE_OK)
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
-  curl_easy_cleanup(c);
   curl_slist_free_all(hdr);
   if (out)
     *out = b.p;

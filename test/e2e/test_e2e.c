@@ -135,13 +135,7 @@ static void restart_check(drv_t *d)
     expect_same(state0, other, "the two replicas' /debug/state");
     json_decref(other);
   }
-  cr_assert_eq(e2e_slicefit_stop(&d->sf[0]), 0, "SIGTERM: slicefit did not exit 0 (log %s)",
-               d->sf[0].log);
-  char kc[200];
-  snprintf(kc, sizeof kc, "--kubeconfig=%s", d->kubeconfig);
-  const char *args[] = {kc, "--policy-configmap=slicefit-system/slicefit-policy", NULL};
-  cr_assert_eq(e2e_slicefit_start(&d->sf[0], d->dir, args), 0);
-  cr_assert_eq(e2e_slicefit_wait_ready(&d->sf[0], 15000), 0, "restarted replica not ready");
+  drv_restart(d, 0);
   drv_wait_seen(d);
   json_t *state1 = drv_state_canonical(d->sf[0].port);
   json_t *ans1 = probe_answers(d, d->sf[0].port, pr, NPROBE);
@@ -191,9 +185,9 @@ static void replay_check(drv_t *d)
   cr_expect_eq(diffs, 0, "%zu pods fared differently in the replay; first: %s", diffs, first);
 }
 
-static void whole_loop(drv_t *d, const char *const *policy, uint64_t seed)
+static void whole_loop(drv_t *d, const char *const *policy, uint64_t seed, unsigned flags)
 {
-  drv_setup(d, policy, 2, NPODS, seed);
+  drv_setup(d, policy, 2, NPODS, seed, flags);
   size_t n = drv_nevents(d);
   char buf[256];
   drv_run(d, 0, n / 4, 40);
@@ -231,14 +225,15 @@ static void whole_loop(drv_t *d, const char *const *policy, uint64_t seed)
   replay_check(d);
 }
 
+/* As the manifests run it: the shipped policy, TLS with a certificate the scheduler verifies. */
 Test(e2e, loop_under_the_shipped_policy, .fini = teardown, .timeout = 120)
 {
-  whole_loop(&D, SHIPPED, SEED);
+  whole_loop(&D, SHIPPED, SEED, DRV_TLS);
 }
 
 Test(e2e, loop_under_fgd_with_a_fixed_mix, .fini = teardown, .timeout = 120)
 {
-  whole_loop(&D, FIXED_MIX, SEED + 1);
+  whole_loop(&D, FIXED_MIX, SEED + 1, 0);
 }
 
 /* The prefix method finds as many failures as the whole run of the binary reports. */
