@@ -226,18 +226,18 @@ static void whole_loop(drv_t *d, const char *const *policy, uint64_t seed, unsig
 }
 
 /* As the manifests run it: the shipped policy, TLS with a certificate the scheduler verifies. */
-Test(e2e, loop_under_the_shipped_policy, .fini = teardown, .timeout = 120)
+Test(e2e, loop_under_the_shipped_policy, .fini = teardown)
 {
   whole_loop(&D, SHIPPED, SEED, DRV_TLS);
 }
 
-Test(e2e, loop_under_fgd_with_a_fixed_mix, .fini = teardown, .timeout = 120)
+Test(e2e, loop_under_fgd_with_a_fixed_mix, .fini = teardown)
 {
   whole_loop(&D, FIXED_MIX, SEED + 1, 0);
 }
 
 /* The prefix method finds as many failures as the whole run of the binary reports. */
-Test(e2e, replay_prefixes_account_for_every_failure, .timeout = 60)
+Test(e2e, replay_prefixes_account_for_every_failure)
 {
   static drv_t d;
   memset(&d, 0, sizeof d);
