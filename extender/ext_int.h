@@ -112,6 +112,37 @@ void sf__pending_load_list(json_t *pending, const json_t *list);
 /** Count, oldest age and an age histogram, ages taken at `now_s`. */
 void sf__metrics_pending(sf__buf_t *b, const json_t *pending, int64_t now_s);
 
+/* ---- the last filter's verdicts (evcache.c) ---- */
+
+#define SF__EVKEY_MAX 512
+
+typedef struct {
+  bool valid;
+  char key[SF__EVKEY_MAX];         /* the pod: uid/resourceVersion/namespace/name */
+  uint64_t gen;                    /* the cluster generation evaluated */
+  size_t n, nfit;
+  char *arena;                     /* the names' text */
+  const char **names;
+  sf_verdict_t *v;
+  size_t vcap;
+  uint32_t *slots;                 /* name -> index + 1; 0 = empty */
+  size_t nslots;
+} sf__evcache_t;
+
+/** The cache key of a pod into key; false when the pod has no uid (not cached). */
+bool sf__evcache_key(const json_t *pod, char *key, size_t cap);
+/**
+ * Keeps `v` (n verdicts, capacity *vcap, steals it) for `names` (copied);
+ * returns the cache's previous array (new to the caller, capacity in *vcap).
+ */
+sf_verdict_t *sf__evcache_store(sf__evcache_t *ec, const char *key, uint64_t gen,
+                                const char *const *names, size_t n, sf_verdict_t *v,
+                                size_t *vcap);
+/** Fills out[i] for names[i] from the cache; false on any miss (out is then garbage). */
+bool sf__evcache_lookup(const sf__evcache_t *ec, const char *key, uint64_t gen,
+                        const char *const *names, size_t n, sf_verdict_t *out);
+void sf__evcache_dispose(sf__evcache_t *ec);
+
 /* ---- HTTP (http.c) and handlers (service.c) ---- */
 
 typedef struct {
@@ -164,6 +195,9 @@ struct sf_extender {
   const json_t *pending;           /* pending claims (borrowed from the daemon), or NULL */
   sf_verdict_t *verdicts;          /* scratch reused across requests */
   size_t nverdicts;
+  sf__evcache_t evcache;           /* the last filter's verdicts */
+  uint64_t generation;             /* bumped by sf_extender_invalidate */
+  uint64_t cache_hits, cache_misses;
   uint64_t started_ns;
 };
 

@@ -73,7 +73,7 @@ void sf__metrics_requests(sf__buf_t *b, const sf__verb_stats_t *st, size_t n)
 
 static void put_gauge(sf__buf_t *b, const char *name, const char *help, double v)
 {
-  sf__buf_printf(b, "# HELP %s %s\n# TYPE %s gauge\n%s %.17g\n", name, help, name, name, v);
+  sf__buf_printf(b, "# HELP %s %s\n# TYPE %s gauge\n%s %.10g\n", name, help, name, name, v);
 }
 
 static void put_sizes(sf__buf_t *b, sf_cluster_t *c)

@@ -25,9 +25,24 @@ void sf_extender_config_init(sf_extender_config_t *cfg)
 
 /* ---- filter and prioritize ---- */
 
-static const sf_verdict_t *evaluate(sf_extender_t *x, const sf__args_t *a, sf__reply_t *rep)
+static void ensure_scratch(sf_extender_t *x, size_t n)
 {
-  char err[SF_ERR_MAX];
+  if (n <= x->nverdicts)
+    return;
+  free(x->verdicts);
+  x->verdicts = sf_xcalloc(n, sizeof *x->verdicts);
+  x->nverdicts = n;
+}
+
+/*
+ * Verdicts for the nodes of a filter or prioritize call (NULL: every node
+ * passes with score 0). A filter's verdicts are kept for the prioritize call
+ * that follows for the same pod (evcache.c).
+ */
+static const sf_verdict_t *evaluate(sf_extender_t *x, const sf__args_t *a, bool filter,
+                                    sf__reply_t *rep)
+{
+  char err[SF_ERR_MAX], key[SF__EVKEY_MAX];
   sf_pod_plan_t *plan = NULL;
   const sf_verdict_t *v = NULL;
   int rc = sf_cluster_plan(x->cluster, a->pod, &plan, err, sizeof err);
@@ -38,16 +53,26 @@ static const sf_verdict_t *evaluate(sf_extender_t *x, const sf__args_t *a, sf__r
   /* A pod that asks nothing of the devices gets every node back without a search. */
   if (sf_pod_plan_empty(plan) || a->n == 0)
     goto done;
-  if (a->n > x->nverdicts) {
-    free(x->verdicts);
-    x->verdicts = sf_xcalloc(a->n, sizeof *x->verdicts);
-    x->nverdicts = a->n;
-  }
-  rc = sf_cluster_evaluate(x->cluster, plan, a->names, a->n, x->verdicts);
-  if (rc)
-    sf__reply_error(rep, 500, "evaluating the pod failed: %s", sf_strerror(rc));
-  else
+  ensure_scratch(x, a->n);
+  bool keyed = sf__evcache_key(a->pod, key, sizeof key);
+  if (!filter && keyed &&
+      sf__evcache_lookup(&x->evcache, key, x->generation, a->names, a->n, x->verdicts)) {
+    x->cache_hits++;
     v = x->verdicts;
+    goto done;
+  }
+  x->cache_misses += !filter;
+  rc = sf_cluster_evaluate(x->cluster, plan, a->names, a->n, x->verdicts);
+  if (rc) {
+    sf__reply_error(rep, 500, "evaluating the pod failed: %s", sf_strerror(rc));
+    goto done;
+  }
+  v = x->verdicts;
+  if (filter && keyed) {
+    x->verdicts = sf__evcache_store(&x->evcache, key, x->generation, a->names, a->n,
+                                    x->verdicts, &x->nverdicts);
+    v = x->evcache.v;
+  }
 done:
   sf_pod_plan_free(plan);
   return v;
@@ -68,7 +93,7 @@ static void on_filter(sf_extender_t *x, const sf__req_t *req, sf__reply_t *rep)
   sf__args_t a;
   if (!parse(x, req, &a, rep))
     return;
-  const sf_verdict_t *v = evaluate(x, &a, rep);
+  const sf_verdict_t *v = evaluate(x, &a, true, rep);
   if (rep->status == 200)
     sf__filter_reply(&rep->body, &a, v);
   sf__args_dispose(&a);
@@ -79,7 +104,7 @@ static void on_prioritize(sf_extender_t *x, const sf__req_t *req, sf__reply_t *r
   sf__args_t a;
   if (!parse(x, req, &a, rep))
     return;
-  const sf_verdict_t *v = evaluate(x, &a, rep);
+  const sf_verdict_t *v = evaluate(x, &a, false, rep);
   if (rep->status == 200)
     sf__prioritize_reply(&rep->body, &a, v);
   sf__args_dispose(&a);
@@ -120,13 +145,21 @@ static void on_metrics(sf_extender_t *x, const sf__req_t *req, sf__reply_t *rep)
   sf__buf_printf(&rep->body,
                  "# HELP slicefit_ready Whether the cluster state has synced.\n"
                  "# TYPE slicefit_ready gauge\nslicefit_ready %d\n"
+                 "# HELP slicefit_eval_cache_hits_total Prioritize calls answered from the "
+                 "filter's verdicts.\n# TYPE slicefit_eval_cache_hits_total counter\n"
+                 "slicefit_eval_cache_hits_total %llu\n"
+                 "# HELP slicefit_eval_cache_misses_total Prioritize calls evaluated afresh.\n"
+                 "# TYPE slicefit_eval_cache_misses_total counter\n"
+                 "slicefit_eval_cache_misses_total %llu\n"
                  "# HELP slicefit_http_requests_in_flight Requests received and not yet "
                  "answered, this one excluded.\n"
                  "# TYPE slicefit_http_requests_in_flight gauge\n"
                  "slicefit_http_requests_in_flight %u\n"
                  "# HELP slicefit_uptime_seconds Seconds since the server started.\n"
                  "# TYPE slicefit_uptime_seconds gauge\nslicefit_uptime_seconds %.3f\n",
-                 x->ready ? 1 : 0, x->inflight - 1, (double)(uv_hrtime() - x->started_ns) / 1e9);
+                 x->ready ? 1 : 0, (unsigned long long)x->cache_hits,
+                 (unsigned long long)x->cache_misses, x->inflight - 1,
+                 (double)(uv_hrtime() - x->started_ns) / 1e9);
 }
 
 static void on_debug_state(sf_extender_t *x, const sf__req_t *req, sf__reply_t *rep)
@@ -161,6 +194,7 @@ static void on_handle_closed(uv_handle_t *h)
   sf_extender_t *x = h->data;
   if (--x->nhandles == 0 && x->destroyed) {
     free(x->verdicts);
+    sf__evcache_dispose(&x->evcache);
     free(x->tls_cert);
     free(x->tls_key);
     free(x);
@@ -194,6 +228,8 @@ int sf_extender_start(uv_loop_t *loop, sf_cluster_t *cluster, const sf_extender_
 }
 
 void sf_extender_set_ready(sf_extender_t *x, bool ready) { x->ready = ready; }
+
+void sf_extender_invalidate(sf_extender_t *x) { x->generation++; }
 
 static void finish_drain(sf_extender_t *x)
 {

@@ -47,6 +47,13 @@ int sf_extender_start(uv_loop_t *loop, sf_cluster_t *cluster, const sf_extender_
 /** GET /readyz answers 200 once set (the state has synced), 503 before. */
 void sf_extender_set_ready(sf_extender_t *x, bool ready);
 
+/**
+ * Says the cluster changed (an object applied, a policy set): evaluations
+ * kept from an earlier filter call are no longer used. Whoever mutates the
+ * cluster while the extender serves must call it.
+ */
+void sf_extender_invalidate(sf_extender_t *x);
+
 /** The bound TCP port (useful with port 0). */
 uint16_t sf_extender_port(const sf_extender_t *x);
 

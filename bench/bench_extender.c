@@ -1,0 +1,344 @@
+/*
+ * bench_extender: bin/slicefit over HTTP, as kube-scheduler calls it. A
+ * benchmark, never a test: it prints figures and exits 0 whatever they are.
+ *
+ * It starts bin/slicefit on loopback on a generated cluster (by default
+ * build/cluster-5000.json, made by bench/gen-cluster.py --nodes 5000 if
+ * missing), then one client sends, over one keep-alive connection, filter
+ * then prioritize for one pod over every node name (nodeCacheCapable), back
+ * to back: the pod is tenants/agent-sandbox-7, whose pending claim asks 6Gi
+ * of a shared card. Targets (the extender issue): p99 under 2 ms per call;
+ * at least 500 pods (filter+prioritize pairs) per second; the daemon's RSS
+ * flat over the run (read from /proc before and after).
+ *
+ * usage: bench_extender [PAIRS [SNAPSHOT]]      (PAIRS default 3000)
+ *   BENCH_URL=http://127.0.0.1:8888 uses a running daemon instead (RSS then
+ *   needs BENCH_PID). BENCH_NODELIST=1 sends full Node objects (non-cache
+ *   mode). BENCH_BODIES=DIR writes the request bodies there for wrk
+ *   (docs/benchmarks.md).
+ */
+#include <curl/curl.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define POD_NS "tenants"
+#define POD_NAME "agent-sandbox-7"
+
+static double now_s(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void die(const char *what)
+{
+  fprintf(stderr, "bench_extender: %s\n", what);
+  exit(1);
+}
+
+/* The node names of the snapshot's slices, and the claim our pod owns. */
+static json_t *scan(const json_t *list, char *claim, size_t cap)
+{
+  json_t *names = json_array();
+  size_t i;
+  const json_t *it;
+  json_array_foreach(json_object_get(list, "items"), i, it) {
+    const char *kind = json_string_value(json_object_get(it, "kind"));
+    const json_t *md = json_object_get(it, "metadata");
+    if (kind && strcmp(kind, "ResourceSlice") == 0)
+      json_array_append(names, json_object_get(json_object_get(it, "spec"), "nodeName"));
+    const json_t *own = json_array_get(json_object_get(md, "ownerReferences"), 0);
+    const char *on = json_string_value(json_object_get(own, "name"));
+    if (kind && strcmp(kind, "ResourceClaim") == 0 && on && strcmp(on, POD_NAME) == 0)
+      snprintf(claim, cap, "%s", json_string_value(json_object_get(md, "name")));
+  }
+  return names;
+}
+
+/* ExtenderArgs for the pod over every node, in the mode asked. */
+static char *build_body(const char *snapshot, bool nodelist, size_t *nnodes)
+{
+  json_error_t je;
+  json_t *list = json_load_file(snapshot, 0, &je);
+  if (list == NULL)
+    die(je.text);
+  char claim[256] = "";
+  json_t *names = scan(list, claim, sizeof claim);
+  json_decref(list);
+  json_t *pod = json_load_file("test/extender/data/pod-gpu-test1.json", 0, &je);
+  if (pod == NULL || claim[0] == '\0')
+    die("no pod (run from the repository) or no claim for it in the snapshot");
+  json_t *md = json_object_get(pod, "metadata");
+  json_object_set_new(md, "namespace", json_string(POD_NS));
+  json_object_set_new(md, "name", json_string(POD_NAME));
+  json_object_set_new(json_object_get(pod, "status"), "resourceClaimStatuses",
+                      json_pack("[{s:s,s:s}]", "name", "gpu", "resourceClaimName", claim));
+  *nnodes = json_array_size(names);
+  json_t *args;
+  if (nodelist) {
+    json_t *items = json_array();
+    size_t i;
+    const json_t *n;
+    json_array_foreach(names, i, n) json_array_append_new(
+        items, json_pack("{s:{s:O,s:{s:O}},s:{},s:{}}", "metadata", "name", n, "labels",
+                         "kubernetes.io/hostname", n, "spec", "status"));
+    args = json_pack("{s:o,s:{s:{},s:o},s:n}", "Pod", pod, "Nodes", "metadata", "items", items,
+                     "NodeNames");
+    json_decref(names);
+  } else {
+    args = json_pack("{s:o,s:n,s:o}", "Pod", pod, "Nodes", "NodeNames", names);
+  }
+  char *body = json_dumps(args, JSON_COMPACT);
+  json_decref(args);
+  return body;
+}
+
+/* ---- the daemon ---- */
+
+static pid_t spawn(const char *snapshot, unsigned *port)
+{
+  const char *log = "build/bench-extender.log";
+  pid_t pid = fork();
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (freopen(log, "w", stderr) == NULL)
+      _exit(127);
+    execl("bin/slicefit", "slicefit", "--snapshot", snapshot, "--policy",
+          "extender/example-policy.json", "--listen", "127.0.0.1:0", (char *)NULL);
+    _exit(127);
+  }
+  for (int i = 0; i < 6000 && *port == 0; i++) {  /* loading 5,000 nodes takes a while */
+    struct timespec ts = {0, 10000000L};
+    nanosleep(&ts, NULL);
+    FILE *f = fopen(log, "r");
+    char line[2048];
+    while (f && fgets(line, sizeof line, f)) {
+      const char *p = strstr(line, "msg=\"serving\"");
+      if (p && strstr(p, " port="))
+        *port = (unsigned)atoi(strstr(p, " port=") + 6);
+    }
+    if (f)
+      fclose(f);
+    if (waitpid(pid, NULL, WNOHANG) == pid)
+      die("bin/slicefit exited; see build/bench-extender.log");
+  }
+  return pid;
+}
+
+/* The daemon's user+system CPU seconds (/proc/PID/stat fields 14 and 15). */
+static double cpu_s(pid_t pid)
+{
+  char path[64], buf[1024];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  FILE *f = fopen(path, "r");
+  size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+  if (f)
+    fclose(f);
+  buf[n] = '\0';
+  const char *p = strrchr(buf, ')');
+  unsigned long ut = 0, st = 0;
+  if (p == NULL || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut,
+                          &st) != 2)
+    return -1;
+  return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+static long rss_kib(pid_t pid)
+{
+  char path[64], line[256];
+  long kib = -1;
+  snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+  FILE *f = fopen(path, "r");
+  while (f && fgets(line, sizeof line, f))
+    if (strncmp(line, "VmRSS:", 6) == 0)
+      kib = atol(line + 6);
+  if (f)
+    fclose(f);
+  return kib;
+}
+
+/* ---- the client ---- */
+
+typedef struct {
+  CURL *c;
+  struct curl_slist *hdr;
+  char url[256];
+  size_t got;
+} client_t;
+
+static size_t sink(char *d, size_t sz, size_t n, void *ud)
+{
+  (void)d;
+  ((client_t *)ud)->got += sz * n;
+  return sz * n;
+}
+
+typedef struct {
+  char *p;
+  size_t len;
+} reply_t;
+
+static size_t keep(char *d, size_t sz, size_t n, void *ud)
+{
+  reply_t *r = ud;
+  r->p = realloc(r->p, r->len + sz * n + 1);
+  memcpy(r->p + r->len, d, sz * n);
+  r->len += sz * n;
+  return sz * n;
+}
+
+static double call(client_t *cl, const char *path, const char *body, size_t len)
+{
+  char url[300];
+  snprintf(url, sizeof url, "%s%s", cl->url, path);
+  curl_easy_setopt(cl->c, CURLOPT_URL, url);
+  curl_easy_setopt(cl->c, CURLOPT_POSTFIELDS, body);
+  curl_easy_setopt(cl->c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+  double t0 = now_s();
+  CURLcode rc = curl_easy_perform(cl->c);
+  double dt = now_s() - t0;
+  long status = 0;
+  curl_easy_getinfo(cl->c, CURLINFO_RESPONSE_CODE, &status);
+  if (rc != CURLE_OK || status != 200) {
+    fprintf(stderr, "bench_extender: %s: %s, HTTP %ld\n", path, curl_easy_strerror(rc), status);
+    exit(1);
+  }
+  return dt;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static void report(const char *verb, double *v, size_t n)
+{
+  qsort(v, n, sizeof *v, cmp_d);
+  printf("  %-10s p50 %7.3f ms   p99 %7.3f ms   max %7.3f ms   (%zu calls)\n", verb,
+         v[n / 2] * 1e3, v[n * 99 / 100] * 1e3, v[n - 1] * 1e3, n);
+}
+
+static void write_bodies(const char *dir, const char *body)
+{
+  char path[512];
+  snprintf(path, sizeof path, "%s/extender-args.json", dir);
+  FILE *f = fopen(path, "w");
+  if (f == NULL)
+    die("BENCH_BODIES: cannot write");
+  fputs(body, f);
+  fclose(f);
+  printf("wrote %s\n", path);
+}
+
+/* kube-scheduler sends prioritize the nodes that passed filter: build that body once. */
+static char *prioritize_body(client_t *cl, const char *body)
+{
+  reply_t r = {0};
+  curl_easy_setopt(cl->c, CURLOPT_WRITEFUNCTION, keep);
+  curl_easy_setopt(cl->c, CURLOPT_WRITEDATA, &r);
+  call(cl, "/filter", body, strlen(body));
+  curl_easy_setopt(cl->c, CURLOPT_WRITEFUNCTION, sink);
+  curl_easy_setopt(cl->c, CURLOPT_WRITEDATA, cl);
+  json_t *res = json_loadb(r.p, r.len, 0, NULL), *args = json_loads(body, 0, NULL);
+  free(r.p);
+  json_t *names = json_object_get(res, "NodeNames");
+  if (!json_is_array(names))
+    die("filter gave no NodeNames");
+  printf("  filter passes %zu nodes; prioritize is sent those\n", json_array_size(names));
+  json_object_set(args, "NodeNames", names);
+  char *out = json_dumps(args, JSON_COMPACT);
+  json_decref(res);
+  json_decref(args);
+  return out;
+}
+
+static void run(client_t *cl, const char *body, size_t pairs, pid_t pid)
+{
+  size_t len = strlen(body), warm = pairs / 10 + 10;
+  char *pbody = prioritize_body(cl, body);
+  size_t plen = strlen(pbody);
+  double *tf = calloc(pairs, sizeof *tf), *tp = calloc(pairs, sizeof *tp);
+  for (size_t i = 0; i < warm; i++) {
+    call(cl, "/filter", body, len);
+    call(cl, "/prioritize", pbody, plen);
+  }
+  long rss0 = pid > 0 ? rss_kib(pid) : -1;
+  double c0 = pid > 0 ? cpu_s(pid) : -1;
+  double t0 = now_s();
+  for (size_t i = 0; i < pairs; i++) {
+    tf[i] = call(cl, "/filter", body, len);
+    tp[i] = call(cl, "/prioritize", pbody, plen);
+  }
+  double total = now_s() - t0;
+  double c1 = pid > 0 ? cpu_s(pid) : -1;
+  long rss1 = pid > 0 ? rss_kib(pid) : -1;
+  report("filter", tf, pairs);
+  report("prioritize", tp, pairs);
+  printf("  one client: %.0f pods/s (filter+prioritize pairs), %.2f s for %zu pairs\n",
+         (double)pairs / total, total, pairs);
+  if (c0 >= 0)
+    printf("  daemon CPU: %.3f ms per pair (user+system; the machine's load does not inflate it)\n",
+           (c1 - c0) * 1e3 / (double)pairs);
+  if (rss0 > 0)
+    printf("  daemon RSS: %ld KiB after %zu warm-up pairs, %ld KiB after %zu more (%+ld KiB)\n",
+           rss0, warm, rss1, pairs, rss1 - rss0);
+  free(tf);
+  free(tp);
+  free(pbody);
+}
+
+int main(int argc, char **argv)
+{
+  size_t pairs = argc > 1 ? strtoul(argv[1], NULL, 10) : 3000;
+  const char *snapshot = argc > 2 ? argv[2] : "build/cluster-5000.json";
+  const char *url = getenv("BENCH_URL");
+  bool nodelist = getenv("BENCH_NODELIST") && strcmp(getenv("BENCH_NODELIST"), "1") == 0;
+  if (getenv("SLICEFIT_TOP") && chdir(getenv("SLICEFIT_TOP")) != 0)
+    die("cannot enter SLICEFIT_TOP");
+  if (pairs == 0)
+    die("PAIRS must be positive");
+  if (access(snapshot, R_OK) != 0 && strcmp(snapshot, "build/cluster-5000.json") == 0 &&
+      system("python3 bench/gen-cluster.py --nodes 5000 --out build/cluster-5000.json") != 0)
+    die("cannot generate build/cluster-5000.json");
+  size_t nnodes;
+  char *body = build_body(snapshot, nodelist, &nnodes);
+  if (getenv("BENCH_BODIES"))
+    write_bodies(getenv("BENCH_BODIES"), body);
+  client_t cl = {.c = curl_easy_init()};
+  pid_t pid = getenv("BENCH_PID") ? (pid_t)atoi(getenv("BENCH_PID")) : 0;
+  unsigned port = 0;
+  if (url == NULL) {
+    pid = spawn(snapshot, &port);
+    snprintf(cl.url, sizeof cl.url, "http://127.0.0.1:%u", port);
+  } else {
+    snprintf(cl.url, sizeof cl.url, "%s", url);
+  }
+  cl.hdr = curl_slist_append(curl_slist_append(NULL, "Content-Type: application/json"), "Expect:");
+  curl_easy_setopt(cl.c, CURLOPT_HTTPHEADER, cl.hdr);
+  curl_easy_setopt(cl.c, CURLOPT_WRITEFUNCTION, sink);
+  curl_easy_setopt(cl.c, CURLOPT_WRITEDATA, &cl);
+  curl_easy_setopt(cl.c, CURLOPT_TCP_NODELAY, 1L);
+  printf("bench_extender: one pod over %zu nodes (%s mode), body %zu bytes, %s\n", nnodes,
+         nodelist ? "NodeList" : "NodeNames", strlen(body), cl.url);
+  run(&cl, body, pairs, pid);
+  curl_slist_free_all(cl.hdr);
+  curl_easy_cleanup(cl.c);
+  free(body);
+  if (url == NULL) {
+    kill(pid, SIGTERM);
+    int st;
+    waitpid(pid, &st, 0);
+    printf("  daemon exit status after SIGTERM: %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+  }
+  return 0;
+}

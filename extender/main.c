@@ -1,0 +1,123 @@
+/*
+ * bin/slicefit: flags in, modules wired, sf_daemon_run does the rest.
+ * Flags follow Kubernetes components (pflag): --name=value or --name value.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "slicefit/extender.h"
+#include "slicefit/log.h"
+
+static void usage(FILE *f)
+{
+  fprintf(f,
+          "Usage: slicefit [flags]\n"
+          "\n"
+          "kube-scheduler extender that packs GPU DRA claims (POST /filter, POST /prioritize;\n"
+          "GET /healthz, /readyz, /metrics, /debug/state).\n"
+          "\n"
+          "Sources of state (without any, the example cluster " SF_DAEMON_DEFAULT_SNAPSHOT
+          "\nis loaded when run from the repository):\n"
+          "      --snapshot FILE             JSON List of ResourceSlices, ResourceClaims and\n"
+          "                                  DeviceClasses, as `kubectl get resourceslices,\n"
+          "                                  resourceclaims,deviceclasses -A -o json` prints it\n"
+          "      --policy FILE               JSON object of policy keys\n"
+          "                                  (keys and defaults: include/slicefit/policy.h)\n"
+          "\n"
+          "Serving:\n"
+          "      --listen HOST:PORT          address to serve on (default 127.0.0.1:8888)\n"
+          "      --tls-cert-file FILE        PEM certificate: serve HTTPS (enableHTTPS)\n"
+          "      --tls-private-key-file FILE PEM private key matching --tls-cert-file\n"
+          "      --max-body-bytes N          larger request bodies get 413 (default 67108864)\n"
+          "      --max-nodes N               more nodes in one request get 413 (default 100000)\n"
+          "      --connection-timeout SECS   close idle or stalled connections (default 30)\n"
+          "      --max-connections N         concurrent connections (default 1024)\n"
+          "      --drain-timeout SECS        on SIGTERM, time for in-flight requests (default 5)\n"
+          "\n"
+          "  -v, --v N                       log verbosity: 0 info, 4 debug (default 0)\n"
+          "  -h, --help                      this help\n");
+}
+
+/* Matches --name=value or --name value; *i advances past what was used. */
+static const char *flag(int argc, char **argv, int *i, const char *name)
+{
+  const char *a = argv[*i];
+  size_t n = strlen(name);
+  if (strncmp(a, "--", 2) != 0 || strncmp(a + 2, name, n) != 0)
+    return NULL;
+  if (a[2 + n] == '=')
+    return a + 3 + n;
+  if (a[2 + n] != '\0')
+    return NULL;
+  if (*i + 1 >= argc) {
+    fprintf(stderr, "slicefit: flag --%s needs a value\n", name);
+    exit(2);
+  }
+  return argv[++*i];
+}
+
+static unsigned long number(const char *name, const char *v)
+{
+  char *end;
+  unsigned long n = strtoul(v, &end, 10);
+  if (*v == '\0' || *v == '-' || (*end != '\0' && strcmp(end, "s") != 0)) {
+    fprintf(stderr, "slicefit: --%s %s: expected a non-negative number\n", name, v);
+    exit(2);
+  }
+  return n;
+}
+
+static bool parse_one(int argc, char **argv, int *i, sf_daemon_options_t *o)
+{
+  const char *v;
+  sf_extender_config_t *h = &o->http;
+  if ((v = flag(argc, argv, i, "listen"))) h->listen = v;
+  else if ((v = flag(argc, argv, i, "snapshot"))) o->snapshot = v;
+  else if ((v = flag(argc, argv, i, "policy"))) o->policy = v;
+  else if ((v = flag(argc, argv, i, "tls-cert-file"))) h->tls_cert_file = v;
+  else if ((v = flag(argc, argv, i, "tls-private-key-file"))) h->tls_key_file = v;
+  else if ((v = flag(argc, argv, i, "max-body-bytes")))
+    h->max_body_bytes = number("max-body-bytes", v);
+  else if ((v = flag(argc, argv, i, "max-nodes"))) h->max_nodes = number("max-nodes", v);
+  else if ((v = flag(argc, argv, i, "connection-timeout")))
+    h->conn_timeout_s = (unsigned)number("connection-timeout", v);
+  else if ((v = flag(argc, argv, i, "max-connections")))
+    h->max_connections = (unsigned)number("max-connections", v);
+  else if ((v = flag(argc, argv, i, "drain-timeout")))
+    h->drain_timeout_ms = (unsigned)number("drain-timeout", v) * 1000u;
+  else if ((v = flag(argc, argv, i, "v")))
+    sf_log_set_verbosity((int)number("v", v));
+  else
+    return false;
+  return true;
+}
+
+int main(int argc, char **argv)
+{
+  sf_daemon_options_t o = {0};
+  sf_extender_config_init(&o.http);
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+      usage(stdout);
+      return 0;
+    }
+    if (strcmp(argv[i], "-v") == 0 && i + 1 < argc) {
+      sf_log_set_verbosity((int)number("v", argv[++i]));
+      continue;
+    }
+    if (!parse_one(argc, argv, &i, &o)) {
+      fprintf(stderr, "slicefit: unknown flag %s (see --help)\n", argv[i]);
+      return 2;
+    }
+  }
+  if (o.snapshot == NULL && o.kubeconfig == NULL) {
+    if (access(SF_DAEMON_DEFAULT_SNAPSHOT, R_OK) != 0) {
+      fprintf(stderr, "slicefit: no source of state: give --snapshot FILE (or run from the "
+                      "repository to use " SF_DAEMON_DEFAULT_SNAPSHOT ")\n");
+      return 2;
+    }
+    o.snapshot = SF_DAEMON_DEFAULT_SNAPSHOT;
+  }
+  return sf_daemon_run(&o);
+}

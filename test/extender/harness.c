@@ -1,0 +1,285 @@
+/* The integration-test harness (see harness.h). */
+#include "harness.h"
+#include <arpa/inet.h>
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <stdint.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+const char *sfx_path(const char *rel)
+{
+  static char buf[1024];
+  const char *top = getenv("SLICEFIT_TOP");
+  snprintf(buf, sizeof buf, "%s/%s", top ? top : ".", rel);
+  return buf;
+}
+
+char *sfx_log(const sfx_t *s)
+{
+  FILE *f = fopen(s->log_path, "rb");
+  if (f == NULL)
+    return strdup("");
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *buf = calloc(1, (size_t)n + 1);
+  size_t got = fread(buf, 1, (size_t)n, f);
+  buf[got] = '\0';
+  fclose(f);
+  return buf;
+}
+
+int sfx_log_count(const sfx_t *s, const char *needle)
+{
+  char *log = sfx_log(s);
+  int n = 0;
+  for (const char *p = log; (p = strstr(p, needle)) != NULL; p += strlen(needle))
+    n++;
+  free(log);
+  return n;
+}
+
+static void sleep_ms(long ms)
+{
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+/* Waits for the "serving" line and takes the port from it. */
+static void wait_serving(sfx_t *s)
+{
+  for (int i = 0; i < 1000; i++) {
+    char *log = sfx_log(s);
+    const char *p = strstr(log, "msg=\"serving\"");
+    const char *q = p ? strstr(p, " port=") : NULL;
+    if (q)
+      s->port = (unsigned)atoi(q + 6);
+    free(log);
+    if (s->port)
+      return;
+    int st;
+    if (waitpid(s->pid, &st, WNOHANG) == s->pid) {
+      char *l = sfx_log(s);
+      cr_assert_fail("bin/slicefit exited before serving: %s", l);
+    }
+    sleep_ms(10);
+  }
+  cr_assert_fail("bin/slicefit did not start serving in 10 s");
+}
+
+void sfx_start(sfx_t *s, const char *const *args)
+{
+  memset(s, 0, sizeof *s);
+  strcpy(s->dir, "/tmp/sfx-XXXXXX");
+  cr_assert_not_null(mkdtemp(s->dir));
+  snprintf(s->log_path, sizeof s->log_path, "%s/log.txt", s->dir);
+  const char *argv[40] = {sfx_path("bin/slicefit")};
+  argv[0] = strdup(argv[0]);
+  size_t n = 1;
+  argv[n++] = "--listen";
+  argv[n++] = "127.0.0.1:0";
+  for (size_t i = 0; args && args[i] && n < 38; i++) {
+    argv[n++] = args[i];
+    s->tls |= strcmp(args[i], "--tls-cert-file") == 0;
+  }
+  s->pid = fork();
+  cr_assert(s->pid >= 0);
+  if (s->pid == 0) {
+    /* The daemon dies with the test process, even when an assertion ends the test early. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    int fd = open(s->log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    execv(argv[0], (char *const *)(uintptr_t)argv);
+    _exit(127);
+  }
+  wait_serving(s);
+  s->curl = curl_easy_init();
+}
+
+void sfx_start_example(sfx_t *s, const char *const *extra)
+{
+  const char *args[32] = {"--snapshot", NULL, "--policy", NULL};
+  args[1] = strdup(sfx_path("extender/example-cluster.json"));
+  args[3] = strdup(sfx_path("extender/example-policy.json"));
+  size_t n = 4;
+  for (size_t i = 0; extra && extra[i] && n < 31; i++)
+    args[n++] = extra[i];
+  sfx_start(s, args);
+}
+
+void sfx_cleanup(sfx_t *s)
+{
+  unlink(s->log_path);
+  rmdir(s->dir);
+}
+
+static int cleaned(sfx_t *s, int status)
+{
+  if (status == 0)
+    sfx_cleanup(s);
+  return status;
+}
+
+int sfx_stop(sfx_t *s)
+{
+  if (s->curl)
+    curl_easy_cleanup(s->curl);
+  s->curl = NULL;
+  int st = 0;
+  kill(s->pid, SIGTERM);
+  for (int i = 0; i < 1000 && waitpid(s->pid, &st, WNOHANG) == 0; i++)
+    sleep_ms(10);
+  if (waitpid(s->pid, &st, WNOHANG) == 0) {
+    kill(s->pid, SIGKILL);
+    waitpid(s->pid, &st, 0);
+    return -1;
+  }
+  return cleaned(s, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+}
+
+int sfx_wait(sfx_t *s)
+{
+  if (s->curl)
+    curl_easy_cleanup(s->curl);
+  s->curl = NULL;
+  int st = 0;
+  for (int i = 0; i < 2000; i++) {
+    if (waitpid(s->pid, &st, WNOHANG) == s->pid)
+      return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    sleep_ms(10);
+  }
+  kill(s->pid, SIGKILL);
+  waitpid(s->pid, &st, 0);
+  return -1;
+}
+
+static size_t on_body(char *data, size_t size, size_t n, void *ud)
+{
+  sfx_reply_t *r = ud;
+  r->body = realloc(r->body, r->len + size * n + 1);
+  memcpy(r->body + r->len, data, size * n);
+  r->len += size * n;
+  r->body[r->len] = '\0';
+  return size * n;
+}
+
+static size_t on_header(char *data, size_t size, size_t n, void *ud)
+{
+  sfx_reply_t *r = ud;
+  size_t len = size * n;
+  char line[256];
+  snprintf(line, sizeof line, "%.*s", (int)(len < 255 ? len : 255), data);
+  line[strcspn(line, "\r\n")] = '\0';
+  if (strncasecmp(line, "Content-Type: ", 14) == 0)
+    snprintf(r->ctype, sizeof r->ctype, "%.127s", line + 14);
+  if (strncasecmp(line, "Allow: ", 7) == 0)
+    snprintf(r->allow, sizeof r->allow, "%.31s", line + 7);
+  return len;
+}
+
+void sfx_request(sfx_t *s, const char *method, const char *path, const char *body, size_t len,
+                 sfx_reply_t *r)
+{
+  char url[256];
+  memset(r, 0, sizeof *r);
+  r->body = calloc(1, 1);
+  snprintf(url, sizeof url, "%s://127.0.0.1:%u%s", s->tls ? "https" : "http", s->port, path);
+  CURL *c = s->curl;
+  curl_easy_reset(c);
+  struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
+  h = curl_slist_append(h, "Expect:");
+  curl_easy_setopt(c, CURLOPT_URL, url);
+  curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+  if (body) {
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+  }
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
+  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
+  if (s->tls)
+    curl_easy_setopt(c, CURLOPT_CAINFO, sfx_path("test/extender/data/tls/cert.pem"));
+  CURLcode rc = curl_easy_perform(c);
+  curl_slist_free_all(h);
+  cr_assert_eq(rc, CURLE_OK, "%s %s: %s", method, path, curl_easy_strerror(rc));
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
+}
+
+void sfx_reply_free(sfx_reply_t *r)
+{
+  free(r->body);
+  r->body = NULL;
+}
+
+json_t *sfx_post_json(sfx_t *s, const char *path, const json_t *body, long *status)
+{
+  char *text = json_dumps(body, JSON_COMPACT);
+  sfx_reply_t r;
+  sfx_request(s, "POST", path, text, strlen(text), &r);
+  free(text);
+  *status = r.status;
+  json_t *v = json_loads(r.body, 0, NULL);
+  sfx_reply_free(&r);
+  return v;
+}
+
+json_t *sfx_load(const char *rel)
+{
+  json_error_t je;
+  json_t *v = json_load_file(sfx_path(rel), 0, &je);
+  cr_assert_not_null(v, "%s: %s", rel, je.text);
+  return v;
+}
+
+json_t *sfx_args(const json_t *pod, const char *const *names, size_t n, bool cache_mode)
+{
+  json_t *arr = json_array();
+  for (size_t i = 0; i < n; i++) {
+    if (cache_mode)
+      json_array_append_new(arr, json_string(names[i]));
+    else
+      json_array_append_new(arr, json_pack("{s:{s:s,s:{s:s}},s:{},s:{}}", "metadata", "name",
+                                           names[i], "labels", "kubernetes.io/hostname",
+                                           names[i], "spec", "status"));
+  }
+  if (cache_mode)
+    return json_pack("{s:O,s:n,s:o}", "Pod", pod, "Nodes", "NodeNames", arr);
+  return json_pack("{s:O,s:{s:{},s:o},s:n}", "Pod", pod, "Nodes", "metadata", "items", arr,
+                   "NodeNames");
+}
+
+int sfx_connect(const sfx_t *s)
+{
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)s->port)};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+    close(fd);
+    fd = -1;
+  }
+  return fd;
+}
+
+void sfx_read_all(int fd, char *buf, size_t cap)
+{
+  size_t got = 0;
+  ssize_t k;
+  while (got < cap - 1 && (k = read(fd, buf + got, cap - 1 - got)) > 0)
+    got += (size_t)k;
+  buf[got] = '\0';
+  close(fd);
+}

@@ -1,0 +1,69 @@
+/*
+ * Integration-test harness: starts bin/slicefit on a free loopback port
+ * (--listen 127.0.0.1:0; the port is read from its "serving" log line),
+ * talks to it over keep-alive libcurl connections, and stops it.
+ */
+#ifndef SLICEFIT_TEST_EXTENDER_HARNESS_H
+#define SLICEFIT_TEST_EXTENDER_HARNESS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+#include <curl/curl.h>
+#include <jansson.h>
+
+typedef struct {
+  pid_t pid;
+  unsigned port;
+  bool tls;
+  char dir[64];          /* temporary folder: log.txt */
+  char log_path[128];
+  CURL *curl;            /* one keep-alive connection */
+} sfx_t;
+
+typedef struct {
+  long status;
+  char *body;            /* NUL-terminated */
+  size_t len;
+  char ctype[128];
+  char allow[32];
+} sfx_reply_t;
+
+/** $SLICEFIT_TOP/rel (static buffer, one at a time). */
+const char *sfx_path(const char *rel);
+
+/** Starts bin/slicefit with `args` (NULL-terminated) plus --listen; fails the test on error. */
+void sfx_start(sfx_t *s, const char *const *args);
+/** As sfx_start with the example cluster and its policy. */
+void sfx_start_example(sfx_t *s, const char *const *extra);
+/** Sends SIGTERM, waits, returns the exit status (or -1 if killed by a signal). */
+int sfx_stop(sfx_t *s);
+
+/** Waits (up to 20 s) for the process to exit by itself; its exit status, or -1. Keeps the log. */
+int sfx_wait(sfx_t *s);
+
+/** Removes the temporary folder and its log. */
+void sfx_cleanup(sfx_t *s);
+
+/** One request on the keep-alive connection; body may be NULL (GET). */
+void sfx_request(sfx_t *s, const char *method, const char *path, const char *body, size_t len,
+                 sfx_reply_t *r);
+void sfx_reply_free(sfx_reply_t *r);
+/** POST of a JSON value (serialised compactly); the reply body parsed (NULL when not JSON). */
+json_t *sfx_post_json(sfx_t *s, const char *path, const json_t *body, long *status);
+
+/** The whole log so far (new string). */
+char *sfx_log(const sfx_t *s);
+/** Occurrences of `needle` in the log. */
+int sfx_log_count(const sfx_t *s, const char *needle);
+
+/** Loads a JSON file relative to the top (fails the test on error). */
+json_t *sfx_load(const char *rel);
+/** ExtenderArgs for `pod` over `names`: NodeNames (cache mode) or a NodeList of minimal Nodes. */
+json_t *sfx_args(const json_t *pod, const char *const *names, size_t n, bool cache_mode);
+/** Reads until the server closes (or buf is full), NUL-terminates, closes fd. */
+void sfx_read_all(int fd, char *buf, size_t cap);
+/** A raw TCP connection to the server (for stalled and slow clients); -1 on error. */
+int sfx_connect(const sfx_t *s);
+
+#endif

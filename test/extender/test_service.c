@@ -1,0 +1,247 @@
+/*
+ * The daemon around the verbs: health, readiness, metrics, the debug view,
+ * TLS, flags, start-up errors and the SIGTERM drain.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "cases.h"
+#include "harness.h"
+
+TestSuite(service, .timeout = 60);
+
+static void get(sfx_t *s, const char *path, sfx_reply_t *r, long status)
+{
+  sfx_request(s, "GET", path, NULL, 0, r);
+  cr_assert_eq(r->status, status, "GET %s: %ld %s", path, r->status, r->body);
+}
+
+static void filter_once(sfx_t *s)
+{
+  json_t *pod = sfx_pod("pod-gpu-test1.json", "tenants", "agent-sandbox-7");
+  json_t *args = sfx_args(pod, sfx_nodes, SFX_NNODES, true);
+  long status;
+  json_t *res = sfx_post_json(s, "/filter", args, &status);
+  cr_assert_eq(status, 200);
+  json_decref(res);
+  json_decref(args);
+  json_decref(pod);
+}
+
+Test(service, health_and_readiness)
+{
+  sfx_t s;
+  sfx_start_example(&s, NULL);
+  sfx_reply_t r;
+  get(&s, "/healthz", &r, 200);
+  cr_assert_str_eq(r.body, "ok\n");
+  sfx_reply_free(&r);
+  get(&s, "/readyz", &r, 200);
+  cr_assert_str_eq(r.body, "{\"ready\":true}\n");
+  sfx_reply_free(&r);
+  cr_assert_eq(sfx_stop(&s), 0);
+}
+
+static void expect_line(const char *text, const char *line)
+{
+  cr_assert(strstr(text, line), "metrics should have \"%s\"", line);
+}
+
+Test(service, metrics)
+{
+  sfx_t s;
+  sfx_start_example(&s, NULL);
+  filter_once(&s);
+  sfx_reply_t r;
+  get(&s, "/metrics", &r, 200);
+  cr_assert_str_eq(r.ctype, "text/plain; version=0.0.4; charset=utf-8");
+  expect_line(r.body, "\nslicefit_http_requests_total{verb=\"filter\",code=\"200\"} 1\n");
+  expect_line(r.body, "\nslicefit_http_request_duration_seconds_count{verb=\"filter\"} 1\n");
+  expect_line(r.body,
+              "\nslicefit_http_request_duration_seconds_bucket{verb=\"filter\",le=\"+Inf\"} 1\n");
+  expect_line(r.body, "\nslicefit_index_nodes 16\n");
+  expect_line(r.body, "\nslicefit_index_devices 56\n");
+  expect_line(r.body, "\nslicefit_objects{kind=\"ResourceClaim\"} 9\n");
+  expect_line(r.body, "\nslicefit_objects{kind=\"DeviceClass\"} 4\n");
+  expect_line(r.body, "\nslicefit_node_devices{node=\"h100-0\"} 8\n");
+  expect_line(r.body, "\nslicefit_node_devices_allocated{node=\"h100-0\"} 4\n");
+  expect_line(r.body, "\nslicefit_node_devices_allocated{node=\"rtx-4\"} 0.8\n");
+  expect_line(r.body, "\nslicefit_cluster_devices 56\n");
+  expect_line(r.body, "\nslicefit_claims_pending 2\n");
+  expect_line(r.body, "# TYPE slicefit_claims_pending_age_seconds histogram\n");
+  expect_line(r.body, "\nslicefit_ready 1\n");
+  sfx_reply_free(&r);
+  cr_assert_eq(sfx_stop(&s), 0);
+}
+
+Test(service, debug_state)
+{
+  sfx_t s;
+  sfx_start_example(&s, NULL);
+  sfx_reply_t r;
+  get(&s, "/debug/state", &r, 200);
+  json_t *st = json_loads(r.body, 0, NULL);
+  cr_assert(json_is_object(st), "%.200s", r.body);
+  cr_assert(strstr(r.body, "\"h100-0\""));
+  cr_assert(strstr(r.body, "island_map"));
+  json_decref(st);
+  sfx_reply_free(&r);
+  cr_assert_eq(sfx_stop(&s), 0);
+}
+
+Test(service, tls)
+{
+  sfx_t s;
+  const char *extra[] = {"--tls-cert-file", NULL, "--tls-private-key-file", NULL, NULL};
+  extra[1] = strdup(sfx_path("test/extender/data/tls/cert.pem"));
+  extra[3] = strdup(sfx_path("test/extender/data/tls/key.pem"));
+  sfx_start_example(&s, extra);
+  cr_assert(s.tls);
+  filter_once(&s);  /* verified against the test certificate */
+  sfx_reply_t r;
+  get(&s, "/healthz", &r, 200);
+  sfx_reply_free(&r);
+  /* Plain HTTP to the TLS port gets no answer. */
+  s.tls = false;
+  CURL *c = curl_easy_init();
+  char url[64];
+  snprintf(url, sizeof url, "http://127.0.0.1:%u/healthz", s.port);
+  curl_easy_setopt(c, CURLOPT_URL, url);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT, 5L);
+  cr_assert_neq(curl_easy_perform(c), CURLE_OK);
+  curl_easy_cleanup(c);
+  cr_assert_eq(sfx_stop(&s), 0);
+  free((char *)(uintptr_t)extra[1]);
+  free((char *)(uintptr_t)extra[3]);
+}
+
+/* Runs bin/slicefit with args to completion; returns its exit status and stdout+stderr. */
+static int run_cli(const char *args, char *out, size_t cap)
+{
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd, "cd '%s' && timeout 20 bin/slicefit %s 2>&1", sfx_path(""), args);
+  FILE *p = popen(cmd, "r");
+  size_t n = fread(out, 1, cap - 1, p);
+  out[n] = '\0';
+  int st = pclose(p);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+Test(service, flags)
+{
+  static char out[8192];
+  cr_assert_eq(run_cli("--help", out, sizeof out), 0);
+  const char *flags[] = {"--listen", "--snapshot", "--policy", "--tls-cert-file",
+                         "--tls-private-key-file", "--max-body-bytes", "--max-nodes",
+                         "--connection-timeout", "--drain-timeout", "--v",
+                         "extender/example-cluster.json", "127.0.0.1:8888"};
+  for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
+    cr_assert(strstr(out, flags[i]), "--help lists %s", flags[i]);
+  cr_assert_eq(run_cli("--bogus", out, sizeof out), 2);
+  cr_assert(strstr(out, "unknown flag --bogus"));
+  cr_assert_eq(run_cli("--max-nodes=-3", out, sizeof out), 2);
+  cr_assert_eq(run_cli("--listen", out, sizeof out), 2);
+}
+
+Test(service, startup_errors)
+{
+  static char out[8192];
+  cr_assert_eq(run_cli("--snapshot /nonexistent.json --listen 127.0.0.1:0", out, sizeof out), 1);
+  cr_assert(strstr(out, "level=error msg=\"cannot start\""), "%s", out);
+  cr_assert(strstr(out, "/nonexistent.json"));
+  cr_assert_eq(run_cli("--snapshot test/extender/data/pod-no-gpu.json --listen 127.0.0.1:0", out,
+                       sizeof out),
+               1);
+  cr_assert_eq(run_cli("--policy test/extender/data/pod-no-gpu.json --listen 127.0.0.1:0", out,
+                       sizeof out),
+               1);
+  cr_assert(strstr(out, "cannot start"));
+  cr_assert_eq(run_cli("--listen nowhere", out, sizeof out), 1);
+  cr_assert(strstr(out, "HOST:PORT"));
+  cr_assert_eq(run_cli("--tls-cert-file test/extender/data/tls/cert.pem --listen 127.0.0.1:0",
+                       out, sizeof out),
+               1);
+  /* A port in use. */
+  sfx_t s;
+  sfx_start_example(&s, NULL);
+  char args[128];
+  snprintf(args, sizeof args, "--listen 127.0.0.1:%u", s.port);
+  cr_assert_eq(run_cli(args, out, sizeof out), 1);
+  cr_assert(strstr(out, "cannot listen"), "%s", out);
+  cr_assert_eq(sfx_stop(&s), 0);
+}
+
+static void wait_log(const sfx_t *s, const char *needle)
+{
+  for (int i = 0; i < 1000 && sfx_log_count(s, needle) == 0; i++) {
+    struct timespec ts = {0, 10000000L};
+    nanosleep(&ts, NULL);
+  }
+  cr_assert_gt(sfx_log_count(s, needle), 0, "log should have %s", needle);
+}
+
+static int in_flight(sfx_t *s)
+{
+  sfx_reply_t r;
+  get(s, "/metrics", &r, 200);
+  const char *p = strstr(r.body, "\nslicefit_http_requests_in_flight ");
+  int n = p ? atoi(p + 34) : -1;
+  sfx_reply_free(&r);
+  return n;
+}
+
+Test(service, sigterm_drains_in_flight_requests)
+{
+  sfx_t s;
+  sfx_start_example(&s, NULL);
+  json_t *pod = sfx_pod("pod-gpu-test1.json", "tenants", "agent-sandbox-7");
+  json_t *args = sfx_args(pod, sfx_nodes, SFX_NNODES, true);
+  char *body = json_dumps(args, JSON_COMPACT);
+  size_t len = strlen(body), half = len / 2;
+  char head[256];
+  snprintf(head, sizeof head, "POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: %zu\r\n\r\n",
+           len);
+  /* An in-flight request: headers and half the body... */
+  int fd = sfx_connect(&s);
+  cr_assert(write(fd, head, strlen(head)) > 0);
+  cr_assert(write(fd, body, half) == (ssize_t)half);
+  for (int i = 0; i < 500 && in_flight(&s) != 1; i++)
+    nanosleep(&(struct timespec){0, 10000000L}, NULL);
+  cr_assert_eq(in_flight(&s), 1);
+  /* ... then SIGTERM, with the harness's keep-alive connection left idle. */
+  kill(s.pid, SIGTERM);
+  wait_log(&s, "msg=\"draining\"");
+  cr_assert_eq(sfx_connect(&s), -1, "no new connections once draining");
+  cr_assert(write(fd, body + half, len - half) == (ssize_t)(len - half));
+  char reply[8192];
+  sfx_read_all(fd, reply, sizeof reply);
+  cr_assert(strncmp(reply, "HTTP/1.1 200 OK\r\n", 17) == 0, "%s", reply);
+  cr_assert(strstr(reply, "Connection: close\r\n"));
+  cr_assert(strstr(reply, "\"NodeNames\":[") && strstr(reply, "\"rtx-0\""));
+  cr_assert_eq(sfx_wait(&s), 0);
+  cr_assert_eq(sfx_log_count(&s, "msg=\"drained\" inflight=0"), 1);
+  sfx_cleanup(&s);
+  free(body);
+  json_decref(args);
+  json_decref(pod);
+}
+
+Test(service, sigterm_when_idle_exits_at_once)
+{
+  sfx_t s;
+  sfx_start_example(&s, NULL);
+  filter_once(&s);  /* the keep-alive connection stays open and idle */
+  kill(s.pid, SIGTERM);
+  cr_assert_eq(sfx_wait(&s), 0);
+  cr_assert_eq(sfx_log_count(&s, "msg=\"drained\" inflight=0"), 1);
+  cr_assert_eq(sfx_log_count(&s, "msg=\"stopped\""), 1);
+  sfx_cleanup(&s);
+}
