@@ -88,6 +88,18 @@ static void need_daemon(void)
   if (access(bin, X_OK) != 0 && access(main_c, R_OK) != 0)
     cr_skip_test("no bin/slicefit: extender/main.c is not in this tree yet");
   cr_assert_eq(access(bin, X_OK), 0, "%s is not built", bin);
+  /* The flags the manifests run it with; without them there is no live source to watch. */
+  char cmd[600], *help = NULL;
+  size_t len = 0;
+  snprintf(cmd, sizeof cmd, "%s --help 2>&1", bin);
+  FILE *p = popen(cmd, "r");
+  cr_assert_not_null(p);
+  getdelim(&help, &len, '\0', p);
+  pclose(p);
+  bool ok = help && strstr(help, "--kubeconfig") && strstr(help, "--policy-configmap");
+  free(help);
+  cr_assert(ok, "bin/slicefit --help lists no --kubeconfig or --policy-configmap: the daemon "
+                "cannot watch an API server yet (extender/main.c, extender/daemon.c)");
 }
 
 void drv_restart(drv_t *d, size_t r)
