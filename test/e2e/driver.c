@@ -283,9 +283,13 @@ static const char *prioritize(drv_t *d, const e2e_pod_t *p, json_t *names)
 
 /* ---- arrivals and departures ---- */
 
-static int64_t share_milli(const e2e_pod_t *p)
+/* A pod's share of whole GPUs in milli-GPUs, rounded as the replay rounds it. */
+static int64_t share_milli(const drv_t *d, const e2e_pod_t *p)
 {
-  return p->shape == E2E_SHARE ? 200 : p->shape == E2E_PAIR ? 2000 : 1000;
+  if (p->shape != E2E_SHARE)
+    return p->shape == E2E_PAIR ? 2000 : 1000;
+  const e2e_dev_t *card = &d->cl.nodes[d->cl.nnodes - 1].devs[0];
+  return (int64_t)((double)e2e_round(card, p->share) * 1000.0 / (double)card->mem + 0.5);
 }
 
 static void mark(drv_t *d)
@@ -311,7 +315,7 @@ static void reserve(drv_t *d, uint32_t i, const char *node)
   json_decref(claim);
   d->allocs++;
   d->out[i] = OUT_PLACED;
-  d->alloc_milli += share_milli(p);
+  d->alloc_milli += share_milli(d, p);
   drv_check_books(d);
 }
 
@@ -351,16 +355,28 @@ static void schedule(drv_t *d, uint32_t i)
   json_decref(feasible);
 }
 
-static void arrive(drv_t *d, uint32_t i)
+static void create_claim(drv_t *d, uint32_t i)
 {
   json_t *claim = e2e_claim_json(&d->pods[i]);
   cr_assert_eq(e2e_apiserver_put(&d->api, "resourceclaims", claim), 0);
   json_decref(claim);
   d->claims++;
   drv_wait_seen(d);
+}
+
+void drv_place(drv_t *d, uint32_t i, const char *node)
+{
+  create_claim(d, i);
+  reserve(d, i, node);
+  drv_wait_seen(d);
+}
+
+static void arrive(drv_t *d, uint32_t i)
+{
+  create_claim(d, i);
   schedule(d, i);
   drv_wait_seen(d);
-  d->arrived_milli += share_milli(&d->pods[i]);
+  d->arrived_milli += share_milli(d, &d->pods[i]);
   mark(d);
 }
 
@@ -373,7 +389,7 @@ static void leave(drv_t *d, uint32_t i)
                                  d->pods[i].claim),
                0, "del: %s", buf);
   e2e_ffit_give(&d->cl.nodes[d->node_of[i]], &d->alloc[i]);
-  d->alloc_milli -= share_milli(&d->pods[i]);
+  d->alloc_milli -= share_milli(d, &d->pods[i]);
   d->node_of[i] = -1;   /* gone; out[i] keeps what happened */
   d->claims--;
   d->allocs--;

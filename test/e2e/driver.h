@@ -69,6 +69,8 @@ void drv_wait_seen(drv_t *d);
 void drv_run(drv_t *d, size_t first_event, size_t last_event, size_t check_every);
 /** Number of events (arrivals and departures). */
 size_t drv_nevents(const drv_t *d);
+/** Pod i's claim created and allocated on `node` by first fit, without asking the extender. */
+void drv_place(drv_t *d, uint32_t i, const char *node);
 /** No device over its limit in the driver's books, recomputed from the live allocations. */
 void drv_check_books(const drv_t *d);
 /** slicefit's /debug/state on `port` agrees with the driver's books. */

@@ -50,7 +50,7 @@ typedef struct {
   size_t nnodes;
 } e2e_cluster_t;
 
-/** The test's cluster: 2 nodes of 8 H100 (NVSwitch), 3 of 4 A100 (NVLink pairs), 7 of one shared 20Gi card. */
+/** The test's cluster: 2 nodes of 8 H100 (NVSwitch), 3 of 4 A100 (NVLink pairs), 7 of one shared 20475Mi card. */
 void e2e_cluster_make(e2e_cluster_t *c);
 /** The ResourceSlices of the cluster as kube-apiserver serves them (new JSON array). */
 json_t *e2e_cluster_slices(const e2e_cluster_t *c);
@@ -70,6 +70,7 @@ typedef struct {
   e2e_shape_t shape;
   const char *product;         /* WHOLE, PAIR: the model asked for */
   const char *model;
+  int64_t share;               /* SHARE: memory asked, bytes (4Gi, or 4000Mi that rounds to 4Gi) */
   int64_t at, until;           /* seconds; distinct times, until > at */
 } e2e_pod_t;
 

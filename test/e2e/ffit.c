@@ -49,7 +49,7 @@ static bool selected(const e2e_dev_t *d, const e2e_pod_t *p)
   return !d->shared && strcmp(d->product, p->product) == 0;
 }
 
-static int64_t request_bytes(const e2e_pod_t *p) { return p->shape == E2E_SHARE ? 4 * E2E_GI : 0; }
+static int64_t request_bytes(const e2e_pod_t *p) { return p->shape == E2E_SHARE ? p->share : 0; }
 
 /* Whether device d can serve one device of the request now; *consumed gets what it would take. */
 static bool fits(const e2e_dev_t *d, const e2e_pod_t *p, int64_t *consumed)

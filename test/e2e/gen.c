@@ -29,7 +29,7 @@ static const kind_t KINDS[] = {
     {"gpu-a100-", "NVIDIA A100 80GB PCIe", "A100", "Ampere", "8.0.0", 3, 4, 80 * E2E_GI, false},
     {"gpu-h100-", "NVIDIA H100 80GB HBM3", "H100", "Hopper", "9.0.0", 2, 8, 80 * E2E_GI, false},
     {"gpu-rtx-", "NVIDIA RTX 4000 SFF Ada Generation", "RTX4000", "Ada Lovelace", "8.9.0", 7, 1,
-     20 * E2E_GI, true},
+     20475 * E2E_MI, true},
 };
 
 void e2e_cluster_make(e2e_cluster_t *c)
@@ -47,8 +47,13 @@ void e2e_cluster_make(e2e_cluster_t *c)
         d->model = KINDS[k].model;
         d->mem = KINDS[k].mem;
         d->shared = KINDS[k].shared;
+        /*
+         * The card's real 20475 MiB, shared in whole GiB: 4 shares of 4Gi
+         * leave 4091Mi, which a 4000Mi request fits only before rounding.
+         */
         if (d->shared) {
-          d->pol_default = d->pol_max = d->mem;
+          d->pol_default = d->mem / E2E_GI * E2E_GI;
+          d->pol_max = d->mem;
           d->pol_min = d->pol_step = E2E_GI;
         }
       }
@@ -204,6 +209,8 @@ void e2e_pods_make(e2e_pod_t *pods, size_t n, uint64_t seed)
       k = &KINDS[2];
     p->product = k->product;
     p->model = k->model;
+    if (p->shape == E2E_SHARE)
+      p->share = next(&s) % 3 ? 4 * E2E_GI : 4000 * E2E_MI;
     const char *what = p->shape == E2E_SHARE ? "sandbox" : p->shape == E2E_PAIR ? "pair" : "whole";
     snprintf(p->name, sizeof p->name, "%s-%s-%03u", what, p->shape == E2E_WHOLE ? k->model : "g",
              (unsigned)(i % 1000));
@@ -226,7 +233,9 @@ json_t *e2e_claim_json(const e2e_pod_t *p)
                               "allocationMode", "ExactCount", "count",
                               p->shape == E2E_PAIR ? 2 : 1);
   if (p->shape == E2E_SHARE) {
-    json_object_set_new(exactly, "capacity", json_pack("{s:{s:s}}", "requests", "memory", "4Gi"));
+    char q[32];
+    e2e_qty(p->share, q, sizeof q);
+    json_object_set_new(exactly, "capacity", json_pack("{s:{s:s}}", "requests", "memory", q));
   } else {
     char expr[160];
     snprintf(expr, sizeof expr, "device.attributes['gpu.nvidia.com'].productName == '%s'",
@@ -271,6 +280,18 @@ int e2e_trace_write(const char *path, const e2e_cluster_t *c, const e2e_pod_t *p
   return fclose(f) == 0 ? 0 : -1;
 }
 
+/*
+ * The native trace has no requestPolicy, so a share is written as what the
+ * shared card will consume: the request rounded by the card's policy.
+ */
+static int64_t consumed_share(const e2e_cluster_t *c, const e2e_pod_t *p)
+{
+  for (size_t i = 0; i < c->nnodes; i++)
+    if (c->nodes[i].devs[0].shared)
+      return e2e_round(&c->nodes[i].devs[0], p->share);
+  abort();
+}
+
 void e2e_trace_fwrite(FILE *f, const e2e_cluster_t *c, const e2e_pod_t *pods, size_t n)
 {
   fprintf(f, "# slicefit e2e trace: the generated cluster and workload (test/e2e/gen.c)\n");
@@ -285,9 +306,14 @@ void e2e_trace_fwrite(FILE *f, const e2e_cluster_t *c, const e2e_pod_t *pods, si
   }
   for (size_t i = 0; i < n; i++) {
     const e2e_pod_t *p = &pods[i];
+    char mem[48] = "";
+    if (p->shape == E2E_SHARE) {
+      char q[32];
+      e2e_qty(consumed_share(c, p), q, sizeof q);
+      snprintf(mem, sizeof mem, "\"memory\":\"%s\",", q);
+    }
     fprintf(f, "{\"kind\":\"pod\",\"name\":\"%s\",\"at\":%" PRId64 ",\"until\":%" PRId64
                ",\"claims\":[{\"requests\":[{\"count\":%d,%s\"models\":[\"%s\"]}]}]}\n",
-            p->name, p->at, p->until, p->shape == E2E_PAIR ? 2 : 1,
-            p->shape == E2E_SHARE ? "\"memory\":\"4Gi\"," : "", p->model);
+            p->name, p->at, p->until, p->shape == E2E_PAIR ? 2 : 1, mem, p->model);
   }
 }

@@ -56,6 +56,7 @@ static void probes(e2e_pod_t *pr, size_t n)
   e2e_pods_make(pr, n, SEED ^ 0x9e37);
   for (size_t i = 0; i < n; i++) {
     pr[i].shape = (e2e_shape_t)(i % 3);
+    pr[i].share = pr[i].shape == E2E_SHARE ? 4000 * E2E_MI : 0;   /* rounds to 4Gi */
     pr[i].product = pr[i].shape == E2E_SHARE ? "NVIDIA RTX 4000 SFF Ada Generation"
                     : i % 2                  ? "NVIDIA A100 80GB PCIe"
                                              : "NVIDIA H100 80GB HBM3";
@@ -234,6 +235,43 @@ Test(e2e, loop_under_the_shipped_policy, .fini = teardown)
 Test(e2e, loop_under_fgd_with_a_fixed_mix, .fini = teardown)
 {
   whole_loop(&D, FIXED_MIX, SEED + 1, 0);
+}
+
+/*
+ * Consumable capacity is rounded before it is compared: with four 4Gi
+ * shares on a 20475Mi card, 4091Mi are left, and a 4000Mi request (4Gi
+ * once rounded by the card's requestPolicy) no longer fits there, while a
+ * 3Gi one does. slicefit's filter must say what DRA says, on every node.
+ */
+Test(e2e, filter_rounds_consumable_capacity, .fini = teardown)
+{
+  drv_t *d = &D;
+  drv_setup(d, SHIPPED, 1, 6, SEED, 0);
+  for (uint32_t i = 0; i < 4; i++) {
+    d->pods[i].shape = E2E_SHARE;
+    d->pods[i].share = 4 * E2E_GI;
+    d->pods[i].product = "NVIDIA RTX 4000 SFF Ada Generation";
+    drv_place(d, i, "gpu-rtx-0");
+  }
+  drv_check_state(d, d->sf[0].port);
+  e2e_pod_t pr[2];
+  probes(pr, 2);
+  pr[1] = pr[0];
+  pr[1].share = 3 * E2E_GI;
+  snprintf(pr[1].claim, sizeof pr[1].claim, "probe-3gi-gpu-x7k2p");
+  for (size_t i = 0; i < 2; i++) {
+    json_t *c = e2e_claim_json(&pr[i]);
+    cr_assert_eq(e2e_apiserver_put(&d->api, "resourceclaims", c), 0);
+    json_decref(c);
+    d->claims++;
+  }
+  drv_wait_seen(d);
+  json_t *ans = probe_answers(d, d->sf[0].port, pr, 2);   /* checks every node against first fit */
+  json_t *names = json_object_get(json_object_get(json_array_get(ans, 0), "filter"), "NodeNames");
+  cr_assert_eq(json_array_size(names), 6, "4000Mi: the six other cards, not gpu-rtx-0");
+  names = json_object_get(json_object_get(json_array_get(ans, 1), "filter"), "NodeNames");
+  cr_assert_eq(json_array_size(names), 7, "3Gi: every card");
+  json_decref(ans);
 }
 
 /* The prefix method finds as many failures as the whole run of the binary reports. */

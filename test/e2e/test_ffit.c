@@ -9,6 +9,7 @@ static e2e_pod_t pod(e2e_shape_t shape, const char *product)
   memset(&p, 0, sizeof p);
   p.shape = shape;
   p.product = product;
+  p.share = shape == E2E_SHARE ? 4 * E2E_GI : 0;
   snprintf(p.name, sizeof p.name, "p");
   return p;
 }
@@ -59,14 +60,21 @@ Test(ffit, shares_fill_a_card_then_stop)
   e2e_node_t *n = node_named(&c, "gpu-rtx-0");
   e2e_pod_t p = pod(E2E_SHARE, NULL);
   e2e_alloc_t a;
-  for (int i = 0; i < 5; i++) {
+  cr_assert_eq(n->devs[0].mem, 20475 * E2E_MI);
+  for (int i = 0; i < 4; i++) {
     cr_assert(e2e_ffit(n, &p, &a), "share %d", i);
     cr_assert_eq(a.n, 1);
     cr_assert_eq(a.consumed[0], 4 * E2E_GI);
     e2e_ffit_take(n, &a);
   }
   cr_assert_not(e2e_ffit(n, &p, &a));
-  cr_assert_eq(n->devs[0].used, 20 * E2E_GI);
+  cr_assert_eq(n->devs[0].used, 16 * E2E_GI);
+  /* 4091Mi are left: 4000Mi would fit as asked, but it is rounded up to 4Gi first. */
+  p.share = 4000 * E2E_MI;
+  cr_assert_eq(e2e_round(&n->devs[0], p.share), 4 * E2E_GI);
+  cr_assert_not(e2e_ffit(n, &p, &a), "4000Mi rounds to 4Gi, more than the 4091Mi left");
+  p.share = 3 * E2E_GI;
+  cr_assert(e2e_ffit(n, &p, &a));
   /* A share never lands on an exclusive card, nor a whole card on a shared one. */
   cr_assert_not(e2e_ffit(node_named(&c, "gpu-h100-0"), &p, &a));
   e2e_pod_t w = pod(E2E_WHOLE, n->devs[0].product);
@@ -123,7 +131,9 @@ Test(ffit, generated_objects_have_the_api_shape)
   json_t *dev = json_array_get(json_object_get(json_object_get(s, "spec"), "devices"), 0);
   cr_assert(json_is_true(json_object_get(dev, "allowMultipleAllocations")));
   json_t *mem = json_object_get(json_object_get(dev, "capacity"), "memory");
-  cr_assert_str_eq(json_string_value(json_object_get(mem, "value")), "20Gi");
+  cr_assert_str_eq(json_string_value(json_object_get(mem, "value")), "20475Mi");
+  cr_assert_str_eq(json_string_value(json_object_get(json_object_get(mem, "requestPolicy"), "default")),
+                   "19Gi");
   cr_assert_str_eq(json_string_value(json_object_get(
                        json_object_get(json_object_get(mem, "requestPolicy"), "validRange"), "step")),
                    "1Gi");
