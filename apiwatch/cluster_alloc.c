@@ -83,6 +83,9 @@ static bool eq_or_any(const char *want, const char *have) { return !want || !*wa
 
 void sf__rule_apply(sf_cluster_t *c, const sf_taint_rule_t *r) {
   sf_index_taint_rule_clear(c->idx, r->meta.name);
+  /* A taint on devices slicefit cannot pick out is left off: a wrong taint would turn a
+   * node down for sure, a missing one only lets the in-tree plugin decide. */
+  if (r->by_class) return;
   for (sf_dev_id d = 0; d < sf_index_dev_end(c->idx); d++) {
     if (!sf_index_dev_live(c->idx, d)) continue;
     if (!eq_or_any(r->driver, sf_index_dev_driver(c->idx, d)) ||

@@ -100,6 +100,10 @@ static void request_body(sf_cluster_t *c, sf_pod_plan_t *p, const sf_dreq_t *d,
     unsure(p, "device class %s is not known yet", d->class_name);
     return;
   }
+  if (d->admin_access) {  /* it may take devices others hold: the packer's rules do not apply */
+    unsure(p, "request %s asks for admin access", d->name);
+    return;
+  }
   if (d->mode == SF_MODE_UNKNOWN) {
     unsure(p, "request %s has allocationMode '%s'", d->name, d->mode_text);
     return;

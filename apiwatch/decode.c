@@ -426,6 +426,21 @@ static int resolve_kind(dctx_t *d, const json_t *j, sf_obj_kind_t *kind) {
   return 1;
 }
 
+/*
+ * resource.k8s.io/v1beta1 and v1alpha3 slices and claims have another shape (devices under
+ * "basic", flat requests): read as v1 they would lose their devices and requests silently.
+ */
+static int check_version(dctx_t *d, const json_t *j, sf_obj_kind_t kind) {
+  const char *v = NULL;
+  int r = sf__dstr(d, j, "apiVersion", &v);
+  if (r <= 0 || (kind != SF_OBJ_RESOURCE_SLICE && kind != SF_OBJ_RESOURCE_CLAIM &&
+                 kind != SF_OBJ_CLAIM_TEMPLATE))
+    return r;
+  if (strcmp(v, "resource.k8s.io/v1beta1") && strcmp(v, "resource.k8s.io/v1alpha3")) return 1;
+  sf__dpush(d, "apiVersion");
+  return sf__dfail(d, "%s is not supported (resource.k8s.io/v1 or v1beta2)", v);
+}
+
 int sf_decode(const json_t *j, sf_obj_kind_t kind, sf_object_t **out, char *err, size_t errlen) {
   dctx_t d = {.err = err, .errlen = errlen};
   sf_object_t *o = NULL;
@@ -437,6 +452,7 @@ int sf_decode(const json_t *j, sf_obj_kind_t kind, sf_object_t **out, char *err,
     goto out;
   }
   if ((r = resolve_kind(&d, j, &kind)) < 0) goto out;
+  if ((r = check_version(&d, j, kind)) < 0) goto out;
   o = sf_xcalloc(1, sizeof(*o));
   o->kind = kind;
   o->arena = d.a = sf__arena_create();

@@ -272,6 +272,7 @@ int sf__decode_rule(dctx_t *d, const json_t *j, sf_taint_rule_t *t) {
     if ((r = sf__dstr(d, sel, "driver", &t->driver)) < 0) return r;
     if ((r = sf__dstr(d, sel, "pool", &t->pool)) < 0) return r;
     if ((r = sf__dstr(d, sel, "device", &t->device)) < 0) return r;
+    t->by_class = json_object_get(sel, "deviceClassName") || json_object_get(sel, "selectors");
     sf__dpop(d, at2);
   }
   if ((r = sf__dobj(d, spec, "taint", &taint)) < 0) return r;

@@ -5,7 +5,9 @@
  * feed it. One owner (the libuv loop) mutates it; not thread-safe.
  *
  * Objects come in as jansson values exactly as kube-apiserver serves them
- * (resource.k8s.io/v1). Every apply is all-or-nothing: on error the cluster
+ * (resource.k8s.io/v1). The cluster keeps a reference to each object it
+ * stores and borrows its strings: do not modify an object once applied
+ * (decref it freely). Every apply is all-or-nothing: on error the cluster
  * is unchanged and `err` names the JSON path and the reason, e.g.
  * "spec.devices[3].capacity.memory.value: '12Qi' is not a quantity".
  *

@@ -133,6 +133,7 @@ typedef struct {
 typedef struct {
   sf_meta_t meta;
   const char *driver, *pool, *device;           /* NULL: any */
+  bool by_class;   /* v1alpha3 deviceClassName / selectors: not evaluated, so the rule taints nothing */
   sf_taint_t taint;
 } sf_taint_rule_t;
 

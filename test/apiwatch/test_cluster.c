@@ -182,6 +182,13 @@ Test(cluster, taint_rules) {
   cr_assert_eq(sf_cluster_delete(C, SF_KIND_UNKNOWN, rule, err, sizeof err), 0);
   cr_assert_eq(sf_index_dev_ntaints(idx, d), 0);
   json_decref(rule);
+  /* v1alpha3 selected devices by class: slicefit cannot tell which, so it taints none. */
+  rule = fx_json("{\"kind\":\"DeviceTaintRule\",\"metadata\":{\"name\":\"old\"},\"spec\":{"
+                 "\"deviceSelector\":{\"deviceClassName\":\"gpu.example.com\"},\"taint\":{\"key\":\"k\","
+                 "\"effect\":\"NoSchedule\"}}}");
+  apply(rule);
+  cr_assert_eq(sf_index_dev_ntaints(idx, d), 0);
+  json_decref(rule);
 }
 
 Test(cluster, replace_is_all_or_nothing) {
@@ -528,4 +535,82 @@ Test(cluster, constraints_reach_the_packer) {
   json_decref(pod);
   json_decref(c3);
   json_decref(c4);
+}
+
+Test(cluster, admin_access_is_unsure) {
+  load("dra-example-driver/deployments__helm__dra-example-driver__templates__deviceclass.json");
+  kind_worker();
+  json_t *l = fx_load("dra-example-driver/admin-access__admin-access.json"), *it;
+  size_t i;
+  json_t *pod = NULL;
+  json_array_foreach(json_object_get(l, "items"), i, it) {
+    const char *k = json_string_value(json_object_get(it, "kind"));
+    if (!strcmp(k, "ResourceClaimTemplate")) {
+      json_t *cl = json_pack("{s:s,s:{s:s,s:s},s:O}", "kind", "ResourceClaim", "metadata", "name",
+                             "admin-claim", "namespace",
+                             json_string_value(json_object_get(json_object_get(it, "metadata"), "namespace")),
+                             "spec", json_object_get(json_object_get(it, "spec"), "spec"));
+      apply(cl);
+      json_decref(cl);
+    }
+    if (!strcmp(k, "Pod") && !pod) pod = json_deep_copy(it);
+  }
+  cr_assert(pod);
+  json_t *st = json_pack("{s:[]}", "resourceClaimStatuses"), *rc;
+  json_array_foreach(json_object_get(json_object_get(pod, "spec"), "resourceClaims"), i, rc)
+    json_array_append_new(json_object_get(st, "resourceClaimStatuses"),
+                          json_pack("{s:O,s:s}", "name", json_object_get(rc, "name"),
+                                    "resourceClaimName", "admin-claim"));
+  json_object_set_new(pod, "status", st);
+  sf_pod_plan_t *p = plan(pod);
+  sf_verdict_t v[1];
+  const char *names[] = {"kind-worker"};
+  evaluate(p, names, 1, v);
+  cr_assert_eq(v[0].fit, SF_FIT_UNSURE);
+  cr_assert(strstr(v[0].reason, "admin access"), "%s", v[0].reason);
+  sf_pod_plan_free(p);
+  json_decref(pod);
+  json_decref(l);
+}
+
+/* One shared example-driver GPU as its chart publishes it with gpuAllowMultipleAllocations. */
+static void shared_gpu_node(void) {
+  json_t *s = fx_json(
+      "{\"kind\":\"ResourceSlice\",\"metadata\":{\"name\":\"n1-gpu\"},\"spec\":{\"driver\":\"gpu.example.com\","
+      "\"nodeName\":\"n1\",\"pool\":{\"name\":\"n1\",\"generation\":1,\"resourceSliceCount\":1},\"devices\":["
+      "{\"name\":\"gpu-0\",\"allowMultipleAllocations\":true,\"capacity\":{"
+      "\"memory\":{\"value\":\"80Gi\",\"requestPolicy\":{\"default\":\"80Gi\",\"validRange\":"
+      "{\"min\":\"1Gi\",\"step\":\"1Gi\",\"max\":\"80Gi\"}}},"
+      "\"compute\":{\"value\":\"100\",\"requestPolicy\":{\"default\":\"100\",\"validRange\":"
+      "{\"min\":\"1\",\"step\":\"1\",\"max\":\"100\"}}}}}]}}");
+  apply(s);
+  json_decref(s);
+}
+
+Test(cluster, consumable_capacity_from_the_example_driver) {
+  load("dra-example-driver/deployments__helm__dra-example-driver__templates__deviceclass.json");
+  shared_gpu_node();
+  json_t *l = fx_load("dra-example-driver/gpu-allow-multiple-allocations__gpu-allow-multiple-allocations.json");
+  cr_assert_eq(sf_cluster_load_list(C, l, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(sf_cluster_count(C, SF_KIND_RESOURCE_CLAIM), 2, "claims kept, pods and namespaces skipped");
+  const char *names[] = {"n1"};
+  sf_verdict_t v[1];
+  sf_pod_plan_t *p = plan(fx_item(l, 3));
+  evaluate(p, names, 1, v);
+  cr_assert_eq(v[0].fit, SF_FIT_YES, "16Gi and 20 compute of a free GPU: %s", v[0].reason);
+  sf_pod_plan_free(p);
+  /* Another claim already holds 70Gi of it: 16Gi no longer fits. */
+  json_t *held = fx_json(
+      "{\"kind\":\"ResourceClaim\",\"metadata\":{\"name\":\"big\",\"namespace\":\"other\"},\"status\":"
+      "{\"allocation\":{\"devices\":{\"results\":[{\"request\":\"r\",\"driver\":\"gpu.example.com\","
+      "\"pool\":\"n1\",\"device\":\"gpu-0\",\"shareID\":\"s1\",\"consumedCapacity\":{\"memory\":\"70Gi\","
+      "\"compute\":\"10\"}}]},\"nodeSelector\":{\"nodeSelectorTerms\":[{\"matchFields\":[{\"key\":"
+      "\"metadata.name\",\"operator\":\"In\",\"values\":[\"n1\"]}]}]}}}}");
+  apply(held);
+  p = plan(fx_item(l, 3));
+  evaluate(p, names, 1, v);
+  cr_assert_eq(v[0].fit, SF_FIT_NO);
+  sf_pod_plan_free(p);
+  json_decref(held);
+  json_decref(l);
 }

@@ -371,6 +371,10 @@ static const err_case_t errs[] = {
      "{\"requestMappings\":[{\"containerName\":\"c\"}]}}}",
      SF_OBJ_UNKNOWN,
      "status.extendedResourceClaimStatus.requestMappings[0].resourceName: is required"},
+    {"{\"apiVersion\":\"resource.k8s.io/v1beta1\",\"kind\":\"ResourceSlice\"}", SF_OBJ_UNKNOWN,
+     "apiVersion: resource.k8s.io/v1beta1 is not supported (resource.k8s.io/v1 or v1beta2)"},
+    {"{\"apiVersion\":7,\"kind\":\"ResourceClaim\"}", SF_OBJ_UNKNOWN,
+     "apiVersion: expected a string, got an integer"},
     {"{\"metadata\":{\"name\":\"n\",\"labels\":{\"a\":1}}}", SF_OBJ_NODE,
      "metadata.labels.a: expected a string"},
 };
