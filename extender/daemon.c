@@ -7,14 +7,19 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ext_int.h"
+#include "slicefit/apiwatch.h"
 #include "slicefit/log.h"
 
 typedef struct {
   uv_loop_t loop;
   uv_signal_t sigterm, sigint;
+  uv_timer_t sync_timer;           /* live source: follows sf_apiwatch_synced for /readyz */
   sf_cluster_t *cluster;
   json_t *pending;                 /* claims without an allocation (pending.c) */
   sf_extender_t *ext;
+  sf_kubeconfig_t kube;
+  sf_apiwatch_t *watch;            /* NULL with a snapshot */
+  sf_apiwatch_sink_t sink;
 } daemon_t;
 
 /* A policy value may be written as a JSON string, number or boolean. */
@@ -101,12 +106,99 @@ static int build_cluster(daemon_t *d, const sf_daemon_options_t *opt, char *err,
   return rc;
 }
 
+/* ---- a live cluster: apiwatch feeds the cluster through this sink ---- */
+
+static int sink_apply(void *ud, sf_kind_t kind, const json_t *obj, char *err, size_t errlen)
+{
+  daemon_t *d = ud;
+  int rc = sf_cluster_apply(d->cluster, kind, obj, err, errlen);
+  if (rc == 0 && kind == SF_KIND_RESOURCE_CLAIM)
+    sf__pending_apply(d->pending, obj);
+  sf_extender_invalidate(d->ext);
+  return rc;
+}
+
+static int sink_remove(void *ud, sf_kind_t kind, const json_t *obj, char *err, size_t errlen)
+{
+  daemon_t *d = ud;
+  int rc = sf_cluster_delete(d->cluster, kind, obj, err, errlen);
+  if (rc == 0 && kind == SF_KIND_RESOURCE_CLAIM)
+    sf__pending_delete(d->pending, obj);
+  sf_extender_invalidate(d->ext);
+  return rc;
+}
+
+static int sink_replace(void *ud, sf_kind_t kind, const json_t *items, char *err, size_t errlen)
+{
+  daemon_t *d = ud;
+  int rc = sf_cluster_replace(d->cluster, kind, items, err, errlen);
+  if (rc == 0 && kind == SF_KIND_RESOURCE_CLAIM)
+    sf__pending_replace(d->pending, items);
+  sf_extender_invalidate(d->ext);
+  return rc;
+}
+
+static void on_policy(void *ud, const sf_policy_t *pol)
+{
+  daemon_t *d = ud;
+  sf_cluster_set_policy(d->cluster, pol);
+  sf_extender_invalidate(d->ext);
+  sf_log_info("policy applied", "strategy=%s", sf_strategy_name(pol->strategy));
+}
+
+static void on_sync_tick(uv_timer_t *t)
+{
+  daemon_t *d = t->data;
+  bool synced = sf_apiwatch_synced(d->watch);
+  if (synced != d->ext->ready)
+    sf_log_info(synced ? "cluster state synced" : "cluster state stale", "ready=%s",
+                synced ? "true" : "false");
+  sf_extender_set_ready(d->ext, synced);
+}
+
+static int load_kube(daemon_t *d, const sf_daemon_options_t *opt, char *err, size_t errlen)
+{
+  if (opt->kubeconfig && *opt->kubeconfig)
+    return sf_kubeconfig_load(&d->kube, opt->kubeconfig, err, errlen);
+  return sf_kubeconfig_incluster(&d->kube, NULL, err, errlen);
+}
+
+static int start_watch(daemon_t *d, const sf_daemon_options_t *opt, char *err, size_t errlen)
+{
+  static const sf_apiwatch_sink_t sink = {sink_apply, sink_remove, sink_replace, NULL};
+  int rc = load_kube(d, opt, err, errlen);
+  if (rc)
+    return rc;
+  d->sink = sink;
+  d->sink.ud = d;
+  sf_apiwatch_opts_t o = {.kube = d->kube, .policy_configmap = opt->policy_configmap,
+                          .policy_cb = on_policy, .policy_ud = d, .sink = &d->sink};
+  d->watch = sf_apiwatch_create(&d->loop, d->cluster, &o, err, errlen);
+  if (d->watch == NULL || sf_apiwatch_start(d->watch) != 0)
+    return SF_EINVAL;
+  uv_timer_init(&d->loop, &d->sync_timer);
+  d->sync_timer.data = d;
+  uv_timer_start(&d->sync_timer, on_sync_tick, 100, 250);
+  return 0;
+}
+
+static void on_watch_stopped(void *ud)
+{
+  daemon_t *d = ud;
+  uv_close((uv_handle_t *)&d->sigterm, NULL);
+  uv_close((uv_handle_t *)&d->sigint, NULL);
+}
+
 static void on_drained(sf_extender_t *x, void *arg)
 {
   (void)x;
   daemon_t *d = arg;
-  uv_close((uv_handle_t *)&d->sigterm, NULL);
-  uv_close((uv_handle_t *)&d->sigint, NULL);
+  if (d->watch) {
+    uv_close((uv_handle_t *)&d->sync_timer, NULL);
+    sf_apiwatch_stop(d->watch, on_watch_stopped, d);
+  } else {
+    on_watch_stopped(d);
+  }
 }
 
 static void on_signal(uv_signal_t *s, int signum)
@@ -129,10 +221,13 @@ static void watch_signals(daemon_t *d)
 static void log_state(const daemon_t *d, const sf_daemon_options_t *opt)
 {
   const sf_index_t *idx = sf_cluster_index(d->cluster);
-  sf_log_info("serving", "listen=%s tls=%s snapshot=%s nodes=%zu allocations=%zu claims=%zu "
+  sf_log_info("serving", "listen=%s tls=%s source=%s nodes=%zu allocations=%zu claims=%zu "
               "strategy=%s port=%u",
               opt->http.listen, opt->http.tls_cert_file ? "true" : "false",
-              opt->snapshot ? opt->snapshot : "-", sf_index_node_count(idx),
+              opt->snapshot       ? opt->snapshot
+              : opt->kubeconfig   ? opt->kubeconfig
+                                  : "in-cluster",
+              sf_index_node_count(idx),
               sf_index_alloc_count(idx), sf_cluster_count(d->cluster, SF_KIND_RESOURCE_CLAIM),
               sf_strategy_name(sf_cluster_policy(d->cluster)->strategy),
               sf_extender_port(d->ext));
@@ -152,8 +247,13 @@ int sf_daemon_run(const sf_daemon_options_t *opt)
     goto done;
   }
   d.ext->pending = d.pending;
-  /* A snapshot is whole once loaded; a live source would set this after its first sync. */
-  sf_extender_set_ready(d.ext, true);
+  /* A snapshot is whole once loaded; a live source is ready once apiwatch has synced. */
+  if (opt->snapshot)
+    sf_extender_set_ready(d.ext, true);
+  else if ((rc = start_watch(&d, opt, err, sizeof err)) != 0) {
+    sf_log_error("cannot start", "reason=\"%s\"", err);
+    goto done;
+  }
   watch_signals(&d);
   log_state(&d, opt);
   uv_run(&d.loop, UV_RUN_DEFAULT);
@@ -161,6 +261,8 @@ int sf_daemon_run(const sf_daemon_options_t *opt)
 done:
   sf_extender_destroy(d.ext);
   uv_run(&d.loop, UV_RUN_DEFAULT);
+  sf_apiwatch_destroy(d.watch);
+  sf_kubeconfig_dispose(&d.kube);
   uv_loop_close(&d.loop);
   sf_cluster_destroy(d.cluster);
   json_decref(d.pending);

@@ -17,11 +17,15 @@ static void usage(FILE *f)
           "kube-scheduler extender that packs GPU DRA claims (POST /filter, POST /prioritize;\n"
           "GET /healthz, /readyz, /metrics, /debug/state).\n"
           "\n"
-          "Sources of state (without any, the example cluster " SF_DAEMON_DEFAULT_SNAPSHOT
-          "\nis loaded when run from the repository):\n"
+          "Sources of state. Without --snapshot or --kubeconfig: the in-cluster API server\n"
+          "when KUBERNETES_SERVICE_HOST is set, else the example cluster\n"
+          "  " SF_DAEMON_DEFAULT_SNAPSHOT " (when run from the repository).\n"
           "      --snapshot FILE             JSON List of ResourceSlices, ResourceClaims and\n"
           "                                  DeviceClasses, as `kubectl get resourceslices,\n"
           "                                  resourceclaims,deviceclasses -A -o json` prints it\n"
+          "      --kubeconfig FILE           watch a live cluster (ResourceSlices,\n"
+          "                                  ResourceClaims, DeviceClasses) through it\n"
+          "      --policy-configmap NS/NAME  live cluster: watch this ConfigMap for the policy\n"
           "      --policy FILE               JSON object of policy keys\n"
           "                                  (keys and defaults: include/slicefit/policy.h)\n"
           "\n"
@@ -74,7 +78,9 @@ static bool parse_one(int argc, char **argv, int *i, sf_daemon_options_t *o)
   sf_extender_config_t *h = &o->http;
   if ((v = flag(argc, argv, i, "listen"))) h->listen = v;
   else if ((v = flag(argc, argv, i, "snapshot"))) o->snapshot = v;
+  else if ((v = flag(argc, argv, i, "policy-configmap"))) o->policy_configmap = v;
   else if ((v = flag(argc, argv, i, "policy"))) o->policy = v;
+  else if ((v = flag(argc, argv, i, "kubeconfig"))) o->kubeconfig = v;
   else if ((v = flag(argc, argv, i, "tls-cert-file"))) h->tls_cert_file = v;
   else if ((v = flag(argc, argv, i, "tls-private-key-file"))) h->tls_key_file = v;
   else if ((v = flag(argc, argv, i, "max-body-bytes")))
@@ -90,6 +96,28 @@ static bool parse_one(int argc, char **argv, int *i, sf_daemon_options_t *o)
     sf_log_set_verbosity((int)number("v", v));
   else
     return false;
+  return true;
+}
+
+/* --snapshot, --kubeconfig, in-cluster, or the example cluster, in that order. */
+static bool pick_source(sf_daemon_options_t *o)
+{
+  if (o->snapshot && o->kubeconfig) {
+    fprintf(stderr, "slicefit: --snapshot and --kubeconfig are two sources of state; give one\n");
+    return false;
+  }
+  if (o->snapshot == NULL && o->kubeconfig == NULL && getenv("KUBERNETES_SERVICE_HOST") == NULL) {
+    if (access(SF_DAEMON_DEFAULT_SNAPSHOT, R_OK) != 0) {
+      fprintf(stderr, "slicefit: no source of state: give --snapshot FILE or --kubeconfig FILE "
+                      "(or run from the repository to use " SF_DAEMON_DEFAULT_SNAPSHOT ")\n");
+      return false;
+    }
+    o->snapshot = SF_DAEMON_DEFAULT_SNAPSHOT;
+  }
+  if (o->policy_configmap && o->snapshot) {
+    fprintf(stderr, "slicefit: --policy-configmap needs a live cluster, not --snapshot\n");
+    return false;
+  }
   return true;
 }
 
@@ -111,13 +139,5 @@ int main(int argc, char **argv)
       return 2;
     }
   }
-  if (o.snapshot == NULL && o.kubeconfig == NULL) {
-    if (access(SF_DAEMON_DEFAULT_SNAPSHOT, R_OK) != 0) {
-      fprintf(stderr, "slicefit: no source of state: give --snapshot FILE (or run from the "
-                      "repository to use " SF_DAEMON_DEFAULT_SNAPSHOT ")\n");
-      return 2;
-    }
-    o.snapshot = SF_DAEMON_DEFAULT_SNAPSHOT;
-  }
-  return sf_daemon_run(&o);
+  return pick_source(&o) ? sf_daemon_run(&o) : 2;
 }

@@ -49,3 +49,15 @@ bool sfx_in(const char *node, const char *const *list)
       return true;
   return false;
 }
+
+json_t *sfx_filter_pod(sfx_t *s, const char *ns, const char *name)
+{
+  json_t *pod = sfx_pod("pod-gpu-test1.json", ns, name);
+  json_t *args = sfx_args(pod, sfx_nodes, SFX_NNODES, true);
+  long status;
+  json_t *res = sfx_post_json(s, "/filter", args, &status);
+  cr_assert_eq(status, 200);
+  json_decref(args);
+  json_decref(pod);
+  return res;
+}

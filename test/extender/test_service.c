@@ -24,17 +24,7 @@ static void get(sfx_t *s, const char *path, sfx_reply_t *r, long status)
   cr_assert_eq(r->status, status, "GET %s: %ld %s", path, r->status, r->body);
 }
 
-static void filter_once(sfx_t *s)
-{
-  json_t *pod = sfx_pod("pod-gpu-test1.json", "tenants", "agent-sandbox-7");
-  json_t *args = sfx_args(pod, sfx_nodes, SFX_NNODES, true);
-  long status;
-  json_t *res = sfx_post_json(s, "/filter", args, &status);
-  cr_assert_eq(status, 200);
-  json_decref(res);
-  json_decref(args);
-  json_decref(pod);
-}
+static void filter_once(sfx_t *s) { json_decref(sfx_filter_pod(s, "tenants", "agent-sandbox-7")); }
 
 Test(service, health_and_readiness)
 {

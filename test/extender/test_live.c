@@ -1,0 +1,227 @@
+/*
+ * A live cluster: bin/slicefit --kubeconfig against test/tools' fake
+ * kube-apiserver holding the example cluster. Ready only once synced; a
+ * claim allocated through the API pins its pod at once; the policy
+ * ConfigMap changes the strategy in force.
+ */
+#include <criterion/criterion.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "cases.h"
+#include "harness.h"
+
+typedef struct {
+  pid_t pid;
+  FILE *in, *out;
+  unsigned port;
+} api_t;
+
+static void api_start(api_t *a)
+{
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 32);
+  cr_assert(n > 0);
+  exe[n] = '\0';
+  strcpy(strrchr(exe, '/') + 1, "tools/fake-apiserver");
+  int to[2], from[2];
+  cr_assert(pipe(to) == 0 && pipe(from) == 0);
+  a->pid = fork();
+  if (a->pid == 0) {
+    dup2(to[0], 0);
+    dup2(from[1], 1);
+    close(to[1]);
+    close(from[0]);
+    execl(exe, exe, (char *)NULL);
+    _exit(127);
+  }
+  close(to[0]);
+  close(from[1]);
+  a->in = fdopen(to[1], "w");
+  a->out = fdopen(from[0], "r");
+  char line[64];
+  cr_assert(fgets(line, sizeof line, a->out) && sscanf(line, "port %u", &a->port) == 1);
+}
+
+static void api_cmd(api_t *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void api_cmd(api_t *a, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  vfprintf(a->in, fmt, ap);
+  va_end(ap);
+  fputc('\n', a->in);
+  fflush(a->in);
+  char line[4096];
+  cr_assert(fgets(line, sizeof line, a->out));
+  cr_assert(strncmp(line, "ok", 2) == 0, "fake-apiserver: %s", line);
+}
+
+static void api_stop(api_t *a)
+{
+  fputs("quit\n", a->in);
+  fclose(a->in);
+  fclose(a->out);
+  waitpid(a->pid, NULL, 0);
+}
+
+/* Loads the example cluster's objects of `kind` as resource `res`. */
+static void load_kind(api_t *a, const json_t *list, const char *kind, const char *res,
+                      const char *dir)
+{
+  json_t *items = json_array();
+  size_t i;
+  json_t *it;
+  json_array_foreach(json_object_get(list, "items"), i, it) {
+    if (strcmp(json_string_value(json_object_get(it, "kind")), kind) == 0)
+      json_array_append(items, it);
+  }
+  char path[256];
+  snprintf(path, sizeof path, "%s/%s.json", dir, res);
+  cr_assert_eq(json_dump_file(items, path, 0), 0);
+  api_cmd(a, "load %s %s", res, path);
+  json_decref(items);
+}
+
+static void write_kubeconfig(const char *path, unsigned port)
+{
+  FILE *f = fopen(path, "w");
+  cr_assert_not_null(f);
+  fprintf(f,
+          "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n"
+          "    server: http://127.0.0.1:%u\nusers:\n- name: u\n  user:\n    token: t\n"
+          "contexts:\n- name: c\n  context:\n    cluster: fake\n    user: u\n"
+          "current-context: c\n",
+          port);
+  fclose(f);
+}
+
+static void remove_dir(const char *dir)
+{
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  cr_assert_eq(system(cmd), 0);
+}
+
+static void nap(void) { nanosleep(&(struct timespec){0, 20000000L}, NULL); }
+
+/* Polls GET path until its body contains `want` (10 s at most). */
+static void wait_for(sfx_t *s, const char *path, const char *want)
+{
+  for (int i = 0; i < 500; i++) {
+    sfx_reply_t r;
+    sfx_request(s, "GET", path, NULL, 0, &r);
+    bool ok = strstr(r.body, want) != NULL;
+    sfx_reply_free(&r);
+    if (ok)
+      return;
+    nap();
+  }
+  cr_assert_fail("GET %s never had %s", path, want);
+}
+
+/* The example's pending claim of tenants/agent-sandbox-7, now allocated 6Gi of rtx-2. */
+static char *allocated_claim(const json_t *list)
+{
+  size_t i;
+  json_t *it;
+  json_array_foreach(json_object_get(list, "items"), i, it) {
+    const json_t *md = json_object_get(it, "metadata");
+    const char *name = json_string_value(json_object_get(md, "name"));
+    if (strncmp(name, "agent-sandbox-7-gpu-", 20) != 0)
+      continue;
+    json_t *c = json_deep_copy(it);
+    json_object_set_new(
+        c, "status",
+        json_pack("{s:{s:{s:[{s:s,s:s,s:s,s:s,s:s,s:{s:s}}]},s:s}}", "allocation", "devices",
+                  "results", "request", "gpu", "driver", "gpu.nvidia.com", "pool", "rtx-2",
+                  "device", "gpu-0", "shareID", "5f0c2d8e-1b7a-4c3e-9a55-2d8f1e6b7c90",
+                  "consumedCapacity", "memory", "6Gi", "allocationTimestamp",
+                  "2026-12-01T00:00:00Z"));
+    char *s = json_dumps(c, JSON_COMPACT);
+    json_decref(c);
+    return s;
+  }
+  cr_assert_fail("no agent-sandbox-7 claim in the example");
+  return NULL;
+}
+
+Test(live, follows_the_api_server, .timeout = 60)
+{
+  api_t api;
+  api_start(&api);
+  char dir[] = "/tmp/sfx-live-XXXXXX", kc[64];
+  cr_assert_not_null(mkdtemp(dir));
+  json_t *list = sfx_load("extender/example-cluster.json");
+  load_kind(&api, list, "DeviceClass", "deviceclasses", dir);
+  load_kind(&api, list, "ResourceSlice", "resourceslices", dir);
+  load_kind(&api, list, "ResourceClaim", "resourceclaims", dir);
+  snprintf(kc, sizeof kc, "%s/kubeconfig", dir);
+  write_kubeconfig(kc, api.port);
+  sfx_t s;
+  const char *args[] = {"--kubeconfig", kc, "--policy-configmap", "slicefit/policy",
+                        "--policy", NULL, NULL};
+  args[5] = strdup(sfx_path("extender/example-policy.json"));
+  sfx_start(&s, args);
+  wait_for(&s, "/readyz", "\"ready\":true");
+  json_t *res = sfx_filter_pod(&s, "tenants", "agent-sandbox-7");
+  cr_assert_eq(json_array_size(json_object_get(res, "NodeNames")), 7);
+  json_decref(res);
+  /* The scheduler allocates the claim on rtx-2: the pod is pinned there from then on. */
+  char *claim = allocated_claim(list);
+  api_cmd(&api, "put resourceclaims %s", claim);
+  wait_for(&s, "/metrics", "\nslicefit_claims_pending 1\n");
+  res = sfx_filter_pod(&s, "tenants", "agent-sandbox-7");
+  cr_assert_eq(json_array_size(json_object_get(res, "NodeNames")), 1);
+  cr_assert_str_eq(json_string_value(json_array_get(json_object_get(res, "NodeNames"), 0)),
+                   "rtx-2");
+  json_decref(res);
+  wait_for(&s, "/metrics", "\nslicefit_node_devices_allocated{node=\"rtx-2\"} 0.9\n");
+  /* The policy ConfigMap switches the strategy. */
+  api_cmd(&api, "put configmaps {\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
+                "{\"namespace\":\"slicefit\",\"name\":\"policy\"},\"data\":{\"strategy\":"
+                "\"binpack\"}}");
+  wait_for(&s, "/debug/state", "binpack");
+  cr_assert_eq(sfx_stop(&s), 0);
+  api_stop(&api);
+  remove_dir(dir);
+  free(claim);
+  json_decref(list);
+  free((char *)(uintptr_t)args[5]);
+}
+
+Test(live, not_ready_until_synced, .timeout = 60)
+{
+  /* An API server that answers nothing but errors: never ready, still serving health. */
+  api_t api;
+  api_start(&api);
+  api_cmd(&api, "fail 500 1000000");
+  char dir[] = "/tmp/sfx-live-XXXXXX", kc[64];
+  cr_assert_not_null(mkdtemp(dir));
+  snprintf(kc, sizeof kc, "%s/kubeconfig", dir);
+  write_kubeconfig(kc, api.port);
+  sfx_t s;
+  const char *args[] = {"--kubeconfig", kc, NULL};
+  sfx_start(&s, args);
+  sfx_reply_t r;
+  for (int i = 0; i < 10; i++) {
+    sfx_request(&s, "GET", "/readyz", NULL, 0, &r);
+    cr_assert_eq(r.status, 503);
+    cr_assert(strstr(r.body, "not synced"), "%s", r.body);
+    sfx_reply_free(&r);
+    nap();
+  }
+  sfx_request(&s, "GET", "/healthz", NULL, 0, &r);
+  cr_assert_eq(r.status, 200);
+  sfx_reply_free(&r);
+  cr_assert_eq(sfx_stop(&s), 0);
+  api_stop(&api);
+  remove_dir(dir);
+}
