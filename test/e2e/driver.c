@@ -66,6 +66,23 @@ static void load(drv_t *d, const char *res, json_t *items)
   json_decref(items);
 }
 
+/* True when /debug/state shows every key of the driver's policy with its value. */
+static bool policy_in_force(const drv_t *d, unsigned port, char *why, size_t len)
+{
+  json_t *st = e2e_http_json(port, "GET", "/debug/state", NULL, NULL);
+  const json_t *pol = json_object_get(st, "policy");
+  bool ok = pol != NULL;
+  snprintf(why, len, "no policy in /debug/state");
+  for (size_t i = 0; ok && d->policy[i]; i += 2) {
+    const char *v = json_string_value(json_object_get(pol, d->policy[i]));
+    ok = v && strcmp(v, d->policy[i + 1]) == 0;
+    snprintf(why, len, "%s is '%s', the ConfigMap says '%s'", d->policy[i], v ? v : "(none)",
+             d->policy[i + 1]);
+  }
+  json_decref(st);
+  return ok;
+}
+
 /* The daemon's flags as manifests/deployment.yaml gives them, the kubeconfig standing in for in-cluster auth. */
 static void start_replica(drv_t *d, size_t r)
 {
@@ -77,6 +94,10 @@ static void start_replica(drv_t *d, size_t r)
   cr_assert_eq(e2e_slicefit_start(&d->sf[r], d->dir, args), 0);
   cr_assert_eq(e2e_slicefit_wait_ready(&d->sf[r], 15000), 0,
                "slicefit replica %zu not ready on port %u (log %s; SLICEFIT_E2E_KEEP=1 keeps it)", r, d->sf[r].port, d->sf[r].log);
+  /* Ready means synced, the policy ConfigMap included. */
+  char why[300];
+  cr_assert(policy_in_force(d, d->sf[r].port, why, sizeof why), "replica %zu ready, but %s", r,
+            why);
 }
 
 /* bin/slicefit exists once extender/main.c does; until then the loop has nothing to drive. */
