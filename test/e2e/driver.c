@@ -171,6 +171,15 @@ void drv_setup(drv_t *d, const char *const *policy, size_t nreplicas, size_t npo
     start_replica(d, r);
 }
 
+void drv_stop_all(drv_t *d)
+{
+  for (size_t r = 0; r < d->nreplicas; r++) {
+    int st = e2e_slicefit_stop(&d->sf[r]);
+    cr_expect_eq(st, 0, "replica %zu exited %d on SIGTERM (sanitizer report? log %s)", r, st,
+                 d->sf[r].log);
+  }
+}
+
 void drv_teardown(drv_t *d)
 {
   for (size_t r = 0; r < d->nreplicas; r++)

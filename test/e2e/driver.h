@@ -62,6 +62,8 @@ void drv_setup(drv_t *d, const char *const *policy, size_t nreplicas, size_t npo
                unsigned flags);
 /** Stops replica r (it must exit 0 on SIGTERM) and starts it again; waits until it is ready. */
 void drv_restart(drv_t *d, size_t r);
+/** SIGTERM to every replica; each must drain and exit 0 (under make check: no sanitizer report). */
+void drv_stop_all(drv_t *d);
 void drv_teardown(drv_t *d);
 /** Waits until every replica holds exactly the claims and allocations the API server has. */
 void drv_wait_seen(drv_t *d);

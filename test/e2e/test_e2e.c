@@ -223,6 +223,7 @@ static void whole_loop(drv_t *d, const char *const *policy, uint64_t seed, unsig
   /* The workload must reach saturation, or the checks above prove little. */
   cr_expect_gt(no_node, 0, "no pod ever found the cluster full");
   cr_expect_gt(placed, d->npods / 2);
+  drv_stop_all(d);
   replay_check(d);
 }
 
@@ -272,6 +273,7 @@ Test(e2e, filter_rounds_consumable_capacity, .fini = teardown)
   names = json_object_get(json_object_get(json_array_get(ans, 1), "filter"), "NodeNames");
   cr_assert_eq(json_array_size(names), 7, "3Gi: every card");
   json_decref(ans);
+  drv_stop_all(d);
 }
 
 /* The prefix method finds as many failures as the whole run of the binary reports. */
