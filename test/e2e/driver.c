@@ -67,7 +67,7 @@ static void load(drv_t *d, const char *res, json_t *items)
 }
 
 /* True when /debug/state shows every key of the driver's policy with its value. */
-static bool policy_in_force(const drv_t *d, unsigned port, char *why, size_t len)
+bool drv_policy_in_force(const drv_t *d, unsigned port, char *why, size_t len)
 {
   json_t *st = e2e_http_json(port, "GET", "/debug/state", NULL, NULL);
   const json_t *pol = json_object_get(st, "policy");
@@ -96,7 +96,7 @@ static void start_replica(drv_t *d, size_t r)
                "slicefit replica %zu not ready on port %u (log %s; SLICEFIT_E2E_KEEP=1 keeps it)", r, d->sf[r].port, d->sf[r].log);
   /* Ready means synced, the policy ConfigMap included. */
   char why[300];
-  cr_assert(policy_in_force(d, d->sf[r].port, why, sizeof why), "replica %zu ready, but %s", r,
+  cr_assert(drv_policy_in_force(d, d->sf[r].port, why, sizeof why), "replica %zu ready, but %s", r,
             why);
 }
 

@@ -276,6 +276,106 @@ Test(e2e, filter_rounds_consumable_capacity, .fini = teardown)
   drv_stop_all(d);
 }
 
+/* Polls until the file at `path` contains every one of `words`; 0, or -1 at the deadline. */
+static int log_says(const char *path, const char *const *words, int deadline_ms)
+{
+  int64_t end = e2e_now_ms() + deadline_ms;
+  do {
+    FILE *f = fopen(path, "r");
+    char *text = NULL;
+    size_t len = 0;
+    if (f && getdelim(&text, &len, '\0', f) > 0) {
+      bool all = true;
+      for (size_t i = 0; words[i]; i++)
+        all = all && strstr(text, words[i]);
+      if (all) {
+        free(text);
+        fclose(f);
+        return 0;
+      }
+    }
+    free(text);
+    if (f)
+      fclose(f);
+    e2e_sleep_ms(5);
+  } while (e2e_now_ms() < end);
+  return -1;
+}
+
+static void put_policy(drv_t *d, const char *const *kv)
+{
+  json_t *cm = e2e_policy_configmap(kv);
+  cr_assert_eq(e2e_apiserver_put(&d->api, "configmaps", cm), 0);
+  json_decref(cm);
+}
+
+/*
+ * The policy ConfigMap is hot-reloaded by every replica: max_sharers 2, a
+ * platform rule DRA cannot express, makes the filter turn away a card that
+ * already has two tenants, with a reason; a bad value is then rejected with
+ * a log line naming it, and the last good policy stays in force.
+ */
+Test(e2e, policy_hot_reload, .fini = teardown)
+{
+  static const char *const TWO[] = {"strategy", "fragmentation", "device_choice", "first-fit",
+                                    "island_map", "H100=8,gpu-a100-:A100=2", "max_sharers", "2",
+                                    NULL};
+  static const char *const BAD[] = {"strategy", "fragmentation", "max_sharers", "lots", NULL};
+  drv_t *d = &D;
+  char why[300];
+  drv_setup(d, SHIPPED, 2, 6, SEED, 0);
+  for (uint32_t i = 0; i < 2; i++) {
+    d->pods[i].shape = E2E_SHARE;
+    d->pods[i].share = 4 * E2E_GI;
+    d->pods[i].product = "NVIDIA RTX 4000 SFF Ada Generation";
+    drv_place(d, i, "gpu-rtx-0");
+  }
+  put_policy(d, TWO);
+  d->policy = TWO;
+  for (size_t r = 0; r < d->nreplicas; r++) {
+    int64_t end = e2e_now_ms() + 10000;
+    while (!drv_policy_in_force(d, d->sf[r].port, why, sizeof why))
+      cr_assert_lt(e2e_now_ms(), end, "replica %zu never applied the new policy: %s", r, why);
+  }
+  e2e_pod_t pr[1];
+  probes(pr, 1);
+  pr[0].share = 4 * E2E_GI;
+  json_t *c = e2e_claim_json(&pr[0]), *names = json_array();
+  cr_assert_eq(e2e_apiserver_put(&d->api, "resourceclaims", c), 0);
+  json_decref(c);
+  d->claims++;
+  drv_wait_seen(d);
+  for (size_t k = 0; k < d->cl.nnodes; k++)
+    json_array_append_new(names, json_string(d->cl.nodes[k].name));
+  e2e_alloc_t a;
+  const e2e_node_t *rtx0 = &d->cl.nodes[0];
+  while (strcmp(rtx0->name, "gpu-rtx-0") != 0)
+    rtx0++;
+  cr_assert(e2e_ffit(rtx0, &pr[0], &a), "DRA would still place it on gpu-rtx-0");
+  for (size_t r = 0; r < d->nreplicas; r++) {
+    long st;
+    json_t *rep = drv_call(d->sf[r].port, "/filter", &pr[0], names, &st);
+    const json_t *ok = json_object_get(rep, "NodeNames");
+    cr_assert_eq(json_array_size(ok), 6, "replica %zu: the six cards with no tenant", r);
+    const char *reason = json_string_value(
+        json_object_get(json_object_get(rep, "FailedNodes"), "gpu-rtx-0"));
+    cr_assert(reason && *reason, "replica %zu: gpu-rtx-0 turned away without a reason", r);
+    cr_log_info("max_sharers 2 on gpu-rtx-0: %s", reason);
+    json_decref(rep);
+  }
+  json_decref(names);
+  put_policy(d, BAD);
+  for (size_t r = 0; r < d->nreplicas; r++) {
+    const char *words[] = {"policy rejected", "max_sharers", "lots", NULL};
+    cr_assert_eq(log_says(d->sf[r].log, words, 10000), 0,
+                 "replica %zu logged no rejection naming max_sharers and 'lots' (%s)", r,
+                 d->sf[r].log);
+    cr_assert(drv_policy_in_force(d, d->sf[r].port, why, sizeof why),
+              "replica %zu dropped the last good policy: %s", r, why);
+  }
+  drv_stop_all(d);
+}
+
 /* The prefix method finds as many failures as the whole run of the binary reports. */
 Test(e2e, replay_prefixes_account_for_every_failure)
 {
