@@ -238,6 +238,17 @@ Test(e2e, loop_under_fgd_with_a_fixed_mix, .fini = teardown)
   whole_loop(&D, FIXED_MIX, SEED + 1, 0);
 }
 
+/* The first n pods become 4Gi shares allocated on `node`, without the extender. */
+static void place_shares(drv_t *d, uint32_t n, const char *node)
+{
+  for (uint32_t i = 0; i < n; i++) {
+    d->pods[i].shape = E2E_SHARE;
+    d->pods[i].share = 4 * E2E_GI;
+    d->pods[i].product = "NVIDIA RTX 4000 SFF Ada Generation";
+    drv_place(d, i, node);
+  }
+}
+
 /*
  * Consumable capacity is rounded before it is compared: with four 4Gi
  * shares on a 20475Mi card, 4091Mi are left, and a 4000Mi request (4Gi
@@ -248,12 +259,7 @@ Test(e2e, filter_rounds_consumable_capacity, .fini = teardown)
 {
   drv_t *d = &D;
   drv_setup(d, SHIPPED, 1, 6, SEED, 0);
-  for (uint32_t i = 0; i < 4; i++) {
-    d->pods[i].shape = E2E_SHARE;
-    d->pods[i].share = 4 * E2E_GI;
-    d->pods[i].product = "NVIDIA RTX 4000 SFF Ada Generation";
-    drv_place(d, i, "gpu-rtx-0");
-  }
+  place_shares(d, 4, "gpu-rtx-0");
   drv_check_state(d, d->sf[0].port);
   e2e_pod_t pr[2];
   probes(pr, 2);
@@ -324,12 +330,7 @@ Test(e2e, policy_hot_reload, .fini = teardown)
   drv_t *d = &D;
   char why[300];
   drv_setup(d, SHIPPED, 2, 6, SEED, 0);
-  for (uint32_t i = 0; i < 2; i++) {
-    d->pods[i].shape = E2E_SHARE;
-    d->pods[i].share = 4 * E2E_GI;
-    d->pods[i].product = "NVIDIA RTX 4000 SFF Ada Generation";
-    drv_place(d, i, "gpu-rtx-0");
-  }
+  place_shares(d, 2, "gpu-rtx-0");
   put_policy(d, TWO);
   d->policy = TWO;
   for (size_t r = 0; r < d->nreplicas; r++) {
