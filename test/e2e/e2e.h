@@ -139,12 +139,10 @@ void e2e_apiserver_stop(e2e_apiserver_t *a);
 
 /** Writes a kubeconfig for the fake apiserver at `path`. */
 int e2e_kubeconfig_write(const char *path, unsigned port, const char *token);
-/** A free loopback TCP port. */
-unsigned e2e_free_port(void);
-/** Starts bin/slicefit with `argv` extra arguments (NULL-ended), --listen 127.0.0.1:port. */
+/** Starts bin/slicefit with `args` (NULL-ended) and --listen 127.0.0.1:0; logs in dir. */
 int e2e_slicefit_start(e2e_slicefit_t *s, const char *dir, const char *const *args);
-/** Polls GET /readyz until 200 or deadline_ms; 0 when ready. */
-int e2e_slicefit_wait_ready(const e2e_slicefit_t *s, int deadline_ms);
+/** Learns the port from the log, then polls GET /readyz until 200 or deadline_ms; 0 when ready. */
+int e2e_slicefit_wait_ready(e2e_slicefit_t *s, int deadline_ms);
 /** SIGTERM, wait (SIGKILL after 5 s); the exit status, or -1. */
 int e2e_slicefit_stop(e2e_slicefit_t *s);
 

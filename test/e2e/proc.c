@@ -143,31 +143,17 @@ int e2e_kubeconfig_write(const char *path, unsigned port, const char *token)
 
 /* ---- bin/slicefit ---- */
 
-unsigned e2e_free_port(void)
-{
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = 0};
-  socklen_t sl = sizeof sa;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  unsigned port = 0;
-  if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
-      getsockname(fd, (struct sockaddr *)&sa, &sl) == 0)
-    port = ntohs(sa.sin_port);
-  if (fd >= 0)
-    close(fd);
-  return port;
-}
-
 int e2e_slicefit_start(e2e_slicefit_t *s, const char *dir, const char *const *args)
 {
   char bin[PATH_MAX], listen[64];
   const char *argv[32];
   size_t n = 0;
+  static unsigned seq;
   memset(s, 0, sizeof *s);
-  s->port = e2e_free_port();
   snprintf(bin, sizeof bin, "%s/bin/slicefit", e2e_top());
-  snprintf(listen, sizeof listen, "--listen=127.0.0.1:%u", s->port);
-  snprintf(s->log, sizeof s->log, "%s/slicefit-%u.log", dir, s->port);
+  /* Port 0: the daemon binds a free port and logs it (no race with other tests). */
+  snprintf(listen, sizeof listen, "--listen=127.0.0.1:0");
+  snprintf(s->log, sizeof s->log, "%s/slicefit-%u.log", dir, seq++);
   argv[n++] = bin;
   argv[n++] = listen;
   for (size_t i = 0; args && args[i] && n < 31; i++)
@@ -181,14 +167,32 @@ int e2e_slicefit_start(e2e_slicefit_t *s, const char *dir, const char *const *ar
     execv(bin, (char *const *)(uintptr_t)argv);
     _exit(127);
   }
-  return s->pid > 0 && s->port > 0 ? 0 : -1;
+  return s->pid > 0 ? 0 : -1;
 }
 
-int e2e_slicefit_wait_ready(const e2e_slicefit_t *s, int deadline_ms)
+/* The port from the daemon's `msg="serving" ... port=N` log line, or 0 while it is not there. */
+static unsigned logged_port(const char *log)
+{
+  FILE *f = fopen(log, "r");
+  char line[1024];
+  unsigned port = 0;
+  while (f && port == 0 && fgets(line, sizeof line, f)) {
+    const char *p = strstr(line, "msg=\"serving\"") ? strstr(line, " port=") : NULL;
+    if (p)
+      port = (unsigned)strtoul(p + 6, NULL, 10);
+  }
+  if (f)
+    fclose(f);
+  return port;
+}
+
+int e2e_slicefit_wait_ready(e2e_slicefit_t *s, int deadline_ms)
 {
   int64_t end = e2e_now_ms() + deadline_ms;
   do {
-    if (e2e_http(s->port, "GET", "/readyz", NULL, NULL) == 200)
+    if (s->port == 0)
+      s->port = logged_port(s->log);
+    if (s->port && e2e_http(s->port, "GET", "/readyz", NULL, NULL) == 200)
       return 0;
     if (waitpid(s->pid, NULL, WNOHANG) == s->pid)
       return -1;   /* it exited */
