@@ -35,6 +35,8 @@ INC   := -Iinclude
 
 B := build/$(V)
 
+.DEFAULT_GOAL := all
+
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CRIT_LIBS  = $(shell pkg-config --libs criterion 2>/dev/null || echo -lcriterion)

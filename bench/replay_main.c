@@ -33,7 +33,15 @@ static const char usage[] =
     "                        random dotprod clustering packing bestfit (the FGD paper's baselines)\n"
     "                        (default " DEFAULT_POLICIES ")\n"
     "  --policy-file FILE    JSON object of policy keys (as the extender's ConfigMap)\n"
+    "  --snapshot FILE       starting cluster: a kubectl List of ResourceSlices, ResourceClaims\n"
+    "                        and DeviceClasses (as bin/slicefit --snapshot reads); its nodes,\n"
+    "                        devices and allocated claims are there before the first pod\n"
     "  --device-choice C     packer | first-fit: who picks the GPU inside a node (core strategies)\n"
+    "  --ties MODE           equal node scores: sched (default; the FGD simulator's kube-scheduler\n"
+    "                        1.20: parallel filter order, first highest wins), first (by node\n"
+    "                        name) or random (upstream kube-scheduler's selectHost)\n"
+    "  --extender-scores     core strategies: choose by the 0-10 score the extender sends\n"
+    "                        kube-scheduler (use with --ties random to model upstream); slow\n"
     "  --seed N              one seed (default 42)\n"
     "  --seeds A-B           every seed from A to B; medians are reported\n"
     "  --tune R              grow/shrink the Alibaba workload to R x GPU capacity (default 1.3; 0 = as is)\n"
@@ -43,9 +51,11 @@ static const char usage[] =
     "  --help                this text\n";
 
 typedef struct {
-  const char *nodes, *pods, *trace, *policy_file, *svg;
+  const char *nodes, *pods, *trace, *policy_file, *svg, *snapshot;
   char *policies;
   int device_choice;
+  sf_replay_ties_t ties;
+  bool extender;
   uint64_t seed_lo, seed_hi;
   double tune;
   bool tune_set, json;
@@ -113,6 +123,9 @@ static int parse_flags(int argc, char **argv, flags_t *f)
       {"seed", required_argument, NULL, 's'},   {"seeds", required_argument, NULL, 'S'},
       {"tune", required_argument, NULL, 'u'},   {"json", no_argument, NULL, 'j'},
       {"svg", required_argument, NULL, 'g'},    {"node-price", required_argument, NULL, 'c'},
+      {"ties", required_argument, NULL, 'T'},
+      {"extender-scores", no_argument, NULL, 'E'},
+      {"snapshot", required_argument, NULL, 'Z'},
       {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
   int c;
   opterr = 0;
@@ -125,6 +138,8 @@ static int parse_flags(int argc, char **argv, flags_t *f)
     case 'F': f->policy_file = optarg; break;
     case 'g': f->svg = optarg; break;
     case 'j': f->json = true; break;
+    case 'E': f->extender = true; break;
+    case 'Z': f->snapshot = optarg; break;
     case 'd':
       if (strcmp(optarg, "packer") == 0)
         f->device_choice = SF_CHOICE_PACKER;
@@ -132,6 +147,16 @@ static int parse_flags(int argc, char **argv, flags_t *f)
         f->device_choice = SF_CHOICE_FIRST_FIT;
       else
         return bad("--device-choice: expected packer or first-fit, got '%s'", optarg);
+      break;
+    case 'T':
+      if (strcmp(optarg, "sched") == 0)
+        f->ties = SF_REPLAY_TIES_SCHED;
+      else if (strcmp(optarg, "first") == 0)
+        f->ties = SF_REPLAY_TIES_FIRST;
+      else if (strcmp(optarg, "random") == 0)
+        f->ties = SF_REPLAY_TIES_RANDOM;
+      else
+        return bad("--ties: expected sched, first or random, got '%s'", optarg);
       break;
     case 's':
       if (parse_u64(optarg, &f->seed_lo) != 0)
@@ -166,6 +191,15 @@ static int parse_flags(int argc, char **argv, flags_t *f)
   return 0;
 }
 
+/* A JSON file that did not load: FILE:LINE:COL when jansson knows where, else FILE. */
+static void json_fail(const char *path, const json_error_t *jerr)
+{
+  if (jerr->line > 0)
+    fprintf(stderr, "slicefit-replay: %s:%d:%d: %s\n", path, jerr->line, jerr->column, jerr->text);
+  else
+    fprintf(stderr, "slicefit-replay: %s: %s\n", path, jerr->text);
+}
+
 /* The policy file: a JSON object of policy keys, values as strings or numbers. */
 static int load_policy_file(const char *path, sf_policy_t *pol, char **strategy)
 {
@@ -176,7 +210,7 @@ static int load_policy_file(const char *path, sf_policy_t *pol, char **strategy)
   size_t n = 0;
   int rc = 1;
   if (o == NULL) {
-    fprintf(stderr, "slicefit-replay: %s:%d:%d: %s\n", path, jerr.line, jerr.column, jerr.text);
+    json_fail(path, &jerr);
     return 1;
   }
   if (!json_is_object(o) || json_object_size(o) > 64) {
@@ -247,6 +281,16 @@ static void progress(void *ctx, size_t done, size_t total)
   fflush(stderr);
 }
 
+/* The --snapshot file as JSON; NULL after printing FILE:LINE:COL and the problem. */
+static json_t *load_snapshot(const char *path)
+{
+  json_error_t jerr;
+  json_t *o = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+  if (o == NULL)
+    json_fail(path, &jerr);
+  return o;
+}
+
 static int load_trace(const flags_t *f, sf_replay_trace_t *t)
 {
   sf_replay_err_t err = {""};
@@ -305,7 +349,7 @@ static int write_svg(const flags_t *f, const sf_replay_trace_t *t,
 }
 
 static int replay_all(const flags_t *f, const sf_replay_trace_t *t, const sf_policy_t *base,
-                      const char **names, size_t np)
+                      const json_t *snapshot, const char **names, size_t np)
 {
   size_t nseeds = (size_t)(f->seed_hi - f->seed_lo + 1), done = 0;
   sf_replay_result_t *runs[MAX_POLICIES] = {NULL};
@@ -317,7 +361,8 @@ static int replay_all(const flags_t *f, const sf_replay_trace_t *t, const sf_pol
     for (size_t s = 0; s < nseeds && rc == 0; s++) {
       progress_t pr = {names[p], f->seed_lo + s, ++done, np * nseeds};
       sf_replay_opts_t o = {names[p], base, f->device_choice, f->seed_lo + s,
-                            f->trace ? 0 : f->tune, tty ? progress : NULL, &pr};
+                            f->trace ? 0 : f->tune, tty ? progress : NULL, &pr, f->ties, false, f->extender,
+                            snapshot, f->snapshot};
       sf_replay_err_t err = {""};
       if ((rc = sf_replay_run(t, &o, &runs[p][s], &err)) != 0) {
         fprintf(stderr, "%sslicefit-replay: %s\n", tty ? "\n" : "", err.msg);
@@ -358,6 +403,7 @@ int main(int argc, char **argv)
   sf_policy_t base;
   bool have_base = false;
   char *strategy = NULL;
+  json_t *snapshot = NULL;
   const char *names[MAX_POLICIES];
   size_t np = 0;
   int rc = parse_flags(argc, argv, &f);
@@ -376,12 +422,17 @@ int main(int argc, char **argv)
     goto out;
   if ((rc = load_trace(&f, &t)) != 0)
     goto out;
-  rc = replay_all(&f, &t, have_base ? &base : NULL, names, np);
+  if (f.snapshot != NULL && (snapshot = load_snapshot(f.snapshot)) == NULL) {
+    rc = 1;
+    goto out;
+  }
+  rc = replay_all(&f, &t, have_base ? &base : NULL, snapshot, names, np);
 out:
   if (have_base)
     sf_policy_dispose(&base);
   free(strategy);
   free(f.policies);
   sf_replay_trace_dispose(&t);
+  json_decref(snapshot);
   return rc == 0 ? 0 : rc == 2 ? 2 : 1;
 }

@@ -73,6 +73,7 @@ void sf_replay_json_run(FILE *out, const sf_replay_result_t *r, double node_pric
   json_object_set_new(o, "arrived_pct_final", num(r->arrived_pct_final));
   json_object_set_new(o, "decision_us_p50", num(r->decision_us_p50));
   json_object_set_new(o, "decision_us_p99", num(r->decision_us_p99));
+  json_object_set_new(o, "node_eval_us", num(r->node_eval_us));
   json_object_set_new(o, "wall_s", num(r->wall_s));
   if (node_price > 0)
     json_object_set_new(o, "cost", cost_obj((double)r->tenants_at_100, r->gpus, r->nodes, node_price));
@@ -152,6 +153,7 @@ void sf_replay_json_medians(FILE *out, const sf_replay_result_t *runs, size_t n,
   json_object_set_new(m, "frag_pct_at_100", num(MED(runs, n, frag_pct_at_100)));
   json_object_set_new(m, "decision_us_p50", num(MED(runs, n, decision_us_p50)));
   json_object_set_new(m, "decision_us_p99", num(MED(runs, n, decision_us_p99)));
+  json_object_set_new(m, "node_eval_us", num(MED(runs, n, node_eval_us)));
   json_object_set_new(m, "wall_s", num(MED(runs, n, wall_s)));
   if (node_price > 0)
     json_object_set_new(m, "cost", cost_obj(MEDZ(runs, n, tenants_at_100), runs[0].gpus,

@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "slicefit/cluster.h"
 #include "slicefit/packer.h"
 #include "slicefit/replay.h"
 
@@ -279,6 +280,18 @@ const char *sf_replay_policy_names(void)
 
 /* ---- the run's state ---- */
 
+/*
+ * One node's verdict for one pod shape, valid while the node's stamp is
+ * unchanged. A verdict depends only on the node's state and on the pod's CPU
+ * and claims (the policy and the typical pods are fixed for a run); memory
+ * is left out of the shape and checked against mem_free instead.
+ */
+typedef struct {
+  uint32_t stamp;              /* the node's stamp + 1 when filled; 0 = empty */
+  bool fit;
+  double key;                  /* what the choice compares, higher wins */
+} vcache_t;
+
 typedef struct {
   sf_str_id ids[SF_POLICY_MODELS_MAX * 4];
   size_t n;
@@ -288,6 +301,7 @@ typedef struct {
   const sf_replay_trace_t *t;
   const sf_replay_opts_t *o;
   sf_replay_kind_t kind;
+  sf_cluster_t *cluster;       /* --snapshot: owns idx */
   sf_index_t *idx;
   sf_packer_t *pk;
   sf_policy_t pol;             /* what the core runs (binpack + packer for baselines) */
@@ -295,12 +309,26 @@ typedef struct {
   sf_node_id *nodes;           /* sorted by name */
   size_t nnodes;
   int32_t *pos_of;             /* node id -> position in nodes[] */
-  sf_verdict_t *verdicts;
   specsel_t *specsel;
   sf_selector_t *sels;         /* one per model set */
   sf_rng_t rng;                /* baselines' own randomness */
   uint32_t (*aff)[SF_REPLAY_MAX_GPUS + 1];  /* clustering: GPU pods on a node by affinity tag */
   uint32_t *naff;
+  /* The verdict cache (see evaluate()): per node position, per pod shape. */
+  uint32_t *stamp;             /* bumped whenever an allocation lands on or leaves the node */
+  int64_t *mem_free;           /* bytes; INT64_MAX when the node does not track memory */
+  uint32_t *shape_of;          /* trace pod -> shape id */
+  size_t nshapes;
+  bool cached;                 /* false: one row, re-evaluated for every pod */
+  vcache_t *vc;                /* nshapes (or 1) rows of nnodes */
+  sf_node_id *stale_ids;
+  uint32_t *stale_pos;
+  sf_verdict_t *stale_v;
+  uint32_t *rank;              /* per node position: the tie order (rank_nodes) */
+  bool learn;                  /* fragmentation: the index learns the mix from every pod */
+  uint64_t mix_obs;            /* shapes the index has observed (mirrors its count) */
+  int64_t eval_ns;             /* core time in sf_packer_evaluate, and nodes it evaluated */
+  size_t eval_nodes;
   /* demand scratch */
   sf_claim_t claims[MAX_CLAIMS];
   sf_request_t reqs[MAX_CLAIMS][MAX_REQS];
@@ -366,6 +394,65 @@ static int cmp_node_name(const void *a, const void *b)
   return strcmp(x->name, y->name);
 }
 
+static const sf_index_t *name_idx;
+static int cmp_id_name(const void *a, const void *b)
+{
+  return strcmp(sf_index_node_name(name_idx, *(const sf_node_id *)a),
+                sf_index_node_name(name_idx, *(const sf_node_id *)b));
+}
+
+/* With a snapshot: every node of the index (the snapshot's and the trace's), by name. */
+static void all_nodes(run_t *r)
+{
+  sf_node_id end = sf_index_node_end(r->idx);
+  free(r->nodes);
+  r->nodes = sf_xcalloc((size_t)end + 1, sizeof(*r->nodes));
+  r->nnodes = 0;
+  for (sf_node_id n = 0; n < end; n++)
+    if (sf_index_node_live(r->idx, n))
+      r->nodes[r->nnodes++] = n;
+  name_idx = r->idx;
+  qsort(r->nodes, r->nnodes, sizeof(*r->nodes), cmp_id_name);
+}
+
+/*
+ * The index a run starts from: empty, or the snapshot's cluster. Its GPUs
+ * (devices with a model) and their allocated share count in the capacity.
+ */
+static int open_index(run_t *r, sf_replay_err_t *err)
+{
+  char msg[SF_ERR_MAX];
+  if (r->o->snapshot == NULL) {
+    r->idx = sf_index_create();
+    return 0;
+  }
+  r->cluster = sf_cluster_create(&r->pol);
+  int rc = sf_cluster_load_list(r->cluster, r->o->snapshot, msg, sizeof(msg));
+  if (rc != 0) {
+    snprintf(err->msg, sizeof(err->msg), "%s: %s", r->o->snapshot_name ? r->o->snapshot_name : "snapshot",
+             msg);
+    return rc;
+  }
+  r->idx = sf_cluster_index(r->cluster);
+  return 0;
+}
+
+/* Capacity and allocated share over every GPU of the index (with a snapshot). */
+static void count_gpus(run_t *r)
+{
+  r->cap_milli = r->alloc_milli = 0;
+  for (size_t i = 0; i < r->nnodes; i++) {
+    size_t nd;
+    const sf_dev_id *devs = sf_index_node_devices(r->idx, r->nodes[i], &nd);
+    for (size_t k = 0; k < nd; k++) {
+      if (sf_index_dev_model(r->idx, devs[k]) == 0)
+        continue;
+      r->cap_milli += 1000;
+      r->alloc_milli += 1000 - sf_index_dev_free_permille(r->idx, devs[k]);
+    }
+  }
+}
+
 static int build_index(run_t *r, sf_replay_err_t *err)
 {
   const sf_replay_trace_t *t = r->t;
@@ -383,12 +470,13 @@ static int build_index(run_t *r, sf_replay_err_t *err)
   free(byname);
   if (rc != 0)
     return rc;
+  if (r->cluster != NULL)
+    all_nodes(r);
   sf_index_apply_policy(r->idx, &r->pol);
   sf_node_id end = sf_index_node_end(r->idx);
   r->pos_of = sf_xcalloc((size_t)end + 1, sizeof(*r->pos_of));
   for (size_t i = 0; i < r->nnodes; i++)
     r->pos_of[r->nodes[i]] = (int32_t)i;
-  r->verdicts = sf_xcalloc(r->nnodes + 1, sizeof(*r->verdicts));
   r->aff = sf_xcalloc(r->nnodes + 1, sizeof(*r->aff));
   r->naff = sf_xcalloc(r->nnodes + 1, sizeof(*r->naff));
   r->specsel = sf_xcalloc(t->nspecs, sizeof(*r->specsel));
@@ -558,28 +646,218 @@ static int64_t baseline_score(const run_t *r, size_t pos, const sf_replay_pod_t 
   }
 }
 
-/* The FIT node a policy takes, as a position in r->nodes, or -1. */
-static long choose_node(run_t *r, const sf_replay_pod_t *p)
+/*
+ * What a FIT node is compared by. Core strategies: the raw score (for fgd
+ * the core already gives the simulator's FGD plugin score,
+ * int64(100 x sigmoid(-dF / 1000)), with the node order below one step).
+ * Baselines: the simulator's integer score.
+ */
+static double node_key(const run_t *r, size_t pos, const sf_replay_pod_t *p, double raw)
+{
+  if (r->kind != SF_REPLAY_CORE)
+    return (double)baseline_score(r, pos, p);
+  return raw;  /* fgd's raw score is already the simulator's integer score (packer.c fgd_raw) */
+}
+
+/* ---- pod shapes: pods that the core cannot tell apart, memory aside ---- */
+
+static bool same_shape(const sf_replay_pod_t *a, const sf_replay_pod_t *b)
+{
+  if (a->cpu_milli != b->cpu_milli || a->num_gpu != b->num_gpu || a->gpu_milli != b->gpu_milli ||
+      a->nclaims != b->nclaims)
+    return false;
+  for (size_t c = 0; c < a->nclaims; c++) {
+    const sf_replay_claim_t *x = &a->claims[c], *y = &b->claims[c];
+    if (x->island != y->island || x->nreqs != y->nreqs)
+      return false;
+    for (size_t q = 0; q < x->nreqs; q++)
+      if (x->reqs[q].count != y->reqs[q].count || x->reqs[q].amount != y->reqs[q].amount ||
+          x->reqs[q].spec != y->reqs[q].spec)
+        return false;
+  }
+  return true;
+}
+
+static uint64_t mix64(uint64_t h, int64_t v)
+{
+  return (h ^ (uint64_t)v) * 0x100000001b3ull;
+}
+
+static uint64_t shape_hash(const sf_replay_pod_t *p)
+{
+  uint64_t h = mix64(mix64(mix64(0xcbf29ce484222325ull, p->cpu_milli), p->num_gpu), p->gpu_milli);
+  for (size_t c = 0; c < p->nclaims; c++)
+    for (size_t q = 0; q < p->claims[c].nreqs; q++) {
+      const sf_replay_req_t *rq = &p->claims[c].reqs[q];
+      h = mix64(mix64(mix64(h, rq->count), rq->amount), rq->spec);
+    }
+  return h;
+}
+
+#define CACHE_MAX_ENTRIES (4u << 20)   /* shapes x nodes; beyond, no cache (about 96 MiB) */
+
+static bool extender(const run_t *r)
+{
+  return r->o->extender_scores && r->kind == SF_REPLAY_CORE;
+}
+
+/* Gives every trace pod a shape id (open addressing on the shape hash). */
+static void assign_shapes(run_t *r)
+{
+  const sf_replay_trace_t *t = r->t;
+  size_t cap = 64;
+  while (cap < 2 * t->npods)
+    cap *= 2;
+  uint32_t *slot = sf_xcalloc(cap, sizeof(*slot));   /* 1 + representative pod, 0 = empty */
+  uint32_t *id_of = sf_xcalloc(cap, sizeof(*id_of));
+  r->shape_of = sf_xcalloc(t->npods + 1, sizeof(*r->shape_of));
+  r->nshapes = 0;
+  for (uint32_t i = 0; i < t->npods; i++) {
+    size_t h = (size_t)shape_hash(&t->pods[i]) & (cap - 1);
+    while (slot[h] != 0 && !same_shape(&t->pods[slot[h] - 1], &t->pods[i]))
+      h = (h + 1) & (cap - 1);
+    if (slot[h] == 0) {
+      slot[h] = i + 1;
+      id_of[h] = (uint32_t)r->nshapes++;
+    }
+    r->shape_of[i] = id_of[h];
+  }
+  free(slot);
+  free(id_of);
+  r->cached = !r->o->no_cache && !extender(r) && r->nshapes > 0 && r->nshapes * (r->nnodes + 1) <= CACHE_MAX_ENTRIES;
+  r->vc = sf_xcalloc((r->cached ? r->nshapes : 1) * (r->nnodes + 1), sizeof(*r->vc));
+}
+
+/* The node's state changed: its cached verdicts are stale, its free memory is re-read. */
+static void touch(run_t *r, size_t pos)
+{
+  int64_t ca, cu, ma, mu;
+  r->stamp[pos]++;
+  sf_index_node_cpu_mem(r->idx, r->nodes[pos], &ca, &cu, &ma, &mu);
+  r->mem_free[pos] = ma > 0 ? ma - mu : INT64_MAX;
+}
+
+/*
+ * The order in which equal scores are broken (--ties), as a rank per node
+ * position: the lowest rank wins, equal ranks at random.
+ *   sched: kube-scheduler 1.20 as the FGD simulator runs it. Its filter runs
+ *     16 workers over chunks of min(sqrt(n), n/16 + 1) nodes and appends each
+ *     node that passes to the feasible list as it goes, so that list runs in
+ *     waves of 16 chunks, interleaved node by node at random; selectHost then
+ *     takes the first highest score (the authors' fork; docs/replay.md).
+ *   first: the node list order (by name). random: any, as upstream selectHost.
+ */
+static void rank_nodes(run_t *r)
+{
+  size_t n = r->nnodes, chunk = (size_t)sqrt((double)n);
+  if (chunk > n / 16 + 1)
+    chunk = n / 16 + 1;
+  if (chunk < 1)
+    chunk = 1;
+  r->rank = sf_xcalloc(n + 1, sizeof(*r->rank));
+  for (size_t i = 0; i < n; i++) {
+    if (r->o->ties == SF_REPLAY_TIES_SCHED)
+      r->rank[i] = (uint32_t)(i / (chunk * 16) * chunk + i % chunk);
+    else
+      r->rank[i] = r->o->ties == SF_REPLAY_TIES_FIRST ? (uint32_t)i : 0;
+  }
+}
+
+/*
+ * Will observing this pod change the learned mix the core scores with? The
+ * index folds every evaluated demand into its mix (one shape per request, or
+ * one for a pod without claims) and publishes a new version on its 1st, 65th,
+ * 129th... observation and while it has fewer than 4 shapes; the packer
+ * scores with the version current after the observation. Every cached
+ * verdict is then stale.
+ */
+static bool learning_moves_mix(run_t *r, const sf_replay_pod_t *p)
+{
+  uint64_t k = 0;
+  for (size_t c = 0; c < p->nclaims; c++)
+    k += p->claims[c].nreqs;
+  k = k ? k : 1;
+  bool moves = sf_index_mix_size(r->idx) < 4;
+  for (uint64_t i = 1; i <= k; i++)
+    moves = moves || ((r->mix_obs + i) & 63) == 1;
+  r->mix_obs += k;
+  return moves;
+}
+
+static void cache_init(run_t *r)
+{
+  r->stamp = sf_xcalloc(r->nnodes + 1, sizeof(*r->stamp));
+  r->mem_free = sf_xcalloc(r->nnodes + 1, sizeof(*r->mem_free));
+  for (size_t i = 0; i < r->nnodes; i++)
+    touch(r, i);
+  r->stale_ids = sf_xcalloc(r->nnodes + 1, sizeof(*r->stale_ids));
+  r->stale_pos = sf_xcalloc(r->nnodes + 1, sizeof(*r->stale_pos));
+  r->stale_v = sf_xcalloc(r->nnodes + 1, sizeof(*r->stale_v));
+  assign_shapes(r);
+  rank_nodes(r);
+}
+
+/*
+ * The verdicts of every node for the pod, as a cache row. Only the nodes whose
+ * state changed since this shape was last evaluated go through the core
+ * (with the pod's memory left out: memory only filters, checked by the
+ * caller); between two pods of a shape only a few nodes change, so a replay
+ * costs about (shapes x pods) node evaluations instead of (nodes x pods).
+ */
+static const vcache_t *evaluate(run_t *r, const sf_replay_pod_t *p, sf_demand_t *d)
+{
+  vcache_t *row = r->vc + (r->cached ? r->shape_of[p - r->t->pods] : 0) * (r->nnodes + 1);
+  size_t n = 0;
+  if (r->learn && learning_moves_mix(r, p))
+    for (uint32_t pos = 0; pos < r->nnodes; pos++)
+      r->stamp[pos]++;
+  for (uint32_t pos = 0; pos < r->nnodes; pos++) {
+    if (!r->cached || row[pos].stamp != r->stamp[pos] + 1) {
+      r->stale_pos[n] = pos;
+      r->stale_ids[n++] = r->nodes[pos];
+    }
+  }
+  int64_t mem = d->mem_bytes;
+  if (!extender(r))
+    d->mem_bytes = 0;
+  int64_t t0 = now_ns();
+  int rc = n || r->learn ? sf_packer_evaluate(r->pk, r->idx, &r->pol, d, r->stale_ids, n,
+                                              r->learn ? SF_EVAL_LEARN : 0, r->stale_v)
+                         : 0;
+  r->eval_ns += now_ns() - t0;
+  r->eval_nodes += n;
+  d->mem_bytes = mem;
+  if (rc != 0)
+    return NULL;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t pos = r->stale_pos[i];
+    bool fit = r->stale_v[i].fit == SF_FIT_YES;
+    double key = extender(r) ? r->stale_v[i].score : node_key(r, pos, p, r->stale_v[i].raw);
+    row[pos] = (vcache_t){r->stamp[pos] + 1, fit, fit ? key : 0};
+  }
+  return row;
+}
+
+/*
+ * The FIT node a policy takes, as a position in r->nodes, or -1: the highest
+ * key, ties broken by rank_nodes(). The random baseline takes any FIT node
+ * (the simulator's RandomScore plugin gives one random node the top score).
+ */
+static long choose_node(run_t *r, const sf_replay_pod_t *p, const vcache_t *row)
 {
   long best = -1;
   size_t ties = 0;
-  if (r->kind == SF_REPLAY_CORE) {
-    for (size_t i = 0; i < r->nnodes; i++)
-      if (r->verdicts[i].fit == SF_FIT_YES && (best < 0 || r->verdicts[i].raw > r->verdicts[best].raw))
-        best = (long)i;
-    return best;
-  }
-  /* kube-scheduler: the highest score, ties at random (reservoir sampling). */
-  int64_t top = INT64_MIN;
+  bool random = r->kind == SF_REPLAY_RANDOM;
   for (size_t i = 0; i < r->nnodes; i++) {
-    if (r->verdicts[i].fit != SF_FIT_YES)
+    if (!row[i].fit || p->mem_bytes > r->mem_free[i])
       continue;
-    int64_t s = r->kind == SF_REPLAY_RANDOM ? 0 : baseline_score(r, i, p);
-    if (s > top) {
-      top = s;
+    bool above = best >= 0 && !random && (row[i].key > row[best].key ||
+                 (row[i].key == row[best].key && r->rank[i] < r->rank[best]));
+    bool equal = best >= 0 && (random || (row[i].key == row[best].key && r->rank[i] == r->rank[best]));
+    if (best < 0 || above) {
       best = (long)i;
       ties = 1;
-    } else if (s == top && sf_rng_below(&r->rng, ++ties) == 0) {
+    } else if (equal && sf_rng_below(&r->rng, ++ties) == 0) {
       best = (long)i;
     }
   }
@@ -649,9 +927,8 @@ static sf_alloc_id schedule(run_t *r, const sf_replay_pod_t *p, const char *hold
   sf_assignment_t asg;
   sf_alloc_id aid = -1;
   build_demand(r, p, &d);
-  if (sf_packer_evaluate(r->pk, r->idx, &r->pol, &d, r->nodes, r->nnodes, 0, r->verdicts) != 0)
-    return -1;
-  long pos = choose_node(r, p);
+  const vcache_t *row = evaluate(r, p, &d);
+  long pos = row != NULL ? choose_node(r, p, row) : -1;
   if (pos < 0)
     return -1;
   sf_node_id node = r->nodes[pos];
@@ -668,6 +945,7 @@ static sf_alloc_id schedule(run_t *r, const sf_replay_pod_t *p, const char *hold
     if (r->aff[pos][tag]++ == 0)
       r->naff[pos]++;
   }
+  touch(r, (size_t)pos);
   return aid;
 }
 
@@ -680,6 +958,7 @@ static void unschedule(run_t *r, const sf_replay_pod_t *p, sf_alloc_id a)
       r->naff[pos]--;
   }
   sf_index_alloc_remove(r->idx, a);
+  touch(r, pos);
 }
 
 /* ---- measurements ---- */
@@ -837,6 +1116,7 @@ static void run_events(run_t *r, const sf_replay_order_t *o, sf_replay_result_t 
     res->tenants_at_100 = r->gpu_pods_present;
   res->decision_us_p50 = quantile(times, ntimes, 0.50);
   res->decision_us_p99 = quantile(times, ntimes, 0.99);
+  res->node_eval_us = r->eval_nodes ? (double)r->eval_ns / 1000.0 / (double)r->eval_nodes : NAN;
   res->alloc_pct_final = pct(r->alloc_milli, r->cap_milli);
   res->arrived_pct_final = pct(r->arrived_milli, r->cap_milli);
   free(share);
@@ -861,6 +1141,7 @@ static void run_policies(run_t *r, sf_strategy_t strategy)
     r->pol.device_choice = SF_CHOICE_PACKER;
   else if (r->o->device_choice >= 0)
     r->pol.device_choice = (sf_choice_t)r->o->device_choice;
+  r->learn = r->kind == SF_REPLAY_CORE && strategy == SF_STRATEGY_FRAGMENTATION;
   nmix = sf_replay_typical_mix(r->t, &mix);
   sf_policy_copy(&r->fragpol, &r->pol);
   free(r->fragpol.mix);
@@ -877,12 +1158,22 @@ static void run_policies(run_t *r, sf_strategy_t strategy)
 static void run_dispose(run_t *r)
 {
   sf_packer_destroy(r->pk);
-  sf_index_destroy(r->idx);
+  if (r->cluster != NULL)
+    sf_cluster_destroy(r->cluster);
+  else
+    sf_index_destroy(r->idx);
   sf_policy_dispose(&r->pol);
   sf_policy_dispose(&r->fragpol);
   free(r->nodes);
   free(r->pos_of);
-  free(r->verdicts);
+  free(r->stamp);
+  free(r->mem_free);
+  free(r->shape_of);
+  free(r->vc);
+  free(r->stale_ids);
+  free(r->stale_pos);
+  free(r->stale_v);
+  free(r->rank);
   free(r->specsel);
   free(r->sels);
   free(r->aff);
@@ -908,17 +1199,21 @@ int sf_replay_run(const sf_replay_trace_t *t, const sf_replay_opts_t *opts,
   }
   r->t = t;
   r->o = opts;
-  r->idx = sf_index_create();
+
   r->pk = sf_packer_create();
   sf_rng_seed(&r->rng, opts->seed ^ 0x243f6a8885a308d3ull);
   run_policies(r, strategy);
-  if ((rc = build_index(r, err)) != 0)
+  if ((rc = open_index(r, err)) != 0 || (rc = build_index(r, err)) != 0)
     goto out;
+  cache_init(r);
   snprintf(res->policy, sizeof(res->policy), "%s", opts->policy);
   res->seed = opts->seed;
   res->tune = t->native ? 0 : opts->tune;
-  res->nodes = (uint32_t)t->nnodes;
-  res->gpu_milli = r->cap_milli = sf_replay_gpu_milli(t);
+  res->nodes = (uint32_t)r->nnodes;
+  r->cap_milli = sf_replay_gpu_milli(t);
+  if (r->cluster != NULL)
+    count_gpus(r);
+  res->gpu_milli = r->cap_milli;
   res->gpus = (uint32_t)(res->gpu_milli / 1000);
   sf_replay_order_fgd(t, opts->seed, opts->tune, &order);
   times = sf_xcalloc(order.n + 1, sizeof(*times));

@@ -20,8 +20,11 @@
  *   4. The placement found is scored under the strategy (binpack, spread,
  *      fgd, fragmentation). For the common single-device request under
  *      packer choice every candidate is scored and the best kept, as FGD does.
- * Scores are normalised to 0..10 over the FIT nodes (min-max), which is
- * independent of node order.
+ * Scores are normalised to 0..10 over the FIT nodes: the best raw score gets
+ * 10, the others min-max over 0..9 (kube-scheduler picks at random among
+ * equal totals, so only the best may have the top). This is independent of
+ * the order of the nodes in the call. fgd's raw score is the FGD simulator's
+ * integer node score with the index's node order below one step (fgd_raw).
  *
  * Fragmentation (FGD, ATC'23) of a node against a mix M of shapes:
  * F(m) = Σ free share of every device if the node cannot host m (or m asks
@@ -826,6 +829,19 @@ static double frag_before(sf_packer_t *p, const nstate_t *ns)
   return c->f;
 }
 
+/*
+ * FGD's node score as its authors' simulator compares nodes: 100 x
+ * sigmoid(-dF / 1000) truncated, dF the fragmentation increase in milli-GPUs,
+ * so placements within about 0.04 GPU of each other are equals. Among equals
+ * the node that came first into the index wins (less than one step), the
+ * packing bias the simulator gets from taking the first of its node list;
+ * it does not depend on kube-scheduler's random choice among equal totals.
+ */
+static double fgd_raw(double df, sf_node_id node)
+{
+  return floor(100.0 / (1.0 + exp(df / 1000.0))) + 0.001 * (1.0 - (double)node / 1048576.0);
+}
+
 static double util(const nstate_t *ns)
 {
   int64_t sum = 0, n = 0;
@@ -861,7 +877,7 @@ static double score(sf_packer_t *p, const sf_result_t *res, const uint32_t *rk, 
   case SF_STRATEGY_SPREAD:
     return -util(&after) - 0.1 * touched;
   case SF_STRATEGY_FGD:
-    return -(frag_mix(p, &after) - frag_before(p, &before));
+    return fgd_raw(frag_mix(p, &after) - frag_before(p, &before), p->node);
   case SF_STRATEGY_FRAGMENTATION:
   default:
     break;
@@ -914,12 +930,20 @@ static uint64_t models_of(sf_index_t *idx, const char (*names)[SF_POLICY_NAME_MA
   return m;
 }
 
+/* Hashes the fields (not the padding), one 64-bit word at a time. */
 static uint64_t hash_mix(const shape_t *m, size_t n)
 {
   uint64_t h = 1469598103934665603ull;
-  const unsigned char *b = (const unsigned char *)m;
-  for (size_t i = 0; i < n * sizeof(*m); i++)
-    h = (h ^ b[i]) * 1099511628211ull;
+  for (size_t i = 0; i < n; i++) {
+    uint64_t w;
+    memcpy(&w, &m[i].w, sizeof(w));
+    const uint64_t f[5] = {(uint64_t)m[i].cpu_milli, (uint64_t)m[i].amount,
+                           (uint64_t)m[i].count << 1 | (uint64_t)m[i].island, m[i].models, w};
+    for (size_t k = 0; k < 5; k++) {
+      h = (h ^ f[k]) * 0x100000001b3ull;
+      h ^= h >> 29;
+    }
+  }
   return h ? h : 1;
 }
 
@@ -1490,9 +1514,12 @@ static hnode_t *summary(sf_packer_t *p, sf_node_id node)
   uint8_t size[64] = {0}, held[64] = {0};
   h->total = h->used = 0;
   h->ngpu = 0;
-  for (size_t k = 0; k < n->ndevs && h->fast; k++) {
+  for (size_t k = 0; k < n->ndevs; k++) {
     hdev_t *d = &h->d[k];
-    h->fast = hdev_fill(p, d, n->devs[k]);
+    if (!hdev_fill(p, d, n->devs[k])) {
+      h->fast = false;  /* the general path serves this node */
+      return h;
+    }
     if (d->fl & HD_GPU) {
       h->total += d->fp;
       h->used += 1000 - d->fp;
@@ -1650,7 +1677,7 @@ static double score_fast(sf_packer_t *p, hnode_t *h, const uint32_t *ks, const s
   fstats(p, h);
   double df = frag_after(p, h, ks, fa, fp, n, total, cpu) - h->fb;
   if (p->pol->strategy == SF_STRATEGY_FGD)
-    return -df;
+    return fgd_raw(df, p->node);
   double raw = -p->pol->weight_frag * df;
   int8_t isl = h->d[ks[0]].island;
   if (isl >= 0 && (h->intact & (1ull << isl))) {
@@ -1909,6 +1936,7 @@ static uint32_t fast_largest(const hnode_t *h, const fcands_t *fc)
  */
 static bool fast_eval(sf_packer_t *p, sf_node_id node, sf_verdict_t *v)
 {
+  p->node = node;
   hnode_t *h = summary(p, node);
   if (!h->fast)
     return false;
@@ -2052,7 +2080,10 @@ int sf_packer_evaluate(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol, 
     if (out[i].fit != SF_FIT_YES)
       continue;
     double x = hi > lo ? (out[i].raw - lo) / (hi - lo) : 1.0;
-    out[i].score = (int)lround(x * SF_SCORE_MAX);
+    /* Only the best placement gets the top score: kube-scheduler breaks equal
+     * totals at random, and min-max over a wide range of raw scores would hand
+     * the top score to many nodes. */
+    out[i].score = out[i].raw == hi ? SF_SCORE_MAX : (int)lround(x * (SF_SCORE_MAX - 1));
   }
   p->last_node = -1;
   return 0;

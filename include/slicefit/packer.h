@@ -27,7 +27,8 @@ typedef enum { SF_FIT_NO = 0, SF_FIT_YES = 1, SF_FIT_UNSURE = 2 } sf_fit_t;
 typedef struct {
   sf_fit_t fit;
   double raw;           /* strategy's score of the placement, higher is better (FIT only) */
-  int score;            /* 0..SF_SCORE_MAX, normalised over the evaluated nodes (FIT only) */
+  int score;            /* 0..SF_SCORE_MAX over the evaluated FIT nodes: the best raw score (and
+                           only it) gets SF_SCORE_MAX, the others min-max over 0..SF_SCORE_MAX-1 */
   char reason[SF_REASON_MAX];  /* NO and UNSURE: one sentence */
 } sf_verdict_t;
 

@@ -22,6 +22,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <jansson.h>
 #include "slicefit/common.h"
 #include "slicefit/policy.h"
 
@@ -172,6 +173,14 @@ typedef enum {
   SF_REPLAY_BESTFIT
 } sf_replay_kind_t;
 
+/*
+ * How equal node scores are broken. SCHED models the FGD authors' simulator
+ * (kube-scheduler 1.20's parallel filter order, the first highest score
+ * wins; docs/replay.md has the evidence); FIRST takes the first node by name;
+ * RANDOM is upstream kube-scheduler's selectHost (reservoir sampling).
+ */
+typedef enum { SF_REPLAY_TIES_SCHED = 0, SF_REPLAY_TIES_FIRST, SF_REPLAY_TIES_RANDOM } sf_replay_ties_t;
+
 typedef struct {
   const char *policy;          /* a policy name (sf_replay_policy_valid) */
   const sf_policy_t *base;     /* --policy-file keys, or NULL for defaults (borrowed) */
@@ -181,6 +190,23 @@ typedef struct {
   /* Called every few pods; may be NULL. */
   void (*progress)(void *ctx, size_t done, size_t total);
   void *progress_ctx;
+  sf_replay_ties_t ties;       /* how equal node scores are broken */
+  bool no_cache;               /* re-evaluate every node for every pod (slow; checks the cache) */
+  /*
+   * Core strategies: compare nodes by the 0..SF_SCORE_MAX score the extender
+   * would send kube-scheduler (sf_packer_evaluate over every node, the pod's
+   * memory included) instead of the raw score. Uncached.
+   */
+  bool extender_scores;
+  /*
+   * The starting cluster, or NULL: a kubectl List of ResourceSlices,
+   * ResourceClaims and DeviceClasses (what bin/slicefit --snapshot reads,
+   * loaded with sf_cluster_load_list). Its nodes, devices and allocated
+   * claims are there before the first pod; the trace's nodes are added to
+   * them. Borrowed; `snapshot_name` names it in errors.
+   */
+  const json_t *snapshot;
+  const char *snapshot_name;
 } sf_replay_opts_t;
 
 #define SF_REPLAY_CURVE_STEP 1   /* percent of capacity between curve points */
@@ -198,7 +224,8 @@ typedef struct {
   double alloc_pct_final, arrived_pct_final;
   double unallocated_pct_at_100;
   double frag_pct_at_100;      /* FGD's fragmentation amount, % of all GPUs */
-  double decision_us_p50, decision_us_p99;
+  double decision_us_p50, decision_us_p99;   /* per pod, with the replay's verdict cache */
+  double node_eval_us;         /* mean core time per node evaluated: x nodes = an uncached decision */
   double wall_s;
   size_t tenants_at_100;       /* GPU pods placed and present at 100% load (or at the end) */
   /* Allocation % at arrived = 0, STEP, 2 STEP ... % (the curve for --svg). */

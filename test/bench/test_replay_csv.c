@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "slicefit/replay.h"
+#include "bundled.h"
 
 static const char nodes_ok[] =
     "sn,cpu_milli,memory_mib,gpu,model\n"
@@ -158,14 +159,8 @@ Test(replay_csv, missing_file_is_an_error)
 
 Test(replay_csv, bundled_synthetic_trace_loads)
 {
-  const char *top = getenv("SLICEFIT_TOP");
-  char np[512], pp[512];
   sf_replay_trace_t t;
-  sf_replay_err_t err = {""};
-  snprintf(np, sizeof(np), "%s/bench/data/synthetic-nodes.csv", top ? top : ".");
-  snprintf(pp, sizeof(pp), "%s/bench/data/synthetic-pods.csv", top ? top : ".");
-  sf_replay_trace_init(&t);
-  cr_assert_eq(sf_replay_load_csv(&t, np, pp, &err), 0, "%s", err.msg);
+  sf_test_load_bundled(&t);
   cr_expect_eq(t.nnodes, 200);
   cr_expect_gt(t.npods, 1000);
   sf_replay_trace_dispose(&t);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "slicefit/replay.h"
+#include "bundled.h"
 
 static void load(sf_replay_trace_t *t, const char *nodes, const char *pods)
 {
@@ -27,22 +28,11 @@ static void load(sf_replay_trace_t *t, const char *nodes, const char *pods)
   unlink(pp);
 }
 
-static void load_bundled(sf_replay_trace_t *t)
-{
-  const char *top = getenv("SLICEFIT_TOP");
-  char np[512], pp[512];
-  sf_replay_err_t err = {""};
-  snprintf(np, sizeof(np), "%s/bench/data/synthetic-nodes.csv", top ? top : ".");
-  snprintf(pp, sizeof(pp), "%s/bench/data/synthetic-pods.csv", top ? top : ".");
-  sf_replay_trace_init(t);
-  cr_assert_eq(sf_replay_load_csv(t, np, pp, &err), 0, "%s", err.msg);
-}
-
 Test(replay_method, shuffle_is_a_seeded_permutation_of_the_sorted_pods)
 {
   sf_replay_trace_t t;
   sf_replay_order_t a, b, c;
-  load_bundled(&t);
+  sf_test_load_bundled(&t);
   sf_replay_order_fgd(&t, 42, 0, &a);
   sf_replay_order_fgd(&t, 42, 0, &b);
   sf_replay_order_fgd(&t, 43, 0, &c);
@@ -67,7 +57,7 @@ Test(replay_method, growing_appends_resampled_pods_and_stops_before_overshooting
 {
   sf_replay_trace_t t;
   sf_replay_order_t plain, grown;
-  load_bundled(&t);
+  sf_test_load_bundled(&t);
   int64_t cap = sf_replay_gpu_milli(&t), target = (int64_t)llround(1.3 * (double)cap), maxpod = 0;
   for (size_t i = 0; i < t.npods; i++)
     if (t.pods[i].load_milli > maxpod)
@@ -98,7 +88,7 @@ Test(replay_method, shrinking_removes_random_pods_keeping_the_order)
 {
   sf_replay_trace_t t;
   sf_replay_order_t plain, shrunk;
-  load_bundled(&t);
+  sf_test_load_bundled(&t);
   int64_t target = (int64_t)llround(0.5 * (double)sf_replay_gpu_milli(&t));
   sf_replay_order_fgd(&t, 9, 0, &plain);
   sf_replay_order_fgd(&t, 9, 0.5, &shrunk);
@@ -204,10 +194,72 @@ Test(replay_method, unknown_policy_is_an_error)
   sf_replay_trace_t t;
   sf_replay_result_t r;
   sf_replay_err_t err = {""};
-  load_bundled(&t);
+  sf_test_load_bundled(&t);
   sf_replay_opts_t opts = {.policy = "tetris", .device_choice = -1, .seed = 1};
   cr_expect_eq(sf_replay_run(&t, &opts, &r, &err), SF_EINVAL);
   cr_expect(strstr(err.msg, "unknown policy 'tetris'") != NULL, "%s", err.msg);
   sf_replay_result_dispose(&r);
+  sf_replay_trace_dispose(&t);
+}
+
+/* The verdict cache only saves work: every policy replays the same with and without it. */
+static void same_with_and_without_cache(const sf_replay_trace_t *t, const char *policy,
+                                        sf_replay_ties_t ties, double tune)
+{
+  sf_replay_result_t r[2];
+  for (int k = 0; k < 2; k++) {
+    sf_replay_err_t err = {""};
+    sf_replay_opts_t o = {.policy = policy, .device_choice = SF_CHOICE_PACKER, .seed = 7,
+                          .tune = tune, .ties = ties, .no_cache = k == 1};
+    cr_assert_eq(sf_replay_run(t, &o, &r[k], &err), 0, "%s", err.msg);
+  }
+  cr_expect_eq(r[0].pods_failed, r[1].pods_failed, "%s: failed pods differ", policy);
+  cr_expect_eq(r[0].pods_departed, r[1].pods_departed, "%s: departures differ", policy);
+  cr_expect(r[0].alloc_pct_final == r[1].alloc_pct_final, "%s: final allocation %.3f vs %.3f",
+            policy, r[0].alloc_pct_final, r[1].alloc_pct_final);
+  for (size_t i = 0; i < SF_REPLAY_NTHRESH; i++)
+    cr_expect(r[0].alloc_pct_at[i] == r[1].alloc_pct_at[i] ||
+                  (isnan(r[0].alloc_pct_at[i]) && isnan(r[1].alloc_pct_at[i])),
+              "%s: allocation at %d%% differs", policy, sf_replay_thresholds[i]);
+  cr_expect(r[0].frag_pct_at_100 == r[1].frag_pct_at_100 ||
+                (isnan(r[0].frag_pct_at_100) && isnan(r[1].frag_pct_at_100)),
+            "%s: fragmentation differs", policy);
+  sf_replay_result_dispose(&r[0]);
+  sf_replay_result_dispose(&r[1]);
+}
+
+Test(replay_method, verdict_cache_changes_nothing)
+{
+  sf_replay_trace_t t, nt;
+  sf_test_load_bundled(&t);
+  sf_test_load_bundled_native(&nt);
+  same_with_and_without_cache(&t, "fgd", SF_REPLAY_TIES_SCHED, 1.3);
+  same_with_and_without_cache(&t, "clustering", SF_REPLAY_TIES_FIRST, 1.3);
+  same_with_and_without_cache(&t, "packing", SF_REPLAY_TIES_RANDOM, 1.3);
+  same_with_and_without_cache(&t, "random", SF_REPLAY_TIES_SCHED, 1.3);
+  same_with_and_without_cache(&t, "fragmentation", SF_REPLAY_TIES_SCHED, 1.3);
+  same_with_and_without_cache(&nt, "fragmentation", SF_REPLAY_TIES_SCHED, 0);
+  same_with_and_without_cache(&nt, "bestfit", SF_REPLAY_TIES_SCHED, 0);
+  sf_replay_trace_dispose(&t);
+  sf_replay_trace_dispose(&nt);
+}
+
+/* --extender-scores: the core's 0-10 scores decide, in their direction (binpack packs, spread spreads). */
+Test(replay_method, extender_scores_follow_the_core_scores)
+{
+  sf_replay_trace_t t;
+  sf_replay_err_t err = {""};
+  sf_test_load_bundled(&t);
+  double at100[2];
+  static const char *const pol[2] = {"binpack", "spread"};
+  for (int k = 0; k < 2; k++) {
+    sf_replay_result_t r;
+    sf_replay_opts_t o = {.policy = pol[k], .device_choice = -1, .seed = 42, .tune = 1.3,
+                          .ties = SF_REPLAY_TIES_FIRST, .extender_scores = true};
+    cr_assert_eq(sf_replay_run(&t, &o, &r, &err), 0, "%s", err.msg);
+    at100[k] = r.alloc_pct_at[4];
+    sf_replay_result_dispose(&r);
+  }
+  cr_expect_gt(at100[0], at100[1] + 3.0, "binpack %.2f%% vs spread %.2f%%", at100[0], at100[1]);
   sf_replay_trace_dispose(&t);
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "slicefit/replay.h"
+#include "bundled.h"
 
 static char path[64];
 
@@ -132,14 +133,9 @@ Test(replay_native, bad_lines_name_line_and_column)
 
 Test(replay_native, bundled_native_trace_replays)
 {
-  const char *top = getenv("SLICEFIT_TOP");
-  char p[512];
   sf_replay_trace_t t;
   sf_replay_result_t r;
-  sf_replay_err_t err = {""};
-  snprintf(p, sizeof(p), "%s/bench/data/synthetic-native.jsonl", top ? top : ".");
-  sf_replay_trace_init(&t);
-  cr_assert_eq(sf_replay_load_native(&t, p, &err), 0, "%s", err.msg);
+  sf_test_load_bundled_native(&t);
   cr_expect(t.has_islands);
   run(&t, "fragmentation", &r);
   cr_expect_eq(r.pods_arrived, t.npods);
