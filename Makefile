@@ -7,7 +7,8 @@
 #   make bench      the core's benchmarks (bench/bench_*.c)
 #   make deps       installs the missing Debian packages (apt-get), nothing if all present
 #   make install    PREFIX=/usr/local DESTDIR=
-#   make run        deps, all, then the replay of the bundled synthetic trace
+#   make run        deps, all, then bin/slicefit on the example cluster (127.0.0.1:8888)
+#   make run-replay deps, all, then the replay of the bundled synthetic trace
 #   make clean
 
 PREFIX  ?= /usr/local
@@ -176,13 +177,19 @@ deps:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	else echo "deps: all present"; fi
 
+# The extender on the bundled example cluster, on loopback (README, first section).
 run: deps
+	$(MAKE) all
+	bin/slicefit --snapshot extender/example-cluster.json --policy extender/example-policy.json \
+	  --listen 127.0.0.1:8888
+
+run-replay: deps
 	$(MAKE) all
 	bin/slicefit-replay
 
 clean:
 	rm -rf build bin
 
-.PHONY: all test check check-pure bench fuzz install deps run clean
+.PHONY: all test check check-pure bench fuzz install deps run run-replay clean
 
 -include $(shell find build -name '*.d' 2>/dev/null)

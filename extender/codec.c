@@ -129,8 +129,8 @@ static int take_root(sf__args_t *a, const sf__limits_t *lim, char *err, size_t e
 }
 
 /* The general path: jansson over the whole body. */
-static int parse_slow(sf__args_t *a, const char *body, size_t len, const sf__limits_t *lim,
-                      char *err, size_t errlen)
+int sf__args_parse_general(sf__args_t *a, const char *body, size_t len, const sf__limits_t *lim,
+                           char *err, size_t errlen)
 {
   *a = (sf__args_t){0};
   if (!sf__json_depth_ok(body, len, lim->max_depth))
@@ -282,14 +282,29 @@ static json_t *load_span(cur_t v)
   return json_loadb(v.p, (size_t)(v.end - v.p), JSON_DECODE_ANY, NULL);
 }
 
+static bool valid_span(cur_t v)
+{
+  json_t *j = load_span(v);
+  json_decref(j);
+  return j != NULL;
+}
+
 static bool is_null(cur_t v)
 {
   ws(&v);
-  return v.end - v.p >= 4 && memcmp(v.p, "null", 4) == 0;
+  while (v.end > v.p && (v.end[-1] == ' ' || v.end[-1] == '\t' || v.end[-1] == '\n' ||
+                         v.end[-1] == '\r'))
+    v.end--;
+  return v.end - v.p == 4 && memcmp(v.p, "null", 4) == 0;
 }
 
-/* One member of the root; keys with escapes give up. */
-static bool fast_member(cur_t *c, spans_t *sp, unsigned exact[3])
+/*
+ * One member of the root; keys with escapes give up. As in the general path
+ * (jansson keeps the last of duplicate keys; sf__json_get_ci takes an exact
+ * match, else the first other casing), the last exact key wins, else the
+ * first key in another casing.
+ */
+static bool fast_member(cur_t *c, spans_t *sp, unsigned seen[3])
 {
   static const char *const fields[3] = {"Pod", "NodeNames", "Nodes"};
   ws(c);
@@ -297,7 +312,10 @@ static bool fast_member(cur_t *c, spans_t *sp, unsigned exact[3])
   if (c->p >= c->end || *c->p != '"' || !skip_string(c))
     return false;
   size_t klen = (size_t)(c->p - 1 - k);
-  if (memchr(k, '\\', klen) || !eat(c, ':'))
+  for (size_t i = 0; i < klen; i++)
+    if (k[i] == '\\' || (unsigned char)k[i] >= 0x80)  /* escapes, or UTF-8 to be checked */
+      return false;
+  if (!eat(c, ':'))
     return false;
   ws(c);
   cur_t v = {c->p, NULL};
@@ -306,28 +324,30 @@ static bool fast_member(cur_t *c, spans_t *sp, unsigned exact[3])
   v.end = c->p;
   cur_t *slot[3] = {&sp->pod, &sp->names, &sp->nodes};
   for (int f = 0; f < 3; f++) {
-    bool ex = strlen(fields[f]) == klen && memcmp(k, fields[f], klen) == 0;
-    if (strlen(fields[f]) == klen && strncasecmp(k, fields[f], klen) == 0 && (ex || !exact[f])) {
+    if (strlen(fields[f]) != klen || strncasecmp(k, fields[f], klen) != 0)
+      continue;
+    unsigned rank = memcmp(k, fields[f], klen) == 0 ? 2 : 1;  /* exact : other casing */
+    cur_t dropped = v;
+    if (rank == 2 || seen[f] == 0) {
+      dropped = *slot[f];
       *slot[f] = v;
-      exact[f] |= ex;
-      return true;
+      seen[f] = rank > seen[f] ? rank : seen[f];
     }
+    return dropped.p == NULL || valid_span(dropped);
   }
-  json_t *other = load_span(v);  /* an unknown key's value must still be valid JSON */
-  json_decref(other);
-  return other != NULL;
+  return valid_span(v);  /* an unknown key's value must still be valid JSON */
 }
 
 static int fast_root(sf__args_t *a, cur_t c, const sf__limits_t *lim)
 {
   spans_t sp;
   memset(&sp, 0, sizeof sp);
-  unsigned exact[3] = {0};
+  unsigned seen[3] = {0};
   if (!eat(&c, '{'))
     return SF_EINVAL;
   if (!eat(&c, '}')) {
     do {
-      if (!fast_member(&c, &sp, exact))
+      if (!fast_member(&c, &sp, seen))
         return SF_EINVAL;
     } while (eat(&c, ','));
     if (!eat(&c, '}'))
@@ -362,7 +382,7 @@ int sf__args_parse(sf__args_t *a, const char *body, size_t len, const sf__limits
 {
   if (parse_fast(a, body, len, lim) == 0)
     return 0;
-  return parse_slow(a, body, len, lim, err, errlen);
+  return sf__args_parse_general(a, body, len, lim, err, errlen);
 }
 
 void sf__args_dispose(sf__args_t *a)

@@ -62,6 +62,9 @@ bool sf__json_depth_ok(const char *text, size_t len, unsigned max);
  */
 int sf__args_parse(sf__args_t *a, const char *body, size_t len, const sf__limits_t *lim,
                    char *err, size_t errlen);
+/** The same with jansson over the whole body (sf__args_parse's fallback; the fuzzer compares). */
+int sf__args_parse_general(sf__args_t *a, const char *body, size_t len, const sf__limits_t *lim,
+                           char *err, size_t errlen);
 void sf__args_dispose(sf__args_t *a);
 
 /** Case-insensitive member lookup: an exact match first, then any casing. Borrowed. */

@@ -83,8 +83,9 @@ void sfx_start(sfx_t *s, const char *const *args)
   strcpy(s->dir, "/tmp/sfx-XXXXXX");
   cr_assert_not_null(mkdtemp(s->dir));
   snprintf(s->log_path, sizeof s->log_path, "%s/log.txt", s->dir);
-  const char *argv[40] = {sfx_path("bin/slicefit")};
-  argv[0] = strdup(argv[0]);
+  char exe[1024];
+  snprintf(exe, sizeof exe, "%s", sfx_path("bin/slicefit"));
+  const char *argv[40] = {exe};
   size_t n = 1;
   argv[n++] = "--listen";
   argv[n++] = "127.0.0.1:0";
@@ -109,9 +110,10 @@ void sfx_start(sfx_t *s, const char *const *args)
 
 void sfx_start_example(sfx_t *s, const char *const *extra)
 {
-  const char *args[32] = {"--snapshot", NULL, "--policy", NULL};
-  args[1] = strdup(sfx_path("extender/example-cluster.json"));
-  args[3] = strdup(sfx_path("extender/example-policy.json"));
+  char snap[1024], pol[1024];
+  snprintf(snap, sizeof snap, "%s", sfx_path("extender/example-cluster.json"));
+  snprintf(pol, sizeof pol, "%s", sfx_path("extender/example-policy.json"));
+  const char *args[32] = {"--snapshot", snap, "--policy", pol};
   size_t n = 4;
   for (size_t i = 0; extra && extra[i] && n < 31; i++)
     args[n++] = extra[i];

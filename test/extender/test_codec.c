@@ -32,6 +32,22 @@ Test(codec, keys_match_case_insensitively_exact_first)
   json_decref(o);
 }
 
+Test(codec, the_scanner_and_jansson_agree_on_duplicate_keys)
+{
+  /* The last exact key wins, else the first other casing. */
+  sf__args_t a;
+  char err[SF_ERR_MAX];
+  cr_assert_eq(parse(&a, "{\"Pod\":{},\"nodenames\":[\"a\"],\"NODENAMES\":[\"b\"]}", err), 0);
+  cr_assert_str_eq(a.names[0], "a");
+  sf__args_dispose(&a);
+  cr_assert_eq(parse(&a, "{\"Pod\":{},\"NodeNames\":[\"a\"],\"nodenames\":[\"b\"],"
+                         "\"NodeNames\":[\"c\\/d\"]}",
+                     err),
+               0);
+  cr_assert_str_eq(a.names[0], "c/d");
+  sf__args_dispose(&a);
+}
+
 Test(codec, cache_mode)
 {
   sf__args_t a;
@@ -82,6 +98,10 @@ Test(codec, errors_name_the_path)
       {"7", SF_EINVAL, "(root)"},
       {"{\"Pod\":{\"a\":[[[[[[[[[]]]]]]]]]}}", SF_EINVAL, "nested deeper than 8"},
       {"{\"Pod\":{}", SF_EINVAL, "malformed JSON at line 1"},
+      /* What the fuzzer found the hand scanner let through: */
+      {"{\"Pod\":{},\"z\xc6z\":1,\"NodeNames\":[\"a\"]}", SF_EINVAL, "malformed JSON"},
+      {"{\"Pod\":{},\"NodeNames\":[\"a\"b],\"NodeNames\":[\"x\"]}", SF_EINVAL, "malformed JSON"},
+      {"{\"Pod\":{},\"NodeNames\":[],\"Nodes\":nullx}", SF_EINVAL, "malformed JSON"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     sf__args_t a;
