@@ -62,6 +62,10 @@ typedef struct {
   buf_t body;
   sf_framer_t framer;
   bool in_initial;          /* streaming, before the initial-events-end bookmark */
+  bool direct;              /* this list applies objects as they come (see relist) */
+  bool touched;             /* the sink has seen objects of this resource */
+  size_t listed;            /* objects in the list so far */
+  int after;                /* index of the resource whose first sync starts this one; -1 none */
   action_t action;
   char action_why[160];
   bool synced;
@@ -182,6 +186,7 @@ static void to_sink(res_t *r, int op, const json_t *obj) {
                      r->name + 10);
     return;
   }
+  r->touched = true;
   if (op == 0) rc = w->sink.apply(w->sink.ud, r->kind, obj, err, sizeof err);
   else rc = w->sink.remove(w->sink.ud, r->kind, obj, err, sizeof err);
   if (rc) {
@@ -204,6 +209,7 @@ static void replace_all(res_t *r) {
     else apply_policy(r, json_array_get(r->items, 0));
     return;
   }
+  r->touched = true;
   if (w->sink.replace(w->sink.ud, r->kind, r->items, err, sizeof err) == 0) return;
   /* One bad object must not hide the others: empty the kind, then apply one by one. */
   char q[SF_ERR_MAX];
@@ -217,17 +223,30 @@ static void replace_all(res_t *r) {
   json_array_foreach(r->items, i, obj) to_sink(r, 0, obj);
 }
 
+static void on_retry(uv_timer_t *t);
+
+/*
+ * Starts the resources that waited for r's first sync, from their timers:
+ * this may run inside a curl callback, where no transfer may be added.
+ */
+static void start_waiting(res_t *r) {
+  sf_apiwatch_t *w = r->w;
+  for (size_t i = 0; i < w->nres; i++)
+    if (w->res[i].after == (int)(r - w->res) && w->res[i].phase == PH_IDLE)
+      uv_timer_start(&w->res[i].timer, on_retry, 0, 0);
+}
+
 static void list_done(res_t *r) {
-  replace_all(r);
+  if (!r->direct) replace_all(r);
   r->w->st.lists++;
-  sf_log_info("resource synced", "resource=%s rv=%s objects=%zu", r->name, r->rv,
-              json_array_size(r->items));
+  sf_log_info("resource synced", "resource=%s rv=%s objects=%zu", r->name, r->rv, r->listed);
   json_decref(r->items);
   r->items = NULL;
   r->synced = true;
   r->broken_since = 0;
   r->attempt = 0;
   r->in_initial = false;
+  start_waiting(r);
 }
 
 /* ---- watch events ---- */
@@ -258,14 +277,21 @@ static int on_bookmark(res_t *r, const json_t *obj) {
   return 0;
 }
 
-static int dispatch(res_t *r, const char *type, const json_t *obj) {
+/* One object of a list: to the sink now (a direct list) or kept for the replace. */
+static void listed(res_t *r, json_t *obj) {
+  r->listed++;
+  if (r->direct) to_sink(r, 0, obj);
+  else json_array_append(r->items, obj);  /* shared, not copied */
+}
+
+static int dispatch(res_t *r, const char *type, json_t *obj) {
   bool add = !strcmp(type, "ADDED") || !strcmp(type, "MODIFIED");
   if (!strcmp(type, "BOOKMARK")) return on_bookmark(r, obj);
   if (!strcmp(type, "ERROR")) return on_error_event(r, obj);
   if (!add && strcmp(type, "DELETED") != 0) return fail_event(r, ACT_FAIL, "unknown event type");
   r->events_now++;
   r->w->st.events++;
-  if (r->in_initial && add) json_array_append_new(r->items, json_deep_copy(obj));
+  if (r->in_initial && add) listed(r, obj);
   else if (!r->in_initial) to_sink(r, add ? 0 : 1, obj);
   set_rv(r, obj);
   return 0;
@@ -275,7 +301,7 @@ static int on_event(res_t *r, const char *ev, size_t len) {
   json_error_t je;
   json_t *e = json_loadb(ev, len, 0, &je);
   const char *type = json_string_value(json_object_get(e, "type"));
-  const json_t *obj = json_object_get(e, "object");
+  json_t *obj = json_object_get(e, "object");
   int rc;
   if (!type || !json_is_object(obj)) {
     r->w->st.framing_errors++;
@@ -473,6 +499,14 @@ static void relist(res_t *r) {
   free(r->cont);
   r->cont = NULL;
   r->in_initial = r->streaming;
+  r->listed = 0;
+  /*
+   * The first list of a resource the sink has never seen applies each object
+   * as it arrives: the same result as a replace into nothing, without
+   * holding the whole list in memory. Any later list (a relist, or a retry
+   * after a direct one failed half way) replaces in one step.
+   */
+  r->direct = !r->touched && !r->policy;
   issue(r, r->streaming ? PH_STREAM : PH_LIST);
 }
 
@@ -491,7 +525,9 @@ static void list_page(res_t *r) {
     retry(r, 0);
     return;
   }
-  json_array_extend(r->items, items);
+  size_t i;
+  json_t *obj;
+  json_array_foreach(items, i, obj) listed(r, obj);
   set_rv(r, list);
   const char *cont = str_at(list, "metadata", "continue");
   free(r->cont);
@@ -700,6 +736,7 @@ static res_t *add_res(sf_apiwatch_t *w, const char *name, const char *path, sf_k
   r->path = sf_xstrdup(path);
   r->kind = kind;
   r->streaming = !w->o.no_streaming_list;
+  r->after = -1;
   sf_framer_init(&r->framer, w->o.max_event_bytes);
   return r;
 }
@@ -753,7 +790,14 @@ sf_apiwatch_t *sf_apiwatch_create_sink(uv_loop_t *loop, const sf_apiwatch_opts_t
   }
   add_res(w, "deviceclasses", "/apis/resource.k8s.io/v1/deviceclasses", SF_KIND_DEVICE_CLASS);
   add_res(w, "resourceslices", "/apis/resource.k8s.io/v1/resourceslices", SF_KIND_RESOURCE_SLICE);
-  add_res(w, "resourceclaims", "/apis/resource.k8s.io/v1/resourceclaims", SF_KIND_RESOURCE_CLAIM);
+  /*
+   * Claims start once the slices have synced: their allocations name devices,
+   * and a cluster records allocations again whenever a slice changes, so
+   * slices first is the cheap order.
+   */
+  res_t *claims = add_res(w, "resourceclaims", "/apis/resource.k8s.io/v1/resourceclaims",
+                          SF_KIND_RESOURCE_CLAIM);
+  claims->after = (int)(claims - w->res) - 1;
   if (w->o.device_taint_rules) {
     char path[128];
     snprintf(path, sizeof path, "/apis/resource.k8s.io/%.16s/devicetaintrules",
@@ -779,8 +823,9 @@ int sf_apiwatch_start(sf_apiwatch_t *w) {
     uv_timer_init(w->loop, &w->res[i].timer);
     w->res[i].timer.data = &w->res[i];
     w->open_handles++;
-    relist(&w->res[i]);
   }
+  for (size_t i = 0; i < w->nres; i++)
+    if (w->res[i].after < 0) relist(&w->res[i]);
   return 0;
 }
 

@@ -86,7 +86,7 @@ static void wait_watches(int n) {
 }
 
 static void assert_converges(void) {
-  cr_assert(run_until(&E.loop, equal, NULL, 10000), "the watcher's state differs from the server's");
+  cr_assert(run_until(&E.loop, equal, NULL, 20000), "the watcher's state differs from the server's");
   cr_assert_eq(E.rec.duplicates, 0, "an event was applied twice");
   cr_assert_eq(E.rec.unknown_deletes, 0, "a delete for an object never seen: an event was lost");
 }
@@ -109,7 +109,7 @@ Test(watch, initial_sync_by_watch_list) {
   sf_apiwatch_stats_t st = stats();
   cr_assert_eq(st.lists, 3);
   cr_assert_eq(st.streaming_fallbacks, 0);
-  cr_assert_eq(E.rec.replaces, 3, "each resource is replaced in one step");
+  cr_assert_eq(E.rec.replaces, 0, "a first list goes to the sink object by object");
 }
 
 Test(watch, events_after_sync) {
@@ -215,6 +215,7 @@ Test(faults, expired_watch_relists_and_replaces) {
   sf_apiwatch_stats_t st = stats();
   cr_assert_geq(st.relists_expired, 3);
   cr_assert_geq(st.lists, 6);
+  cr_assert_geq(E.rec.replaces, 3, "a relist replaces each resource in one step");
 }
 
 Test(faults, compacted_history_gives_410_on_resume) {
@@ -280,12 +281,16 @@ Test(faults, dropped_list_body_retries) {
   cr_assert_geq(stats().err_connect, 1);
 }
 
+static bool connect_errors(void *ud) { return stats().err_connect >= *(uint64_t *)ud; }
+static bool tls_errors(void *ud) { (void)ud; return stats().err_tls >= 1; }
+static bool auth_errors(void *ud) { (void)ud; return stats().err_auth >= 1; }
+
 Test(faults, refused_connection_backs_off) {
   E.opts.kube.server = (char[]){"http://127.0.0.1:1"};
   start();
-  cr_assert_not(run_until(&E.loop, synced, NULL, 300));
-  sf_apiwatch_stats_t st = stats();
-  cr_assert_geq(st.err_connect, 3, "retried with backoff: %llu", (unsigned long long)st.err_connect);
+  uint64_t three = 3;
+  cr_assert(run_until(&E.loop, connect_errors, &three, 10000), "retried with backoff");
+  cr_assert_not(sf_apiwatch_synced(E.w));
 }
 
 Test(faults, tls_error_is_counted) {
@@ -293,8 +298,8 @@ Test(faults, tls_error_is_counted) {
   snprintf(url, sizeof url, "https://127.0.0.1:%u", E.fake.port);
   E.opts.kube.server = url;
   start();
-  cr_assert_not(run_until(&E.loop, synced, NULL, 300));
-  cr_assert_geq(stats().err_tls, 1);
+  cr_assert(run_until(&E.loop, tls_errors, NULL, 10000));
+  cr_assert_not(sf_apiwatch_synced(E.w));
 }
 
 static bool not_synced(void *ud) { (void)ud; return !sf_apiwatch_synced(E.w); }
@@ -329,8 +334,7 @@ Test(auth, rotated_token_file_is_reread) {
   fake_cmd(&E.fake, "token second");
   fake_cmd(&E.fake, "close");
   churn(0, 0);
-  for (int i = 0; i < 500 && stats().err_auth == 0; i++) uv_run(&E.loop, UV_RUN_ONCE);
-  cr_assert_geq(stats().err_auth, 1, "the old token is refused");
+  cr_assert(run_until(&E.loop, auth_errors, NULL, 10000), "the old token is refused");
   FILE *f = fopen(path, "w");
   fputs("second\n", f);
   fclose(f);
@@ -343,8 +347,8 @@ Test(auth, wrong_token_is_an_auth_error) {
   setup_with(args);
   E.opts.kube.token = (char[]){"wrong"};
   start();
-  cr_assert_not(run_until(&E.loop, synced, NULL, 300));
-  cr_assert_geq(stats().err_auth, 1);
+  cr_assert(run_until(&E.loop, auth_errors, NULL, 10000));
+  cr_assert_not(sf_apiwatch_synced(E.w));
 }
 
 /* ---- the policy ConfigMap ---- */
@@ -385,12 +389,12 @@ Test(policy, configmap_applies_and_bad_one_is_rejected) {
   fake_cmd(&E.fake, "put configmaps {\"metadata\":{\"name\":\"slicefit\",\"namespace\":\"kube-system\"},"
                     "\"data\":{\"strategy\":\"spread\"}}");
   want = 2;
-  cr_assert(run_until(&E.loop, policy_calls, &want, 2000), "a change applies within 2 s");
+  cr_assert(run_until(&E.loop, policy_calls, &want, 10000), "a change applies without restart");
   cr_assert_eq(seen.last, SF_STRATEGY_SPREAD);
   fake_cmd(&E.fake, "put configmaps {\"metadata\":{\"name\":\"slicefit\",\"namespace\":\"kube-system\"},"
                     "\"data\":{\"strategy\":\"spread\",\"headroom_pct\":\"lots\"}}");
   uint64_t one = 1;
-  cr_assert(run_until(&E.loop, invalid_seen, &one, 2000));
+  cr_assert(run_until(&E.loop, invalid_seen, &one, 10000));
   cr_assert_eq(seen.calls, 2, "an invalid policy is not passed on");
   cr_assert_eq(stats().policy_applied, 2);
 }

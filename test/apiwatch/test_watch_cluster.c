@@ -109,7 +109,7 @@ Test(cluster_watch, policy_configmap_reaches_the_cluster) {
   fake_cmd(&fake, "put configmaps {\"metadata\":{\"name\":\"slicefit\",\"namespace\":\"kube-system\"},"
                   "\"data\":{\"strategy\":\"spread\"}}");
   s = SF_STRATEGY_SPREAD;
-  cr_assert(run_until(&loop, strategy_is, &s, 2000), "applies within 2 s");
+  cr_assert(run_until(&loop, strategy_is, &s, 10000), "applies without restart");
   sf_apiwatch_stats_t st;
   sf_apiwatch_stats(w, &st);
   cr_assert_eq(st.policy_invalid, 1);
