@@ -84,7 +84,7 @@ bool drv_policy_in_force(const drv_t *d, unsigned port, char *why, size_t len)
 }
 
 /* The daemon's flags as manifests/deployment.yaml gives them, the kubeconfig standing in for in-cluster auth. */
-static void start_replica(drv_t *d, size_t r)
+void drv_start_replica(drv_t *d, size_t r)
 {
   char cm[] = "--policy-configmap=slicefit-system/slicefit-policy", kc[200], crt[200], key[200];
   snprintf(kc, sizeof kc, "--kubeconfig=%s", d->kubeconfig);
@@ -127,7 +127,7 @@ void drv_restart(drv_t *d, size_t r)
 {
   cr_assert_eq(e2e_slicefit_stop(&d->sf[r]), 0, "SIGTERM: slicefit did not exit 0 (log %s)",
                d->sf[r].log);
-  start_replica(d, r);
+  drv_start_replica(d, r);
 }
 
 void drv_setup(drv_t *d, const char *const *policy, size_t nreplicas, size_t npods, uint64_t seed,
@@ -168,7 +168,7 @@ void drv_setup(drv_t *d, const char *const *policy, size_t nreplicas, size_t npo
   e2e_http_use_ca(d->tls ? d->cert : NULL);
   cr_assert_eq(e2e_kubeconfig_write(d->kubeconfig, d->api.port, TOKEN), 0);
   for (size_t r = 0; r < nreplicas; r++)
-    start_replica(d, r);
+    drv_start_replica(d, r);
 }
 
 void drv_stop_all(drv_t *d)
@@ -204,7 +204,7 @@ static bool holds(unsigned port, size_t claims, size_t allocs)
 
 void drv_wait_seen(drv_t *d)
 {
-  for (size_t r = 0; r < d->nreplicas; r++) {
+  for (size_t r = 0; r < d->nreplicas && d->sf[r].pid > 0; r++) {
     int64_t end = e2e_now_ms() + SEEN_DEADLINE_MS;
     while (!holds(d->sf[r].port, d->claims, d->allocs)) {
       cr_assert_lt(e2e_now_ms(), end,
@@ -232,7 +232,7 @@ static json_t *call_all(drv_t *d, const char *verb, const e2e_pod_t *p, json_t *
   json_t *first = drv_call(d->sf[0].port, verb, p, names, &st);
   cr_assert_eq(st, 200, "%s %s: HTTP %ld", verb, p->name, st);
   cr_assert_not_null(first, "%s %s: no JSON reply", verb, p->name);
-  for (size_t r = 1; r < d->nreplicas; r++) {
+  for (size_t r = 1; r < d->nreplicas && d->sf[r].pid > 0; r++) {
     json_t *other = drv_call(d->sf[r].port, verb, p, names, &st);
     if (st != 200 || !json_equal(first, other)) {
       d->replica_diffs++;

@@ -56,10 +56,13 @@ typedef struct {
 } drv_t;
 
 #define DRV_TLS 1u   /* the replicas serve https with a certificate the driver verifies */
+#define DRV_LATE 2u  /* only replica 0 starts; drv_start_replica starts the others */
 
 /** Starts the fake apiserver with the cluster and policy, and `nreplicas` of bin/slicefit. */
 void drv_setup(drv_t *d, const char *const *policy, size_t nreplicas, size_t npods, uint64_t seed,
                unsigned flags);
+/** Starts replica r as the manifests run it and waits until it is ready with the policy. */
+void drv_start_replica(drv_t *d, size_t r);
 /** Stops replica r (it must exit 0 on SIGTERM) and starts it again; waits until it is ready. */
 void drv_restart(drv_t *d, size_t r);
 /** SIGTERM to every replica; each must drain and exit 0 (under make check: no sanitizer report). */

@@ -9,6 +9,10 @@
  * the run of k-1 pods. Each prefix runs in-process through the replay's
  * library (sf_replay_parse_native, sf_replay_run: the code behind
  * bin/slicefit-replay); the whole trace also runs through the binary.
+ *
+ * The replay is told to choose as the driver does: by the 0..10 score the
+ * extender sends (--extender-scores), equal scores to the first node by
+ * name (--ties first), the device by first fit.
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
@@ -50,7 +54,8 @@ static void run_prefix(const drv_t *d, size_t k, const sf_policy_t *base, sf_rep
   sf_replay_trace_init(&t);
   cr_assert_eq(sf_replay_parse_native(&t, f, "e2e-trace", &err), 0, "%s", err.msg);
   sf_replay_opts_t o = {.policy = value_of(d->policy, "strategy", "fragmentation"),
-                        .base = base, .device_choice = SF_CHOICE_FIRST_FIT, .seed = 42};
+                        .base = base, .device_choice = SF_CHOICE_FIRST_FIT, .seed = 42,
+                        .ties = SF_REPLAY_TIES_FIRST, .extender_scores = true};
   cr_assert_eq(sf_replay_run(&t, &o, res, &err), 0, "%s", err.msg);
   sf_replay_trace_dispose(&t);
   fclose(f);
@@ -105,7 +110,7 @@ json_t *rc_run_binary(const drv_t *d, const char *trace, const char *policy_file
   size_t cap = 0;
   snprintf(cmd, sizeof cmd,
            "%s/bin/slicefit-replay --trace %s --policy %s --policy-file %s "
-           "--device-choice first-fit --seed 42 --json",
+           "--device-choice first-fit --ties first --extender-scores --seed 42 --json",
            e2e_top(), trace, value_of(d->policy, "strategy", "fragmentation"), policy_file);
   FILE *p = popen(cmd, "r");
   cr_assert_not_null(p);
