@@ -385,14 +385,18 @@ static void schedule(drv_t *d, uint32_t i)
   json_decref(feasible);
 }
 
-static void create_claim(drv_t *d, uint32_t i)
+void drv_add_claims(drv_t *d, const e2e_pod_t *pods, size_t n)
 {
-  json_t *claim = e2e_claim_json(&d->pods[i]);
-  cr_assert_eq(e2e_apiserver_put(&d->api, "resourceclaims", claim), 0);
-  json_decref(claim);
-  d->claims++;
+  for (size_t i = 0; i < n; i++) {
+    json_t *claim = e2e_claim_json(&pods[i]);
+    cr_assert_eq(e2e_apiserver_put(&d->api, "resourceclaims", claim), 0);
+    json_decref(claim);
+    d->claims++;
+  }
   drv_wait_seen(d);
 }
+
+static void create_claim(drv_t *d, uint32_t i) { drv_add_claims(d, &d->pods[i], 1); }
 
 void drv_place(drv_t *d, uint32_t i, const char *node)
 {

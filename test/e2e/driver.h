@@ -76,6 +76,8 @@ void drv_run(drv_t *d, size_t first_event, size_t last_event, size_t check_every
 size_t drv_nevents(const drv_t *d);
 /** True when /debug/state on port shows every key of d->policy with its value; else why not. */
 bool drv_policy_in_force(const drv_t *d, unsigned port, char *why, size_t len);
+/** Creates the (pending) claims of n pods and waits until every replica holds them. */
+void drv_add_claims(drv_t *d, const e2e_pod_t *pods, size_t n);
 /** Pod i's claim created and allocated on `node` by first fit, without asking the extender. */
 void drv_place(drv_t *d, uint32_t i, const char *node);
 /** No device over its limit in the driver's books, recomputed from the live allocations. */

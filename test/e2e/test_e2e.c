@@ -132,13 +132,7 @@ static void restart_check(drv_t *d)
   enum { NPROBE = 6 };
   e2e_pod_t pr[NPROBE];
   probes(pr, NPROBE);
-  for (size_t i = 0; i < NPROBE; i++) {
-    json_t *c = e2e_claim_json(&pr[i]);
-    cr_assert_eq(e2e_apiserver_put(&d->api, "resourceclaims", c), 0);
-    json_decref(c);
-    d->claims++;
-  }
-  drv_wait_seen(d);
+  drv_add_claims(d, pr, NPROBE);
   json_t *state0 = drv_state_canonical(d->sf[0].port);
   json_t *ans0 = probe_answers(d, d->sf[0].port, pr, NPROBE);
   if (d->nreplicas > 1) {
@@ -276,13 +270,7 @@ Test(e2e, filter_rounds_consumable_capacity, .fini = teardown)
   pr[1] = pr[0];
   pr[1].share = 3 * E2E_GI;
   snprintf(pr[1].claim, sizeof pr[1].claim, "probe-3gi-gpu-x7k2p");
-  for (size_t i = 0; i < 2; i++) {
-    json_t *c = e2e_claim_json(&pr[i]);
-    cr_assert_eq(e2e_apiserver_put(&d->api, "resourceclaims", c), 0);
-    json_decref(c);
-    d->claims++;
-  }
-  drv_wait_seen(d);
+  drv_add_claims(d, pr, 2);
   json_t *ans = probe_answers(d, d->sf[0].port, pr, 2);   /* checks every node against first fit */
   json_t *names = json_object_get(json_object_get(json_array_get(ans, 0), "filter"), "NodeNames");
   cr_assert_eq(json_array_size(names), 6, "4000Mi: the six other cards, not gpu-rtx-0");
@@ -351,11 +339,8 @@ Test(e2e, policy_hot_reload, .fini = teardown)
   e2e_pod_t pr[1];
   probes(pr, 1);
   pr[0].share = 4 * E2E_GI;
-  json_t *c = e2e_claim_json(&pr[0]), *names = json_array();
-  cr_assert_eq(e2e_apiserver_put(&d->api, "resourceclaims", c), 0);
-  json_decref(c);
-  d->claims++;
-  drv_wait_seen(d);
+  json_t *names = json_array();
+  drv_add_claims(d, pr, 1);
   for (size_t k = 0; k < d->cl.nnodes; k++)
     json_array_append_new(names, json_string(d->cl.nodes[k].name));
   e2e_alloc_t a;
@@ -427,13 +412,7 @@ Test(e2e, replicas_agree_after_node_churn, .fini = teardown)
   drv_start_replica(d, 1);
   e2e_pod_t pr[6];
   probes(pr, 6);
-  for (size_t k = 0; k < 6; k++) {
-    json_t *c = e2e_claim_json(&pr[k]);
-    cr_assert_eq(e2e_apiserver_put(&d->api, "resourceclaims", c), 0);
-    json_decref(c);
-    d->claims++;
-  }
-  drv_wait_seen(d);
+  drv_add_claims(d, pr, 6);
   json_t *a = probe_answers(d, d->sf[0].port, pr, 6), *b = probe_answers(d, d->sf[1].port, pr, 6);
   expect_same(a, b, "answers of the replica that saw the node come back and of a fresh one");
   json_decref(a);
