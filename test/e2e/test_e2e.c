@@ -9,6 +9,13 @@
  * restarted replica rebuilding the same index and answers, the replicas
  * converging again after their watches expire (410) or drop mid-event; at
  * the end the run agrees with bin/slicefit-replay on the same trace.
+ * Smaller tests: consumable-capacity rounding over the wire, the policy
+ * ConfigMap hot-reloaded (and a bad one refused), replicas with different
+ * histories answering alike.
+ *
+ * Each test runs in its own folder under /tmp (logs of every process);
+ * SLICEFIT_E2E_KEEP=1 keeps it. bin/slicefit, bin/slicefit-replay and
+ * build/<variant>/tools/fake-apiserver must be built (make test does).
  */
 #include <criterion/criterion.h>
 #include <math.h>
