@@ -118,6 +118,7 @@ void sf_cluster_set_policy(sf_cluster_t *c, const sf_policy_t *pol) {
   sf_policy_dispose(&c->pol);
   c->pol = next;
   sf_index_apply_policy(c->idx, &c->pol);
+  c->mix_dirty = true;
 }
 
 const sf_policy_t *sf_cluster_policy(const sf_cluster_t *c) { return &c->pol; }
@@ -203,6 +204,12 @@ static int change(sf_cluster_t *c, sf_kind_t kind, const char *key, sf_object_t 
     sf_object_free(back);
     return r;
   }
+  if (kind == SF_KIND_RESOURCE_CLAIM) {
+    if (old) sf__claim_learn(c, old, -1);
+    if (o) sf__claim_learn(c, o, +1);
+  } else if (kind == SF_KIND_DEVICE_CLASS) {
+    c->mix_dirty = true;
+  }
   sf_object_free(old);
   return 0;
 }
@@ -264,6 +271,7 @@ static int reproject(sf_cluster_t *c, sf_kind_t kind, store_t *from, store_t *to
     sf__claims_record_all(c);
   }
   if (kind == SF_KIND_RESOURCE_SLICE || kind == SF_KIND_DEVICE_TAINT_RULE) sf__rules_apply_all(c);
+  if (kind == SF_KIND_RESOURCE_CLAIM || kind == SF_KIND_DEVICE_CLASS) c->mix_dirty = true;
   return r;
 }
 

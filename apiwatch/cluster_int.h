@@ -38,7 +38,18 @@ struct sf_cluster {
   json_t *pool_keys;     /* pool key -> integer slot in pools */
   pool_t **pools; size_t npools, cappools;
   json_t *logged;        /* expressions already logged as not compiling */
+  bool mix_dirty;        /* the learned mix must be rebuilt from every claim */
 };
+
+/*
+ * The learned workload mix is the shapes of the claims present (allocated or
+ * not), so that replicas and a restarted daemon learn the same from the same
+ * cluster: a claim adds its shapes when it appears and takes them back when
+ * it goes. What can change a claim's shapes (classes, the policy, a relist)
+ * marks the mix dirty, and it is rebuilt from every claim before next use.
+ */
+void sf__claim_learn(sf_cluster_t *c, const sf_object_t *o, int sign);
+void sf__mix_refresh(sf_cluster_t *c);
 
 /** "ns/name" or "name" of an object's metadata, in buf. */
 const char *sf__obj_key(const sf_meta_t *m, char *buf, size_t len);

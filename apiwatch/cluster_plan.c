@@ -281,6 +281,33 @@ static void plan_ext(sf_cluster_t *c, sf_pod_plan_t *p, const sf_pod_t *pod) {
   cl->nreqs = n;
 }
 
+/* ---- the learned mix ---- */
+
+void sf__claim_learn(sf_cluster_t *c, const sf_object_t *o, int sign) {
+  if (c->mix_dirty) return;  /* rebuilt from every claim before the next use */
+  sf_pod_plan_t p;
+  char key[KEY_MAX];
+  memset(&p, 0, sizeof p);
+  p.a = sf__arena_create();
+  plan_spec(c, &p, sf__obj_key(&o->u.meta, key, sizeof key), &o->u.claim.spec);
+  /* A claim the plan cannot read (its class unknown yet) teaches nothing: a class
+   * arriving marks the mix dirty, and the rebuild reads it again. */
+  if (!p.unsure) {
+    sf_demand_t d = {p.claims, p.nclaims, 0, 0};
+    sf_packer_learn(c->packer, c->idx, &c->pol, &d, sign);
+  }
+  sf__arena_destroy(p.a);
+  free(p.claims);
+}
+
+void sf__mix_refresh(sf_cluster_t *c) {
+  if (!c->mix_dirty) return;
+  c->mix_dirty = false;
+  sf_index_mix_clear(c->idx);
+  const store_t *s = &c->stores[SF_KIND_RESOURCE_CLAIM];
+  for (size_t i = 0; i < s->n; i++) sf__claim_learn(c, s->objs[i], +1);
+}
+
 /* ---- the plan ---- */
 
 int sf_cluster_plan(sf_cluster_t *c, const json_t *pod, sf_pod_plan_t **out, char *err,
@@ -332,6 +359,7 @@ int sf_cluster_evaluate(sf_cluster_t *c, const sf_pod_plan_t *p, const char *con
     for (size_t i = 0; i < n; i++) verdict(&out[i], SF_FIT_YES, "");
     return 0;
   }
+  sf__mix_refresh(c);
   sf_node_id *ids = sf_xmalloc((n ? n : 1) * sizeof(*ids));
   size_t *pos = sf_xmalloc((n ? n : 1) * sizeof(*pos)), m = 0;
   for (size_t i = 0; i < n; i++) {

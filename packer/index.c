@@ -177,6 +177,9 @@ int sf_index_node_upsert(sf_index_t *idx, const sf_node_spec_t *spec, sf_node_id
     sf__node_t *n = &idx->nodes[id];
     n->used = true;
     n->name = istr(idx, spec->name);
+    n->order = 1469598103934665603ull;
+    for (const unsigned char *c = (const unsigned char *)spec->name; *c; c++)
+      n->order = (n->order ^ *c) * 1099511628211ull;
     sf__map_put(&idx->node_by_name, spec->name, strlen(spec->name), id);
     idx->live_nodes++;
     idx->heap += sizeof(*n);
@@ -1300,6 +1303,12 @@ size_t sf_index_mem_bytes(const sf_index_t *idx)
 }
 
 /* ---- learned workload mix ---- */
+
+void sf_index_mix_clear(sf_index_t *idx)
+{
+  idx->nmix = 0;
+  idx->mix_version++;
+}
 
 static int shape_cmp(const sf__shape_t *a, const sf__shape_t *b)
 {

@@ -79,6 +79,7 @@ typedef struct {
   int32_t *pools; size_t npools, poolcap;
   uint32_t nallocs;        /* allocations placed on the node */
   uint64_t version;        /* a fresh index-wide stamp on every change of the node's state */
+  uint64_t order;          /* a hash of the name: an order of nodes every replica agrees on */
 } sf__node_t;
 
 typedef struct {

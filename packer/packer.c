@@ -24,7 +24,7 @@
  * 10, the others min-max over 0..9 (kube-scheduler picks at random among
  * equal totals, so only the best may have the top). This is independent of
  * the order of the nodes in the call. fgd's raw score is the FGD simulator's
- * integer node score with the index's node order below one step (fgd_raw).
+ * integer node score with a fixed order of node names below one step (fgd_raw).
  *
  * Fragmentation (FGD, ATC'23) of a node against a mix M of shapes:
  * F(m) = Σ free share of every device if the node cannot host m (or m asks
@@ -41,6 +41,12 @@
 #include "slicefit/quantity.h"
 
 #define MIX_STEPS 256.0  /* resolution of learned weights */
+/*
+ * Fragmentation sums integer per-mille amounts with weights in steps of
+ * 1/WEIGHT_ONE, in int64, so F and its differences are exact: the same
+ * cluster gives bit-identical scores whatever path or cache computed them.
+ */
+#define WEIGHT_ONE 65536.0
 #define GROW(arr, cap, need) sf_xgrow(&(arr), &(cap), (need), sizeof(*(arr)))
 #define MAXCAPS 32        /* DRA: attributes + capacities per device <= 32 */
 #define MAXCUSE 8
@@ -98,6 +104,7 @@ typedef struct {
   bool island;
   uint64_t models;
   double w;
+  int64_t q;                /* w in steps of 1/WEIGHT_ONE */
 } shape_t;
 
 typedef struct {
@@ -807,10 +814,10 @@ static double frag_shape(const sf_packer_t *p, const nstate_t *ns, const shape_t
 
 static double frag_mix(const sf_packer_t *p, const nstate_t *ns)
 {
-  double f = 0.0;
+  int64_t q = 0;
   for (size_t i = 0; i < p->nmix; i++)
-    f += p->mix[i].w * frag_shape(p, ns, &p->mix[i]);
-  return f;
+    q += p->mix[i].q * (int64_t)frag_shape(p, ns, &p->mix[i]);
+  return (double)q / WEIGHT_ONE;
 }
 
 static double frag_before(sf_packer_t *p, const nstate_t *ns)
@@ -834,13 +841,15 @@ static double frag_before(sf_packer_t *p, const nstate_t *ns)
  * FGD's node score as its authors' simulator compares nodes: 100 x
  * sigmoid(-dF / 1000) truncated, dF the fragmentation increase in milli-GPUs,
  * so placements within about 0.04 GPU of each other are equals. Among equals
- * the node that came first into the index wins (less than one step), the
- * packing bias the simulator gets from taking the first of its node list;
- * it does not depend on kube-scheduler's random choice among equal totals.
+ * one fixed order of nodes decides (a hash of the name, less than one step):
+ * the packing bias the simulator gets from taking the first of its node
+ * list, the same in every replica and after a restart, and not left to
+ * kube-scheduler's random choice among equal totals.
  */
-static double fgd_raw(double df, sf_node_id node)
+static double fgd_raw(const sf_packer_t *p, double df)
 {
-  return floor(100.0 / (1.0 + exp(df / 1000.0))) + 0.001 * (1.0 - (double)node / 1048576.0);
+  double rank = (double)(p->idx->nodes[p->node].order >> 11) / 9007199254740992.0;  /* [0, 1) */
+  return floor(100.0 / (1.0 + exp(df / 1000.0))) + 0.001 * (1.0 - rank);
 }
 
 static double util(const nstate_t *ns)
@@ -878,7 +887,7 @@ static double score(sf_packer_t *p, const sf_result_t *res, const uint32_t *rk, 
   case SF_STRATEGY_SPREAD:
     return -util(&after) - 0.1 * touched;
   case SF_STRATEGY_FGD:
-    return fgd_raw(frag_mix(p, &after) - frag_before(p, &before), p->node);
+    return fgd_raw(p, frag_mix(p, &after) - frag_before(p, &before));
   case SF_STRATEGY_FRAGMENTATION:
   default:
     break;
@@ -1033,7 +1042,7 @@ static void mix_load(sf_packer_t *p, uint64_t dmodels)
       uint64_t m = models_of(p->idx, s->models, s->nmodels, &none);
       if (none)
         continue;  /* its models are not in the cluster: it can never be hosted */
-      p->mix[p->nmix++] = (shape_t){s->cpu_milli, s->amount, s->count, s->island, m, s->weight};
+      p->mix[p->nmix++] = (shape_t){s->cpu_milli, s->amount, s->count, s->island, m, s->weight, 0};
     }
     n = 0;
   } else if (n == 0) {
@@ -1054,13 +1063,15 @@ static void mix_load(sf_packer_t *p, uint64_t dmodels)
     if (src == p->learned && (w = floor(w * MIX_STEPS / total + 0.5)) <= 0.0)
       continue;
     p->mix[p->nmix++] = (shape_t){src[i].cpu_milli, src[i].amount, src[i].count, src[i].island,
-                                  src[i].models, w};
+                                  src[i].models, w, 0};
   }
   double sum = 0.0;
   for (size_t i = 0; i < p->nmix; i++)
     sum += p->mix[i].w;
-  for (size_t i = 0; i < p->nmix && sum > 0.0; i++)
+  for (size_t i = 0; i < p->nmix && sum > 0.0; i++) {
     p->mix[i].w /= sum;
+    p->mix[i].q = llround(p->mix[i].w * WEIGHT_ONE);
+  }
   p->mixhash = hash_mix(p->mix, p->nmix);
 }
 
@@ -1565,14 +1576,14 @@ static bool hosts_h(const shape_t *m, const hdev_t *d, bool idle, int32_t fp, sf
 }
 
 /* F_n(m) from a shape's statistics (frag_shape's rule). */
-static double fshape(const shape_t *m, const fstat_t *s, int64_t total, int64_t cpu_free)
+static int64_t fshape(const shape_t *m, const fstat_t *s, int64_t total, int64_t cpu_free)
 {
   if (m->count == 0)
-    return (double)total;
+    return total;
   bool cpu_ok = cpu_free < 0 || cpu_free >= m->cpu_milli;
   int32_t best = s->bi > (s->ns1 > 0) ? s->bi : (s->ns1 > 0);
   bool can = cpu_ok && (m->island ? best >= (int32_t)m->count : s->nh >= (int32_t)m->count);
-  return (double)(can ? s->small : total);
+  return can ? s->small : total;
 }
 
 /* The node's per-shape statistics for the current mix, and F(before). */
@@ -1584,7 +1595,7 @@ static void fstats(sf_packer_t *p, hnode_t *h)
     h->fs = sf_xrealloc(h->fs, p->nmix * sizeof(*h->fs));
     h->fscap = p->nmix;
   }
-  double f = 0.0;
+  int64_t q = 0;
   for (size_t i = 0; i < p->nmix; i++) {
     const shape_t *m = &p->mix[i];
     fstat_t *s = &h->fs[i];
@@ -1614,9 +1625,9 @@ static void fstats(sf_packer_t *p, hnode_t *h)
         s->bi2 = cnt[j];
       }
     }
-    f += m->w * fshape(m, s, h->total, h->cpu_free);
+    q += m->q * fshape(m, s, h->total, h->cpu_free);
   }
-  h->fb = f;
+  h->fb = (double)q / WEIGHT_ONE;
   h->fversion = h->version;
   h->mixhash = p->mixhash;
 }
@@ -1637,7 +1648,7 @@ static void after_pick(const hdev_t *d, const hcls_t *cls, sf_milli_t need, sf_m
 static double frag_after(const sf_packer_t *p, const hnode_t *h, const uint32_t *ks, const sf_milli_t *fa,
                          const int32_t *fp, size_t n, int64_t total, int64_t cpu_free)
 {
-  double f = 0.0;
+  int64_t q = 0;
   for (size_t i = 0; i < p->nmix; i++) {
     const shape_t *m = &p->mix[i];
     fstat_t s = h->fs[i];
@@ -1660,9 +1671,9 @@ static double frag_after(const sf_packer_t *p, const hnode_t *h, const uint32_t 
     }
     if (lost > 0 && isl == s.argbi)
       s.bi = s.bi - lost > s.bi2 ? s.bi - lost : s.bi2;
-    f += m->w * fshape(m, &s, total, cpu_free);
+    q += m->q * fshape(m, &s, total, cpu_free);
   }
-  return f;
+  return (double)q / WEIGHT_ONE;
 }
 
 /* score() for picks ks[0..n) with needs[] on a summarised node. */
@@ -1695,7 +1706,7 @@ static double score_fast(sf_packer_t *p, hnode_t *h, const uint32_t *ks, const s
   fstats(p, h);
   double df = frag_after(p, h, ks, fa, fp, n, total, cpu) - h->fb;
   if (p->pol->strategy == SF_STRATEGY_FGD)
-    return fgd_raw(df, p->node);
+    return fgd_raw(p, df);
   double raw = -p->pol->weight_frag * df;
   int8_t isl = h->d[ks[0]].island;
   if (isl >= 0 && (h->intact & (1ull << isl))) {
