@@ -355,11 +355,11 @@ static void verdict(sf_verdict_t *v, sf_fit_t fit, const char *why) {
 
 int sf_cluster_evaluate(sf_cluster_t *c, const sf_pod_plan_t *p, const char *const *names,
                         size_t n, sf_verdict_t *out) {
+  sf__mix_refresh(c);
   if (sf_pod_plan_empty(p)) {
     for (size_t i = 0; i < n; i++) verdict(&out[i], SF_FIT_YES, "");
     return 0;
   }
-  sf__mix_refresh(c);
   sf_node_id *ids = sf_xmalloc((n ? n : 1) * sizeof(*ids));
   size_t *pos = sf_xmalloc((n ? n : 1) * sizeof(*pos)), m = 0;
   for (size_t i = 0; i < n; i++) {

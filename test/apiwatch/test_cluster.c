@@ -614,3 +614,64 @@ Test(cluster, consumable_capacity_from_the_example_driver) {
   json_decref(held);
   json_decref(l);
 }
+
+/* The learned mix of the index, as text, for comparisons. */
+static void mix_text(sf_cluster_t *c, char *out, size_t len) {
+  sf_index_t *idx = sf_cluster_index(c);
+  size_t n = 0;
+  out[0] = '\0';
+  for (size_t i = 0; i < sf_index_mix_size(idx); i++) {
+    sf_shape_t s;
+    cr_assert_eq(sf_index_mix_shape(idx, i, &s), 0);
+    n += (size_t)snprintf(out + n, len - n, "%lldx%u@%.4f;", (long long)s.amount, s.count, s.weight);
+  }
+}
+
+#define MIX_CLAIM_FMT                                                                              \
+  "{\"kind\":\"ResourceClaim\",\"metadata\":{\"name\":\"%s\",\"namespace\":\"ns\"},\"spec\":{\"devices\":" \
+  "{\"requests\":[{\"name\":\"a\",\"exactly\":{\"deviceClassName\":\"gpu.nvidia.com\",\"count\":%d}}]}}}"
+
+/* The mix is the claims present: history, order and a restart do not change it. */
+Test(cluster, learned_mix_is_the_claims_present) {
+  nvidia();
+  char buf[512], a[512], b[512];
+  json_t *cl[3];
+  for (int i = 0; i < 3; i++) {
+    char name[16];
+    snprintf(name, sizeof name, "c%d", i);
+    snprintf(buf, sizeof buf, MIX_CLAIM_FMT, name, i + 1);
+    cl[i] = fx_json(buf);
+  }
+  json_t *pod = fx_json("{\"metadata\":{\"name\":\"p\",\"namespace\":\"ns\"},\"spec\":{}}");
+  sf_pod_plan_t *p = plan(pod);
+  sf_verdict_t v[2];
+  evaluate(p, NODES, 2, v);  /* the classes are read: claims now teach as they come and go */
+  sf_pod_plan_free(p);
+  cr_assert_eq(sf_index_mix_size(sf_cluster_index(C)), 0);
+  apply(cl[0]);
+  apply(cl[1]);
+  apply(cl[1]);  /* modified: still one claim */
+  apply(cl[2]);
+  cr_assert_eq(sf_index_mix_size(sf_cluster_index(C)), 3);
+  cr_assert_eq(sf_cluster_delete(C, SF_KIND_RESOURCE_CLAIM, cl[0], err, sizeof err), 0);
+  p = plan(pod);
+  evaluate(p, NODES, 2, v);
+  sf_pod_plan_free(p);
+  mix_text(C, a, sizeof a);
+  cr_assert_eq(sf_index_mix_size(sf_cluster_index(C)), 2, "%s", a);
+  /* Another daemon that lists the same two claims, in the other order. */
+  sf_cluster_t *keep = C;
+  C = sf_cluster_create(NULL);
+  nvidia();
+  apply(cl[2]);
+  apply(cl[1]);
+  p = plan(pod);
+  evaluate(p, NODES, 2, v);
+  sf_pod_plan_free(p);
+  mix_text(C, b, sizeof b);
+  cr_assert_str_eq(a, b);
+  sf_cluster_destroy(C);
+  C = keep;
+  json_decref(pod);
+  for (int i = 0; i < 3; i++) json_decref(cl[i]);
+}
