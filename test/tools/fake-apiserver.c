@@ -881,5 +881,15 @@ int main(int argc, char **argv) {
   pthread_cond_broadcast(&S.cv);
   pthread_mutex_unlock(&S.mu);
   MHD_stop_daemon(d);
+  for (int i = 0; i < NRES; i++) json_decref(S.store[i]);
+  for (size_t i = 0; i < S.nlog; i++) {
+    free(S.log[i].ns);
+    free(S.log[i].name);
+    json_decref(S.log[i].obj);
+  }
+  for (size_t i = 0; i < S.nsnaps; i++) json_decref(S.snaps[i].items);
+  free(S.log);
+  free(S.snaps);
+  free(S.token);
   return 0;
 }
