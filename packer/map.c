@@ -45,7 +45,11 @@ static sf__map_slot_t *find(const sf__map_t *m, const char *key, size_t klen, ui
     sf__map_slot_t *s = &m->slots[i];
     if (s->key == NULL)
       return NULL;
-    if (s->key != TOMB && s->hash == h && s->klen == klen && memcmp(s->key, key, klen) == 0)
+    if (s->key == TOMB || s->hash != h || s->klen != klen)
+      continue;
+    size_t head = klen < SF__MAP_INLINE ? klen : SF__MAP_INLINE;
+    if (memcmp(s->head, key, head) == 0 &&
+        (klen <= SF__MAP_INLINE || memcmp(s->key + head, key + head, klen - head) == 0))
       return s;
   }
 }
@@ -98,7 +102,8 @@ void sf__map_put(sf__map_t *m, const char *key, size_t klen, int32_t val)
   char *k = sf_xmalloc(klen + 1);
   memcpy(k, key, klen);
   k[klen] = '\0';
-  m->slots[i] = (sf__map_slot_t){k, (uint32_t)klen, h, val};
+  m->slots[i] = (sf__map_slot_t){k, (uint32_t)klen, h, val, {0}};
+  memcpy(m->slots[i].head, key, klen < SF__MAP_INLINE ? klen : SF__MAP_INLINE);
   m->live++;
 }
 

@@ -9,11 +9,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#define SF__MAP_INLINE 20  /* key bytes kept in the slot: most lookups never follow `key` */
+
 typedef struct {
   char *key;       /* NULL: empty; the tombstone pointer: deleted */
   uint32_t klen;
   uint32_t hash;
   int32_t val;
+  char head[SF__MAP_INLINE];  /* the key's first bytes (zero-padded) */
 } sf__map_slot_t;
 
 typedef struct {
