@@ -1127,8 +1127,8 @@ static void learn(sf_packer_t *p, uint64_t dm, int sign)
     sf__index_observe(p->idx, &own[i], sign);
 }
 
-static void prepare(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol, const sf_demand_t *d,
-                    unsigned flags)
+/* The demand's side of a call: requests, constraints, and the models it can use. */
+static uint64_t prepare_demand(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol, const sf_demand_t *d)
 {
   p->idx = idx;
   p->pol = pol;
@@ -1142,7 +1142,13 @@ static void prepare(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol, con
       sf_str_id a = k->attr ? sf_index_lookup(idx, k->attr) : 0;
       p->cs[p->ncs++] = (cstate_t){c, k, a ? sf_index_str(idx, a) : NULL, 0, {NULL}, 0};
     }
-  uint64_t dm = demand_models(p);
+  return demand_models(p);
+}
+
+static void prepare(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol, const sf_demand_t *d,
+                    unsigned flags)
+{
+  uint64_t dm = prepare_demand(p, idx, pol, d);
   p->flexible = __builtin_popcountll(dm) >= 2;
   if (flags & SF_EVAL_LEARN)
     learn(p, dm, +1);
@@ -2178,8 +2184,7 @@ int sf_packer_learn(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol, con
 {
   if (p == NULL || idx == NULL || pol == NULL || demand == NULL || (sign != 1 && sign != -1))
     return SF_EINVAL;
-  prepare(p, idx, pol, demand, 0);
-  learn(p, demand_models(p), sign);
+  learn(p, prepare_demand(p, idx, pol, demand), sign);
   p->last_node = -1;
   return 0;
 }
