@@ -95,6 +95,7 @@ sf_cluster_t *sf_cluster_create(const sf_policy_t *pol) {
   c->packer = sf_packer_create();
   for (int k = 0; k < SF_KIND_COUNT; k++) store_init(&c->stores[k]);
   c->pool_keys = json_object();
+  c->claim_pools = json_object();
   c->logged = json_object();
   return c;
 }
@@ -103,6 +104,7 @@ void sf_cluster_destroy(sf_cluster_t *c) {
   if (!c) return;
   sf__pools_free(c);
   json_decref(c->pool_keys);
+  json_decref(c->claim_pools);
   for (int k = 0; k < SF_KIND_COUNT; k++) store_dispose(&c->stores[k]);
   json_decref(c->logged);
   sf_packer_destroy(c->packer);
@@ -179,18 +181,28 @@ static int change(sf_cluster_t *c, sf_kind_t kind, const char *key, sf_object_t 
   swap_in(c, kind, key, o, &old);
   sf_object_t *cur = o ? o : old;
   if (!cur) return 0;
+  if (kind == SF_KIND_RESOURCE_CLAIM) {
+    if (old) sf__claim_pools(c, old, false);
+    if (o) sf__claim_pools(c, o, true);
+  }
   /* Allocations come off before devices are republished and go back after: a device may
    * change under them (exclusive to shared, say), and the index keeps allocations of its
-   * devices as they were recorded. */
-  if (kind == SF_KIND_RESOURCE_SLICE) sf__claims_unrecord_all(c);
+   * devices as they were recorded. Only the claims on the slice's pools (before and after)
+   * can be under a changing device, so a slice event re-records those alone. */
+  bool moved = kind == SF_KIND_RESOURCE_SLICE && old && o &&
+               (strcmp(old->u.slice.driver, o->u.slice.driver) || strcmp(old->u.slice.pool, o->u.slice.pool));
+  if (kind == SF_KIND_RESOURCE_SLICE) {
+    sf__claims_unrecord_pool(c, &cur->u.slice);
+    if (moved) sf__claims_unrecord_pool(c, &old->u.slice);
+  }
   int r = project(c, cur, o != NULL, err, errlen);
   if (r == 0 && kind == SF_KIND_RESOURCE_SLICE) {
     /* A slice moved to another pool leaves its old pool to republish. */
-    if (old && o && (strcmp(old->u.slice.driver, o->u.slice.driver) ||
-                     strcmp(old->u.slice.pool, o->u.slice.pool)))
+    if (moved)
       r = sf__pool_sync(c, &old->u.slice, err, errlen);
     if (r == 0) {
-      sf__claims_record_all(c);
+      sf__claims_record_pool(c, &cur->u.slice);
+      if (moved) sf__claims_record_pool(c, &old->u.slice);
       sf__rules_apply_all(c);
     }
   }
@@ -257,13 +269,17 @@ static int reproject(sf_cluster_t *c, sf_kind_t kind, store_t *from, store_t *to
   for (size_t i = 0; i < from->n; i++) {
     sf_object_t *o = from->objs[i];
     if (kind == SF_KIND_RESOURCE_SLICE) sf__pool_del_slice(c, o);
-    else if (kind == SF_KIND_RESOURCE_CLAIM) sf__claim_unrecord(c, &o->u.meta);
+    else if (kind == SF_KIND_RESOURCE_CLAIM) {
+      sf__claim_unrecord(c, &o->u.meta);
+      sf__claim_pools(c, o, false);
+    }
     else if (kind == SF_KIND_DEVICE_TAINT_RULE) sf_index_taint_rule_clear(c->idx, o->u.meta.name);
   }
   for (size_t i = 0; i < to->n; i++) {
     sf_object_t *o = to->objs[i];
     if (kind == SF_KIND_RESOURCE_SLICE) sf__pool_add_slice(c, o);
     else if (kind != SF_KIND_DEVICE_TAINT_RULE) project(c, o, true, NULL, 0);
+    if (kind == SF_KIND_RESOURCE_CLAIM) sf__claim_pools(c, o, true);
   }
   if (kind == SF_KIND_RESOURCE_SLICE) {
     sf__claims_unrecord_all(c);

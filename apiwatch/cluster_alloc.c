@@ -79,6 +79,43 @@ void sf__claims_record_all(sf_cluster_t *c) {
   for (size_t i = 0; i < s->n; i++) sf__claim_record(c, &s->objs[i]->u.claim);
 }
 
+static void pool_key(const char *driver, const char *pool, char *buf, size_t len) {
+  snprintf(buf, len, "%s\x1f%s", driver, pool);
+}
+
+void sf__claim_pools(sf_cluster_t *c, const sf_object_t *o, bool add) {
+  const sf_rclaim_t *cl = &o->u.claim;
+  char key[512], pk[512];
+  sf__obj_key(&cl->meta, key, sizeof key);
+  for (size_t i = 0; cl->allocated && i < cl->nresults; i++) {
+    pool_key(cl->results[i].driver, cl->results[i].pool, pk, sizeof pk);
+    json_t *set = json_object_get(c->claim_pools, pk);
+    if (add) {
+      if (!set) json_object_set_new(c->claim_pools, pk, set = json_object());
+      json_object_set_new(set, key, json_true());
+    } else if (set) {
+      json_object_del(set, key);  /* an empty set stays: pools are few, and churn costs */
+    }
+  }
+}
+
+/* Unrecords (record false) or records every claim allocated on the slice's pool. */
+static void claims_on_pool(sf_cluster_t *c, const sf_slice_t *sl, bool record) {
+  char pk[512];
+  const char *key;
+  json_t *v;
+  pool_key(sl->driver, sl->pool, pk, sizeof pk);
+  json_object_foreach(json_object_get(c->claim_pools, pk), key, v) {
+    const sf_object_t *o = sf__store_get(&c->stores[SF_KIND_RESOURCE_CLAIM], key);
+    if (!o) continue;
+    if (record) sf__claim_record(c, &o->u.claim);
+    else sf__claim_unrecord(c, &o->u.meta);
+  }
+}
+
+void sf__claims_unrecord_pool(sf_cluster_t *c, const sf_slice_t *sl) { claims_on_pool(c, sl, false); }
+void sf__claims_record_pool(sf_cluster_t *c, const sf_slice_t *sl) { claims_on_pool(c, sl, true); }
+
 static bool eq_or_any(const char *want, const char *have) { return !want || !*want || !strcmp(want, have); }
 
 void sf__rule_apply(sf_cluster_t *c, const sf_taint_rule_t *r) {

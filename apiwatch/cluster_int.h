@@ -39,6 +39,7 @@ struct sf_cluster {
   pool_t **pools; size_t npools, cappools;
   json_t *logged;        /* expressions already logged as not compiling */
   bool mix_dirty;        /* the learned mix must be rebuilt from every claim */
+  json_t *claim_pools;   /* "driver\x1fpool" -> {claim key: true} of the claims allocated on it */
 };
 
 /*
@@ -70,6 +71,11 @@ void sf__pools_free(sf_cluster_t *c);
 void sf__claim_record(sf_cluster_t *c, const sf_rclaim_t *cl);
 /** Removes the claim's allocation from the index. */
 void sf__claim_unrecord(sf_cluster_t *c, const sf_meta_t *m);
+/** Adds (or removes) the claim in the sets of the pools its allocation takes devices of. */
+void sf__claim_pools(sf_cluster_t *c, const sf_object_t *o, bool add);
+/** The same for the claims whose allocation takes a device of the slice's pool, and back. */
+void sf__claims_unrecord_pool(sf_cluster_t *c, const sf_slice_t *sl);
+void sf__claims_record_pool(sf_cluster_t *c, const sf_slice_t *sl);
 /** Takes every claim's allocation off the index (before devices are republished). */
 void sf__claims_unrecord_all(sf_cluster_t *c);
 /** Re-records every allocated claim (devices may have been republished). */
