@@ -58,7 +58,7 @@ $(CORE_LIB): $(CORE_OBJ)
 # ---- the shells (they may use the I/O libraries) ----
 $(B)/%.o: %.c
 	@mkdir -p $(@D)
-	$(CC) $(STD) $(WARN) $(OPT) $(DEPF) $(INC) $(PKG_CFLAGS) $(DEFS) -c $< -o $@
+	$(CC) $(STD) $(WARN) $(OPT) $(DEPF) $(INC) $(PKG_CFLAGS) -c $< -o $@
 
 # apiwatch/ and extender/ (without its main) link into a library of the shell.
 SHELL_SRC := $(wildcard apiwatch/*.c) $(filter-out extender/main.c,$(wildcard extender/*.c))
@@ -99,13 +99,6 @@ $(B)/test-$(1): $(patsubst %.c,$(B)/%.o,$(wildcard test/$(1)/*.c)) $(REPLAY_LIBO
 	$$(CC) $$(OPT) $$(LDSAN_$$(V)) -o $$@ $$^ $$(CRIT_LIBS) $$(PKG_LIBS) -lm
 endef
 $(foreach d,$(TEST_DIRS),$(eval $(call test_rule,$(notdir $(d:%/=%)))))
-
-# test/manifests also compiles the DeviceClass selectors once the CEL compiler
-# (include/slicefit/cel.h) is built; until then that one test is skipped. The
-# object depends on the CEL sources, so it is rebuilt when they appear.
-HAVE_CEL := $(if $(wildcard packer/cel*.c),-DSF_HAVE_CEL)
-$(B)/test/manifests/test_manifests.o: DEFS := $(HAVE_CEL)
-$(B)/test/manifests/test_manifests.o: $(wildcard packer/cel*.c)
 
 # test/tools/NAME.c: helper programs the tests start (the fake kube-apiserver, ...).
 TOOL_SRC  := $(wildcard test/tools/*.c)

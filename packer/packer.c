@@ -2191,7 +2191,7 @@ int sf_packer_learn(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol, con
 
 uint64_t sf_packer_mix_hash(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol, const sf_demand_t *demand)
 {
-  prepare(p, idx, pol, demand, 0);
+  mix_load(p, prepare_demand(p, idx, pol, demand));  /* no scarcity or fast-path set-up: only the mix */
   p->last_node = -1;
   return p->mixhash;
 }
