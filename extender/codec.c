@@ -247,28 +247,34 @@ static bool copy_string(cur_t *c, char **o)
   }
 }
 
-static int fast_names(sf__args_t *a, cur_t c, const sf__limits_t *lim)
+/* At '[': takes a flat array of plain strings into a->names and moves past it. */
+static int fast_names(sf__args_t *a, cur_t *c, const sf__limits_t *lim)
 {
   size_t cap = 0;
-  char *w = a->arena = sf_xmalloc((size_t)(c.end - c.p) + 1);
-  if (!eat(&c, '['))
+  char *w = a->arena = sf_xmalloc((size_t)(c->end - c->p) + 1);
+  if (!eat(c, '['))
     return SF_EINVAL;
-  if (eat(&c, ']'))
-    goto done;
+  if (eat(c, ']'))
+    return 0;
   do {
-    ws(&c);
-    if (c.p >= c.end || *c.p != '"' || a->n >= lim->max_nodes)
+    ws(c);
+    if (c->p >= c->end || *c->p != '"' || a->n >= lim->max_nodes)
       return SF_EINVAL;
     sf_xgrow(&a->names, &cap, a->n + 1, sizeof *a->names);
     a->names[a->n++] = w;
-    if (!copy_string(&c, &w))
+    if (!copy_string(c, &w))
       return SF_EINVAL;
-  } while (eat(&c, ','));
-  if (!eat(&c, ']'))
-    return SF_EINVAL;
-done:
-  a->cache_mode = true;
-  return 0;
+  } while (eat(c, ','));
+  return eat(c, ']') ? 0 : SF_EINVAL;
+}
+
+static void drop_names(sf__args_t *a)
+{
+  free(a->names);
+  free(a->arena);
+  a->names = NULL;
+  a->arena = NULL;
+  a->n = 0;
 }
 
 typedef struct {
@@ -279,7 +285,7 @@ typedef struct {
 /*
  * Checks a skipped member value with jansson; returns it (new) or NULL. It
  * sits one level below the root, hence max_depth - 1 (the caller made sure
- * max_depth >= 1).
+ * max_depth >= 2).
  */
 static json_t *load_span(cur_t v, const sf__limits_t *lim)
 {
@@ -310,9 +316,12 @@ static bool is_null(cur_t v)
  * (jansson keeps the last value of a repeated key, in the place where the key
  * first came; sf__json_get_ci takes an exact match, else the first other
  * casing), the last exact key wins, else the first key in another casing
- * with the last value given under that same spelling.
+ * with the last value given under that same spelling. The NodeNames value
+ * that is kept is taken into `a` as it is read (most of a body is names);
+ * any other value is skipped and checked with jansson.
  */
-static bool fast_member(cur_t *c, spans_t *sp, unsigned seen[3], const sf__limits_t *lim)
+static bool fast_member(cur_t *c, spans_t *sp, unsigned seen[3], sf__args_t *a,
+                        const sf__limits_t *lim)
 {
   static const char *const fields[3] = {"Pod", "NodeNames", "Nodes"};
   ws(c);
@@ -326,26 +335,31 @@ static bool fast_member(cur_t *c, spans_t *sp, unsigned seen[3], const sf__limit
   if (!eat(c, ':'))
     return false;
   ws(c);
+  int f = 0;
+  while (f < 3 && (strlen(fields[f]) != klen || strncasecmp(k, fields[f], klen) != 0))
+    f++;
+  unsigned rank = f < 3 && memcmp(k, fields[f], klen) == 0 ? 2 : 1;  /* exact : other casing */
+  bool keep = f < 3 && (rank == 2 || seen[f] == 0 ||
+                        (seen[f] == 1 && memcmp(sp->key[f].p, k, klen) == 0));
   cur_t v = {c->p, NULL};
-  if (!skip_value(c))
+  if (!keep) {  /* an unknown key, or one the general path would not take */
+    if (!skip_value(c))
+      return false;
+    v.end = c->p;
+    return valid_span(v, lim);
+  }
+  cur_t *slot[3] = {&sp->pod, &sp->names, &sp->nodes};
+  cur_t dropped = *slot[f];
+  if (f == 1)
+    drop_names(a);
+  if (f == 1 && c->p < c->end && *c->p == '[' ? fast_names(a, c, lim) != 0 : !skip_value(c))
     return false;
   v.end = c->p;
-  cur_t *slot[3] = {&sp->pod, &sp->names, &sp->nodes};
-  for (int f = 0; f < 3; f++) {
-    if (strlen(fields[f]) != klen || strncasecmp(k, fields[f], klen) != 0)
-      continue;
-    unsigned rank = memcmp(k, fields[f], klen) == 0 ? 2 : 1;  /* exact : other casing */
-    bool respelt = rank == 1 && seen[f] == 1 && memcmp(sp->key[f].p, k, klen) == 0;
-    cur_t dropped = v;
-    if (rank == 2 || seen[f] == 0 || respelt) {
-      dropped = *slot[f];
-      *slot[f] = v;
-      sp->key[f] = (cur_t){k, k + klen};
-      seen[f] = rank > seen[f] ? rank : seen[f];
-    }
-    return dropped.p == NULL || valid_span(dropped, lim);
-  }
-  return valid_span(v, lim);  /* an unknown key's value must still be valid JSON */
+  *slot[f] = v;
+  sp->key[f] = (cur_t){k, k + klen};
+  seen[f] = rank > seen[f] ? rank : seen[f];
+  /* A dropped NodeNames array was taken whole, so it was valid JSON. */
+  return dropped.p == NULL || (f == 1 && *dropped.p == '[') || valid_span(dropped, lim);
 }
 
 static int fast_root(sf__args_t *a, cur_t c, const sf__limits_t *lim)
@@ -357,7 +371,7 @@ static int fast_root(sf__args_t *a, cur_t c, const sf__limits_t *lim)
     return SF_EINVAL;
   if (!eat(&c, '}')) {
     do {
-      if (!fast_member(&c, &sp, seen, lim))
+      if (!fast_member(&c, &sp, seen, a, lim))
         return SF_EINVAL;
     } while (eat(&c, ','));
     if (!eat(&c, '}'))
@@ -371,7 +385,7 @@ static int fast_root(sf__args_t *a, cur_t c, const sf__limits_t *lim)
   if (!sf__json_depth_ok(c.p, (size_t)(c.end - c.p), lim->max_depth))
     return SF_EINVAL;
   /* Only the NodeNames shape is taken here; a NodeList goes the general way. */
-  if (sp.pod.p == NULL || sp.names.p == NULL || is_null(sp.names) ||
+  if (sp.pod.p == NULL || sp.names.p == NULL || *sp.names.p != '[' ||
       (sp.nodes.p && !is_null(sp.nodes)))
     return SF_EINVAL;
   a->root = json_object();
@@ -380,13 +394,14 @@ static int fast_root(sf__args_t *a, cur_t c, const sf__limits_t *lim)
   a->pod = pod;
   if (!json_is_object(pod))
     return SF_EINVAL;
-  return fast_names(a, sp.names, lim);
+  a->cache_mode = true;
+  return 0;
 }
 
 static int parse_fast(sf__args_t *a, const char *body, size_t len, const sf__limits_t *lim)
 {
   *a = (sf__args_t){0};
-  if (lim->max_depth < 1)
+  if (lim->max_depth < 2)  /* the root and the NodeNames array */
     return SF_EINVAL;
   int rc = fast_root(a, (cur_t){body, body + len}, lim);
   if (rc)
@@ -505,15 +520,18 @@ void sf__prioritize_reply(sf__buf_t *b, const sf__args_t *a, const sf_verdict_t 
   for (size_t i = 0; i < a->n; i++) {
     int score = v && v[i].fit == SF_FIT_YES ? v[i].score : 0;
     score = score < 0 ? 0 : score > SF_SCORE_MAX ? SF_SCORE_MAX : score;
-    if (i)
-      sf__buf_put(b, ",", 1);
-    char num[4] = {(char)('0' + score % 10), '}', '\0', '\0'};
-    if (score == 10)
-      memcpy(num, "10}", 4);
-    sf__buf_put(b, "{\"Host\":", 8);
+    sf__buf_put(b, ",{\"Host\":" + (i == 0), i == 0 ? 8 : 9);
     sf__buf_json_str(b, a->names[i]);
-    sf__buf_put(b, ",\"Score\":", 9);
-    sf__buf_puts(b, num);
+    sf__buf_reserve(b, 13);
+    char *o = b->p + b->len;
+    memcpy(o, ",\"Score\":", 9);
+    o += 9;
+    if (score >= 10)
+      *o++ = (char)('0' + score / 10);
+    *o++ = (char)('0' + score % 10);
+    *o++ = '}';
+    *o = '\0';
+    b->len = (size_t)(o - b->p);
   }
   sf__buf_put(b, "]", 1);
 }
