@@ -183,7 +183,7 @@ Test(codec, filter_reply_repeats_reasons_exactly)
   json_t *failed = json_object_get(r, "FailedNodes");
   cr_assert_eq(json_object_size(failed), N - 1);
   for (int i = 1; i < N; i++) {
-    char name[8], want[64];
+    char name[16], want[64];
     snprintf(name, sizeof name, "n%d", i);
     snprintf(want, sizeof want, "needs \"%dGi\"\tof memory", (i * 7) % 11);
     cr_assert_str_eq(json_string_value(json_object_get(failed, name)),
