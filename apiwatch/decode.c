@@ -16,7 +16,11 @@
 
 /* ---- arena ---- */
 
-#define CHUNK_MIN 4096
+/* A claim needs a few hundred bytes, a slice of 8 devices a few KiB: chunks start small and
+ * double, so tens of thousands of stored claims do not each hold 4 KiB (and their malloc
+ * stays in the allocator's fast small-size path). */
+#define CHUNK_FIRST 480
+#define CHUNK_MAX 65536
 
 typedef struct chunk {
   struct chunk *next;
@@ -44,7 +48,8 @@ static void *alloc_raw(sf_arena_t *a, size_t n) {
   n = (n + al - 1) / al * al;
   chunk_t *c = a->head;
   if (!c || c->cap - c->used < n) {
-    size_t cap = n > CHUNK_MIN ? n : CHUNK_MIN;
+    size_t cap = !c ? CHUNK_FIRST : c->cap < CHUNK_MAX ? 2 * c->cap : CHUNK_MAX;
+    if (cap < n) cap = n;
     c = sf_xmalloc(sizeof(chunk_t) + cap);
     c->used = 0;
     c->cap = cap;
