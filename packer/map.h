@@ -1,6 +1,6 @@
 /*
  * A string-keyed open-addressing hash map (linear probing, tombstones) from
- * byte strings to int32 values. Internal to packer/. Keys are copied into
+ * byte strings to int32 values. Internal: packer/ and apiwatch/'s cluster store. Keys are copied into
  * the map (owned) and freed on removal or dispose.
  */
 #ifndef SF_PACKER_MAP_H
