@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "slicefit/log.h"
+#include "decode_int.h"
 #include "cluster_int.h"
 
 _Static_assert((int)SF_OBJ_RESOURCE_SLICE == (int)SF_KIND_RESOURCE_SLICE, "kinds align");
@@ -130,6 +131,7 @@ sf_cluster_t *sf_cluster_create(const sf_policy_t *pol) {
   for (int k = 0; k < SF_KIND_COUNT; k++) store_init(&c->stores[k]);
   c->pool_keys = json_object();
   sf__map_init(&c->cset_keys);
+  c->scratch = sf__arena_create();
   c->logged = json_object();
   return c;
 }
@@ -139,6 +141,8 @@ void sf_cluster_destroy(sf_cluster_t *c) {
   sf__pools_free(c);
   json_decref(c->pool_keys);
   sf__claim_pools_free(c);
+  sf__arena_destroy(c->scratch);
+  free(c->lclaims);
   for (int k = 0; k < SF_KIND_COUNT; k++) store_dispose(&c->stores[k]);
   json_decref(c->logged);
   sf_packer_destroy(c->packer);
@@ -214,6 +218,14 @@ static void swap_in(sf_cluster_t *c, sf_kind_t kind, const char *key, sf_object_
   if (o) sf__pool_add_slice(c, o);
 }
 
+/* Both claims have the same spec: what one teaches the learned mix, the other takes back to
+ * the shape (a claim's spec is immutable; its status is what a MODIFIED changes). */
+static bool same_spec(const sf_object_t *a, const sf_object_t *b) {
+  if (!a || !b) return false;
+  const json_t *x = json_object_get(a->json, "spec"), *y = json_object_get(b->json, "spec");
+  return x == y || (x && y && json_equal(unconst(x), unconst(y)));
+}
+
 /* Replaces object `key` of `kind` by `o` (NULL deletes), all-or-nothing. */
 static int change(sf_cluster_t *c, sf_kind_t kind, const char *key, sf_object_t *o, char *err,
                   size_t errlen) {
@@ -252,7 +264,7 @@ static int change(sf_cluster_t *c, sf_kind_t kind, const char *key, sf_object_t 
     sf_object_free(back);
     return r;
   }
-  if (kind == SF_KIND_RESOURCE_CLAIM) {
+  if (kind == SF_KIND_RESOURCE_CLAIM && !same_spec(old, o)) {
     if (old) sf__claim_learn(c, old, -1);
     if (o) sf__claim_learn(c, o, +1);
   } else if (kind == SF_KIND_DEVICE_CLASS) {
@@ -279,8 +291,7 @@ int sf_cluster_apply(sf_cluster_t *c, sf_kind_t kind, const json_t *obj, char *e
   int r = kind_of(kind, obj, err, errlen, &kind);
   if (r < 0) return r;
   if ((r = sf_decode(obj, (sf_obj_kind_t)kind, &o, err, errlen)) < 0) return r;
-  /* A claim re-applied must lose its old allocation before the new one is recorded. */
-  if (kind == SF_KIND_RESOURCE_CLAIM) sf__claim_unrecord(c, &o->u.meta);
+  /* A claim re-applied loses its old allocation in sf__claim_record, before the new one. */
   return change(c, kind, sf__obj_key(&o->u.meta, key, sizeof key), o, err, errlen);
 }
 

@@ -53,6 +53,8 @@ struct sf_cluster {
   bool mix_dirty;        /* the learned mix must be rebuilt from every claim */
   sf__map_t cset_keys;   /* "driver\x1fpool" -> index in csets (a set is never dropped) */
   cset_t *csets; size_t ncsets, capcsets;
+  struct sf_arena *scratch;  /* the learned mix's plans, reset after each */
+  sf_claim_t *lclaims; size_t caplclaims;
 };
 
 /*

@@ -41,6 +41,16 @@ void sf__arena_destroy(sf_arena_t *a) {
   free(a);
 }
 
+void sf__arena_reset(sf_arena_t *a) {
+  chunk_t *keep = a->head;
+  if (!keep) return;
+  for (chunk_t *c = keep->next, *n; c; c = n) {
+    n = c->next;
+    free(c);
+  }
+  keep->next = NULL;
+  keep->used = 0;
+}
 
 /* Like sf__arena_alloc, without zeroing. */
 static void *alloc_raw(sf_arena_t *a, size_t n) {

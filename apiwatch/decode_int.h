@@ -18,6 +18,8 @@ static inline json_t *unconst(const json_t *j) { return (json_t *)(uintptr_t)j; 
 /** New empty arena (chunks grow on demand). */
 sf_arena_t *sf__arena_create(void);
 void sf__arena_destroy(sf_arena_t *a);
+/** Forgets every allocation, keeping the newest (largest) chunk for reuse. */
+void sf__arena_reset(sf_arena_t *a);
 /** `n` zeroed bytes, aligned for any type; valid until the arena dies. */
 void *sf__arena_alloc(sf_arena_t *a, size_t n);
 /** "a/b" in the arena. */

@@ -835,3 +835,34 @@ Test(cluster, pool_claim_sets_under_churn) {
     claims_recorded_as(on, NCLAIMS, "with its pool back");
   }
 }
+
+/* A claim modified with another spec teaches its new shapes in place of the old ones; modified
+ * with the same spec (its status), the mix stays as it is. */
+Test(cluster, learned_mix_follows_a_modified_spec) {
+  nvidia();
+  char buf[512], a[512], b[512];
+  json_t *pod = fx_json("{\"metadata\":{\"name\":\"p\",\"namespace\":\"ns\"},\"spec\":{}}");
+  sf_pod_plan_t *p = plan(pod);
+  sf_verdict_t v[2];
+  evaluate(p, NODES, 2, v);
+  sf_pod_plan_free(p);
+  snprintf(buf, sizeof buf, MIX_CLAIM_FMT, "c", 1);
+  json_t *one = fx_json(buf);
+  snprintf(buf, sizeof buf, MIX_CLAIM_FMT, "c", 2);
+  json_t *two = fx_json(buf);
+  apply(one);
+  mix_text(C, a, sizeof a);
+  cr_assert_str_eq(a, "0x1@1.0000;");
+  json_object_set_new(one, "status", json_pack("{s:{s:{s:[]}}}", "allocation", "devices", "results"));
+  apply(one);
+  mix_text(C, b, sizeof b);
+  cr_assert_str_eq(b, a, "same spec, new status: the same mix");
+  apply(two);
+  mix_text(C, a, sizeof a);
+  cr_assert_str_eq(a, "0x2@1.0000;", "the count-1 shape is gone, the count-2 one present");
+  cr_assert_eq(sf_cluster_delete(C, SF_KIND_RESOURCE_CLAIM, two, err, sizeof err), 0);
+  cr_assert_eq(sf_index_mix_size(sf_cluster_index(C)), 0);
+  json_decref(one);
+  json_decref(two);
+  json_decref(pod);
+}
