@@ -104,7 +104,8 @@ void sf__claim_pools_add(sf_cluster_t *c, size_t slot) {
   const sf_rclaim_t *cl = &s->objs[slot]->u.claim;
   slot_ext_t *e = &s->ext[slot];
   free(e->places);
-  *e = (slot_ext_t){NULL, 0};
+  e->places = NULL;
+  e->n = 0;
   if (!cl->allocated || cl->nresults == 0) return;
   e->places = sf_xmalloc(cl->nresults * sizeof(*e->places));
   for (size_t i = 0; i < cl->nresults; i++) {
@@ -129,7 +130,8 @@ void sf__claim_pools_del(sf_cluster_t *c, size_t slot) {
     place_in(&s->ext[last], p.set)->pos = p.pos;
   }
   free(e->places);
-  *e = (slot_ext_t){NULL, 0};
+  e->places = NULL;
+  e->n = 0;
 }
 
 void sf__claim_pools_moved(sf_cluster_t *c, size_t slot) {

@@ -209,7 +209,8 @@ static int allocation(dctx_t *d, const json_t *al, sf_rclaim_t *c) {
     sf__dpop(d, at2);
   }
   if ((r = sf__dobj(d, al, "nodeSelector", &ns)) < 0) return r;
-  if (ns) c->alloc_node = selector_node(ns);
+  if (ns && (c->alloc_node = selector_node(ns)))
+    c->alloc_node = sf__dkeep(d, c->alloc_node, strlen(c->alloc_node));
   sf__dpop(d, at);
   return 1;
 }

@@ -52,8 +52,11 @@ typedef struct {
   size_t depth;   /* may exceed DPATH_DEPTH: deeper segments are not kept */
   char *err;
   size_t errlen;
+  bool own;       /* strings are copied into the arena: the object keeps no reference to its JSON */
 } dctx_t;
 
+/** `s` (len bytes) as the decoded object keeps it: borrowed from the JSON, or an arena copy. */
+const char *sf__dkeep(dctx_t *d, const char *s, size_t len);
 /** Enters field `key` (borrowed until popped); returns the depth to pop back to. */
 size_t sf__dpush(dctx_t *d, const char *key);
 /** Enters array element i; returns the depth to pop back to. */

@@ -797,7 +797,7 @@ Test(cluster, pool_claim_sets_after_relist) {
 /* Every claim recorded on the node of the pool `want` says (-1: not recorded). */
 static void claims_recorded_as(const int *want, size_t n, const char *when) {
   for (size_t i = 0; i < n; i++) {
-    char name[16], node[16];
+    char name[32], node[16];
     snprintf(name, sizeof name, "c%zu", i);
     snprintf(node, sizeof node, "p%d", want[i]);
     cr_assert_str_eq(recorded_on(name), want[i] < 0 ? "-" : node, "claim %s %s", name, when);
@@ -809,7 +809,7 @@ static void claims_recorded_as(const int *want, size_t n, const char *when) {
 Test(cluster, pool_claim_sets_under_churn) {
   enum { NPOOLS = 4, NCLAIMS = 12, STEPS = 300 };
   int gen[NPOOLS], on[NCLAIMS], off[NCLAIMS];
-  char pool[8], name[16], dev[16];
+  char pool[16], name[16], dev[16];
   for (int p = 0; p < NPOOLS; p++) {
     snprintf(pool, sizeof pool, "p%d", p);
     publish_pool(pool, gen[p] = 1, NCLAIMS);

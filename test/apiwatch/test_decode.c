@@ -423,3 +423,48 @@ Test(decode, list_items_and_meta) {
   json_decref(bad);
   json_decref(l);
 }
+
+/* A claim copies its strings: every one still reads after its JSON is gone (under make check,
+ * AddressSanitizer reports any string still borrowed). */
+Test(decode, claim_strings_outlive_the_json) {
+  json_t *j = fx_json(
+      "{\"kind\":\"ResourceClaim\",\"metadata\":{\"name\":\"c\",\"namespace\":\"ns\",\"uid\":\"u1\","
+      "\"resourceVersion\":\"7\"},\"spec\":{\"devices\":{\"requests\":[{\"name\":\"gpu\",\"exactly\":"
+      "{\"deviceClassName\":\"gpu.example.com\",\"selectors\":[{\"cel\":{\"expression\":\"true\"}}],"
+      "\"capacity\":{\"requests\":{\"memory\":\"1Gi\"}},\"tolerations\":[{\"key\":\"k\",\"operator\":"
+      "\"Equal\",\"value\":\"v\",\"effect\":\"NoSchedule\"}]}}],\"constraints\":[{\"requests\":"
+      "[\"gpu\"],\"distinctAttribute\":\"gpu.example.com/index\"}]}},\"status\":{\"allocation\":"
+      "{\"devices\":{\"results\":[{\"request\":\"gpu\",\"driver\":\"gpu.example.com\",\"pool\":\"n1\","
+      "\"device\":\"gpu-0\",\"shareID\":\"s1\",\"consumedCapacity\":{\"memory\":\"1Gi\"}}]},"
+      "\"nodeSelector\":{\"nodeSelectorTerms\":[{\"matchFields\":[{\"key\":\"metadata.name\","
+      "\"operator\":\"In\",\"values\":[\"n1\"]}]}]}},\"reservedFor\":[{\"resource\":\"pods\","
+      "\"name\":\"p\",\"uid\":\"u2\"}]}}");
+  sf_object_t *o = NULL;
+  char err[256];
+  cr_assert_eq(sf_decode(j, SF_OBJ_UNKNOWN, &o, err, sizeof err), 0, "%s", err);
+  json_decref(j);
+  const sf_rclaim_t *c = &o->u.claim;
+  cr_assert_str_eq(c->meta.name, "c");
+  cr_assert_str_eq(c->meta.ns, "ns");
+  cr_assert_str_eq(c->meta.uid, "u1");
+  cr_assert_str_eq(c->meta.rv, "7");
+  const sf_dreq_t *r = &c->spec.reqs[0];
+  cr_assert_str_eq(r->name, "gpu");
+  cr_assert_str_eq(r->class_name, "gpu.example.com");
+  cr_assert_str_eq(r->selectors[0], "true");
+  cr_assert_str_eq(r->caps[0].name, "memory");
+  cr_assert_eq(r->ntols, 1);
+  cr_assert_str_eq(r->tols[0].key, "k");
+  cr_assert_str_eq(r->tols[0].value, "v");
+  cr_assert_str_eq(c->spec.cons[0].distinct, "gpu.example.com/index");
+  cr_assert_str_eq(c->spec.cons[0].reqs[0], "gpu");
+  cr_assert_str_eq(c->results[0].driver, "gpu.example.com");
+  cr_assert_str_eq(c->results[0].pool, "n1");
+  cr_assert_str_eq(c->results[0].device, "gpu-0");
+  cr_assert_str_eq(c->results[0].share_id, "s1");
+  cr_assert_str_eq(c->results[0].consumed[0].name, "memory");
+  cr_assert_str_eq(c->alloc_node, "n1");
+  cr_assert_str_eq(c->reserved[0].name, "p");
+  cr_assert_str_eq(c->reserved[0].uid, "u2");
+  sf_object_free(o);
+}
