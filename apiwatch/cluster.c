@@ -75,7 +75,7 @@ static sf_object_t *store_put(store_t *s, sf_object_t *o, size_t *slot) {
   sf_xgrow(&s->objs, &s->cap, s->n + 1, sizeof(*s->objs));
   sf_xgrow(&s->ext, &cap, s->n + 1, sizeof(*s->ext));
   sf__map_put(&s->keys, key, klen, (int32_t)s->n);
-  s->ext[s->n] = (slot_ext_t){NULL, 0, 0};
+  s->ext[s->n] = (slot_ext_t){NULL, 0};
   s->objs[s->n] = o;
   *slot = s->n++;
   return NULL;
@@ -204,14 +204,13 @@ static int project(sf_cluster_t *c, sf_object_t *o, bool on, char *err, size_t e
 
 /* Swaps `o` (may be NULL: delete) for the stored object `key`; *old gets the displaced one. */
 static void swap_in(sf_cluster_t *c, sf_kind_t kind, const char *key, sf_object_t *o,
-                    uint64_t spec, sf_object_t **old) {
+                    sf_object_t **old) {
   store_t *s = &c->stores[kind];
   size_t slot;
   bool claim = kind == SF_KIND_RESOURCE_CLAIM;
   int32_t was = claim ? sf__store_slot(s, key, strlen(key)) : -1;
   if (was >= 0) sf__claim_pools_del(c, (size_t)was);
   *old = o ? store_put(s, o, &slot) : store_take(s, key, &slot);
-  if (o) s->ext[slot].spec = spec;
   if (claim && o) sf__claim_pools_add(c, slot);
   else if (claim && slot != SIZE_MAX) sf__claim_pools_moved(c, slot);
   if (kind != SF_KIND_RESOURCE_SLICE) return;
@@ -219,59 +218,11 @@ static void swap_in(sf_cluster_t *c, sf_kind_t kind, const char *key, sf_object_
   if (o) sf__pool_add_slice(c, o);
 }
 
-#define FNV_PRIME 1099511628211ull
-
-static uint64_t mix_bytes(uint64_t h, const void *p, size_t n) {
-  const unsigned char *b = p;
-  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * FNV_PRIME;
-  return h;
-}
-
-/* FNV-1a over a JSON value, keys in their order (another order only hashes differently). */
-static uint64_t json_hash(const json_t *j, uint64_t h) {
-  unsigned char t = j ? (unsigned char)json_typeof(j) : 0xff;
-  h = mix_bytes(h, &t, 1);
-  if (json_is_object(j)) {
-    for (void *i = json_object_iter(unconst(j)); i; i = json_object_iter_next(unconst(j), i)) {
-      const char *k = json_object_iter_key(i);
-      h = json_hash(json_object_iter_value(i), mix_bytes(h, k, strlen(k) + 1));
-    }
-  } else if (json_is_array(j)) {
-    for (size_t i = 0; i < json_array_size(j); i++) h = json_hash(json_array_get(j, i), h);
-    h = mix_bytes(h, &t, 1);
-  } else if (json_is_string(j)) {
-    h = mix_bytes(h, json_string_value(j), json_string_length(j) + 1);
-  } else if (json_is_integer(j)) {
-    json_int_t v = json_integer_value(j);
-    h = mix_bytes(h, &v, sizeof v);
-  } else if (json_is_real(j)) {
-    double v = json_real_value(j);
-    h = mix_bytes(h, &v, sizeof v);
-  }
-  return h;
-}
-
-/* A claim's spec as a non-zero hash (decoded claims keep no JSON to compare). */
-static uint64_t spec_hash(const json_t *claim) {
-  uint64_t h = json_hash(json_object_get(claim, "spec"), 14695981039346656037ull);
-  return h ? h : 1;
-}
-
-/* Spec hash of the stored object `key` (0: none or not known). */
-static uint64_t stored_spec(const store_t *s, const char *key) {
-  int32_t i = sf__store_slot(s, key, strlen(key));
-  return i >= 0 ? s->ext[i].spec : 0;
-}
-
-/* Replaces object `key` of `kind` by `o` (NULL deletes; spec: its spec hash, or 0),
- * all-or-nothing. */
-static int change(sf_cluster_t *c, sf_kind_t kind, const char *key, sf_object_t *o,
-                  uint64_t spec, char *err, size_t errlen) {
+/* Replaces object `key` of `kind` by `o` (NULL deletes), all-or-nothing. */
+static int change(sf_cluster_t *c, sf_kind_t kind, const char *key, sf_object_t *o, char *err,
+                  size_t errlen) {
   sf_object_t *old = NULL, *back = NULL;
-  /* A claim modified with the same spec (its status changed) teaches the learned mix what it
-   * takes back: the mix is a canonical multiset, so both steps are skipped. */
-  bool same = spec && stored_spec(&c->stores[kind], key) == spec;
-  swap_in(c, kind, key, o, spec, &old);
+  swap_in(c, kind, key, o, &old);
   sf_object_t *cur = o ? o : old;
   if (!cur) return 0;
   /* Allocations come off before devices are republished and go back after: a device may
@@ -297,7 +248,7 @@ static int change(sf_cluster_t *c, sf_kind_t kind, const char *key, sf_object_t 
   }
   if (r < 0) {
     /* Only republishing a pool fails: put the slices back and republish again. */
-    swap_in(c, kind, key, old, 0, &back);  /* back == o */
+    swap_in(c, kind, key, old, &back);  /* back == o */
     sf__pool_sync(c, &cur->u.slice, NULL, 0);
     if (old) sf__pool_sync(c, &old->u.slice, NULL, 0);
     sf__claims_record_all(c);
@@ -305,7 +256,10 @@ static int change(sf_cluster_t *c, sf_kind_t kind, const char *key, sf_object_t 
     sf_object_free(back);
     return r;
   }
-  if (kind == SF_KIND_RESOURCE_CLAIM && !(old && o && same)) {
+  /* A claim modified with the same spec (its status changed) would take back from the learned
+   * mix what it then teaches again: the mix is a canonical multiset, so both are skipped. */
+  if (kind == SF_KIND_RESOURCE_CLAIM &&
+      !(old && o && sf__claim_spec_equal(&old->u.claim.spec, &o->u.claim.spec))) {
     if (old) sf__claim_learn(c, old, -1);
     if (o) sf__claim_learn(c, o, +1);
   } else if (kind == SF_KIND_DEVICE_CLASS) {
@@ -333,8 +287,7 @@ int sf_cluster_apply(sf_cluster_t *c, sf_kind_t kind, const json_t *obj, char *e
   if (r < 0) return r;
   if ((r = sf_decode(obj, (sf_obj_kind_t)kind, &o, err, errlen)) < 0) return r;
   /* A claim re-applied loses its old allocation in sf__claim_record, before the new one. */
-  uint64_t spec = kind == SF_KIND_RESOURCE_CLAIM ? spec_hash(obj) : 0;
-  return change(c, kind, sf__obj_key(&o->u.meta, key, sizeof key), o, spec, err, errlen);
+  return change(c, kind, sf__obj_key(&o->u.meta, key, sizeof key), o, err, errlen);
 }
 
 int sf_cluster_delete(sf_cluster_t *c, sf_kind_t kind, const json_t *obj, char *err,
@@ -346,7 +299,7 @@ int sf_cluster_delete(sf_cluster_t *c, sf_kind_t kind, const json_t *obj, char *
   if ((r = sf_decode_meta(obj, &m, err, errlen)) < 0) return r;
   sf__obj_key(&m, key, sizeof key);
   if (!sf__store_get(&c->stores[kind], key)) return 0;
-  return change(c, kind, key, NULL, 0, err, errlen);
+  return change(c, kind, key, NULL, err, errlen);
 }
 
 /* ---- relists ---- */

@@ -19,12 +19,8 @@
 
 /* A claim's place in one pool's claim set: the set, and its index there. */
 typedef struct { uint32_t set, pos; } cplace_t;
-/* What the store knows of a slot's object besides it (claims: their pool sets, and a hash of
- * the spec JSON they were decoded from, 0 when not known). */
-typedef struct {
-  cplace_t *places; uint32_t n;
-  uint64_t spec;
-} slot_ext_t;
+/* What a slot's object is in besides the store (claims: the pool sets). */
+typedef struct { cplace_t *places; uint32_t n; } slot_ext_t;
 
 typedef struct {
   sf__map_t keys;        /* key -> slot */

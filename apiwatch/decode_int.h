@@ -113,6 +113,8 @@ int sf__decode_class(dctx_t *d, const json_t *j, sf_device_class_t *c);
 int sf__decode_rule(dctx_t *d, const json_t *j, sf_taint_rule_t *r);
 int sf__decode_pod(dctx_t *d, const json_t *j, sf_pod_t *p);
 int sf__decode_node(dctx_t *d, const json_t *j, sf_node_t *n);
+/** True when two decoded claim specs are equal field by field. */
+bool sf__claim_spec_equal(const sf_claim_spec_t *a, const sf_claim_spec_t *b);
 /** metadata {namespace, name, uid, resourceVersion}; name required. */
 int sf__decode_meta(dctx_t *d, const json_t *j, sf_meta_t *m);
 

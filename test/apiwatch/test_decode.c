@@ -468,3 +468,40 @@ Test(decode, claim_strings_outlive_the_json) {
   cr_assert_str_eq(c->reserved[0].uid, "u2");
   sf_object_free(o);
 }
+
+#include "../../apiwatch/decode_int.h"
+
+#define SPEC_BASE                                                                                  \
+  "{\"kind\":\"ResourceClaim\",\"metadata\":{\"name\":\"c\",\"namespace\":\"ns\"},\"spec\":"       \
+  "{\"devices\":{\"requests\":[{\"name\":\"gpu\",\"firstAvailable\":[{\"name\":\"big\","          \
+  "\"deviceClassName\":\"gpu.example.com\",\"count\":2,\"selectors\":[{\"cel\":{\"expression\":"  \
+  "\"true\"}}],\"capacity\":{\"requests\":{\"memory\":\"1Gi\"}},\"tolerations\":[{\"key\":\"k\","  \
+  "\"operator\":\"Equal\",\"value\":\"v\",\"effect\":\"NoSchedule\"}]}]}],\"constraints\":[{"      \
+  "\"requests\":[\"gpu\"],\"matchAttribute\":\"gpu.example.com/model\"}]}}%s}"
+
+/* Claim specs compare equal field by field: the status does not count, any spec field does. */
+Test(decode, claim_spec_equal) {
+  static const char *const from[] = {"\"count\":2", "\"true\"", "\"1Gi\"", "\"v\"", "NoSchedule",
+                                     "/model", "\"big\"", "gpu.example.com\",\"count",
+                                     "\"Equal\",\"value\":\"v\""};
+  static const char *const to[] = {"\"count\":3", "\"false\"", "\"2Gi\"", "\"w\"", "NoExecute",
+                                   "/index", "\"small\"", "gpu.other.com\",\"count",
+                                   "\"Exists\",\"value\":\"v\""};
+  char base[2048], text[2048];
+  snprintf(base, sizeof base, SPEC_BASE, "");
+  sf_object_t *a = fx_decode(base, SF_OBJ_RESOURCE_CLAIM);
+  snprintf(text, sizeof text, SPEC_BASE, ",\"status\":{\"allocation\":{\"devices\":{\"results\":[]}}}");
+  sf_object_t *b = fx_decode(text, SF_OBJ_RESOURCE_CLAIM);
+  cr_assert(sf__claim_spec_equal(&a->u.claim.spec, &b->u.claim.spec), "a status is not the spec");
+  sf_object_free(b);
+  for (size_t i = 0; i < sizeof from / sizeof *from; i++) {
+    const char *at = strstr(base, from[i]);
+    cr_assert(at, "%s", from[i]);
+    snprintf(text, sizeof text, "%.*s%s%s", (int)(at - base), base, to[i], at + strlen(from[i]));
+    b = fx_decode(text, SF_OBJ_RESOURCE_CLAIM);
+    cr_assert_not(sf__claim_spec_equal(&a->u.claim.spec, &b->u.claim.spec), "%s -> %s", from[i], to[i]);
+    cr_assert_not(sf__claim_spec_equal(&b->u.claim.spec, &a->u.claim.spec));
+    sf_object_free(b);
+  }
+  sf_object_free(a);
+}
