@@ -7,7 +7,9 @@
  *    events (ADDED pending, MODIFIED with an allocation, DELETED, cycling over
  *    40,000 claims) against a cluster of 10,000 nodes (10,000 slices of 8
  *    GPUs), fed in 64 KiB chunks through the framer, jansson and
- *    sf_cluster_apply / _delete: the path a watch event takes.
+ *    sf_cluster_apply / _delete: the path a watch event takes. One filter
+ *    is served first, as in the daemon, so that the learned mix is live.
+ *    Prints page faults per event too (the allocator's behaviour shows).
  * 2. Initial sync against test/tools/fake-apiserver (started here): 10,000
  *    slices of 8 devices and 40,000 claims, from start to synced(), by
  *    watch-list and by paged LIST (500 a page).
