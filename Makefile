@@ -142,7 +142,7 @@ BENCH_SRC := $(wildcard bench/bench_*.c)
 BENCH_BINS := $(BENCH_SRC:bench/%.c=$(B)/bench/%)
 $(B)/bench/bench_%: $(B)/bench/bench_%.o $(REPLAY_LIBOBJ) $(SHELL_LIB) $(CORE_LIB)
 	$(CC) $(OPT) -o $@ $^ $(PKG_LIBS) -lm
-bench: $(BENCH_BINS) $(PROGS)
+bench: $(BENCH_BINS) $(PROGS) $(TOOL_BINS)
 	@set -e; for b in $(BENCH_BINS); do echo "== $$b"; $$b; done
 
 # ---- fuzzing: clang libFuzzer, bounded time ----

@@ -378,7 +378,9 @@ int sf_cluster_evaluate(sf_cluster_t *c, const sf_pod_plan_t *p, const char *con
     }
   }
   int r = 0;
-  if (m > 0) {
+  if (m == n) {  /* every node known and evaluated (the usual call): no scatter needed */
+    r = sf_packer_evaluate(c->packer, c->idx, &c->pol, &p->demand, ids, m, 0, out);
+  } else if (m > 0) {
     sf_verdict_t *sub = sf_xmalloc(m * sizeof(*sub));
     r = sf_packer_evaluate(c->packer, c->idx, &c->pol, &p->demand, ids, m, 0, sub);
     for (size_t k = 0; r == 0 && k < m; k++) out[pos[k]] = sub[k];

@@ -16,6 +16,11 @@
  *   needs BENCH_PID). BENCH_NODELIST=1 sends full Node objects (non-cache
  *   mode). BENCH_BODIES=DIR only writes the request body to
  *   DIR/extender-args.json, for wrk (bench/wrk-extender.lua, docs/benchmarks.md).
+ *   BENCH_ALTERNATE=1 adds a second pending pod, tenants/agent-sandbox-8 asking
+ *   2Gi, to a copy of the snapshot (build/cluster-alternate.json) and
+ *   alternates the pairs between the two pods: the packer remembers one
+ *   verdict per node, so then no call finds the last one's, which is the cost
+ *   of a stream of pods of different shapes.
  */
 #include <curl/curl.h>
 #include <jansson.h>
@@ -31,6 +36,8 @@
 
 #define POD_NS "tenants"
 #define POD_NAME "agent-sandbox-7"
+#define POD_B "agent-sandbox-8"
+#define ALT_SNAPSHOT "build/cluster-alternate.json"
 
 static double now_s(void)
 {
@@ -45,8 +52,8 @@ static void die(const char *what)
   exit(1);
 }
 
-/* The node names of the snapshot's slices, and the claim our pod owns. */
-static json_t *scan(const json_t *list, char *claim, size_t cap)
+/* The node names of the snapshot's slices, and the claim pod `pod` owns. */
+static json_t *scan(const json_t *list, const char *pod, char *claim, size_t cap)
 {
   json_t *names = json_array();
   size_t i;
@@ -58,28 +65,29 @@ static json_t *scan(const json_t *list, char *claim, size_t cap)
       json_array_append(names, json_object_get(json_object_get(it, "spec"), "nodeName"));
     const json_t *own = json_array_get(json_object_get(md, "ownerReferences"), 0);
     const char *on = json_string_value(json_object_get(own, "name"));
-    if (kind && strcmp(kind, "ResourceClaim") == 0 && on && strcmp(on, POD_NAME) == 0)
+    if (kind && strcmp(kind, "ResourceClaim") == 0 && on && strcmp(on, pod) == 0)
       snprintf(claim, cap, "%s", json_string_value(json_object_get(md, "name")));
   }
   return names;
 }
 
-/* ExtenderArgs for the pod over every node, in the mode asked. */
-static char *build_body(const char *snapshot, bool nodelist, size_t *nnodes)
+/* ExtenderArgs for pod `name` over every node, in the mode asked. */
+static char *build_body(const char *snapshot, const char *name, bool nodelist, size_t *nnodes)
 {
   json_error_t je;
   json_t *list = json_load_file(snapshot, 0, &je);
   if (list == NULL)
     die(je.text);
   char claim[256] = "";
-  json_t *names = scan(list, claim, sizeof claim);
+  json_t *names = scan(list, name, claim, sizeof claim);
   json_decref(list);
   json_t *pod = json_load_file("test/extender/data/pod-gpu-test1.json", 0, &je);
   if (pod == NULL || claim[0] == '\0')
     die("no pod (run from the repository) or no claim for it in the snapshot");
   json_t *md = json_object_get(pod, "metadata");
   json_object_set_new(md, "namespace", json_string(POD_NS));
-  json_object_set_new(md, "name", json_string(POD_NAME));
+  json_object_set_new(md, "name", json_string(name));
+  json_object_set_new(md, "uid", json_string(name));  /* the verdict cache tells pods apart */
   json_object_set_new(json_object_get(pod, "status"), "resourceClaimStatuses",
                       json_pack("[{s:s,s:s}]", "name", "gpu", "resourceClaimName", claim));
   *nnodes = json_array_size(names);
@@ -100,6 +108,39 @@ static char *build_body(const char *snapshot, bool nodelist, size_t *nnodes)
   char *body = json_dumps(args, JSON_COMPACT);
   json_decref(args);
   return body;
+}
+
+/* BENCH_ALTERNATE: the snapshot with a copy of our pod's claim for POD_B, asking 2Gi. */
+static void write_alternate(const char *snapshot)
+{
+  json_error_t je;
+  json_t *list = json_load_file(snapshot, 0, &je), *copy = NULL;
+  if (list == NULL)
+    die(je.text);
+  size_t i;
+  json_t *it;
+  json_array_foreach(json_object_get(list, "items"), i, it) {
+    json_t *own = json_array_get(json_object_get(json_object_get(it, "metadata"), "ownerReferences"), 0);
+    const char *on = json_string_value(json_object_get(own, "name"));
+    if (on && strcmp(on, POD_NAME) == 0)
+      copy = json_deep_copy(it);
+  }
+  if (copy == NULL)
+    die("no claim of " POD_NAME " in the snapshot");
+  json_t *md = json_object_get(copy, "metadata");
+  json_object_set_new(md, "name", json_string(POD_B "-gpu-alt"));
+  json_object_set_new(md, "uid", json_string("bench-alternate-claim"));
+  json_object_set_new(json_array_get(json_object_get(md, "ownerReferences"), 0), "name",
+                      json_string(POD_B));
+  const json_t *devices = json_object_get(json_object_get(copy, "spec"), "devices");
+  const json_t *req = json_object_get(json_array_get(json_object_get(devices, "requests"), 0), "exactly");
+  json_t *caps = json_object_get(json_object_get(req, "capacity"), "requests");
+  if (caps == NULL || json_object_set_new(caps, "memory", json_string("2Gi")) != 0)
+    die("the claim of " POD_NAME " asks no memory");
+  json_array_append_new(json_object_get(list, "items"), copy);
+  if (json_dump_file(list, ALT_SNAPSHOT, JSON_COMPACT) != 0)
+    die("cannot write " ALT_SNAPSHOT);
+  json_decref(list);
 }
 
 /* ---- the daemon ---- */
@@ -262,22 +303,29 @@ static char *prioritize_body(client_t *cl, const char *body)
   return out;
 }
 
-static void run(client_t *cl, const char *body, size_t pairs, pid_t pid)
+/* Pairs back to back; with a second body (BENCH_ALTERNATE) they alternate between the two. */
+static void run(client_t *cl, char *const *body, size_t nbodies, size_t pairs, pid_t pid)
 {
-  size_t len = strlen(body), warm = pairs / 10 + 10;
-  char *pbody = prioritize_body(cl, body);
-  size_t plen = strlen(pbody);
+  size_t len[2], plen[2], warm = pairs / 10 + 10;
+  char *pbody[2];
+  for (size_t k = 0; k < nbodies; k++) {
+    len[k] = strlen(body[k]);
+    pbody[k] = prioritize_body(cl, body[k]);
+    plen[k] = strlen(pbody[k]);
+  }
   double *tf = calloc(pairs, sizeof *tf), *tp = calloc(pairs, sizeof *tp);
   for (size_t i = 0; i < warm; i++) {
-    call(cl, "/filter", body, len);
-    call(cl, "/prioritize", pbody, plen);
+    size_t k = i % nbodies;
+    call(cl, "/filter", body[k], len[k]);
+    call(cl, "/prioritize", pbody[k], plen[k]);
   }
   long rss0 = pid > 0 ? rss_kib(pid) : -1;
   double c0 = pid > 0 ? cpu_s(pid) : -1;
   double t0 = now_s();
   for (size_t i = 0; i < pairs; i++) {
-    tf[i] = call(cl, "/filter", body, len);
-    tp[i] = call(cl, "/prioritize", pbody, plen);
+    size_t k = i % nbodies;
+    tf[i] = call(cl, "/filter", body[k], len[k]);
+    tp[i] = call(cl, "/prioritize", pbody[k], plen[k]);
   }
   double total = now_s() - t0;
   double c1 = pid > 0 ? cpu_s(pid) : -1;
@@ -294,7 +342,8 @@ static void run(client_t *cl, const char *body, size_t pairs, pid_t pid)
            rss0, warm, rss1, pairs, rss1 - rss0);
   free(tf);
   free(tp);
-  free(pbody);
+  for (size_t k = 0; k < nbodies; k++)
+    free(pbody[k]);
 }
 
 int main(int argc, char **argv)
@@ -310,11 +359,19 @@ int main(int argc, char **argv)
   if (access(snapshot, R_OK) != 0 && strcmp(snapshot, "build/cluster-5000.json") == 0 &&
       system("python3 bench/gen-cluster.py --nodes 5000 --out build/cluster-5000.json") != 0)
     die("cannot generate build/cluster-5000.json");
-  size_t nnodes;
-  char *body = build_body(snapshot, nodelist, &nnodes);
+  bool alternate = getenv("BENCH_ALTERNATE") && strcmp(getenv("BENCH_ALTERNATE"), "1") == 0;
+  if (alternate && url == NULL) {
+    write_alternate(snapshot);
+    snapshot = ALT_SNAPSHOT;
+  }
+  size_t nnodes, nbodies = alternate ? 2 : 1;
+  char *body[2] = {build_body(snapshot, POD_NAME, nodelist, &nnodes), NULL};
+  if (alternate)
+    body[1] = build_body(snapshot, POD_B, nodelist, &nnodes);
   if (getenv("BENCH_BODIES")) {  /* only write the body, for wrk */
-    write_bodies(getenv("BENCH_BODIES"), body);
-    free(body);
+    write_bodies(getenv("BENCH_BODIES"), body[0]);
+    free(body[0]);
+    free(body[1]);
     return 0;
   }
   client_t cl = {.c = curl_easy_init()};
@@ -331,12 +388,14 @@ int main(int argc, char **argv)
   curl_easy_setopt(cl.c, CURLOPT_WRITEFUNCTION, sink);
   curl_easy_setopt(cl.c, CURLOPT_WRITEDATA, &cl);
   curl_easy_setopt(cl.c, CURLOPT_TCP_NODELAY, 1L);
-  printf("bench_extender: one pod over %zu nodes (%s mode), body %zu bytes, %s\n", nnodes,
-         nodelist ? "NodeList" : "NodeNames", strlen(body), cl.url);
-  run(&cl, body, pairs, pid);
+  printf("bench_extender: %s over %zu nodes (%s mode), body %zu bytes, %s\n",
+         alternate ? "two pods in turn" : "one pod", nnodes, nodelist ? "NodeList" : "NodeNames",
+         strlen(body[0]), cl.url);
+  run(&cl, body, nbodies, pairs, pid);
   curl_slist_free_all(cl.hdr);
   curl_easy_cleanup(cl.c);
-  free(body);
+  free(body[0]);
+  free(body[1]);
   if (url == NULL) {
     kill(pid, SIGTERM);
     int st;

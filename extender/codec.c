@@ -179,18 +179,18 @@ static bool eat(cur_t *c, char ch)
 /* At '"': moves past the closing quote; false on a raw control byte or the end. */
 static bool skip_string(cur_t *c)
 {
-  for (c->p++; c->p < c->end; c->p++) {
-    unsigned char ch = (unsigned char)*c->p;
-    if (ch == '"') {
-      c->p++;
+  const unsigned char *p = (const unsigned char *)c->p + 1, *end = (const unsigned char *)c->end;
+  for (;;) {
+    while (p < end && sf__json_plain[*p])
+      p++;
+    if (p >= end || *p < 0x20)
+      return false;
+    if (*p == '"') {
+      c->p = (const char *)p + 1;
       return true;
     }
-    if (ch < 0x20)
-      return false;
-    if (ch == '\\')
-      c->p++;
+    p += 2;  /* a backslash and the byte it escapes */
   }
-  return false;
 }
 
 /* Skips one value's bytes (structure is checked later by jansson); false when unbalanced. */
@@ -226,65 +226,78 @@ static bool skip_value(cur_t *c)
 static bool copy_string(cur_t *c, char **o)
 {
   static const char esc_in[] = "\"\\/bfnrt", esc_out[] = "\"\\/\b\f\n\r\t";
+  const unsigned char *p = (const unsigned char *)c->p + 1, *end = (const unsigned char *)c->end;
   char *w = *o;
-  for (c->p++; c->p < c->end; c->p++) {
-    unsigned char ch = (unsigned char)*c->p;
-    if (ch == '"') {
-      c->p++;
+  for (;;) {
+    while (p < end && *p < 0x80 && sf__json_plain[*p])
+      *w++ = (char)*p++;
+    if (p >= end || *p < 0x20 || *p >= 0x80)
+      return false;
+    if (*p == '"') {
+      c->p = (const char *)p + 1;
       *w++ = '\0';
       *o = w;
       return true;
     }
-    if (ch < 0x20 || ch >= 0x80)
+    const char *e = ++p < end ? strchr(esc_in, *p) : NULL;  /* after a backslash */
+    if (e == NULL || *e == '\0')
       return false;
-    if (ch == '\\') {
-      const char *e = ++c->p < c->end ? strchr(esc_in, *c->p) : NULL;
-      if (e == NULL || *e == '\0')
-        return false;
-      ch = (unsigned char)esc_out[e - esc_in];
-    }
-    *w++ = (char)ch;
+    *w++ = esc_out[e - esc_in];
+    p++;
   }
-  return false;
 }
 
-static int fast_names(sf__args_t *a, cur_t c, const sf__limits_t *lim)
+/* At '[': takes a flat array of plain strings into a->names and moves past it. */
+static int fast_names(sf__args_t *a, cur_t *c, const sf__limits_t *lim)
 {
   size_t cap = 0;
-  char *w = a->arena = sf_xmalloc((size_t)(c.end - c.p) + 1);
-  if (!eat(&c, '['))
+  char *w = a->arena = sf_xmalloc((size_t)(c->end - c->p) + 1);
+  if (!eat(c, '['))
     return SF_EINVAL;
-  if (eat(&c, ']'))
-    goto done;
+  if (eat(c, ']'))
+    return 0;
   do {
-    ws(&c);
-    if (c.p >= c.end || *c.p != '"' || a->n >= lim->max_nodes)
+    ws(c);
+    if (c->p >= c->end || *c->p != '"' || a->n >= lim->max_nodes)
       return SF_EINVAL;
     sf_xgrow(&a->names, &cap, a->n + 1, sizeof *a->names);
     a->names[a->n++] = w;
-    if (!copy_string(&c, &w))
+    if (!copy_string(c, &w))
       return SF_EINVAL;
-  } while (eat(&c, ','));
-  if (!eat(&c, ']'))
-    return SF_EINVAL;
-done:
-  a->cache_mode = true;
-  return 0;
+  } while (eat(c, ','));
+  return eat(c, ']') ? 0 : SF_EINVAL;
+}
+
+static void drop_names(sf__args_t *a)
+{
+  free(a->names);
+  free(a->arena);
+  a->names = NULL;
+  a->arena = NULL;
+  a->n = 0;
 }
 
 typedef struct {
   cur_t pod, names, nodes;
+  cur_t key[3];  /* the key each one was taken under */
 } spans_t;
 
-/* Checks a skipped value with jansson; returns it (new) or NULL. */
-static json_t *load_span(cur_t v)
+/*
+ * Checks a skipped member value with jansson; returns it (new) or NULL. It
+ * sits one level below the root, hence max_depth - 1 (the caller made sure
+ * max_depth >= 2).
+ */
+static json_t *load_span(cur_t v, const sf__limits_t *lim)
 {
-  return json_loadb(v.p, (size_t)(v.end - v.p), JSON_DECODE_ANY, NULL);
+  size_t len = (size_t)(v.end - v.p);
+  if (!sf__json_depth_ok(v.p, len, lim->max_depth - 1))
+    return NULL;
+  return json_loadb(v.p, len, JSON_DECODE_ANY, NULL);
 }
 
-static bool valid_span(cur_t v)
+static bool valid_span(cur_t v, const sf__limits_t *lim)
 {
-  json_t *j = load_span(v);
+  json_t *j = load_span(v, lim);
   json_decref(j);
   return j != NULL;
 }
@@ -300,11 +313,15 @@ static bool is_null(cur_t v)
 
 /*
  * One member of the root; keys with escapes give up. As in the general path
- * (jansson keeps the last of duplicate keys; sf__json_get_ci takes an exact
- * match, else the first other casing), the last exact key wins, else the
- * first key in another casing.
+ * (jansson keeps the last value of a repeated key, in the place where the key
+ * first came; sf__json_get_ci takes an exact match, else the first other
+ * casing), the last exact key wins, else the first key in another casing
+ * with the last value given under that same spelling. The NodeNames value
+ * that is kept is taken into `a` as it is read (most of a body is names);
+ * any other value is skipped and checked with jansson.
  */
-static bool fast_member(cur_t *c, spans_t *sp, unsigned seen[3])
+static bool fast_member(cur_t *c, spans_t *sp, unsigned seen[3], sf__args_t *a,
+                        const sf__limits_t *lim)
 {
   static const char *const fields[3] = {"Pod", "NodeNames", "Nodes"};
   ws(c);
@@ -318,24 +335,31 @@ static bool fast_member(cur_t *c, spans_t *sp, unsigned seen[3])
   if (!eat(c, ':'))
     return false;
   ws(c);
+  int f = 0;
+  while (f < 3 && (strlen(fields[f]) != klen || strncasecmp(k, fields[f], klen) != 0))
+    f++;
+  unsigned rank = f < 3 && memcmp(k, fields[f], klen) == 0 ? 2 : 1;  /* exact : other casing */
+  bool keep = f < 3 && (rank == 2 || seen[f] == 0 ||
+                        (seen[f] == 1 && memcmp(sp->key[f].p, k, klen) == 0));
   cur_t v = {c->p, NULL};
-  if (!skip_value(c))
+  if (!keep) {  /* an unknown key, or one the general path would not take */
+    if (!skip_value(c))
+      return false;
+    v.end = c->p;
+    return valid_span(v, lim);
+  }
+  cur_t *slot[3] = {&sp->pod, &sp->names, &sp->nodes};
+  cur_t dropped = *slot[f];
+  if (f == 1)
+    drop_names(a);
+  if (f == 1 && c->p < c->end && *c->p == '[' ? fast_names(a, c, lim) != 0 : !skip_value(c))
     return false;
   v.end = c->p;
-  cur_t *slot[3] = {&sp->pod, &sp->names, &sp->nodes};
-  for (int f = 0; f < 3; f++) {
-    if (strlen(fields[f]) != klen || strncasecmp(k, fields[f], klen) != 0)
-      continue;
-    unsigned rank = memcmp(k, fields[f], klen) == 0 ? 2 : 1;  /* exact : other casing */
-    cur_t dropped = v;
-    if (rank == 2 || seen[f] == 0) {
-      dropped = *slot[f];
-      *slot[f] = v;
-      seen[f] = rank > seen[f] ? rank : seen[f];
-    }
-    return dropped.p == NULL || valid_span(dropped);
-  }
-  return valid_span(v);  /* an unknown key's value must still be valid JSON */
+  *slot[f] = v;
+  sp->key[f] = (cur_t){k, k + klen};
+  seen[f] = rank > seen[f] ? rank : seen[f];
+  /* A dropped NodeNames array was taken whole, so it was valid JSON. */
+  return dropped.p == NULL || (f == 1 && *dropped.p == '[') || valid_span(dropped, lim);
 }
 
 static int fast_root(sf__args_t *a, cur_t c, const sf__limits_t *lim)
@@ -347,29 +371,37 @@ static int fast_root(sf__args_t *a, cur_t c, const sf__limits_t *lim)
     return SF_EINVAL;
   if (!eat(&c, '}')) {
     do {
-      if (!fast_member(&c, &sp, seen))
+      if (!fast_member(&c, &sp, seen, a, lim))
         return SF_EINVAL;
     } while (eat(&c, ','));
     if (!eat(&c, '}'))
       return SF_EINVAL;
   }
+  /*
+   * The general path checks the depth of the whole body, trailing bytes
+   * included; here the root's members were checked one by one, and what
+   * follows the root is checked on its own (the root ends at depth 0).
+   */
+  if (!sf__json_depth_ok(c.p, (size_t)(c.end - c.p), lim->max_depth))
+    return SF_EINVAL;
   /* Only the NodeNames shape is taken here; a NodeList goes the general way. */
-  if (sp.pod.p == NULL || sp.names.p == NULL || is_null(sp.names) ||
+  if (sp.pod.p == NULL || sp.names.p == NULL || *sp.names.p != '[' ||
       (sp.nodes.p && !is_null(sp.nodes)))
     return SF_EINVAL;
   a->root = json_object();
-  json_t *pod = load_span(sp.pod);
+  json_t *pod = load_span(sp.pod, lim);
   json_object_set_new(a->root, "Pod", pod ? pod : json_null());
   a->pod = pod;
   if (!json_is_object(pod))
     return SF_EINVAL;
-  return fast_names(a, sp.names, lim);
+  a->cache_mode = true;
+  return 0;
 }
 
 static int parse_fast(sf__args_t *a, const char *body, size_t len, const sf__limits_t *lim)
 {
   *a = (sf__args_t){0};
-  if (!sf__json_depth_ok(body, len, lim->max_depth))
+  if (lim->max_depth < 2)  /* the root and the NodeNames array */
     return SF_EINVAL;
   int rc = fast_root(a, (cur_t){body, body + len}, lim);
   if (rc)
@@ -415,8 +447,41 @@ static void put_passing(sf__buf_t *b, const sf__args_t *a, const sf_verdict_t *v
   }
 }
 
+/*
+ * The escaped reasons already written, by offset in the reply: at 5,000
+ * nodes most failures share a handful of sentences, and copying one that is
+ * already escaped costs a comparison and a memcpy instead of an escape.
+ */
+#define SEEN_REASONS 8
+
+typedef struct {
+  const char *text;  /* the verdict's reason it was escaped from */
+  size_t off, len;   /* where its escaped form sits in the buffer */
+} seen_t;
+
+static void put_reason(sf__buf_t *b, const char *reason, seen_t *seen, size_t *nseen)
+{
+  for (size_t k = 0; k < *nseen; k++) {
+    if (strcmp(seen[k].text, reason) == 0) {
+      size_t off = seen[k].off, len = seen[k].len;
+      sf__buf_reserve(b, len);  /* may move the text: hence offsets, not pointers */
+      memcpy(b->p + b->len, b->p + off, len);
+      b->len += len;
+      b->p[b->len] = '\0';
+      return;
+    }
+  }
+  size_t off = b->len;
+  sf__buf_json_str(b, reason);
+  seen_t *slot = &seen[*nseen < SEEN_REASONS ? (*nseen)++ : off % SEEN_REASONS];
+  *slot = (seen_t){reason, off, b->len - off};
+}
+
 static void put_failed(sf__buf_t *b, const sf__args_t *a, const sf_verdict_t *v)
 {
+  static const char unknown[] = "does not fit the pod's device claims";
+  seen_t seen[SEEN_REASONS];
+  size_t nseen = 0;
   bool first = true;
   for (size_t i = 0; v && i < a->n; i++) {
     if (passes(v, i))
@@ -426,7 +491,7 @@ static void put_failed(sf__buf_t *b, const sf__args_t *a, const sf_verdict_t *v)
     first = false;
     sf__buf_json_str(b, a->names[i]);
     sf__buf_put(b, ":", 1);
-    sf__buf_json_str(b, v[i].reason[0] ? v[i].reason : "does not fit the pod's device claims");
+    put_reason(b, v[i].reason[0] ? v[i].reason : unknown, seen, &nseen);
   }
 }
 
@@ -455,15 +520,18 @@ void sf__prioritize_reply(sf__buf_t *b, const sf__args_t *a, const sf_verdict_t 
   for (size_t i = 0; i < a->n; i++) {
     int score = v && v[i].fit == SF_FIT_YES ? v[i].score : 0;
     score = score < 0 ? 0 : score > SF_SCORE_MAX ? SF_SCORE_MAX : score;
-    if (i)
-      sf__buf_put(b, ",", 1);
-    char num[4] = {(char)('0' + score % 10), '}', '\0', '\0'};
-    if (score == 10)
-      memcpy(num, "10}", 4);
-    sf__buf_put(b, "{\"Host\":", 8);
+    sf__buf_put(b, ",{\"Host\":" + (i == 0), i == 0 ? 8 : 9);
     sf__buf_json_str(b, a->names[i]);
-    sf__buf_put(b, ",\"Score\":", 9);
-    sf__buf_puts(b, num);
+    sf__buf_reserve(b, 13);
+    char *o = b->p + b->len;
+    memcpy(o, ",\"Score\":", 9);
+    o += 9;
+    if (score >= 10)
+      *o++ = (char)('0' + score / 10);
+    *o++ = (char)('0' + score % 10);
+    *o++ = '}';
+    *o = '\0';
+    b->len = (size_t)(o - b->p);
   }
   sf__buf_put(b, "]", 1);
 }

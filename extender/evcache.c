@@ -83,13 +83,27 @@ static void copy_names(sf__evcache_t *ec, const char *const *names, size_t n)
   ec->n = n;
 }
 
+static bool same_names(const sf__evcache_t *ec, const char *const *names, size_t n)
+{
+  if (n != ec->n)
+    return false;
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(ec->names[i], names[i]) != 0)
+      return false;
+  return true;
+}
+
 sf_verdict_t *sf__evcache_store(sf__evcache_t *ec, const char *key, uint64_t gen,
                                 const char *const *names, size_t n, sf_verdict_t *v,
                                 size_t *vcap)
 {
   if (n > UINT32_MAX - 1)
     return v;
-  copy_names(ec, names, n);
+  /* kube-scheduler sends the same names call after call: keep them and their table. */
+  if (!ec->valid || !same_names(ec, names, n)) {
+    copy_names(ec, names, n);
+    index_names(ec);
+  }
   snprintf(ec->key, sizeof ec->key, "%s", key);
   ec->gen = gen;
   ec->nfit = 0;
@@ -101,7 +115,6 @@ sf_verdict_t *sf__evcache_store(sf__evcache_t *ec, const char *key, uint64_t gen
   ec->v = v;
   ec->vcap = *vcap;
   *vcap = oldcap;
-  index_names(ec);
   ec->valid = true;
   return old;
 }

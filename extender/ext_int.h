@@ -23,6 +23,10 @@ typedef struct {
   size_t len, cap;
 } sf__buf_t;
 
+/** 1 for the bytes a JSON string carries as they are: not '"', '\\', a control byte or NUL. */
+extern const unsigned char sf__json_plain[256];
+/** Makes room for `more` bytes and the NUL after them (p may move). */
+void sf__buf_reserve(sf__buf_t *b, size_t more);
 void sf__buf_put(sf__buf_t *b, const char *s, size_t n);
 void sf__buf_puts(sf__buf_t *b, const char *s);
 void sf__buf_printf(sf__buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -198,6 +202,8 @@ struct sf_extender {
   const json_t *pending;           /* pending claims (borrowed from the daemon), or NULL */
   void (*metrics_hook)(sf__buf_t *b, void *ud);  /* more /metrics (the daemon's watch), or NULL */
   void *metrics_ud;
+  sf__buf_t spare[4];              /* request and reply buffers kept for the next requests */
+  size_t nspare;
   sf_verdict_t *verdicts;          /* scratch reused across requests */
   size_t nverdicts;
   sf__evcache_t evcache;           /* the last filter's verdicts */
@@ -211,6 +217,8 @@ struct sf_extender {
 int sf__http_start(sf_extender_t *x, char *err, size_t errlen);
 /** Stops accepting; returns the listen socket's close status. */
 void sf__http_quiesce(sf_extender_t *x);
+/** Frees the request and reply buffers kept for reuse. */
+void sf__http_spares_dispose(sf_extender_t *x);
 /** Stops libmicrohttpd (closes every connection). */
 void sf__http_stop(sf_extender_t *x);
 

@@ -196,6 +196,7 @@ static void on_handle_closed(uv_handle_t *h)
   sf_extender_t *x = h->data;
   if (--x->nhandles == 0 && x->destroyed) {
     free(x->verdicts);
+    sf__http_spares_dispose(x);
     sf__evcache_dispose(&x->evcache);
     free(x->tls_cert);
     free(x->tls_key);

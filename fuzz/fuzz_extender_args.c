@@ -25,7 +25,8 @@ static void check_replies(const sf__args_t *a, const uint8_t *data, size_t size)
     memset(&v[i], 0, sizeof v[i]);
     v[i].fit = (sf_fit_t)(size ? data[i % size] % 3 : 1);
     v[i].score = size ? data[(i * 7) % size] % 12 : 5;
-    snprintf(v[i].reason, sizeof v[i].reason, "reason \"%zu\"\n", i);
+    /* few distinct sentences, so the reply writer reuses escaped ones */
+    snprintf(v[i].reason, sizeof v[i].reason, "reason \"%u\"\n", size ? data[i % size] % 5u : 0u);
     nyes += v[i].fit != SF_FIT_NO;
     nno += v[i].fit == SF_FIT_NO;
   }
@@ -36,7 +37,15 @@ static void check_replies(const sf__args_t *a, const uint8_t *data, size_t size)
   const json_t *list = a->cache_mode ? json_object_get(r, "NodeNames")
                                      : json_object_get(json_object_get(r, "Nodes"), "items");
   assert(json_array_size(list) == nyes);
-  assert(json_object_size(json_object_get(r, "FailedNodes")) <= nno);
+  const json_t *failed = json_object_get(r, "FailedNodes");
+  assert(json_object_size(failed) <= nno);
+  for (size_t i = 0; i < a->n; i++) {  /* a duplicate name keeps its last entry's reason */
+    const char *got = json_string_value(json_object_get(failed, a->names[i]));
+    size_t last = i;
+    for (size_t j = i + 1; j < a->n; j++)
+      last = strcmp(a->names[j], a->names[i]) == 0 && v[j].fit == SF_FIT_NO ? j : last;
+    assert(v[last].fit != SF_FIT_NO || (got && strcmp(got, v[last].reason) == 0));
+  }
   json_decref(r);
   sf__buf_dispose(&b);
   sf__prioritize_reply(&b, a, v);

@@ -150,6 +150,12 @@ typedef struct {
   uint64_t fversion, mixhash;  /* fs and fb are for this version and mix */
   double fb;               /* F(before) */
   fstat_t *fs; size_t fscap;
+  /* The verdict of the last evaluate on this summary, for the next call with the same signature. */
+  uint64_t msig;           /* 0: none */
+  double mraw;             /* FIT */
+  stats_t mst;             /* NO: what the reason is made from */
+  uint32_t mn, mnavail, mlargest;
+  uint8_t mfit;
 } hnode_t;
 
 typedef struct {
@@ -212,6 +218,8 @@ struct sf_packer {
   /* the fast path */
   bool fast_on;
   int fast_kind;
+  uint64_t fsig;           /* what a node's verdict depends on besides the node; 0: no memo */
+  bool evaluating;         /* in sf_packer_evaluate, where verdicts may come from the memo */
   uint8_t *fsel[8];
   hnode_t *hn; size_t hncap;
   uint64_t hserial;        /* index the summaries describe */
@@ -1097,6 +1105,54 @@ static void scarcity_load(sf_packer_t *p)
   }
 }
 
+static void sig_add(uint64_t *h, const void *data, size_t n)
+{
+  const unsigned char *b = data;
+  for (size_t i = 0; i < n; i++)
+    *h = (*h ^ b[i]) * 1099511628211ull;
+}
+
+/*
+ * The signature of everything a node's fast verdict depends on besides the
+ * node's own summary: the index, the request (count, capacity, selectors by
+ * their cache keys), the scoring policy, the pod's CPU, the workload mix and
+ * the models' scarcity. Names are not in it: reasons are written per call.
+ * 0 (nothing remembered) when a selector has no cache.
+ */
+static uint64_t fast_signature(const sf_packer_t *p)
+{
+  const sf_request_t *s = p->fr[0].top;
+  const sf_policy_t *pol = p->pol;
+  uint64_t h = 1469598103934665603ull;
+  sig_add(&h, &p->fast_kind, sizeof(p->fast_kind));
+  sig_add(&h, &p->idx->serial, sizeof(p->idx->serial));
+  sig_add(&h, &s->count, sizeof(s->count));
+  sig_add(&h, &s->ncaps, sizeof(s->ncaps));
+  if (s->ncaps) {
+    sig_add(&h, &s->caps[0].value, sizeof(s->caps[0].value));
+    sig_add(&h, &p->fr[0].capnames[0], sizeof(p->fr[0].capnames[0]));  /* interned */
+  }
+  sig_add(&h, &s->nselectors, sizeof(s->nselectors));
+  for (size_t i = 0; i < s->nselectors; i++) {
+    if (p->fsel[i] == NULL || s->selectors[i].cache_key == 0)
+      return 0;
+    sig_add(&h, &s->selectors[i].cache_key, sizeof(s->selectors[i].cache_key));
+  }
+  sig_add(&h, &pol->strategy, sizeof(pol->strategy));
+  sig_add(&h, &pol->device_choice, sizeof(pol->device_choice));
+  sig_add(&h, &pol->weight_frag, sizeof(pol->weight_frag));
+  sig_add(&h, &pol->weight_island, sizeof(pol->weight_island));
+  sig_add(&h, &pol->weight_model, sizeof(pol->weight_model));
+  sig_add(&h, &pol->max_sharers, sizeof(pol->max_sharers));
+  sig_add(&h, &pol->headroom_pct, sizeof(pol->headroom_pct));
+  sig_add(&h, &p->dem->cpu_milli, sizeof(p->dem->cpu_milli));
+  sig_add(&h, &p->mixhash, sizeof(p->mixhash));
+  sig_add(&h, &p->flexible, sizeof(p->flexible));
+  if (p->flexible)
+    sig_add(&h, p->scarcity, sizeof(p->scarcity));
+  return h ? h : 1;
+}
+
 /* Which fast path serves this call, if any; the selectors' caches for it. */
 static void fast_prepare(sf_packer_t *p)
 {
@@ -1116,6 +1172,7 @@ static void fast_prepare(sf_packer_t *p)
     for (size_t i = 0; i < s->nselectors; i++)
       p->fsel[i] = sf__index_selcache(p->idx, &s->selectors[i]);
   } while (gen != p->idx->cache_gen);
+  p->fsig = p->fast_kind == FAST_NONE ? 0 : fast_signature(p);
 }
 
 /* Adds (+1) or takes back (-1) the demand's shapes in the index's learned mix. */
@@ -1538,6 +1595,7 @@ static hnode_t *summary(sf_packer_t *p, sf_node_id node)
     return h;
   h->version = n->version;
   h->fversion = 0;
+  h->msig = 0;
   h->fast = n->ndevs <= FAST_MAXDEV;
   h->n = 0;
   if (!h->fast)
@@ -1966,6 +2024,45 @@ static uint32_t fast_largest(const hnode_t *h, const fcands_t *fc)
 }
 
 /*
+ * The memo: sf_packer_evaluate keeps each node's fast verdict in its summary
+ * with the call's signature, and a later call with the same signature on an
+ * unchanged node (the summary is rebuilt, and the memo dropped, when the
+ * node's version moves) takes it from there. kube-scheduler sends the pods
+ * of one workload, alike in all but their names, one after another, and
+ * between two of them only the nodes that changed are evaluated again.
+ */
+static bool remember(sf_packer_t *p, hnode_t *h, const sf_verdict_t *v, const fcands_t *fc,
+                     uint32_t largest)
+{
+  h->msig = p->evaluating ? p->fsig : 0;
+  h->mfit = (uint8_t)v->fit;
+  h->mraw = v->raw;
+  if (fc != NULL) {
+    h->mst = fc->st;
+    h->mn = fc->n;
+    h->mnavail = fc->navail;
+  }
+  h->mlargest = largest;
+  return true;
+}
+
+/* A remembered verdict; its reason is written anew, for this call's claim and request. */
+static void replay(sf_packer_t *p, const hnode_t *h, sf_verdict_t *v)
+{
+  const sf_request_t *s = p->fr[0].top;
+  v->fit = (sf_fit_t)h->mfit;
+  v->raw = h->mraw;
+  if (v->fit == SF_FIT_UNSURE) {
+    say(p, R_UNKNOWN, 0, 0, 0, 0, v->reason, sizeof(v->reason));
+  } else if (v->fit == SF_FIT_NO) {
+    stats_t st = h->mst;
+    st.capname = s->ncaps ? s->caps[0].name : NULL;  /* the remembered one was the last call's */
+    if (!reason_of_request(p, 0, &st, h->n, h->mn, h->mnavail, v->reason, sizeof(v->reason)))
+      say(p, R_ISLAND, 0, s->count, h->mlargest, 0, v->reason, sizeof(v->reason));
+  }
+}
+
+/*
  * Filters and scores one node on the fast path. Returns false, having done
  * nothing, when the node is not plain.
  */
@@ -1975,6 +2072,10 @@ static bool fast_eval(sf_packer_t *p, sf_node_id node, sf_verdict_t *v)
   hnode_t *h = summary(p, node);
   if (!h->fast)
     return false;
+  if (p->evaluating && p->fsig != 0 && h->msig == p->fsig) {
+    replay(p, h, v);
+    return true;
+  }
   fcands_t fc;
   uint32_t ord[FAST_MAXDEV], pick[FAST_MAXDEV];
   const sf_request_t *s = p->fr[0].top;
@@ -1986,7 +2087,7 @@ static bool fast_eval(sf_packer_t *p, sf_node_id node, sf_verdict_t *v)
       fast_result(p, h, fc.k[c], fc.need[c]);
       v->fit = SF_FIT_YES;
       v->raw = raw;
-      return true;
+      return remember(p, h, v, NULL, 0);
     }
   } else if (s->count <= fc.n && (fast_order(p, h, &fc, ord), fast_island(h, &fc, ord, s->count, pick)) == s->count) {
     uint32_t ks[FAST_MAXDEV];
@@ -1998,16 +2099,19 @@ static bool fast_eval(sf_packer_t *p, sf_node_id node, sf_verdict_t *v)
     }
     v->fit = SF_FIT_YES;
     v->raw = score_fast(p, h, ks, needs, s->count);
-    return true;
+    return remember(p, h, v, NULL, 0);
   }
   if (p->unknown) {
     v->fit = SF_FIT_UNSURE;
     say(p, R_UNKNOWN, 0, 0, 0, 0, v->reason, sizeof(v->reason));
-    return true;
+    return remember(p, h, v, NULL, 0);
   }
-  if (!reason_of_request(p, 0, &fc.st, h->n, fc.n, fc.navail, v->reason, sizeof(v->reason)))
-    say(p, R_ISLAND, 0, s->count, fast_largest(h, &fc), 0, v->reason, sizeof(v->reason));
-  return true;
+  uint32_t largest = 0;
+  if (!reason_of_request(p, 0, &fc.st, h->n, fc.n, fc.navail, v->reason, sizeof(v->reason))) {
+    largest = fast_largest(h, &fc);
+    say(p, R_ISLAND, 0, s->count, largest, 0, v->reason, sizeof(v->reason));
+  }
+  return remember(p, h, v, &fc, largest);
 }
 
 /* A single request for one device with no constraint: try every candidate (packer) or the first. */
@@ -2104,6 +2208,7 @@ int sf_packer_evaluate(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol, 
   }
   prepare(p, idx, pol, demand, flags);
   double lo = INFINITY, hi = -INFINITY;
+  p->evaluating = true;
   for (size_t i = 0; i < n; i++) {
     node_eval(p, nodes[i], &out[i]);
     if (out[i].fit == SF_FIT_YES) {
@@ -2120,6 +2225,7 @@ int sf_packer_evaluate(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol, 
      * the top score to many nodes. */
     out[i].score = out[i].raw == hi ? SF_SCORE_MAX : (int)lround(x * (SF_SCORE_MAX - 1));
   }
+  p->evaluating = false;
   p->last_node = -1;
   return 0;
 }

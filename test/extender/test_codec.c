@@ -46,6 +46,18 @@ Test(codec, the_scanner_and_jansson_agree_on_duplicate_keys)
                0);
   cr_assert_str_eq(a.names[0], "c/d");
   sf__args_dispose(&a);
+  /* The same other spelling again: its last value, in its first place (found by the fuzzer). */
+  const char *respelt = "{\"Pod\":{},\"nodenames\":[\"a\"],\"NODENAMES\":[\"b\"],"
+                        "\"nodenames\":[\"c\",\"d\"]}";
+  sf__args_t g;
+  cr_assert_eq(parse(&a, respelt, err), 0);
+  cr_assert_eq(sf__args_parse_general(&g, respelt, strlen(respelt), &lim, err, sizeof err), 0);
+  cr_assert_eq(a.n, 2);
+  cr_assert_eq(g.n, 2);
+  cr_assert_str_eq(a.names[1], "d");
+  cr_assert_str_eq(g.names[1], "d");
+  sf__args_dispose(&a);
+  sf__args_dispose(&g);
 }
 
 Test(codec, cache_mode)
@@ -141,6 +153,62 @@ Test(codec, filter_reply_bytes)
                         "\"FailedAndUnresolvableNodes\":{},\"Error\":\"\"}");
   sf__buf_dispose(&b);
   sf__args_dispose(&a);
+}
+
+Test(codec, filter_reply_repeats_reasons_exactly)
+{
+  /* 40 failed nodes over 11 interleaved sentences: more than the writer remembers. */
+  enum { N = 41 };
+  static const sf__limits_t many = {.max_nodes = N, .max_depth = 8};
+  sf__buf_t body = {0};
+  sf__buf_puts(&body, "{\"Pod\":{},\"NodeNames\":[");
+  for (int i = 0; i < N; i++)
+    sf__buf_printf(&body, "%s\"n%d\"", i ? "," : "", i);
+  sf__buf_puts(&body, "]}");
+  sf__args_t a;
+  char err[SF_ERR_MAX];
+  cr_assert_eq(sf__args_parse(&a, body.p, body.len, &many, err, sizeof err), 0, "%s", err);
+  sf_verdict_t v[N];
+  memset(v, 0, sizeof v);
+  v[0].fit = SF_FIT_YES;
+  for (int i = 1; i < N; i++) {
+    v[i].fit = SF_FIT_NO;
+    snprintf(v[i].reason, sizeof v[i].reason, "needs \"%dGi\"\tof memory", (i * 7) % 11);
+  }
+  v[N - 1].reason[0] = '\0';
+  sf__buf_t b = {0};
+  sf__filter_reply(&b, &a, v);
+  json_t *r = json_loads(b.p, 0, NULL);
+  cr_assert_not_null(r, "%s", b.p);
+  json_t *failed = json_object_get(r, "FailedNodes");
+  cr_assert_eq(json_object_size(failed), N - 1);
+  for (int i = 1; i < N; i++) {
+    char name[8], want[64];
+    snprintf(name, sizeof name, "n%d", i);
+    snprintf(want, sizeof want, "needs \"%dGi\"\tof memory", (i * 7) % 11);
+    cr_assert_str_eq(json_string_value(json_object_get(failed, name)),
+                     i == N - 1 ? "does not fit the pod's device claims" : want);
+  }
+  json_decref(r);
+  sf__buf_dispose(&b);
+  sf__buf_dispose(&body);
+  sf__args_dispose(&a);
+}
+
+Test(codec, json_strings_escape_every_byte_that_needs_it)
+{
+  char s[256];
+  for (int i = 1; i < 128; i++)
+    s[i - 1] = (char)i;
+  strcpy(s + 127, "\xc3\xa9 end");  /* UTF-8 passes as it is */
+  sf__buf_t b = {0};
+  sf__buf_json_str(&b, s);
+  json_t *back = json_loadb(b.p, b.len, JSON_DECODE_ANY, NULL);
+  cr_assert_str_eq(json_string_value(back), s, "%s", b.p);
+  cr_assert(strstr(b.p, "\\u001f !\\\"#") != NULL, "controls as \\u00XX: %s", b.p);
+  cr_assert(strstr(b.p, "\\\"#") != NULL && strstr(b.p, "[\\\\]") != NULL, "%s", b.p);
+  json_decref(back);
+  sf__buf_dispose(&b);
 }
 
 Test(codec, filter_reply_echoes_nodes)

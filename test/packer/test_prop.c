@@ -175,3 +175,98 @@ Test(prop, many_seeds)
   for (uint64_t s = 10; s < 16; s++)
     run_policy(s & 1 ? "fragmentation" : "binpack", s & 2 ? "packer" : "first-fit", s);
 }
+
+/*
+ * The verdicts a long-lived packer remembers between calls (per node, for
+ * calls alike in all but names) equal what a fresh packer finds, while
+ * allocations come and go, the policy changes, and claims of the same shapes
+ * come under other names.
+ */
+static void same_verdicts(const sf_verdict_t *a, const sf_verdict_t *b, int step)
+{
+  for (int i = 0; i < NODES; i++) {
+    cr_assert_eq(a[i].fit, b[i].fit, "step %d node %d: remembered %d, fresh %d", step, i, a[i].fit,
+                 b[i].fit);
+    cr_assert(a[i].raw == b[i].raw, "step %d node %d: raw %g vs %g", step, i, a[i].raw, b[i].raw);
+    cr_assert_eq(a[i].score, b[i].score, "step %d node %d", step, i);
+    cr_assert_str_eq(a[i].reason, b[i].reason, "step %d node %d", step, i);
+  }
+}
+
+Test(prop, remembered_verdicts_match_fresh_ones)
+{
+  static const char *const strategies[] = {"fragmentation", "fgd", "binpack", "spread"};
+  static const char *const names[] = {"default/claim", "tenants/agent-1", "tenants/agent-2"};
+  rng = 77;
+  sf_index_t *idx = sf_index_create();
+  sf_packer_t *pk = sf_packer_create();
+  sf_policy_t pol;
+  sf_policy_init(&pol);
+  char err[200], holder[32], num[16];
+  cr_assert_eq(sf_policy_set(&pol, "island_map", "H100=4,A100=2", err, sizeof(err)), 0);
+  /* A target mix with a CPU-hungry shape, so the pod's CPU moves scores. */
+  cr_assert_eq(sf_policy_set(&pol, "fgd_mix", "63:4Gix1=1,8Gix1=1,wholex2=1", err, sizeof(err)), 0,
+               "%s", err);
+  sf_node_id nodes[NODES];
+  random_cluster(idx, nodes);
+  sf_index_apply_policy(idx, &pol);
+  /* A few shapes, asked again and again, as a workload's pods are. */
+  rclaim_t shapes[6];
+  tc_claim(&shapes[0].c, 1, 4 * GiB);
+  tc_claim(&shapes[1].c, 1, 8 * GiB);
+  tc_claim(&shapes[2].c, 1, 0);
+  tc_claim(&shapes[3].c, 1, 12 * GiB);
+  tc_claim_island(&shapes[4].c, 2);
+  tc_claim_island(&shapes[5].c, 4);
+  sf_verdict_t v[NODES], f[NODES];
+  int placed = 0;
+  /* Each step: evaluate (the packer remembers), change one thing, evaluate again and compare. */
+  for (int step = 0; step < 600; step++) {
+    rclaim_t *r = &shapes[below(6)];
+    r->c.claim.name = names[below(3)];
+    r->c.dem.cpu_milli = (int64_t)below(3) * 1000;
+    cr_assert_eq(sf_packer_evaluate(pk, idx, &pol, &r->c.dem, nodes, NODES, 0, v), 0);
+    uint32_t change = below(6);
+    if (change == 0) {  /* one policy key */
+      uint32_t key = below(4);
+      snprintf(num, sizeof(num), "%u", key == 2 ? below(3) : below(2) * 40);
+      const char *val = key == 0   ? strategies[below(4)]
+                        : key == 1 ? (below(2) ? "packer" : "first-fit")
+                                   : num;
+      const char *name = key == 0 ? "strategy" : key == 1 ? "device_choice"
+                                 : key == 2 ? "max_sharers" : "headroom_pct";
+      cr_assert_eq(sf_policy_set(&pol, name, val, err, sizeof(err)), 0, "%s", err);
+    } else if (change == 1) {  /* the workload mix learned from the cluster */
+      cr_assert_eq(sf_packer_learn(pk, idx, &pol, &shapes[below(6)].c.dem, +1), 0);
+    } else if (change == 2 && sf_index_alloc_count(idx) > 0) {  /* a pod leaves */
+      snprintf(holder, sizeof(holder), "pod-%u", below((uint32_t)step));
+      sf_alloc_id a = sf_index_alloc_find(idx, holder);
+      if (a >= 0)
+        cr_assert_eq(sf_index_alloc_remove(idx, a), 0);
+    } else if (change == 3) {  /* a pod lands on the best node */
+      int best = -1;
+      for (int i = 0; i < NODES; i++)
+        if (v[i].fit == SF_FIT_YES && (best < 0 || v[i].score > v[best].score))
+          best = i;
+      if (best >= 0) {
+        cr_assert_eq(sf_packer_place(pk, idx, &pol, &r->c.dem, nodes[best], NULL, NULL), SF_FIT_YES);
+        snprintf(holder, sizeof(holder), "pod-%d", step);
+        cr_assert_eq(sf_packer_commit(pk, idx, &r->c.dem, holder, NULL), 0);
+        placed++;
+      }
+    } else if (change == 4) {  /* the next pod asks other CPU */
+      r->c.dem.cpu_milli = (int64_t)below(3) * 1000;
+    } else {  /* the next pod's claim has another name */
+      r->c.claim.name = names[below(3)];
+    }
+    sf_packer_t *fresh = sf_packer_create();
+    cr_assert_eq(sf_packer_evaluate(pk, idx, &pol, &r->c.dem, nodes, NODES, 0, v), 0);
+    cr_assert_eq(sf_packer_evaluate(fresh, idx, &pol, &r->c.dem, nodes, NODES, 0, f), 0);
+    same_verdicts(v, f, step);
+    sf_packer_destroy(fresh);
+  }
+  cr_assert_gt(placed, 50, "only %d placed", placed);
+  sf_policy_dispose(&pol);
+  sf_packer_destroy(pk);
+  sf_index_destroy(idx);
+}
