@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "slicefit/log.h"
+#include "decode_int.h"
 #include "cluster_int.h"
 
 _Static_assert((int)SF_OBJ_RESOURCE_SLICE == (int)SF_KIND_RESOURCE_SLICE, "kinds align");
@@ -29,57 +30,91 @@ const char *sf_kind_name(sf_kind_t kind) { return sf_obj_kind_name((sf_obj_kind_
 
 /* ---- store ---- */
 
+/* Appends `str` at buf[at], cut to fit len (len > 0); returns the new length. */
+static size_t append(char *buf, size_t len, size_t at, const char *str) {
+  size_t l = strlen(str);
+  if (l > len - 1 - at) l = len - 1 - at;
+  memcpy(buf + at, str, l);
+  buf[at + l] = '\0';
+  return at + l;
+}
+
+size_t sf__obj_keylen(const sf_meta_t *m, char *buf, size_t len) {
+  size_t n = 0;
+  buf[0] = '\0';
+  if (m->ns && *m->ns) n = append(buf, len, append(buf, len, 0, m->ns), "/");
+  return append(buf, len, n, m->name);
+}
+
 const char *sf__obj_key(const sf_meta_t *m, char *buf, size_t len) {
-  if (m->ns && *m->ns) snprintf(buf, len, "%s/%s", m->ns, m->name);
-  else snprintf(buf, len, "%s", m->name);
+  sf__obj_keylen(m, buf, len);
   return buf;
 }
 
-sf_object_t *sf__store_get(const store_t *s, const char *key) {
-  json_t *v = json_object_get(s->keys, key);
-  return v ? s->objs[json_integer_value(v)] : NULL;
+int32_t sf__store_slot(const store_t *s, const char *key, size_t klen) {
+  return sf__map_get(&s->keys, key, klen);
 }
 
-/* Puts `o` in the store and returns the object it replaces (or NULL). */
-static sf_object_t *store_put(store_t *s, sf_object_t *o) {
+sf_object_t *sf__store_get(const store_t *s, const char *key) {
+  int32_t i = sf__store_slot(s, key, strlen(key));
+  return i >= 0 ? s->objs[i] : NULL;
+}
+
+/* Puts `o` in the store, its slot in *slot; returns the object it replaces (or NULL). */
+static sf_object_t *store_put(store_t *s, sf_object_t *o, size_t *slot) {
   char key[KEY_MAX];
-  json_t *v = json_object_get(s->keys, sf__obj_key(&o->u.meta, key, sizeof key));
-  if (v) {
-    sf_object_t *old = s->objs[json_integer_value(v)];
-    s->objs[json_integer_value(v)] = o;
+  size_t klen = sf__obj_keylen(&o->u.meta, key, sizeof key);
+  int32_t i = sf__map_get(&s->keys, key, klen);
+  if (i >= 0) {
+    sf_object_t *old = s->objs[i];
+    s->objs[i] = o;
+    *slot = (size_t)i;
     return old;
   }
+  size_t cap = s->cap;
   sf_xgrow(&s->objs, &s->cap, s->n + 1, sizeof(*s->objs));
-  json_object_set_new(s->keys, key, json_integer((json_int_t)s->n));
-  s->objs[s->n++] = o;
+  sf_xgrow(&s->ext, &cap, s->n + 1, sizeof(*s->ext));
+  sf__map_put(&s->keys, key, klen, (int32_t)s->n);
+  s->ext[s->n] = (slot_ext_t){NULL, 0};
+  s->objs[s->n] = o;
+  *slot = s->n++;
   return NULL;
 }
 
-/* Takes the object with `key` out of the store and returns it (or NULL). */
-static sf_object_t *store_take(store_t *s, const char *key) {
-  json_t *v = json_object_get(s->keys, key);
-  if (!v) return NULL;
-  size_t i = (size_t)json_integer_value(v);
+/* Takes the object with `key` out of the store and returns it (or NULL); the last slot moves
+ * into the hole: *moved is its new slot, or SIZE_MAX when none moved. */
+static sf_object_t *store_take(store_t *s, const char *key, size_t *moved) {
+  size_t klen = strlen(key);
+  int32_t v = sf__map_get(&s->keys, key, klen);
+  *moved = SIZE_MAX;
+  if (v < 0) return NULL;
+  size_t i = (size_t)v;
   sf_object_t *o = s->objs[i];
-  json_object_del(s->keys, key);
+  sf__map_del(&s->keys, key, klen);
+  free(s->ext[i].places);
   if (i != --s->n) {
     char k2[KEY_MAX];
     s->objs[i] = s->objs[s->n];
-    json_object_set_new(s->keys, sf__obj_key(&s->objs[i]->u.meta, k2, sizeof k2),
-                        json_integer((json_int_t)i));
+    s->ext[i] = s->ext[s->n];
+    sf__map_put(&s->keys, k2, sf__obj_keylen(&s->objs[i]->u.meta, k2, sizeof k2), (int32_t)i);
+    *moved = i;
   }
   return o;
 }
 
 static void store_init(store_t *s) {
   memset(s, 0, sizeof *s);
-  s->keys = json_object();
+  sf__map_init(&s->keys);
 }
 
 static void store_dispose(store_t *s) {
-  for (size_t i = 0; i < s->n; i++) sf_object_free(s->objs[i]);
+  for (size_t i = 0; i < s->n; i++) {
+    sf_object_free(s->objs[i]);
+    free(s->ext[i].places);
+  }
   free(s->objs);
-  json_decref(s->keys);
+  free(s->ext);
+  sf__map_dispose(&s->keys);
   memset(s, 0, sizeof *s);
 }
 
@@ -95,7 +130,8 @@ sf_cluster_t *sf_cluster_create(const sf_policy_t *pol) {
   c->packer = sf_packer_create();
   for (int k = 0; k < SF_KIND_COUNT; k++) store_init(&c->stores[k]);
   c->pool_keys = json_object();
-  c->claim_pools = json_object();
+  sf__map_init(&c->cset_keys);
+  c->scratch = sf__arena_create();
   c->logged = json_object();
   return c;
 }
@@ -104,7 +140,9 @@ void sf_cluster_destroy(sf_cluster_t *c) {
   if (!c) return;
   sf__pools_free(c);
   json_decref(c->pool_keys);
-  json_decref(c->claim_pools);
+  sf__claim_pools_free(c);
+  sf__arena_destroy(c->scratch);
+  free(c->lclaims);
   for (int k = 0; k < SF_KIND_COUNT; k++) store_dispose(&c->stores[k]);
   json_decref(c->logged);
   sf_packer_destroy(c->packer);
@@ -168,7 +206,13 @@ static int project(sf_cluster_t *c, sf_object_t *o, bool on, char *err, size_t e
 static void swap_in(sf_cluster_t *c, sf_kind_t kind, const char *key, sf_object_t *o,
                     sf_object_t **old) {
   store_t *s = &c->stores[kind];
-  *old = o ? store_put(s, o) : store_take(s, key);
+  size_t slot;
+  bool claim = kind == SF_KIND_RESOURCE_CLAIM;
+  int32_t was = claim ? sf__store_slot(s, key, strlen(key)) : -1;
+  if (was >= 0) sf__claim_pools_del(c, (size_t)was);
+  *old = o ? store_put(s, o, &slot) : store_take(s, key, &slot);
+  if (claim && o) sf__claim_pools_add(c, slot);
+  else if (claim && slot != SIZE_MAX) sf__claim_pools_moved(c, slot);
   if (kind != SF_KIND_RESOURCE_SLICE) return;
   if (*old) sf__pool_del_slice(c, *old);
   if (o) sf__pool_add_slice(c, o);
@@ -181,10 +225,6 @@ static int change(sf_cluster_t *c, sf_kind_t kind, const char *key, sf_object_t 
   swap_in(c, kind, key, o, &old);
   sf_object_t *cur = o ? o : old;
   if (!cur) return 0;
-  if (kind == SF_KIND_RESOURCE_CLAIM) {
-    if (old) sf__claim_pools(c, old, false);
-    if (o) sf__claim_pools(c, o, true);
-  }
   /* Allocations come off before devices are republished and go back after: a device may
    * change under them (exclusive to shared, say), and the index keeps allocations of its
    * devices as they were recorded. Only the claims on the slice's pools (before and after)
@@ -216,7 +256,10 @@ static int change(sf_cluster_t *c, sf_kind_t kind, const char *key, sf_object_t 
     sf_object_free(back);
     return r;
   }
-  if (kind == SF_KIND_RESOURCE_CLAIM) {
+  /* A claim modified with the same spec (its status changed) would take back from the learned
+   * mix what it then teaches again: the mix is a canonical multiset, so both are skipped. */
+  if (kind == SF_KIND_RESOURCE_CLAIM &&
+      !(old && o && sf__claim_spec_equal(&old->u.claim.spec, &o->u.claim.spec))) {
     if (old) sf__claim_learn(c, old, -1);
     if (o) sf__claim_learn(c, o, +1);
   } else if (kind == SF_KIND_DEVICE_CLASS) {
@@ -243,8 +286,7 @@ int sf_cluster_apply(sf_cluster_t *c, sf_kind_t kind, const json_t *obj, char *e
   int r = kind_of(kind, obj, err, errlen, &kind);
   if (r < 0) return r;
   if ((r = sf_decode(obj, (sf_obj_kind_t)kind, &o, err, errlen)) < 0) return r;
-  /* A claim re-applied must lose its old allocation before the new one is recorded. */
-  if (kind == SF_KIND_RESOURCE_CLAIM) sf__claim_unrecord(c, &o->u.meta);
+  /* A claim re-applied loses its old allocation in sf__claim_record, before the new one. */
   return change(c, kind, sf__obj_key(&o->u.meta, key, sizeof key), o, err, errlen);
 }
 
@@ -266,20 +308,18 @@ int sf_cluster_delete(sf_cluster_t *c, sf_kind_t kind, const json_t *obj, char *
 static int reproject(sf_cluster_t *c, sf_kind_t kind, store_t *from, store_t *to, char *err,
                      size_t errlen) {
   int r = 0;
+  if (kind == SF_KIND_RESOURCE_CLAIM) sf__claim_pools_reset(c);
   for (size_t i = 0; i < from->n; i++) {
     sf_object_t *o = from->objs[i];
     if (kind == SF_KIND_RESOURCE_SLICE) sf__pool_del_slice(c, o);
-    else if (kind == SF_KIND_RESOURCE_CLAIM) {
-      sf__claim_unrecord(c, &o->u.meta);
-      sf__claim_pools(c, o, false);
-    }
+    else if (kind == SF_KIND_RESOURCE_CLAIM) sf__claim_unrecord(c, &o->u.meta);
     else if (kind == SF_KIND_DEVICE_TAINT_RULE) sf_index_taint_rule_clear(c->idx, o->u.meta.name);
   }
   for (size_t i = 0; i < to->n; i++) {
     sf_object_t *o = to->objs[i];
     if (kind == SF_KIND_RESOURCE_SLICE) sf__pool_add_slice(c, o);
     else if (kind != SF_KIND_DEVICE_TAINT_RULE) project(c, o, true, NULL, 0);
-    if (kind == SF_KIND_RESOURCE_CLAIM) sf__claim_pools(c, o, true);
+    if (kind == SF_KIND_RESOURCE_CLAIM) sf__claim_pools_add(c, i);  /* `to` is the store now */
   }
   if (kind == SF_KIND_RESOURCE_SLICE) {
     sf__claims_unrecord_all(c);
@@ -294,9 +334,12 @@ static int reproject(sf_cluster_t *c, sf_kind_t kind, store_t *from, store_t *to
 /* Frees the objects of `s` that `keep` does not hold, and the store itself. */
 static void store_drop(store_t *s, const store_t *keep) {
   char key[KEY_MAX];
-  for (size_t i = 0; i < s->n; i++)
-    if (sf__store_get(keep, sf__obj_key(&s->objs[i]->u.meta, key, sizeof key)) != s->objs[i])
-      sf_object_free(s->objs[i]);
+  for (size_t i = 0; i < s->n; i++) {
+    size_t klen = sf__obj_keylen(&s->objs[i]->u.meta, key, sizeof key);
+    int32_t k = sf__store_slot(keep, key, klen);
+    if (k < 0 || keep->objs[k] != s->objs[i]) sf_object_free(s->objs[i]);
+    free(s->ext[i].places);
+  }
   s->n = 0;
   store_dispose(s);
 }
@@ -306,9 +349,10 @@ static int install(sf_cluster_t *c, sf_kind_t kind, sf_object_t **objs, size_t n
                    char *err, size_t errlen) {
   store_t old = c->stores[kind], next;
   store_init(&next);
-  for (size_t i = 0; merge && i < old.n; i++) store_put(&next, old.objs[i]);
+  size_t slot;
+  for (size_t i = 0; merge && i < old.n; i++) store_put(&next, old.objs[i], &slot);
   for (size_t i = 0; i < n; i++) {
-    sf_object_t *dis = store_put(&next, objs[i]);
+    sf_object_t *dis = store_put(&next, objs[i], &slot);
     char key[KEY_MAX];
     if (dis && sf__store_get(&old, sf__obj_key(&dis->u.meta, key, sizeof key)) != dis)
       sf_object_free(dis);  /* a duplicate within the list: the later one wins */

@@ -79,35 +79,84 @@ void sf__claims_record_all(sf_cluster_t *c) {
   for (size_t i = 0; i < s->n; i++) sf__claim_record(c, &s->objs[i]->u.claim);
 }
 
-static void pool_key(const char *driver, const char *pool, char *buf, size_t len) {
-  snprintf(buf, len, "%s\x1f%s", driver, pool);
+/* ---- the claims of each pool ---- */
+
+/* Index of the pool's claim set (created when `create`), or -1. */
+static int32_t cset_of(sf_cluster_t *c, const char *driver, const char *pool, bool create) {
+  char pk[KEY_MAX];
+  size_t len = sf__pool_keylen(driver, pool, pk, sizeof pk);
+  int32_t k = sf__map_get(&c->cset_keys, pk, len);
+  if (k >= 0 || !create) return k;
+  sf_xgrow(&c->csets, &c->capcsets, c->ncsets + 1, sizeof(*c->csets));
+  c->csets[c->ncsets] = (cset_t){NULL, 0, 0};
+  sf__map_put(&c->cset_keys, pk, len, (int32_t)c->ncsets);
+  return (int32_t)c->ncsets++;
 }
 
-void sf__claim_pools(sf_cluster_t *c, const sf_object_t *o, bool add) {
-  const sf_rclaim_t *cl = &o->u.claim;
-  char key[512], pk[512];
-  sf__obj_key(&cl->meta, key, sizeof key);
-  for (size_t i = 0; cl->allocated && i < cl->nresults; i++) {
-    pool_key(cl->results[i].driver, cl->results[i].pool, pk, sizeof pk);
-    json_t *set = json_object_get(c->claim_pools, pk);
-    if (add) {
-      if (!set) json_object_set_new(c->claim_pools, pk, set = json_object());
-      json_object_set_new(set, key, json_true());
-    } else if (set) {
-      json_object_del(set, key);  /* an empty set stays: pools are few, and churn costs */
-    }
+static cplace_t *place_in(const slot_ext_t *e, uint32_t set) {
+  for (uint32_t i = 0; i < e->n; i++)
+    if (e->places[i].set == set) return &e->places[i];
+  return NULL;
+}
+
+void sf__claim_pools_add(sf_cluster_t *c, size_t slot) {
+  store_t *s = &c->stores[SF_KIND_RESOURCE_CLAIM];
+  const sf_rclaim_t *cl = &s->objs[slot]->u.claim;
+  slot_ext_t *e = &s->ext[slot];
+  free(e->places);
+  e->places = NULL;
+  e->n = 0;
+  if (!cl->allocated || cl->nresults == 0) return;
+  e->places = sf_xmalloc(cl->nresults * sizeof(*e->places));
+  for (size_t i = 0; i < cl->nresults; i++) {
+    uint32_t k = (uint32_t)cset_of(c, cl->results[i].driver, cl->results[i].pool, true);
+    if (place_in(e, k)) continue;  /* two results on one pool: one place */
+    cset_t *set = &c->csets[k];
+    sf_xgrow(&set->slots, &set->cap, set->n + 1, sizeof(*set->slots));
+    e->places[e->n++] = (cplace_t){k, (uint32_t)set->n};
+    set->slots[set->n++] = (uint32_t)slot;
   }
+}
+
+void sf__claim_pools_del(sf_cluster_t *c, size_t slot) {
+  store_t *s = &c->stores[SF_KIND_RESOURCE_CLAIM];
+  slot_ext_t *e = &s->ext[slot];
+  for (uint32_t i = 0; i < e->n; i++) {
+    cplace_t p = e->places[i];
+    cset_t *set = &c->csets[p.set];
+    uint32_t last = set->slots[--set->n];
+    if (p.pos == set->n) continue;
+    set->slots[p.pos] = last;  /* the set's last claim fills the hole */
+    place_in(&s->ext[last], p.set)->pos = p.pos;
+  }
+  free(e->places);
+  e->places = NULL;
+  e->n = 0;
+}
+
+void sf__claim_pools_moved(sf_cluster_t *c, size_t slot) {
+  const slot_ext_t *e = &c->stores[SF_KIND_RESOURCE_CLAIM].ext[slot];
+  for (uint32_t i = 0; i < e->n; i++) c->csets[e->places[i].set].slots[e->places[i].pos] = (uint32_t)slot;
+}
+
+void sf__claim_pools_reset(sf_cluster_t *c) {
+  for (size_t i = 0; i < c->ncsets; i++) c->csets[i].n = 0;
+}
+
+void sf__claim_pools_free(sf_cluster_t *c) {
+  for (size_t i = 0; i < c->ncsets; i++) free(c->csets[i].slots);
+  free(c->csets);
+  sf__map_dispose(&c->cset_keys);
 }
 
 /* Unrecords (record false) or records every claim allocated on the slice's pool. */
 static void claims_on_pool(sf_cluster_t *c, const sf_slice_t *sl, bool record) {
-  char pk[512];
-  const char *key;
-  json_t *v;
-  pool_key(sl->driver, sl->pool, pk, sizeof pk);
-  json_object_foreach(json_object_get(c->claim_pools, pk), key, v) {
-    const sf_object_t *o = sf__store_get(&c->stores[SF_KIND_RESOURCE_CLAIM], key);
-    if (!o) continue;
+  int32_t k = cset_of(c, sl->driver, sl->pool, false);
+  if (k < 0) return;
+  const store_t *s = &c->stores[SF_KIND_RESOURCE_CLAIM];
+  const cset_t *set = &c->csets[k];
+  for (size_t i = 0; i < set->n; i++) {
+    const sf_object_t *o = s->objs[set->slots[i]];
     if (record) sf__claim_record(c, &o->u.claim);
     else sf__claim_unrecord(c, &o->u.meta);
   }

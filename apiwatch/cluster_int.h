@@ -3,9 +3,11 @@
  * functions that project objects into the index.
  *
  * Layout: one store per tracked kind, an array of decoded objects with a
- * jansson object mapping "namespace/name" (or "name") to the array slot.
- * Pools are kept by "driver\x1fpool" with the stored slices that belong to
- * them and the nodes their devices were last published on.
+ * hash map from "namespace/name" (or "name") to the array slot. Pools are
+ * kept by "driver\x1fpool" with the stored slices that belong to them and
+ * the nodes their devices were last published on. Allocated claims are also
+ * kept in a set per pool their allocation takes devices of (a vector of
+ * claim-store slots); each claim's slot records its places in those sets.
  */
 #ifndef SF_CLUSTER_INT_H
 #define SF_CLUSTER_INT_H
@@ -13,12 +15,22 @@
 #include "slicefit/cluster.h"
 #include "slicefit/cel.h"
 #include "slicefit/decode.h"
+#include "../packer/map.h"
+
+/* A claim's place in one pool's claim set: the set, and its index there. */
+typedef struct { uint32_t set, pos; } cplace_t;
+/* What a slot's object is in besides the store (claims: the pool sets). */
+typedef struct { cplace_t *places; uint32_t n; } slot_ext_t;
 
 typedef struct {
-  json_t *keys;          /* key -> integer slot */
+  sf__map_t keys;        /* key -> slot */
   sf_object_t **objs;
+  slot_ext_t *ext;       /* per slot, alongside objs */
   size_t n, cap;
 } store_t;
+
+/* Claim-store slots of the claims whose allocation takes a device of one pool. */
+typedef struct { uint32_t *slots; size_t n, cap; } cset_t;
 
 typedef struct {
   char *driver, *name;
@@ -39,7 +51,10 @@ struct sf_cluster {
   pool_t **pools; size_t npools, cappools;
   json_t *logged;        /* expressions already logged as not compiling */
   bool mix_dirty;        /* the learned mix must be rebuilt from every claim */
-  json_t *claim_pools;   /* "driver\x1fpool" -> {claim key: true} of the claims allocated on it */
+  sf__map_t cset_keys;   /* "driver\x1fpool" -> index in csets (a set is never dropped) */
+  cset_t *csets; size_t ncsets, capcsets;
+  struct sf_arena *scratch;  /* the learned mix's plans, reset after each */
+  sf_claim_t *lclaims; size_t caplclaims;
 };
 
 /*
@@ -52,11 +67,17 @@ struct sf_cluster {
 void sf__claim_learn(sf_cluster_t *c, const sf_object_t *o, int sign);
 void sf__mix_refresh(sf_cluster_t *c);
 
-/** "ns/name" or "name" of an object's metadata, in buf. */
+/** "ns/name" or "name" of an object's metadata, in buf (cut to len - 1 bytes). */
 const char *sf__obj_key(const sf_meta_t *m, char *buf, size_t len);
+/** The same; returns the key's length. */
+size_t sf__obj_keylen(const sf_meta_t *m, char *buf, size_t len);
 /** Stored object by key, or NULL. */
 sf_object_t *sf__store_get(const store_t *s, const char *key);
+/** Slot of the stored object by key (klen bytes), or -1. */
+int32_t sf__store_slot(const store_t *s, const char *key, size_t klen);
 
+/** "driver\x1fpool" in buf (cut to len - 1 bytes); returns its length. */
+size_t sf__pool_keylen(const char *driver, const char *pool, char *buf, size_t len);
 /** Adds a stored slice to its pool (creating the pool). */
 void sf__pool_add_slice(sf_cluster_t *c, sf_object_t *o);
 /** Removes a stored slice from its pool. */
@@ -71,8 +92,16 @@ void sf__pools_free(sf_cluster_t *c);
 void sf__claim_record(sf_cluster_t *c, const sf_rclaim_t *cl);
 /** Removes the claim's allocation from the index. */
 void sf__claim_unrecord(sf_cluster_t *c, const sf_meta_t *m);
-/** Adds (or removes) the claim in the sets of the pools its allocation takes devices of. */
-void sf__claim_pools(sf_cluster_t *c, const sf_object_t *o, bool add);
+/** Puts the claim in claim-store slot `slot` in the sets of the pools its allocation takes
+ * devices of (forgetting whatever the slot recorded before). */
+void sf__claim_pools_add(sf_cluster_t *c, size_t slot);
+/** Takes the claim in slot `slot` out of its pool sets. */
+void sf__claim_pools_del(sf_cluster_t *c, size_t slot);
+/** The claim now in slot `slot` moved there from another: its sets follow. */
+void sf__claim_pools_moved(sf_cluster_t *c, size_t slot);
+/** Empties every pool set (every claim leaves; slots' records are then stale). */
+void sf__claim_pools_reset(sf_cluster_t *c);
+void sf__claim_pools_free(sf_cluster_t *c);
 /** The same for the claims whose allocation takes a device of the slice's pool, and back. */
 void sf__claims_unrecord_pool(sf_cluster_t *c, const sf_slice_t *sl);
 void sf__claims_record_pool(sf_cluster_t *c, const sf_slice_t *sl);

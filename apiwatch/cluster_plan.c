@@ -288,7 +288,9 @@ void sf__claim_learn(sf_cluster_t *c, const sf_object_t *o, int sign) {
   sf_pod_plan_t p;
   char key[KEY_MAX];
   memset(&p, 0, sizeof p);
-  p.a = sf__arena_create();
+  p.a = c->scratch;  /* one arena and claims buffer for every plan learnt */
+  p.claims = c->lclaims;
+  p.capclaims = c->caplclaims;
   plan_spec(c, &p, sf__obj_key(&o->u.meta, key, sizeof key), &o->u.claim.spec);
   /* A claim the plan cannot read (its class unknown yet) teaches nothing: a class
    * arriving marks the mix dirty, and the rebuild reads it again. */
@@ -296,8 +298,9 @@ void sf__claim_learn(sf_cluster_t *c, const sf_object_t *o, int sign) {
     sf_demand_t d = {p.claims, p.nclaims, 0, 0};
     sf_packer_learn(c->packer, c->idx, &c->pol, &d, sign);
   }
-  sf__arena_destroy(p.a);
-  free(p.claims);
+  sf__arena_reset(p.a);
+  c->lclaims = p.claims;
+  c->caplclaims = p.capclaims;
 }
 
 void sf__mix_refresh(sf_cluster_t *c) {

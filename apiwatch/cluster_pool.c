@@ -24,8 +24,13 @@ const char *sf__qualify(const char *driver, const char *name, char *buf, size_t 
 
 /* ---- pool membership ---- */
 
+size_t sf__pool_keylen(const char *driver, const char *pool, char *buf, size_t len) {
+  int n = snprintf(buf, len, "%s\x1f%s", driver, pool);
+  return n < 0 ? 0 : (size_t)n < len ? (size_t)n : len - 1;
+}
+
 static const char *pool_key(const char *driver, const char *pool, char *buf, size_t len) {
-  snprintf(buf, len, "%s\x1f%s", driver, pool);
+  sf__pool_keylen(driver, pool, buf, len);
   return buf;
 }
 

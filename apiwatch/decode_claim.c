@@ -209,7 +209,8 @@ static int allocation(dctx_t *d, const json_t *al, sf_rclaim_t *c) {
     sf__dpop(d, at2);
   }
   if ((r = sf__dobj(d, al, "nodeSelector", &ns)) < 0) return r;
-  if (ns) c->alloc_node = selector_node(ns);
+  if (ns && (c->alloc_node = selector_node(ns)))
+    c->alloc_node = sf__dkeep(d, c->alloc_node, strlen(c->alloc_node));
   sf__dpop(d, at);
   return 1;
 }
@@ -281,4 +282,61 @@ int sf__decode_rule(dctx_t *d, const json_t *j, sf_taint_rule_t *t) {
   if ((r = sf__dtaint(d, taint, &t->taint)) < 0) return r;
   sf__dpop(d, at);
   return 1;
+}
+
+/* ---- comparing specs ---- */
+
+/* Every field of these structs is compared: one added without its comparison fails here
+ * (on LP64 targets), rather than making two different specs look equal. */
+_Static_assert(sizeof(void *) != 8 || sizeof(sf_dreq_t) == 112, "spec_equal: compare every field");
+_Static_assert(sizeof(void *) != 8 || sizeof(sf_dcons_t) == 32, "spec_equal: compare every field");
+_Static_assert(sizeof(void *) != 8 || sizeof(sf_toleration_t) == 24, "spec_equal: compare every field");
+
+static bool str_eq(const char *a, const char *b) { return a == b || (a && b && !strcmp(a, b)); }
+
+static bool strs_eq(const char *const *a, size_t na, const char *const *b, size_t nb) {
+  if (na != nb) return false;
+  for (size_t i = 0; i < na; i++)
+    if (!str_eq(a[i], b[i])) return false;
+  return true;
+}
+
+static bool caps_eq(const sf_cap_request_t *a, const sf_cap_request_t *b, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (a[i].value != b[i].value || !str_eq(a[i].name, b[i].name)) return false;
+  return true;
+}
+
+static bool tols_eq(const sf_toleration_t *a, const sf_toleration_t *b, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (!str_eq(a[i].key, b[i].key) || !str_eq(a[i].value, b[i].value) ||
+        a[i].exists != b[i].exists || a[i].any_effect != b[i].any_effect ||
+        a[i].effect != b[i].effect)
+      return false;
+  return true;
+}
+
+static bool req_eq(const sf_dreq_t *a, const sf_dreq_t *b) {
+  if (!str_eq(a->name, b->name) || !str_eq(a->class_name, b->class_name) || a->mode != b->mode ||
+      !str_eq(a->mode_text, b->mode_text) || a->count != b->count || a->ncaps != b->ncaps ||
+      a->ntols != b->ntols || a->tol_unknown_op != b->tol_unknown_op ||
+      a->admin_access != b->admin_access || a->nalts != b->nalts ||
+      !strs_eq(a->selectors, a->nselectors, b->selectors, b->nselectors) ||
+      !caps_eq(a->caps, b->caps, a->ncaps) || !tols_eq(a->tols, b->tols, a->ntols))
+    return false;
+  for (size_t i = 0; i < a->nalts; i++)
+    if (!req_eq(&a->alts[i], &b->alts[i])) return false;
+  return true;
+}
+
+bool sf__claim_spec_equal(const sf_claim_spec_t *a, const sf_claim_spec_t *b) {
+  if (a->nreqs != b->nreqs || a->ncons != b->ncons) return false;
+  for (size_t i = 0; i < a->nreqs; i++)
+    if (!req_eq(&a->reqs[i], &b->reqs[i])) return false;
+  for (size_t i = 0; i < a->ncons; i++)
+    if (!strs_eq(a->cons[i].reqs, a->cons[i].nreqs, b->cons[i].reqs, b->cons[i].nreqs) ||
+        !str_eq(a->cons[i].match, b->cons[i].match) ||
+        !str_eq(a->cons[i].distinct, b->cons[i].distinct))
+      return false;
+  return true;
 }

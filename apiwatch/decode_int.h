@@ -18,6 +18,8 @@ static inline json_t *unconst(const json_t *j) { return (json_t *)(uintptr_t)j; 
 /** New empty arena (chunks grow on demand). */
 sf_arena_t *sf__arena_create(void);
 void sf__arena_destroy(sf_arena_t *a);
+/** Forgets every allocation, keeping the newest (largest) chunk for reuse. */
+void sf__arena_reset(sf_arena_t *a);
 /** `n` zeroed bytes, aligned for any type; valid until the arena dies. */
 void *sf__arena_alloc(sf_arena_t *a, size_t n);
 /** "a/b" in the arena. */
@@ -50,8 +52,11 @@ typedef struct {
   size_t depth;   /* may exceed DPATH_DEPTH: deeper segments are not kept */
   char *err;
   size_t errlen;
+  bool own;       /* strings are copied into the arena: the object keeps no reference to its JSON */
 } dctx_t;
 
+/** `s` (len bytes) as the decoded object keeps it: borrowed from the JSON, or an arena copy. */
+const char *sf__dkeep(dctx_t *d, const char *s, size_t len);
 /** Enters field `key` (borrowed until popped); returns the depth to pop back to. */
 size_t sf__dpush(dctx_t *d, const char *key);
 /** Enters array element i; returns the depth to pop back to. */
@@ -108,6 +113,8 @@ int sf__decode_class(dctx_t *d, const json_t *j, sf_device_class_t *c);
 int sf__decode_rule(dctx_t *d, const json_t *j, sf_taint_rule_t *r);
 int sf__decode_pod(dctx_t *d, const json_t *j, sf_pod_t *p);
 int sf__decode_node(dctx_t *d, const json_t *j, sf_node_t *n);
+/** True when two decoded claim specs are equal field by field. */
+bool sf__claim_spec_equal(const sf_claim_spec_t *a, const sf_claim_spec_t *b);
 /** metadata {namespace, name, uid, resourceVersion}; name required. */
 int sf__decode_meta(dctx_t *d, const json_t *j, sf_meta_t *m);
 

@@ -1,7 +1,8 @@
 /*
  * A string-keyed open-addressing hash map (linear probing, tombstones) from
- * byte strings to int32 values. Internal to packer/. Keys are copied into
- * the map (owned) and freed on removal or dispose.
+ * byte strings to int32 values. Internal to slicefit: packer/, and apiwatch/
+ * for the cluster's stores. Keys are copied into the map (owned) and freed
+ * on removal or dispose.
  */
 #ifndef SF_PACKER_MAP_H
 #define SF_PACKER_MAP_H

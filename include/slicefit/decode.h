@@ -11,8 +11,9 @@
  * round-trip test data, with placeholders in every field, decodes whole.
  *
  * Ownership: a decoded object keeps a reference to its JSON value and
- * borrows its strings from it; everything else lives in the object's arena.
- * sf_object_free releases both. Attribute and capacity names of slices are
+ * borrows its strings from it (a ResourceClaim copies its strings into its
+ * arena instead and keeps no reference); everything else lives in the
+ * object's arena. sf_object_free releases both. Attribute and capacity names of slices are
  * fully qualified ("gpu.nvidia.com/memory"): an unqualified name belongs to
  * the slice's driver. Quantities are exact milli-units (quantity.h).
  *
@@ -191,7 +192,7 @@ typedef struct sf_object {
     sf_node_t node;
   } u;
   struct sf_arena *arena;                       /* private */
-  json_t *json;                                 /* private: the source, referenced */
+  json_t *json;                                 /* private: the source, referenced (NULL: claims) */
 } sf_object_t;
 
 /** Kind of a "kind" name ("ResourceSlice", "Pod", ...), or SF_OBJ_UNKNOWN. */

@@ -423,3 +423,85 @@ Test(decode, list_items_and_meta) {
   json_decref(bad);
   json_decref(l);
 }
+
+/* A claim copies its strings: every one still reads after its JSON is gone (under make check,
+ * AddressSanitizer reports any string still borrowed). */
+Test(decode, claim_strings_outlive_the_json) {
+  json_t *j = fx_json(
+      "{\"kind\":\"ResourceClaim\",\"metadata\":{\"name\":\"c\",\"namespace\":\"ns\",\"uid\":\"u1\","
+      "\"resourceVersion\":\"7\"},\"spec\":{\"devices\":{\"requests\":[{\"name\":\"gpu\",\"exactly\":"
+      "{\"deviceClassName\":\"gpu.example.com\",\"selectors\":[{\"cel\":{\"expression\":\"true\"}}],"
+      "\"capacity\":{\"requests\":{\"memory\":\"1Gi\"}},\"tolerations\":[{\"key\":\"k\",\"operator\":"
+      "\"Equal\",\"value\":\"v\",\"effect\":\"NoSchedule\"}]}}],\"constraints\":[{\"requests\":"
+      "[\"gpu\"],\"distinctAttribute\":\"gpu.example.com/index\"}]}},\"status\":{\"allocation\":"
+      "{\"devices\":{\"results\":[{\"request\":\"gpu\",\"driver\":\"gpu.example.com\",\"pool\":\"n1\","
+      "\"device\":\"gpu-0\",\"shareID\":\"s1\",\"consumedCapacity\":{\"memory\":\"1Gi\"}}]},"
+      "\"nodeSelector\":{\"nodeSelectorTerms\":[{\"matchFields\":[{\"key\":\"metadata.name\","
+      "\"operator\":\"In\",\"values\":[\"n1\"]}]}]}},\"reservedFor\":[{\"resource\":\"pods\","
+      "\"name\":\"p\",\"uid\":\"u2\"}]}}");
+  sf_object_t *o = NULL;
+  char err[256];
+  cr_assert_eq(sf_decode(j, SF_OBJ_UNKNOWN, &o, err, sizeof err), 0, "%s", err);
+  json_decref(j);
+  const sf_rclaim_t *c = &o->u.claim;
+  cr_assert_str_eq(c->meta.name, "c");
+  cr_assert_str_eq(c->meta.ns, "ns");
+  cr_assert_str_eq(c->meta.uid, "u1");
+  cr_assert_str_eq(c->meta.rv, "7");
+  const sf_dreq_t *r = &c->spec.reqs[0];
+  cr_assert_str_eq(r->name, "gpu");
+  cr_assert_str_eq(r->class_name, "gpu.example.com");
+  cr_assert_str_eq(r->selectors[0], "true");
+  cr_assert_str_eq(r->caps[0].name, "memory");
+  cr_assert_eq(r->ntols, 1);
+  cr_assert_str_eq(r->tols[0].key, "k");
+  cr_assert_str_eq(r->tols[0].value, "v");
+  cr_assert_str_eq(c->spec.cons[0].distinct, "gpu.example.com/index");
+  cr_assert_str_eq(c->spec.cons[0].reqs[0], "gpu");
+  cr_assert_str_eq(c->results[0].driver, "gpu.example.com");
+  cr_assert_str_eq(c->results[0].pool, "n1");
+  cr_assert_str_eq(c->results[0].device, "gpu-0");
+  cr_assert_str_eq(c->results[0].share_id, "s1");
+  cr_assert_str_eq(c->results[0].consumed[0].name, "memory");
+  cr_assert_str_eq(c->alloc_node, "n1");
+  cr_assert_str_eq(c->reserved[0].name, "p");
+  cr_assert_str_eq(c->reserved[0].uid, "u2");
+  sf_object_free(o);
+}
+
+#include "../../apiwatch/decode_int.h"
+
+#define SPEC_BASE                                                                                  \
+  "{\"kind\":\"ResourceClaim\",\"metadata\":{\"name\":\"c\",\"namespace\":\"ns\"},\"spec\":"       \
+  "{\"devices\":{\"requests\":[{\"name\":\"gpu\",\"firstAvailable\":[{\"name\":\"big\","          \
+  "\"deviceClassName\":\"gpu.example.com\",\"count\":2,\"selectors\":[{\"cel\":{\"expression\":"  \
+  "\"true\"}}],\"capacity\":{\"requests\":{\"memory\":\"1Gi\"}},\"tolerations\":[{\"key\":\"k\","  \
+  "\"operator\":\"Equal\",\"value\":\"v\",\"effect\":\"NoSchedule\"}]}]}],\"constraints\":[{"      \
+  "\"requests\":[\"gpu\"],\"matchAttribute\":\"gpu.example.com/model\"}]}}%s}"
+
+/* Claim specs compare equal field by field: the status does not count, any spec field does. */
+Test(decode, claim_spec_equal) {
+  static const char *const from[] = {"\"count\":2", "\"true\"", "\"1Gi\"", "\"v\"", "NoSchedule",
+                                     "/model", "\"big\"", "gpu.example.com\",\"count",
+                                     "\"Equal\",\"value\":\"v\""};
+  static const char *const to[] = {"\"count\":3", "\"false\"", "\"2Gi\"", "\"w\"", "NoExecute",
+                                   "/index", "\"small\"", "gpu.other.com\",\"count",
+                                   "\"Exists\",\"value\":\"v\""};
+  char base[2048], text[2048];
+  snprintf(base, sizeof base, SPEC_BASE, "");
+  sf_object_t *a = fx_decode(base, SF_OBJ_RESOURCE_CLAIM);
+  snprintf(text, sizeof text, SPEC_BASE, ",\"status\":{\"allocation\":{\"devices\":{\"results\":[]}}}");
+  sf_object_t *b = fx_decode(text, SF_OBJ_RESOURCE_CLAIM);
+  cr_assert(sf__claim_spec_equal(&a->u.claim.spec, &b->u.claim.spec), "a status is not the spec");
+  sf_object_free(b);
+  for (size_t i = 0; i < sizeof from / sizeof *from; i++) {
+    const char *at = strstr(base, from[i]);
+    cr_assert(at, "%s", from[i]);
+    snprintf(text, sizeof text, "%.*s%s%s", (int)(at - base), base, to[i], at + strlen(from[i]));
+    b = fx_decode(text, SF_OBJ_RESOURCE_CLAIM);
+    cr_assert_not(sf__claim_spec_equal(&a->u.claim.spec, &b->u.claim.spec), "%s -> %s", from[i], to[i]);
+    cr_assert_not(sf__claim_spec_equal(&b->u.claim.spec, &a->u.claim.spec));
+    sf_object_free(b);
+  }
+  sf_object_free(a);
+}
