@@ -520,7 +520,9 @@ void sf__prioritize_reply(sf__buf_t *b, const sf__args_t *a, const sf_verdict_t 
   for (size_t i = 0; i < a->n; i++) {
     int score = v && v[i].fit == SF_FIT_YES ? v[i].score : 0;
     score = score < 0 ? 0 : score > SF_SCORE_MAX ? SF_SCORE_MAX : score;
-    sf__buf_put(b, ",{\"Host\":" + (i == 0), i == 0 ? 8 : 9);
+    if (i)
+      sf__buf_put(b, ",", 1);
+    sf__buf_put(b, "{\"Host\":", 8);
     sf__buf_json_str(b, a->names[i]);
     sf__buf_reserve(b, 13);
     char *o = b->p + b->len;
