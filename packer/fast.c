@@ -1,0 +1,166 @@
+/*
+ * The fast path (pk_fast.h). Most calls ask for one device (a share of a
+ * GPU, or a whole one), or N whole devices in one NVLink island, of nodes
+ * whose devices are plain: no taints, no shared counters, at most one
+ * capacity. For those the search needs no budget (one device: every
+ * candidate is scored; one island: candidates grouped by island), so a
+ * node the general search would leave UNSURE past its budget gets its exact
+ * answer, with the same rules and the same kernel as any other node.
+ *
+ * The memo: sf_packer_evaluate keeps each such node's verdict with the
+ * call's signature, and a later call with the same signature on an
+ * unchanged node (same version) takes it from there. kube-scheduler sends
+ * the pods of one workload, alike in all but their names, one after
+ * another, and between two of them only the nodes that changed are
+ * evaluated again. Reasons are written anew for each call's claim.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "packer_int.h"
+
+static void sig_add(uint64_t *h, const void *data, size_t n)
+{
+  const unsigned char *b = data;
+  for (size_t i = 0; i < n; i++)
+    *h = (*h ^ b[i]) * 1099511628211ull;
+}
+
+/*
+ * The signature of everything a node's fast verdict depends on besides the
+ * node's own summary: the index, the request (count, capacity, selectors by
+ * their cache keys), the scoring policy, the pod's CPU, the workload mix and
+ * the models' scarcity. Names are not in it: reasons are written per call.
+ * 0 (nothing remembered) when a selector has no cache.
+ */
+static uint64_t signature(const sf_packer_t *p)
+{
+  const slot_t *sl = &p->dem.slot[0];
+  const sf_request_t *s = sl->s;
+  const sf_policy_t *pol = p->pol;
+  uint64_t h = 1469598103934665603ull;
+  sig_add(&h, &p->fast.kind, sizeof(p->fast.kind));
+  sig_add(&h, &p->idx->serial, sizeof(p->idx->serial));
+  sig_add(&h, &s->count, sizeof(s->count));
+  sig_add(&h, &s->ncaps, sizeof(s->ncaps));
+  if (s->ncaps) {
+    sig_add(&h, &s->caps[0].value, sizeof(s->caps[0].value));
+    sig_add(&h, &sl->capnames[0], sizeof(sl->capnames[0]));  /* interned */
+  }
+  sig_add(&h, &s->nselectors, sizeof(s->nselectors));
+  for (size_t i = 0; i < s->nselectors; i++) {
+    if (sl->selc[i] == NULL || s->selectors[i].cache_key == 0)
+      return 0;
+    sig_add(&h, &s->selectors[i].cache_key, sizeof(s->selectors[i].cache_key));
+  }
+  sig_add(&h, &pol->strategy, sizeof(pol->strategy));
+  sig_add(&h, &pol->device_choice, sizeof(pol->device_choice));
+  sig_add(&h, &pol->weight_frag, sizeof(pol->weight_frag));
+  sig_add(&h, &pol->weight_island, sizeof(pol->weight_island));
+  sig_add(&h, &pol->weight_model, sizeof(pol->weight_model));
+  sig_add(&h, &pol->max_sharers, sizeof(pol->max_sharers));
+  sig_add(&h, &pol->headroom_pct, sizeof(pol->headroom_pct));
+  sig_add(&h, &p->dem.dem->cpu_milli, sizeof(p->dem.dem->cpu_milli));
+  sig_add(&h, &p->mix.mixhash, sizeof(p->mix.mixhash));
+  sig_add(&h, &p->dem.flexible, sizeof(p->dem.flexible));
+  if (p->dem.flexible)
+    sig_add(&h, p->mix.scarcity, sizeof(p->mix.scarcity));
+  return h ? h : 1;
+}
+
+void sf__fast_prepare(sf_packer_t *p)
+{
+  pk_fast_t *f = &p->fast;
+  const pk_demand_t *d = &p->dem;
+  f->kind = FAST_NONE;
+  f->sig = 0;
+  if (!f->on || d->nfr != 1)
+    return;
+  const sf_request_t *s = d->fr[0].top;
+  if (s->nalts || s->all || s->count < 1 || s->ncaps > 1)
+    return;
+  if (d->ncs == 0 && s->count == 1)
+    f->kind = FAST_SIMPLE;
+  else if (d->ncs == 1 && d->cs[0].c->kind == SF_CONSTRAINT_ISLAND && sf__demand_refers(d->cs[0].c, d->fr[0].req, -1))
+    f->kind = FAST_ISLAND;
+  f->sig = f->kind == FAST_NONE ? 0 : signature(p);
+}
+
+static fmemo_t *memo_of(pk_fast_t *f, sf_node_id node)
+{
+  if ((size_t)node >= f->memocap) {
+    size_t old = f->memocap;
+    GROW(f->memo, f->memocap, (size_t)node + 1);
+    memset(f->memo + old, 0, (f->memocap - old) * sizeof(*f->memo));
+  }
+  return &f->memo[node];
+}
+
+/* A remembered verdict; its reason is written anew, for this call's claim and request. */
+static void replay(sf_packer_t *p, const fmemo_t *m, sf_verdict_t *v)
+{
+  const sf_request_t *s = p->dem.fr[0].top;
+  v->fit = (sf_fit_t)m->fit;
+  v->raw = m->raw;
+  if (v->fit == SF_FIT_UNSURE) {
+    sf__reason_say(p, R_UNKNOWN, 0, 0, 0, 0, v->reason, sizeof(v->reason));
+  } else if (v->fit == SF_FIT_NO) {
+    stats_t st = m->st;
+    st.capname = s->ncaps ? s->caps[0].name : NULL;  /* the remembered one was the last call's */
+    if (!sf__reason_request(p, 0, &st, m->n, m->clen, v->reason, sizeof(v->reason)))
+      sf__reason_say(p, R_ISLAND, 0, s->count, m->largest, 0, v->reason, sizeof(v->reason));
+  }
+}
+
+/* Places the call's one request on the node; the verdict, or the reason it does not fit. */
+static uint32_t place(sf_packer_t *p, sf_verdict_t *v)
+{
+  const sf_request_t *s = p->dem.fr[0].top;
+  const pk_search_t *sr = &p->search;
+  bool first_fit = p->pol->device_choice != SF_CHOICE_PACKER;
+  double raw = 0.0;
+  int rc;
+  if (p->fast.kind == FAST_SIMPLE) {
+    sf__search_gather(p, 0, first_fit);
+    rc = sf__search_one(p, &raw);
+  } else {
+    sf__search_gather(p, 0, false);
+    sf__search_order(p, 0);
+    rc = sf__search_island(p, s->count);
+    if (rc == SEARCH_OK)
+      raw = sf__search_score(p);
+  }
+  if (rc == SEARCH_OK) {
+    v->fit = SF_FIT_YES;
+    v->raw = raw;
+    return 0;
+  }
+  if (sr->unknown) {
+    v->fit = SF_FIT_UNSURE;
+    sf__reason_say(p, R_UNKNOWN, 0, 0, 0, 0, v->reason, sizeof(v->reason));
+    return 0;
+  }
+  if (sf__reason_request(p, 0, &sr->st[0], sr->h->n, sr->clen[0], v->reason, sizeof(v->reason)))
+    return 0;
+  uint32_t largest = sf__search_largest(p, 0);
+  sf__reason_say(p, R_ISLAND, 0, s->count, largest, 0, v->reason, sizeof(v->reason));
+  return largest;
+}
+
+bool sf__fast_eval(sf_packer_t *p, sf_node_id node, sf_verdict_t *v)
+{
+  pk_fast_t *f = &p->fast;
+  hnode_t *h = sf__view_node(p, node);
+  if (!h->plain)
+    return false;
+  fmemo_t *m = memo_of(f, node);
+  if (f->evaluating && f->sig != 0 && m->sig == f->sig && m->version == h->version) {
+    replay(p, m, v);
+    return true;
+  }
+  sf__search_begin(p, h);
+  uint32_t largest = place(p, v);
+  sf__search_end(p);
+  *m = (fmemo_t){h->version, f->evaluating ? f->sig : 0, v->raw, p->search.st[0], h->n,
+                 (uint32_t)p->search.clen[0], largest, (uint8_t)v->fit};
+  return true;
+}

@@ -1,0 +1,168 @@
+/*
+ * The workload mix a packer call scores fragmentation against (pk_mix.h).
+ *
+ * Where it comes from: the policy's fgd_mix under fgd when it has one; else
+ * the index's learned mix (the multiset of the present demands' shapes,
+ * sf_packer_learn and SF_EVAL_LEARN); else, while nothing is learned, the
+ * demand's own shapes. Learned weights (counts) are scored in steps of
+ * 1/MIX_STEPS of the total, so that the mix, its hash and every per-node
+ * statistic keyed on it stay put while the workload's proportions do;
+ * shapes under half a step are left out. The learned mix is read again
+ * when the index's mix version moves or the index is another one (its
+ * serial: an index freed and another allocated at the same address is
+ * still another index).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "packer_int.h"
+
+#define MIX_STEPS 256.0  /* resolution of learned weights */
+
+static uint64_t models_of(sf_index_t *idx, const char (*names)[SF_POLICY_NAME_MAX], uint32_t n, bool *none)
+{
+  uint64_t m = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    sf_str_id id = sf_index_lookup(idx, names[i]);
+    for (uint32_t b = 0; id && b < idx->nmodels; b++)
+      if (idx->model_ids[b] == id)
+        m |= 1ull << b;
+  }
+  *none = n > 0 && m == 0;
+  return m;
+}
+
+/* Hashes the fields (not the padding), one 64-bit word at a time. */
+static uint64_t hash_mix(const shape_t *m, size_t n)
+{
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; i++) {
+    uint64_t w;
+    memcpy(&w, &m[i].w, sizeof(w));
+    const uint64_t f[5] = {(uint64_t)m[i].cpu_milli, (uint64_t)m[i].amount,
+                           (uint64_t)m[i].count << 1 | (uint64_t)m[i].island, m[i].models, w};
+    for (size_t k = 0; k < 5; k++) {
+      h = (h ^ f[k]) * 0x100000001b3ull;
+      h ^= h >> 29;
+    }
+  }
+  return h ? h : 1;
+}
+
+/* The policy's fgd_mix, less the shapes whose models are not in the cluster (never hosted). */
+static void load_policy(sf_packer_t *p)
+{
+  pk_mix_t *mx = &p->mix;
+  for (size_t i = 0; i < p->pol->nmix && mx->nmix < SF__MIX_MAX; i++) {
+    const sf_shape_t *s = &p->pol->mix[i];
+    bool none;
+    uint64_t m = models_of(p->idx, s->models, s->nmodels, &none);
+    if (!none)
+      mx->mix[mx->nmix++] = (shape_t){s->cpu_milli, s->amount, s->count, s->island, m, s->weight, 0};
+  }
+}
+
+static void load_shapes(pk_mix_t *mx, const sf__shape_t *src, size_t n, bool learned)
+{
+  double total = 0.0;
+  for (size_t i = 0; learned && i < n; i++)
+    total += src[i].weight;
+  for (size_t i = 0; i < n; i++) {
+    double w = src[i].weight;
+    if (learned && (w = floor(w * MIX_STEPS / total + 0.5)) <= 0.0)
+      continue;
+    mx->mix[mx->nmix++] = (shape_t){src[i].cpu_milli, src[i].amount, src[i].count, src[i].island,
+                                    src[i].models, w, 0};
+  }
+}
+
+void sf__mix_load(sf_packer_t *p)
+{
+  pk_mix_t *mx = &p->mix;
+  const sf_index_t *idx = p->idx;
+  if (mx->learned_version != idx->mix_version || mx->learned_serial != idx->serial) {
+    memcpy(mx->learned, idx->mix, idx->nmix * sizeof(*mx->learned));
+    mx->nlearned = idx->nmix;
+    mx->learned_version = idx->mix_version;
+    mx->learned_serial = idx->serial;
+  }
+  mx->nmix = 0;
+  if (p->pol->strategy == SF_STRATEGY_FGD && p->pol->nmix > 0) {
+    load_policy(p);
+  } else if (mx->nlearned > 0) {
+    load_shapes(mx, mx->learned, mx->nlearned, true);
+  } else {
+    sf__shape_t own[SF__MIX_MAX];
+    load_shapes(mx, own, sf__demand_shapes(p, p->dem.models, own, SF__MIX_MAX), false);
+  }
+  double sum = 0.0;
+  for (size_t i = 0; i < mx->nmix; i++)
+    sum += mx->mix[i].w;
+  for (size_t i = 0; i < mx->nmix && sum > 0.0; i++) {
+    mx->mix[i].w /= sum;
+    mx->mix[i].q = llround(mx->mix[i].w * WEIGHT_ONE);
+  }
+  mx->mixhash = hash_mix(mx->mix, mx->nmix);
+}
+
+void sf__mix_scarcity(sf_packer_t *p)
+{
+  pk_mix_t *mx = &p->mix;
+  double need[SF__MODELS + 1] = {0}, total = 0.0, devs = 0.0;
+  for (size_t i = 0; i < mx->nmix; i++) {
+    const shape_t *m = &mx->mix[i];
+    double units = m->w * (m->count ? (double)m->count : 0.0);
+    total += units;
+    int nb = __builtin_popcountll(m->models);
+    for (uint32_t b = 0; nb > 0 && b < SF__MODELS; b++)
+      if (m->models & (1ull << b))
+        need[b] += units / (double)nb;
+  }
+  for (uint32_t b = 0; b <= SF__MODELS; b++)
+    devs += p->idx->model_devs[b];
+  for (uint32_t b = 0; b <= SF__MODELS; b++) {
+    double share = devs > 0.0 ? p->idx->model_devs[b] / devs : 0.0;
+    double s = (total > 0.0 && share > 0.0) ? (need[b] / total) / share : 0.0;
+    mx->scarcity[b] = s > 1.0 ? 1.0 : s;
+  }
+}
+
+void sf__mix_learn(sf_packer_t *p, int sign)
+{
+  uint64_t dm = p->dem.models;
+  sf__shape_t own[SF__MIX_MAX];
+  size_t n = sf__demand_shapes(p, __builtin_popcountll(dm) == (int)p->idx->nmodels ? 0 : dm, own, SF__MIX_MAX);
+  for (size_t i = 0; i < n; i++)
+    sf__index_observe(p->idx, &own[i], sign);
+}
+
+size_t sf_index_mix_size(const sf_index_t *idx)
+{
+  return idx->nmix;
+}
+
+int sf_index_mix_shape(const sf_index_t *idx, size_t i, sf_shape_t *out)
+{
+  if (i >= idx->nmix)
+    return SF_ENOENT;
+  double sum = 0.0;
+  for (size_t k = 0; k < idx->nmix; k++)
+    sum += idx->mix[k].weight;
+  const sf__shape_t *s = &idx->mix[i];
+  memset(out, 0, sizeof(*out));
+  out->cpu_milli = s->cpu_milli;
+  out->amount = s->amount;
+  out->count = s->count;
+  out->island = s->island;
+  out->weight = sum > 0.0 ? s->weight / sum : 0.0;
+  for (uint32_t b = 0; b < idx->nmodels && out->nmodels < SF_POLICY_MODELS_MAX; b++)
+    if (s->models & (1ull << b)) {
+      const char *name = sf_index_str(idx, idx->model_ids[b]);
+      size_t l = strlen(name);
+      if (l >= SF_POLICY_NAME_MAX)
+        l = SF_POLICY_NAME_MAX - 1;
+      memcpy(out->models[out->nmodels], name, l);
+      out->models[out->nmodels++][l] = '\0';
+    }
+  return 0;
+}

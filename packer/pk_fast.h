@@ -1,0 +1,37 @@
+/*
+ * The packer's fast path: for a call of one request, of one device or of
+ * N devices in one island, on a plain node, the search needs no budget,
+ * and the node's verdict is remembered with the call's signature for the
+ * next call alike in all but names. Private to packer/.
+ */
+#ifndef SF_PACKER_PK_FAST_H
+#define SF_PACKER_PK_FAST_H
+
+#include "pk_search.h"
+
+enum { FAST_NONE = 0, FAST_SIMPLE, FAST_ISLAND };
+
+/* A node's remembered verdict. */
+typedef struct {
+  uint64_t version;        /* the node version it holds for */
+  uint64_t sig;            /* the call's signature; 0: none */
+  double raw;              /* FIT */
+  stats_t st;              /* NO: what the reason is made from */
+  uint32_t n, clen, largest;
+  uint8_t fit;
+} fmemo_t;
+
+typedef struct {
+  bool on;                 /* sf_packer_set_fast_path */
+  int kind;
+  uint64_t sig;            /* what a node's verdict depends on besides the node; 0: no memo */
+  bool evaluating;         /* in sf_packer_evaluate, where verdicts may come from the memo */
+  fmemo_t *memo; size_t memocap;  /* per node */
+} pk_fast_t;
+
+/* Which fast path serves this call, if any, and its signature. */
+void sf__fast_prepare(sf_packer_t *p);
+/* Filters and scores one node on the fast path; false, having done nothing, when it cannot serve it. */
+bool sf__fast_eval(sf_packer_t *p, sf_node_id node, sf_verdict_t *v);
+
+#endif

@@ -1,0 +1,44 @@
+/*
+ * The packer's side of the workload mix: the shapes one call scores
+ * fragmentation against (the policy's fgd_mix, the index's learned mix, or
+ * the demand's own shapes), their hash, and the models' scarcity. Private
+ * to packer/.
+ */
+#ifndef SF_PACKER_PK_MIX_H
+#define SF_PACKER_PK_MIX_H
+
+#include "index_int.h"
+#include "slicefit/packer.h"
+
+#define WEIGHT_ONE 65536.0
+
+/* One shape of the mix being scored against. */
+typedef struct {
+  sf_milli_t cpu_milli;
+  sf_milli_t amount;       /* 0: whole devices */
+  uint32_t count;          /* 0: asks for no device */
+  bool island;
+  uint64_t models;         /* 0: any */
+  double w;
+  int64_t q;               /* w in steps of 1/WEIGHT_ONE */
+} shape_t;
+
+typedef struct {
+  shape_t mix[SF__MIX_MAX + 1];
+  size_t nmix;
+  uint64_t mixhash;
+  double scarcity[SF__MODELS + 1];
+  /* the index's learned mix, as last read */
+  sf__shape_t learned[SF__MIX_MAX];
+  size_t nlearned;
+  uint64_t learned_version, learned_serial;
+} pk_mix_t;
+
+/* Loads the call's mix: the policy's (fgd with fgd_mix), else the learned one, else the demand's own. */
+void sf__mix_load(sf_packer_t *p);
+/* Loads each model's scarcity against the mix. */
+void sf__mix_scarcity(sf_packer_t *p);
+/* Adds (+1) or takes back (-1) the demand's shapes in the index's learned mix. */
+void sf__mix_learn(sf_packer_t *p, int sign);
+
+#endif

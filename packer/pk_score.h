@@ -1,0 +1,41 @@
+/*
+ * The packer's scoring: the one kernel that scores a placement on a node
+ * view under each strategy, against the call's mix (pk_mix.h). Private to
+ * packer/.
+ *
+ * Fragmentation (FGD, ATC'23) of a node against a mix M of shapes:
+ * F(m) = Σ free share of every GPU if the node cannot host m (or m asks for
+ * no device), else Σ free share of the GPUs too small for m; F(M) = Σ w_m
+ * F(m). Shares are per-mille of the device's primary capacity. Weights are
+ * integers in steps of 1/WEIGHT_ONE and F is summed in int64, so F and its
+ * differences are exact: the same cluster gives bit-identical scores
+ * whatever computed them.
+ */
+#ifndef SF_PACKER_PK_SCORE_H
+#define SF_PACKER_PK_SCORE_H
+
+#include "pk_mix.h"
+#include "pk_view.h"
+
+/* One device of a placement and what it takes of the device's primary capacity. */
+typedef struct {
+  uint32_t k;
+  sf_milli_t use;
+} pick_t;
+
+typedef struct {  /* scratch */
+  int32_t *icnt; size_t icntcap;         /* per island */
+  uint32_t *dk; size_t dkcap;            /* distinct devices of a placement */
+  sf_milli_t *afa; int32_t *afp; size_t acap;
+} pk_score_t;
+
+/* F(before) of the node against the call's mix; caches its per-shape statistics. */
+double sf__score_frag(sf_packer_t *p, hnode_t *h);
+/*
+ * The strategy's raw score (higher is better) of placing picks[0..n) on the
+ * node: devices may repeat (several requests on one shared device).
+ */
+double sf__score(sf_packer_t *p, hnode_t *h, const pick_t *picks, size_t n);
+void sf__score_dispose(pk_score_t *s);
+
+#endif

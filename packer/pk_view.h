@@ -1,0 +1,90 @@
+/*
+ * The packer's node views: per node, a compact summary of its devices
+ * (hdev_t, contiguous) rebuilt from the index when the node's version moves.
+ * Feasibility and scoring read every node through it, so each rule exists
+ * once; only what a summary does not hold (several capacities, taints,
+ * counter uses) is read from the index's device record. Private to packer/.
+ */
+#ifndef SF_PACKER_PK_VIEW_H
+#define SF_PACKER_PK_VIEW_H
+
+#include "index_int.h"
+#include "slicefit/packer.h"
+
+#define HD_GPU 1u          /* counts in fragmentation */
+#define HD_SHARED 2u       /* multi-allocatable */
+#define HD_IDLE 4u         /* no holder */
+#define HD_MEASURED 8u     /* shared with a primary capacity: a pick lowers its free share */
+#define HD_TAINTED 16u     /* has taints: read them from the index */
+#define HD_COUNTERS 32u    /* uses shared counters */
+#define HD_CAPS 64u        /* capacities not in one class: read them from the index */
+
+typedef struct {
+  sf_milli_t capfree;      /* free amount of the only capacity (cls >= 0) */
+  sf_milli_t fa;           /* free amount of the primary capacity; INT64_MAX: no primary, idle */
+  sf_milli_t pval;         /* the primary capacity's value (0: none) */
+  sf_dev_id dev;
+  int32_t fp;              /* free share, per-mille */
+  uint32_t holders;
+  int32_t cls;             /* capacity class of the only capacity; -1: none, or HD_CAPS */
+  int16_t island;          /* -1: its own */
+  int8_t prim;             /* primary capacity's index, or -1 */
+  uint8_t ncaps;
+  uint8_t model_bit, fl;
+} hdev_t;
+
+/* A capacity class: devices whose only capacity has the same name, total and request policy. */
+typedef struct {
+  sf__cap_t cap;           /* valid[] owned */
+  bool shared;
+} hcls_t;
+
+/* One shape's FGD statistics on a node: Σ fp of GPUs too small, hosts, island counts. */
+typedef struct {
+  int32_t small, nh;
+  int32_t bi, bi2, argbi;  /* best and second-best hosts in one island, and which island */
+  int32_t ns1;             /* hosts in no island */
+} fstat_t;
+
+typedef struct {
+  uint64_t version;        /* node version it was built from; 0: never */
+  hdev_t *d; uint32_t n, cap;
+  bool plain;              /* no taints, counters or extra capacities: the fast path may serve it */
+  int64_t cpu_free;        /* -1: not tracked */
+  int64_t total, used;     /* Σ fp and Σ (1000 - fp) over GPUs */
+  uint32_t ngpu;
+  uint16_t *isize;         /* per island: devices */
+  uint8_t *iheld;          /* per island: 1 when a device of it has a holder */
+  uint32_t nisl, islcap;
+  uint64_t fversion, mixhash;  /* fs and fb are for this version and mix */
+  double fb;               /* F(before) */
+  fstat_t *fs; size_t fscap;
+} hnode_t;
+
+typedef struct {
+  hnode_t *hn; size_t hncap;
+  uint64_t serial;         /* index the summaries describe */
+  hcls_t *cls; size_t ncls, clscap;
+} pk_view_t;
+
+/* The node's summary, rebuilt when its version moved. Borrowed until the node changes. */
+hnode_t *sf__view_node(sf_packer_t *p, sf_node_id node);
+void sf__view_dispose(pk_view_t *v);
+
+/* Free share in per-mille of `f` free out of `v`. */
+static inline int32_t sf__permille(sf_milli_t f, sf_milli_t v)
+{
+  if (v <= 0 || f <= 0)
+    return 0;
+  if (f >= v)
+    return 1000;
+  return (int32_t)(f > INT64_MAX / 1000 ? f / (v / 1000) : f * 1000 / v);
+}
+
+/* Is island isl whole (two devices or more) and unheld? */
+static inline bool sf__view_intact(const hnode_t *h, int32_t isl)
+{
+  return isl >= 0 && (uint32_t)isl < h->nisl && h->isize[isl] >= 2 && !h->iheld[isl];
+}
+
+#endif

@@ -1,0 +1,178 @@
+/*
+ * Reasons (pk_reason.h): one sentence for a node that does not fit, made
+ * from the statistics the search gathered: no device, none matching, all
+ * tainted, none offering the capacity, then why the matching ones are not
+ * available (short of capacity, sharers, counters, held), and last the
+ * claims' constraints. Sentences are formatted once per call, kind and
+ * numbers: the failing nodes of one call mostly fail alike, and formatting
+ * is most of what a failing node costs.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "packer_int.h"
+#include "slicefit/quantity.h"
+
+static const char *effect_name(sf_taint_effect_t e)
+{
+  return e == SF_TAINT_NOEXECUTE ? "NoExecute" : e == SF_TAINT_NOSCHEDULE ? "NoSchedule" : "None";
+}
+
+static void qty(sf_milli_t v, char *buf, size_t len)
+{
+  if (sf_quantity_format(v, 1, buf, len) < 0)
+    snprintf(buf, len, "%lld", (long long)(v / 1000));
+}
+
+/* Formats reason `kind` about request r with numbers a, b, c into out[SF_REASON_MAX]. */
+static void format(const sf_packer_t *p, int kind, size_t r, int64_t a, int64_t b, int64_t c, char *out)
+{
+  const size_t len = SF_REASON_MAX;
+  const pk_demand_t *d = &p->dem;
+  const freq_t *f = d->nfr ? &d->fr[r < d->nfr ? r : 0] : NULL;
+  const sf_request_t *s = f ? sf__demand_first(d, (size_t)(f - d->fr))->s : NULL;
+  const char *claim = f && d->dem->claims[f->claim].name ? d->dem->claims[f->claim].name : "";
+  const char *rn = f && f->top->name ? f->top->name : "";
+  const sf_taint_t *t = (const sf_taint_t *)(uintptr_t)b;
+  char qa[32], qb[32];
+  switch (kind) {
+  case R_NODEVS:
+    snprintf(out, len, "node has no DRA devices for claim %s", claim);
+    break;
+  case R_NOMATCH:
+    snprintf(out, len, "no device on the node matches request %s of claim %s", rn, claim);
+    break;
+  case R_TAINT:
+    snprintf(out, len, "request %s of claim %s does not tolerate taint %s=%s:%s on %u matching device(s)", rn,
+             claim, t->key, t->value, effect_name(t->effect), (unsigned)a);
+    break;
+  case R_NOCAP:
+    snprintf(out, len, "no matching device offers the capacity request %s of claim %s asks for", rn, claim);
+    break;
+  case R_SHORT: {
+    const char *cn = s->caps[0].name, *sl = strrchr(cn, '/');
+    qty(a, qa, sizeof(qa));
+    qty(b, qb, sizeof(qb));
+    snprintf(out, len, "request %s of claim %s needs %s of %s; the most free on a matching device is %s", rn,
+             claim, qa, sl ? sl + 1 : cn, qb);
+    break;
+  }
+  case R_SHARERS:
+    snprintf(out, len, "matching devices already have %u sharers (policy max_sharers)", p->pol->max_sharers);
+    break;
+  case R_COUNTERS:
+    snprintf(out, len, "request %s of claim %s: the shared counters of the partitionable devices are used up",
+             rn, claim);
+    break;
+  case R_FREE:
+    snprintf(out, len, "request %s of claim %s needs %u device(s); %u of %zu matching are free", rn, claim,
+             (unsigned)a, (unsigned)b, (size_t)c);
+    break;
+  case R_ISLAND:
+    snprintf(out, len, "needs %u GPUs in one NVLink island; the largest free island has %u", (unsigned)a,
+             (unsigned)b);
+    break;
+  default:
+    snprintf(out, len, "a selector cannot be evaluated here; left to the DRA plugin");
+    break;
+  }
+}
+
+void sf__reason_say(sf_packer_t *p, int kind, size_t r, int64_t a, int64_t b, int64_t c, char *out, size_t len)
+{
+  pk_reason_t *rs = &p->reason;
+  say_t *e = NULL;
+  for (size_t i = 0; i < NSAY && e == NULL; i++) {
+    say_t *x = &rs->says[i];
+    if (x->stamp == p->stamp && x->kind == kind && x->r == r && x->a == a && x->b == b && x->c == c)
+      e = x;
+  }
+  if (e == NULL) {
+    e = &rs->says[rs->nsay++ % NSAY];
+    *e = (say_t){p->stamp, kind, r, a, b, c, ""};
+    format(p, kind, r, a, b, c, e->text);
+  }
+  size_t n = strlen(e->text);
+  n = n < len ? n : len - 1;
+  memcpy(out, e->text, n);
+  out[n] = '\0';
+}
+
+bool sf__reason_request(sf_packer_t *p, size_t r, const stats_t *st, size_t ndevs, size_t clen, char *out,
+                        size_t len)
+{
+  const sf_request_t *s = sf__demand_first(&p->dem, r)->s;
+  uint32_t want = s->all ? (uint32_t)(clen ? clen : 1) : s->count, avail = st->navail;
+  if (ndevs == 0)
+    sf__reason_say(p, R_NODEVS, r, 0, 0, 0, out, len);
+  else if (st->match == 0)
+    sf__reason_say(p, R_NOMATCH, r, 0, 0, 0, out, len);
+  else if (clen == 0 && st->tainted)
+    sf__reason_say(p, R_TAINT, r, st->tainted, (int64_t)(uintptr_t)st->taint, 0, out, len);
+  else if (clen == 0)
+    sf__reason_say(p, R_NOCAP, r, 0, 0, 0, out, len);
+  else if (avail >= want)
+    return false;
+  else if (st->short_cap && st->capname && want == 1)
+    sf__reason_say(p, R_SHORT, r, st->want, st->best_free < 0 ? 0 : st->best_free, 0, out, len);
+  else if (st->sharers)
+    sf__reason_say(p, R_SHARERS, r, 0, 0, 0, out, len);
+  else if (st->counters && avail == 0)
+    sf__reason_say(p, R_COUNTERS, r, 0, 0, 0, out, len);
+  else
+    sf__reason_say(p, R_FREE, r, want, avail, (int64_t)clen, out, len);
+  return true;
+}
+
+/* The island a constraint needs against the largest that is free; else the first attribute constraint. */
+static void constraint_reason(sf_packer_t *p, char *out, size_t len)
+{
+  const pk_demand_t *d = &p->dem;
+  for (size_t i = 0; i < d->ncs; i++) {
+    const sf_constraint_t *c = d->cs[i].c;
+    if (c->kind != SF_CONSTRAINT_ISLAND)
+      continue;
+    uint32_t want = 0, best = 0;
+    for (size_t r = 0; r < d->nfr; r++)
+      if (d->fr[r].claim == d->cs[i].claim && sf__demand_refers(c, d->fr[r].req, -1)) {
+        uint32_t l = sf__search_largest(p, d->fr[r].slot);
+        want += sf__demand_first(d, r)->s->count;
+        best = l > best ? l : best;
+      }
+    sf__reason_say(p, R_ISLAND, 0, want, best, 0, out, len);
+    return;
+  }
+  for (size_t i = 0; i < d->ncs; i++) {
+    const sf_constraint_t *c = d->cs[i].c;
+    const char *claim = d->dem->claims[d->cs[i].claim].name;
+    snprintf(out, len, c->kind == SF_CONSTRAINT_MATCH
+                           ? "no set of free devices shares one value of %s as claim %s requires"
+                           : "not enough free devices with distinct values of %s for claim %s",
+             c->attr ? c->attr : "", claim ? claim : "");
+    return;
+  }
+  snprintf(out, len, "the requests of the pod's claims cannot all be satisfied together on this node");
+}
+
+void sf__reason_fail(sf_packer_t *p, int rc, sf_verdict_t *v)
+{
+  const pk_search_t *s = &p->search;
+  v->fit = SF_FIT_NO;
+  if (rc == SEARCH_BUDGET) {
+    v->fit = SF_FIT_UNSURE;
+    snprintf(v->reason, sizeof(v->reason),
+             "placement search passed its budget of %u steps; left to the DRA plugin", p->pol->search_budget);
+    return;
+  }
+  if (s->unknown) {
+    v->fit = SF_FIT_UNSURE;
+    sf__reason_say(p, R_UNKNOWN, 0, 0, 0, 0, v->reason, sizeof(v->reason));
+    return;
+  }
+  for (size_t r = 0; r < p->dem.nfr; r++) {
+    uint32_t slot = p->dem.fr[r].slot;
+    if (sf__reason_request(p, r, &s->st[slot], s->h->n, s->clen[slot], v->reason, sizeof(v->reason)))
+      return;
+  }
+  constraint_reason(p, v->reason, sizeof(v->reason));
+}

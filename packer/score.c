@@ -1,0 +1,292 @@
+/*
+ * The scoring kernel (pk_score.h): one function scores any placement on
+ * any node, from the node's summary.
+ *
+ * A placement is a list of picks (device, amount of its primary capacity);
+ * a device may appear more than once (several requests on one shared
+ * device). Its devices' states after it: a measured device (shared, with a
+ * primary capacity) loses what the picks take of its free amount; any other
+ * device is used up. Strategies:
+ *   binpack        GPU utilisation after, plus a tenth of how used the
+ *                  picked devices end up (fill what is already used);
+ *   spread         the opposite;
+ *   fgd            FGD's node score, 100 x sigmoid(-dF / 1000) truncated,
+ *                  dF the fragmentation increase in milli-GPUs, with a fixed
+ *                  order of node names below one step (fgd_raw);
+ *   fragmentation  -weight_frag x dF, less weight_island x 1000 for each
+ *                  intact island the placement breaks without taking it
+ *                  whole, less weight_model x scarcity x the share taken of
+ *                  each device of a scarce model when the demand could use
+ *                  several models.
+ *
+ * F(before) comes from per-shape statistics of the node (fstat_t), kept
+ * with the summary for its version and the mix's hash; F(after) updates
+ * them for the picked devices only, so scoring one candidate costs
+ * O(shapes x picks). When the picks take hosts from more than one island,
+ * the island counts of the shapes that ask for one island are worked out
+ * again over the node.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "packer_int.h"
+
+/* Can device d, in the state given, host one device of shape m? */
+static bool hosts(const shape_t *m, const hdev_t *d, bool idle, int32_t fp, sf_milli_t fa)
+{
+  if (!(d->fl & HD_GPU) || (m->models && !(m->models & (1ull << d->model_bit))))
+    return false;
+  return m->amount == 0 ? (idle && fp == 1000) : fa >= m->amount;
+}
+
+/* F_n(m) from a shape's statistics. */
+static int64_t fshape(const shape_t *m, const fstat_t *s, int64_t total, int64_t cpu_free)
+{
+  if (m->count == 0)
+    return total;
+  bool cpu_ok = cpu_free < 0 || cpu_free >= m->cpu_milli;
+  int32_t best = s->bi > (s->ns1 > 0) ? s->bi : (s->ns1 > 0);
+  bool can = cpu_ok && (m->island ? best >= (int32_t)m->count : s->nh >= (int32_t)m->count);
+  return can ? s->small : total;
+}
+
+/* The devices of a placement, distinct, with their state after it. */
+typedef struct {
+  const uint32_t *k;
+  const sf_milli_t *fa;
+  const int32_t *fp;
+  size_t n;
+} after_t;
+
+/* A shape's statistics over the node, the devices of `af` (may be NULL) in their state after. */
+static void shape_stats(sf_packer_t *p, const hnode_t *h, const shape_t *m, const after_t *af, fstat_t *s)
+{
+  memset(s, 0, sizeof(*s));
+  s->argbi = -1;
+  if (m->count == 0)
+    return;
+  pk_score_t *sc = &p->score;
+  GROW(sc->icnt, sc->icntcap, (size_t)h->nisl + 1);
+  memset(sc->icnt, 0, h->nisl * sizeof(*sc->icnt));
+  for (uint32_t k = 0; k < h->n; k++) {
+    const hdev_t *d = &h->d[k];
+    if (!(d->fl & HD_GPU))
+      continue;
+    bool idle = d->fl & HD_IDLE;
+    int32_t fp = d->fp;
+    sf_milli_t fa = d->fa;
+    for (size_t j = 0; af && j < af->n; j++)
+      if (af->k[j] == k) {
+        idle = false;
+        fp = af->fp[j];
+        fa = af->fa[j];
+      }
+    if (!hosts(m, d, idle, fp, fa)) {
+      s->small += fp;
+      continue;
+    }
+    s->nh++;
+    if (d->island < 0)
+      s->ns1++;
+    else
+      sc->icnt[d->island]++;
+  }
+  for (uint32_t j = 0; j < h->nisl; j++) {
+    if (sc->icnt[j] > s->bi) {
+      s->bi2 = s->bi;
+      s->bi = sc->icnt[j];
+      s->argbi = (int32_t)j;
+    } else if (sc->icnt[j] > s->bi2) {
+      s->bi2 = sc->icnt[j];
+    }
+  }
+}
+
+/* The node's per-shape statistics for the call's mix, and F(before). */
+static void fstats(sf_packer_t *p, hnode_t *h)
+{
+  const pk_mix_t *mx = &p->mix;
+  if (h->fversion == h->version && h->mixhash == mx->mixhash)
+    return;
+  if (mx->nmix > h->fscap) {
+    h->fs = sf_xrealloc(h->fs, mx->nmix * sizeof(*h->fs));
+    h->fscap = mx->nmix;
+  }
+  int64_t q = 0;
+  for (size_t i = 0; i < mx->nmix; i++) {
+    shape_stats(p, h, &mx->mix[i], NULL, &h->fs[i]);
+    q += mx->mix[i].q * fshape(&mx->mix[i], &h->fs[i], h->total, h->cpu_free);
+  }
+  h->fb = (double)q / WEIGHT_ONE;
+  h->fversion = h->version;
+  h->mixhash = mx->mixhash;
+}
+
+double sf__score_frag(sf_packer_t *p, hnode_t *h)
+{
+  fstats(p, h);
+  return h->fb;
+}
+
+/* One shape's statistics after the placement, from its statistics before. */
+static void shape_after(sf_packer_t *p, const hnode_t *h, size_t i, const after_t *af, fstat_t *s)
+{
+  const shape_t *m = &p->mix.mix[i];
+  *s = h->fs[i];
+  if (m->count == 0)
+    return;
+  int32_t lost = 0, isl = -1;
+  bool several = false;
+  for (size_t j = 0; j < af->n; j++) {
+    const hdev_t *d = &h->d[af->k[j]];
+    if (!(d->fl & HD_GPU))
+      continue;
+    bool hb = hosts(m, d, d->fl & HD_IDLE, d->fp, d->fa), ha = hosts(m, d, false, af->fp[j], af->fa[j]);
+    s->small += (hb ? 0 : -d->fp) + (ha ? 0 : af->fp[j]);
+    s->nh += (int32_t)ha - (int32_t)hb;
+    if (!m->island || !hb || ha)
+      continue;
+    if (d->island < 0) {
+      s->ns1--;
+    } else {
+      several = several || (isl >= 0 && isl != d->island);
+      lost++;
+      isl = d->island;
+    }
+  }
+  if (several)
+    shape_stats(p, h, m, af, s);
+  else if (lost > 0 && isl == s->argbi)
+    s->bi = s->bi - lost > s->bi2 ? s->bi - lost : s->bi2;
+}
+
+/* Σ w F(after). */
+static double frag_after(sf_packer_t *p, hnode_t *h, const after_t *af, int64_t total, int64_t cpu_free)
+{
+  int64_t q = 0;
+  for (size_t i = 0; i < p->mix.nmix; i++) {
+    fstat_t s;
+    shape_after(p, h, i, af, &s);
+    q += p->mix.mix[i].q * fshape(&p->mix.mix[i], &s, total, cpu_free);
+  }
+  return (double)q / WEIGHT_ONE;
+}
+
+/*
+ * FGD's node score as its authors' simulator compares nodes: 100 x
+ * sigmoid(-dF / 1000) truncated, so placements within about 0.04 GPU of
+ * each other are equals. Among equals one fixed order of nodes decides (a
+ * hash of the name, less than one step): the packing bias the simulator
+ * gets from taking the first of its node list, the same in every replica
+ * and after a restart, and not left to kube-scheduler's random choice
+ * among equal totals.
+ */
+static double fgd_raw(const sf_packer_t *p, double df)
+{
+  double rank = (double)(p->idx->nodes[p->node].order >> 11) / 9007199254740992.0;  /* [0, 1) */
+  return floor(100.0 / (1.0 + exp(df / 1000.0))) + 0.001 * (1.0 - rank);
+}
+
+/* Islands kept whole: each intact island the placement takes part of, not all of, pays. */
+static double island_penalty(const sf_packer_t *p, const hnode_t *h, const after_t *af, double raw)
+{
+  for (size_t j = 0; j < af->n; j++) {
+    int16_t isl = h->d[af->k[j]].island;
+    bool first = sf__view_intact(h, isl);
+    for (size_t e = 0; e < j && first; e++)
+      first = h->d[af->k[e]].island != isl;
+    if (!first)
+      continue;
+    uint32_t used = 0;
+    for (size_t e = j; e < af->n; e++)
+      used += h->d[af->k[e]].island == isl;
+    if (used < h->isize[isl])
+      raw -= p->pol->weight_island * 1000.0;
+  }
+  return raw;
+}
+
+/* The fragmentation strategy: FGD's dF weighted, then islands and scarce models kept. */
+static double score_fragmentation(const sf_packer_t *p, const hnode_t *h, const after_t *af, double df)
+{
+  double raw = island_penalty(p, h, af, -p->pol->weight_frag * df);
+  if (p->dem.flexible)
+    for (size_t j = 0; j < af->n; j++) {
+      const hdev_t *d = &h->d[af->k[j]];
+      raw -= p->pol->weight_model * p->mix.scarcity[d->model_bit] * (double)(d->fp - af->fp[j]);
+    }
+  return raw;
+}
+
+/* The distinct devices of picks[0..n) and their state after. */
+static void after_of(sf_packer_t *p, const hnode_t *h, const pick_t *picks, size_t n, after_t *af)
+{
+  pk_score_t *sc = &p->score;
+  if (n > sc->acap) {
+    sc->dk = sf_xrealloc(sc->dk, n * sizeof(*sc->dk));
+    sc->afa = sf_xrealloc(sc->afa, n * sizeof(*sc->afa));
+    sc->afp = sf_xrealloc(sc->afp, n * sizeof(*sc->afp));
+    sc->acap = n;
+  }
+  size_t nd = 0;
+  for (size_t i = 0; i < n; i++) {
+    size_t j = 0;
+    while (j < nd && sc->dk[j] != picks[i].k)
+      j++;
+    if (j == nd) {
+      sc->dk[nd] = picks[i].k;
+      sc->afa[nd++] = h->d[picks[i].k].fa;
+    }
+    sc->afa[j] = (h->d[picks[i].k].fl & HD_MEASURED) ? sc->afa[j] - picks[i].use : 0;
+  }
+  for (size_t j = 0; j < nd; j++) {
+    const hdev_t *d = &h->d[sc->dk[j]];
+    sc->afp[j] = (d->fl & HD_MEASURED) ? sf__permille(sc->afa[j], d->pval) : 0;
+  }
+  *af = (after_t){sc->dk, sc->afa, sc->afp, nd};
+}
+
+double sf__score(sf_packer_t *p, hnode_t *h, const pick_t *picks, size_t n)
+{
+  after_t af;
+  after_of(p, h, picks, n, &af);
+  int64_t total = h->total, used = h->used;
+  for (size_t j = 0; j < af.n; j++) {
+    const hdev_t *d = &h->d[af.k[j]];
+    if (d->fl & HD_GPU) {
+      total += af.fp[j] - d->fp;
+      used += d->fp - af.fp[j];
+    }
+  }
+  double touched = 0.0;
+  for (size_t i = 0; i < n; i++) {
+    size_t j = 0;
+    while (af.k[j] != picks[i].k)
+      j++;
+    touched += (double)(1000 - af.fp[j]) / 1000.0;
+  }
+  touched = n ? touched / (double)n : 0.0;
+  double u = h->ngpu ? (double)used / (double)((int64_t)h->ngpu * 1000) : 0.0;
+  switch (p->pol->strategy) {
+  case SF_STRATEGY_BINPACK:
+    return u + 0.1 * touched;
+  case SF_STRATEGY_SPREAD:
+    return -u - 0.1 * touched;
+  default:
+    break;
+  }
+  int64_t cpu = h->cpu_free >= 0 ? h->cpu_free - p->dem.dem->cpu_milli : h->cpu_free;
+  fstats(p, h);
+  double df = frag_after(p, h, &af, total, cpu) - h->fb;
+  if (p->pol->strategy == SF_STRATEGY_FGD)
+    return fgd_raw(p, df);
+  return score_fragmentation(p, h, &af, df);
+}
+
+void sf__score_dispose(pk_score_t *s)
+{
+  free(s->icnt);
+  free(s->dk);
+  free(s->afa);
+  free(s->afp);
+}

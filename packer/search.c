@@ -1,0 +1,662 @@
+/*
+ * The search for a placement on one node (pk_search.h).
+ *
+ * Candidates. For every slot (a request or one of its firstAvailable
+ * alternatives) the node's devices are matched against the slot's
+ * selectors (cached per device by the index), taints against the request's
+ * tolerations, and capacity requests rounded as DRA rounds them
+ * (validValues / validRange / default / whole; worked out once per
+ * capacity class and call). Each candidate keeps what it would consume and
+ * whether it is available now.
+ *
+ * Availability is checked against the node's summary plus a tentative
+ * overlay of what earlier picks of the same placement hold: holders per
+ * device, consumption per capacity, and shared counters charged when a
+ * device gets its first holder. The policy's max_sharers and headroom
+ * apply.
+ *
+ * Placements. One device with no constraint: every available candidate is
+ * scored and the best kept (device_choice packer under fgd and
+ * fragmentation), else the first in the packer's preference or in node
+ * order (first fit, what the in-tree allocator does). N devices of one
+ * island on a node without counters: the first candidate, in order, whose
+ * island holds enough, exact and without a budget. Anything else: a
+ * depth-first search request by request, honouring the claims' constraints
+ * (matchAttribute, distinctAttribute, one island), that counts its steps
+ * and gives up past the policy's search_budget, so a hostile claim costs a
+ * bounded amount per node.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "packer_int.h"
+
+/* ---- eligibility ---- */
+
+static bool tolerated(const sf_request_t *s, const sf_taint_t *t)
+{
+  for (size_t i = 0; i < s->ntols; i++) {
+    const sf_toleration_t *o = &s->tols[i];
+    if (!o->any_effect && o->effect != t->effect)
+      continue;
+    if (o->key == NULL || o->key[0] == '\0') {
+      if (o->exists)
+        return true;
+      continue;
+    }
+    if (strcmp(o->key, t->key) != 0)
+      continue;
+    if (o->exists || strcmp(o->value ? o->value : "", t->value) == 0)
+      return true;
+  }
+  return false;
+}
+
+/* DRA's rounding of a requested amount under a capacity's request policy; -1: not allowed. */
+static sf_milli_t round_request(const sf__cap_t *c, sf_milli_t want)
+{
+  if (!c->has_policy)
+    return want;
+  const sf_request_policy_t *rp = &c->policy;
+  if (rp->nvalid > 0) {
+    for (size_t i = 0; i < rp->nvalid; i++)
+      if (rp->valid[i] >= want)
+        return rp->valid[i];
+    return -1;
+  }
+  if (rp->has_range) {
+    sf_milli_t v = want < rp->min ? rp->min : want;
+    if (rp->step > 0 && v > rp->min) {
+      sf_milli_t n = (v - rp->min + rp->step - 1) / rp->step;
+      if (n > (SF_MILLI_MAX - rp->min) / rp->step)
+        return -1;
+      v = rp->min + n * rp->step;
+    }
+    if (rp->max > 0 && v > rp->max)
+      return -1;
+    return v;
+  }
+  return want;
+}
+
+/* What one capacity needs for request s: its default (or all of it) unless s names it. */
+static sf_milli_t cap_default(const sf__cap_t *c)
+{
+  return (c->has_policy && c->policy.has_default) ? c->policy.def : c->value;
+}
+
+/* The needs of a device with one capacity of class `cls`, memoised per class and call. */
+static bool class_need(sf_packer_t *p, uint32_t slot, int32_t cls, sf_milli_t *need)
+{
+  pk_search_t *s = &p->search;
+  if ((size_t)cls >= s->memocap) {
+    size_t old = s->memocap;
+    GROW(s->memo, s->memocap, (size_t)cls + 1);
+    memset(s->memo + old, 0, (s->memocap - old) * sizeof(*s->memo));
+  }
+  hmemo_t *mo = &s->memo[cls];
+  if (mo->stamp != p->stamp || mo->slot != slot) {
+    const slot_t *sl = &p->dem.slot[slot];
+    const hcls_t *c = &p->view.cls[cls];
+    mo->stamp = p->stamp;
+    mo->slot = slot;
+    mo->ok = true;
+    mo->need = cap_default(&c->cap);
+    if (sl->s->ncaps == 1) {
+      sf_milli_t v = c->shared ? round_request(&c->cap, sl->s->caps[0].value) : sl->s->caps[0].value;
+      mo->ok = c->cap.name == sl->capnames[0] && v >= 0 && v <= c->cap.value;
+      mo->need = v;
+    }
+  }
+  *need = mo->need;
+  return mo->ok;
+}
+
+/*
+ * Can device d serve the slot at all (ignoring what is in use)? Fills
+ * need[] with what it would consume of each capacity. False with the
+ * reason counted in st.
+ */
+static bool need_of(sf_packer_t *p, uint32_t slot, const hdev_t *d, sf_milli_t *need, stats_t *st)
+{
+  const slot_t *sl = &p->dem.slot[slot];
+  const sf_request_t *s = sl->s;
+  const sf__dev_t *dv = &p->idx->devs[d->dev];
+  if (d->fl & HD_TAINTED)
+    for (uint32_t i = 0; i < dv->ntaints; i++) {
+      const sf_taint_t *t = &dv->taints[i].t;
+      if (t->effect != SF_TAINT_NONE && !tolerated(s, t)) {
+        st->tainted++;
+        st->taint = t;
+        return false;
+      }
+    }
+  if (d->ncaps > MAXCAPS) {
+    st->shape++;
+    return false;
+  }
+  bool ok = true;
+  if (d->cls >= 0 && s->ncaps <= 1) {
+    ok = class_need(p, slot, d->cls, need);
+  } else if (d->ncaps == 0) {
+    need[0] = 0;
+    ok = s->ncaps == 0;
+  } else {
+    for (uint32_t c = 0; c < dv->ncaps; c++)
+      need[c] = cap_default(&dv->caps[c]);
+    for (size_t r = 0; r < s->ncaps && ok; r++) {
+      int32_t c = -1;
+      for (uint32_t j = 0; j < dv->ncaps && c < 0; j++)
+        if (dv->caps[j].name == sl->capnames[r])
+          c = (int32_t)j;
+      sf_milli_t v = c < 0 ? -1 : dv->shared ? round_request(&dv->caps[c], s->caps[r].value) : s->caps[r].value;
+      ok = c >= 0 && v >= 0 && v <= dv->caps[c].value;
+      if (ok)
+        need[c] = v;
+    }
+  }
+  if (!ok)
+    st->shape++;
+  return ok;
+}
+
+/* ---- availability and the tentative overlay ---- */
+
+static sf_milli_t reserve_of(const sf_packer_t *p, sf_milli_t value)
+{
+  return p->pol->headroom_pct ? value / 100 * p->pol->headroom_pct : 0;
+}
+
+static sf_milli_t tcounter(const pk_search_t *s, int32_t pool, uint32_t counter)
+{
+  sf_milli_t v = 0;
+  for (size_t i = 0; i < s->ntcnt; i++)
+    if (s->tcnt[i].pool == pool && s->tcnt[i].counter == counter)
+      v += s->tcnt[i].v;
+  return v;
+}
+
+static bool short_of(sf_milli_t left, sf_milli_t need, stats_t *st)
+{
+  if (left >= need)
+    return false;
+  if (st) {
+    st->short_cap++;
+    if (left > st->best_free)
+      st->best_free = left;
+  }
+  return true;
+}
+
+/* Is candidate c available given the node's state and the tentative overlay? */
+static bool avail(const sf_packer_t *p, const cand_t *c, stats_t *st)
+{
+  const pk_search_t *s = &p->search;
+  const hdev_t *d = &s->h->d[c->k];
+  uint32_t holders = d->holders + s->tcount[c->k];
+  if (!(d->fl & HD_SHARED)) {
+    if (holders > 0) {
+      if (st) st->busy++;
+      return false;
+    }
+  } else {
+    if (p->pol->max_sharers > 0 && holders >= p->pol->max_sharers) {
+      if (st) st->sharers++;
+      return false;
+    }
+    const sf_milli_t *t = &s->tcap[(size_t)c->k * MAXCAPS], *need = &s->needs[c->noff];
+    if (d->cls >= 0) {
+      sf_milli_t v = p->view.cls[d->cls].cap.value;
+      if (short_of(d->capfree - t[0] - reserve_of(p, v), need[0], st))
+        return false;
+    } else if (d->fl & HD_CAPS) {
+      const sf__dev_t *dv = &p->idx->devs[d->dev];
+      for (uint32_t i = 0; i < dv->ncaps; i++)
+        if (short_of(dv->caps[i].free - t[i] - reserve_of(p, dv->caps[i].value), need[i], st))
+          return false;
+    }
+  }
+  if (holders == 0 && (d->fl & HD_COUNTERS)) {
+    const sf__dev_t *dv = &p->idx->devs[d->dev];
+    const sf__pool_t *pl = dv->pool >= 0 ? &p->idx->pools[dv->pool] : NULL;
+    for (uint32_t u = 0; pl && u < dv->ncuses; u++)
+      if (pl->counters[dv->cuses[u].counter].free - tcounter(s, dv->pool, dv->cuses[u].counter) <
+          dv->cuses[u].value) {
+        if (st) st->counters++;
+        return false;
+      }
+  }
+  return true;
+}
+
+static void take(sf_packer_t *p, const cand_t *c, int sign)
+{
+  pk_search_t *s = &p->search;
+  const hdev_t *d = &s->h->d[c->k];
+  const sf__dev_t *dv = (d->fl & HD_COUNTERS) ? &p->idx->devs[d->dev] : NULL;
+  bool counters = dv != NULL && dv->pool >= 0;
+  if (sign > 0 && counters && d->holders + s->tcount[c->k] == 0)
+    for (uint32_t u = 0; u < dv->ncuses; u++) {
+      GROW(s->tcnt, s->tcntcap, s->ntcnt + 1);
+      s->tcnt[s->ntcnt++] = (tcount_t){dv->pool, dv->cuses[u].counter, dv->cuses[u].value};
+    }
+  s->tcount[c->k] = (uint32_t)((int64_t)s->tcount[c->k] + sign);
+  if (sign < 0 && counters && d->holders + s->tcount[c->k] == 0)
+    s->ntcnt -= dv->ncuses;
+  if (d->fl & HD_SHARED) {
+    sf_milli_t *t = &s->tcap[(size_t)c->k * MAXCAPS];
+    for (uint32_t i = 0; i < d->ncaps; i++)
+      t[i] += sign * s->needs[c->noff + i];
+  }
+}
+
+/* ---- candidates ---- */
+
+void sf__search_begin(sf_packer_t *p, hnode_t *h)
+{
+  pk_search_t *s = &p->search;
+  s->h = h;
+  size_t old = s->tccap;
+  GROW(s->tcount, s->tccap, (size_t)h->n + 1);
+  memset(s->tcount + old, 0, (s->tccap - old) * sizeof(*s->tcount));
+  if (((size_t)h->n + 1) * MAXCAPS > s->tcapcap) {
+    size_t ncap = ((size_t)h->n + 1) * MAXCAPS * 2;
+    s->tcap = sf_xrealloc(s->tcap, ncap * sizeof(*s->tcap));
+    memset(s->tcap + s->tcapcap, 0, (ncap - s->tcapcap) * sizeof(*s->tcap));
+    s->tcapcap = ncap;
+  }
+  size_t nslot = p->dem.nslot + 1;
+  GROW(s->coff, s->coffcap, nslot);
+  GROW(s->clen, s->clencap, nslot);
+  GROW(s->st, s->stcap, nslot);
+  memset(s->clen, 0, nslot * sizeof(*s->clen));
+  s->ntcnt = 0;
+  s->ncands = s->nneeds = 0;
+  s->nres = 0;
+  s->steps = 0;
+  s->unknown = false;
+  for (size_t i = 0; i < p->dem.ncs; i++)
+    p->dem.cs[i].n = 0;
+}
+
+void sf__search_gather(sf_packer_t *p, uint32_t slot, bool stop)
+{
+  pk_search_t *s = &p->search;
+  const hnode_t *h = s->h;
+  const slot_t *sl = &p->dem.slot[slot];
+  stats_t *st = &s->st[slot];
+  memset(st, 0, sizeof(*st));
+  st->best_free = -1;
+  if (sl->s->ncaps) {
+    st->want = sl->s->caps[0].value;
+    st->capname = sl->s->caps[0].name;
+  }
+  s->coff[slot] = s->ncands;
+  for (uint32_t k = 0; k < h->n; k++) {
+    const hdev_t *d = &h->d[k];
+    sf_match_t m = sf__demand_match(p, sl, d->dev);
+    if (m == SF_MATCH_UNKNOWN) {
+      st->unknown++;
+      s->unknown = true;
+      continue;
+    }
+    if (m != SF_MATCH_YES)
+      continue;
+    st->match++;
+    GROW(s->needs, s->needcap, s->nneeds + MAXCAPS);
+    if (!need_of(p, slot, d, &s->needs[s->nneeds], st))
+      continue;
+    GROW(s->cands, s->candcap, s->ncands + 1);
+    cand_t *c = &s->cands[s->ncands++];
+    c->k = k;
+    c->noff = (uint32_t)s->nneeds;
+    c->key = 0;
+    s->nneeds += d->ncaps ? d->ncaps : 1;
+    c->avail = avail(p, c, st);
+    st->navail += c->avail;
+    if (stop && c->avail)
+      break;
+  }
+  s->clen[slot] = s->ncands - s->coff[slot];
+}
+
+/*
+ * The packer's preference: tightest fit first (spread: loosest), devices of
+ * intact islands last, then node order.
+ */
+static int64_t key_of(const sf_packer_t *p, const cand_t *c)
+{
+  const hdev_t *d = &p->search.h->d[c->k];
+  int64_t after;
+  if (d->fl & HD_MEASURED)
+    after = sf__permille(d->fa - p->search.needs[(size_t)c->noff + (size_t)(uint8_t)d->prim], d->pval);
+  else
+    after = (!(d->fl & HD_SHARED) || d->holders > 0) ? 0 : 1000;
+  int64_t key = p->pol->strategy == SF_STRATEGY_SPREAD ? -after : after;
+  if (sf__view_intact(p->search.h, d->island))
+    key += 1000000;
+  return key * 4096 + c->k;
+}
+
+static int cand_cmp(const void *a, const void *b)
+{
+  int64_t x = ((const cand_t *)a)->key, y = ((const cand_t *)b)->key;
+  return (x > y) - (x < y);
+}
+
+void sf__search_order(sf_packer_t *p, uint32_t slot)
+{
+  pk_search_t *s = &p->search;
+  cand_t *cs = s->cands + s->coff[slot];
+  size_t n = s->clen[slot];
+  if (p->pol->device_choice != SF_CHOICE_PACKER || n < 2)
+    return;
+  for (size_t i = 0; i < n; i++)
+    cs[i].key = key_of(p, &cs[i]);
+  if (n > 32) {
+    qsort(cs, n, sizeof(*cs), cand_cmp);
+    return;
+  }
+  for (size_t i = 1; i < n; i++)  /* insertion sort: short lists */
+    for (size_t j = i; j > 0 && cs[j].key < cs[j - 1].key; j--) {
+      cand_t t = cs[j];
+      cs[j] = cs[j - 1];
+      cs[j - 1] = t;
+    }
+}
+
+void sf__search_gather_all(sf_packer_t *p)
+{
+  for (uint32_t slot = 0; slot < p->dem.nslot; slot++) {
+    sf__search_gather(p, slot, false);
+    sf__search_order(p, slot);
+  }
+}
+
+/* ---- results ---- */
+
+static void push_result(sf_packer_t *p, uint32_t slot, const cand_t *c)
+{
+  pk_search_t *s = &p->search;
+  const slot_t *sl = &p->dem.slot[slot];
+  const freq_t *f = &p->dem.fr[sl->r];
+  GROW(s->res, s->rescap, s->nres + 1);
+  GROW(s->rk, s->rkcap, s->nres + 1);
+  if ((s->nres + 1) * MAXCAPS > s->rconscap) {
+    size_t need = (s->nres + 1) * MAXCAPS * 2;
+    s->rcons = sf_xrealloc(s->rcons, need * sizeof(*s->rcons));
+    s->rconscap = need;
+  }
+  const hdev_t *d = &s->h->d[c->k];
+  memcpy(&s->rcons[s->nres * MAXCAPS], &s->needs[c->noff], (d->ncaps ? d->ncaps : 1) * sizeof(*s->rcons));
+  s->res[s->nres] = (sf_result_t){f->claim, f->req, sl->alt, {d->dev, NULL}};
+  s->rk[s->nres] = c->k;
+  s->nres++;
+}
+
+void sf__search_end(sf_packer_t *p)
+{
+  pk_search_t *s = &p->search;
+  for (size_t i = 0; i < s->nres; i++) {
+    uint32_t k = s->rk[i];
+    const hdev_t *d = &s->h->d[k];
+    s->tcount[k]--;
+    if (d->fl & HD_SHARED)
+      for (uint32_t c = 0; c < d->ncaps; c++)
+        s->tcap[(size_t)k * MAXCAPS + c] -= s->rcons[i * MAXCAPS + c];
+  }
+  s->ntcnt = 0;
+}
+
+/* What candidate c takes of its device's primary capacity. */
+static pick_t pick_of(const sf_packer_t *p, uint32_t k, const sf_milli_t *need)
+{
+  const hdev_t *d = &p->search.h->d[k];
+  return (pick_t){k, d->prim >= 0 ? need[d->prim] : 0};
+}
+
+double sf__search_score(sf_packer_t *p)
+{
+  pk_search_t *s = &p->search;
+  GROW(s->picks, s->pickcap, s->nres + 1);
+  for (size_t i = 0; i < s->nres; i++)
+    s->picks[i] = pick_of(p, s->rk[i], &s->rcons[i * MAXCAPS]);
+  return sf__score(p, s->h, s->picks, s->nres);
+}
+
+/* ---- one device ---- */
+
+/* Same summary, hence the same needs, score and preference but for the node order. */
+static bool same_state(const hdev_t *a, const hdev_t *b)
+{
+  return !(a->fl & HD_CAPS) && a->capfree == b->capfree && a->fa == b->fa && a->fp == b->fp &&
+         a->holders == b->holders && a->cls == b->cls && a->island == b->island && a->model_bit == b->model_bit &&
+         a->fl == b->fl && a->pval == b->pval && a->prim == b->prim && a->ncaps == b->ncaps;
+}
+
+int sf__search_one(sf_packer_t *p, double *raw)
+{
+  pk_search_t *s = &p->search;
+  const cand_t *cs = s->cands + s->coff[0];
+  bool packer = p->pol->device_choice == SF_CHOICE_PACKER;
+  bool all = packer && (p->pol->strategy == SF_STRATEGY_FGD || p->pol->strategy == SF_STRATEGY_FRAGMENTATION);
+  int64_t best = -1, bkey = 0;
+  double bs = 0.0;
+  for (size_t i = 0; i < s->clen[0]; i++) {
+    if (!cs[i].avail)
+      continue;
+    if (!packer) {
+      best = (int64_t)i;
+      break;
+    }
+    /* A device in the same state as an earlier one would tie with it and lose on node order. */
+    bool dup = false;
+    for (size_t e = 0; e < i && !dup; e++)
+      dup = cs[e].avail && same_state(&s->h->d[cs[e].k], &s->h->d[cs[i].k]);
+    if (dup)
+      continue;
+    int64_t key = key_of(p, &cs[i]);
+    if (!all) {
+      if (best < 0 || key < bkey) {
+        best = (int64_t)i;
+        bkey = key;
+      }
+      continue;
+    }
+    pick_t pk = pick_of(p, cs[i].k, &s->needs[cs[i].noff]);
+    double sc = sf__score(p, s->h, &pk, 1);
+    if (best < 0 || sc > bs || (sc == bs && key < bkey)) {
+      best = (int64_t)i;
+      bs = sc;
+      bkey = key;
+    }
+  }
+  if (best < 0)
+    return SEARCH_FAIL;
+  const cand_t *c = &cs[best];
+  push_result(p, 0, c);
+  take(p, c, +1);
+  if (!all) {
+    pick_t pk = pick_of(p, c->k, &s->needs[c->noff]);
+    bs = sf__score(p, s->h, &pk, 1);
+  }
+  *raw = bs;
+  return SEARCH_OK;
+}
+
+/* ---- N devices of one island ---- */
+
+int sf__search_island(sf_packer_t *p, uint32_t want)
+{
+  pk_search_t *s = &p->search;
+  const cand_t *cs = s->cands + s->coff[0];
+  size_t n = s->clen[0];
+  if (want == 0 || want > n)
+    return SEARCH_FAIL;
+  for (size_t i = 0; i < n; i++) {
+    if (!cs[i].avail)
+      continue;
+    int32_t isl = s->h->d[cs[i].k].island;
+    size_t got = 0;
+    for (size_t j = i; j < n && got < want; j++)
+      if (cs[j].avail && (j == i || (isl >= 0 && s->h->d[cs[j].k].island == isl)))
+        got++;
+    if (got < want)
+      continue;
+    got = 0;
+    for (size_t j = i; j < n && got < want; j++)
+      if (cs[j].avail && (j == i || (isl >= 0 && s->h->d[cs[j].k].island == isl))) {
+        push_result(p, 0, &cs[j]);
+        take(p, &cs[j], +1);
+        got++;
+      }
+    return SEARCH_OK;
+  }
+  return SEARCH_FAIL;
+}
+
+uint32_t sf__search_largest(sf_packer_t *p, uint32_t slot)
+{
+  pk_search_t *s = &p->search;
+  const cand_t *cs = s->cands + s->coff[slot];
+  GROW(s->icnt, s->icntcap, (size_t)s->h->nisl + 1);
+  memset(s->icnt, 0, s->h->nisl * sizeof(*s->icnt));
+  uint32_t best = 0;
+  for (size_t i = 0; i < s->clen[slot]; i++) {
+    if (!cs[i].avail)
+      continue;
+    int16_t isl = s->h->d[cs[i].k].island;
+    uint32_t c = isl < 0 ? 1 : ++s->icnt[isl];
+    best = c > best ? c : best;
+  }
+  return best;
+}
+
+/* ---- constraints ---- */
+
+static bool attr_eq(const sf_attr_t *a, const sf_attr_t *b)
+{
+  return a->type == b->type && a->i == b->i && a->s == b->s;
+}
+
+static const sf_attr_t *dev_attr_named(const sf__dev_t *dv, const char *name)
+{
+  for (uint32_t i = 0; name && i < dv->nattrs; i++)
+    if (dv->attrs[i].name == name)
+      return &dv->attrs[i];
+  return NULL;
+}
+
+static int32_t island_of(const hdev_t *d, uint32_t k)
+{
+  return d->island >= 0 ? d->island : -2 - (int32_t)k;  /* no island: its own */
+}
+
+/* Would device k keep constraint cs satisfied? */
+static bool cons_ok(const sf_packer_t *p, const cstate_t *cs, uint32_t k)
+{
+  const hdev_t *d = &p->search.h->d[k];
+  if (cs->c->kind == SF_CONSTRAINT_ISLAND)
+    return cs->n == 0 || cs->isl == island_of(d, k);
+  const sf_attr_t *a = dev_attr_named(&p->idx->devs[d->dev], cs->attr);
+  if (a == NULL || cs->n >= 64)
+    return false;
+  for (uint32_t j = 0; j < cs->n; j++) {
+    bool eq = attr_eq(cs->vals[j], a);
+    if (cs->c->kind == SF_CONSTRAINT_MATCH ? !eq : eq)
+      return false;
+  }
+  return true;
+}
+
+static bool applies(const cstate_t *cs, const freq_t *f, int32_t alt)
+{
+  return cs->claim == f->claim && sf__demand_refers(cs->c, f->req, alt);
+}
+
+/* Checks, then records, device k in every constraint of the slot's request that refers to it. */
+static bool cons_push(sf_packer_t *p, const slot_t *sl, uint32_t k)
+{
+  pk_demand_t *dm = &p->dem;
+  const freq_t *f = &dm->fr[sl->r];
+  for (size_t i = 0; i < dm->ncs; i++)
+    if (applies(&dm->cs[i], f, sl->alt) && !cons_ok(p, &dm->cs[i], k))
+      return false;
+  for (size_t i = 0; i < dm->ncs; i++) {
+    cstate_t *cs = &dm->cs[i];
+    if (!applies(cs, f, sl->alt))
+      continue;
+    if (cs->c->kind == SF_CONSTRAINT_ISLAND)
+      cs->isl = island_of(&p->search.h->d[k], k);
+    else
+      cs->vals[cs->n] = dev_attr_named(&p->idx->devs[p->search.h->d[k].dev], cs->attr);
+    cs->n++;
+  }
+  return true;
+}
+
+static void cons_pop(sf_packer_t *p, const slot_t *sl)
+{
+  pk_demand_t *dm = &p->dem;
+  const freq_t *f = &dm->fr[sl->r];
+  for (size_t i = 0; i < dm->ncs; i++)
+    if (applies(&dm->cs[i], f, sl->alt) && dm->cs[i].n > 0)
+      dm->cs[i].n--;
+}
+
+/* ---- the general search ---- */
+
+static int search_req(sf_packer_t *p, size_t r);
+
+/* Chooses the m-th of `want` devices for the slot, from candidate `from` on. */
+static int search_dev(sf_packer_t *p, uint32_t slot, uint32_t m, uint32_t want, size_t from)
+{
+  pk_search_t *s = &p->search;
+  const slot_t *sl = &p->dem.slot[slot];
+  if (m == want)
+    return search_req(p, sl->r + 1);
+  for (size_t i = from; i < s->clen[slot]; i++) {
+    const cand_t *c = &s->cands[s->coff[slot] + i];
+    if (++s->steps > p->pol->search_budget)
+      return SEARCH_BUDGET;
+    if (!avail(p, c, NULL) || !cons_push(p, sl, c->k))
+      continue;
+    take(p, c, +1);
+    push_result(p, slot, c);
+    int rc = search_dev(p, slot, m + 1, want, i + 1);
+    if (rc != SEARCH_FAIL)
+      return rc;
+    s->nres--;
+    take(p, c, -1);
+    cons_pop(p, sl);
+  }
+  return SEARCH_FAIL;
+}
+
+static int search_req(sf_packer_t *p, size_t r)
+{
+  if (r == p->dem.nfr)
+    return SEARCH_OK;
+  const freq_t *f = &p->dem.fr[r];
+  int rc = SEARCH_FAIL;
+  for (uint32_t a = 0; a < f->nslots && rc == SEARCH_FAIL; a++) {
+    uint32_t slot = f->slot + a;
+    const sf_request_t *s = p->dem.slot[slot].s;
+    uint32_t want = s->all ? (uint32_t)p->search.clen[slot] : s->count;
+    if (want == 0 || want > p->search.clen[slot])
+      continue;  /* All needs at least one device; ExactCount needs enough candidates */
+    rc = search_dev(p, slot, 0, want, 0);
+  }
+  return rc;
+}
+
+int sf__search_all(sf_packer_t *p)
+{
+  return search_req(p, 0);
+}
+
+void sf__search_dispose(pk_search_t *s)
+{
+  free(s->tcount); free(s->tcap); free(s->tcnt); free(s->cands); free(s->needs);
+  free(s->coff); free(s->clen); free(s->st); free(s->memo);
+  free(s->res); free(s->rcons); free(s->rk); free(s->picks); free(s->icnt);
+}
