@@ -64,26 +64,6 @@ void sf__demand_resolve(sf_packer_t *p)
   } while (gen != p->idx->cache_gen);
 }
 
-sf_match_t sf__demand_match(sf_packer_t *p, const slot_t *sl, sf_dev_id d)
-{
-  const sf_request_t *s = sl->s;
-  for (size_t i = 0; i < s->nselectors; i++) {
-    const sf_selector_t *sel = &s->selectors[i];
-    uint8_t *r = sl->selc[i];
-    sf_match_t m;
-    if (r != NULL) {
-      if (r[d] == 0)
-        r[d] = (uint8_t)(1 + sel->fn(sel->ctx, p->idx, d));
-      m = (sf_match_t)(r[d] - 1);
-    } else {
-      m = sel->fn(sel->ctx, p->idx, d);
-    }
-    if (m != SF_MATCH_YES)
-      return m;
-  }
-  return SF_MATCH_YES;
-}
-
 bool sf__demand_refers(const sf_constraint_t *c, uint32_t req, int32_t alt)
 {
   if (c->nrefs == 0)

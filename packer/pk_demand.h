@@ -11,7 +11,13 @@
 #include "slicefit/packer.h"
 
 #define MAXCAPS 32  /* DRA: attributes + capacities per device <= 32 */
-#define GROW(arr, cap, need) sf_xgrow(&(arr), &(cap), (need), sizeof(*(arr)))
+/* Grows arr to hold `need` entries; the common case, room already, costs one compare. */
+#define GROW(arr, cap, need)                                   \
+  do {                                                         \
+    if ((need) > (cap))                                        \
+      sf_xgrow(&(arr), &(cap), (need), sizeof(*(arr)));        \
+  } while (0)
+#define SF_HOT static inline __attribute__((always_inline))
 
 /* One flattened request. */
 typedef struct {
@@ -56,7 +62,25 @@ void sf__demand_prepare(sf_packer_t *p, sf_index_t *idx, const sf_demand_t *d);
 /* Resolves every slot's selector caches (after anything that may drop them). */
 void sf__demand_resolve(sf_packer_t *p);
 /* Does device d match every selector of slot sl? UNKNOWN when one cannot tell. */
-sf_match_t sf__demand_match(sf_packer_t *p, const slot_t *sl, sf_dev_id d);
+static inline sf_match_t sf__demand_match(sf_index_t *idx, const slot_t *sl, sf_dev_id d)
+{
+  const sf_request_t *s = sl->s;
+  for (size_t i = 0; i < s->nselectors; i++) {
+    const sf_selector_t *sel = &s->selectors[i];
+    uint8_t *r = sl->selc[i];
+    sf_match_t m;
+    if (r != NULL) {
+      if (r[d] == 0)
+        r[d] = (uint8_t)(1 + sel->fn(sel->ctx, idx, d));
+      m = (sf_match_t)(r[d] - 1);
+    } else {
+      m = sel->fn(sel->ctx, idx, d);
+    }
+    if (m != SF_MATCH_YES)
+      return m;
+  }
+  return SF_MATCH_YES;
+}
 /* Does constraint c apply to request req (alternative alt)? */
 bool sf__demand_refers(const sf_constraint_t *c, uint32_t req, int32_t alt);
 /* The demand's own shapes (one per flattened request; CPU on the first); models 0 = any. */

@@ -64,6 +64,7 @@ typedef struct {
   uint32_t *icnt; size_t icntcap;        /* per island, scratch */
   size_t steps;
   bool unknown;            /* a selector could not tell */
+  bool taken;              /* the results are in the overlay (sf__search_end takes them back) */
 } pk_search_t;
 
 /* Starts a node: empty overlay, no candidates, no results. */

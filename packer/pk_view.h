@@ -46,6 +46,8 @@ typedef struct {
   int32_t ns1;             /* hosts in no island */
 } fstat_t;
 
+#define NISL_IN 8          /* islands a summary holds without an allocation */
+
 typedef struct {
   uint64_t version;        /* node version it was built from; 0: never */
   hdev_t *d; uint32_t n, cap;
@@ -53,9 +55,11 @@ typedef struct {
   int64_t cpu_free;        /* -1: not tracked */
   int64_t total, used;     /* Σ fp and Σ (1000 - fp) over GPUs */
   uint32_t ngpu;
-  uint16_t *isize;         /* per island: devices */
+  uint16_t *isize;         /* per island: devices (owned past NISL_IN islands; see sf__view_isize) */
   uint8_t *iheld;          /* per island: 1 when a device of it has a holder */
   uint32_t nisl, islcap;
+  uint16_t isize_in[NISL_IN];
+  uint8_t iheld_in[NISL_IN];
   uint64_t fversion, mixhash;  /* fs and fb are for this version and mix */
   double fb;               /* F(before) */
   fstat_t *fs; size_t fscap;
@@ -81,10 +85,20 @@ static inline int32_t sf__permille(sf_milli_t f, sf_milli_t v)
   return (int32_t)(f > INT64_MAX / 1000 ? f / (v / 1000) : f * 1000 / v);
 }
 
+/* Per island: its devices; and whether one of them has a holder. */
+static inline const uint16_t *sf__view_isize(const hnode_t *h)
+{
+  return h->islcap > NISL_IN ? h->isize : h->isize_in;
+}
+static inline const uint8_t *sf__view_iheld(const hnode_t *h)
+{
+  return h->islcap > NISL_IN ? h->iheld : h->iheld_in;
+}
+
 /* Is island isl whole (two devices or more) and unheld? */
 static inline bool sf__view_intact(const hnode_t *h, int32_t isl)
 {
-  return isl >= 0 && (uint32_t)isl < h->nisl && h->isize[isl] >= 2 && !h->iheld[isl];
+  return isl >= 0 && (uint32_t)isl < h->nisl && sf__view_isize(h)[isl] >= 2 && !sf__view_iheld(h)[isl];
 }
 
 #endif

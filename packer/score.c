@@ -200,7 +200,7 @@ static double island_penalty(const sf_packer_t *p, const hnode_t *h, const after
     uint32_t used = 0;
     for (size_t e = j; e < af->n; e++)
       used += h->d[af->k[e]].island == isl;
-    if (used < h->isize[isl])
+    if (used < sf__view_isize(h)[isl])
       raw -= p->pol->weight_island * 1000.0;
   }
   return raw;

@@ -85,15 +85,9 @@ static sf_milli_t cap_default(const sf__cap_t *c)
 }
 
 /* The needs of a device with one capacity of class `cls`, memoised per class and call. */
-static bool class_need(sf_packer_t *p, uint32_t slot, int32_t cls, sf_milli_t *need)
+SF_HOT bool class_need(sf_packer_t *p, uint32_t slot, int32_t cls, sf_milli_t *need)
 {
-  pk_search_t *s = &p->search;
-  if ((size_t)cls >= s->memocap) {
-    size_t old = s->memocap;
-    GROW(s->memo, s->memocap, (size_t)cls + 1);
-    memset(s->memo + old, 0, (s->memocap - old) * sizeof(*s->memo));
-  }
-  hmemo_t *mo = &s->memo[cls];
+  hmemo_t *mo = &p->search.memo[cls];  /* sized for every class by sf__search_gather */
   if (mo->stamp != p->stamp || mo->slot != slot) {
     const slot_t *sl = &p->dem.slot[slot];
     const hcls_t *c = &p->view.cls[cls];
@@ -116,12 +110,12 @@ static bool class_need(sf_packer_t *p, uint32_t slot, int32_t cls, sf_milli_t *n
  * need[] with what it would consume of each capacity. False with the
  * reason counted in st.
  */
-static bool need_of(sf_packer_t *p, uint32_t slot, const hdev_t *d, sf_milli_t *need, stats_t *st)
+SF_HOT bool need_of(sf_packer_t *p, uint32_t slot, const slot_t *sl, const hdev_t *d, sf_milli_t *need,
+                    stats_t *st)
 {
-  const slot_t *sl = &p->dem.slot[slot];
   const sf_request_t *s = sl->s;
-  const sf__dev_t *dv = &p->idx->devs[d->dev];
-  if (d->fl & HD_TAINTED)
+  if (d->fl & HD_TAINTED) {
+    const sf__dev_t *dv = &p->idx->devs[d->dev];
     for (uint32_t i = 0; i < dv->ntaints; i++) {
       const sf_taint_t *t = &dv->taints[i].t;
       if (t->effect != SF_TAINT_NONE && !tolerated(s, t)) {
@@ -130,6 +124,7 @@ static bool need_of(sf_packer_t *p, uint32_t slot, const hdev_t *d, sf_milli_t *
         return false;
       }
     }
+  }
   if (d->ncaps > MAXCAPS) {
     st->shape++;
     return false;
@@ -141,6 +136,7 @@ static bool need_of(sf_packer_t *p, uint32_t slot, const hdev_t *d, sf_milli_t *
     need[0] = 0;
     ok = s->ncaps == 0;
   } else {
+    const sf__dev_t *dv = &p->idx->devs[d->dev];
     for (uint32_t c = 0; c < dv->ncaps; c++)
       need[c] = cap_default(&dv->caps[c]);
     for (size_t r = 0; r < s->ncaps && ok; r++) {
@@ -187,12 +183,16 @@ static bool short_of(sf_milli_t left, sf_milli_t need, stats_t *st)
   return true;
 }
 
-/* Is candidate c available given the node's state and the tentative overlay? */
-static bool avail(const sf_packer_t *p, const cand_t *c, stats_t *st)
+/*
+ * Is candidate c available given the node's state and, with `tent`, the
+ * tentative overlay? (Without, as when candidates are gathered and the
+ * overlay is empty, the compiler drops its reads.)
+ */
+SF_HOT bool avail(const sf_packer_t *p, const hdev_t *d, uint32_t k, const sf_milli_t *need, stats_t *st,
+                  bool tent)
 {
   const pk_search_t *s = &p->search;
-  const hdev_t *d = &s->h->d[c->k];
-  uint32_t holders = d->holders + s->tcount[c->k];
+  uint32_t holders = d->holders + (tent ? s->tcount[k] : 0);
   if (!(d->fl & HD_SHARED)) {
     if (holders > 0) {
       if (st) st->busy++;
@@ -203,15 +203,15 @@ static bool avail(const sf_packer_t *p, const cand_t *c, stats_t *st)
       if (st) st->sharers++;
       return false;
     }
-    const sf_milli_t *t = &s->tcap[(size_t)c->k * MAXCAPS], *need = &s->needs[c->noff];
+    const sf_milli_t *t = &s->tcap[(size_t)k * MAXCAPS];
     if (d->cls >= 0) {
       sf_milli_t v = p->view.cls[d->cls].cap.value;
-      if (short_of(d->capfree - t[0] - reserve_of(p, v), need[0], st))
+      if (short_of(d->capfree - (tent ? t[0] : 0) - reserve_of(p, v), need[0], st))
         return false;
     } else if (d->fl & HD_CAPS) {
       const sf__dev_t *dv = &p->idx->devs[d->dev];
       for (uint32_t i = 0; i < dv->ncaps; i++)
-        if (short_of(dv->caps[i].free - t[i] - reserve_of(p, dv->caps[i].value), need[i], st))
+        if (short_of(dv->caps[i].free - (tent ? t[i] : 0) - reserve_of(p, dv->caps[i].value), need[i], st))
           return false;
     }
   }
@@ -219,7 +219,7 @@ static bool avail(const sf_packer_t *p, const cand_t *c, stats_t *st)
     const sf__dev_t *dv = &p->idx->devs[d->dev];
     const sf__pool_t *pl = dv->pool >= 0 ? &p->idx->pools[dv->pool] : NULL;
     for (uint32_t u = 0; pl && u < dv->ncuses; u++)
-      if (pl->counters[dv->cuses[u].counter].free - tcounter(s, dv->pool, dv->cuses[u].counter) <
+      if (pl->counters[dv->cuses[u].counter].free - (tent ? tcounter(s, dv->pool, dv->cuses[u].counter) : 0) <
           dv->cuses[u].value) {
         if (st) st->counters++;
         return false;
@@ -268,8 +268,8 @@ void sf__search_begin(sf_packer_t *p, hnode_t *h)
   GROW(s->coff, s->coffcap, nslot);
   GROW(s->clen, s->clencap, nslot);
   GROW(s->st, s->stcap, nslot);
-  memset(s->clen, 0, nslot * sizeof(*s->clen));
   s->ntcnt = 0;
+  s->taken = false;
   s->ncands = s->nneeds = 0;
   s->nres = 0;
   s->steps = 0;
@@ -291,31 +291,41 @@ void sf__search_gather(sf_packer_t *p, uint32_t slot, bool stop)
     st->capname = sl->s->caps[0].name;
   }
   s->coff[slot] = s->ncands;
+  if (p->view.ncls > s->memocap) {
+    size_t old = s->memocap;
+    GROW(s->memo, s->memocap, p->view.ncls);
+    memset(s->memo + old, 0, (s->memocap - old) * sizeof(*s->memo));
+  }
+  GROW(s->cands, s->candcap, s->ncands + h->n + 1);
+  GROW(s->needs, s->needcap, s->nneeds + ((size_t)h->n + 1) * MAXCAPS);
+  /* Locals, not the struct's fields: stores through s would alias every read. */
+  cand_t *cands = s->cands;
+  sf_milli_t *needs = s->needs;
+  size_t nc = s->ncands, nn = s->nneeds;
+  stats_t t = *st;
   for (uint32_t k = 0; k < h->n; k++) {
     const hdev_t *d = &h->d[k];
-    sf_match_t m = sf__demand_match(p, sl, d->dev);
+    sf_match_t m = sf__demand_match(p->idx, sl, d->dev);
     if (m == SF_MATCH_UNKNOWN) {
-      st->unknown++;
+      t.unknown++;
       s->unknown = true;
       continue;
     }
     if (m != SF_MATCH_YES)
       continue;
-    st->match++;
-    GROW(s->needs, s->needcap, s->nneeds + MAXCAPS);
-    if (!need_of(p, slot, d, &s->needs[s->nneeds], st))
+    t.match++;
+    if (!need_of(p, slot, sl, d, &needs[nn], &t))
       continue;
-    GROW(s->cands, s->candcap, s->ncands + 1);
-    cand_t *c = &s->cands[s->ncands++];
-    c->k = k;
-    c->noff = (uint32_t)s->nneeds;
-    c->key = 0;
-    s->nneeds += d->ncaps ? d->ncaps : 1;
-    c->avail = avail(p, c, st);
-    st->navail += c->avail;
-    if (stop && c->avail)
+    bool ok = avail(p, d, k, &needs[nn], &t, false);
+    cands[nc++] = (cand_t){k, (uint32_t)nn, 0, ok};
+    nn += d->ncaps ? d->ncaps : 1;
+    t.navail += ok;
+    if (stop && ok)
       break;
   }
+  *st = t;
+  s->ncands = nc;
+  s->nneeds = nn;
   s->clen[slot] = s->ncands - s->coff[slot];
 }
 
@@ -387,7 +397,8 @@ static void push_result(sf_packer_t *p, uint32_t slot, const cand_t *c)
     s->rconscap = need;
   }
   const hdev_t *d = &s->h->d[c->k];
-  memcpy(&s->rcons[s->nres * MAXCAPS], &s->needs[c->noff], (d->ncaps ? d->ncaps : 1) * sizeof(*s->rcons));
+  for (uint32_t i = 0; i < (d->ncaps ? d->ncaps : 1u); i++)
+    s->rcons[s->nres * MAXCAPS + i] = s->needs[c->noff + i];
   s->res[s->nres] = (sf_result_t){f->claim, f->req, sl->alt, {d->dev, NULL}};
   s->rk[s->nres] = c->k;
   s->nres++;
@@ -396,7 +407,7 @@ static void push_result(sf_packer_t *p, uint32_t slot, const cand_t *c)
 void sf__search_end(sf_packer_t *p)
 {
   pk_search_t *s = &p->search;
-  for (size_t i = 0; i < s->nres; i++) {
+  for (size_t i = 0; s->taken && i < s->nres; i++) {
     uint32_t k = s->rk[i];
     const hdev_t *d = &s->h->d[k];
     s->tcount[k]--;
@@ -473,8 +484,7 @@ int sf__search_one(sf_packer_t *p, double *raw)
   if (best < 0)
     return SEARCH_FAIL;
   const cand_t *c = &cs[best];
-  push_result(p, 0, c);
-  take(p, c, +1);
+  push_result(p, 0, c);  /* nothing is searched after it: no overlay to keep */
   if (!all) {
     pick_t pk = pick_of(p, c->k, &s->needs[c->noff]);
     bs = sf__score(p, s->h, &pk, 1);
@@ -492,23 +502,22 @@ int sf__search_island(sf_packer_t *p, uint32_t want)
   size_t n = s->clen[0];
   if (want == 0 || want > n)
     return SEARCH_FAIL;
+  GROW(s->icnt, s->icntcap, want);
   for (size_t i = 0; i < n; i++) {
     if (!cs[i].avail)
       continue;
     int32_t isl = s->h->d[cs[i].k].island;
-    size_t got = 0;
+    uint32_t got = 0;
     for (size_t j = i; j < n && got < want; j++)
       if (cs[j].avail && (j == i || (isl >= 0 && s->h->d[cs[j].k].island == isl)))
-        got++;
+        s->icnt[got++] = (uint32_t)j;
     if (got < want)
       continue;
-    got = 0;
-    for (size_t j = i; j < n && got < want; j++)
-      if (cs[j].avail && (j == i || (isl >= 0 && s->h->d[cs[j].k].island == isl))) {
-        push_result(p, 0, &cs[j]);
-        take(p, &cs[j], +1);
-        got++;
-      }
+    for (uint32_t g = 0; g < want; g++) {
+      push_result(p, 0, &cs[s->icnt[g]]);
+      take(p, &cs[s->icnt[g]], +1);
+    }
+    s->taken = true;
     return SEARCH_OK;
   }
   return SEARCH_FAIL;
@@ -618,7 +627,7 @@ static int search_dev(sf_packer_t *p, uint32_t slot, uint32_t m, uint32_t want, 
     const cand_t *c = &s->cands[s->coff[slot] + i];
     if (++s->steps > p->pol->search_budget)
       return SEARCH_BUDGET;
-    if (!avail(p, c, NULL) || !cons_push(p, sl, c->k))
+    if (!avail(p, &s->h->d[c->k], c->k, &s->needs[c->noff], NULL, true) || !cons_push(p, sl, c->k))
       continue;
     take(p, c, +1);
     push_result(p, slot, c);
@@ -651,6 +660,7 @@ static int search_req(sf_packer_t *p, size_t r)
 
 int sf__search_all(sf_packer_t *p)
 {
+  p->search.taken = true;
   return search_req(p, 0);
 }
 

@@ -84,27 +84,28 @@ static void hdev_fill(pk_view_t *v, hdev_t *h, const sf__dev_t *dv, sf_dev_id d)
   h->fl = (uint8_t)fl;
 }
 
-static void islands(hnode_t *h)
+/* Counts every island's devices and holders, inline up to NISL_IN islands, else in owned arrays. */
+static void islands(hnode_t *h, uint32_t n)
 {
-  uint32_t n = 0;
-  for (uint32_t k = 0; k < h->n; k++)
-    if (h->d[k].island >= 0 && (uint32_t)h->d[k].island + 1 > n)
-      n = (uint32_t)h->d[k].island + 1;
-  if (n > h->islcap) {
+  if (n > NISL_IN && n > h->islcap) {
+    if (h->islcap <= NISL_IN)
+      h->isize = NULL, h->iheld = NULL;
     h->isize = sf_xrealloc(h->isize, n * sizeof(*h->isize));
     h->iheld = sf_xrealloc(h->iheld, n * sizeof(*h->iheld));
     h->islcap = n;
   }
+  uint16_t *size = h->islcap > NISL_IN ? h->isize : h->isize_in;
+  uint8_t *held = h->islcap > NISL_IN ? h->iheld : h->iheld_in;
   h->nisl = n;
-  memset(h->isize, 0, n * sizeof(*h->isize));
-  memset(h->iheld, 0, n * sizeof(*h->iheld));
+  memset(size, 0, n * sizeof(*size));
+  memset(held, 0, n * sizeof(*held));
   for (uint32_t k = 0; k < h->n; k++) {
     const hdev_t *d = &h->d[k];
     if (d->island < 0)
       continue;
-    if (h->isize[d->island] < UINT16_MAX)
-      h->isize[d->island]++;
-    h->iheld[d->island] |= d->holders > 0;
+    if (size[d->island] < UINT16_MAX)
+      size[d->island]++;
+    held[d->island] |= d->holders > 0;
   }
 }
 
@@ -118,9 +119,12 @@ static void build(sf_packer_t *p, hnode_t *h, const sf__node_t *n)
   h->plain = true;
   h->total = h->used = 0;
   h->ngpu = 0;
+  uint32_t nisl = 0;
   for (uint32_t k = 0; k < h->n; k++) {
     hdev_t *d = &h->d[k];
     hdev_fill(&p->view, d, &p->idx->devs[n->devs[k]], n->devs[k]);
+    if (d->island >= 0 && (uint32_t)d->island >= nisl)
+      nisl = (uint32_t)d->island + 1;
     h->plain = h->plain && !(d->fl & (HD_TAINTED | HD_COUNTERS | HD_CAPS));
     if (d->fl & HD_GPU) {
       h->total += d->fp;
@@ -128,7 +132,7 @@ static void build(sf_packer_t *p, hnode_t *h, const sf__node_t *n)
       h->ngpu++;
     }
   }
-  islands(h);
+  islands(h, nisl);
   h->cpu_free = n->cpu_alloc > 0 ? n->cpu_alloc - n->cpu_used : -1;
 }
 
@@ -161,8 +165,10 @@ void sf__view_dispose(pk_view_t *v)
   for (size_t i = 0; i < v->hncap; i++) {
     free(v->hn[i].d);
     free(v->hn[i].fs);
-    free(v->hn[i].isize);
-    free(v->hn[i].iheld);
+    if (v->hn[i].islcap > NISL_IN) {
+      free(v->hn[i].isize);
+      free(v->hn[i].iheld);
+    }
   }
   free(v->hn);
   cls_clear(v);
