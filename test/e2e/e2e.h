@@ -146,6 +146,12 @@ int e2e_slicefit_wait_ready(e2e_slicefit_t *s, int deadline_ms);
 /** SIGTERM, wait (SIGKILL after 5 s); the exit status, or -1. */
 int e2e_slicefit_stop(e2e_slicefit_t *s);
 
+/**
+ * Kills and reaps every process this test process started and has not
+ * stopped (a lost pid included); returns how many there were, their pids in why.
+ */
+size_t e2e_reap_strays(char *why, size_t len);
+
 /** Makes a self-signed serving certificate (tls.crt, tls.key) in dir with the openssl tool; 0 or -1. */
 int e2e_tls_make(const char *dir, char *cert, char *key, size_t len);
 /** From now on this process speaks https to slicefit, verifying against `ca` (NULL: plain http). */

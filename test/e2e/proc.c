@@ -49,6 +49,46 @@ const char *e2e_tool(const char *name)
   return path;
 }
 
+/* ---- every process this test started, until it is reaped ---- */
+
+#define MAX_STARTED 16
+static pid_t started[MAX_STARTED];
+
+static void track(pid_t pid)
+{
+  for (size_t i = 0; pid > 0 && i < MAX_STARTED; i++)
+    if (started[i] == 0) {
+      started[i] = pid;
+      return;
+    }
+}
+
+static void untrack(pid_t pid)
+{
+  for (size_t i = 0; pid > 0 && i < MAX_STARTED; i++)
+    if (started[i] == pid)
+      started[i] = 0;
+}
+
+size_t e2e_reap_strays(char *why, size_t len)
+{
+  size_t n = 0, off = 0;
+  if (len)
+    why[0] = '\0';
+  for (size_t i = 0; i < MAX_STARTED; i++) {
+    pid_t pid = started[i];
+    started[i] = 0;
+    if (pid <= 0 || waitpid(pid, NULL, WNOHANG) == pid)
+      continue;   /* exited, and only reaped now */
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    if (off < len)
+      off += (size_t)snprintf(why + off, len - off, "%s%d", n ? ", " : "", (int)pid);
+    n++;
+  }
+  return n;
+}
+
 /* ---- the fake kube-apiserver ---- */
 
 int e2e_apiserver_start(e2e_apiserver_t *a, const char *token, const char *log)
@@ -68,6 +108,7 @@ int e2e_apiserver_start(e2e_apiserver_t *a, const char *token, const char *log)
     execl(tool, tool, "--token", token, (char *)NULL);
     _exit(127);
   }
+  track(a->pid);
   close(in[0]);
   close(out[1]);
   a->in = fdopen(in[1], "w");
@@ -119,8 +160,10 @@ void e2e_apiserver_stop(e2e_apiserver_t *a)
   }
   if (a->out)
     fclose(a->out);
-  if (a->pid > 0)
+  if (a->pid > 0) {
     waitpid(a->pid, NULL, 0);
+    untrack(a->pid);
+  }
   memset(a, 0, sizeof *a);
 }
 
@@ -164,6 +207,7 @@ int e2e_slicefit_start(e2e_slicefit_t *s, const char *dir, const char *const *ar
     execv(bin, (char *const *)(uintptr_t)argv);
     _exit(127);
   }
+  track(s->pid);
   return s->pid > 0 ? 0 : -1;
 }
 
@@ -213,6 +257,7 @@ int e2e_slicefit_stop(e2e_slicefit_t *s)
     waitpid(s->pid, &st, 0);
     st = -1;
   }
+  untrack(s->pid);
   s->pid = 0;
   return st < 0 ? -1 : WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
