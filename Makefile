@@ -58,7 +58,18 @@ $(CORE_LIB): $(CORE_OBJ)
 # ---- the shells (they may use the I/O libraries) ----
 $(B)/%.o: %.c
 	@mkdir -p $(@D)
-	$(CC) $(STD) $(WARN) $(OPT) $(DEPF) $(INC) $(PKG_CFLAGS) -c $< -o $@
+	$(CC) $(STD) $(WARN) $(OPT) $(DEPF) $(INC) $(PKG_CFLAGS) $(XDEFS) -c $< -o $@
+
+# The build's identity (--version, slicefit_build_info): only extender/version.c
+# sees it, and it is recompiled when the commit changes.
+VERSION  ?= 0.1.0
+REVISION := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+$(B)/revision.txt: FORCE
+	@mkdir -p $(@D)
+	@echo '$(VERSION) $(REVISION)' | cmp -s - $@ || echo '$(VERSION) $(REVISION)' > $@
+$(B)/extender/version.o: $(B)/revision.txt
+$(B)/extender/version.o: XDEFS = -DSF_VERSION='"$(VERSION)"' -DSF_REVISION='"$(REVISION)"'
+FORCE:
 
 # apiwatch/ and extender/ (without its main) link into a library of the shell.
 SHELL_SRC := $(wildcard apiwatch/*.c) $(filter-out extender/main.c,$(wildcard extender/*.c))
@@ -184,6 +195,6 @@ run-replay: deps
 clean:
 	rm -rf build bin
 
-.PHONY: all test check check-pure bench fuzz install deps run run-replay clean
+.PHONY: FORCE all test check check-pure bench fuzz install deps run run-replay clean
 
 -include $(shell find build -name '*.d' 2>/dev/null)

@@ -17,6 +17,8 @@ typedef struct {
   sf_cluster_t *cluster;
   json_t *pending;                 /* claims without an allocation (pending.c) */
   sf_extender_t *ext;
+  sf_extender_t *debug;            /* --debug-listen: /debug/state on its own listener, or NULL */
+  char debug_addr[128];
   sf_kubeconfig_t kube;
   sf_apiwatch_t *watch;            /* NULL with a snapshot */
   sf_apiwatch_sink_t sink;
@@ -200,6 +202,7 @@ static int start_watch(daemon_t *d, const sf_daemon_options_t *opt, char *err, s
     return SF_EINVAL;
   d->ext->metrics_hook = watch_metrics;
   d->ext->metrics_ud = d;
+  sf_log_info("not ready until the cluster state has synced", "ready=false");
   uv_timer_init(&d->loop, &d->sync_timer);
   d->sync_timer.data = d;
   uv_timer_start(&d->sync_timer, on_sync_tick, 100, 250);
@@ -217,6 +220,8 @@ static void on_drained(sf_extender_t *x, void *arg)
 {
   (void)x;
   daemon_t *d = arg;
+  sf_extender_destroy(d->debug);
+  d->debug = NULL;
   if (d->watch) {
     uv_close((uv_handle_t *)&d->sync_timer, NULL);
     sf_apiwatch_stop(d->watch, on_watch_stopped, d);
@@ -246,7 +251,7 @@ static void log_state(const daemon_t *d, const sf_daemon_options_t *opt)
 {
   const sf_index_t *idx = sf_cluster_index(d->cluster);
   sf_log_info("serving", "listen=%s tls=%s source=%s nodes=%zu allocations=%zu claims=%zu "
-              "strategy=%s port=%u",
+              "strategy=%s port=%u debug_port=%u",
               opt->http.listen, opt->http.tls_cert_file ? "true" : "false",
               opt->snapshot       ? opt->snapshot
               : opt->kubeconfig   ? opt->kubeconfig
@@ -254,7 +259,25 @@ static void log_state(const daemon_t *d, const sf_daemon_options_t *opt)
               sf_index_node_count(idx),
               sf_index_alloc_count(idx), sf_cluster_count(d->cluster, SF_KIND_RESOURCE_CLAIM),
               sf_strategy_name(sf_cluster_policy(d->cluster)->strategy),
-              sf_extender_port(d->ext));
+              sf_extender_port(d->ext), d->debug ? sf_extender_port(d->debug) : 0u);
+}
+
+/* --debug-listen: a plain listener with /debug/state and /healthz; ":PORT" is loopback. */
+static int start_debug(daemon_t *d, const sf_daemon_options_t *opt, char *err, size_t errlen)
+{
+  if (opt->debug_listen == NULL || *opt->debug_listen == '\0')
+    return 0;
+  snprintf(d->debug_addr, sizeof d->debug_addr, "%s%s",
+           opt->debug_listen[0] == ':' ? "127.0.0.1" : "", opt->debug_listen);
+  sf_extender_config_t cfg;
+  sf_extender_config_init(&cfg);
+  cfg.listen = d->debug_addr;
+  cfg.debug_only = true;
+  cfg.max_connections = 16;
+  int rc = sf_extender_start(&d->loop, d->cluster, &cfg, &d->debug, err, errlen);
+  if (rc == 0)
+    sf_extender_set_ready(d->debug, true);
+  return rc;
 }
 
 int sf_daemon_run(const sf_daemon_options_t *opt)
@@ -266,6 +289,8 @@ int sf_daemon_run(const sf_daemon_options_t *opt)
   uv_loop_init(&d.loop);
   if (rc == 0)
     rc = sf_extender_start(&d.loop, d.cluster, &opt->http, &d.ext, err, sizeof err);
+  if (rc == 0)
+    rc = start_debug(&d, opt, err, sizeof err);
   if (rc) {
     sf_log_error("cannot start", "reason=\"%s\"", err);
     goto done;
@@ -283,6 +308,7 @@ int sf_daemon_run(const sf_daemon_options_t *opt)
   uv_run(&d.loop, UV_RUN_DEFAULT);
   sf_log_info("stopped", NULL);
 done:
+  sf_extender_destroy(d.debug);
   sf_extender_destroy(d.ext);
   uv_run(&d.loop, UV_RUN_DEFAULT);
   sf_apiwatch_destroy(d.watch);

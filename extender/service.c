@@ -20,6 +20,7 @@ void sf_extender_config_init(sf_extender_config_t *cfg)
       .conn_timeout_s = 30,
       .max_connections = 1024,
       .drain_timeout_ms = 5000,
+      .debug_over_tls = true,
   };
 }
 
@@ -177,13 +178,24 @@ static void on_debug_state(sf_extender_t *x, const sf__req_t *req, sf__reply_t *
   json_decref(st);
 }
 
+/*
+ * /debug/state names every claim in every namespace: it is served on the
+ * serving port only behind TLS (and debug_over_tls), else on the separate
+ * --debug-listen listener, which serves nothing else but /healthz.
+ */
 static const sf__route_t routes[] = {
     {"/filter", "POST", on_filter, SF__V_FILTER},
     {"/prioritize", "POST", on_prioritize, SF__V_PRIORITIZE},
     {"/healthz", "GET", on_healthz, SF__V_HEALTHZ},
     {"/readyz", "GET", on_readyz, SF__V_READYZ},
     {"/metrics", "GET", on_metrics, SF__V_METRICS},
+    {"/debug/state", "GET", on_debug_state, SF__V_DEBUG},  /* last: left out when not served */
+};
+#define NROUTES (sizeof routes / sizeof routes[0])
+
+static const sf__route_t debug_routes[] = {
     {"/debug/state", "GET", on_debug_state, SF__V_DEBUG},
+    {"/healthz", "GET", on_healthz, SF__V_HEALTHZ},
 };
 
 static const char *const verb_names[SF__V_COUNT] = {"filter", "prioritize", "healthz", "readyz",
@@ -211,8 +223,11 @@ int sf_extender_start(uv_loop_t *loop, sf_cluster_t *cluster, const sf_extender_
   x->loop = loop;
   x->cluster = cluster;
   x->cfg = *cfg;
-  x->routes = routes;
-  x->nroutes = sizeof routes / sizeof routes[0];
+  bool tls = cfg->tls_cert_file && cfg->tls_key_file;
+  x->routes = cfg->debug_only ? debug_routes : routes;
+  x->nroutes = cfg->debug_only ? sizeof debug_routes / sizeof debug_routes[0]
+               : tls && cfg->debug_over_tls ? NROUTES
+                                            : NROUTES - 1;
   x->started_ns = uv_hrtime();
   for (int i = 0; i < SF__V_COUNT; i++)
     x->stats[i].verb = verb_names[i];

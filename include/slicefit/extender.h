@@ -28,6 +28,8 @@ typedef struct {
   unsigned conn_timeout_s;       /* idle or stalled connections are closed after this */
   unsigned max_connections;
   unsigned drain_timeout_ms;     /* SIGTERM: most time given to in-flight requests */
+  bool debug_only;               /* the --debug-listen listener: /debug/state and /healthz only */
+  bool debug_over_tls;           /* a TLS listener serves /debug/state too (default true) */
 } sf_extender_config_t;
 
 typedef struct sf_extender sf_extender_t;
@@ -80,7 +82,13 @@ typedef struct {
   const char *policy;            /* JSON object of policy keys, or NULL */
   const char *kubeconfig;        /* live cluster (apiwatch), or NULL */
   const char *policy_configmap;  /* NAMESPACE/NAME watched for the policy, or NULL */
+  const char *debug_listen;      /* HOST:PORT of a plain listener for /debug/state, or NULL */
+  unsigned pending_warn_after_s; /* a claim pending this long is logged at -v=2 (0: 300) */
 } sf_daemon_options_t;
+
+/** The release ("0.1.0") and the git commit it was built from ("unknown" outside git); static. */
+const char *sf_version(void);
+const char *sf_revision(void);
 
 /** The example cluster `bin/slicefit` loads when run with no source of state. */
 #define SF_DAEMON_DEFAULT_SNAPSHOT "extender/example-cluster.json"

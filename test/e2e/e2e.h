@@ -120,6 +120,7 @@ typedef struct {
 typedef struct {
   pid_t pid;
   unsigned port;
+  unsigned debug_port;         /* its --debug-listen port: e2e_http sends /debug/ there */
   char log[256];               /* its stderr goes here */
 } e2e_slicefit_t;
 

@@ -60,10 +60,13 @@ static void wait_serving(sfx_t *s)
 {
   for (int i = 0; i < 1000; i++) {
     char *log = sfx_log(s);
-    const char *p = strstr(log, "msg=\"serving\"");
+    const char *p = strstr(log, "] \"serving\"");
     const char *q = p ? strstr(p, " port=") : NULL;
+    const char *dq = p ? strstr(p, " debug_port=") : NULL;
     if (q)
       s->port = (unsigned)atoi(q + 6);
+    if (dq)
+      s->debug_port = (unsigned)atoi(dq + 12);
     free(log);
     if (s->port)
       return;
@@ -89,6 +92,8 @@ void sfx_start(sfx_t *s, const char *const *args)
   size_t n = 1;
   argv[n++] = "--listen";
   argv[n++] = "127.0.0.1:0";
+  /* /debug/state on a second free port (the test's args may name another). */
+  argv[n++] = "--debug-listen=127.0.0.1:0";
   for (size_t i = 0; args && args[i] && n < 38; i++) {
     argv[n++] = args[i];
     s->tls |= strcmp(args[i], "--tls-cert-file") == 0;
@@ -196,7 +201,10 @@ void sfx_request(sfx_t *s, const char *method, const char *path, const char *bod
   char url[256];
   memset(r, 0, sizeof *r);
   r->body = calloc(1, 1);
-  snprintf(url, sizeof url, "%s://127.0.0.1:%u%s", s->tls ? "https" : "http", s->port, path);
+  /* /debug/ goes to the --debug-listen listener (plain HTTP) when the daemon has one. */
+  bool dbg = s->debug_port && strncmp(path, "/debug/", 7) == 0, tls = s->tls && !dbg;
+  snprintf(url, sizeof url, "%s://127.0.0.1:%u%s", tls ? "https" : "http",
+           dbg ? s->debug_port : s->port, path);
   CURL *c = s->curl;
   curl_easy_reset(c);
   struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
@@ -213,7 +221,7 @@ void sfx_request(sfx_t *s, const char *method, const char *path, const char *bod
   curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
   curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
   curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
-  if (s->tls)
+  if (tls)
     curl_easy_setopt(c, CURLOPT_CAINFO, sfx_path("test/extender/data/tls/cert.pem"));
   CURLcode rc = curl_easy_perform(c);
   curl_slist_free_all(h);

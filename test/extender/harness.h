@@ -15,6 +15,7 @@
 typedef struct {
   pid_t pid;
   unsigned port;
+  unsigned debug_port;   /* --debug-listen (the harness passes 127.0.0.1:0); /debug/ goes there */
   bool tls;
   char dir[64];          /* temporary folder: log.txt */
   char log_path[128];

@@ -223,6 +223,9 @@ Test(live, not_ready_until_synced, .timeout = 60)
   sfx_request(&s, "GET", "/healthz", NULL, 0, &r);
   cr_assert_eq(r.status, 200);
   sfx_reply_free(&r);
+  /* The state is logged once, when it changes, not once per failing probe. */
+  cr_assert_eq(sfx_log_count(&s, "path=\"/readyz\""), 0);
+  cr_assert_eq(sfx_log_count(&s, "\"not ready until the cluster state has synced\""), 1);
   cr_assert_eq(sfx_stop(&s), 0);
   api_stop(&api);
   remove_dir(dir);

@@ -84,7 +84,39 @@ Test(service, debug_state)
   cr_assert(strstr(r.body, "island_map"));
   json_decref(st);
   sfx_reply_free(&r);
+  /* It names every claim: the plain serving port does not serve it, ... */
+  unsigned dbg = s.debug_port;
+  cr_assert_neq(dbg, 0, "the serving line names the --debug-listen port");
+  s.debug_port = 0;
+  get(&s, "/debug/state", &r, 404);
+  sfx_reply_free(&r);
+  /* ... and the debug listener serves nothing else but /healthz. */
+  s.port = dbg;
+  get(&s, "/metrics", &r, 404);
+  sfx_reply_free(&r);
+  get(&s, "/healthz", &r, 200);
+  sfx_reply_free(&r);
   cr_assert_eq(sfx_stop(&s), 0);
+}
+
+/* Behind TLS the serving port may serve /debug/state too, unless told not to. */
+Test(service, debug_state_over_tls)
+{
+  const char *extra[] = {"--tls-cert-file", NULL, "--tls-private-key-file", NULL, NULL, NULL};
+  extra[1] = strdup(sfx_path("test/extender/data/tls/cert.pem"));
+  extra[3] = strdup(sfx_path("test/extender/data/tls/key.pem"));
+  for (int off = 0; off < 2; off++) {
+    sfx_t s;
+    extra[4] = off ? "--debug-state-over-tls=false" : NULL;
+    sfx_start_example(&s, extra);
+    s.debug_port = 0;  /* ask the TLS port */
+    sfx_reply_t r;
+    get(&s, "/debug/state", &r, off ? 404 : 200);
+    sfx_reply_free(&r);
+    cr_assert_eq(sfx_stop(&s), 0);
+  }
+  free((char *)(uintptr_t)extra[1]);
+  free((char *)(uintptr_t)extra[3]);
 }
 
 Test(service, tls)
@@ -131,10 +163,16 @@ Test(service, flags)
   cr_assert_eq(run_cli("--help", out, sizeof out), 0);
   const char *flags[] = {"--listen", "--snapshot", "--policy", "--tls-cert-file",
                          "--tls-private-key-file", "--max-body-bytes", "--max-nodes",
-                         "--connection-timeout", "--drain-timeout", "--v",
+                         "--connection-timeout", "--drain-timeout", "--v", "--logging-format",
+                         "--debug-listen", "--pending-warn-after", "--version",
+                         "search_budget", "headroom_pct", "strategy",
                          "extender/example-cluster.json", "127.0.0.1:8888"};
   for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
     cr_assert(strstr(out, flags[i]), "--help lists %s", flags[i]);
+  cr_assert_eq(run_cli("--version", out, sizeof out), 0);
+  cr_assert(strncmp(out, "slicefit ", 9) == 0 && strstr(out, "(commit "), "%s", out);
+  cr_assert_eq(run_cli("--logging-format=yaml", out, sizeof out), 2);
+  cr_assert_eq(run_cli("--pending-warn-after=5x", out, sizeof out), 2);
   cr_assert_eq(run_cli("--bogus", out, sizeof out), 2);
   cr_assert(strstr(out, "unknown flag --bogus"));
   cr_assert_eq(run_cli("--max-nodes=-3", out, sizeof out), 2);
@@ -145,7 +183,12 @@ Test(service, startup_errors)
 {
   static char out[8192];
   cr_assert_eq(run_cli("--snapshot /nonexistent.json --listen 127.0.0.1:0", out, sizeof out), 1);
-  cr_assert(strstr(out, "level=error msg=\"cannot start\""), "%s", out);
+  /* klog: an error line starts with E, the message is quoted after "] ". */
+  const char *e = strstr(out, "] \"cannot start\"");
+  cr_assert(e, "%s", out);
+  while (e > out && e[-1] != '\n')
+    e--;
+  cr_assert_eq(*e, 'E', "%s", out);
   cr_assert(strstr(out, "/nonexistent.json"));
   cr_assert_eq(run_cli("--snapshot test/extender/data/pod-no-gpu.json --listen 127.0.0.1:0", out,
                        sizeof out),
@@ -217,7 +260,7 @@ Test(service, sigterm_drains_in_flight_requests)
   cr_assert_eq(in_flight(&s), 1);
   /* ... then SIGTERM, with the harness's keep-alive connection left idle. */
   kill(s.pid, SIGTERM);
-  wait_log(&s, "msg=\"draining\"");
+  wait_log(&s, "] \"draining\"");
   cr_assert_eq(sfx_connect(&s), -1, "no new connections once draining");
   cr_assert(write(fd, body + half, len - half) == (ssize_t)(len - half));
   char reply[8192];
@@ -226,7 +269,7 @@ Test(service, sigterm_drains_in_flight_requests)
   cr_assert(strstr(reply, "Connection: close\r\n"));
   cr_assert(strstr(reply, "\"NodeNames\":[") && strstr(reply, "\"rtx-0\""));
   cr_assert_eq(sfx_wait(&s), 0);
-  cr_assert_eq(sfx_log_count(&s, "msg=\"drained\" inflight=0"), 1);
+  cr_assert_eq(sfx_log_count(&s, "] \"drained\" inflight=0"), 1);
   sfx_cleanup(&s);
   free(body);
 }
@@ -238,8 +281,8 @@ Test(service, sigterm_when_idle_exits_at_once)
   filter_once(&s);  /* the keep-alive connection stays open and idle */
   kill(s.pid, SIGTERM);
   cr_assert_eq(sfx_wait(&s), 0);
-  cr_assert_eq(sfx_log_count(&s, "msg=\"drained\" inflight=0"), 1);
-  cr_assert_eq(sfx_log_count(&s, "msg=\"stopped\""), 1);
+  cr_assert_eq(sfx_log_count(&s, "] \"drained\" inflight=0"), 1);
+  cr_assert_eq(sfx_log_count(&s, "] \"stopped\""), 1);
   sfx_cleanup(&s);
 }
 
