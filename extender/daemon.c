@@ -6,14 +6,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "ext_int.h"
 #include "slicefit/apiwatch.h"
 #include "slicefit/log.h"
+
+#define PENDING_CHECK_MS 5000
 
 typedef struct {
   uv_loop_t loop;
   uv_signal_t sigterm, sigint;
   uv_timer_t sync_timer;           /* live source: follows sf_apiwatch_synced for /readyz */
+  uv_timer_t pending_timer;        /* claims pending too long */
+  json_t *warned;                  /* "ns/name" of the claims counted as pending too long */
+  sf__pending_stats_t pstats;
   sf_cluster_t *cluster;
   json_t *pending;                 /* claims without an allocation (pending.c) */
   sf_extender_t *ext;
@@ -23,6 +29,13 @@ typedef struct {
   sf_apiwatch_t *watch;            /* NULL with a snapshot */
   sf_apiwatch_sink_t sink;
 } daemon_t;
+
+static int64_t now_seconds(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec;
+}
 
 /* A policy value may be written as a JSON string, number or boolean. */
 static const char *value_text(const json_t *v, char *buf, size_t cap)
@@ -158,26 +171,129 @@ static void on_sync_tick(uv_timer_t *t)
   sf_extender_set_ready(d->ext, synced);
 }
 
-/* apiwatch's counters in /metrics. */
-static void watch_metrics(sf__buf_t *b, void *ud)
+static void put_counter(sf__buf_t *b, const char *name, const char *help, uint64_t v)
 {
-  const daemon_t *d = ud;
-  sf_apiwatch_stats_t st;
-  sf_apiwatch_stats(d->watch, &st);
+  sf__buf_printf(b, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", name, help, name, name,
+                 (unsigned long long)v);
+}
+
+/* apiwatch's counters in /metrics: every error kind is a reason of one counter. */
+static void watch_metrics(sf__buf_t *b, const sf_apiwatch_stats_t *st)
+{
+  put_counter(b, "slicefit_apiwatch_events_total", "Watch events (ADDED, MODIFIED, DELETED) applied.",
+              st->events);
+  put_counter(b, "slicefit_apiwatch_bookmarks_total", "Watch bookmarks received.", st->bookmarks);
+  put_counter(b, "slicefit_apiwatch_lists_total", "Complete lists of a resource (the first "
+              "sync and every relist).", st->lists);
+  put_counter(b, "slicefit_apiwatch_relists_expired_total", "Relists forced by 410 Gone: the "
+              "watch fell too far behind.", st->relists_expired);
+  put_counter(b, "slicefit_apiwatch_watch_resumes_total", "Watches restarted from the last "
+              "resourceVersion after they ended.", st->watch_resumes);
   const struct {
-    const char *name;
+    const char *reason;
     uint64_t v;
-  } rows[] = {{"events", st.events}, {"bookmarks", st.bookmarks}, {"lists", st.lists},
-              {"relists_expired", st.relists_expired}, {"watch_resumes", st.watch_resumes},
-              {"errors_http_5xx", st.err_http_5xx}, {"errors_http_429", st.err_http_429},
-              {"errors_auth", st.err_auth}, {"errors_connect", st.err_connect},
-              {"errors_tls", st.err_tls}, {"errors_other", st.err_other},
-              {"decode_errors", st.decode_errors}, {"framing_errors", st.framing_errors},
-              {"policy_applied", st.policy_applied}, {"policy_invalid", st.policy_invalid}};
-  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
-    sf__buf_printf(b,
-                   "# TYPE slicefit_apiwatch_%s_total counter\nslicefit_apiwatch_%s_total %llu\n",
-                   rows[i].name, rows[i].name, (unsigned long long)rows[i].v);
+  } errs[] = {{"http_5xx", st->err_http_5xx}, {"http_429", st->err_http_429},
+              {"auth", st->err_auth}, {"connect", st->err_connect}, {"tls", st->err_tls},
+              {"other", st->err_other}, {"decode", st->decode_errors},
+              {"framing", st->framing_errors}};
+  sf__buf_puts(b, "# HELP slicefit_apiwatch_errors_total Errors talking to the API server, by "
+                  "reason (decode: an object rejected; framing: a malformed event).\n"
+                  "# TYPE slicefit_apiwatch_errors_total counter\n");
+  for (size_t i = 0; i < sizeof errs / sizeof errs[0]; i++)
+    sf__buf_printf(b, "slicefit_apiwatch_errors_total{reason=\"%s\"} %llu\n", errs[i].reason,
+                   (unsigned long long)errs[i].v);
+  sf__buf_printf(b, "# HELP slicefit_policy_updates_total Policy ConfigMap versions seen, by "
+                    "result (rejected: the last good policy stays).\n"
+                    "# TYPE slicefit_policy_updates_total counter\n"
+                    "slicefit_policy_updates_total{result=\"applied\"} %llu\n"
+                    "slicefit_policy_updates_total{result=\"rejected\"} %llu\n",
+                 (unsigned long long)st->policy_applied, (unsigned long long)st->policy_invalid);
+}
+
+/* The daemon's part of /metrics: pending claims, and apiwatch with a live source. */
+static void daemon_metrics(sf__buf_t *b, void *ud)
+{
+  daemon_t *d = ud;
+  sf__metrics_pending(b, d->pending, now_seconds(), &d->pstats);
+  if (d->watch) {
+    sf_apiwatch_stats_t st;
+    sf_apiwatch_stats(d->watch, &st);
+    watch_metrics(b, &st);
+  }
+}
+
+/* ---- claims pending too long: counted, and logged at -v=2 with the filter's reasons ---- */
+
+/* Appends "node: reason; " for up to `max` nodes of one outcome; returns how many. */
+static size_t put_reasons(sf__buf_t *b, const sf_index_t *idx, const sf_node_id *ids,
+                          const sf_verdict_t *v, size_t n, sf_fit_t fit, size_t max)
+{
+  size_t k = 0;
+  for (size_t i = 0; i < n && k < max; i++) {
+    if (v[i].fit != fit)
+      continue;
+    sf__buf_printf(b, "%s%s: %s", b->len ? "; " : "", sf_index_node_name(idx, ids[i]),
+                   fit == SF_FIT_YES ? "fits" : v[i].reason);
+    k++;
+  }
+  return k;
+}
+
+/* What the filter says on every node for a pod that holds just this claim. */
+static void log_pending(const char *key, int64_t age_s, void *ud)
+{
+  daemon_t *d = ud;
+  if (!sf_log_v(2))
+    return;
+  const char *slash = strchr(key, '/');
+  json_t *pod = json_pack("{s:{s:s%,s:s,s:s},s:{s:[{s:s,s:s}]}}", "metadata", "namespace", key,
+                          (size_t)(slash - key), "name", "slicefit-pending-check", "uid", "",
+                          "spec", "resourceClaims", "name", "claim", "resourceClaimName", slash + 1);
+  sf_pod_plan_t *plan = NULL;
+  char err[SF_ERR_MAX];
+  sf__buf_t why = {0};
+  size_t counts[3] = {0}, n = 0;
+  const sf_index_t *idx = sf_cluster_index(d->cluster);
+  sf_node_id *ids = sf_xcalloc(sf_index_node_end(idx) + 1, sizeof *ids);
+  const char **names = sf_xcalloc(sf_index_node_end(idx) + 1, sizeof *names);
+  sf_verdict_t *v = NULL;
+  for (sf_node_id nd = 0; nd < sf_index_node_end(idx); nd++)
+    if (sf_index_node_live(idx, nd)) {
+      ids[n] = nd;
+      names[n++] = sf_index_node_name(idx, nd);
+    }
+  if (pod && sf_cluster_plan(d->cluster, pod, &plan, err, sizeof err) == 0) {
+    v = sf_xcalloc(n + 1, sizeof *v);
+    if (sf_cluster_evaluate(d->cluster, plan, names, n, v) == 0) {
+      for (size_t i = 0; i < n; i++)
+        counts[v[i].fit]++;
+      /* The nodes that fit first (why is it still pending?), then why the others do not. */
+      size_t k = put_reasons(&why, idx, ids, v, n, SF_FIT_YES, 3);
+      k += put_reasons(&why, idx, ids, v, n, SF_FIT_UNSURE, 8 - k);
+      put_reasons(&why, idx, ids, v, n, SF_FIT_NO, 8 - k);
+    } else {
+      sf__buf_puts(&why, "the filter could not evaluate it");
+    }
+  } else {
+    sf__buf_printf(&why, "not evaluated: %s", pod ? err : "bad key");
+  }
+  for (size_t i = 0; i < why.len; i++)
+    why.p[i] = why.p[i] == '"' ? '\'' : why.p[i];
+  sf_log_vinfo(2, "claim pending too long", "claim=\"%s\" age_s=%lld nodes=%zu fit=%zu no=%zu "
+               "unsure=%zu reasons=\"%s\"", key, (long long)age_s, n, counts[SF_FIT_YES],
+               counts[SF_FIT_NO], counts[SF_FIT_UNSURE], why.len ? why.p : "");
+  sf__buf_dispose(&why);
+  free(v);
+  free(ids);
+  free(names);
+  sf_pod_plan_free(plan);
+  json_decref(pod);
+}
+
+static void on_pending_tick(uv_timer_t *t)
+{
+  daemon_t *d = t->data;
+  sf__pending_sweep(d->pending, d->warned, now_seconds(), &d->pstats, log_pending, d);
 }
 
 static int load_kube(daemon_t *d, const sf_daemon_options_t *opt, char *err, size_t errlen)
@@ -200,8 +316,6 @@ static int start_watch(daemon_t *d, const sf_daemon_options_t *opt, char *err, s
   d->watch = sf_apiwatch_create(&d->loop, d->cluster, &o, err, errlen);
   if (d->watch == NULL || sf_apiwatch_start(d->watch) != 0)
     return SF_EINVAL;
-  d->ext->metrics_hook = watch_metrics;
-  d->ext->metrics_ud = d;
   sf_log_info("not ready until the cluster state has synced", "ready=false");
   uv_timer_init(&d->loop, &d->sync_timer);
   d->sync_timer.data = d;
@@ -222,6 +336,7 @@ static void on_drained(sf_extender_t *x, void *arg)
   daemon_t *d = arg;
   sf_extender_destroy(d->debug);
   d->debug = NULL;
+  uv_close((uv_handle_t *)&d->pending_timer, NULL);
   if (d->watch) {
     uv_close((uv_handle_t *)&d->sync_timer, NULL);
     sf_apiwatch_stop(d->watch, on_watch_stopped, d);
@@ -282,7 +397,7 @@ static int start_debug(daemon_t *d, const sf_daemon_options_t *opt, char *err, s
 
 int sf_daemon_run(const sf_daemon_options_t *opt)
 {
-  daemon_t d = {.pending = json_object()};
+  daemon_t d = {.pending = json_object(), .warned = json_object()};
   char err[512];
   int rc = build_cluster(&d, opt, err, sizeof err);
   signal(SIGPIPE, SIG_IGN);
@@ -295,7 +410,12 @@ int sf_daemon_run(const sf_daemon_options_t *opt)
     sf_log_error("cannot start", "reason=\"%s\"", err);
     goto done;
   }
-  d.ext->pending = d.pending;
+  d.ext->metrics_hook = daemon_metrics;
+  d.ext->metrics_ud = &d;
+  d.pstats.warn_after_s = opt->pending_warn_after_s ? opt->pending_warn_after_s : 300;
+  uv_timer_init(&d.loop, &d.pending_timer);
+  d.pending_timer.data = &d;
+  uv_timer_start(&d.pending_timer, on_pending_tick, 0, PENDING_CHECK_MS);
   /* A snapshot is whole once loaded; a live source is ready once apiwatch has synced. */
   if (opt->snapshot)
     sf_extender_set_ready(d.ext, true);
@@ -316,5 +436,6 @@ done:
   uv_loop_close(&d.loop);
   sf_cluster_destroy(d.cluster);
   json_decref(d.pending);
+  json_decref(d.warned);
   return rc ? 1 : 0;
 }

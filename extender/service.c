@@ -89,14 +89,37 @@ static bool parse(sf_extender_t *x, const sf__req_t *req, sf__args_t *a, sf__rep
   return rc == 0;
 }
 
+/* -v=4: one line per filter or prioritize call with its verdict counts. */
+static void log_call(const char *verb, const sf__args_t *a, const sf_verdict_t *v,
+                     const size_t counts[3])
+{
+  if (!sf_log_v(4))
+    return;
+  const json_t *md = json_object_get(a->pod, "metadata");
+  const char *ns = json_string_value(json_object_get(md, "namespace"));
+  const char *name = json_string_value(json_object_get(md, "name"));
+  char pod[300];
+  snprintf(pod, sizeof pod, "%s/%s", ns ? ns : "", name ? name : "");
+  for (size_t i = 0; i < strlen(pod); i++)
+    pod[i] = pod[i] == '"' ? '\'' : pod[i];
+  sf_log_vinfo(4, verb, "pod=\"%s\" nodes=%zu fit=%zu no=%zu unsure=%zu devices=%s", pod, a->n,
+               v ? counts[SF_FIT_YES] : a->n, v ? counts[SF_FIT_NO] : 0,
+               v ? counts[SF_FIT_UNSURE] : 0, v ? "true" : "false");
+}
+
 static void on_filter(sf_extender_t *x, const sf__req_t *req, sf__reply_t *rep)
 {
   sf__args_t a;
   if (!parse(x, req, &a, rep))
     return;
   const sf_verdict_t *v = evaluate(x, &a, true, rep);
-  if (rep->status == 200)
+  size_t counts[3] = {0};
+  if (rep->status == 200) {
     sf__filter_reply(&rep->body, &a, v);
+    if (v)  /* a pod that asks no devices is not counted: slicefit had nothing to judge */
+      sf__verdicts_count(x->verdicts_total, v, a.n, counts);
+    log_call("filter", &a, v, counts);
+  }
   sf__args_dispose(&a);
 }
 
@@ -106,8 +129,13 @@ static void on_prioritize(sf_extender_t *x, const sf__req_t *req, sf__reply_t *r
   if (!parse(x, req, &a, rep))
     return;
   const sf_verdict_t *v = evaluate(x, &a, false, rep);
-  if (rep->status == 200)
+  if (rep->status == 200) {
     sf__prioritize_reply(&rep->body, &a, v);
+    size_t counts[3] = {0};
+    for (size_t i = 0; v && i < a.n; i++)
+      counts[v[i].fit]++;
+    log_call("prioritize", &a, v, counts);
+  }
   sf__args_dispose(&a);
 }
 
@@ -138,11 +166,9 @@ static void on_metrics(sf_extender_t *x, const sf__req_t *req, sf__reply_t *rep)
   rep->ctype = "text/plain; version=0.0.4; charset=utf-8";
   sf__metrics_requests(&rep->body, x->stats, SF__V_COUNT);
   sf__metrics_cluster(&rep->body, x->cluster, x->packer);
-  if (x->pending) {
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    sf__metrics_pending(&rep->body, x->pending, (int64_t)now.tv_sec);
-  }
+  sf__metrics_verdicts(&rep->body, (const uint64_t(*)[SF__NREASON + 1])x->verdicts_total);
+  sf__metrics_build(&rep->body);
+  sf__metrics_process(&rep->body);
   if (x->metrics_hook)
     x->metrics_hook(&rep->body, x->metrics_ud);
   sf__buf_printf(&rep->body,

@@ -293,3 +293,27 @@ void sfx_read_all(int fd, char *buf, size_t cap)
   buf[got] = '\0';
   close(fd);
 }
+
+int sfx_promtool_lint(const char *text, char *why, size_t cap)
+{
+  why[0] = '\0';
+  if (system("command -v promtool >/dev/null 2>&1") != 0) {
+    snprintf(why, cap, "promtool is not installed");
+    return -1;
+  }
+  char dir[] = "/tmp/sfx-lint-XXXXXX", in[64], cmd[256];
+  cr_assert_not_null(mkdtemp(dir));
+  snprintf(in, sizeof in, "%s/metrics.txt", dir);
+  FILE *f = fopen(in, "w");
+  cr_assert_not_null(f);
+  fputs(text, f);
+  fclose(f);
+  snprintf(cmd, sizeof cmd, "promtool check metrics < %s 2>&1", in);
+  FILE *p = popen(cmd, "r");
+  size_t n = fread(why, 1, cap - 1, p);
+  why[n] = '\0';
+  int st = pclose(p);
+  unlink(in);
+  rmdir(dir);
+  return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
+}

@@ -67,4 +67,10 @@ void sfx_read_all(int fd, char *buf, size_t cap);
 /** A raw TCP connection to the server (for stalled and slow clients); -1 on error. */
 int sfx_connect(const sfx_t *s);
 
+/**
+ * Runs `promtool check metrics` on an exposition: 0 clean, 1 not (why holds
+ * promtool's words), -1 when promtool is not installed (why says so).
+ */
+int sfx_promtool_lint(const char *text, char *why, size_t cap);
+
 #endif
