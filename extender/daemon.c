@@ -224,19 +224,66 @@ static void daemon_metrics(sf__buf_t *b, void *ud)
 
 /* ---- claims pending too long: counted, and logged at -v=2 with the filter's reasons ---- */
 
-/* Appends "node: reason; " for up to `max` nodes of one outcome; returns how many. */
-static size_t put_reasons(sf__buf_t *b, const sf_index_t *idx, const sf_node_id *ids,
-                          const sf_verdict_t *v, size_t n, sf_fit_t fit, size_t max)
+/*
+ * The filter's verdicts in a few words: the nodes that fit (why is it still
+ * pending?), then each distinct reason with the nodes that gave it, the most
+ * common first, at most MAX_GROUPS reasons and MAX_NAMES names each.
+ */
+#define MAX_GROUPS 6
+#define MAX_NAMES 3
+
+static int by_size(const void *a, const void *b)
 {
-  size_t k = 0;
-  for (size_t i = 0; i < n && k < max; i++) {
-    if (v[i].fit != fit)
+  const json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
+  size_t nx = json_array_size(json_object_get(x, "nodes"));
+  size_t ny = json_array_size(json_object_get(y, "nodes"));
+  return nx != ny ? (nx < ny ? 1 : -1) : 0;
+}
+
+static void put_names(sf__buf_t *b, const json_t *nodes)
+{
+  size_t n = json_array_size(nodes);
+  for (size_t i = 0; i < n && i < MAX_NAMES; i++)
+    sf__buf_printf(b, "%s%s", i ? ", " : "", json_string_value(json_array_get(nodes, i)));
+  if (n > MAX_NAMES)
+    sf__buf_printf(b, " and %zu more", n - MAX_NAMES);
+}
+
+static void put_reasons(sf__buf_t *b, const char *const *names, const sf_verdict_t *v, size_t n)
+{
+  json_t *fit = json_array(), *groups = json_object();
+  for (size_t i = 0; i < n; i++) {
+    if (v[i].fit == SF_FIT_YES) {
+      json_array_append_new(fit, json_string(names[i]));
       continue;
-    sf__buf_printf(b, "%s%s: %s", b->len ? "; " : "", sf_index_node_name(idx, ids[i]),
-                   fit == SF_FIT_YES ? "fits" : v[i].reason);
-    k++;
+    }
+    json_t *g = json_object_get(groups, v[i].reason);
+    if (g == NULL) {
+      g = json_pack("{s:s,s:[]}", "reason", v[i].reason, "nodes");
+      json_object_set_new(groups, v[i].reason, g);
+    }
+    json_array_append_new(json_object_get(g, "nodes"), json_string(names[i]));
   }
-  return k;
+  if (json_array_size(fit)) {
+    sf__buf_puts(b, "fits on ");
+    put_names(b, fit);
+  }
+  size_t ng = json_object_size(groups), i = 0;
+  json_t **order = sf_xcalloc(ng + 1, sizeof *order);
+  const char *k;
+  json_t *g;
+  json_object_foreach(groups, k, g) order[i++] = g;
+  qsort(order, ng, sizeof *order, by_size);
+  for (i = 0; i < ng && i < MAX_GROUPS; i++) {
+    sf__buf_printf(b, "%s%s: ", b->len ? "; " : "",
+                   json_string_value(json_object_get(order[i], "reason")));
+    put_names(b, json_object_get(order[i], "nodes"));
+  }
+  if (ng > MAX_GROUPS)
+    sf__buf_printf(b, "; %zu other reasons", ng - MAX_GROUPS);
+  free(order);
+  json_decref(groups);
+  json_decref(fit);
 }
 
 /* What the filter says on every node for a pod that holds just this claim. */
@@ -254,23 +301,17 @@ static void log_pending(const char *key, int64_t age_s, void *ud)
   sf__buf_t why = {0};
   size_t counts[3] = {0}, n = 0;
   const sf_index_t *idx = sf_cluster_index(d->cluster);
-  sf_node_id *ids = sf_xcalloc(sf_index_node_end(idx) + 1, sizeof *ids);
   const char **names = sf_xcalloc(sf_index_node_end(idx) + 1, sizeof *names);
   sf_verdict_t *v = NULL;
   for (sf_node_id nd = 0; nd < sf_index_node_end(idx); nd++)
-    if (sf_index_node_live(idx, nd)) {
-      ids[n] = nd;
+    if (sf_index_node_live(idx, nd))
       names[n++] = sf_index_node_name(idx, nd);
-    }
   if (pod && sf_cluster_plan(d->cluster, pod, &plan, err, sizeof err) == 0) {
     v = sf_xcalloc(n + 1, sizeof *v);
     if (sf_cluster_evaluate(d->cluster, plan, names, n, v) == 0) {
       for (size_t i = 0; i < n; i++)
         counts[v[i].fit]++;
-      /* The nodes that fit first (why is it still pending?), then why the others do not. */
-      size_t k = put_reasons(&why, idx, ids, v, n, SF_FIT_YES, 3);
-      k += put_reasons(&why, idx, ids, v, n, SF_FIT_UNSURE, 8 - k);
-      put_reasons(&why, idx, ids, v, n, SF_FIT_NO, 8 - k);
+      put_reasons(&why, names, v, n);
     } else {
       sf__buf_puts(&why, "the filter could not evaluate it");
     }
@@ -284,7 +325,6 @@ static void log_pending(const char *key, int64_t age_s, void *ud)
                counts[SF_FIT_NO], counts[SF_FIT_UNSURE], why.len ? why.p : "");
   sf__buf_dispose(&why);
   free(v);
-  free(ids);
   free(names);
   sf_pod_plan_free(plan);
   json_decref(pod);

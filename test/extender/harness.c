@@ -60,13 +60,14 @@ static void wait_serving(sfx_t *s)
 {
   for (int i = 0; i < 1000; i++) {
     char *log = sfx_log(s);
-    const char *p = strstr(log, "] \"serving\"");
-    const char *q = p ? strstr(p, " port=") : NULL;
-    const char *dq = p ? strstr(p, " debug_port=") : NULL;
+    /* klog text, or a JSON line with --logging-format=json. */
+    const char *p = strstr(log, "] \"serving\""), *j = strstr(log, "\"msg\":\"serving\"");
+    const char *q = p ? strstr(p, " port=") : j ? strstr(j, ",\"port\":") : NULL;
+    const char *dq = p ? strstr(p, " debug_port=") : j ? strstr(j, ",\"debug_port\":") : NULL;
     if (q)
-      s->port = (unsigned)atoi(q + 6);
+      s->port = (unsigned)atoi(q + (p ? 6 : 8));
     if (dq)
-      s->debug_port = (unsigned)atoi(dq + 12);
+      s->debug_port = (unsigned)atoi(dq + (p ? 12 : 14));
     free(log);
     if (s->port)
       return;

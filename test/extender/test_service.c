@@ -340,3 +340,41 @@ Test(service, several_connections_at_once)
   cr_assert_eq(sfx_stop(&s), 0);
   free(body);
 }
+
+/*
+ * -v=2: each claim pending past --pending-warn-after is logged once, with the
+ * filter's verdict per node; -v=4: each filter call with its verdict counts,
+ * in klog text or JSON lines.
+ */
+Test(service, pending_too_long_and_calls_are_logged)
+{
+  for (int json = 0; json < 2; json++) {
+    sfx_t s;
+    const char *extra[] = {"-v=4", "--pending-warn-after=2m", NULL, NULL};
+    extra[2] = json ? "--logging-format=json" : NULL;
+    sfx_start_example(&s, extra);
+    const char *claim = json ? "\"claim\":\"tenants/agent-sandbox-7-gpu-2x2nk\""
+                             : "] \"claim pending too long\" claim=\"tenants/agent-sandbox-7-gpu-2x2nk\"";
+    wait_log(&s, claim);
+    /* rtx-4's card has 4Gi free, the claim asks 6Gi: the reason names both. */
+    wait_log(&s, "needs 6Gi of memory; the most free on a matching device is 4Gi: rtx-4");
+    filter_once(&s);
+    wait_log(&s, json ? "\"msg\":\"filter\",\"pod\":\"tenants/agent-sandbox-7\",\"nodes\":16,"
+                        "\"fit\":7,\"no\":9,\"unsure\":0"
+                      : "] \"filter\" pod=\"tenants/agent-sandbox-7\" nodes=16 fit=7 no=9 unsure=0");
+    cr_assert_eq(sfx_log_count(&s, "claim pending too long"), 2, "once per claim");
+    if (json) {
+      /* Every line is one JSON object. */
+      char *log = sfx_log(&s);
+      for (char *line = strtok(log, "\n"); line; line = strtok(NULL, "\n")) {
+        json_t *j = json_loads(line, 0, NULL);
+        cr_assert(json_is_object(j) && json_object_get(j, "ts") && json_object_get(j, "v") &&
+                      json_object_get(j, "msg"),
+                  "not a JSON log line: %s", line);
+        json_decref(j);
+      }
+      free(log);
+    }
+    cr_assert_eq(sfx_stop(&s), 0);
+  }
+}
