@@ -24,7 +24,8 @@ typedef struct {
   json_t *pending;                 /* claims without an allocation (pending.c) */
   sf_extender_t *ext;
   sf_extender_t *debug;            /* --debug-listen: /debug/state on its own listener, or NULL */
-  char debug_addr[128];
+  sf_extender_t *metrics;          /* --metrics-listen: /metrics on its own listener, or NULL */
+  char debug_addr[128], metrics_addr[128];
   sf_kubeconfig_t kube;
   sf_apiwatch_t *watch;            /* NULL with a snapshot */
   sf_apiwatch_sink_t sink;
@@ -375,7 +376,8 @@ static void on_drained(sf_extender_t *x, void *arg)
   (void)x;
   daemon_t *d = arg;
   sf_extender_destroy(d->debug);
-  d->debug = NULL;
+  sf_extender_destroy(d->metrics);
+  d->debug = d->metrics = NULL;
   uv_close((uv_handle_t *)&d->pending_timer, NULL);
   if (d->watch) {
     uv_close((uv_handle_t *)&d->sync_timer, NULL);
@@ -406,7 +408,7 @@ static void log_state(const daemon_t *d, const sf_daemon_options_t *opt)
 {
   const sf_index_t *idx = sf_cluster_index(d->cluster);
   sf_log_info("serving", "listen=%s tls=%s source=%s nodes=%zu allocations=%zu claims=%zu "
-              "strategy=%s port=%u debug_port=%u",
+              "strategy=%s port=%u debug_port=%u metrics_port=%u",
               opt->http.listen, opt->http.tls_cert_file ? "true" : "false",
               opt->snapshot       ? opt->snapshot
               : opt->kubeconfig   ? opt->kubeconfig
@@ -414,24 +416,39 @@ static void log_state(const daemon_t *d, const sf_daemon_options_t *opt)
               sf_index_node_count(idx),
               sf_index_alloc_count(idx), sf_cluster_count(d->cluster, SF_KIND_RESOURCE_CLAIM),
               sf_strategy_name(sf_cluster_policy(d->cluster)->strategy),
-              sf_extender_port(d->ext), d->debug ? sf_extender_port(d->debug) : 0u);
+              sf_extender_port(d->ext), d->debug ? sf_extender_port(d->debug) : 0u,
+              d->metrics ? sf_extender_port(d->metrics) : 0u);
 }
 
-/* --debug-listen: a plain listener with /debug/state and /healthz; ":PORT" is loopback. */
-static int start_debug(daemon_t *d, const sf_daemon_options_t *opt, char *err, size_t errlen)
+/* A plain listener of the debug or metrics kind at `addr`; ":PORT" is loopback. */
+static int start_side(daemon_t *d, const char *addr, char *buf, size_t cap, bool debug,
+                      sf_extender_t **out, char *err, size_t errlen)
 {
-  if (opt->debug_listen == NULL || *opt->debug_listen == '\0')
+  if (addr == NULL || *addr == '\0')
     return 0;
-  snprintf(d->debug_addr, sizeof d->debug_addr, "%s%s",
-           opt->debug_listen[0] == ':' ? "127.0.0.1" : "", opt->debug_listen);
+  snprintf(buf, cap, "%s%s", addr[0] == ':' ? "127.0.0.1" : "", addr);
   sf_extender_config_t cfg;
   sf_extender_config_init(&cfg);
-  cfg.listen = d->debug_addr;
-  cfg.debug_only = true;
+  cfg.listen = buf;
+  cfg.debug_only = debug;
+  cfg.metrics_only = !debug;
   cfg.max_connections = 16;
-  int rc = sf_extender_start(&d->loop, d->cluster, &cfg, &d->debug, err, errlen);
+  int rc = sf_extender_start(&d->loop, d->cluster, &cfg, out, err, errlen);
+  if (rc == 0) {
+    sf_extender_set_ready(*out, true);
+    if (!debug)
+      sf_extender_metrics_of(*out, d->ext);
+  }
+  return rc;
+}
+
+static int start_debug(daemon_t *d, const sf_daemon_options_t *opt, char *err, size_t errlen)
+{
+  int rc = start_side(d, opt->debug_listen, d->debug_addr, sizeof d->debug_addr, true, &d->debug,
+                      err, errlen);
   if (rc == 0)
-    sf_extender_set_ready(d->debug, true);
+    rc = start_side(d, opt->metrics_listen, d->metrics_addr, sizeof d->metrics_addr, false,
+                    &d->metrics, err, errlen);
   return rc;
 }
 
@@ -469,6 +486,7 @@ int sf_daemon_run(const sf_daemon_options_t *opt)
   sf_log_info("stopped", NULL);
 done:
   sf_extender_destroy(d.debug);
+  sf_extender_destroy(d.metrics);
   sf_extender_destroy(d.ext);
   uv_run(&d.loop, UV_RUN_DEFAULT);
   sf_apiwatch_destroy(d.watch);

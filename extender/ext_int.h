@@ -233,6 +233,7 @@ struct sf_extender {
   size_t nroutes;
   sf__verb_stats_t stats[SF__V_COUNT];
   sf_packer_t *packer;             /* fragmentation in /metrics */
+  sf_extender_t *metrics_of;       /* a --metrics-listen listener: whose /metrics it serves */
   void (*metrics_hook)(sf__buf_t *b, void *ud);  /* more /metrics (the daemon's watch), or NULL */
   void *metrics_ud;
   sf__buf_t spare[4];              /* request and reply buffers kept for the next requests */

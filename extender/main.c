@@ -36,6 +36,9 @@ static void usage(FILE *f)
           "      --debug-listen HOST:PORT    serve /debug/state (every claim's name) on this\n"
           "                                  separate plain-HTTP address; \":PORT\" means\n"
           "                                  127.0.0.1 (default: not served, except below)\n"
+          "      --metrics-listen HOST:PORT  also serve /metrics (and /healthz) on this plain-HTTP\n"
+          "                                  address, for a NetworkPolicy that opens it to\n"
+          "                                  Prometheus alone; \":PORT\" means 127.0.0.1\n"
           "      --debug-state-over-tls BOOL with TLS, also serve /debug/state on --listen\n"
           "                                  (default true; false turns it off there)\n"
           "      --max-body-bytes N          larger request bodies get 413 (default 67108864)\n"
@@ -156,6 +159,7 @@ static bool parse_one(int argc, char **argv, int *i, sf_daemon_options_t *o)
   else if ((v = flag(argc, argv, i, "drain-timeout")))
     h->drain_timeout_ms = (unsigned)number("drain-timeout", v) * 1000u;
   else if ((v = flag(argc, argv, i, "debug-listen"))) o->debug_listen = v;
+  else if ((v = flag(argc, argv, i, "metrics-listen"))) o->metrics_listen = v;
   else if ((v = flag(argc, argv, i, "debug-state-over-tls")))
     h->debug_over_tls = boolean("debug-state-over-tls", v);
   else

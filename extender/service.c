@@ -163,6 +163,8 @@ static void on_readyz(sf_extender_t *x, const sf__req_t *req, sf__reply_t *rep)
 static void on_metrics(sf_extender_t *x, const sf__req_t *req, sf__reply_t *rep)
 {
   (void)req;
+  /* The metrics listener serves the serving listener's figures (its own requests aside). */
+  x = x->metrics_of ? x->metrics_of : x;
   rep->ctype = "text/plain; version=0.0.4; charset=utf-8";
   sf__metrics_requests(&rep->body, x->stats, SF__V_COUNT);
   sf__metrics_cluster(&rep->body, x->cluster, x->packer);
@@ -224,6 +226,12 @@ static const sf__route_t debug_routes[] = {
     {"/healthz", "GET", on_healthz, SF__V_HEALTHZ},
 };
 
+/* --metrics-listen: what Prometheus scrapes, on a port a NetworkPolicy can open to it alone. */
+static const sf__route_t metrics_routes[] = {
+    {"/metrics", "GET", on_metrics, SF__V_METRICS},
+    {"/healthz", "GET", on_healthz, SF__V_HEALTHZ},
+};
+
 static const char *const verb_names[SF__V_COUNT] = {"filter", "prioritize", "healthz", "readyz",
                                                      "metrics", "debug_state", "other"};
 
@@ -250,8 +258,9 @@ int sf_extender_start(uv_loop_t *loop, sf_cluster_t *cluster, const sf_extender_
   x->cluster = cluster;
   x->cfg = *cfg;
   bool tls = cfg->tls_cert_file && cfg->tls_key_file;
-  x->routes = cfg->debug_only ? debug_routes : routes;
-  x->nroutes = cfg->debug_only ? sizeof debug_routes / sizeof debug_routes[0]
+  x->routes = cfg->debug_only ? debug_routes : cfg->metrics_only ? metrics_routes : routes;
+  x->nroutes = cfg->debug_only     ? sizeof debug_routes / sizeof debug_routes[0]
+               : cfg->metrics_only ? sizeof metrics_routes / sizeof metrics_routes[0]
                : tls && cfg->debug_over_tls ? NROUTES
                                             : NROUTES - 1;
   x->started_ns = uv_hrtime();
@@ -274,6 +283,8 @@ int sf_extender_start(uv_loop_t *loop, sf_cluster_t *cluster, const sf_extender_
 void sf_extender_set_ready(sf_extender_t *x, bool ready) { x->ready = ready; }
 
 void sf_extender_invalidate(sf_extender_t *x) { x->generation++; }
+
+void sf_extender_metrics_of(sf_extender_t *x, sf_extender_t *of) { x->metrics_of = of; }
 
 static void finish_drain(sf_extender_t *x)
 {

@@ -29,6 +29,7 @@ typedef struct {
   unsigned max_connections;
   unsigned drain_timeout_ms;     /* SIGTERM: most time given to in-flight requests */
   bool debug_only;               /* the --debug-listen listener: /debug/state and /healthz only */
+  bool metrics_only;             /* the --metrics-listen listener: /metrics and /healthz only */
   bool debug_over_tls;           /* a TLS listener serves /debug/state too (default true) */
 } sf_extender_config_t;
 
@@ -55,6 +56,9 @@ void sf_extender_set_ready(sf_extender_t *x, bool ready);
  * cluster while the extender serves must call it.
  */
 void sf_extender_invalidate(sf_extender_t *x);
+
+/** A metrics_only listener `x` serves the /metrics of `of` (both borrowed; on the loop). */
+void sf_extender_metrics_of(sf_extender_t *x, sf_extender_t *of);
 
 /** The bound TCP port (useful with port 0). */
 uint16_t sf_extender_port(const sf_extender_t *x);
@@ -83,6 +87,7 @@ typedef struct {
   const char *kubeconfig;        /* live cluster (apiwatch), or NULL */
   const char *policy_configmap;  /* NAMESPACE/NAME watched for the policy, or NULL */
   const char *debug_listen;      /* HOST:PORT of a plain listener for /debug/state, or NULL */
+  const char *metrics_listen;    /* HOST:PORT of a plain listener for /metrics, or NULL */
   unsigned pending_warn_after_s; /* a claim pending this long is logged at -v=2 (0: 300) */
 } sf_daemon_options_t;
 

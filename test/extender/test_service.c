@@ -378,3 +378,31 @@ Test(service, pending_too_long_and_calls_are_logged)
     cr_assert_eq(sfx_stop(&s), 0);
   }
 }
+
+/* --metrics-listen: /metrics (the serving port's figures) and /healthz, nothing else. */
+Test(service, metrics_listener)
+{
+  sfx_t s;
+  const char *extra[] = {"--metrics-listen=127.0.0.1:0", NULL};
+  sfx_start_example(&s, extra);
+  filter_once(&s);
+  char *log = sfx_log(&s);
+  const char *p = strstr(log, " metrics_port=");
+  unsigned mport = p ? (unsigned)atoi(p + 14) : 0;
+  free(log);
+  cr_assert_neq(mport, 0, "the serving line names metrics_port");
+  unsigned serving = s.port;
+  s.port = mport;
+  sfx_reply_t r;
+  get(&s, "/metrics", &r, 200);
+  expect_line(r.body, "\nslicefit_http_requests_total{verb=\"filter\",code=\"200\"} 1\n");
+  expect_line(r.body, "\nslicefit_claims_pending{namespace=\"tenants\"} 1\n");
+  sfx_reply_free(&r);
+  get(&s, "/healthz", &r, 200);
+  sfx_reply_free(&r);
+  sfx_request(&s, "POST", "/filter", "{}", 2, &r);
+  cr_assert_eq(r.status, 404);
+  sfx_reply_free(&r);
+  s.port = serving;
+  cr_assert_eq(sfx_stop(&s), 0);
+}
