@@ -85,7 +85,7 @@ void sf__prioritize_reply(sf__buf_t *b, const sf__args_t *a, const sf_verdict_t 
 
 /* ---- metrics (metrics.c) ---- */
 
-#define SF__NBUCKETS 14
+#define SF__NBUCKETS 17
 #define SF__NCODES 8
 
 typedef struct {
