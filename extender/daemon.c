@@ -26,6 +26,7 @@ typedef struct {
   sf_extender_t *debug;            /* --debug-listen: /debug/state on its own listener, or NULL */
   sf_extender_t *metrics;          /* --metrics-listen: /metrics on its own listener, or NULL */
   char debug_addr[128], metrics_addr[128];
+  char taint_rules_version[16];    /* resource.k8s.io version serving devicetaintrules, or "" */
   sf_kubeconfig_t kube;
   sf_apiwatch_t *watch;            /* NULL with a snapshot */
   sf_apiwatch_sink_t sink;
@@ -344,6 +345,25 @@ static int load_kube(daemon_t *d, const sf_daemon_options_t *opt, char *err, siz
   return sf_kubeconfig_incluster(&d->kube, NULL, err, errlen);
 }
 
+/*
+ * DeviceTaintRules are watched wherever the API serves them, at the version
+ * it prefers; most clusters do not (an alpha API until 1.35): then quietly not.
+ */
+static void discover_taint_rules(daemon_t *d)
+{
+  char err[SF_ERR_MAX] = "";
+  int rc = sf_apiwatch_discover(&d->kube, "resource.k8s.io", "devicetaintrules", 5000,
+                                d->taint_rules_version, sizeof d->taint_rules_version, err,
+                                sizeof err);
+  if (rc)
+    sf_log_warn("cannot ask which resource.k8s.io version serves devicetaintrules; not watched",
+                "error=\"%s\"", err);
+  else if (d->taint_rules_version[0])
+    sf_log_info("watching devicetaintrules", "version=%s", d->taint_rules_version);
+  else
+    sf_log_vinfo(2, "devicetaintrules not served by the API server; not watched", NULL);
+}
+
 static int start_watch(daemon_t *d, const sf_daemon_options_t *opt, char *err, size_t errlen)
 {
   static const sf_apiwatch_sink_t sink = {sink_apply, sink_remove, sink_replace, NULL};
@@ -354,6 +374,8 @@ static int start_watch(daemon_t *d, const sf_daemon_options_t *opt, char *err, s
   d->sink.ud = d;
   sf_apiwatch_opts_t o = {.kube = d->kube, .policy_configmap = opt->policy_configmap,
                           .policy_cb = on_policy, .policy_ud = d, .sink = &d->sink};
+  discover_taint_rules(d);
+  o.device_taint_rules = d->taint_rules_version[0] ? d->taint_rules_version : NULL;
   d->watch = sf_apiwatch_create(&d->loop, d->cluster, &o, err, errlen);
   if (d->watch == NULL || sf_apiwatch_start(d->watch) != 0)
     return SF_EINVAL;

@@ -23,7 +23,12 @@ typedef struct {
   unsigned port;
 } api_t;
 
-static void api_start(api_t *a)
+static void api_start_with(api_t *a, const char *flag);
+
+static void api_start(api_t *a) { api_start_with(a, NULL); }
+
+/* The fake kube-apiserver, with one of its flags (or none). */
+static void api_start_with(api_t *a, const char *flag)
 {
   char exe[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 32);
@@ -38,7 +43,7 @@ static void api_start(api_t *a)
     dup2(from[1], 1);
     close(to[1]);
     close(from[0]);
-    execl(exe, exe, (char *)NULL);
+    execl(exe, exe, flag, (char *)NULL);
     _exit(127);
   }
   close(to[0]);
@@ -239,4 +244,55 @@ Test(live, not_ready_until_synced, .timeout = 60)
   cr_assert_eq(sfx_stop(&s), 0);
   api_stop(&api);
   remove_dir(dir);
+}
+
+/*
+ * DeviceTaintRules are watched where the API serves them (found by
+ * discovery): a rule tainting rtx-2's pool takes rtx-2 out of the pending
+ * claim's nodes. Where the API does not serve them, the replica syncs and
+ * says nothing about them below -v=2.
+ */
+Test(live, device_taint_rules_watched_where_served, .timeout = 60)
+{
+  for (int served = 1; served >= 0; served--) {
+    api_t api;
+    api_start_with(&api, served ? NULL : "--no-device-taint-rules");
+    char dir[] = "/tmp/sfx-live-XXXXXX", kc[64];
+    cr_assert_not_null(mkdtemp(dir));
+    json_t *list = sfx_load("extender/example-cluster.json");
+    load_kind(&api, list, "DeviceClass", "deviceclasses", dir);
+    load_kind(&api, list, "ResourceSlice", "resourceslices", dir);
+    load_kind(&api, list, "ResourceClaim", "resourceclaims", dir);
+    snprintf(kc, sizeof kc, "%s/kubeconfig", dir);
+    write_kubeconfig(kc, api.port);
+    sfx_t s;
+    const char *args[] = {"--kubeconfig", kc, NULL};
+    sfx_start(&s, args);
+    wait_for(&s, "/readyz", "\"ready\":true");
+    json_t *res = sfx_filter_pod(&s, "tenants", "agent-sandbox-7");
+    cr_assert_eq(json_array_size(json_object_get(res, "NodeNames")), 7);
+    json_decref(res);
+    if (served) {
+      cr_assert_eq(sfx_log_count(&s, "] \"watching devicetaintrules\" version=\"v1\""), 1);
+      api_cmd(&api, "put devicetaintrules {\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":"
+                    "\"DeviceTaintRule\",\"metadata\":{\"name\":\"rtx-2-xid\"},\"spec\":"
+                    "{\"deviceSelector\":{\"driver\":\"gpu.nvidia.com\",\"pool\":\"rtx-2\"},"
+                    "\"taint\":{\"key\":\"gpu.nvidia.com/xid\",\"value\":\"79\",\"effect\":"
+                    "\"NoSchedule\"}}}");
+      wait_for(&s, "/metrics", "\nslicefit_objects{kind=\"DeviceTaintRule\"} 1\n");
+      res = sfx_filter_pod(&s, "tenants", "agent-sandbox-7");
+      const char *why = json_string_value(json_object_get(json_object_get(res, "FailedNodes"), "rtx-2"));
+      cr_assert(why && strstr(why, "does not tolerate taint gpu.nvidia.com/xid=79:NoSchedule"),
+                "rtx-2: %s", why ? why : "passed");
+      cr_assert_eq(json_array_size(json_object_get(res, "NodeNames")), 6);
+      json_decref(res);
+    } else {
+      cr_assert_eq(sfx_log_count(&s, "devicetaintrules"), 0, "quiet where not served");
+      wait_for(&s, "/metrics", "\nslicefit_objects{kind=\"DeviceTaintRule\"} 0\n");
+    }
+    cr_assert_eq(sfx_stop(&s), 0);
+    api_stop(&api);
+    remove_dir(dir);
+    json_decref(list);
+  }
 }
