@@ -125,9 +125,27 @@ static int build_cluster(daemon_t *d, const sf_daemon_options_t *opt, char *err,
 
 /* ---- a live cluster: apiwatch feeds the cluster through this sink ---- */
 
+/* -v=5: each watch event as it reaches the index. */
+static void log_event(const char *op, sf_kind_t kind, const json_t *obj)
+{
+  if (!sf_log_v(5))
+    return;
+  const json_t *md = json_object_get(obj, "metadata");
+  const char *ns = json_string_value(json_object_get(md, "namespace"));
+  const char *name = json_string_value(json_object_get(md, "name"));
+  const char *rv = json_string_value(json_object_get(md, "resourceVersion"));
+  char obj_name[300];
+  snprintf(obj_name, sizeof obj_name, "%s%s%s", ns ? ns : "", ns ? "/" : "", name ? name : "");
+  for (char *c = obj_name; *c; c++)
+    *c = *c == '"' ? '\'' : *c;
+  sf_log_vinfo(5, "watch event", "op=%s kind=%s object=\"%s\" rv=%s", op, sf_kind_name(kind),
+               obj_name, rv ? rv : "none");
+}
+
 static int sink_apply(void *ud, sf_kind_t kind, const json_t *obj, char *err, size_t errlen)
 {
   daemon_t *d = ud;
+  log_event("apply", kind, obj);
   int rc = sf_cluster_apply(d->cluster, kind, obj, err, errlen);
   if (rc == 0 && kind == SF_KIND_RESOURCE_CLAIM)
     sf__pending_apply(d->pending, obj);
@@ -138,6 +156,7 @@ static int sink_apply(void *ud, sf_kind_t kind, const json_t *obj, char *err, si
 static int sink_remove(void *ud, sf_kind_t kind, const json_t *obj, char *err, size_t errlen)
 {
   daemon_t *d = ud;
+  log_event("delete", kind, obj);
   int rc = sf_cluster_delete(d->cluster, kind, obj, err, errlen);
   if (rc == 0 && kind == SF_KIND_RESOURCE_CLAIM)
     sf__pending_delete(d->pending, obj);
@@ -148,6 +167,7 @@ static int sink_remove(void *ud, sf_kind_t kind, const json_t *obj, char *err, s
 static int sink_replace(void *ud, sf_kind_t kind, const json_t *items, char *err, size_t errlen)
 {
   daemon_t *d = ud;
+  sf_log_vinfo(5, "watch relist", "kind=%s objects=%zu", sf_kind_name(kind), json_array_size(items));
   int rc = sf_cluster_replace(d->cluster, kind, items, err, errlen);
   if (rc == 0 && kind == SF_KIND_RESOURCE_CLAIM)
     sf__pending_replace(d->pending, items);

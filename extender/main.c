@@ -49,7 +49,7 @@ static void usage(FILE *f)
           "\n"
           "Logging (as Kubernetes components):\n"
           "  -v, --v N                       verbosity 0..5 (default 0): 0 start, stop, state\n"
-          "                                  changes; 2 claims pending too long, policy changes;\n"
+          "                                  and policy changes; 2 claims pending too long;\n"
           "                                  4 each filter/prioritize call and request; 5 each\n"
           "                                  watch event. Errors and warnings always print.\n"
           "      --logging-format FORMAT     text (klog, default) or json\n"

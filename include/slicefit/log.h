@@ -16,9 +16,9 @@
  *
  * Verbosity follows Kubernetes' -v: errors and warnings always print, info
  * lines carry a level 0..5 and print when it is <= the verbosity. slicefit's
- * levels: 0 start, stop, state changes; 2 each claim pending too long, each
- * policy change; 4 each filter/prioritize call with its verdict counts and
- * each request; 5 each watch event.
+ * levels: 0 start, stop, state and policy changes; 2 each claim pending too
+ * long; 4 each filter/prioritize call with its verdict counts and each
+ * request; 5 each watch event.
  */
 #ifndef SLICEFIT_LOG_H
 #define SLICEFIT_LOG_H

@@ -266,7 +266,7 @@ Test(live, device_taint_rules_watched_where_served, .timeout = 60)
     snprintf(kc, sizeof kc, "%s/kubeconfig", dir);
     write_kubeconfig(kc, api.port);
     sfx_t s;
-    const char *args[] = {"--kubeconfig", kc, NULL};
+    const char *args[] = {"--kubeconfig", kc, "-v=5", NULL};
     sfx_start(&s, args);
     wait_for(&s, "/readyz", "\"ready\":true");
     json_t *res = sfx_filter_pod(&s, "tenants", "agent-sandbox-7");
@@ -280,6 +280,9 @@ Test(live, device_taint_rules_watched_where_served, .timeout = 60)
                     "\"taint\":{\"key\":\"gpu.nvidia.com/xid\",\"value\":\"79\",\"effect\":"
                     "\"NoSchedule\"}}}");
       wait_for(&s, "/metrics", "\nslicefit_objects{kind=\"DeviceTaintRule\"} 1\n");
+      /* -v=5: the event, as it reached the index. */
+      cr_assert_eq(sfx_log_count(&s, "] \"watch event\" op=\"apply\" kind=\"DeviceTaintRule\" "
+                                     "object=\"rtx-2-xid\""), 1);
       res = sfx_filter_pod(&s, "tenants", "agent-sandbox-7");
       const char *why = json_string_value(json_object_get(json_object_get(res, "FailedNodes"), "rtx-2"));
       cr_assert(why && strstr(why, "does not tolerate taint gpu.nvidia.com/xid=79:NoSchedule"),
@@ -287,7 +290,10 @@ Test(live, device_taint_rules_watched_where_served, .timeout = 60)
       cr_assert_eq(json_array_size(json_object_get(res, "NodeNames")), 6);
       json_decref(res);
     } else {
-      cr_assert_eq(sfx_log_count(&s, "devicetaintrules"), 0, "quiet where not served");
+      cr_assert_eq(sfx_log_count(&s, "\"watching devicetaintrules\""), 0);
+      cr_assert_eq(sfx_log_count(&s, "\nW"), 0, "no warning where the kind is not served");
+      cr_assert_eq(sfx_log_count(&s, "devicetaintrules not served by the API server; not watched"),
+                   1, "said once at -v=2");
       wait_for(&s, "/metrics", "\nslicefit_objects{kind=\"DeviceTaintRule\"} 0\n");
     }
     cr_assert_eq(sfx_stop(&s), 0);
