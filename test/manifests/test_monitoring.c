@@ -14,6 +14,7 @@
 #include <ctype.h>
 #include <curl/curl.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -338,4 +339,48 @@ Test(monitoring, servicemonitor_port_is_served_and_allowed)
   cr_assert(in_service, "the Service has no port named %s", port);
   cr_assert(in_policy, "the NetworkPolicy does not open port %s", port);
   yt_free(mon);
+}
+
+/* A ytree as JSON (scalars as strings), which YAML readers such as promtool's take as YAML. */
+static json_t *to_json(const yt_node_t *n)
+{
+  if (n->kind == YT_SCALAR)
+    return json_string(n->str);
+  json_t *j = n->kind == YT_SEQ ? json_array() : json_object();
+  for (size_t i = 0; i < n->n; i++) {
+    if (n->kind == YT_SEQ)
+      json_array_append_new(j, to_json(n->items[i]));
+    else
+      json_object_set_new(j, n->keys[i], to_json(n->items[i]));
+  }
+  return j;
+}
+
+/* The PrometheusRule's groups pass `promtool check rules`: PromQL parses, templates expand. */
+Test(monitoring, rules_pass_promtool)
+{
+  if (system("command -v promtool >/dev/null 2>&1") != 0) {
+    cr_log_warn("SKIPPED: monitoring::rules_pass_promtool: promtool is not installed (make deps "
+                "installs Debian's prometheus)");
+    cr_skip_test("promtool is not installed");
+  }
+  yt_node_t *docs = render_or_read("manifests/monitoring", "prometheusrule.yaml");
+  const yt_node_t *rule = doc_of_kind(docs, "PrometheusRule");
+  cr_assert_not_null(rule);
+  json_t *file = json_pack("{s:o}", "groups", to_json(yt_dig(rule, "spec", "groups", NULL)));
+  char dir[] = "/tmp/sf-rules-XXXXXX", path[64], cmd[160];
+  cr_assert_not_null(mkdtemp(dir));
+  snprintf(path, sizeof path, "%s/rules.yml", dir);
+  cr_assert_eq(json_dump_file(file, path, JSON_INDENT(1)), 0);
+  snprintf(cmd, sizeof cmd, "promtool check rules %s 2>&1", path);
+  FILE *p = popen(cmd, "r");
+  char *out = slurp(p);
+  int st = pclose(p);
+  unlink(path);
+  rmdir(dir);
+  cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "promtool check rules: %s", out);
+  cr_expect(strstr(out, "SUCCESS: 6 rules found"), "%s", out);
+  free(out);
+  json_decref(file);
+  yt_free(docs);
 }
