@@ -212,7 +212,7 @@ static void put_key(out_t *o, const pair_t *p)
 
 static void put_pairs(out_t *o, sf_log_format_t f, const char *kv)
 {
-  static pair_t p;  /* big; the loop's thread is the only logger */
+  pair_t p;  /* on the stack: any thread may log */
   while (kv && !o->full && next_pair(&kv, &p)) {
     if (f == SF_LOG_JSON) {
       put(o, ",\"", 2);

@@ -315,6 +315,8 @@ static void log_pending(const char *key, int64_t age_s, void *ud)
   if (!sf_log_v(2))
     return;
   const char *slash = strchr(key, '/');
+  if (slash == NULL)
+    return;  /* pending.c always writes "namespace/name" */
   json_t *pod = json_pack("{s:{s:s%,s:s,s:s},s:{s:[{s:s,s:s}]}}", "metadata", "namespace", key,
                           (size_t)(slash - key), "name", "slicefit-pending-check", "uid", "",
                           "spec", "resourceClaims", "name", "claim", "resourceClaimName", slash + 1);
