@@ -218,7 +218,9 @@ static json_t *status_obj(unsigned code, const char *reason, const char *msg) {
 
 static enum MHD_Result send_status(struct MHD_Connection *c, unsigned code, const char *reason,
                                    const char *msg, int retry_after) {
-  char *s = json_dumps(status_obj(code, reason, msg), JSON_COMPACT);
+  json_t *st = status_obj(code, reason, msg);
+  char *s = json_dumps(st, JSON_COMPACT);
+  json_decref(st);
   struct MHD_Response *r = MHD_create_response_from_buffer(strlen(s), s, MHD_RESPMEM_MUST_FREE);
   MHD_add_response_header(r, "Content-Type", "application/json");
   if (retry_after > 0) {
