@@ -20,11 +20,12 @@ FUZZ_SECONDS ?= 20
 
 PKGS     := libmicrohttpd jansson libcurl libuv yaml-0.1
 # What each goal needs from Debian: running (make run) only the compiler and the five
-# libraries; the tests also Criterion, openssl (test certificates) and promtool (the
-# prometheus package: the /metrics lint); make deps installs all, clang and valgrind too.
+# libraries; the tests also Criterion, openssl (test certificates), procps (pgrep: no
+# test process outlives its suite) and promtool (the prometheus package: the /metrics
+# lint); make deps installs all, clang and valgrind too.
 RUN_DEB_PKGS  := build-essential pkg-config libmicrohttpd-dev libjansson-dev \
                  libcurl4-openssl-dev libuv1-dev libyaml-dev
-TEST_DEB_PKGS := $(RUN_DEB_PKGS) libcriterion-dev openssl prometheus
+TEST_DEB_PKGS := $(RUN_DEB_PKGS) libcriterion-dev openssl prometheus procps
 DEB_PKGS      := $(TEST_DEB_PKGS) clang libclang-rt-14-dev valgrind
 
 # Flags in named layers (Redis's src/Makefile).
@@ -131,11 +132,19 @@ export SLICEFIT_TOP := $(CURDIR)
 test: deps-test
 	@$(MAKE) --no-print-directory test-suites
 
+# After each suite, no process started from this tree's bin/ or build/ may still run
+# (a daemon or fake API server a test lost); a kill by PR_SET_PDEATHSIG gets 2 s.
 test-suites: $(PROGS) $(TOOL_BINS) $(TEST_BINS) check-pure
-	@set -e; for t in $(TEST_BINS); do echo "== $$t"; $$t --jobs 2; done
+	@set -e; for t in $(TEST_BINS); do echo "== $$t"; $$t --jobs 2; $(MAKE) --no-print-directory no-strays; done
 	@for tool in kubectl promtool; do command -v $$tool >/dev/null 2>&1 || \
 	  echo "note: $$tool is not on PATH: the tests that need it were skipped (SKIPPED lines above)"; done
 	@echo "all test suites passed"
+
+no-strays:
+	@left=""; for i in 1 2 3 4 5 6 7 8 9 10; do \
+	  left=$$(pgrep -f '^$(CURDIR)/(bin|build)/' || true); [ -z "$$left" ] && break; sleep 0.2; done; \
+	if [ -n "$$left" ]; then echo "processes started by the tests outlived them:"; \
+	  ps -o pid,args -p "$$(echo $$left | tr ' ' ,)"; exit 1; fi
 
 # libcriterion's own leak is suppressed (test/lsan.supp); every other leak fails.
 check:
@@ -217,6 +226,6 @@ run-replay: deps-run
 clean:
 	rm -rf build bin
 
-.PHONY: FORCE all test test-suites check check-pure deps-run deps-test bench fuzz install deps run run-replay clean
+.PHONY: FORCE all test test-suites no-strays check check-pure deps-run deps-test bench fuzz install deps run run-replay clean
 
 -include $(shell find build -name '*.d' 2>/dev/null)
