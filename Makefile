@@ -1,11 +1,12 @@
 # slicefit: one non-recursive Makefile.
 #
 #   make            bin/slicefit-replay (and bin/slicefit once extender/ exists)
-#   make test       every Criterion suite, the purity proof of packer/
+#   make test       deps-test, then every Criterion suite and the purity proof of packer/
 #   make check      the same tests under AddressSanitizer + UBSan
 #   make fuzz       libFuzzer on every parser, FUZZ_SECONDS each (clang)
 #   make bench      the core's benchmarks (bench/bench_*.c)
-#   make deps       installs the missing Debian packages (apt-get), nothing if all present
+#   make deps       installs the missing Debian packages (apt-get), nothing if all present;
+#                   make run installs only what running needs, make test what the tests need
 #   make install    PREFIX=/usr/local DESTDIR=
 #   make run        deps, all, then bin/slicefit on the example cluster (127.0.0.1:8888)
 #   make run-replay deps, all, then the replay of the bundled synthetic trace
@@ -18,8 +19,14 @@ V       ?= release
 FUZZ_SECONDS ?= 20
 
 PKGS     := libmicrohttpd jansson libcurl libuv yaml-0.1
-DEB_PKGS := build-essential pkg-config clang libclang-rt-14-dev valgrind \
-            libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev libuv1-dev libcriterion-dev libyaml-dev
+# What each goal needs from Debian: running (make run) only the compiler and the five
+# libraries; the tests also Criterion, openssl (test certificates), procps (pgrep: no
+# test process outlives its suite) and promtool (the prometheus package: the /metrics
+# lint); make deps installs all, clang and valgrind too.
+RUN_DEB_PKGS  := build-essential pkg-config libmicrohttpd-dev libjansson-dev \
+                 libcurl4-openssl-dev libuv1-dev libyaml-dev
+TEST_DEB_PKGS := $(RUN_DEB_PKGS) libcriterion-dev openssl prometheus procps
+DEB_PKGS      := $(TEST_DEB_PKGS) clang libclang-rt-14-dev valgrind
 
 # Flags in named layers (Redis's src/Makefile).
 STD   := -std=c11 -D_POSIX_C_SOURCE=200809L
@@ -58,7 +65,18 @@ $(CORE_LIB): $(CORE_OBJ)
 # ---- the shells (they may use the I/O libraries) ----
 $(B)/%.o: %.c
 	@mkdir -p $(@D)
-	$(CC) $(STD) $(WARN) $(OPT) $(DEPF) $(INC) $(PKG_CFLAGS) -c $< -o $@
+	$(CC) $(STD) $(WARN) $(OPT) $(DEPF) $(INC) $(PKG_CFLAGS) $(XDEFS) -c $< -o $@
+
+# The build's identity (--version, slicefit_build_info): only extender/version.c
+# sees it, and it is recompiled when the commit changes.
+VERSION  ?= 0.1.0
+REVISION := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+$(B)/revision.txt: FORCE
+	@mkdir -p $(@D)
+	@echo '$(VERSION) $(REVISION)' | cmp -s - $@ || echo '$(VERSION) $(REVISION)' > $@
+$(B)/extender/version.o: $(B)/revision.txt
+$(B)/extender/version.o: XDEFS = -DSF_VERSION='"$(VERSION)"' -DSF_REVISION='"$(REVISION)"'
+FORCE:
 
 # apiwatch/ and extender/ (without its main) link into a library of the shell.
 SHELL_SRC := $(wildcard apiwatch/*.c) $(filter-out extender/main.c,$(wildcard extender/*.c))
@@ -110,9 +128,23 @@ $(B)/tools/%: $(B)/test/tools/%.o $(SHELL_LIB) $(CORE_LIB)
 # Tests find shared/ and the repository's data relative to the top.
 export SLICEFIT_TOP := $(CURDIR)
 
-test: $(PROGS) $(TOOL_BINS) $(TEST_BINS) check-pure
-	@set -e; for t in $(TEST_BINS); do echo "== $$t"; $$t --jobs 2; done
+# Like make run, make test first installs what it needs (deps-test), then builds and runs.
+test: deps-test
+	@$(MAKE) --no-print-directory test-suites
+
+# After each suite, no process started from this tree's bin/ or build/ may still run
+# (a daemon or fake API server a test lost); a kill by PR_SET_PDEATHSIG gets 2 s.
+test-suites: $(PROGS) $(TOOL_BINS) $(TEST_BINS) check-pure
+	@set -e; for t in $(TEST_BINS); do echo "== $$t"; $$t --jobs 2; $(MAKE) --no-print-directory no-strays; done
+	@for tool in kubectl promtool; do command -v $$tool >/dev/null 2>&1 || \
+	  echo "note: $$tool is not on PATH: the tests that need it were skipped (SKIPPED lines above)"; done
 	@echo "all test suites passed"
+
+no-strays:
+	@left=""; for i in 1 2 3 4 5 6 7 8 9 10; do \
+	  left=$$(pgrep -f '^$(CURDIR)/(bin|build)/' || true); [ -z "$$left" ] && break; sleep 0.2; done; \
+	if [ -n "$$left" ]; then echo "processes started by the tests outlived them:"; \
+	  ps -o pid,args -p "$$(echo $$left | tr ' ' ,)"; exit 1; fi
 
 # libcriterion's own leak is suppressed (test/lsan.supp); every other leak fails.
 check:
@@ -164,26 +196,36 @@ install: $(PROGS)
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 $(PROGS) $(DESTDIR)$(PREFIX)/bin/
 
-deps:
-	@missing=""; for p in $(DEB_PKGS); do \
+# Installs the Debian packages of the list that are missing (apt-get), nothing if all present.
+define install_missing
+	@missing=""; for p in $(1); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then echo "installing:$$missing"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
-	else echo "deps: all present"; fi
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	else echo "$(2): all present"; fi
+endef
 
-# The extender on the bundled example cluster, on loopback (README, first section).
-run: deps
+deps:
+	$(call install_missing,$(DEB_PKGS),deps)
+deps-run:
+	$(call install_missing,$(RUN_DEB_PKGS),deps-run)
+deps-test:
+	$(call install_missing,$(TEST_DEB_PKGS),deps-test)
+
+# The extender on the bundled example cluster, on loopback (README, first section);
+# /debug/state on 127.0.0.1:8889.
+run: deps-run
 	$(MAKE) all
 	bin/slicefit --snapshot extender/example-cluster.json --policy extender/example-policy.json \
-	  --listen 127.0.0.1:8888
+	  --listen 127.0.0.1:8888 --debug-listen 127.0.0.1:8889
 
-run-replay: deps
+run-replay: deps-run
 	$(MAKE) all
 	bin/slicefit-replay
 
 clean:
 	rm -rf build bin
 
-.PHONY: all test check check-pure bench fuzz install deps run run-replay clean
+.PHONY: FORCE all test test-suites no-strays check check-pure deps-run deps-test bench fuzz install deps run run-replay clean
 
 -include $(shell find build -name '*.d' 2>/dev/null)

@@ -339,7 +339,10 @@ static int write_svg(const flags_t *f, const sf_replay_trace_t *t,
     fprintf(stderr, "slicefit-replay: --svg %s: %s\n", f->svg, strerror(errno));
     return 1;
   }
-  snprintf(title, sizeof(title), "GPU allocation vs arrived load: %s", t->source ? t->source : "");
+  /* The trace's file name, not its path: a short title. */
+  const char *src = t->source ? t->source : "";
+  const char *base = strrchr(src, '/');
+  snprintf(title, sizeof(title), "GPU allocation vs arrived load: %s", base ? base + 1 : src);
   int rc = sf_replay_svg(out, runs, nruns, np, title);
   if (fclose(out) != 0 || rc != 0) {
     fprintf(stderr, "slicefit-replay: --svg %s: nothing to plot or write failed\n", f->svg);

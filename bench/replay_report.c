@@ -258,13 +258,20 @@ static void xml_text(FILE *out, const char *s)
 #define MT 40.0
 #define MB 52.0
 
+/*
+ * The plot's frame: x from xmin to xmax (arrived load, %), y from ymin to
+ * 100. The y axis is zoomed to where the policies differ (see y_floor), and
+ * x starts where the ideal enters the frame (xmin = ymin: below it every
+ * curve is under the frame); the ideal line is always drawn, clipped to the
+ * frame like the curves.
+ */
 typedef struct {
-  double xmax, ymin;
+  double xmin, xmax, ymin, xstep, ystep;
 } frame_t;
 
 static double sx(const frame_t *f, double x)
 {
-  return ML + x / f->xmax * (W - ML - MR);
+  return ML + (x - f->xmin) / (f->xmax - f->xmin) * (W - ML - MR);
 }
 
 static double sy(const frame_t *f, double y)
@@ -272,21 +279,61 @@ static double sy(const frame_t *f, double y)
   return MT + (100.0 - y) / (100.0 - f->ymin) * (H - MT - MB);
 }
 
+/* A tick step giving at most 10 ticks over span: 1, 2, 5, 10, 20, 50, ... */
+static double tick_step(double span)
+{
+  static const double steps[] = {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000};
+  for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++)
+    if (span / steps[i] <= 10)
+      return steps[i];
+  return 1000;
+}
+
+static double ideal(double x) { return x < 100 ? x : 100; }
+
+/*
+ * Bottom of the y axis: the lowest quartile any policy reaches from the
+ * first point where some policy falls a point below the ideal; before that
+ * every curve follows the ideal, which needs no room. Rounded down to 5.
+ */
+static double y_floor(const sf_replay_result_t *const *runs, const size_t *nruns, size_t np,
+                      size_t npts)
+{
+  size_t from = npts;
+  for (size_t i = 0; i < npts && from == npts; i++)
+    for (size_t p = 0; p < np; p++) {
+      double y = nruns[p] ? curve_q(runs[p], nruns[p], i, 0.5) : NAN;
+      if (!isnan(y) && y < ideal((double)i * SF_REPLAY_CURVE_STEP) - 1)
+        from = i;
+    }
+  double lo = 100;
+  for (size_t i = from; i < npts; i++)
+    for (size_t p = 0; p < np; p++) {
+      double y = nruns[p] ? curve_q(runs[p], nruns[p], i, 0.25) : NAN;
+      if (!isnan(y) && y < lo)
+        lo = y;
+    }
+  double floor5 = floor((lo - 1) / 5) * 5;
+  return floor5 < 0 ? 0 : floor5 > 90 ? 90 : floor5;
+}
+
 static void svg_axes(FILE *out, const frame_t *f, const char *title)
 {
   fprintf(out, "<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\" fill=\"white\"/>\n", W, H);
+  fprintf(out, "<clipPath id=\"plot\"><rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\"/>"
+               "</clipPath>\n", ML, MT, W - ML - MR, H - MT - MB);
   fprintf(out, "<text x=\"%.0f\" y=\"24\" font-size=\"15\" text-anchor=\"middle\">", W / 2);
   xml_text(out, title);
   fputs("</text>\n", out);
-  for (double x = 0; x <= f->xmax + 1e-9; x += 10) {
+  for (double x = f->xmin; x <= f->xmax + 1e-9; x += f->xstep) {
     fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n",
             sx(f, x), sy(f, f->ymin), sx(f, x), sy(f, 100));
     fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"middle\">%.0f</text>\n",
             sx(f, x), H - MB + 16, x);
   }
-  for (double y = f->ymin; y <= 100 + 1e-9; y += 10) {
+  for (double y = f->ymin; y <= 100 + 1e-9; y += f->ystep) {
     fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n",
-            sx(f, 0), sy(f, y), sx(f, f->xmax), sy(f, y));
+            sx(f, f->xmin), sy(f, y), sx(f, f->xmax), sy(f, y));
     fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">%.0f</text>\n",
             ML - 6, sy(f, y) + 4, y);
   }
@@ -296,36 +343,42 @@ static void svg_axes(FILE *out, const frame_t *f, const char *title)
                "transform=\"rotate(-90 16 %.1f)\">GPU allocation (%%)</text>\n",
           (MT + H - MB) / 2, (MT + H - MB) / 2);
   /* The ideal: everything that arrived is allocated, up to capacity. */
-  fprintf(out, "<polyline fill=\"none\" stroke=\"#888\" stroke-dasharray=\"5,4\" points=\"%.1f,%.1f "
-               "%.1f,%.1f %.1f,%.1f\"/>\n", sx(f, f->ymin), sy(f, f->ymin), sx(f, 100), sy(f, 100),
-          sx(f, f->xmax), sy(f, 100));
+  fprintf(out, "<polyline clip-path=\"url(#plot)\" fill=\"none\" stroke=\"#888\" "
+               "stroke-dasharray=\"5,4\" points=\"%.1f,%.1f %.1f,%.1f %.1f,%.1f\"/>\n",
+          sx(f, 0), sy(f, 0), sx(f, 100), sy(f, 100), sx(f, f->xmax), sy(f, 100));
+}
+
+/* Line styles told apart without colour too: solid, dashed, dotted, dash-dot, long dash. */
+static const char *const dashes[] = {"", "7,3", "2,3", "8,3,2,3", "14,4"};
+
+static void svg_points(FILE *out, const frame_t *f, const sf_replay_result_t *r, size_t n,
+                       size_t npts, double q, bool backwards)
+{
+  for (size_t k = 0; k < npts; k++) {
+    size_t i = backwards ? npts - 1 - k : k;
+    double y = curve_q(r, n, i, q);
+    if (!isnan(y))
+      fprintf(out, "%.1f,%.1f ", sx(f, (double)i * SF_REPLAY_CURVE_STEP), sy(f, y));
+  }
 }
 
 static void svg_policy(FILE *out, const frame_t *f, const sf_replay_result_t *r, size_t n,
-                       size_t npts, const char *color, size_t slot)
+                       size_t npts, size_t slot)
 {
-  /* The interquartile band over seeds, then the median line. */
-  fprintf(out, "<polygon fill=\"%s\" fill-opacity=\"0.18\" stroke=\"none\" points=\"", color);
-  for (size_t i = 0; i < npts; i++) {
-    double y = curve_q(r, n, i, 0.75);
-    if (!isnan(y))
-      fprintf(out, "%.1f,%.1f ", sx(f, (double)i * SF_REPLAY_CURVE_STEP), sy(f, fmax(y, f->ymin)));
-  }
-  for (size_t i = npts; i-- > 0;) {
-    double y = curve_q(r, n, i, 0.25);
-    if (!isnan(y))
-      fprintf(out, "%.1f,%.1f ", sx(f, (double)i * SF_REPLAY_CURVE_STEP), sy(f, fmax(y, f->ymin)));
-  }
-  fprintf(out, "\"/>\n<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.8\" points=\"", color);
-  for (size_t i = 0; i < npts; i++) {
-    double y = curve_q(r, n, i, 0.5);
-    if (!isnan(y))
-      fprintf(out, "%.1f,%.1f ", sx(f, (double)i * SF_REPLAY_CURVE_STEP), sy(f, fmax(y, f->ymin)));
-  }
-  fputs("\"/>\n", out);
+  const char *color = palette[slot % 10], *dash = dashes[slot % 5];
+  /* The interquartile band over seeds, then the median line, both clipped to the frame. */
+  fprintf(out, "<g clip-path=\"url(#plot)\">\n<polygon fill=\"%s\" fill-opacity=\"0.12\" "
+               "stroke=\"none\" points=\"", color);
+  svg_points(out, f, r, n, npts, 0.75, false);
+  svg_points(out, f, r, n, npts, 0.25, true);
+  fprintf(out, "\"/>\n<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.6\" "
+               "stroke-dasharray=\"%s\" points=\"", color, dash);
+  svg_points(out, f, r, n, npts, 0.5, false);
+  fputs("\"/>\n</g>\n", out);
   double ly = MT + 14 + (double)slot * 20;
   fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
-               "stroke-width=\"3\"/>\n", W - MR + 14, ly, W - MR + 38, ly, color);
+               "stroke-width=\"3\" stroke-dasharray=\"%s\"/>\n", W - MR + 14, ly, W - MR + 38, ly,
+          color, dash);
   fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\">", W - MR + 44, ly + 4);
   xml_text(out, r[0].policy);
   fputs("</text>\n", out);
@@ -334,7 +387,7 @@ static void svg_policy(FILE *out, const frame_t *f, const sf_replay_result_t *r,
 int sf_replay_svg(FILE *out, const sf_replay_result_t *const *runs, const size_t *nruns,
                   size_t npolicies, const char *title)
 {
-  frame_t f = {100, 0};
+  frame_t f = {0, 100, 0, 10, 10};
   size_t npts = 0;
   for (size_t p = 0; p < npolicies; p++)
     for (size_t s = 0; s < nruns[p]; s++)
@@ -345,12 +398,17 @@ int sf_replay_svg(FILE *out, const sf_replay_result_t *const *runs, const size_t
   f.xmax = ceil((double)(npts - 1) * SF_REPLAY_CURVE_STEP / 10.0) * 10.0;
   if (f.xmax < 100)
     f.xmax = 100;
+  f.ymin = y_floor(runs, nruns, npolicies, npts);
+  f.ystep = tick_step(100 - f.ymin);
+  f.ymin = floor(f.ymin / f.ystep) * f.ystep;
+  f.xstep = tick_step(f.xmax - f.ymin);
+  f.xmin = floor(f.ymin / f.xstep) * f.xstep;
   fprintf(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
                "viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\">\n", W, H, W, H);
   svg_axes(out, &f, title);
   for (size_t p = 0; p < npolicies; p++)
     if (nruns[p] > 0)
-      svg_policy(out, &f, runs[p], nruns[p], npts, palette[p % 10], p);
+      svg_policy(out, &f, runs[p], nruns[p], npts, p);
   double ly = MT + 14 + (double)npolicies * 20;
   fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#888\" "
                "stroke-dasharray=\"5,4\"/>\n", W - MR + 14, ly, W - MR + 38, ly);

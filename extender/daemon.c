@@ -6,21 +6,38 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "ext_int.h"
 #include "slicefit/apiwatch.h"
 #include "slicefit/log.h"
+
+#define PENDING_CHECK_MS 5000
 
 typedef struct {
   uv_loop_t loop;
   uv_signal_t sigterm, sigint;
   uv_timer_t sync_timer;           /* live source: follows sf_apiwatch_synced for /readyz */
+  uv_timer_t pending_timer;        /* claims pending too long */
+  json_t *warned;                  /* "ns/name" of the claims counted as pending too long */
+  sf__pending_stats_t pstats;
   sf_cluster_t *cluster;
   json_t *pending;                 /* claims without an allocation (pending.c) */
   sf_extender_t *ext;
+  sf_extender_t *debug;            /* --debug-listen: /debug/state on its own listener, or NULL */
+  sf_extender_t *metrics;          /* --metrics-listen: /metrics on its own listener, or NULL */
+  char debug_addr[128], metrics_addr[128];
+  char taint_rules_version[16];    /* resource.k8s.io version serving devicetaintrules, or "" */
   sf_kubeconfig_t kube;
   sf_apiwatch_t *watch;            /* NULL with a snapshot */
   sf_apiwatch_sink_t sink;
 } daemon_t;
+
+static int64_t now_seconds(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec;
+}
 
 /* A policy value may be written as a JSON string, number or boolean. */
 static const char *value_text(const json_t *v, char *buf, size_t cap)
@@ -108,9 +125,27 @@ static int build_cluster(daemon_t *d, const sf_daemon_options_t *opt, char *err,
 
 /* ---- a live cluster: apiwatch feeds the cluster through this sink ---- */
 
+/* -v=5: each watch event as it reaches the index. */
+static void log_event(const char *op, sf_kind_t kind, const json_t *obj)
+{
+  if (!sf_log_v(5))
+    return;
+  const json_t *md = json_object_get(obj, "metadata");
+  const char *ns = json_string_value(json_object_get(md, "namespace"));
+  const char *name = json_string_value(json_object_get(md, "name"));
+  const char *rv = json_string_value(json_object_get(md, "resourceVersion"));
+  char obj_name[300];
+  snprintf(obj_name, sizeof obj_name, "%s%s%s", ns ? ns : "", ns ? "/" : "", name ? name : "");
+  for (char *c = obj_name; *c; c++)
+    *c = *c == '"' ? '\'' : *c;
+  sf_log_vinfo(5, "watch event", "op=%s kind=%s object=\"%s\" rv=%s", op, sf_kind_name(kind),
+               obj_name, rv ? rv : "none");
+}
+
 static int sink_apply(void *ud, sf_kind_t kind, const json_t *obj, char *err, size_t errlen)
 {
   daemon_t *d = ud;
+  log_event("apply", kind, obj);
   int rc = sf_cluster_apply(d->cluster, kind, obj, err, errlen);
   if (rc == 0 && kind == SF_KIND_RESOURCE_CLAIM)
     sf__pending_apply(d->pending, obj);
@@ -121,6 +156,7 @@ static int sink_apply(void *ud, sf_kind_t kind, const json_t *obj, char *err, si
 static int sink_remove(void *ud, sf_kind_t kind, const json_t *obj, char *err, size_t errlen)
 {
   daemon_t *d = ud;
+  log_event("delete", kind, obj);
   int rc = sf_cluster_delete(d->cluster, kind, obj, err, errlen);
   if (rc == 0 && kind == SF_KIND_RESOURCE_CLAIM)
     sf__pending_delete(d->pending, obj);
@@ -131,6 +167,7 @@ static int sink_remove(void *ud, sf_kind_t kind, const json_t *obj, char *err, s
 static int sink_replace(void *ud, sf_kind_t kind, const json_t *items, char *err, size_t errlen)
 {
   daemon_t *d = ud;
+  sf_log_vinfo(5, "watch relist", "kind=%s objects=%zu", sf_kind_name(kind), json_array_size(items));
   int rc = sf_cluster_replace(d->cluster, kind, items, err, errlen);
   if (rc == 0 && kind == SF_KIND_RESOURCE_CLAIM)
     sf__pending_replace(d->pending, items);
@@ -156,26 +193,171 @@ static void on_sync_tick(uv_timer_t *t)
   sf_extender_set_ready(d->ext, synced);
 }
 
-/* apiwatch's counters in /metrics. */
-static void watch_metrics(sf__buf_t *b, void *ud)
+static void put_counter(sf__buf_t *b, const char *name, const char *help, uint64_t v)
 {
-  const daemon_t *d = ud;
-  sf_apiwatch_stats_t st;
-  sf_apiwatch_stats(d->watch, &st);
+  sf__buf_printf(b, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", name, help, name, name,
+                 (unsigned long long)v);
+}
+
+/* apiwatch's counters in /metrics: every error kind is a reason of one counter. */
+static void watch_metrics(sf__buf_t *b, const sf_apiwatch_stats_t *st)
+{
+  put_counter(b, "slicefit_apiwatch_events_total", "Watch events (ADDED, MODIFIED, DELETED) applied.",
+              st->events);
+  put_counter(b, "slicefit_apiwatch_bookmarks_total", "Watch bookmarks received.", st->bookmarks);
+  put_counter(b, "slicefit_apiwatch_lists_total", "Complete lists of a resource (the first "
+              "sync and every relist).", st->lists);
+  put_counter(b, "slicefit_apiwatch_relists_expired_total", "Relists forced by 410 Gone: the "
+              "watch fell too far behind.", st->relists_expired);
+  put_counter(b, "slicefit_apiwatch_watch_resumes_total", "Watches restarted from the last "
+              "resourceVersion after they ended.", st->watch_resumes);
   const struct {
-    const char *name;
+    const char *reason;
     uint64_t v;
-  } rows[] = {{"events", st.events}, {"bookmarks", st.bookmarks}, {"lists", st.lists},
-              {"relists_expired", st.relists_expired}, {"watch_resumes", st.watch_resumes},
-              {"errors_http_5xx", st.err_http_5xx}, {"errors_http_429", st.err_http_429},
-              {"errors_auth", st.err_auth}, {"errors_connect", st.err_connect},
-              {"errors_tls", st.err_tls}, {"errors_other", st.err_other},
-              {"decode_errors", st.decode_errors}, {"framing_errors", st.framing_errors},
-              {"policy_applied", st.policy_applied}, {"policy_invalid", st.policy_invalid}};
-  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
-    sf__buf_printf(b,
-                   "# TYPE slicefit_apiwatch_%s_total counter\nslicefit_apiwatch_%s_total %llu\n",
-                   rows[i].name, rows[i].name, (unsigned long long)rows[i].v);
+  } errs[] = {{"http_5xx", st->err_http_5xx}, {"http_429", st->err_http_429},
+              {"auth", st->err_auth}, {"connect", st->err_connect}, {"tls", st->err_tls},
+              {"other", st->err_other}, {"decode", st->decode_errors},
+              {"framing", st->framing_errors}};
+  sf__buf_puts(b, "# HELP slicefit_apiwatch_errors_total Errors talking to the API server, by "
+                  "reason (decode: an object rejected; framing: a malformed event).\n"
+                  "# TYPE slicefit_apiwatch_errors_total counter\n");
+  for (size_t i = 0; i < sizeof errs / sizeof errs[0]; i++)
+    sf__buf_printf(b, "slicefit_apiwatch_errors_total{reason=\"%s\"} %llu\n", errs[i].reason,
+                   (unsigned long long)errs[i].v);
+  sf__buf_printf(b, "# HELP slicefit_policy_updates_total Policy ConfigMap versions seen, by "
+                    "result (rejected: the last good policy stays).\n"
+                    "# TYPE slicefit_policy_updates_total counter\n"
+                    "slicefit_policy_updates_total{result=\"applied\"} %llu\n"
+                    "slicefit_policy_updates_total{result=\"rejected\"} %llu\n",
+                 (unsigned long long)st->policy_applied, (unsigned long long)st->policy_invalid);
+}
+
+/* The daemon's part of /metrics: pending claims, and apiwatch with a live source. */
+static void daemon_metrics(sf__buf_t *b, void *ud)
+{
+  daemon_t *d = ud;
+  sf__metrics_pending(b, d->pending, now_seconds(), &d->pstats);
+  if (d->watch) {
+    sf_apiwatch_stats_t st;
+    sf_apiwatch_stats(d->watch, &st);
+    watch_metrics(b, &st);
+  }
+}
+
+/* ---- claims pending too long: counted, and logged at -v=2 with the filter's reasons ---- */
+
+/*
+ * The filter's verdicts in a few words: the nodes that fit (why is it still
+ * pending?), then each distinct reason with the nodes that gave it, the most
+ * common first, at most MAX_GROUPS reasons and MAX_NAMES names each.
+ */
+#define MAX_GROUPS 6
+#define MAX_NAMES 3
+
+static int by_size(const void *a, const void *b)
+{
+  const json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
+  size_t nx = json_array_size(json_object_get(x, "nodes"));
+  size_t ny = json_array_size(json_object_get(y, "nodes"));
+  return nx != ny ? (nx < ny ? 1 : -1) : 0;
+}
+
+static void put_names(sf__buf_t *b, const json_t *nodes)
+{
+  size_t n = json_array_size(nodes);
+  for (size_t i = 0; i < n && i < MAX_NAMES; i++)
+    sf__buf_printf(b, "%s%s", i ? ", " : "", json_string_value(json_array_get(nodes, i)));
+  if (n > MAX_NAMES)
+    sf__buf_printf(b, " and %zu more", n - MAX_NAMES);
+}
+
+static void put_reasons(sf__buf_t *b, const char *const *names, const sf_verdict_t *v, size_t n)
+{
+  json_t *fit = json_array(), *groups = json_object();
+  for (size_t i = 0; i < n; i++) {
+    if (v[i].fit == SF_FIT_YES) {
+      json_array_append_new(fit, json_string(names[i]));
+      continue;
+    }
+    json_t *g = json_object_get(groups, v[i].reason);
+    if (g == NULL) {
+      g = json_pack("{s:s,s:[]}", "reason", v[i].reason, "nodes");
+      json_object_set_new(groups, v[i].reason, g);
+    }
+    json_array_append_new(json_object_get(g, "nodes"), json_string(names[i]));
+  }
+  if (json_array_size(fit)) {
+    sf__buf_puts(b, "fits on ");
+    put_names(b, fit);
+  }
+  size_t ng = json_object_size(groups), i = 0;
+  json_t **order = sf_xcalloc(ng + 1, sizeof *order);
+  const char *k;
+  json_t *g;
+  json_object_foreach(groups, k, g) order[i++] = g;
+  qsort(order, ng, sizeof *order, by_size);
+  for (i = 0; i < ng && i < MAX_GROUPS; i++) {
+    sf__buf_printf(b, "%s%s: ", b->len ? "; " : "",
+                   json_string_value(json_object_get(order[i], "reason")));
+    put_names(b, json_object_get(order[i], "nodes"));
+  }
+  if (ng > MAX_GROUPS)
+    sf__buf_printf(b, "; %zu other reasons", ng - MAX_GROUPS);
+  free(order);
+  json_decref(groups);
+  json_decref(fit);
+}
+
+/* What the filter says on every node for a pod that holds just this claim. */
+static void log_pending(const char *key, int64_t age_s, void *ud)
+{
+  daemon_t *d = ud;
+  if (!sf_log_v(2))
+    return;
+  const char *slash = strchr(key, '/');
+  if (slash == NULL)
+    return;  /* pending.c always writes "namespace/name" */
+  json_t *pod = json_pack("{s:{s:s%,s:s,s:s},s:{s:[{s:s,s:s}]}}", "metadata", "namespace", key,
+                          (size_t)(slash - key), "name", "slicefit-pending-check", "uid", "",
+                          "spec", "resourceClaims", "name", "claim", "resourceClaimName", slash + 1);
+  sf_pod_plan_t *plan = NULL;
+  char err[SF_ERR_MAX];
+  sf__buf_t why = {0};
+  size_t counts[3] = {0}, n = 0;
+  const sf_index_t *idx = sf_cluster_index(d->cluster);
+  const char **names = sf_xcalloc(sf_index_node_end(idx) + 1, sizeof *names);
+  sf_verdict_t *v = NULL;
+  for (sf_node_id nd = 0; nd < sf_index_node_end(idx); nd++)
+    if (sf_index_node_live(idx, nd))
+      names[n++] = sf_index_node_name(idx, nd);
+  if (pod && sf_cluster_plan(d->cluster, pod, &plan, err, sizeof err) == 0) {
+    v = sf_xcalloc(n + 1, sizeof *v);
+    if (sf_cluster_evaluate(d->cluster, plan, names, n, v) == 0) {
+      for (size_t i = 0; i < n; i++)
+        counts[v[i].fit]++;
+      put_reasons(&why, names, v, n);
+    } else {
+      sf__buf_puts(&why, "the filter could not evaluate it");
+    }
+  } else {
+    sf__buf_printf(&why, "not evaluated: %s", pod ? err : "bad key");
+  }
+  for (size_t i = 0; i < why.len; i++)
+    why.p[i] = why.p[i] == '"' ? '\'' : why.p[i];
+  sf_log_vinfo(2, "claim pending too long", "claim=\"%s\" age_s=%lld nodes=%zu fit=%zu no=%zu "
+               "unsure=%zu reasons=\"%s\"", key, (long long)age_s, n, counts[SF_FIT_YES],
+               counts[SF_FIT_NO], counts[SF_FIT_UNSURE], why.len ? why.p : "");
+  sf__buf_dispose(&why);
+  free(v);
+  free(names);
+  sf_pod_plan_free(plan);
+  json_decref(pod);
+}
+
+static void on_pending_tick(uv_timer_t *t)
+{
+  daemon_t *d = t->data;
+  sf__pending_sweep(d->pending, d->warned, now_seconds(), &d->pstats, log_pending, d);
 }
 
 static int load_kube(daemon_t *d, const sf_daemon_options_t *opt, char *err, size_t errlen)
@@ -183,6 +365,25 @@ static int load_kube(daemon_t *d, const sf_daemon_options_t *opt, char *err, siz
   if (opt->kubeconfig && *opt->kubeconfig)
     return sf_kubeconfig_load(&d->kube, opt->kubeconfig, err, errlen);
   return sf_kubeconfig_incluster(&d->kube, NULL, err, errlen);
+}
+
+/*
+ * DeviceTaintRules are watched wherever the API serves them, at the version
+ * it prefers; most clusters do not (an alpha API until 1.35): then quietly not.
+ */
+static void discover_taint_rules(daemon_t *d)
+{
+  char err[SF_ERR_MAX] = "";
+  int rc = sf_apiwatch_discover(&d->kube, "resource.k8s.io", "devicetaintrules", 5000,
+                                d->taint_rules_version, sizeof d->taint_rules_version, err,
+                                sizeof err);
+  if (rc)
+    sf_log_warn("cannot ask which resource.k8s.io version serves devicetaintrules; not watched",
+                "error=\"%s\"", err);
+  else if (d->taint_rules_version[0])
+    sf_log_info("watching devicetaintrules", "version=%s", d->taint_rules_version);
+  else
+    sf_log_vinfo(2, "devicetaintrules not served by the API server; not watched", NULL);
 }
 
 static int start_watch(daemon_t *d, const sf_daemon_options_t *opt, char *err, size_t errlen)
@@ -195,11 +396,12 @@ static int start_watch(daemon_t *d, const sf_daemon_options_t *opt, char *err, s
   d->sink.ud = d;
   sf_apiwatch_opts_t o = {.kube = d->kube, .policy_configmap = opt->policy_configmap,
                           .policy_cb = on_policy, .policy_ud = d, .sink = &d->sink};
+  discover_taint_rules(d);
+  o.device_taint_rules = d->taint_rules_version[0] ? d->taint_rules_version : NULL;
   d->watch = sf_apiwatch_create(&d->loop, d->cluster, &o, err, errlen);
   if (d->watch == NULL || sf_apiwatch_start(d->watch) != 0)
     return SF_EINVAL;
-  d->ext->metrics_hook = watch_metrics;
-  d->ext->metrics_ud = d;
+  sf_log_info("not ready until the cluster state has synced", "ready=false");
   uv_timer_init(&d->loop, &d->sync_timer);
   d->sync_timer.data = d;
   uv_timer_start(&d->sync_timer, on_sync_tick, 100, 250);
@@ -217,6 +419,10 @@ static void on_drained(sf_extender_t *x, void *arg)
 {
   (void)x;
   daemon_t *d = arg;
+  sf_extender_destroy(d->debug);
+  sf_extender_destroy(d->metrics);
+  d->debug = d->metrics = NULL;
+  uv_close((uv_handle_t *)&d->pending_timer, NULL);
   if (d->watch) {
     uv_close((uv_handle_t *)&d->sync_timer, NULL);
     sf_apiwatch_stop(d->watch, on_watch_stopped, d);
@@ -246,7 +452,7 @@ static void log_state(const daemon_t *d, const sf_daemon_options_t *opt)
 {
   const sf_index_t *idx = sf_cluster_index(d->cluster);
   sf_log_info("serving", "listen=%s tls=%s source=%s nodes=%zu allocations=%zu claims=%zu "
-              "strategy=%s port=%u",
+              "strategy=%s port=%u debug_port=%u metrics_port=%u",
               opt->http.listen, opt->http.tls_cert_file ? "true" : "false",
               opt->snapshot       ? opt->snapshot
               : opt->kubeconfig   ? opt->kubeconfig
@@ -254,23 +460,63 @@ static void log_state(const daemon_t *d, const sf_daemon_options_t *opt)
               sf_index_node_count(idx),
               sf_index_alloc_count(idx), sf_cluster_count(d->cluster, SF_KIND_RESOURCE_CLAIM),
               sf_strategy_name(sf_cluster_policy(d->cluster)->strategy),
-              sf_extender_port(d->ext));
+              sf_extender_port(d->ext), d->debug ? sf_extender_port(d->debug) : 0u,
+              d->metrics ? sf_extender_port(d->metrics) : 0u);
+}
+
+/* A plain listener of the debug or metrics kind at `addr`; ":PORT" is loopback. */
+static int start_side(daemon_t *d, const char *addr, char *buf, size_t cap, bool debug,
+                      sf_extender_t **out, char *err, size_t errlen)
+{
+  if (addr == NULL || *addr == '\0')
+    return 0;
+  snprintf(buf, cap, "%s%s", addr[0] == ':' ? "127.0.0.1" : "", addr);
+  sf_extender_config_t cfg;
+  sf_extender_config_init(&cfg);
+  cfg.listen = buf;
+  cfg.debug_only = debug;
+  cfg.metrics_only = !debug;
+  cfg.max_connections = 16;
+  int rc = sf_extender_start(&d->loop, d->cluster, &cfg, out, err, errlen);
+  if (rc == 0) {
+    sf_extender_set_ready(*out, true);
+    if (!debug)
+      sf_extender_metrics_of(*out, d->ext);
+  }
+  return rc;
+}
+
+static int start_debug(daemon_t *d, const sf_daemon_options_t *opt, char *err, size_t errlen)
+{
+  int rc = start_side(d, opt->debug_listen, d->debug_addr, sizeof d->debug_addr, true, &d->debug,
+                      err, errlen);
+  if (rc == 0)
+    rc = start_side(d, opt->metrics_listen, d->metrics_addr, sizeof d->metrics_addr, false,
+                    &d->metrics, err, errlen);
+  return rc;
 }
 
 int sf_daemon_run(const sf_daemon_options_t *opt)
 {
-  daemon_t d = {.pending = json_object()};
+  daemon_t d = {.pending = json_object(), .warned = json_object()};
   char err[512];
   int rc = build_cluster(&d, opt, err, sizeof err);
   signal(SIGPIPE, SIG_IGN);
   uv_loop_init(&d.loop);
   if (rc == 0)
     rc = sf_extender_start(&d.loop, d.cluster, &opt->http, &d.ext, err, sizeof err);
+  if (rc == 0)
+    rc = start_debug(&d, opt, err, sizeof err);
   if (rc) {
     sf_log_error("cannot start", "reason=\"%s\"", err);
     goto done;
   }
-  d.ext->pending = d.pending;
+  d.ext->metrics_hook = daemon_metrics;
+  d.ext->metrics_ud = &d;
+  d.pstats.warn_after_s = opt->pending_warn_after_s ? opt->pending_warn_after_s : 300;
+  uv_timer_init(&d.loop, &d.pending_timer);
+  d.pending_timer.data = &d;
+  uv_timer_start(&d.pending_timer, on_pending_tick, 0, PENDING_CHECK_MS);
   /* A snapshot is whole once loaded; a live source is ready once apiwatch has synced. */
   if (opt->snapshot)
     sf_extender_set_ready(d.ext, true);
@@ -283,6 +529,8 @@ int sf_daemon_run(const sf_daemon_options_t *opt)
   uv_run(&d.loop, UV_RUN_DEFAULT);
   sf_log_info("stopped", NULL);
 done:
+  sf_extender_destroy(d.debug);
+  sf_extender_destroy(d.metrics);
   sf_extender_destroy(d.ext);
   uv_run(&d.loop, UV_RUN_DEFAULT);
   sf_apiwatch_destroy(d.watch);
@@ -290,5 +538,6 @@ done:
   uv_loop_close(&d.loop);
   sf_cluster_destroy(d.cluster);
   json_decref(d.pending);
+  json_decref(d.warned);
   return rc ? 1 : 0;
 }

@@ -85,7 +85,7 @@ void sf__prioritize_reply(sf__buf_t *b, const sf__args_t *a, const sf_verdict_t 
 
 /* ---- metrics (metrics.c) ---- */
 
-#define SF__NBUCKETS 14
+#define SF__NBUCKETS 17
 #define SF__NCODES 8
 
 typedef struct {
@@ -105,6 +105,21 @@ void sf__metrics_requests(sf__buf_t *b, const sf__verb_stats_t *st, size_t n);
 /** Index sizes, per-node and cluster device allocation and fragmentation. */
 void sf__metrics_cluster(sf__buf_t *b, sf_cluster_t *c, sf_packer_t *pk);
 
+/* Reason classes of filter verdicts: 0 none (fit), 1..SF__NREASON-1 the packer's, SF__NREASON other. */
+#define SF__NREASON 11
+
+/** The reason class of a verdict (0 for FIT). */
+size_t sf__reason_class(const sf_verdict_t *v);
+/** Adds n verdicts to tab[fit][class] and counts[fit]. */
+void sf__verdicts_count(uint64_t (*tab)[SF__NREASON + 1], const sf_verdict_t *v, size_t n,
+                        size_t counts[3]);
+/** slicefit_filter_verdicts_total{outcome,reason}: every series, zeros included. */
+void sf__metrics_verdicts(sf__buf_t *b, const uint64_t (*tab)[SF__NREASON + 1]);
+/** slicefit_build_info{version,revision} 1. */
+void sf__metrics_build(sf__buf_t *b);
+/** process_* from /proc (procstat.c): CPU seconds, memory, fds, start time. */
+void sf__metrics_process(sf__buf_t *b);
+
 /* ---- pending claims (pending.c): a JSON object "ns/name" -> creation time ---- */
 
 /** Seconds since the epoch of an RFC 3339 UTC time ("2026-11-30T09:00:00Z"); 0 when unreadable. */
@@ -116,8 +131,27 @@ void sf__pending_delete(json_t *pending, const json_t *claim);
 void sf__pending_replace(json_t *pending, const json_t *items);
 /** Records the ResourceClaims of a kubectl List. */
 void sf__pending_load_list(json_t *pending, const json_t *list);
-/** Count, oldest age and an age histogram, ages taken at `now_s`. */
-void sf__metrics_pending(sf__buf_t *b, const json_t *pending, int64_t now_s);
+#define SF__PENDING_TOP_NS 10          /* namespaces with their own series; the rest: other */
+#define SF__PENDING_TOP_NS_TEXT "10"
+
+typedef struct {
+  int64_t warn_after_s;            /* --pending-warn-after */
+  uint64_t too_long_total;         /* claims that crossed it, each once */
+} sf__pending_stats_t;
+
+/** By namespace (top SF__PENDING_TOP_NS, then other), oldest age, too long now and ever. */
+void sf__metrics_pending(sf__buf_t *b, const json_t *pending, int64_t now_s,
+                         const sf__pending_stats_t *st);
+
+typedef void (*sf__pending_fn)(const char *key, int64_t age_s, void *ud);
+/**
+ * Calls fn (may be NULL) once for each claim pending longer than
+ * st->warn_after_s that is not in `warned` yet, adds it there and counts it
+ * in st->too_long_total; drops from `warned` the claims no longer pending.
+ * Returns how many were new. O(pending + warned).
+ */
+size_t sf__pending_sweep(const json_t *pending, json_t *warned, int64_t now_s,
+                         sf__pending_stats_t *st, sf__pending_fn fn, void *ud);
 
 /* ---- the last filter's verdicts (evcache.c) ---- */
 
@@ -199,7 +233,7 @@ struct sf_extender {
   size_t nroutes;
   sf__verb_stats_t stats[SF__V_COUNT];
   sf_packer_t *packer;             /* fragmentation in /metrics */
-  const json_t *pending;           /* pending claims (borrowed from the daemon), or NULL */
+  sf_extender_t *metrics_of;       /* a --metrics-listen listener: whose /metrics it serves */
   void (*metrics_hook)(sf__buf_t *b, void *ud);  /* more /metrics (the daemon's watch), or NULL */
   void *metrics_ud;
   sf__buf_t spare[4];              /* request and reply buffers kept for the next requests */
@@ -209,6 +243,7 @@ struct sf_extender {
   sf__evcache_t evcache;           /* the last filter's verdicts */
   uint64_t generation;             /* bumped by sf_extender_invalidate */
   uint64_t cache_hits, cache_misses;
+  uint64_t verdicts_total[3][SF__NREASON + 1];  /* filter verdicts by sf_fit_t and reason class */
   uint64_t started_ns;
 };
 

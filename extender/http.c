@@ -120,7 +120,9 @@ static void log_reply(struct MHD_Connection *conn, const char *method, const cha
                       const sf__reply_t *rep, double secs)
 {
   char path[256], why[SF_ERR_MAX + 8], peer[80];
-  if (rep->status >= 400)
+  /* A 503 from /readyz is the state, logged by the daemon once per change, not per probe. */
+  bool probe = rep->status == 503 && strcmp(url, "/readyz") == 0;
+  if (rep->status >= 400 && !probe)
     sf_log_warn("request rejected", "method=%s path=%s status=%u reason=%s remote=%s",
                 quote(why, 32, method), quote(path, sizeof path, url), rep->status,
                 quote(why + 32, sizeof why - 32, rep->reason), remote(conn, peer, sizeof peer));

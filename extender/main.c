@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include "slicefit/extender.h"
 #include "slicefit/log.h"
+#include "slicefit/policy.h"
 
 static void usage(FILE *f)
 {
@@ -15,7 +16,7 @@ static void usage(FILE *f)
           "Usage: slicefit [flags]\n"
           "\n"
           "kube-scheduler extender that packs GPU DRA claims (POST /filter, POST /prioritize;\n"
-          "GET /healthz, /readyz, /metrics, /debug/state).\n"
+          "GET /healthz, /readyz, /metrics; /debug/state, see --debug-listen).\n"
           "\n"
           "Sources of state. Without --snapshot or --kubeconfig: the in-cluster API server\n"
           "when KUBERNETES_SERVICE_HOST is set, else the example cluster\n"
@@ -24,23 +25,47 @@ static void usage(FILE *f)
           "                                  DeviceClasses, as `kubectl get resourceslices,\n"
           "                                  resourceclaims,deviceclasses -A -o json` prints it\n"
           "      --kubeconfig FILE           watch a live cluster (ResourceSlices,\n"
-          "                                  ResourceClaims, DeviceClasses) through it\n"
+          "                                  ResourceClaims, DeviceClasses, DeviceTaintRules)\n"
           "      --policy-configmap NS/NAME  live cluster: watch this ConfigMap for the policy\n"
-          "      --policy FILE               JSON object of policy keys\n"
-          "                                  (keys and defaults: include/slicefit/policy.h)\n"
+          "      --policy FILE               JSON object of policy keys (listed below)\n"
           "\n"
           "Serving:\n"
           "      --listen HOST:PORT          address to serve on (default 127.0.0.1:8888)\n"
           "      --tls-cert-file FILE        PEM certificate: serve HTTPS (enableHTTPS)\n"
           "      --tls-private-key-file FILE PEM private key matching --tls-cert-file\n"
+          "      --debug-listen HOST:PORT    serve /debug/state (every claim's name) on this\n"
+          "                                  separate plain-HTTP address; \":PORT\" means\n"
+          "                                  127.0.0.1 (default: not served, except below)\n"
+          "      --metrics-listen HOST:PORT  also serve /metrics (and /healthz) on this plain-HTTP\n"
+          "                                  address, for a NetworkPolicy that opens it to\n"
+          "                                  Prometheus alone; \":PORT\" means 127.0.0.1\n"
+          "      --debug-state-over-tls BOOL with TLS, also serve /debug/state on --listen\n"
+          "                                  (default true; false turns it off there)\n"
           "      --max-body-bytes N          larger request bodies get 413 (default 67108864)\n"
           "      --max-nodes N               more nodes in one request get 413 (default 100000)\n"
           "      --connection-timeout SECS   close idle or stalled connections (default 30)\n"
           "      --max-connections N         concurrent connections (default 1024)\n"
           "      --drain-timeout SECS        on SIGTERM, time for in-flight requests (default 5)\n"
           "\n"
-          "  -v, --v N                       log verbosity: 0 info, 4 debug (default 0)\n"
-          "  -h, --help                      this help\n");
+          "Logging (as Kubernetes components):\n"
+          "  -v, --v N                       verbosity 0..5 (default 0): 0 start, stop, state\n"
+          "                                  and policy changes; 2 claims pending too long;\n"
+          "                                  4 each filter/prioritize call and request; 5 each\n"
+          "                                  watch event. Errors and warnings always print.\n"
+          "      --logging-format FORMAT     text (klog, default) or json\n"
+          "      --pending-warn-after DUR    log (at -v=2) each claim pending longer than this,\n"
+          "                                  with the filter's reason per node (default 5m;\n"
+          "                                  seconds, or with s, m or h)\n"
+          "\n"
+          "      --version                   print the version and the git commit, and exit\n"
+          "  -h, --help                      this help\n"
+          "\n"
+          "Policy keys (--policy FILE, or the data of the --policy-configmap ConfigMap):\n");
+  size_t n;
+  const sf_policy_key_t *keys = sf_policy_keys(&n);
+  for (size_t i = 0; i < n; i++)
+    fprintf(f, "  %-22s %s (default %s)\n", keys[i].key, keys[i].doc,
+            keys[i].def[0] ? keys[i].def : "empty");
 }
 
 /* Matches --name=value or --name value; *i advances past what was used. */
@@ -72,6 +97,47 @@ static unsigned long number(const char *name, const char *v)
   return n;
 }
 
+/* A Go-style duration: "300", "300s", "5m", "1h". */
+static unsigned duration_s(const char *name, const char *v)
+{
+  char *end;
+  unsigned long n = strtoul(v, &end, 10);
+  unsigned long mul = strcmp(end, "h") == 0 ? 3600 : strcmp(end, "m") == 0 ? 60 : 1;
+  if (*v < '0' || *v > '9' || (*end != '\0' && strcmp(end, "s") != 0 && mul == 1) || n > 86400 * 30) {
+    fprintf(stderr, "slicefit: --%s %s: expected a duration such as 300s, 5m or 1h\n", name, v);
+    exit(2);
+  }
+  return (unsigned)(n * mul);
+}
+
+static bool boolean(const char *name, const char *v)
+{
+  if (strcmp(v, "true") != 0 && strcmp(v, "false") != 0) {
+    fprintf(stderr, "slicefit: --%s %s: expected true or false\n", name, v);
+    exit(2);
+  }
+  return v[0] == 't';
+}
+
+static bool parse_log_flag(int argc, char **argv, int *i, sf_daemon_options_t *o)
+{
+  const char *v;
+  sf_log_format_t f;
+  if ((v = flag(argc, argv, i, "v")))
+    sf_log_set_verbosity((int)number("v", v));
+  else if ((v = flag(argc, argv, i, "logging-format"))) {
+    if (sf_log_format_parse(v, &f) != 0) {
+      fprintf(stderr, "slicefit: --logging-format %s: expected text or json\n", v);
+      exit(2);
+    }
+    sf_log_set_format(f);
+  } else if ((v = flag(argc, argv, i, "pending-warn-after")))
+    o->pending_warn_after_s = duration_s("pending-warn-after", v);
+  else
+    return false;
+  return true;
+}
+
 static bool parse_one(int argc, char **argv, int *i, sf_daemon_options_t *o)
 {
   const char *v;
@@ -92,10 +158,12 @@ static bool parse_one(int argc, char **argv, int *i, sf_daemon_options_t *o)
     h->max_connections = (unsigned)number("max-connections", v);
   else if ((v = flag(argc, argv, i, "drain-timeout")))
     h->drain_timeout_ms = (unsigned)number("drain-timeout", v) * 1000u;
-  else if ((v = flag(argc, argv, i, "v")))
-    sf_log_set_verbosity((int)number("v", v));
+  else if ((v = flag(argc, argv, i, "debug-listen"))) o->debug_listen = v;
+  else if ((v = flag(argc, argv, i, "metrics-listen"))) o->metrics_listen = v;
+  else if ((v = flag(argc, argv, i, "debug-state-over-tls")))
+    h->debug_over_tls = boolean("debug-state-over-tls", v);
   else
-    return false;
+    return parse_log_flag(argc, argv, i, o);
   return true;
 }
 
@@ -130,8 +198,17 @@ int main(int argc, char **argv)
       usage(stdout);
       return 0;
     }
+    if (strcmp(argv[i], "--version") == 0) {
+      printf("slicefit %s (commit %s)\n", sf_version(), sf_revision());
+      return 0;
+    }
+    /* -v N and -v=N, as pflag's shorthand; --v N and --v=N are flags like the others. */
     if (strcmp(argv[i], "-v") == 0 && i + 1 < argc) {
       sf_log_set_verbosity((int)number("v", argv[++i]));
+      continue;
+    }
+    if (strncmp(argv[i], "-v=", 3) == 0) {
+      sf_log_set_verbosity((int)number("v", argv[i] + 3));
       continue;
     }
     if (!parse_one(argc, argv, &i, &o)) {

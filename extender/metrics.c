@@ -8,10 +8,14 @@
 #include <string.h>
 #include "ext_int.h"
 
-/* Seconds: from 50 µs (an empty pod) to 1 s (well past kube-scheduler's budget). */
+/*
+ * Seconds: from 50 µs (an empty pod) to 5 s (kube-scheduler's default
+ * httpTimeout); 1.5 and 2 let histogram_quantile see a p99 near the 2 s
+ * the shipped scheduler config sets (the SlicefitFilterSlow alert).
+ */
 static const double bounds[SF__NBUCKETS] = {0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.002,
                                             0.005,   0.01,   0.025,   0.05,   0.1,   0.25,
-                                            0.5,     1.0};
+                                            0.5,     1.0,    1.5,     2.0,    5.0};
 
 void sf__stats_record(sf__verb_stats_t *st, unsigned status, double secs)
 {
@@ -157,4 +161,71 @@ void sf__metrics_cluster(sf__buf_t *b, sf_cluster_t *c, sf_packer_t *pk)
   put_gauge(b, "slicefit_cluster_devices_allocated", "Devices allocated in the cluster.", tot.used);
   put_gauge(b, "slicefit_cluster_fragmentation_devices",
             "Free device capacity the expected workload cannot use (FGD), in devices.", tot.frag);
+}
+
+/* ---- filter verdicts: how often slicefit narrows what DRA allowed ---- */
+
+/* Sentence fragments of the packer's reasons (packer/packer.c say_format), first match wins. */
+static const struct {
+  const char *needle, *cls;
+} reason_classes[SF__NREASON - 1] = {
+    {"no DRA devices", "no_devices"},
+    {"no device on the node matches", "no_matching_device"},
+    {"does not tolerate taint", "taint"},
+    {"sharers", "max_sharers"},
+    {"shared counters", "shared_counters"},
+    {"NVLink island", "island"},
+    {"selector cannot be evaluated", "selector"},
+    {"search passed its budget", "search_budget"},
+    {"cannot all be satisfied together", "claims_together"},
+    {"is free", "capacity"},  /* memory, CPU, a capacity, or free devices */
+};
+
+size_t sf__reason_class(const sf_verdict_t *v)
+{
+  if (v->fit == SF_FIT_YES)
+    return 0;
+  for (size_t i = 0; i < SF__NREASON - 1; i++)
+    if (strstr(v->reason, reason_classes[i].needle))
+      return i + 1;
+  return SF__NREASON;  /* "other" */
+}
+
+void sf__verdicts_count(uint64_t (*tab)[SF__NREASON + 1], const sf_verdict_t *v, size_t n,
+                        size_t counts[3])
+{
+  for (size_t i = 0; i < n; i++) {
+    tab[v[i].fit][sf__reason_class(&v[i])]++;
+    counts[v[i].fit]++;
+  }
+}
+
+void sf__metrics_verdicts(sf__buf_t *b, const uint64_t (*tab)[SF__NREASON + 1])
+{
+  static const char *const outcome[3] = {"no", "fit", "unsure"};
+  sf__buf_puts(b, "# HELP slicefit_filter_verdicts_total Nodes judged by filter calls, by "
+                  "outcome (fit, no: filtered out, unsure: passed to the DRA plugin) and "
+                  "reason class.\n# TYPE slicefit_filter_verdicts_total counter\n");
+  for (int f = 0; f < 3; f++)
+    for (size_t c = 0; c <= SF__NREASON; c++) {
+      const char *cls = c == 0 ? "none" : c == SF__NREASON ? "other" : reason_classes[c - 1].cls;
+      /* fit has no reason; no and unsure always have one. Series that never
+       * happened are left out, but each outcome has one always, for rate(). */
+      if ((f == SF_FIT_YES) != (c == 0) || (tab[f][c] == 0 && c != 0 && c != SF__NREASON))
+        continue;
+      sf__buf_printf(b, "slicefit_filter_verdicts_total{outcome=\"%s\",reason=\"%s\"} %llu\n",
+                     outcome[f], cls, (unsigned long long)tab[f][c]);
+    }
+}
+
+/* ---- build and process ---- */
+
+void sf__metrics_build(sf__buf_t *b)
+{
+  sf__buf_puts(b, "# HELP slicefit_build_info The version and git commit of this binary.\n"
+                  "# TYPE slicefit_build_info gauge\nslicefit_build_info{version=");
+  sf__buf_json_str(b, sf_version());
+  sf__buf_puts(b, ",revision=");
+  sf__buf_json_str(b, sf_revision());
+  sf__buf_puts(b, "} 1\n");
 }

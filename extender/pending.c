@@ -5,6 +5,7 @@
  * cluster) and keeps the pending ones by "namespace/name" with their
  * creationTimestamp, in a jansson object used as a hash map.
  */
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -83,38 +84,114 @@ void sf__pending_load_list(json_t *pending, const json_t *list)
   }
 }
 
-/* Seconds: from a claim that just arrived to one stuck for a day. */
-static const double age_bounds[] = {1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 21600, 86400};
-#define NAGE (sizeof age_bounds / sizeof age_bounds[0])
+/*
+ * Pending claims in /metrics: a gauge by namespace (the SF__PENDING_TOP_NS
+ * namespaces with most, the rest summed as "other", which is always present
+ * so the series never vanishes), the oldest age, and what an alert needs:
+ * how many are pending too long now, and a counter of claims that crossed
+ * the threshold (each once), which rate() can use. An age histogram of the
+ * current claims went: its buckets go down as well as up, so rate() over it
+ * means nothing.
+ */
+typedef struct {
+  const char *ns;
+  json_int_t n;
+} ns_count_t;
 
-void sf__metrics_pending(sf__buf_t *b, const json_t *pending, int64_t now_s)
+static int by_count(const void *a, const void *b)
 {
-  uint64_t counts[NAGE] = {0};
-  double sum = 0, oldest = 0;
+  const ns_count_t *x = a, *y = b;
+  return x->n != y->n ? (x->n < y->n ? 1 : -1) : strcmp(x->ns, y->ns);
+}
+
+static void put_namespaces(sf__buf_t *b, const json_t *pending)
+{
+  json_t *by_ns = json_object();
   const char *k;
   const json_t *v;
   json_object_foreach((json_t *)(uintptr_t)pending, k, v) {
-    int64_t created = json_integer_value(v);
-    double age = created > 0 && created < now_s ? (double)(now_s - created) : 0;
-    sum += age;
-    oldest = age > oldest ? age : oldest;
-    for (size_t i = 0; i < NAGE; i++)
-      counts[i] += age <= age_bounds[i];
+    const char *slash = strchr(k, '/');
+    char ns[256];
+    snprintf(ns, sizeof ns, "%.*s", slash ? (int)(slash - k) : 0, k);
+    json_object_set_new(by_ns, ns, json_integer(json_integer_value(json_object_get(by_ns, ns)) + 1));
   }
-  size_t n = json_object_size(pending);
-  sf__buf_printf(b, "# HELP slicefit_claims_pending ResourceClaims without an allocation.\n"
-                    "# TYPE slicefit_claims_pending gauge\nslicefit_claims_pending %zu\n"
-                    "# HELP slicefit_claims_pending_oldest_seconds Age of the oldest pending "
-                    "claim.\n# TYPE slicefit_claims_pending_oldest_seconds gauge\n"
+  size_t n = json_object_size(by_ns), i = 0;
+  ns_count_t *c = sf_xcalloc(n + 1, sizeof *c);
+  json_object_foreach(by_ns, k, v) c[i++] = (ns_count_t){k, json_integer_value(v)};
+  qsort(c, n, sizeof *c, by_count);
+  json_int_t other = 0;
+  sf__buf_puts(b, "# HELP slicefit_claims_pending ResourceClaims without an allocation, by "
+                  "namespace (the " SF__PENDING_TOP_NS_TEXT " with most; the rest as other).\n"
+                  "# TYPE slicefit_claims_pending gauge\n");
+  for (i = 0; i < n; i++) {
+    if (i >= SF__PENDING_TOP_NS || strcmp(c[i].ns, "other") == 0) {
+      other += c[i].n;
+      continue;
+    }
+    sf__buf_puts(b, "slicefit_claims_pending{namespace=");
+    sf__buf_json_str(b, c[i].ns);  /* a namespace is a DNS label: no escapes in practice */
+    sf__buf_printf(b, "} %lld\n", (long long)c[i].n);
+  }
+  sf__buf_printf(b, "slicefit_claims_pending{namespace=\"other\"} %lld\n", (long long)other);
+  free(c);
+  json_decref(by_ns);
+}
+
+static double age_of(const json_t *v, int64_t now_s)
+{
+  int64_t created = json_integer_value(v);
+  return created > 0 && created < now_s ? (double)(now_s - created) : 0;
+}
+
+void sf__metrics_pending(sf__buf_t *b, const json_t *pending, int64_t now_s,
+                         const sf__pending_stats_t *st)
+{
+  double oldest = 0;
+  size_t too_long = 0;
+  const char *k;
+  const json_t *v;
+  json_object_foreach((json_t *)(uintptr_t)pending, k, v) {
+    double age = age_of(v, now_s);
+    oldest = age > oldest ? age : oldest;
+    too_long += age > (double)st->warn_after_s;
+  }
+  put_namespaces(b, pending);
+  sf__buf_printf(b, "# HELP slicefit_claims_pending_oldest_seconds Age of the oldest pending "
+                    "claim (0 when none).\n# TYPE slicefit_claims_pending_oldest_seconds gauge\n"
                     "slicefit_claims_pending_oldest_seconds %.0f\n"
-                    "# HELP slicefit_claims_pending_age_seconds Ages of the pending claims.\n"
-                    "# TYPE slicefit_claims_pending_age_seconds histogram\n",
-                 n, oldest);
-  for (size_t i = 0; i < NAGE; i++)
-    sf__buf_printf(b, "slicefit_claims_pending_age_seconds_bucket{le=\"%g\"} %llu\n",
-                   age_bounds[i], (unsigned long long)counts[i]);
-  sf__buf_printf(b, "slicefit_claims_pending_age_seconds_bucket{le=\"+Inf\"} %zu\n"
-                    "slicefit_claims_pending_age_seconds_sum %.0f\n"
-                    "slicefit_claims_pending_age_seconds_count %zu\n",
-                 n, sum, n);
+                    "# HELP slicefit_claims_pending_too_long Claims pending longer than "
+                    "--pending-warn-after now.\n# TYPE slicefit_claims_pending_too_long gauge\n"
+                    "slicefit_claims_pending_too_long %zu\n"
+                    "# HELP slicefit_claims_pending_too_long_total Claims that have been pending "
+                    "longer than --pending-warn-after, each counted once.\n"
+                    "# TYPE slicefit_claims_pending_too_long_total counter\n"
+                    "slicefit_claims_pending_too_long_total %llu\n"
+                    "# HELP slicefit_claims_pending_warn_after_seconds The --pending-warn-after "
+                    "threshold.\n# TYPE slicefit_claims_pending_warn_after_seconds gauge\n"
+                    "slicefit_claims_pending_warn_after_seconds %lld\n",
+                 oldest, too_long, (unsigned long long)st->too_long_total,
+                 (long long)st->warn_after_s);
+}
+
+size_t sf__pending_sweep(const json_t *pending, json_t *warned, int64_t now_s,
+                         sf__pending_stats_t *st, sf__pending_fn fn, void *ud)
+{
+  const char *k;
+  json_t *v;
+  void *tmp;
+  size_t fresh = 0;
+  /* A claim allocated or deleted since is forgotten: if it comes back, it counts again. */
+  json_object_foreach_safe(warned, tmp, k, v) if (!json_object_get(pending, k))
+      json_object_del(warned, k);
+  json_object_foreach((json_t *)(uintptr_t)pending, k, v) {
+    double age = age_of(v, now_s);
+    if (age <= (double)st->warn_after_s || json_object_get(warned, k))
+      continue;
+    json_object_set_new(warned, k, json_true());
+    st->too_long_total++;
+    fresh++;
+    if (fn)
+      fn(k, (int64_t)age, ud);
+  }
+  return fresh;
 }

@@ -20,6 +20,7 @@ void sf_extender_config_init(sf_extender_config_t *cfg)
       .conn_timeout_s = 30,
       .max_connections = 1024,
       .drain_timeout_ms = 5000,
+      .debug_over_tls = true,
   };
 }
 
@@ -88,14 +89,37 @@ static bool parse(sf_extender_t *x, const sf__req_t *req, sf__args_t *a, sf__rep
   return rc == 0;
 }
 
+/* -v=4: one line per filter or prioritize call with its verdict counts. */
+static void log_call(const char *verb, const sf__args_t *a, const sf_verdict_t *v,
+                     const size_t counts[3])
+{
+  if (!sf_log_v(4))
+    return;
+  const json_t *md = json_object_get(a->pod, "metadata");
+  const char *ns = json_string_value(json_object_get(md, "namespace"));
+  const char *name = json_string_value(json_object_get(md, "name"));
+  char pod[300];
+  snprintf(pod, sizeof pod, "%s/%s", ns ? ns : "", name ? name : "");
+  for (size_t i = 0; i < strlen(pod); i++)
+    pod[i] = pod[i] == '"' ? '\'' : pod[i];
+  sf_log_vinfo(4, verb, "pod=\"%s\" nodes=%zu fit=%zu no=%zu unsure=%zu devices=%s", pod, a->n,
+               v ? counts[SF_FIT_YES] : a->n, v ? counts[SF_FIT_NO] : 0,
+               v ? counts[SF_FIT_UNSURE] : 0, v ? "true" : "false");
+}
+
 static void on_filter(sf_extender_t *x, const sf__req_t *req, sf__reply_t *rep)
 {
   sf__args_t a;
   if (!parse(x, req, &a, rep))
     return;
   const sf_verdict_t *v = evaluate(x, &a, true, rep);
-  if (rep->status == 200)
+  size_t counts[3] = {0};
+  if (rep->status == 200) {
     sf__filter_reply(&rep->body, &a, v);
+    if (v)  /* a pod that asks no devices is not counted: slicefit had nothing to judge */
+      sf__verdicts_count(x->verdicts_total, v, a.n, counts);
+    log_call("filter", &a, v, counts);
+  }
   sf__args_dispose(&a);
 }
 
@@ -105,8 +129,13 @@ static void on_prioritize(sf_extender_t *x, const sf__req_t *req, sf__reply_t *r
   if (!parse(x, req, &a, rep))
     return;
   const sf_verdict_t *v = evaluate(x, &a, false, rep);
-  if (rep->status == 200)
+  if (rep->status == 200) {
     sf__prioritize_reply(&rep->body, &a, v);
+    size_t counts[3] = {0};
+    for (size_t i = 0; v && i < a.n; i++)
+      counts[v[i].fit]++;
+    log_call("prioritize", &a, v, counts);
+  }
   sf__args_dispose(&a);
 }
 
@@ -134,14 +163,14 @@ static void on_readyz(sf_extender_t *x, const sf__req_t *req, sf__reply_t *rep)
 static void on_metrics(sf_extender_t *x, const sf__req_t *req, sf__reply_t *rep)
 {
   (void)req;
+  /* The metrics listener serves the serving listener's figures (its own requests aside). */
+  x = x->metrics_of ? x->metrics_of : x;
   rep->ctype = "text/plain; version=0.0.4; charset=utf-8";
   sf__metrics_requests(&rep->body, x->stats, SF__V_COUNT);
   sf__metrics_cluster(&rep->body, x->cluster, x->packer);
-  if (x->pending) {
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    sf__metrics_pending(&rep->body, x->pending, (int64_t)now.tv_sec);
-  }
+  sf__metrics_verdicts(&rep->body, (const uint64_t(*)[SF__NREASON + 1])x->verdicts_total);
+  sf__metrics_build(&rep->body);
+  sf__metrics_process(&rep->body);
   if (x->metrics_hook)
     x->metrics_hook(&rep->body, x->metrics_ud);
   sf__buf_printf(&rep->body,
@@ -177,13 +206,30 @@ static void on_debug_state(sf_extender_t *x, const sf__req_t *req, sf__reply_t *
   json_decref(st);
 }
 
+/*
+ * /debug/state names every claim in every namespace: it is served on the
+ * serving port only behind TLS (and debug_over_tls), else on the separate
+ * --debug-listen listener, which serves nothing else but /healthz.
+ */
 static const sf__route_t routes[] = {
     {"/filter", "POST", on_filter, SF__V_FILTER},
     {"/prioritize", "POST", on_prioritize, SF__V_PRIORITIZE},
     {"/healthz", "GET", on_healthz, SF__V_HEALTHZ},
     {"/readyz", "GET", on_readyz, SF__V_READYZ},
     {"/metrics", "GET", on_metrics, SF__V_METRICS},
+    {"/debug/state", "GET", on_debug_state, SF__V_DEBUG},  /* last: left out when not served */
+};
+#define NROUTES (sizeof routes / sizeof routes[0])
+
+static const sf__route_t debug_routes[] = {
     {"/debug/state", "GET", on_debug_state, SF__V_DEBUG},
+    {"/healthz", "GET", on_healthz, SF__V_HEALTHZ},
+};
+
+/* --metrics-listen: what Prometheus scrapes, on a port a NetworkPolicy can open to it alone. */
+static const sf__route_t metrics_routes[] = {
+    {"/metrics", "GET", on_metrics, SF__V_METRICS},
+    {"/healthz", "GET", on_healthz, SF__V_HEALTHZ},
 };
 
 static const char *const verb_names[SF__V_COUNT] = {"filter", "prioritize", "healthz", "readyz",
@@ -211,8 +257,12 @@ int sf_extender_start(uv_loop_t *loop, sf_cluster_t *cluster, const sf_extender_
   x->loop = loop;
   x->cluster = cluster;
   x->cfg = *cfg;
-  x->routes = routes;
-  x->nroutes = sizeof routes / sizeof routes[0];
+  bool tls = cfg->tls_cert_file && cfg->tls_key_file;
+  x->routes = cfg->debug_only ? debug_routes : cfg->metrics_only ? metrics_routes : routes;
+  x->nroutes = cfg->debug_only     ? sizeof debug_routes / sizeof debug_routes[0]
+               : cfg->metrics_only ? sizeof metrics_routes / sizeof metrics_routes[0]
+               : tls && cfg->debug_over_tls ? NROUTES
+                                            : NROUTES - 1;
   x->started_ns = uv_hrtime();
   for (int i = 0; i < SF__V_COUNT; i++)
     x->stats[i].verb = verb_names[i];
@@ -233,6 +283,8 @@ int sf_extender_start(uv_loop_t *loop, sf_cluster_t *cluster, const sf_extender_
 void sf_extender_set_ready(sf_extender_t *x, bool ready) { x->ready = ready; }
 
 void sf_extender_invalidate(sf_extender_t *x) { x->generation++; }
+
+void sf_extender_metrics_of(sf_extender_t *x, sf_extender_t *of) { x->metrics_of = of; }
 
 static void finish_drain(sf_extender_t *x)
 {

@@ -139,6 +139,16 @@ sf_apiwatch_t *sf_apiwatch_create(uv_loop_t *loop, sf_cluster_t *cluster,
 /** As create, with opts->sink required and no cluster (tests, benchmarks). */
 sf_apiwatch_t *sf_apiwatch_create_sink(uv_loop_t *loop, const sf_apiwatch_opts_t *opts, char *err,
                                        size_t errlen);
+/**
+ * Discovery, blocking (before the loop runs; each GET at most timeout_ms):
+ * the version of `group` that serves `resource`, preferred versions first,
+ * into version ("" when no version serves it, or the group is absent).
+ * Returns 0, or SF_EINVAL with err set when the server could not be asked
+ * (common.h has no I/O error code; the caller logs it and goes on).
+ */
+int sf_apiwatch_discover(const sf_kubeconfig_t *kc, const char *group, const char *resource,
+                         unsigned timeout_ms, char *version, size_t cap, char *err, size_t errlen);
+
 /** Starts listing and watching every resource. 0 or SF_EINVAL if already started. */
 int sf_apiwatch_start(sf_apiwatch_t *w);
 /**

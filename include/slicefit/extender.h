@@ -28,6 +28,9 @@ typedef struct {
   unsigned conn_timeout_s;       /* idle or stalled connections are closed after this */
   unsigned max_connections;
   unsigned drain_timeout_ms;     /* SIGTERM: most time given to in-flight requests */
+  bool debug_only;               /* the --debug-listen listener: /debug/state and /healthz only */
+  bool metrics_only;             /* the --metrics-listen listener: /metrics and /healthz only */
+  bool debug_over_tls;           /* a TLS listener serves /debug/state too (default true) */
 } sf_extender_config_t;
 
 typedef struct sf_extender sf_extender_t;
@@ -53,6 +56,9 @@ void sf_extender_set_ready(sf_extender_t *x, bool ready);
  * cluster while the extender serves must call it.
  */
 void sf_extender_invalidate(sf_extender_t *x);
+
+/** A metrics_only listener `x` serves the /metrics of `of` (both borrowed; on the loop). */
+void sf_extender_metrics_of(sf_extender_t *x, sf_extender_t *of);
 
 /** The bound TCP port (useful with port 0). */
 uint16_t sf_extender_port(const sf_extender_t *x);
@@ -80,7 +86,14 @@ typedef struct {
   const char *policy;            /* JSON object of policy keys, or NULL */
   const char *kubeconfig;        /* live cluster (apiwatch), or NULL */
   const char *policy_configmap;  /* NAMESPACE/NAME watched for the policy, or NULL */
+  const char *debug_listen;      /* HOST:PORT of a plain listener for /debug/state, or NULL */
+  const char *metrics_listen;    /* HOST:PORT of a plain listener for /metrics, or NULL */
+  unsigned pending_warn_after_s; /* a claim pending this long is logged at -v=2 (0: 300) */
 } sf_daemon_options_t;
+
+/** The release ("0.1.0") and the git commit it was built from ("unknown" outside git); static. */
+const char *sf_version(void);
+const char *sf_revision(void);
 
 /** The example cluster `bin/slicefit` loads when run with no source of state. */
 #define SF_DAEMON_DEFAULT_SNAPSHOT "extender/example-cluster.json"

@@ -17,7 +17,12 @@ static char dir[] = "/tmp/sf-kubectl-XXXXXX";
 static char kc[128], cache[128];
 
 static void setup(void) {
-  if (system("command -v kubectl >/dev/null 2>&1") != 0) cr_skip_test("kubectl is not installed");
+  if (system("command -v kubectl >/dev/null 2>&1") != 0) {
+    /* A skip's reason is not printed by Criterion without --verbose: a warning is. */
+    cr_log_warn("SKIPPED: %s: kubectl is not on PATH (it talks to the fake API server here)",
+                criterion_current_test->name);
+    cr_skip_test("kubectl is not installed");
+  }
   fake_start(&F, NULL);
   cr_assert(mkdtemp(dir));
   snprintf(kc, sizeof kc, "%s/kubeconfig", dir);

@@ -128,3 +128,55 @@ Test(replay_report, fidelity_ranking_on_the_bundled_trace)
   cr_expect_gt(fgd_ff, best + 1.0, "fgd first-fit %.2f%% vs bestfit %.2f%%", fgd_ff, best);
   sf_replay_trace_dispose(&t);
 }
+
+/*
+ * The SVG zooms its y axis to where the policies leave the ideal, keeps the
+ * ideal line, clips the curves to the frame, and tells five policies apart
+ * by line style as well as colour.
+ */
+Test(replay_report, svg_zooms_to_the_data_and_keeps_the_ideal)
+{
+  static const char *const names[5] = {"p0", "p1", "p2", "p3", "p4"};
+  static double curves[5][131];
+  sf_replay_result_t r[5];
+  const sf_replay_result_t *runs[5];
+  size_t nruns[5];
+  memset(r, 0, sizeof r);
+  for (size_t p = 0; p < 5; p++) {
+    /* Each follows the ideal up to 88 + p %, then stays there. */
+    for (size_t i = 0; i < 131; i++)
+      curves[p][i] = fmin((double)i, 88.0 + (double)p);
+    snprintf(r[p].policy, sizeof r[p].policy, "%s", names[p]);
+    r[p].curve = curves[p];
+    r[p].ncurve = 131;
+    runs[p] = &r[p];
+    nruns[p] = 1;
+  }
+  FILE *f = tmpfile();
+  cr_assert_eq(sf_replay_svg(f, runs, nruns, 5, "t.csv"), 0);
+  long len = ftell(f);
+  rewind(f);
+  char *svg = calloc(1, (size_t)len + 1);
+  cr_assert_eq(fread(svg, 1, (size_t)len, f), (size_t)len);
+  fclose(f);
+  /* The curves leave the ideal at 88..92: the y axis (labels anchored at their end) starts
+   * in the 80s, not at 0, and still reaches 100. */
+  char lab[64];
+  bool in_80s = false;
+  for (int y = 80; y < 89; y++) {
+    snprintf(lab, sizeof lab, "text-anchor=\"end\">%d</text>", y);
+    in_80s |= strstr(svg, lab) != NULL;
+  }
+  cr_expect(in_80s, "the y axis starts in the 80s");
+  cr_expect(strstr(svg, "text-anchor=\"end\">100</text>"));
+  cr_expect_null(strstr(svg, "text-anchor=\"end\">50</text>"), "not zoomed");
+  cr_expect_null(strstr(svg, "text-anchor=\"end\">0</text>"), "not zoomed");
+  cr_expect(strstr(svg, "<clipPath id=\"plot\">"));
+  cr_expect(strstr(svg, "<polyline clip-path=\"url(#plot)\" fill=\"none\" stroke=\"#888\""),
+            "the ideal line is drawn");
+  cr_expect(strstr(svg, ">ideal</text>"));
+  for (size_t p = 0; p < 5; p++)
+    cr_expect(strstr(svg, names[p]));
+  cr_expect(strstr(svg, "stroke-dasharray=\"14,4\""), "the fifth policy has its own dash");
+  free(svg);
+}

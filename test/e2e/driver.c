@@ -167,7 +167,8 @@ void drv_setup(drv_t *d, const char *const *policy, size_t nreplicas, size_t npo
                  "openssl could not make a certificate (%s/openssl.log)", d->dir);
   e2e_http_use_ca(d->tls ? d->cert : NULL);
   cr_assert_eq(e2e_kubeconfig_write(d->kubeconfig, d->api.port, TOKEN), 0);
-  for (size_t r = 0; r < nreplicas; r++)
+  /* DRV_LATE: the test starts replicas 1.. itself, after what it wants them not to see. */
+  for (size_t r = 0; r < ((flags & DRV_LATE) ? 1 : nreplicas); r++)
     drv_start_replica(d, r);
 }
 
@@ -178,6 +179,12 @@ void drv_stop_all(drv_t *d)
     cr_expect_eq(st, 0, "replica %zu exited %d on SIGTERM (sanitizer report? log %s)", r, st,
                  d->sf[r].log);
   }
+  /* Checked here, in the test's body: an assertion in .fini does not fail a test. */
+  e2e_apiserver_stop(&d->api);
+  char why[200];
+  size_t strays = e2e_reap_strays(why, sizeof why);
+  cr_expect_eq(strays, 0, "%zu process(es) the test started would have outlived it (pids %s)",
+               strays, why);
 }
 
 void drv_teardown(drv_t *d)
@@ -186,6 +193,8 @@ void drv_teardown(drv_t *d)
     if (d->sf[r].pid > 0)
       e2e_slicefit_stop(&d->sf[r]);
   e2e_apiserver_stop(&d->api);
+  /* A failed test may leave some: kill them, as the report already says it failed. */
+  e2e_reap_strays(NULL, 0);
   if (d->dir[0])
     e2e_rmdir(d->dir);
 }

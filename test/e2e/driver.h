@@ -65,7 +65,8 @@ void drv_setup(drv_t *d, const char *const *policy, size_t nreplicas, size_t npo
 void drv_start_replica(drv_t *d, size_t r);
 /** Stops replica r (it must exit 0 on SIGTERM) and starts it again; waits until it is ready. */
 void drv_restart(drv_t *d, size_t r);
-/** SIGTERM to every replica; each must drain and exit 0 (under make check: no sanitizer report). */
+/** SIGTERM to every replica (each must drain and exit 0; under make check: no sanitizer report),
+ * then stops the API server; fails the test if any process it started is still alive. */
 void drv_stop_all(drv_t *d);
 void drv_teardown(drv_t *d);
 /** Waits until every replica holds exactly the claims and allocations the API server has. */

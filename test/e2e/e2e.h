@@ -120,6 +120,7 @@ typedef struct {
 typedef struct {
   pid_t pid;
   unsigned port;
+  unsigned debug_port;         /* its --debug-listen port: e2e_http sends /debug/ there */
   char log[256];               /* its stderr goes here */
 } e2e_slicefit_t;
 
@@ -145,6 +146,12 @@ int e2e_slicefit_start(e2e_slicefit_t *s, const char *dir, const char *const *ar
 int e2e_slicefit_wait_ready(e2e_slicefit_t *s, int deadline_ms);
 /** SIGTERM, wait (SIGKILL after 5 s); the exit status, or -1. */
 int e2e_slicefit_stop(e2e_slicefit_t *s);
+
+/**
+ * Kills and reaps every process this test process started and has not
+ * stopped (a lost pid included); returns how many there were, their pids in why.
+ */
+size_t e2e_reap_strays(char *why, size_t len);
 
 /** Makes a self-signed serving certificate (tls.crt, tls.key) in dir with the openssl tool; 0 or -1. */
 int e2e_tls_make(const char *dir, char *cert, char *key, size_t len);

@@ -49,6 +49,46 @@ const char *e2e_tool(const char *name)
   return path;
 }
 
+/* ---- every process this test started, until it is reaped ---- */
+
+#define MAX_STARTED 16
+static pid_t started[MAX_STARTED];
+
+static void track(pid_t pid)
+{
+  for (size_t i = 0; pid > 0 && i < MAX_STARTED; i++)
+    if (started[i] == 0) {
+      started[i] = pid;
+      return;
+    }
+}
+
+static void untrack(pid_t pid)
+{
+  for (size_t i = 0; pid > 0 && i < MAX_STARTED; i++)
+    if (started[i] == pid)
+      started[i] = 0;
+}
+
+size_t e2e_reap_strays(char *why, size_t len)
+{
+  size_t n = 0, off = 0;
+  if (len)
+    why[0] = '\0';
+  for (size_t i = 0; i < MAX_STARTED; i++) {
+    pid_t pid = started[i];
+    started[i] = 0;
+    if (pid <= 0 || waitpid(pid, NULL, WNOHANG) == pid)
+      continue;   /* exited, and only reaped now */
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    if (off < len)
+      off += (size_t)snprintf(why + off, len - off, "%s%d", n ? ", " : "", (int)pid);
+    n++;
+  }
+  return n;
+}
+
 /* ---- the fake kube-apiserver ---- */
 
 int e2e_apiserver_start(e2e_apiserver_t *a, const char *token, const char *log)
@@ -68,6 +108,7 @@ int e2e_apiserver_start(e2e_apiserver_t *a, const char *token, const char *log)
     execl(tool, tool, "--token", token, (char *)NULL);
     _exit(127);
   }
+  track(a->pid);
   close(in[0]);
   close(out[1]);
   a->in = fdopen(in[1], "w");
@@ -119,8 +160,10 @@ void e2e_apiserver_stop(e2e_apiserver_t *a)
   }
   if (a->out)
     fclose(a->out);
-  if (a->pid > 0)
+  if (a->pid > 0) {
     waitpid(a->pid, NULL, 0);
+    untrack(a->pid);
+  }
   memset(a, 0, sizeof *a);
 }
 
@@ -153,6 +196,7 @@ int e2e_slicefit_start(e2e_slicefit_t *s, const char *dir, const char *const *ar
   snprintf(s->log, sizeof s->log, "%s/slicefit-%u.log", dir, seq++);
   argv[n++] = bin;
   argv[n++] = listen;
+  argv[n++] = "--debug-listen=127.0.0.1:0";  /* /debug/state, on a second free port */
   for (size_t i = 0; args && args[i] && n < 31; i++)
     argv[n++] = args[i];
   argv[n] = NULL;
@@ -164,31 +208,57 @@ int e2e_slicefit_start(e2e_slicefit_t *s, const char *dir, const char *const *ar
     execv(bin, (char *const *)(uintptr_t)argv);
     _exit(127);
   }
+  track(s->pid);
   return s->pid > 0 ? 0 : -1;
 }
 
-/* The port from the daemon's `msg="serving" ... port=N` log line, or 0 while it is not there. */
-static unsigned logged_port(const char *log)
+/* The value of ` key=N` on the daemon's `] "serving"` log line, or 0 while it is not there. */
+static unsigned logged_port(const char *log, const char *key)
 {
   FILE *f = fopen(log, "r");
   char line[1024];
   unsigned port = 0;
   while (f && port == 0 && fgets(line, sizeof line, f)) {
-    const char *p = strstr(line, "msg=\"serving\"") ? strstr(line, " port=") : NULL;
+    const char *p = strstr(line, "] \"serving\"") ? strstr(line, key) : NULL;
     if (p)
-      port = (unsigned)strtoul(p + 6, NULL, 10);
+      port = (unsigned)strtoul(p + strlen(key), NULL, 10);
   }
   if (f)
     fclose(f);
   return port;
 }
 
+/* Serving port -> its --debug-listen port, for e2e_http's /debug/ requests. */
+static struct {
+  unsigned port, debug;
+} debug_ports[16];
+
+static void remember_debug_port(unsigned port, unsigned debug)
+{
+  static size_t next;
+  size_t i = next++ % 16;
+  debug_ports[i].port = port;
+  debug_ports[i].debug = debug;
+}
+
+static unsigned debug_port_of(unsigned port)
+{
+  for (size_t i = 0; i < 16; i++)
+    if (debug_ports[i].port == port)
+      return debug_ports[i].debug;
+  return 0;
+}
+
 int e2e_slicefit_wait_ready(e2e_slicefit_t *s, int deadline_ms)
 {
   int64_t end = e2e_now_ms() + deadline_ms;
   do {
-    if (s->port == 0)
-      s->port = logged_port(s->log);
+    if (s->port == 0) {
+      s->port = logged_port(s->log, " port=");
+      s->debug_port = logged_port(s->log, " debug_port=");
+      if (s->port)
+        remember_debug_port(s->port, s->debug_port);
+    }
     if (s->port && e2e_http(s->port, "GET", "/readyz", NULL, NULL) == 200)
       return 0;
     if (waitpid(s->pid, NULL, WNOHANG) == s->pid)
@@ -213,6 +283,7 @@ int e2e_slicefit_stop(e2e_slicefit_t *s)
     waitpid(s->pid, &st, 0);
     st = -1;
   }
+  untrack(s->pid);
   s->pid = 0;
   return st < 0 ? -1 : WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
@@ -306,10 +377,14 @@ long e2e_http(unsigned port, const char *method, const char *path, const char *b
   sink_t b = {NULL, 0};
   long code = -1;
   struct curl_slist *hdr = curl_slist_append(NULL, "Content-Type: application/json");
+  /* /debug/ is served on the replica's --debug-listen port, in plain HTTP. */
+  unsigned dport = strncmp(path, "/debug/", 7) == 0 ? debug_port_of(port) : 0;
+  bool tls = ca_path[0] && dport == 0;
+  port = dport ? dport : port;
   CURL *c = handle(port);
-  snprintf(url, sizeof url, "%s://127.0.0.1:%u%s", ca_path[0] ? "https" : "http", port, path);
+  snprintf(url, sizeof url, "%s://127.0.0.1:%u%s", tls ? "https" : "http", port, path);
   curl_easy_setopt(c, CURLOPT_URL, url);
-  if (ca_path[0])
+  if (tls)
     curl_easy_setopt(c, CURLOPT_CAINFO, ca_path);
   curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);

@@ -60,10 +60,14 @@ static void wait_serving(sfx_t *s)
 {
   for (int i = 0; i < 1000; i++) {
     char *log = sfx_log(s);
-    const char *p = strstr(log, "msg=\"serving\"");
-    const char *q = p ? strstr(p, " port=") : NULL;
+    /* klog text, or a JSON line with --logging-format=json. */
+    const char *p = strstr(log, "] \"serving\""), *j = strstr(log, "\"msg\":\"serving\"");
+    const char *q = p ? strstr(p, " port=") : j ? strstr(j, ",\"port\":") : NULL;
+    const char *dq = p ? strstr(p, " debug_port=") : j ? strstr(j, ",\"debug_port\":") : NULL;
     if (q)
-      s->port = (unsigned)atoi(q + 6);
+      s->port = (unsigned)atoi(q + (p ? 6 : 8));
+    if (dq)
+      s->debug_port = (unsigned)atoi(dq + (p ? 12 : 14));
     free(log);
     if (s->port)
       return;
@@ -89,6 +93,8 @@ void sfx_start(sfx_t *s, const char *const *args)
   size_t n = 1;
   argv[n++] = "--listen";
   argv[n++] = "127.0.0.1:0";
+  /* /debug/state on a second free port (the test's args may name another). */
+  argv[n++] = "--debug-listen=127.0.0.1:0";
   for (size_t i = 0; args && args[i] && n < 38; i++) {
     argv[n++] = args[i];
     s->tls |= strcmp(args[i], "--tls-cert-file") == 0;
@@ -196,7 +202,10 @@ void sfx_request(sfx_t *s, const char *method, const char *path, const char *bod
   char url[256];
   memset(r, 0, sizeof *r);
   r->body = calloc(1, 1);
-  snprintf(url, sizeof url, "%s://127.0.0.1:%u%s", s->tls ? "https" : "http", s->port, path);
+  /* /debug/ goes to the --debug-listen listener (plain HTTP) when the daemon has one. */
+  bool dbg = s->debug_port && strncmp(path, "/debug/", 7) == 0, tls = s->tls && !dbg;
+  snprintf(url, sizeof url, "%s://127.0.0.1:%u%s", tls ? "https" : "http",
+           dbg ? s->debug_port : s->port, path);
   CURL *c = s->curl;
   curl_easy_reset(c);
   struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
@@ -213,7 +222,7 @@ void sfx_request(sfx_t *s, const char *method, const char *path, const char *bod
   curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
   curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
   curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
-  if (s->tls)
+  if (tls)
     curl_easy_setopt(c, CURLOPT_CAINFO, sfx_path("test/extender/data/tls/cert.pem"));
   CURLcode rc = curl_easy_perform(c);
   curl_slist_free_all(h);
@@ -284,4 +293,28 @@ void sfx_read_all(int fd, char *buf, size_t cap)
     got += (size_t)k;
   buf[got] = '\0';
   close(fd);
+}
+
+int sfx_promtool_lint(const char *text, char *why, size_t cap)
+{
+  why[0] = '\0';
+  if (system("command -v promtool >/dev/null 2>&1") != 0) {
+    snprintf(why, cap, "promtool is not installed");
+    return -1;
+  }
+  char dir[] = "/tmp/sfx-lint-XXXXXX", in[64], cmd[256];
+  cr_assert_not_null(mkdtemp(dir));
+  snprintf(in, sizeof in, "%s/metrics.txt", dir);
+  FILE *f = fopen(in, "w");
+  cr_assert_not_null(f);
+  fputs(text, f);
+  fclose(f);
+  snprintf(cmd, sizeof cmd, "promtool check metrics < %s 2>&1", in);
+  FILE *p = popen(cmd, "r");
+  size_t n = fread(why, 1, cap - 1, p);
+  why[n] = '\0';
+  int st = pclose(p);
+  unlink(in);
+  rmdir(dir);
+  return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
 }

@@ -15,6 +15,7 @@
 typedef struct {
   pid_t pid;
   unsigned port;
+  unsigned debug_port;   /* --debug-listen (the harness passes 127.0.0.1:0); /debug/ goes there */
   bool tls;
   char dir[64];          /* temporary folder: log.txt */
   char log_path[128];
@@ -65,5 +66,11 @@ json_t *sfx_args(const json_t *pod, const char *const *names, size_t n, bool cac
 void sfx_read_all(int fd, char *buf, size_t cap);
 /** A raw TCP connection to the server (for stalled and slow clients); -1 on error. */
 int sfx_connect(const sfx_t *s);
+
+/**
+ * Runs `promtool check metrics` on an exposition: 0 clean, 1 not (why holds
+ * promtool's words), -1 when promtool is not installed (why says so).
+ */
+int sfx_promtool_lint(const char *text, char *why, size_t cap);
 
 #endif

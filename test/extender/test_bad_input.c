@@ -27,7 +27,7 @@ TestSuite(bad_input, .init = setup, .fini = teardown, .timeout = 60);
 static void expect_error(const char *method, const char *path, const char *body, size_t len,
                          long status, const char *want)
 {
-  int before = sfx_log_count(&srv, "msg=\"request rejected\"");
+  int before = sfx_log_count(&srv, "] \"request rejected\"");
   sfx_reply_t r;
   sfx_request(&srv, method, path, body, len, &r);
   cr_assert_eq(r.status, status, "%s %s: got %ld (%s)", method, path, r.status, r.body);
@@ -39,7 +39,7 @@ static void expect_error(const char *method, const char *path, const char *body,
   cr_assert_eq(json_integer_value(json_object_get(v, "Code")), status);
   json_decref(v);
   sfx_reply_free(&r);
-  cr_assert_eq(sfx_log_count(&srv, "msg=\"request rejected\""), before + 1, "one log line");
+  cr_assert_eq(sfx_log_count(&srv, "] \"request rejected\""), before + 1, "one log line");
   /* Still serving. */
   sfx_request(&srv, "GET", "/healthz", NULL, 0, &r);
   cr_assert_eq(r.status, 200);
@@ -90,7 +90,7 @@ Test(bad_input, body_over_the_limit)
    * read (curl then reported a send error instead of the reply, now and again). */
   int fd = sfx_connect(&srv);
   cr_assert(fd >= 0);
-  int before = sfx_log_count(&srv, "msg=\"request rejected\"");
+  int before = sfx_log_count(&srv, "] \"request rejected\"");
   const char *head = "POST /filter HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                      "Content-Length: 2097152\r\n\r\n";
   cr_assert(write(fd, head, strlen(head)) > 0);
@@ -100,7 +100,7 @@ Test(bad_input, body_over_the_limit)
   cr_assert(strstr(reply, "application/json"), "%s", reply);
   cr_assert(strstr(reply, "larger than the limit"), "%s", reply);
   cr_assert(strstr(reply, "\"Code\":413") || strstr(reply, "\"Code\": 413"), "%s", reply);
-  cr_assert_eq(sfx_log_count(&srv, "msg=\"request rejected\""), before + 1, "one log line");
+  cr_assert_eq(sfx_log_count(&srv, "] \"request rejected\""), before + 1, "one log line");
 }
 
 Test(bad_input, chunked_body_over_the_limit)
@@ -177,7 +177,7 @@ Test(bad_input, stalled_client_holds_up_no_one_and_is_closed)
     cr_assert_leq(read(pf[i].fd, buf, sizeof buf), 0, "closed without a reply");
     close(pf[i].fd);
   }
-  cr_assert_eq(sfx_log_count(&srv, "msg=\"request aborted\" reason=timeout"), 1);
+  cr_assert_eq(sfx_log_count(&srv, "] \"request aborted\" reason=\"timeout\""), 1);
   json_decref(args);
   json_decref(pod);
 }

@@ -262,6 +262,31 @@ Test(codec, rfc3339)
   cr_assert_eq(sf__rfc3339_seconds(NULL), 0);
 }
 
+/* Top namespaces by count, the rest summed as other. */
+Test(codec, pending_namespaces_bounded)
+{
+  json_t *p = json_object();
+  char key[64];
+  for (int ns = 0; ns < 15; ns++)
+    for (int i = 0; i <= ns; i++) {
+      snprintf(key, sizeof key, "ns%02d/c%d", ns, i);
+      json_object_set_new(p, key, json_integer(100));
+    }
+  sf__buf_t b = {0};
+  sf__pending_stats_t st = {.warn_after_s = 300};
+  sf__metrics_pending(&b, p, 110, &st);
+  size_t series = 0;
+  for (const char *q = b.p; (q = strstr(q, "\nslicefit_claims_pending{")) != NULL; q++)
+    series++;
+  cr_assert_eq(series, SF__PENDING_TOP_NS + 1);
+  cr_assert(strstr(b.p, "\nslicefit_claims_pending{namespace=\"ns14\"} 15\n"));
+  cr_assert(strstr(b.p, "\nslicefit_claims_pending{namespace=\"ns05\"} 6\n"));
+  /* ns00..ns04 hold 1+2+3+4+5 claims. */
+  cr_assert(strstr(b.p, "\nslicefit_claims_pending{namespace=\"other\"} 15\n"), "%s", b.p);
+  sf__buf_dispose(&b);
+  json_decref(p);
+}
+
 Test(codec, pending_claims)
 {
   json_t *p = json_object();
@@ -277,12 +302,20 @@ Test(codec, pending_claims)
   cr_assert_eq(json_object_size(p), 1);
   cr_assert_eq(json_integer_value(json_object_get(p, "t/a")), 100);
   sf__buf_t b = {0};
-  sf__metrics_pending(&b, p, 110);
-  cr_assert(strstr(b.p, "\nslicefit_claims_pending 1\n"));
+  sf__pending_stats_t st = {.warn_after_s = 5};
+  sf__metrics_pending(&b, p, 110, &st);
+  cr_assert(strstr(b.p, "\nslicefit_claims_pending{namespace=\"t\"} 1\n"), "%s", b.p);
+  cr_assert(strstr(b.p, "\nslicefit_claims_pending{namespace=\"other\"} 0\n"));
   cr_assert(strstr(b.p, "\nslicefit_claims_pending_oldest_seconds 10\n"));
-  cr_assert(strstr(b.p, "\nslicefit_claims_pending_age_seconds_bucket{le=\"5\"} 0\n"));
-  cr_assert(strstr(b.p, "\nslicefit_claims_pending_age_seconds_bucket{le=\"15\"} 1\n"));
+  cr_assert(strstr(b.p, "\nslicefit_claims_pending_too_long 1\n"));
+  cr_assert(strstr(b.p, "\nslicefit_claims_pending_too_long_total 0\n"));
   sf__buf_dispose(&b);
+  /* Crossing the threshold counts once, however often the sweep runs. */
+  json_t *warned = json_object();
+  cr_assert_eq(sf__pending_sweep(p, warned, 104, &st, NULL, NULL), 0);
+  cr_assert_eq(sf__pending_sweep(p, warned, 110, &st, NULL, NULL), 1);
+  cr_assert_eq(sf__pending_sweep(p, warned, 200, &st, NULL, NULL), 0);
+  cr_assert_eq(st.too_long_total, 1);
   /* Allocated now: no longer pending. */
   json_object_set(json_object_get(c1, "status"), "allocation", json_object_get(c2, "status"));
   sf__pending_apply(p, c1);
@@ -293,6 +326,9 @@ Test(codec, pending_claims)
   cr_assert_eq(json_object_size(p), 1);
   sf__pending_delete(p, c1);
   cr_assert_eq(json_object_size(p), 0);
+  sf__pending_sweep(p, warned, 200, &st, NULL, NULL);
+  cr_assert_eq(json_object_size(warned), 0, "a claim no longer pending is forgotten");
+  json_decref(warned);
   json_decref(items);
   json_decref(c1);
   json_decref(c2);

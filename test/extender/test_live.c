@@ -23,7 +23,12 @@ typedef struct {
   unsigned port;
 } api_t;
 
-static void api_start(api_t *a)
+static void api_start_with(api_t *a, const char *flag);
+
+static void api_start(api_t *a) { api_start_with(a, NULL); }
+
+/* The fake kube-apiserver, with one of its flags (or none). */
+static void api_start_with(api_t *a, const char *flag)
 {
   char exe[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 32);
@@ -38,7 +43,7 @@ static void api_start(api_t *a)
     dup2(from[1], 1);
     close(to[1]);
     close(from[0]);
-    execl(exe, exe, (char *)NULL);
+    execl(exe, exe, flag, (char *)NULL);
     _exit(127);
   }
   close(to[0]);
@@ -177,7 +182,8 @@ Test(live, follows_the_api_server, .timeout = 60)
   /* The scheduler allocates the claim on rtx-2: the pod is pinned there from then on. */
   char *claim = allocated_claim(list);
   api_cmd(&api, "put resourceclaims %s", claim);
-  wait_for(&s, "/metrics", "\nslicefit_claims_pending 1\n");
+  wait_for(&s, "/metrics", "\nslicefit_claims_pending_too_long 1\n");
+  wait_for(&s, "/metrics", "\nslicefit_claims_pending{namespace=\"train\"} 1\n");
   res = sfx_filter_pod(&s, "tenants", "agent-sandbox-7");
   cr_assert_eq(json_array_size(json_object_get(res, "NodeNames")), 1);
   cr_assert_str_eq(json_string_value(json_array_get(json_object_get(res, "NodeNames"), 0)),
@@ -189,8 +195,17 @@ Test(live, follows_the_api_server, .timeout = 60)
                 "{\"namespace\":\"slicefit\",\"name\":\"policy\"},\"data\":{\"strategy\":"
                 "\"binpack\"}}");
   wait_for(&s, "/debug/state", "binpack");
-  wait_for(&s, "/metrics", "\nslicefit_apiwatch_policy_applied_total 1\n");
-  wait_for(&s, "/metrics", "\nslicefit_apiwatch_decode_errors_total 0\n");
+  wait_for(&s, "/metrics", "\nslicefit_policy_updates_total{result=\"applied\"} 1\n");
+  wait_for(&s, "/metrics", "\nslicefit_apiwatch_errors_total{reason=\"decode\"} 0\n");
+  /* Live mode's /metrics (apiwatch's counters included) passes promtool's lint. */
+  sfx_reply_t r;
+  sfx_request(&s, "GET", "/metrics", NULL, 0, &r);
+  char why[4096];
+  int lint = sfx_promtool_lint(r.body, why, sizeof why);
+  sfx_reply_free(&r);
+  cr_assert_neq(lint, 1, "promtool check metrics (live mode): %s", why);
+  if (lint < 0)
+    cr_log_warn("SKIPPED: the live /metrics lint: promtool is not installed (make deps)");
   cr_assert_eq(sfx_stop(&s), 0);
   api_stop(&api);
   remove_dir(dir);
@@ -223,7 +238,67 @@ Test(live, not_ready_until_synced, .timeout = 60)
   sfx_request(&s, "GET", "/healthz", NULL, 0, &r);
   cr_assert_eq(r.status, 200);
   sfx_reply_free(&r);
+  /* The state is logged once, when it changes, not once per failing probe. */
+  cr_assert_eq(sfx_log_count(&s, "path=\"/readyz\""), 0);
+  cr_assert_eq(sfx_log_count(&s, "\"not ready until the cluster state has synced\""), 1);
   cr_assert_eq(sfx_stop(&s), 0);
   api_stop(&api);
   remove_dir(dir);
+}
+
+/*
+ * DeviceTaintRules are watched where the API serves them (found by
+ * discovery): a rule tainting rtx-2's pool takes rtx-2 out of the pending
+ * claim's nodes. Where the API does not serve them, the replica syncs and
+ * says nothing about them below -v=2.
+ */
+Test(live, device_taint_rules_watched_where_served, .timeout = 60)
+{
+  for (int served = 1; served >= 0; served--) {
+    api_t api;
+    api_start_with(&api, served ? NULL : "--no-device-taint-rules");
+    char dir[] = "/tmp/sfx-live-XXXXXX", kc[64];
+    cr_assert_not_null(mkdtemp(dir));
+    json_t *list = sfx_load("extender/example-cluster.json");
+    load_kind(&api, list, "DeviceClass", "deviceclasses", dir);
+    load_kind(&api, list, "ResourceSlice", "resourceslices", dir);
+    load_kind(&api, list, "ResourceClaim", "resourceclaims", dir);
+    snprintf(kc, sizeof kc, "%s/kubeconfig", dir);
+    write_kubeconfig(kc, api.port);
+    sfx_t s;
+    const char *args[] = {"--kubeconfig", kc, "-v=5", NULL};
+    sfx_start(&s, args);
+    wait_for(&s, "/readyz", "\"ready\":true");
+    json_t *res = sfx_filter_pod(&s, "tenants", "agent-sandbox-7");
+    cr_assert_eq(json_array_size(json_object_get(res, "NodeNames")), 7);
+    json_decref(res);
+    if (served) {
+      cr_assert_eq(sfx_log_count(&s, "] \"watching devicetaintrules\" version=\"v1\""), 1);
+      api_cmd(&api, "put devicetaintrules {\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":"
+                    "\"DeviceTaintRule\",\"metadata\":{\"name\":\"rtx-2-xid\"},\"spec\":"
+                    "{\"deviceSelector\":{\"driver\":\"gpu.nvidia.com\",\"pool\":\"rtx-2\"},"
+                    "\"taint\":{\"key\":\"gpu.nvidia.com/xid\",\"value\":\"79\",\"effect\":"
+                    "\"NoSchedule\"}}}");
+      wait_for(&s, "/metrics", "\nslicefit_objects{kind=\"DeviceTaintRule\"} 1\n");
+      /* -v=5: the event, as it reached the index. */
+      cr_assert_eq(sfx_log_count(&s, "] \"watch event\" op=\"apply\" kind=\"DeviceTaintRule\" "
+                                     "object=\"rtx-2-xid\""), 1);
+      res = sfx_filter_pod(&s, "tenants", "agent-sandbox-7");
+      const char *why = json_string_value(json_object_get(json_object_get(res, "FailedNodes"), "rtx-2"));
+      cr_assert(why && strstr(why, "does not tolerate taint gpu.nvidia.com/xid=79:NoSchedule"),
+                "rtx-2: %s", why ? why : "passed");
+      cr_assert_eq(json_array_size(json_object_get(res, "NodeNames")), 6);
+      json_decref(res);
+    } else {
+      cr_assert_eq(sfx_log_count(&s, "\"watching devicetaintrules\""), 0);
+      cr_assert_eq(sfx_log_count(&s, "\nW"), 0, "no warning where the kind is not served");
+      cr_assert_eq(sfx_log_count(&s, "devicetaintrules not served by the API server; not watched"),
+                   1, "said once at -v=2");
+      wait_for(&s, "/metrics", "\nslicefit_objects{kind=\"DeviceTaintRule\"} 0\n");
+    }
+    cr_assert_eq(sfx_stop(&s), 0);
+    api_stop(&api);
+    remove_dir(dir);
+    json_decref(list);
+  }
 }

@@ -65,11 +65,40 @@ Test(service, metrics)
   expect_line(r.body, "\nslicefit_node_devices_allocated{node=\"h100-0\"} 4\n");
   expect_line(r.body, "\nslicefit_node_devices_allocated{node=\"rtx-4\"} 0.8\n");
   expect_line(r.body, "\nslicefit_cluster_devices 56\n");
-  expect_line(r.body, "\nslicefit_claims_pending 2\n");
-  expect_line(r.body, "# TYPE slicefit_claims_pending_age_seconds histogram\n");
+  expect_line(r.body, "\nslicefit_claims_pending{namespace=\"tenants\"} 1\n");
+  expect_line(r.body, "\nslicefit_claims_pending{namespace=\"train\"} 1\n");
+  expect_line(r.body, "\nslicefit_claims_pending{namespace=\"other\"} 0\n");
+  /* The example's claims were created days before (fixed timestamps): both too long. */
+  expect_line(r.body, "\nslicefit_claims_pending_too_long 2\n");
+  expect_line(r.body, "\nslicefit_claims_pending_warn_after_seconds 300\n");
+  expect_line(r.body, "\nslicefit_build_info{version=\"");
+  expect_line(r.body, "\nprocess_start_time_seconds ");
+  expect_line(r.body, "\nprocess_open_fds ");
+  expect_line(r.body, "\nprocess_resident_memory_bytes ");
+  expect_line(r.body, "\nslicefit_filter_verdicts_total{outcome=\"unsure\",reason=\"other\"} 0\n");
   expect_line(r.body, "\nslicefit_ready 1\n");
   sfx_reply_free(&r);
   cr_assert_eq(sfx_stop(&s), 0);
+}
+
+/* The snapshot's /metrics passes promtool's lint (the live one: live/follows_the_api_server). */
+Test(service, metrics_lint)
+{
+  sfx_t s;
+  sfx_start_example(&s, NULL);
+  sfx_reply_t r;
+  get(&s, "/metrics", &r, 200);
+  char why[4096];
+  int lint = sfx_promtool_lint(r.body, why, sizeof why);
+  sfx_reply_free(&r);
+  cr_assert_eq(sfx_stop(&s), 0);
+  if (lint < 0) {
+    /* A skip's reason is not printed by Criterion without --verbose: a warning is. */
+    cr_log_warn("SKIPPED: service::metrics_lint: promtool is not installed (make deps installs "
+                "Debian's prometheus)");
+    cr_skip_test("promtool is not installed");
+  }
+  cr_assert_eq(lint, 0, "promtool check metrics: %s", why);
 }
 
 Test(service, debug_state)
@@ -84,7 +113,39 @@ Test(service, debug_state)
   cr_assert(strstr(r.body, "island_map"));
   json_decref(st);
   sfx_reply_free(&r);
+  /* It names every claim: the plain serving port does not serve it, ... */
+  unsigned dbg = s.debug_port;
+  cr_assert_neq(dbg, 0, "the serving line names the --debug-listen port");
+  s.debug_port = 0;
+  get(&s, "/debug/state", &r, 404);
+  sfx_reply_free(&r);
+  /* ... and the debug listener serves nothing else but /healthz. */
+  s.port = dbg;
+  get(&s, "/metrics", &r, 404);
+  sfx_reply_free(&r);
+  get(&s, "/healthz", &r, 200);
+  sfx_reply_free(&r);
   cr_assert_eq(sfx_stop(&s), 0);
+}
+
+/* Behind TLS the serving port may serve /debug/state too, unless told not to. */
+Test(service, debug_state_over_tls)
+{
+  const char *extra[] = {"--tls-cert-file", NULL, "--tls-private-key-file", NULL, NULL, NULL};
+  extra[1] = strdup(sfx_path("test/extender/data/tls/cert.pem"));
+  extra[3] = strdup(sfx_path("test/extender/data/tls/key.pem"));
+  for (int off = 0; off < 2; off++) {
+    sfx_t s;
+    extra[4] = off ? "--debug-state-over-tls=false" : NULL;
+    sfx_start_example(&s, extra);
+    s.debug_port = 0;  /* ask the TLS port */
+    sfx_reply_t r;
+    get(&s, "/debug/state", &r, off ? 404 : 200);
+    sfx_reply_free(&r);
+    cr_assert_eq(sfx_stop(&s), 0);
+  }
+  free((char *)(uintptr_t)extra[1]);
+  free((char *)(uintptr_t)extra[3]);
 }
 
 Test(service, tls)
@@ -131,10 +192,16 @@ Test(service, flags)
   cr_assert_eq(run_cli("--help", out, sizeof out), 0);
   const char *flags[] = {"--listen", "--snapshot", "--policy", "--tls-cert-file",
                          "--tls-private-key-file", "--max-body-bytes", "--max-nodes",
-                         "--connection-timeout", "--drain-timeout", "--v",
+                         "--connection-timeout", "--drain-timeout", "--v", "--logging-format",
+                         "--debug-listen", "--pending-warn-after", "--version",
+                         "search_budget", "headroom_pct", "strategy",
                          "extender/example-cluster.json", "127.0.0.1:8888"};
   for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
     cr_assert(strstr(out, flags[i]), "--help lists %s", flags[i]);
+  cr_assert_eq(run_cli("--version", out, sizeof out), 0);
+  cr_assert(strncmp(out, "slicefit ", 9) == 0 && strstr(out, "(commit "), "%s", out);
+  cr_assert_eq(run_cli("--logging-format=yaml", out, sizeof out), 2);
+  cr_assert_eq(run_cli("--pending-warn-after=5x", out, sizeof out), 2);
   cr_assert_eq(run_cli("--bogus", out, sizeof out), 2);
   cr_assert(strstr(out, "unknown flag --bogus"));
   cr_assert_eq(run_cli("--max-nodes=-3", out, sizeof out), 2);
@@ -145,7 +212,12 @@ Test(service, startup_errors)
 {
   static char out[8192];
   cr_assert_eq(run_cli("--snapshot /nonexistent.json --listen 127.0.0.1:0", out, sizeof out), 1);
-  cr_assert(strstr(out, "level=error msg=\"cannot start\""), "%s", out);
+  /* klog: an error line starts with E, the message is quoted after "] ". */
+  const char *e = strstr(out, "] \"cannot start\"");
+  cr_assert(e, "%s", out);
+  while (e > out && e[-1] != '\n')
+    e--;
+  cr_assert_eq(*e, 'E', "%s", out);
   cr_assert(strstr(out, "/nonexistent.json"));
   cr_assert_eq(run_cli("--snapshot test/extender/data/pod-no-gpu.json --listen 127.0.0.1:0", out,
                        sizeof out),
@@ -217,7 +289,7 @@ Test(service, sigterm_drains_in_flight_requests)
   cr_assert_eq(in_flight(&s), 1);
   /* ... then SIGTERM, with the harness's keep-alive connection left idle. */
   kill(s.pid, SIGTERM);
-  wait_log(&s, "msg=\"draining\"");
+  wait_log(&s, "] \"draining\"");
   cr_assert_eq(sfx_connect(&s), -1, "no new connections once draining");
   cr_assert(write(fd, body + half, len - half) == (ssize_t)(len - half));
   char reply[8192];
@@ -226,7 +298,7 @@ Test(service, sigterm_drains_in_flight_requests)
   cr_assert(strstr(reply, "Connection: close\r\n"));
   cr_assert(strstr(reply, "\"NodeNames\":[") && strstr(reply, "\"rtx-0\""));
   cr_assert_eq(sfx_wait(&s), 0);
-  cr_assert_eq(sfx_log_count(&s, "msg=\"drained\" inflight=0"), 1);
+  cr_assert_eq(sfx_log_count(&s, "] \"drained\" inflight=0"), 1);
   sfx_cleanup(&s);
   free(body);
 }
@@ -238,8 +310,8 @@ Test(service, sigterm_when_idle_exits_at_once)
   filter_once(&s);  /* the keep-alive connection stays open and idle */
   kill(s.pid, SIGTERM);
   cr_assert_eq(sfx_wait(&s), 0);
-  cr_assert_eq(sfx_log_count(&s, "msg=\"drained\" inflight=0"), 1);
-  cr_assert_eq(sfx_log_count(&s, "msg=\"stopped\""), 1);
+  cr_assert_eq(sfx_log_count(&s, "] \"drained\" inflight=0"), 1);
+  cr_assert_eq(sfx_log_count(&s, "] \"stopped\""), 1);
   sfx_cleanup(&s);
 }
 
@@ -267,4 +339,70 @@ Test(service, several_connections_at_once)
   }
   cr_assert_eq(sfx_stop(&s), 0);
   free(body);
+}
+
+/*
+ * -v=2: each claim pending past --pending-warn-after is logged once, with the
+ * filter's verdict per node; -v=4: each filter call with its verdict counts,
+ * in klog text or JSON lines.
+ */
+Test(service, pending_too_long_and_calls_are_logged)
+{
+  for (int json = 0; json < 2; json++) {
+    sfx_t s;
+    const char *extra[] = {"-v=4", "--pending-warn-after=2m", NULL, NULL};
+    extra[2] = json ? "--logging-format=json" : NULL;
+    sfx_start_example(&s, extra);
+    const char *claim = json ? "\"claim\":\"tenants/agent-sandbox-7-gpu-2x2nk\""
+                             : "] \"claim pending too long\" claim=\"tenants/agent-sandbox-7-gpu-2x2nk\"";
+    wait_log(&s, claim);
+    /* rtx-4's card has 4Gi free, the claim asks 6Gi: the reason names both. */
+    wait_log(&s, "needs 6Gi of memory; the most free on a matching device is 4Gi: rtx-4");
+    filter_once(&s);
+    wait_log(&s, json ? "\"msg\":\"filter\",\"pod\":\"tenants/agent-sandbox-7\",\"nodes\":16,"
+                        "\"fit\":7,\"no\":9,\"unsure\":0"
+                      : "] \"filter\" pod=\"tenants/agent-sandbox-7\" nodes=16 fit=7 no=9 unsure=0");
+    cr_assert_eq(sfx_log_count(&s, "claim pending too long"), 2, "once per claim");
+    if (json) {
+      /* Every line is one JSON object. */
+      char *log = sfx_log(&s);
+      for (char *line = strtok(log, "\n"); line; line = strtok(NULL, "\n")) {
+        json_t *j = json_loads(line, 0, NULL);
+        cr_assert(json_is_object(j) && json_object_get(j, "ts") && json_object_get(j, "v") &&
+                      json_object_get(j, "msg"),
+                  "not a JSON log line: %s", line);
+        json_decref(j);
+      }
+      free(log);
+    }
+    cr_assert_eq(sfx_stop(&s), 0);
+  }
+}
+
+/* --metrics-listen: /metrics (the serving port's figures) and /healthz, nothing else. */
+Test(service, metrics_listener)
+{
+  sfx_t s;
+  const char *extra[] = {"--metrics-listen=127.0.0.1:0", NULL};
+  sfx_start_example(&s, extra);
+  filter_once(&s);
+  char *log = sfx_log(&s);
+  const char *p = strstr(log, " metrics_port=");
+  unsigned mport = p ? (unsigned)atoi(p + 14) : 0;
+  free(log);
+  cr_assert_neq(mport, 0, "the serving line names metrics_port");
+  unsigned serving = s.port;
+  s.port = mport;
+  sfx_reply_t r;
+  get(&s, "/metrics", &r, 200);
+  expect_line(r.body, "\nslicefit_http_requests_total{verb=\"filter\",code=\"200\"} 1\n");
+  expect_line(r.body, "\nslicefit_claims_pending{namespace=\"tenants\"} 1\n");
+  sfx_reply_free(&r);
+  get(&s, "/healthz", &r, 200);
+  sfx_reply_free(&r);
+  sfx_request(&s, "POST", "/filter", "{}", 2, &r);
+  cr_assert_eq(r.status, 404);
+  sfx_reply_free(&r);
+  s.port = serving;
+  cr_assert_eq(sfx_stop(&s), 0);
 }

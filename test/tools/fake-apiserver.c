@@ -7,7 +7,7 @@
  * initial-events-end bookmark), discovery (/version, /api, /apis, the
  * APIResourceLists) and the Table form kubectl asks for.
  *
- *   fake-apiserver [--token T] [--no-watch-list]
+ *   fake-apiserver [--token T] [--no-watch-list] [--no-device-taint-rules]
  *
  * prints "port N" and then reads commands on stdin, one per line, answering
  * each with one line ("ok ..." or "err ..."):
@@ -83,6 +83,7 @@ static struct {
   snap_t *snaps; size_t nsnaps;
   char *token;
   bool no_watch_list, ignore_watch_list, shutting;
+  bool no_taint_rules;         /* --no-device-taint-rules: a cluster without the alpha API */
   int fail_code, fail_n, fail_secs;
   unsigned long drop_gen, close_gen, bookmark_gen, expire_gen;
   int split_left, stall_ms;
@@ -217,7 +218,9 @@ static json_t *status_obj(unsigned code, const char *reason, const char *msg) {
 
 static enum MHD_Result send_status(struct MHD_Connection *c, unsigned code, const char *reason,
                                    const char *msg, int retry_after) {
-  char *s = json_dumps(status_obj(code, reason, msg), JSON_COMPACT);
+  json_t *st = status_obj(code, reason, msg);
+  char *s = json_dumps(st, JSON_COMPACT);
+  json_decref(st);
   struct MHD_Response *r = MHD_create_response_from_buffer(strlen(s), s, MHD_RESPMEM_MUST_FREE);
   MHD_add_response_header(r, "Content-Type", "application/json");
   if (retry_after > 0) {
@@ -285,6 +288,7 @@ static json_t *resource_list(const char *gv) {
   json_t *rs = json_array();
   for (int i = 0; i < NRES; i++) {
     if (strcmp(RES[i].gv, gv)) continue;
+    if (S.no_taint_rules && !strcmp(RES[i].name, "devicetaintrules")) continue;
     json_array_append_new(
         rs, json_pack("{s:s, s:s, s:b, s:s, s:[s,s,s]}", "name", RES[i].name, "singularName", "",
                       "namespaced", RES[i].namespaced, "kind", RES[i].kind, "verbs", "get", "list",
@@ -349,6 +353,7 @@ static bool parse_target(const char *url, target_t *t) {
     i = 2;
   }
   t->res = res_by_name(a[i]);
+  if (t->res >= 0 && S.no_taint_rules && !strcmp(RES[t->res].name, "devicetaintrules")) return false;
   if (t->res < 0 || strcmp(RES[t->res].gv, p == url + 8 ? "v1" : "resource.k8s.io/v1")) return false;
   if (n > i + 2) return false;
   if (n == i + 2) snprintf(t->name, sizeof t->name, "%s", a[i + 1]);
@@ -857,7 +862,8 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--token") && i + 1 < argc) S.token = strdup(argv[++i]);
     else if (!strcmp(argv[i], "--no-watch-list")) S.no_watch_list = true;
-    else die("usage: fake-apiserver [--token T] [--no-watch-list]");
+    else if (!strcmp(argv[i], "--no-device-taint-rules")) S.no_taint_rules = true;
+    else die("usage: fake-apiserver [--token T] [--no-watch-list] [--no-device-taint-rules]");
   }
   struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = 0};
   sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);

@@ -1,0 +1,386 @@
+/*
+ * manifests/monitoring/: the PrometheusRule's alerts name only metrics the
+ * daemon exports, each alert has a runbook in docs/operators.md, and the
+ * ServiceMonitor scrapes a port the Service and the NetworkPolicy have.
+ *
+ * The rules come from `kubectl kustomize manifests/monitoring` or, where
+ * kubectl is absent, from the file itself through ytree. The exported
+ * names come from a real bin/slicefit watching the fake kube-apiserver
+ * (live mode exports every family, apiwatch's included).
+ */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <criterion/logging.h>
+#include <ctype.h>
+#include <curl/curl.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "ytree.h"
+
+static const char *top(void)
+{
+  const char *t = getenv("SLICEFIT_TOP");
+  cr_assert(t && *t && !strchr(t, '\''), "SLICEFIT_TOP must name the repository (run make test)");
+  return t;
+}
+
+static char *slurp(FILE *f)
+{
+  size_t cap = 1 << 16, n = 0, got;
+  char *buf = malloc(cap);
+  while ((got = fread(buf + n, 1, cap - n - 1, f)) > 0) {
+    n += got;
+    if (cap - n < 4096)
+      buf = realloc(buf, cap *= 2);
+  }
+  buf[n] = '\0';
+  return buf;
+}
+
+static yt_node_t *parse(const char *text, const char *what)
+{
+  char err[512];
+  yt_node_t *docs = yt_parse(text, strlen(text), err, sizeof err);
+  cr_assert_not_null(docs, "%s: %s", what, err);
+  return docs;
+}
+
+/* kubectl kustomize DIR, or the FILE read as is where kubectl is absent. */
+static yt_node_t *render_or_read(const char *dir, const char *file)
+{
+  char cmd[PATH_MAX + 64];
+  FILE *f;
+  bool kubectl = system("command -v kubectl >/dev/null 2>&1") == 0;
+  if (kubectl) {
+    snprintf(cmd, sizeof cmd, "kubectl kustomize '%s/%s'", top(), dir);
+    f = popen(cmd, "r");
+  } else {
+    cr_log_warn("SKIPPED: the kustomize rendering of %s: kubectl is not on PATH; %s/%s is read "
+                "as it is", dir, dir, file);
+    snprintf(cmd, sizeof cmd, "%s/%s/%s", top(), dir, file);
+    f = fopen(cmd, "r");
+  }
+  cr_assert_not_null(f, "%s", cmd);
+  char *text = slurp(f);
+  cr_assert_eq(kubectl ? pclose(f) : fclose(f), 0, "%s failed", cmd);
+  yt_node_t *docs = parse(text, cmd);
+  free(text);
+  return docs;
+}
+
+static const yt_node_t *doc_of_kind(const yt_node_t *docs, const char *kind)
+{
+  for (size_t i = 0; i < yt_len(docs); i++) {
+    const char *k = yt_str(yt_get(yt_at(docs, i), "kind"));
+    if (k && strcmp(k, kind) == 0)
+      return yt_at(docs, i);
+  }
+  return NULL;
+}
+
+/* ---- a live bin/slicefit and its /metrics ---- */
+
+typedef struct {
+  pid_t api, daemon;
+  int api_in;        /* the fake API server's stdin: closing it stops the server */
+  FILE *api_out;
+  char dir[64];
+} live_t;
+
+static const char *build_dir(char *buf, size_t cap)
+{
+  ssize_t n = readlink("/proc/self/exe", buf, cap - 1);
+  cr_assert_gt(n, 0);
+  buf[n] = '\0';
+  *strrchr(buf, '/') = '\0';
+  return buf;
+}
+
+static unsigned start_api(live_t *l)
+{
+  char exe[PATH_MAX], tool[PATH_MAX + 32];
+  snprintf(tool, sizeof tool, "%s/tools/fake-apiserver", build_dir(exe, sizeof exe));
+  int in[2], out[2];
+  cr_assert(pipe(in) == 0 && pipe(out) == 0);
+  l->api = fork();
+  if (l->api == 0) {
+    dup2(in[0], 0);
+    dup2(out[1], 1);
+    close(in[1]);
+    close(out[0]);
+    execl(tool, tool, (char *)NULL);
+    _exit(127);
+  }
+  close(in[0]);
+  close(out[1]);
+  l->api_in = in[1];
+  l->api_out = fdopen(out[0], "r");
+  char line[64] = "";
+  unsigned port = 0;
+  cr_assert(fgets(line, sizeof line, l->api_out) && sscanf(line, "port %u", &port) == 1,
+            "%s did not start", tool);
+  return port;
+}
+
+static size_t on_data(char *d, size_t size, size_t n, void *ud)
+{
+  FILE *f = ud;
+  return fwrite(d, size, n, f);
+}
+
+static char *get_metrics(unsigned port)
+{
+  char url[64], *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  CURL *c = curl_easy_init();
+  snprintf(url, sizeof url, "http://127.0.0.1:%u/metrics", port);
+  curl_easy_setopt(c, CURLOPT_URL, url);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, f);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT, 10L);
+  CURLcode rc = curl_easy_perform(c);
+  curl_easy_cleanup(c);
+  fclose(f);
+  cr_assert_eq(rc, CURLE_OK, "GET %s: %s", url, curl_easy_strerror(rc));
+  return text;
+}
+
+/* Starts the daemon on the fake API server; returns its /metrics text (new). */
+static char *live_metrics(live_t *l)
+{
+  char kc[128], log[128], bin[PATH_MAX], listen[] = "--listen=127.0.0.1:0";
+  strcpy(l->dir, "/tmp/sf-mon-XXXXXX");
+  cr_assert_not_null(mkdtemp(l->dir));
+  unsigned api = start_api(l);
+  snprintf(kc, sizeof kc, "%s/kubeconfig", l->dir);
+  FILE *f = fopen(kc, "w");
+  fprintf(f, "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n"
+             "    server: http://127.0.0.1:%u\nusers:\n- name: u\n  user:\n    token: t\n"
+             "contexts:\n- name: fake\n  context:\n    cluster: fake\n    user: u\n"
+             "current-context: fake\n", api);
+  fclose(f);
+  snprintf(log, sizeof log, "%s/slicefit.log", l->dir);
+  snprintf(bin, sizeof bin, "%s/bin/slicefit", top());
+  l->daemon = fork();
+  if (l->daemon == 0) {
+    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(fd, 2);
+    execl(bin, bin, listen, "--kubeconfig", kc, (char *)NULL);
+    _exit(127);
+  }
+  unsigned port = 0;
+  for (int i = 0; i < 1000 && port == 0; i++) {
+    struct timespec ts = {0, 10000000L};
+    nanosleep(&ts, NULL);
+    f = fopen(log, "r");
+    char *text = f ? slurp(f) : NULL;
+    if (f)
+      fclose(f);
+    const char *p = text ? strstr(text, "] \"serving\"") : NULL;
+    p = p ? strstr(p, " port=") : NULL;
+    port = p ? (unsigned)atoi(p + 6) : 0;
+    free(text);
+  }
+  cr_assert_neq(port, 0, "bin/slicefit did not serve (log %s)", log);
+  return get_metrics(port);
+}
+
+static void live_stop(live_t *l)
+{
+  int st = 0;
+  if (l->daemon > 0) {
+    kill(l->daemon, SIGTERM);
+    waitpid(l->daemon, &st, 0);
+  }
+  if (l->api > 0) {
+    close(l->api_in);  /* end of its commands: it stops */
+    waitpid(l->api, NULL, 0);
+    fclose(l->api_out);
+  }
+  static const char *const files[] = {"kubeconfig", "slicefit.log"};
+  char path[128];
+  for (size_t i = 0; i < 2; i++) {
+    snprintf(path, sizeof path, "%s/%s", l->dir, files[i]);
+    unlink(path);
+  }
+  rmdir(l->dir);
+  cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "bin/slicefit did not exit 0 on SIGTERM");
+}
+
+/* Is `name` a family the exposition declares, or a histogram's _bucket/_sum/_count? */
+__attribute__((noinline)) static bool exported(const char *metrics, const char *name)
+{
+  char want[200];
+  static const char *const suffix[] = {"", "_bucket", "_sum", "_count"};
+  for (size_t i = 0; i < 4; i++) {
+    size_t n = strlen(name), s = strlen(suffix[i]);
+    if (n <= s || strcmp(name + n - s, suffix[i]) != 0)
+      continue;
+    snprintf(want, sizeof want, "\n# TYPE %.*s ", (int)(n - s), name);
+    const char *t = strstr(metrics, want);
+    if (t && (i == 0 || strncmp(t + strlen(want), "histogram", 9) == 0))
+      return true;
+  }
+  return false;
+}
+
+/* Every identifier of the expression that names one of slicefit's or the process's metrics. */
+static size_t check_expr(const char *alert, const char *expr, const char *metrics)
+{
+  size_t found = 0;
+  for (const char *p = expr; *p;) {
+    if (!(isalpha((unsigned char)*p) || *p == '_') || (p > expr && (isalnum((unsigned char)p[-1]) ||
+                                                                   p[-1] == '_' || p[-1] == '"'))) {
+      p++;
+      continue;
+    }
+    const char *s = p;
+    while (isalnum((unsigned char)*p) || *p == '_' || *p == ':')
+      p++;
+    char name[200];
+    snprintf(name, sizeof name, "%.*s", (int)(p - s), s);
+    if (strncmp(name, "slicefit_", 9) != 0 && strncmp(name, "process_", 8) != 0)
+      continue;
+    cr_expect(exported(metrics, name), "alert %s: %s is not a metric bin/slicefit exports", alert,
+              name);
+    found++;
+  }
+  return found;
+}
+
+Test(monitoring, alerts_name_exported_metrics_and_have_runbooks, .timeout = 60)
+{
+  yt_node_t *docs = render_or_read("manifests/monitoring", "prometheusrule.yaml");
+  const yt_node_t *rule = doc_of_kind(docs, "PrometheusRule");
+  cr_assert_not_null(rule, "no PrometheusRule in manifests/monitoring");
+  char ops_path[PATH_MAX];
+  snprintf(ops_path, sizeof ops_path, "%s/docs/operators.md", top());
+  FILE *f = fopen(ops_path, "r");
+  cr_assert_not_null(f);
+  char *ops = slurp(f);
+  fclose(f);
+  live_t l = {0};
+  char *metrics = live_metrics(&l);
+  const char *wanted[] = {"SlicefitClaimPendingTooLong", "SlicefitWatchStale",
+                          "SlicefitWatchRelisting", "SlicefitPolicyRejected",
+                          "SlicefitFilterSlow", "SlicefitUnsureVerdicts"};
+  size_t nalerts = 0;
+  const yt_node_t *groups = yt_dig(rule, "spec", "groups", NULL);
+  for (size_t g = 0; g < yt_len(groups); g++) {
+    const yt_node_t *rules = yt_get(yt_at(groups, g), "rules");
+    for (size_t r = 0; r < yt_len(rules); r++) {
+      const yt_node_t *it = yt_at(rules, r);
+      const char *alert = yt_str(yt_get(it, "alert")), *expr = yt_str(yt_get(it, "expr"));
+      cr_assert(alert && expr, "rule %zu of group %zu has no alert or expr", r, g);
+      cr_expect_gt(check_expr(alert, expr, metrics), 0, "alert %s names no slicefit metric", alert);
+      char heading[160];
+      snprintf(heading, sizeof heading, "**%s**", alert);
+      cr_expect(strstr(ops, heading), "docs/operators.md has no runbook line starting %s", heading);
+      cr_expect_not_null(yt_dig(it, "annotations", "runbook", NULL), "%s: no runbook annotation",
+                         alert);
+      nalerts++;
+      for (size_t w = 0; w < sizeof wanted / sizeof wanted[0]; w++)
+        if (strcmp(wanted[w], alert) == 0)
+          wanted[w] = "";
+    }
+  }
+  for (size_t w = 0; w < sizeof wanted / sizeof wanted[0]; w++)
+    cr_expect_str_empty(wanted[w], "no alert %s", wanted[w]);
+  cr_log_info("%zu alerts checked against %zu bytes of /metrics", nalerts, strlen(metrics));
+  free(metrics);
+  free(ops);
+  yt_free(docs);
+  live_stop(&l);
+}
+
+/* The ServiceMonitor's port is a port of the Service, and the NetworkPolicy opens it. */
+Test(monitoring, servicemonitor_port_is_served_and_allowed)
+{
+  yt_node_t *mon = render_or_read("manifests/monitoring", "servicemonitor.yaml");
+  const yt_node_t *sm = doc_of_kind(mon, "ServiceMonitor");
+  cr_assert_not_null(sm);
+  const char *port = yt_str(yt_get(yt_at(yt_dig(sm, "spec", "endpoints", NULL), 0), "port"));
+  cr_assert_not_null(port);
+  char path[PATH_MAX];
+  bool in_service = false, in_policy = false;
+  static const char *const files[] = {"service.yaml", "networkpolicy.yaml"};
+  for (int i = 0; i < 2; i++) {
+    snprintf(path, sizeof path, "%s/manifests/%s", top(), files[i]);
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "%s", path);
+    char *text = slurp(f);
+    fclose(f);
+    yt_node_t *docs = parse(text, path);
+    const yt_node_t *d = yt_at(docs, 0);
+    if (i == 0) {
+      const yt_node_t *ports = yt_dig(d, "spec", "ports", NULL);
+      for (size_t k = 0; k < yt_len(ports); k++)
+        in_service |= strcmp(yt_str(yt_get(yt_at(ports, k), "name")), port) == 0;
+    } else {
+      const yt_node_t *ing = yt_dig(d, "spec", "ingress", NULL);
+      for (size_t k = 0; k < yt_len(ing); k++) {
+        const yt_node_t *ports = yt_get(yt_at(ing, k), "ports");
+        for (size_t m = 0; m < yt_len(ports); m++)
+          in_policy |= strcmp(yt_str(yt_get(yt_at(ports, m), "port")), port) == 0;
+      }
+    }
+    yt_free(docs);
+    free(text);
+  }
+  cr_assert(in_service, "the Service has no port named %s", port);
+  cr_assert(in_policy, "the NetworkPolicy does not open port %s", port);
+  yt_free(mon);
+}
+
+/* A ytree as JSON (scalars as strings), which YAML readers such as promtool's take as YAML. */
+static json_t *to_json(const yt_node_t *n)
+{
+  if (n->kind == YT_SCALAR)
+    return json_string(n->str);
+  json_t *j = n->kind == YT_SEQ ? json_array() : json_object();
+  for (size_t i = 0; i < n->n; i++) {
+    if (n->kind == YT_SEQ)
+      json_array_append_new(j, to_json(n->items[i]));
+    else
+      json_object_set_new(j, n->keys[i], to_json(n->items[i]));
+  }
+  return j;
+}
+
+/* The PrometheusRule's groups pass `promtool check rules`: PromQL parses, templates expand. */
+Test(monitoring, rules_pass_promtool)
+{
+  if (system("command -v promtool >/dev/null 2>&1") != 0) {
+    cr_log_warn("SKIPPED: monitoring::rules_pass_promtool: promtool is not installed (make deps "
+                "installs Debian's prometheus)");
+    cr_skip_test("promtool is not installed");
+  }
+  yt_node_t *docs = render_or_read("manifests/monitoring", "prometheusrule.yaml");
+  const yt_node_t *rule = doc_of_kind(docs, "PrometheusRule");
+  cr_assert_not_null(rule);
+  json_t *file = json_pack("{s:o}", "groups", to_json(yt_dig(rule, "spec", "groups", NULL)));
+  char dir[] = "/tmp/sf-rules-XXXXXX", path[64], cmd[160];
+  cr_assert_not_null(mkdtemp(dir));
+  snprintf(path, sizeof path, "%s/rules.yml", dir);
+  cr_assert_eq(json_dump_file(file, path, JSON_INDENT(1)), 0);
+  snprintf(cmd, sizeof cmd, "promtool check rules %s 2>&1", path);
+  FILE *p = popen(cmd, "r");
+  char *out = slurp(p);
+  int st = pclose(p);
+  unlink(path);
+  rmdir(dir);
+  cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "promtool check rules: %s", out);
+  cr_expect(strstr(out, "SUCCESS: 6 rules found"), "%s", out);
+  free(out);
+  json_decref(file);
+  yt_free(docs);
+}
