@@ -5,9 +5,11 @@
  * answer. Seeds are fixed so a failure reproduces.
  */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include "cluster.h"
+#include "reference.h"
 #include "slicefit/policy.h"
 
 static uint64_t rng;
@@ -22,6 +24,8 @@ static uint32_t below(uint32_t n) { return (uint32_t)(next() % n); }
 
 #define NODES 24
 
+static bool ranged[NODES];  /* the node's memory has a validRange {1Gi, 1Gi, all} */
+
 static void random_cluster(sf_index_t *idx, sf_node_id *nodes)
 {
   const char *models[] = {"NVIDIA H100", "NVIDIA A100", "RTX 4000"};
@@ -30,7 +34,8 @@ static void random_cluster(sf_index_t *idx, sf_node_id *nodes)
     snprintf(name, sizeof(name), "node-%02d", i);
     int m = (int)below(3);
     int n = m == 2 ? 1 + (int)below(2) : (m == 1 ? 4 : 8);
-    nodes[i] = below(2) ? tc_node_range(idx, name, n, models[m], (m == 0 ? 80 : m == 1 ? 40 : 20) * GiB, GiB, GiB)
+    ranged[i] = below(2);
+    nodes[i] = ranged[i] ? tc_node_range(idx, name, n, models[m], (m == 0 ? 80 : m == 1 ? 40 : 20) * GiB, GiB, GiB)
                         : tc_node(idx, name, n, models[m], (m == 0 ? 80 : m == 1 ? 40 : 20) * GiB, m == 2);
     sf_node_spec_t ns = {name, 64000, 256LL << 30};
     sf_index_node_upsert(idx, &ns, NULL);
@@ -270,3 +275,111 @@ Test(prop, remembered_verdicts_match_fresh_ones)
   sf_packer_destroy(pk);
   sf_index_destroy(idx);
 }
+
+/*
+ * The one kernel against the reference kept in test/ (reference.c): on
+ * random clusters under churn, a node is FIT exactly when some set of its
+ * devices serves the claim; the raw score of the placement the packer
+ * proposes is the strategy's formula over the devices' states after it;
+ * and under device_choice packer a one-device claim gets the device FGD
+ * scores best. Run with the fast path on and off, so its shortcuts and
+ * memo answer to the reference too.
+ */
+static void against_reference(const char *strategy, const char *choice, bool fast, uint64_t seed)
+{
+  rng = seed;
+  sf_index_t *idx = sf_index_create();
+  sf_packer_t *pk = sf_packer_create();
+  sf_packer_set_fast_path(pk, fast);
+  sf_policy_t pol;
+  sf_policy_init(&pol);
+  char err[200], holder[32];
+  cr_assert_eq(sf_policy_set(&pol, "strategy", strategy, err, sizeof(err)), 0);
+  cr_assert_eq(sf_policy_set(&pol, "device_choice", choice, err, sizeof(err)), 0);
+  cr_assert_eq(sf_policy_set(&pol, "island_map", "H100=4,A100=2", err, sizeof(err)), 0);
+  cr_assert_eq(sf_policy_set(&pol, "fgd_mix", "8:4Gix1=3,12Gix1=1,wholex1=2,wholex2!=1,wholex4!=1", err,
+                             sizeof(err)), 0, "%s", err);
+  sf_node_id nodes[NODES];
+  random_cluster(idx, nodes);
+  sf_index_apply_policy(idx, &pol);
+  sf_verdict_t v[NODES];
+  int fits = 0, compared = 0;
+  for (int step = 0; step < 250; step++) {
+    if (below(5) == 0 && sf_index_alloc_count(idx) > 0) {
+      snprintf(holder, sizeof(holder), "pod-%u", below((uint32_t)step));
+      sf_alloc_id a = sf_index_alloc_find(idx, holder);
+      if (a >= 0)
+        cr_assert_eq(sf_index_alloc_remove(idx, a), 0);
+      continue;
+    }
+    rclaim_t r;
+    random_claim(&r);
+    cr_assert_eq(sf_packer_evaluate(pk, idx, &pol, &r.c.dem, nodes, NODES, 0, v), 0);
+    int best = -1;
+    for (int i = 0; i < NODES; i++) {
+      if (v[i].fit == SF_FIT_UNSURE)
+        continue;
+      ref_claim_t rc = {r.c.req.count, r.c.req.ncaps ? r.c.cap.value : 0, r.c.claim.ncons > 0,
+                        r.c.dem.cpu_milli, ranged[i] ? GiB : 0, ranged[i] ? GiB : 0};
+      bool want = ref_fits(idx, &pol, &rc, nodes[i]);
+      cr_assert_eq(v[i].fit == SF_FIT_YES, want, "step %d node %d: packer %d, reference %d (%s)", step, i,
+                   v[i].fit, want, v[i].reason);
+      if (!want)
+        continue;
+      fits++;
+      sf_assignment_t as;
+      cr_assert_eq(sf_packer_place(pk, idx, &pol, &r.c.dem, nodes[i], &as, NULL), SF_FIT_YES);
+      sf_dev_id picks[8];
+      sf_milli_t use[8];
+      for (size_t j = 0; j < as.n; j++) {
+        picks[j] = as.results[j].pick.dev;
+        int c = sf_index_dev_cap_find(idx, picks[j], DRV "/memory");
+        use[j] = sf_index_dev_shared(idx, picks[j]) && c >= 0 ? as.results[j].pick.consumed[c] : 0;
+      }
+      if (strcmp(strategy, "binpack") == 0) {
+        cr_assert(v[i].raw == ref_binpack(idx, nodes[i], picks, use, as.n), "step %d node %d: %.17g vs %.17g",
+                  step, i, v[i].raw, ref_binpack(idx, nodes[i], picks, use, as.n));
+      } else {
+        double ref = ref_fgd(idx, &pol, nodes[i], picks, use, as.n, r.c.dem.cpu_milli);
+        cr_assert_eq(floor(v[i].raw), ref, "step %d node %d: fgd %g vs reference %g", step, i, v[i].raw, ref);
+        if (strcmp(choice, "packer") == 0 && rc.count == 1 && !rc.island) {
+          /* No other device of the node scores better. */
+          size_t n;
+          const sf_dev_id *devs = sf_index_node_devices(idx, nodes[i], &n);
+          for (size_t k = 0; k < n; k++) {
+            /* Every device of a node has the same memory and rounding: the pick's amount fits it or not. */
+            bool shared = sf_index_dev_shared(idx, devs[k]);
+            sf_milli_t value, fr;
+            sf_index_dev_cap(idx, devs[k], (size_t)sf_index_dev_cap_find(idx, devs[k], DRV "/memory"), &value, &fr);
+            sf_milli_t uk = shared ? (rc.mem ? use[0] : value) : 0;
+            if ((!shared && sf_index_dev_holders(idx, devs[k]) > 0) || (shared && fr < uk) ||
+                (pol.max_sharers > 0 && sf_index_dev_holders(idx, devs[k]) >= pol.max_sharers))
+              continue;
+            double other = ref_fgd(idx, &pol, nodes[i], &devs[k], &uk, 1, r.c.dem.cpu_milli);
+            cr_assert_leq(other, ref, "step %d node %d: device %zu scores %g, the packer's pick %g", step, i,
+                          k, other, ref);
+          }
+        }
+      }
+      compared++;
+      if (best < 0 || v[i].score > v[best].score)
+        best = i;
+    }
+    if (best < 0)
+      continue;
+    cr_assert_eq(sf_packer_place(pk, idx, &pol, &r.c.dem, nodes[best], NULL, NULL), SF_FIT_YES);
+    snprintf(holder, sizeof(holder), "pod-%d", step);
+    cr_assert_eq(sf_packer_commit(pk, idx, &r.c.dem, holder, NULL), 0);
+  }
+  cr_assert_gt(fits, 500, "only %d fitting nodes compared", fits);
+  cr_assert_gt(compared, 500);
+  sf_policy_dispose(&pol);
+  sf_packer_destroy(pk);
+  sf_index_destroy(idx);
+}
+
+Test(prop, kernel_matches_reference_fgd_packer) { against_reference("fgd", "packer", true, 21); }
+Test(prop, kernel_matches_reference_fgd_packer_general) { against_reference("fgd", "packer", false, 22); }
+Test(prop, kernel_matches_reference_fgd_first_fit) { against_reference("fgd", "first-fit", true, 23); }
+Test(prop, kernel_matches_reference_binpack) { against_reference("binpack", "packer", true, 24); }
+Test(prop, kernel_matches_reference_binpack_general) { against_reference("binpack", "first-fit", false, 25); }
