@@ -19,9 +19,14 @@ enum { SEARCH_FAIL = 0, SEARCH_OK = 1, SEARCH_BUDGET = 2 };
 typedef struct {
   uint32_t k;              /* index in the node's device list */
   uint32_t noff;           /* its needs in pk_search_t.needs (the device's capacities, at least one) */
-  int64_t key;             /* the packer's preference, lower first */
   bool avail;              /* available with nothing tentative */
 } cand_t;
+
+/* A candidate with its preference key, while sorting. */
+typedef struct {
+  int64_t key;             /* the packer's preference, lower first */
+  cand_t c;
+} keyed_t;
 
 /* Per-slot candidate statistics, for reasons. */
 typedef struct {
@@ -55,6 +60,7 @@ typedef struct {
   sf_milli_t *needs; size_t nneeds, needcap;
   size_t *coff, *clen; size_t coffcap, clencap;
   stats_t *st; size_t stcap;
+  keyed_t *keyed; size_t keyedcap;       /* sorting scratch */
   hmemo_t *memo; size_t memocap;         /* per capacity class */
   /* the placement */
   sf_result_t *res; size_t nres, rescap;

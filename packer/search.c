@@ -105,38 +105,29 @@ SF_HOT bool class_need(sf_packer_t *p, uint32_t slot, int32_t cls, sf_milli_t *n
   return mo->ok;
 }
 
-/*
- * Can device d serve the slot at all (ignoring what is in use)? Fills
- * need[] with what it would consume of each capacity. False with the
- * reason counted in st.
- */
-SF_HOT bool need_of(sf_packer_t *p, uint32_t slot, const slot_t *sl, const hdev_t *d, sf_milli_t *need,
-                    stats_t *st)
+/* need_of for a device with taints or capacities not in one class, or a request of several capacities. */
+static bool need_slow(sf_packer_t *p, uint32_t slot, const slot_t *sl, const hdev_t *d, sf_milli_t *need,
+                      stats_t *st)
 {
   const sf_request_t *s = sl->s;
-  if (d->fl & HD_TAINTED) {
-    const sf__dev_t *dv = &p->idx->devs[d->dev];
-    for (uint32_t i = 0; i < dv->ntaints; i++) {
-      const sf_taint_t *t = &dv->taints[i].t;
-      if (t->effect != SF_TAINT_NONE && !tolerated(s, t)) {
-        st->tainted++;
-        st->taint = t;
-        return false;
-      }
+  const sf__dev_t *dv = &p->idx->devs[d->dev];
+  for (uint32_t i = 0; (d->fl & HD_TAINTED) && i < dv->ntaints; i++) {
+    const sf_taint_t *t = &dv->taints[i].t;
+    if (t->effect != SF_TAINT_NONE && !tolerated(s, t)) {
+      st->tainted++;
+      st->taint = t;
+      return false;
     }
   }
-  if (d->ncaps > MAXCAPS) {
-    st->shape++;
-    return false;
-  }
   bool ok = true;
-  if (d->cls >= 0 && s->ncaps <= 1) {
+  if (d->ncaps > MAXCAPS) {
+    ok = false;
+  } else if (d->cls >= 0 && s->ncaps <= 1) {
     ok = class_need(p, slot, d->cls, need);
   } else if (d->ncaps == 0) {
     need[0] = 0;
     ok = s->ncaps == 0;
   } else {
-    const sf__dev_t *dv = &p->idx->devs[d->dev];
     for (uint32_t c = 0; c < dv->ncaps; c++)
       need[c] = cap_default(&dv->caps[c]);
     for (size_t r = 0; r < s->ncaps && ok; r++) {
@@ -150,6 +141,23 @@ SF_HOT bool need_of(sf_packer_t *p, uint32_t slot, const slot_t *sl, const hdev_
         need[c] = v;
     }
   }
+  if (!ok)
+    st->shape++;
+  return ok;
+}
+
+/*
+ * Can device d serve the slot at all (ignoring what is in use)? Fills
+ * need[] with what it would consume of each capacity. False with the
+ * reason counted in st.
+ */
+SF_HOT bool need_of(sf_packer_t *p, uint32_t slot, const slot_t *sl, const hdev_t *d, sf_milli_t *need,
+                    stats_t *st)
+{
+  if ((d->fl & (HD_TAINTED | HD_CAPS)) || sl->s->ncaps > 1)
+    return need_slow(p, slot, sl, d, need, st);
+  /* one capacity, of a class, or none */
+  bool ok = d->cls >= 0 ? class_need(p, slot, d->cls, need) : (need[0] = 0, sl->s->ncaps == 0);
   if (!ok)
     st->shape++;
   return ok;
@@ -317,7 +325,7 @@ void sf__search_gather(sf_packer_t *p, uint32_t slot, bool stop)
     if (!need_of(p, slot, sl, d, &needs[nn], &t))
       continue;
     bool ok = avail(p, d, k, &needs[nn], &t, false);
-    cands[nc++] = (cand_t){k, (uint32_t)nn, 0, ok};
+    cands[nc++] = (cand_t){k, (uint32_t)nn, ok};
     nn += d->ncaps ? d->ncaps : 1;
     t.navail += ok;
     if (stop && ok)
@@ -347,9 +355,9 @@ static int64_t key_of(const sf_packer_t *p, const cand_t *c)
   return key * 4096 + c->k;
 }
 
-static int cand_cmp(const void *a, const void *b)
+static int keyed_cmp(const void *a, const void *b)
 {
-  int64_t x = ((const cand_t *)a)->key, y = ((const cand_t *)b)->key;
+  int64_t x = ((const keyed_t *)a)->key, y = ((const keyed_t *)b)->key;
   return (x > y) - (x < y);
 }
 
@@ -360,18 +368,22 @@ void sf__search_order(sf_packer_t *p, uint32_t slot)
   size_t n = s->clen[slot];
   if (p->pol->device_choice != SF_CHOICE_PACKER || n < 2)
     return;
+  GROW(s->keyed, s->keyedcap, n);
+  keyed_t *kc = s->keyed;
   for (size_t i = 0; i < n; i++)
-    cs[i].key = key_of(p, &cs[i]);
+    kc[i] = (keyed_t){key_of(p, &cs[i]), cs[i]};
   if (n > 32) {
-    qsort(cs, n, sizeof(*cs), cand_cmp);
-    return;
+    qsort(kc, n, sizeof(*kc), keyed_cmp);
+  } else {
+    for (size_t i = 1; i < n; i++)  /* insertion sort: short lists */
+      for (size_t j = i; j > 0 && kc[j].key < kc[j - 1].key; j--) {
+        keyed_t t = kc[j];
+        kc[j] = kc[j - 1];
+        kc[j - 1] = t;
+      }
   }
-  for (size_t i = 1; i < n; i++)  /* insertion sort: short lists */
-    for (size_t j = i; j > 0 && cs[j].key < cs[j - 1].key; j--) {
-      cand_t t = cs[j];
-      cs[j] = cs[j - 1];
-      cs[j - 1] = t;
-    }
+  for (size_t i = 0; i < n; i++)
+    cs[i] = kc[i].c;
 }
 
 void sf__search_gather_all(sf_packer_t *p)
@@ -500,8 +512,8 @@ int sf__search_island(sf_packer_t *p, uint32_t want)
   pk_search_t *s = &p->search;
   const cand_t *cs = s->cands + s->coff[0];
   size_t n = s->clen[0];
-  if (want == 0 || want > n)
-    return SEARCH_FAIL;
+  if (want == 0 || want > s->st[0].navail)
+    return SEARCH_FAIL;  /* fewer available than wanted, in any island */
   GROW(s->icnt, s->icntcap, want);
   for (size_t i = 0; i < n; i++) {
     if (!cs[i].avail)
@@ -651,8 +663,8 @@ static int search_req(sf_packer_t *p, size_t r)
     uint32_t slot = f->slot + a;
     const sf_request_t *s = p->dem.slot[slot].s;
     uint32_t want = s->all ? (uint32_t)p->search.clen[slot] : s->count;
-    if (want == 0 || want > p->search.clen[slot])
-      continue;  /* All needs at least one device; ExactCount needs enough candidates */
+    if (want == 0 || want > p->search.st[slot].navail)
+      continue;  /* All needs one device at least; ExactCount, enough available (the overlay only takes) */
     rc = search_dev(p, slot, 0, want, 0);
   }
   return rc;

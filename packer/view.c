@@ -70,7 +70,7 @@ static void hdev_fill(pk_view_t *v, hdev_t *h, const sf__dev_t *dv, sf_dev_id d)
     h->cls = cls_of(v, dv);
   }
   if (dv->ncaps > 1 || (dv->ncaps == 1 && h->cls < 0))
-    fl |= HD_CAPS;
+    fl |= HD_CAPS;  /* and so past MAXCAPS */
   if (h->prim >= 0)
     h->pval = dv->caps[h->prim].value;
   if (h->prim >= 0 && dv->shared) {
