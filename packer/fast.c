@@ -149,7 +149,7 @@ static uint32_t place(sf_packer_t *p, sf_verdict_t *v)
 bool sf__fast_eval(sf_packer_t *p, sf_node_id node, sf_verdict_t *v)
 {
   pk_fast_t *f = &p->fast;
-  hnode_t *h = sf__view_node(p, node);
+  hnode_t *h = sf__view_node(p, node, p->idx, &p->view);
   if (!h->plain)
     return false;
   fmemo_t *m = memo_of(f, node);
@@ -160,7 +160,15 @@ bool sf__fast_eval(sf_packer_t *p, sf_node_id node, sf_verdict_t *v)
   sf__search_begin(p, h);
   uint32_t largest = place(p, v);
   sf__search_end(p);
-  *m = (fmemo_t){h->version, f->evaluating ? f->sig : 0, v->raw, p->search.st[0], h->n,
-                 (uint32_t)p->search.clen[0], largest, (uint8_t)v->fit};
+  m->version = h->version;
+  m->sig = f->evaluating ? f->sig : 0;
+  m->raw = v->raw;
+  m->fit = (uint8_t)v->fit;
+  if (v->fit == SF_FIT_NO) {  /* what its reason is made from */
+    m->st = p->search.st[0];
+    m->n = h->n;
+    m->clen = (uint32_t)p->search.clen[0];
+    m->largest = largest;
+  }
   return true;
 }

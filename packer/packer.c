@@ -98,7 +98,7 @@ static void node_eval(sf_packer_t *p, sf_node_id node, sf_verdict_t *v)
     return;
   if (p->fast.kind != FAST_NONE && sf__fast_eval(p, node, v))
     return;
-  sf__search_begin(p, sf__view_node(p, node));
+  sf__search_begin(p, sf__view_node(p, node, p->idx, &p->view));
   int rc;
   double raw = 0.0;
   if (simple(p)) {
@@ -209,7 +209,7 @@ double sf_packer_node_frag(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *p
   fgd.strategy = SF_STRATEGY_FGD;
   prepare(p, idx, &fgd, &none, 0);
   p->node = node;
-  double f = sf__score_frag(p, sf__view_node(p, node));
+  double f = sf__score_frag(p, sf__view_node(p, node, p->idx, &p->view));
   p->pol = pol;
   return f;
 }

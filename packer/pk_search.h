@@ -19,6 +19,7 @@ enum { SEARCH_FAIL = 0, SEARCH_OK = 1, SEARCH_BUDGET = 2 };
 typedef struct {
   uint32_t k;              /* index in the node's device list */
   uint32_t noff;           /* its needs in pk_search_t.needs (the device's capacities, at least one) */
+  int16_t island;          /* the device's, -1: its own */
   bool avail;              /* available with nothing tentative */
 } cand_t;
 

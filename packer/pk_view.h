@@ -71,8 +71,8 @@ typedef struct {
   hcls_t *cls; size_t ncls, clscap;
 } pk_view_t;
 
-/* The node's summary, rebuilt when its version moved. Borrowed until the node changes. */
-hnode_t *sf__view_node(sf_packer_t *p, sf_node_id node);
+/* sf__view_node when the summary must be (re)built. */
+hnode_t *sf__view_build(sf_packer_t *p, sf_node_id node);
 void sf__view_dispose(pk_view_t *v);
 
 /* Free share in per-mille of `f` free out of `v`. */
@@ -99,6 +99,14 @@ static inline const uint8_t *sf__view_iheld(const hnode_t *h)
 static inline bool sf__view_intact(const hnode_t *h, int32_t isl)
 {
   return isl >= 0 && (uint32_t)isl < h->nisl && sf__view_isize(h)[isl] >= 2 && !sf__view_iheld(h)[isl];
+}
+
+/* The node's summary, rebuilt when its version moved. Borrowed until the node changes. */
+static inline hnode_t *sf__view_node(sf_packer_t *p, sf_node_id node, const sf_index_t *idx, pk_view_t *v)
+{
+  if (v->serial == idx->serial && (size_t)node < v->hncap && v->hn[node].version == idx->nodes[node].version)
+    return &v->hn[node];
+  return sf__view_build(p, node);
 }
 
 #endif

@@ -325,7 +325,7 @@ void sf__search_gather(sf_packer_t *p, uint32_t slot, bool stop)
     if (!need_of(p, slot, sl, d, &needs[nn], &t))
       continue;
     bool ok = avail(p, d, k, &needs[nn], &t, false);
-    cands[nc++] = (cand_t){k, (uint32_t)nn, ok};
+    cands[nc++] = (cand_t){k, (uint32_t)nn, d->island, ok};
     nn += d->ncaps ? d->ncaps : 1;
     t.navail += ok;
     if (stop && ok)
@@ -518,10 +518,10 @@ int sf__search_island(sf_packer_t *p, uint32_t want)
   for (size_t i = 0; i < n; i++) {
     if (!cs[i].avail)
       continue;
-    int32_t isl = s->h->d[cs[i].k].island;
+    int32_t isl = cs[i].island;
     uint32_t got = 0;
     for (size_t j = i; j < n && got < want; j++)
-      if (cs[j].avail && (j == i || (isl >= 0 && s->h->d[cs[j].k].island == isl)))
+      if (cs[j].avail && (j == i || (isl >= 0 && cs[j].island == isl)))
         s->icnt[got++] = (uint32_t)j;
     if (got < want)
       continue;
@@ -545,7 +545,7 @@ uint32_t sf__search_largest(sf_packer_t *p, uint32_t slot)
   for (size_t i = 0; i < s->clen[slot]; i++) {
     if (!cs[i].avail)
       continue;
-    int16_t isl = s->h->d[cs[i].k].island;
+    int16_t isl = cs[i].island;
     uint32_t c = isl < 0 ? 1 : ++s->icnt[isl];
     best = c > best ? c : best;
   }

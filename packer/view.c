@@ -136,7 +136,7 @@ static void build(sf_packer_t *p, hnode_t *h, const sf__node_t *n)
   h->cpu_free = n->cpu_alloc > 0 ? n->cpu_alloc - n->cpu_used : -1;
 }
 
-hnode_t *sf__view_node(sf_packer_t *p, sf_node_id node)
+hnode_t *sf__view_build(sf_packer_t *p, sf_node_id node)
 {
   pk_view_t *v = &p->view;
   if (v->serial != p->idx->serial) {
