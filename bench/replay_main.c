@@ -37,9 +37,10 @@ static const char usage[] =
     "                        and DeviceClasses (as bin/slicefit --snapshot reads); its nodes,\n"
     "                        devices and allocated claims are there before the first pod\n"
     "  --device-choice C     packer | first-fit: who picks the GPU inside a node (core strategies)\n"
-    "  --ties MODE           equal node scores: sched (default; the FGD simulator's kube-scheduler\n"
-    "                        1.20: parallel filter order, first highest wins), first (by node\n"
-    "                        name) or random (upstream kube-scheduler's selectHost)\n"
+    "  --ties MODE           equal node scores: perm (default; the FGD simulator: a node order\n"
+    "                        drawn from the seed, first highest wins), sched (kube-scheduler\n"
+    "                        1.20's parallel filter order), first (by node name) or random\n"
+    "                        (upstream kube-scheduler's selectHost)\n"
     "  --extender-scores     core strategies: choose by the 0-10 score the extender sends\n"
     "                        kube-scheduler (use with --ties random to model upstream); slow\n"
     "  --seed N              one seed (default 42)\n"
@@ -149,14 +150,16 @@ static int parse_flags(int argc, char **argv, flags_t *f)
         return bad("--device-choice: expected packer or first-fit, got '%s'", optarg);
       break;
     case 'T':
-      if (strcmp(optarg, "sched") == 0)
+      if (strcmp(optarg, "perm") == 0)
+        f->ties = SF_REPLAY_TIES_PERM;
+      else if (strcmp(optarg, "sched") == 0)
         f->ties = SF_REPLAY_TIES_SCHED;
       else if (strcmp(optarg, "first") == 0)
         f->ties = SF_REPLAY_TIES_FIRST;
       else if (strcmp(optarg, "random") == 0)
         f->ties = SF_REPLAY_TIES_RANDOM;
       else
-        return bad("--ties: expected sched, first or random, got '%s'", optarg);
+        return bad("--ties: expected perm, sched, first or random, got '%s'", optarg);
       break;
     case 's':
       if (parse_u64(optarg, &f->seed_lo) != 0)

@@ -174,12 +174,20 @@ typedef enum {
 } sf_replay_kind_t;
 
 /*
- * How equal node scores are broken. SCHED models the FGD authors' simulator
- * (kube-scheduler 1.20's parallel filter order, the first highest score
- * wins; docs/replay.md has the evidence); FIRST takes the first node by name;
- * RANDOM is upstream kube-scheduler's selectHost (reservoir sampling).
+ * How equal node scores are broken (docs/replay.md has the evidence for each).
+ * PERM models the FGD authors' simulator: it sorts the nodes by name and
+ * renames each with a prefix from a seeded random permutation, and the
+ * first highest score by that name wins, so each seed has its own fixed node
+ * order. SCHED is kube-scheduler 1.20's parallel filter order (waves of 16
+ * chunks), the first highest score winning; FIRST takes the first node by
+ * name; RANDOM is upstream kube-scheduler's selectHost (reservoir sampling).
  */
-typedef enum { SF_REPLAY_TIES_SCHED = 0, SF_REPLAY_TIES_FIRST, SF_REPLAY_TIES_RANDOM } sf_replay_ties_t;
+typedef enum {
+  SF_REPLAY_TIES_PERM = 0,
+  SF_REPLAY_TIES_SCHED,
+  SF_REPLAY_TIES_FIRST,
+  SF_REPLAY_TIES_RANDOM
+} sf_replay_ties_t;
 
 typedef struct {
   const char *policy;          /* a policy name (sf_replay_policy_valid) */
