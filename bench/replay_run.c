@@ -742,21 +742,6 @@ static void touch(run_t *r, size_t pos)
   r->mem_free[pos] = ma > 0 ? ma - mu : INT64_MAX;
 }
 
-/*
- * The order in which equal scores are broken (--ties), as a rank per node
- * position: the lowest rank wins, equal ranks at random.
- *   perm: the FGD simulator. Its syncClusterResourceList sorts the nodes by
- *     name and renames node i "%04d-" + name with rand.Perm(n)[i] (seeded
- *     with the tune seed), and the first highest score by name wins (the
- *     authors' kube-scheduler fork; docs/replay.md), so the rank of node i is
- *     a seeded random permutation, fixed for the whole run.
- *   sched: kube-scheduler 1.20's own order. Its filter runs
- *     16 workers over chunks of min(sqrt(n), n/16 + 1) nodes and appends each
- *     node that passes to the feasible list as it goes, so that list runs in
- *     waves of 16 chunks, interleaved node by node at random; selectHost then
- *     takes the first highest score (the authors' fork; docs/replay.md).
- *   first: the node list order (by name). random: any, as upstream selectHost.
- */
 /* rank[0..n) = a permutation of 0..n-1 drawn from its own stream of the seed (Fisher-Yates). */
 static void permute_ranks(uint32_t *rank, size_t n, uint64_t seed)
 {
@@ -772,6 +757,21 @@ static void permute_ranks(uint32_t *rank, size_t n, uint64_t seed)
   }
 }
 
+/*
+ * The order in which equal scores are broken (--ties), as a rank per node
+ * position: the lowest rank wins, equal ranks at random.
+ *   perm: the FGD simulator. Its syncClusterResourceList sorts the nodes by
+ *     name and renames node i "%04d-" + name with rand.Perm(n)[i] (seeded
+ *     with the tune seed), and the first highest score by name wins (the
+ *     authors' kube-scheduler fork; docs/replay.md), so the rank of node i is
+ *     a seeded random permutation, fixed for the whole run.
+ *   sched: kube-scheduler 1.20's own order. Its filter runs
+ *     16 workers over chunks of min(sqrt(n), n/16 + 1) nodes and appends each
+ *     node that passes to the feasible list as it goes, so that list runs in
+ *     waves of 16 chunks, interleaved node by node at random; selectHost then
+ *     takes the first highest score (the authors' fork; docs/replay.md).
+ *   first: the node list order (by name). random: any, as upstream selectHost.
+ */
 static void rank_nodes(run_t *r)
 {
   size_t n = r->nnodes, chunk = (size_t)sqrt((double)n);
