@@ -805,6 +805,29 @@ static void cache_init(run_t *r)
   rank_nodes(r);
 }
 
+/* The demand as the learned mix sees it: without CPU under --cpu-blind. */
+static sf_demand_t learned(const run_t *r, const sf_demand_t *d)
+{
+  sf_demand_t ld = *d;
+  if (r->o->cpu_blind)
+    ld.cpu_milli = 0;
+  return ld;
+}
+
+/*
+ * kube-scheduler 1.20's NodeResourcesLeastAllocated for the pod on the node:
+ * per resource, (capacity - requested with the pod) x 100 / capacity, in
+ * integers, then the mean of CPU and memory.
+ */
+static double least_allocated(const run_t *r, size_t pos, const sf_replay_pod_t *p)
+{
+  int64_t ca, cu, ma, mu;
+  sf_index_node_cpu_mem(r->idx, r->nodes[pos], &ca, &cu, &ma, &mu);
+  int64_t c = ca > 0 && cu + p->cpu_milli <= ca ? (ca - cu - p->cpu_milli) * 100 / ca : 0;
+  int64_t m = ma > 0 && mu + p->mem_bytes <= ma ? (ma - mu - p->mem_bytes) * 100 / ma : 0;
+  return (double)((c + m) / 2);
+}
+
 /*
  * The verdicts of every node for the pod, as a cache row. Only the nodes whose
  * state changed since this shape was last evaluated go through the core
@@ -819,8 +842,9 @@ static const vcache_t *evaluate(run_t *r, const sf_replay_pod_t *p, sf_demand_t 
   if (r->learn) {
     /* The pod is present from now on, as its claim is for the daemon; when the
      * mix it is scored with moves, every cached verdict is stale. */
-    sf_packer_learn(r->pk, r->idx, &r->pol, d, +1);
-    uint64_t h = sf_packer_mix_hash(r->pk, r->idx, &r->pol, d);
+    sf_demand_t ld = learned(r, d);
+    sf_packer_learn(r->pk, r->idx, &r->pol, &ld, +1);
+    uint64_t h = sf_packer_mix_hash(r->pk, r->idx, &r->pol, &ld);
     if (h != r->mixhash)
       for (uint32_t pos = 0; pos < r->nnodes; pos++)
         r->stamp[pos]++;
@@ -848,6 +872,11 @@ static const vcache_t *evaluate(run_t *r, const sf_replay_pod_t *p, sf_demand_t 
     double key = extender(r) ? r->stale_v[i].score : node_key(r, pos, p, r->stale_v[i].raw);
     row[pos] = (vcache_t){r->stamp[pos] + 1, fit, fit ? key : 0};
   }
+  /* Memory is not part of a shape, so these keys are not cached: every pod of the shape sets them. */
+  if (r->o->cpu_only_least_allocated && p->nclaims == 0)
+    for (uint32_t pos = 0; pos < r->nnodes; pos++)
+      if (row[pos].fit)
+        row[pos].key = least_allocated(r, pos, p);
   return row;
 }
 
@@ -961,8 +990,10 @@ static sf_alloc_id schedule(run_t *r, const sf_replay_pod_t *p, const char *hold
   touch(r, (size_t)pos);
   return aid;
 fail:
-  if (r->learn)  /* a dropped pod is no longer present */
-    sf_packer_learn(r->pk, r->idx, &r->pol, &d, -1);
+  if (r->learn) {  /* a dropped pod is no longer present */
+    sf_demand_t ld = learned(r, &d);
+    sf_packer_learn(r->pk, r->idx, &r->pol, &ld, -1);
+  }
   return -1;
 }
 
@@ -979,7 +1010,8 @@ static void unschedule(run_t *r, const sf_replay_pod_t *p, sf_alloc_id a)
   if (r->learn) {
     sf_demand_t d;
     build_demand(r, p, &d);
-    sf_packer_learn(r->pk, r->idx, &r->pol, &d, -1);
+    sf_demand_t ld = learned(r, &d);
+    sf_packer_learn(r->pk, r->idx, &r->pol, &ld, -1);
   }
 }
 
@@ -1175,6 +1207,9 @@ static void run_policies(run_t *r, sf_strategy_t strategy)
     memcpy(r->pol.mix, mix, nmix * sizeof(*mix));
     r->pol.nmix = nmix;
   }
+  if (r->o->cpu_blind)  /* the scoring mix only: the fragmentation metric stays FGD's */
+    for (size_t i = 0; i < r->pol.nmix; i++)
+      r->pol.mix[i].cpu_milli = 0;
 }
 
 static void run_dispose(run_t *r)

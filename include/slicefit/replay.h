@@ -215,6 +215,17 @@ typedef struct {
    */
   const json_t *snapshot;
   const char *snapshot_name;
+  /*
+   * How a live cluster treats CPU, instead of the FGD simulator (both false):
+   * cpu_blind: the strategy's workload mix carries no CPU, so no node counts
+   *   as short of CPU for a typical pod (the extender's index has no node CPU);
+   *   CPU still filters, as kube-scheduler's NodeResourcesFit does.
+   * cpu_only_least_allocated: pods without claims are placed by
+   *   kube-scheduler 1.20's NodeResourcesLeastAllocated score, ties by
+   *   `ties` (the extender passes such pods through unscored).
+   */
+  bool cpu_blind;
+  bool cpu_only_least_allocated;
 } sf_replay_opts_t;
 
 #define SF_REPLAY_CURVE_STEP 1   /* percent of capacity between curve points */

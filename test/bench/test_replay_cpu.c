@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "slicefit/replay.h"
+#include "bundled.h"
 
 static void load(sf_replay_trace_t *t, const char *text)
 {
@@ -28,12 +29,17 @@ static void load(sf_replay_trace_t *t, const char *text)
   unlink(path);
 }
 
+static void run_opts(const sf_replay_trace_t *t, const sf_replay_opts_t *o, sf_replay_result_t *r)
+{
+  sf_replay_err_t err = {""};
+  cr_assert_eq(sf_replay_run(t, o, r, &err), 0, "%s", err.msg);
+}
+
 static void run(const sf_replay_trace_t *t, const char *policy, sf_replay_ties_t ties, uint64_t seed,
                 sf_replay_result_t *r)
 {
-  sf_replay_err_t err = {""};
   sf_replay_opts_t o = {.policy = policy, .device_choice = -1, .seed = seed, .ties = ties};
-  cr_assert_eq(sf_replay_run(t, &o, r, &err), 0, "%s", err.msg);
+  run_opts(t, &o, r);
 }
 
 /*
@@ -119,5 +125,74 @@ Test(replay_cpu, fgd_keeps_cpu_for_the_typical_gpu_pods)
   run(&t, "binpack", SF_REPLAY_TIES_FIRST, 1, &r);
   cr_expect_eq(r.gpu_pods_failed, 1, "binpack does not see that c strands a's GPU");
   sf_replay_result_dispose(&r);
+  sf_replay_trace_dispose(&t);
+}
+
+/* --cpu-blind: without CPU in the mix, c ties on a and b, and --ties first strands a's GPU. */
+Test(replay_cpu, a_cpu_blind_mix_loses_the_cpu_rule)
+{
+  sf_replay_trace_t t;
+  sf_replay_result_t r;
+  load(&t, cpu_trace);
+  sf_replay_opts_t o = {.policy = "fgd", .device_choice = -1, .seed = 1, .ties = SF_REPLAY_TIES_FIRST,
+                        .cpu_blind = true};
+  run_opts(&t, &o, &r);
+  cr_expect_eq(r.gpu_pods_failed, 1);
+  cr_expect_float_eq(r.frag_pct_at_100, 50.0, 1e-9, "the metric stays FGD's: a's GPU lacks CPU");
+  sf_replay_result_dispose(&r);
+  sf_replay_trace_dispose(&t);
+}
+
+/*
+ * --cpu-only-pods least-allocated: g0 fills a's only GPU (model X). fgd puts
+ * the CPU-only pod c on a, where its CPU strands nothing; kube-scheduler's
+ * NodeResourcesLeastAllocated puts it on b, the emptier node, and b then
+ * lacks the CPU for g1 (model Y, 12 cores).
+ */
+static const char *const spread_trace =
+    "{\"kind\":\"node\",\"name\":\"a\",\"cpu\":\"16\",\"memory\":\"64Gi\",\"gpus\":1,\"model\":\"X\",\"gpu_memory\":\"16Gi\"}\n"
+    "{\"kind\":\"node\",\"name\":\"b\",\"cpu\":\"16\",\"memory\":\"64Gi\",\"gpus\":1,\"model\":\"Y\",\"gpu_memory\":\"16Gi\"}\n"
+    "{\"kind\":\"pod\",\"name\":\"g0\",\"at\":0,\"cpu\":\"4\",\"memory\":\"1Gi\",\"claims\":[{\"requests\":[{\"count\":1,\"models\":[\"X\"]}]}]}\n"
+    "{\"kind\":\"pod\",\"name\":\"c\",\"at\":1,\"cpu\":\"8\",\"memory\":\"1Gi\"}\n"
+    "{\"kind\":\"pod\",\"name\":\"g1\",\"at\":2,\"cpu\":\"12\",\"memory\":\"1Gi\",\"claims\":[{\"requests\":[{\"count\":1,\"models\":[\"Y\"]}]}]}\n";
+
+Test(replay_cpu, least_allocated_spreads_cpu_only_pods)
+{
+  sf_replay_trace_t t;
+  sf_replay_result_t r;
+  load(&t, spread_trace);
+  for (uint64_t seed = 1; seed <= 4; seed++) {
+    sf_replay_opts_t o = {.policy = "fgd", .device_choice = -1, .seed = seed};
+    run_opts(&t, &o, &r);
+    cr_expect_eq(r.pods_failed, 0, "fgd, seed %llu", (unsigned long long)seed);
+    sf_replay_result_dispose(&r);
+    o.cpu_only_least_allocated = true;
+    run_opts(&t, &o, &r);
+    cr_expect_eq(r.gpu_pods_failed, 1, "least-allocated, seed %llu", (unsigned long long)seed);
+    cr_expect_float_eq(r.alloc_pct_final, 50.0, 1e-9);
+    sf_replay_result_dispose(&r);
+  }
+  sf_replay_trace_dispose(&t);
+}
+
+/* The least-allocated keys bypass the verdict cache (memory is not in a shape): same result without it. */
+Test(replay_cpu, live_cpu_modes_replay_the_same_without_the_cache)
+{
+  sf_replay_trace_t t;
+  sf_test_load_bundled(&t);
+  static const char *const pol[] = {"fgd", "fragmentation"};
+  for (size_t k = 0; k < 2; k++) {
+    sf_replay_result_t r[2];
+    for (int nc = 0; nc < 2; nc++) {
+      sf_replay_opts_t o = {.policy = pol[k], .device_choice = -1, .seed = 7, .tune = 1.3,
+                            .no_cache = nc == 1, .cpu_blind = true, .cpu_only_least_allocated = true};
+      run_opts(&t, &o, &r[nc]);
+    }
+    cr_expect_eq(r[0].pods_failed, r[1].pods_failed, "%s", pol[k]);
+    cr_expect(r[0].alloc_pct_final == r[1].alloc_pct_final, "%s: %.3f vs %.3f", pol[k],
+              r[0].alloc_pct_final, r[1].alloc_pct_final);
+    sf_replay_result_dispose(&r[0]);
+    sf_replay_result_dispose(&r[1]);
+  }
   sf_replay_trace_dispose(&t);
 }
