@@ -37,9 +37,15 @@ static const char usage[] =
     "                        and DeviceClasses (as bin/slicefit --snapshot reads); its nodes,\n"
     "                        devices and allocated claims are there before the first pod\n"
     "  --device-choice C     packer | first-fit: who picks the GPU inside a node (core strategies)\n"
-    "  --ties MODE           equal node scores: sched (default; the FGD simulator's kube-scheduler\n"
-    "                        1.20: parallel filter order, first highest wins), first (by node\n"
-    "                        name) or random (upstream kube-scheduler's selectHost)\n"
+    "  --ties MODE           equal node scores: perm (default; the FGD simulator: a node order\n"
+    "                        drawn from the seed, first highest wins), sched (kube-scheduler\n"
+    "                        1.20's parallel filter order), first (by node name) or random\n"
+    "                        (upstream kube-scheduler's selectHost)\n"
+    "  --cpu-blind           core strategies: a workload mix without CPU, as the extender's index\n"
+    "                        has no node CPU (CPU still filters)\n"
+    "  --cpu-only-pods M     policy (default: the policy scores pods without GPU, as the FGD\n"
+    "                        simulator) or least-allocated (kube-scheduler's NodeResourcesLeastAllocated,\n"
+    "                        as when the extender passes them through)\n"
     "  --extender-scores     core strategies: choose by the 0-10 score the extender sends\n"
     "                        kube-scheduler (use with --ties random to model upstream); slow\n"
     "  --seed N              one seed (default 42)\n"
@@ -55,7 +61,7 @@ typedef struct {
   char *policies;
   int device_choice;
   sf_replay_ties_t ties;
-  bool extender;
+  bool extender, cpu_blind, cpu_only_la;
   uint64_t seed_lo, seed_hi;
   double tune;
   bool tune_set, json;
@@ -125,6 +131,8 @@ static int parse_flags(int argc, char **argv, flags_t *f)
       {"svg", required_argument, NULL, 'g'},    {"node-price", required_argument, NULL, 'c'},
       {"ties", required_argument, NULL, 'T'},
       {"extender-scores", no_argument, NULL, 'E'},
+      {"cpu-blind", no_argument, NULL, 'B'},
+      {"cpu-only-pods", required_argument, NULL, 'C'},
       {"snapshot", required_argument, NULL, 'Z'},
       {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
   int c;
@@ -148,15 +156,26 @@ static int parse_flags(int argc, char **argv, flags_t *f)
       else
         return bad("--device-choice: expected packer or first-fit, got '%s'", optarg);
       break;
+    case 'B': f->cpu_blind = true; break;
+    case 'C':
+      if (strcmp(optarg, "policy") == 0)
+        f->cpu_only_la = false;
+      else if (strcmp(optarg, "least-allocated") == 0)
+        f->cpu_only_la = true;
+      else
+        return bad("--cpu-only-pods: expected policy or least-allocated, got '%s'", optarg);
+      break;
     case 'T':
-      if (strcmp(optarg, "sched") == 0)
+      if (strcmp(optarg, "perm") == 0)
+        f->ties = SF_REPLAY_TIES_PERM;
+      else if (strcmp(optarg, "sched") == 0)
         f->ties = SF_REPLAY_TIES_SCHED;
       else if (strcmp(optarg, "first") == 0)
         f->ties = SF_REPLAY_TIES_FIRST;
       else if (strcmp(optarg, "random") == 0)
         f->ties = SF_REPLAY_TIES_RANDOM;
       else
-        return bad("--ties: expected sched, first or random, got '%s'", optarg);
+        return bad("--ties: expected perm, sched, first or random, got '%s'", optarg);
       break;
     case 's':
       if (parse_u64(optarg, &f->seed_lo) != 0)
@@ -365,7 +384,7 @@ static int replay_all(const flags_t *f, const sf_replay_trace_t *t, const sf_pol
       progress_t pr = {names[p], f->seed_lo + s, ++done, np * nseeds};
       sf_replay_opts_t o = {names[p], base, f->device_choice, f->seed_lo + s,
                             f->trace ? 0 : f->tune, tty ? progress : NULL, &pr, f->ties, false, f->extender,
-                            snapshot, f->snapshot};
+                            snapshot, f->snapshot, f->cpu_blind, f->cpu_only_la};
       sf_replay_err_t err = {""};
       if ((rc = sf_replay_run(t, &o, &runs[p][s], &err)) != 0) {
         fprintf(stderr, "%sslicefit-replay: %s\n", tty ? "\n" : "", err.msg);

@@ -14,13 +14,13 @@
  * not "any".
  *
  * Scheduling a pod: sf_packer_evaluate over all nodes decides feasibility.
- * A core strategy picks the FIT node with the best raw score, ties to the
- * lowest node name (the node list is sorted by name, so the first wins),
- * then sf_packer_place and sf_packer_commit. The paper's baselines score the
- * FIT nodes here with the simulator's integer formulas and break ties at
- * random, as kube-scheduler's selectHost does; the device inside the node
- * is chosen by the core's binpack (best fit) or, for random, at random.
- * Failed pods are dropped.
+ * A core strategy picks the FIT node with the best raw score (fgd: the FGD
+ * plugin's integer score), then sf_packer_place and sf_packer_commit. The
+ * paper's baselines score the FIT nodes here with the simulator's integer
+ * formulas; the device inside the node is chosen by the core's binpack (best
+ * fit) or, for random, at random. Equal scores are broken by --ties
+ * (rank_nodes). CPU and memory filter as the simulator's NodeResourcesFit
+ * does; CPU-only pods go through the same scoring. Failed pods are dropped.
  *
  * Measurements: allocated GPU share after every pod against the cumulative
  * arrived GPU request (failures included), sampled at FGD's thresholds and
@@ -647,16 +647,21 @@ static int64_t baseline_score(const run_t *r, size_t pos, const sf_replay_pod_t 
 }
 
 /*
- * What a FIT node is compared by. Core strategies: the raw score (for fgd
- * the core already gives the simulator's FGD plugin score,
- * int64(100 x sigmoid(-dF / 1000)), with the node order below one step).
- * Baselines: the simulator's integer score.
+ * What a FIT node is compared by. Baselines: the simulator's integer score.
+ * Core strategies: the raw score, except fgd: the core's raw fgd score is the
+ * simulator's FGD plugin score, int64(100 x sigmoid(-dF / 1000)), plus its own
+ * node order below one step (packer.c fgd_raw); the replay keeps the integer
+ * and lets --ties break equal scores, as the simulator's scheduler does. That
+ * matters most for CPU-only pods: they score 50 on every node where they leave
+ * each typical pod the CPU it needs, so the tie rule alone places them.
  */
 static double node_key(const run_t *r, size_t pos, const sf_replay_pod_t *p, double raw)
 {
   if (r->kind != SF_REPLAY_CORE)
     return (double)baseline_score(r, pos, p);
-  return raw;  /* fgd's raw score is already the simulator's integer score (packer.c fgd_raw) */
+  if (r->pol.strategy == SF_STRATEGY_FGD)
+    return floor(raw);
+  return raw;
 }
 
 /* ---- pod shapes: pods that the core cannot tell apart, memory aside ---- */
@@ -737,10 +742,30 @@ static void touch(run_t *r, size_t pos)
   r->mem_free[pos] = ma > 0 ? ma - mu : INT64_MAX;
 }
 
+/* rank[0..n) = a permutation of 0..n-1 drawn from its own stream of the seed (Fisher-Yates). */
+static void permute_ranks(uint32_t *rank, size_t n, uint64_t seed)
+{
+  sf_rng_t rng;
+  sf_rng_seed(&rng, seed ^ 0x9e3779b97f4a7c15ull);
+  for (size_t i = 0; i < n; i++)
+    rank[i] = (uint32_t)i;
+  for (size_t i = n; i > 1; i--) {
+    size_t j = (size_t)sf_rng_below(&rng, i);
+    uint32_t x = rank[i - 1];
+    rank[i - 1] = rank[j];
+    rank[j] = x;
+  }
+}
+
 /*
  * The order in which equal scores are broken (--ties), as a rank per node
  * position: the lowest rank wins, equal ranks at random.
- *   sched: kube-scheduler 1.20 as the FGD simulator runs it. Its filter runs
+ *   perm: the FGD simulator. Its syncClusterResourceList sorts the nodes by
+ *     name and renames node i "%04d-" + name with rand.Perm(n)[i] (seeded
+ *     with the tune seed), and the first highest score by name wins (the
+ *     authors' kube-scheduler fork; docs/replay.md), so the rank of node i is
+ *     a seeded random permutation, fixed for the whole run.
+ *   sched: kube-scheduler 1.20's own order. Its filter runs
  *     16 workers over chunks of min(sqrt(n), n/16 + 1) nodes and appends each
  *     node that passes to the feasible list as it goes, so that list runs in
  *     waves of 16 chunks, interleaved node by node at random; selectHost then
@@ -755,6 +780,10 @@ static void rank_nodes(run_t *r)
   if (chunk < 1)
     chunk = 1;
   r->rank = sf_xcalloc(n + 1, sizeof(*r->rank));
+  if (r->o->ties == SF_REPLAY_TIES_PERM) {
+    permute_ranks(r->rank, n, r->o->seed);
+    return;
+  }
   for (size_t i = 0; i < n; i++) {
     if (r->o->ties == SF_REPLAY_TIES_SCHED)
       r->rank[i] = (uint32_t)(i / (chunk * 16) * chunk + i % chunk);
@@ -776,6 +805,29 @@ static void cache_init(run_t *r)
   rank_nodes(r);
 }
 
+/* The demand as the learned mix sees it: without CPU under --cpu-blind. */
+static sf_demand_t learned(const run_t *r, const sf_demand_t *d)
+{
+  sf_demand_t ld = *d;
+  if (r->o->cpu_blind)
+    ld.cpu_milli = 0;
+  return ld;
+}
+
+/*
+ * kube-scheduler 1.20's NodeResourcesLeastAllocated for the pod on the node:
+ * per resource, (capacity - requested with the pod) x 100 / capacity, in
+ * integers, then the mean of CPU and memory.
+ */
+static double least_allocated(const run_t *r, size_t pos, const sf_replay_pod_t *p)
+{
+  int64_t ca, cu, ma, mu;
+  sf_index_node_cpu_mem(r->idx, r->nodes[pos], &ca, &cu, &ma, &mu);
+  int64_t c = ca > 0 && cu + p->cpu_milli <= ca ? (ca - cu - p->cpu_milli) * 100 / ca : 0;
+  int64_t m = ma > 0 && mu + p->mem_bytes <= ma ? (ma - mu - p->mem_bytes) * 100 / ma : 0;
+  return (double)((c + m) / 2);
+}
+
 /*
  * The verdicts of every node for the pod, as a cache row. Only the nodes whose
  * state changed since this shape was last evaluated go through the core
@@ -790,8 +842,9 @@ static const vcache_t *evaluate(run_t *r, const sf_replay_pod_t *p, sf_demand_t 
   if (r->learn) {
     /* The pod is present from now on, as its claim is for the daemon; when the
      * mix it is scored with moves, every cached verdict is stale. */
-    sf_packer_learn(r->pk, r->idx, &r->pol, d, +1);
-    uint64_t h = sf_packer_mix_hash(r->pk, r->idx, &r->pol, d);
+    sf_demand_t ld = learned(r, d);
+    sf_packer_learn(r->pk, r->idx, &r->pol, &ld, +1);
+    uint64_t h = sf_packer_mix_hash(r->pk, r->idx, &r->pol, &ld);
     if (h != r->mixhash)
       for (uint32_t pos = 0; pos < r->nnodes; pos++)
         r->stamp[pos]++;
@@ -819,6 +872,11 @@ static const vcache_t *evaluate(run_t *r, const sf_replay_pod_t *p, sf_demand_t 
     double key = extender(r) ? r->stale_v[i].score : node_key(r, pos, p, r->stale_v[i].raw);
     row[pos] = (vcache_t){r->stamp[pos] + 1, fit, fit ? key : 0};
   }
+  /* Memory is not part of a shape, so these keys are not cached: every pod of the shape sets them. */
+  if (r->o->cpu_only_least_allocated && p->nclaims == 0)
+    for (uint32_t pos = 0; pos < r->nnodes; pos++)
+      if (row[pos].fit)
+        row[pos].key = least_allocated(r, pos, p);
   return row;
 }
 
@@ -932,8 +990,10 @@ static sf_alloc_id schedule(run_t *r, const sf_replay_pod_t *p, const char *hold
   touch(r, (size_t)pos);
   return aid;
 fail:
-  if (r->learn)  /* a dropped pod is no longer present */
-    sf_packer_learn(r->pk, r->idx, &r->pol, &d, -1);
+  if (r->learn) {  /* a dropped pod is no longer present */
+    sf_demand_t ld = learned(r, &d);
+    sf_packer_learn(r->pk, r->idx, &r->pol, &ld, -1);
+  }
   return -1;
 }
 
@@ -950,7 +1010,8 @@ static void unschedule(run_t *r, const sf_replay_pod_t *p, sf_alloc_id a)
   if (r->learn) {
     sf_demand_t d;
     build_demand(r, p, &d);
-    sf_packer_learn(r->pk, r->idx, &r->pol, &d, -1);
+    sf_demand_t ld = learned(r, &d);
+    sf_packer_learn(r->pk, r->idx, &r->pol, &ld, -1);
   }
 }
 
@@ -1146,6 +1207,9 @@ static void run_policies(run_t *r, sf_strategy_t strategy)
     memcpy(r->pol.mix, mix, nmix * sizeof(*mix));
     r->pol.nmix = nmix;
   }
+  if (r->o->cpu_blind)  /* the scoring mix only: the fragmentation metric stays FGD's */
+    for (size_t i = 0; i < r->pol.nmix; i++)
+      r->pol.mix[i].cpu_milli = 0;
 }
 
 static void run_dispose(run_t *r)

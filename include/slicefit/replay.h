@@ -174,12 +174,20 @@ typedef enum {
 } sf_replay_kind_t;
 
 /*
- * How equal node scores are broken. SCHED models the FGD authors' simulator
- * (kube-scheduler 1.20's parallel filter order, the first highest score
- * wins; docs/replay.md has the evidence); FIRST takes the first node by name;
- * RANDOM is upstream kube-scheduler's selectHost (reservoir sampling).
+ * How equal node scores are broken (docs/replay.md has the evidence for each).
+ * PERM models the FGD authors' simulator: it sorts the nodes by name and
+ * renames each with a prefix from a seeded random permutation, and the
+ * first highest score by that name wins, so each seed has its own fixed node
+ * order. SCHED is kube-scheduler 1.20's parallel filter order (waves of 16
+ * chunks), the first highest score winning; FIRST takes the first node by
+ * name; RANDOM is upstream kube-scheduler's selectHost (reservoir sampling).
  */
-typedef enum { SF_REPLAY_TIES_SCHED = 0, SF_REPLAY_TIES_FIRST, SF_REPLAY_TIES_RANDOM } sf_replay_ties_t;
+typedef enum {
+  SF_REPLAY_TIES_PERM = 0,
+  SF_REPLAY_TIES_SCHED,
+  SF_REPLAY_TIES_FIRST,
+  SF_REPLAY_TIES_RANDOM
+} sf_replay_ties_t;
 
 typedef struct {
   const char *policy;          /* a policy name (sf_replay_policy_valid) */
@@ -207,6 +215,17 @@ typedef struct {
    */
   const json_t *snapshot;
   const char *snapshot_name;
+  /*
+   * How a live cluster treats CPU, instead of the FGD simulator (both false):
+   * cpu_blind: the strategy's workload mix carries no CPU, so no node counts
+   *   as short of CPU for a typical pod (the extender's index has no node CPU);
+   *   CPU still filters, as kube-scheduler's NodeResourcesFit does.
+   * cpu_only_least_allocated: pods without claims are placed by
+   *   kube-scheduler 1.20's NodeResourcesLeastAllocated score, ties by
+   *   `ties` (the extender passes such pods through unscored).
+   */
+  bool cpu_blind;
+  bool cpu_only_least_allocated;
 } sf_replay_opts_t;
 
 #define SF_REPLAY_CURVE_STEP 1   /* percent of capacity between curve points */

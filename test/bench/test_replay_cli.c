@@ -145,7 +145,9 @@ Test(replay_cli, bad_flags_exit_2)
   char err[4096];
   long out;
   cr_expect_eq(run("--ties sometimes", err, sizeof(err), &out), 2);
-  cr_expect(strstr(err, "--ties: expected sched, first or random") != NULL, "%s", err);
+  cr_expect(strstr(err, "--ties: expected perm, sched, first or random") != NULL, "%s", err);
+  cr_expect_eq(run("--cpu-only-pods spread", err, sizeof(err), &out), 2);
+  cr_expect(strstr(err, "--cpu-only-pods: expected policy or least-allocated") != NULL, "%s", err);
   cr_expect_eq(run("--policy tetris", err, sizeof(err), &out), 2);
   cr_expect(strstr(err, "unknown policy 'tetris'") != NULL, "%s", err);
 }
