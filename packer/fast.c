@@ -85,11 +85,11 @@ void sf__fast_prepare(sf_packer_t *p)
   f->sig = f->kind == FAST_NONE ? 0 : signature(p);
 }
 
-static fmemo_t *memo_of(pk_fast_t *f, sf_node_id node)
+static fmemo_t *memo_of(pk_fast_t *f, sf_node_id node, size_t nnodes)
 {
   if ((size_t)node >= f->memocap) {
     size_t old = f->memocap;
-    GROW(f->memo, f->memocap, (size_t)node + 1);
+    GROW(f->memo, f->memocap, (size_t)node + 1 > nnodes ? (size_t)node + 1 : nnodes);
     memset(f->memo + old, 0, (f->memocap - old) * sizeof(*f->memo));
   }
   return &f->memo[node];
@@ -152,7 +152,7 @@ bool sf__fast_eval(sf_packer_t *p, sf_node_id node, sf_verdict_t *v)
   hnode_t *h = sf__view_node(p, node, p->idx, &p->view);
   if (!h->plain)
     return false;
-  fmemo_t *m = memo_of(f, node);
+  fmemo_t *m = memo_of(f, node, p->idx->nnodes);
   if (f->evaluating && f->sig != 0 && m->sig == f->sig && m->version == h->version) {
     replay(p, m, v);
     return true;

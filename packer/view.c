@@ -147,7 +147,7 @@ hnode_t *sf__view_build(sf_packer_t *p, sf_node_id node)
   }
   if ((size_t)node >= v->hncap) {
     size_t old = v->hncap;
-    GROW(v->hn, v->hncap, (size_t)node + 1);
+    GROW(v->hn, v->hncap, p->idx->nnodes > (size_t)node ? p->idx->nnodes : (size_t)node + 1);  /* all at once */
     memset(v->hn + old, 0, (v->hncap - old) * sizeof(*v->hn));
   }
   hnode_t *h = &v->hn[node];
