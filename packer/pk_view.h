@@ -30,6 +30,7 @@ typedef struct {
   int16_t island;          /* -1: its own */
   int8_t prim;             /* primary capacity's index, or -1 */
   uint8_t ncaps;
+  uint8_t nneed;           /* entries its needs take in a candidate list: ncaps, at least 1 */
   uint8_t model_bit, fl;
 } hdev_t;
 

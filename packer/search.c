@@ -325,8 +325,12 @@ void sf__search_gather(sf_packer_t *p, uint32_t slot, bool stop)
     if (!need_of(p, slot, sl, d, &needs[nn], &t))
       continue;
     bool ok = avail(p, d, k, &needs[nn], &t, false);
-    cands[nc++] = (cand_t){k, (uint32_t)nn, d->island, ok};
-    nn += d->ncaps ? d->ncaps : 1;
+    cand_t *c = &cands[nc++];
+    c->k = k;
+    c->noff = (uint32_t)nn;
+    c->island = d->island;
+    c->avail = ok;
+    nn += d->nneed;
     t.navail += ok;
     if (stop && ok)
       break;

@@ -60,6 +60,7 @@ static void hdev_fill(pk_view_t *v, hdev_t *h, const sf__dev_t *dv, sf_dev_id d)
   h->island = dv->island < 0 ? -1 : dv->island;
   h->prim = (int8_t)(dv->primary >= 0 && dv->primary < INT8_MAX ? dv->primary : -1);
   h->ncaps = (uint8_t)(dv->ncaps <= MAXCAPS ? dv->ncaps : MAXCAPS + 1);
+  h->nneed = (uint8_t)(h->ncaps ? h->ncaps : 1);
   h->model_bit = dv->model_bit;
   h->cls = -1;
   unsigned fl = (dv->primary >= 0 || dv->model != 0 ? HD_GPU : 0) | (dv->shared ? HD_SHARED : 0) |
