@@ -310,16 +310,34 @@ static int lookup(cel_ctx_t *c, uint32_t n, const cel_val_t *m, const char *key,
 
 /* ---- field selection, indexing, has() ---- */
 
+/*
+ * The operand m of a selection or an index, maybe optional: an empty
+ * optional is the answer under the optional form (opt), a present one is
+ * unwrapped; without opt either is UNKNOWN (`what`). True when *out is the
+ * answer already.
+ */
+static bool optional_operand(uint32_t n, cel_val_t *m, bool opt, const char *what, cel_val_t *out)
+{
+  if (m->t != V_NONE && !(m->flags & CV_OPT))
+    return false;
+  if (!opt) {
+    *out = sf__cel_unk(n, what);
+    return true;
+  }
+  if (m->t == V_NONE) {
+    *out = *m;
+    return true;
+  }
+  m->flags = 0;
+  return false;
+}
+
 /* m (maybe optional) [key] or .key, with the optional form when opt. */
 static cel_val_t access(cel_ctx_t *c, uint32_t n, cel_val_t m, const char *key, size_t kn, bool opt)
 {
-  if (m.t == V_NONE)
-    return opt ? m : sf__cel_unk(n, "selection on an optional value is not supported");
-  if (m.flags & CV_OPT) {
-    if (!opt)
-      return sf__cel_unk(n, "selection on an optional value is not supported");
-    m.flags = 0;
-  }
+  cel_val_t early;
+  if (optional_operand(n, &m, opt, "selection on an optional value is not supported", &early))
+    return early;
   cel_val_t out;
   int r = lookup(c, n, &m, key, kn, &out);
   if (r < 0)
@@ -374,13 +392,9 @@ static cel_val_t ev_index(cel_ctx_t *c, uint32_t n)
     return worst(m, k);
   if (k.flags & CV_OPT || k.t == V_NONE)
     return sf__cel_err(n, "no such overload: optional key");
-  if (m.t == V_NONE)
-    return opt ? m : sf__cel_unk(n, "indexing an optional value is not supported");
-  if (m.flags & CV_OPT) {
-    if (!opt)
-      return sf__cel_unk(n, "indexing an optional value is not supported");
-    m.flags = 0;
-  }
+  cel_val_t early;
+  if (optional_operand(n, &m, opt, "indexing an optional value is not supported", &early))
+    return early;
   if (m.t == V_LIST)
     return list_at(n, m, &k, opt);
   if (k.t == V_STR)
@@ -451,38 +465,30 @@ static cel_val_t concat(cel_ctx_t *c, uint32_t n, const cel_val_t *a, const cel_
   return r;
 }
 
-static cel_val_t arith_int(uint32_t n, int op, int64_t a, int64_t b)
+/* CEL's int (signed) and uint arithmetic: overflow, and division or modulus by zero, are errors. */
+static cel_val_t arith_integer(uint32_t n, int op, cel_val_t a, cel_val_t b)
 {
-  int64_t r = 0;
-  bool over = false;
+  bool u = a.t == V_UINT, over = false;
+  cel_val_t v = {.t = a.t};
+  if ((op == N_DIV || op == N_MOD) && (u ? b.v.u == 0 : b.v.i == 0))
+    return sf__cel_err(n, op == N_DIV ? "division by zero" : "modulus by zero");
   switch (op) {
-  case N_ADD: over = __builtin_add_overflow(a, b, &r); break;
-  case N_SUB: over = __builtin_sub_overflow(a, b, &r); break;
-  case N_MUL: over = __builtin_mul_overflow(a, b, &r); break;
+  case N_ADD:
+    over = u ? __builtin_add_overflow(a.v.u, b.v.u, &v.v.u) : __builtin_add_overflow(a.v.i, b.v.i, &v.v.i);
+    break;
+  case N_SUB:
+    over = u ? __builtin_sub_overflow(a.v.u, b.v.u, &v.v.u) : __builtin_sub_overflow(a.v.i, b.v.i, &v.v.i);
+    break;
+  case N_MUL:
+    over = u ? __builtin_mul_overflow(a.v.u, b.v.u, &v.v.u) : __builtin_mul_overflow(a.v.i, b.v.i, &v.v.i);
+    break;
   default:
-    if (b == 0)
-      return sf__cel_err(n, op == N_DIV ? "division by zero" : "modulus by zero");
-    over = a == INT64_MIN && b == -1;
-    r = over ? 0 : op == N_DIV ? a / b : a % b;
+    if (u)
+      v.v.u = op == N_DIV ? a.v.u / b.v.u : a.v.u % b.v.u;
+    else if (!(over = a.v.i == INT64_MIN && b.v.i == -1))
+      v.v.i = op == N_DIV ? a.v.i / b.v.i : a.v.i % b.v.i;
   }
-  return over ? sf__cel_err(n, "integer overflow") : sf__cel_int(r);
-}
-
-static cel_val_t arith_uint(uint32_t n, int op, uint64_t a, uint64_t b)
-{
-  uint64_t r = 0;
-  bool over = false;
-  switch (op) {
-  case N_ADD: over = __builtin_add_overflow(a, b, &r); break;
-  case N_SUB: over = __builtin_sub_overflow(a, b, &r); break;
-  case N_MUL: over = __builtin_mul_overflow(a, b, &r); break;
-  default:
-    if (b == 0)
-      return sf__cel_err(n, op == N_DIV ? "division by zero" : "modulus by zero");
-    r = op == N_DIV ? a / b : a % b;
-  }
-  cel_val_t v = {.t = V_UINT, .v.u = r};
-  return over ? sf__cel_err(n, "unsigned integer overflow") : v;
+  return over ? sf__cel_err(n, u ? "unsigned integer overflow" : "integer overflow") : v;
 }
 
 static cel_val_t arith_double(uint32_t n, int op, double a, double b)
@@ -506,10 +512,8 @@ static cel_val_t ev_arith(cel_ctx_t *c, uint32_t n, int op)
     return worst(a, b);
   if (a.t != b.t || (a.flags | b.flags) & CV_OPT)
     return sf__cel_err(n, "no such overload: arithmetic on different types");
-  if (a.t == V_INT)
-    return arith_int(n, op, a.v.i, b.v.i);
-  if (a.t == V_UINT)
-    return arith_uint(n, op, a.v.u, b.v.u);
+  if (a.t == V_INT || a.t == V_UINT)
+    return arith_integer(n, op, a, b);
   if (a.t == V_DOUBLE)
     return arith_double(n, op, a.v.d, b.v.d);
   if (op == N_ADD && (a.t == V_STR || a.t == V_LIST))
