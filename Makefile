@@ -43,7 +43,7 @@ PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CRIT_LIBS  = $(shell pkg-config --libs criterion 2>/dev/null || echo -lcriterion)
 
 # ---- the pure core ----
-CORE_SRC := $(wildcard packer/*.c)
+CORE_SRC := $(wildcard packer/*.c packer/*/*.c)
 CORE_OBJ := $(CORE_SRC:%.c=$(B)/%.o)
 CORE_LIB := $(B)/libslicefit_packer.a
 
@@ -60,18 +60,18 @@ $(B)/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(STD) $(WARN) $(OPT) $(DEPF) $(INC) $(PKG_CFLAGS) -c $< -o $@
 
-# apiwatch/ and extender/ (without its main) link into a library of the shell.
-SHELL_SRC := $(wildcard apiwatch/*.c) $(filter-out extender/main.c,$(wildcard extender/*.c))
+# apiwatch/ (with its model/) and extender/ (without its main) link into a library of the shell.
+SHELL_SRC := $(wildcard apiwatch/*.c apiwatch/*/*.c) $(filter-out extender/main.c,$(wildcard extender/*.c))
 SHELL_OBJ := $(SHELL_SRC:%.c=$(B)/%.o)
 SHELL_LIB := $(B)/libslicefit_shell.a
 $(SHELL_LIB): $(SHELL_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-# bench/replay*.c make the replay tool; bench/bench_*.c are benchmarks.
-REPLAY_SRC := $(wildcard bench/replay*.c)
+# bench/replay/*.c make the replay tool; bench/bench_*.c are benchmarks.
+REPLAY_SRC := $(wildcard bench/replay/*.c)
 REPLAY_OBJ := $(REPLAY_SRC:%.c=$(B)/%.o)
-REPLAY_MAIN := $(B)/bench/replay_main.o
+REPLAY_MAIN := $(B)/bench/replay/replay_main.o
 REPLAY_LIBOBJ := $(filter-out $(REPLAY_MAIN),$(REPLAY_OBJ))
 
 PROGS := bin/slicefit-replay
@@ -90,15 +90,18 @@ bin/slicefit: $(B)/extender/main.o $(SHELL_LIB) $(CORE_LIB)
 	$(CC) $(OPT) $(LDSAN_$(V)) -o $@ $^ $(PKG_LIBS) -lm
 
 # ---- tests: one Criterion binary per mirrored source folder ----
-TEST_DIRS := $(sort $(dir $(wildcard test/*/test_*.c)))
-TEST_BINS := $(foreach d,$(TEST_DIRS),$(B)/test-$(notdir $(d:%/=%)))
+# test/F/test_*.c make $(B)/test-F, test/F/G/test_*.c make $(B)/test-F-G; a
+# binary links the .c files of its own folder only.
+TEST_DIRS := $(patsubst test/%/,%,$(sort $(dir $(wildcard test/*/test_*.c test/*/*/test_*.c))))
+test_name = test-$(subst /,-,$(1))
+TEST_BINS := $(foreach d,$(TEST_DIRS),$(B)/$(call test_name,$(d)))
 
 define test_rule
-$(B)/test-$(1): $(patsubst %.c,$(B)/%.o,$(wildcard test/$(1)/*.c)) $(REPLAY_LIBOBJ) $(SHELL_LIB) $(CORE_LIB)
+$(B)/$(call test_name,$(1)): $(patsubst %.c,$(B)/%.o,$(wildcard test/$(1)/*.c)) $(REPLAY_LIBOBJ) $(SHELL_LIB) $(CORE_LIB)
 	@mkdir -p $$(@D)
 	$$(CC) $$(OPT) $$(LDSAN_$$(V)) -o $$@ $$^ $$(CRIT_LIBS) $$(PKG_LIBS) -lm
 endef
-$(foreach d,$(TEST_DIRS),$(eval $(call test_rule,$(notdir $(d:%/=%)))))
+$(foreach d,$(TEST_DIRS),$(eval $(call test_rule,$(d))))
 
 # test/tools/NAME.c: helper programs the tests start (the fake kube-apiserver, ...).
 TOOL_SRC  := $(wildcard test/tools/*.c)
@@ -127,7 +130,7 @@ PURE_ALLOW := malloc calloc realloc free memcpy memmove memset memcmp strlen str
   __isoc99_sscanf __isoc23_strtoll __isoc23_strtoull llabs lround llround __popcountdi2 \
   regcomp regexec regfree bcmp strcpy
 check-pure: $(CORE_LIB)
-	@if grep -nE '#include *[<"](jansson|curl/|uv\.h|microhttpd|time\.h|unistd\.h|fcntl\.h|sys/)' packer/*.c packer/*.h include/slicefit/*.h 2>/dev/null \
+	@if grep -nE '#include *[<"](jansson|curl/|uv\.h|microhttpd|time\.h|unistd\.h|fcntl\.h|sys/)' packer/*.c packer/*.h packer/*/*.c packer/*/*.h include/slicefit/*.h 2>/dev/null \
 	  | grep -vE 'include/slicefit/(http|watch|decode|log|replay|extender|cluster|apiwatch)'; then \
 	  echo "check-pure: packer/ includes an I/O header"; exit 1; fi
 	@nm --defined-only $(CORE_LIB) | awk 'NF==3 {print $$3}' | sort -u > $(B)/core-defined.txt
@@ -152,7 +155,7 @@ FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=a
 build/fuzz/fuzz_%: fuzz/fuzz_%.c $(CORE_SRC) $(SHELL_SRC) $(REPLAY_SRC)
 	@mkdir -p $(@D)
 	clang $(STD) $(INC) $(PKG_CFLAGS) $(FUZZ_FLAGS) -o $@ $< $(CORE_SRC) $(SHELL_SRC) \
-	  $(filter-out bench/replay_main.c,$(REPLAY_SRC)) $(PKG_LIBS) -lm
+	  $(filter-out bench/replay/replay_main.c,$(REPLAY_SRC)) $(PKG_LIBS) -lm
 fuzz: $(FUZZ_BINS)
 	@set -e; for f in $(FUZZ_BINS); do n=$$(basename $$f); mkdir -p build/fuzz/corpus-$$n; \
 	  echo "== $$n ($(FUZZ_SECONDS)s)"; \
