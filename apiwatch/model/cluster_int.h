@@ -15,7 +15,7 @@
 #include "slicefit/cluster.h"
 #include "slicefit/cel.h"
 #include "slicefit/decode.h"
-#include "../packer/map.h"
+#include "../../packer/map.h"
 
 /* A claim's place in one pool's claim set: the set, and its index there. */
 typedef struct { uint32_t set, pos; } cplace_t;

@@ -1,6 +1,6 @@
 /*
  * bin/slicefit-replay: replays a trace through the packing core and compares
- * policies. Flag parsing and wiring only; the work is in bench/replay_*.c.
+ * policies. Flag parsing and wiring only; the work is in bench/replay/replay_*.c.
  */
 #include <errno.h>
 #include <getopt.h>

@@ -65,7 +65,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cel_int.h"
-#include "map.h"
+#include "../map.h"
 
 struct sf_cel_cache {
   sf__map_t by_text;
