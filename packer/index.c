@@ -34,19 +34,19 @@ sf_str_id sf_index_intern(sf_index_t *idx, const char *s)
   size_t n = strlen(s);
   if (n == 0)
     return 0;
-  int32_t id = sf__map_get(&idx->strings, s, n);
+  int32_t id = sf_map_get(&idx->strings, s, n);
   if (id >= 0)
     return (sf_str_id)id;
   GROW(idx->strs, idx->strcap, idx->nstrs + 1);
-  sf__map_put(&idx->strings, s, n, (int32_t)idx->nstrs);
-  idx->strs[idx->nstrs] = sf__map_key(&idx->strings, s, n);
+  sf_map_put(&idx->strings, s, n, (int32_t)idx->nstrs);
+  idx->strs[idx->nstrs] = sf_map_key(&idx->strings, s, n);
   idx->heap += n + 1 + 32;
   return (sf_str_id)idx->nstrs++;
 }
 
 sf_str_id sf_index_lookup(const sf_index_t *idx, const char *s)
 {
-  int32_t id = sf__map_get(&idx->strings, s, strlen(s));
+  int32_t id = sf_map_get(&idx->strings, s, strlen(s));
   return id < 0 ? 0 : (sf_str_id)id;
 }
 
@@ -67,13 +67,19 @@ static const char *istr(sf_index_t *idx, const char *s)
 
 sf_index_t *sf_index_create(void)
 {
+  return sf_index_create_seeded(0);
+}
+
+sf_index_t *sf_index_create_seeded(uint64_t hash_seed)
+{
   static _Atomic uint64_t serials;
   sf_index_t *idx = sf_xcalloc(1, sizeof(*idx));
   idx->serial = atomic_fetch_add(&serials, 1) + 1;
-  sf__map_init(&idx->strings);
-  sf__map_init(&idx->node_by_name);
-  sf__map_init(&idx->dev_by_key);
-  sf__map_init(&idx->alloc_by_holder);
+  idx->hash_seed = hash_seed;
+  sf_map_init(&idx->strings, hash_seed);
+  sf_map_init(&idx->node_by_name, hash_seed);
+  sf_map_init(&idx->dev_by_key, hash_seed);
+  sf_map_init(&idx->alloc_by_holder, hash_seed);
   GROW(idx->strs, idx->strcap, 1);
   idx->strs[0] = "";
   idx->nstrs = 1;
@@ -135,10 +141,10 @@ void sf_index_destroy(sf_index_t *idx)
   free(idx->free_devs);
   free(idx->free_allocs);
   free(idx->strs);
-  sf__map_dispose(&idx->strings);
-  sf__map_dispose(&idx->node_by_name);
-  sf__map_dispose(&idx->dev_by_key);
-  sf__map_dispose(&idx->alloc_by_holder);
+  sf_map_dispose(&idx->strings);
+  sf_map_dispose(&idx->node_by_name);
+  sf_map_dispose(&idx->dev_by_key);
+  sf_map_dispose(&idx->alloc_by_holder);
   free(idx);
 }
 
@@ -163,7 +169,7 @@ void sf_index_destroy(sf_index_t *idx)
 
 sf_node_id sf_index_node_find(const sf_index_t *idx, const char *name)
 {
-  return sf__map_get(&idx->node_by_name, name, strlen(name));
+  return sf_map_get(&idx->node_by_name, name, strlen(name));
 }
 
 int sf_index_node_upsert(sf_index_t *idx, const sf_node_spec_t *spec, sf_node_id *out)
@@ -180,7 +186,7 @@ int sf_index_node_upsert(sf_index_t *idx, const sf_node_spec_t *spec, sf_node_id
     n->order = 1469598103934665603ull;
     for (const unsigned char *c = (const unsigned char *)spec->name; *c; c++)
       n->order = (n->order ^ *c) * 1099511628211ull;
-    sf__map_put(&idx->node_by_name, spec->name, strlen(spec->name), id);
+    sf_map_put(&idx->node_by_name, spec->name, strlen(spec->name), id);
     idx->live_nodes++;
     idx->heap += sizeof(*n);
   }
@@ -244,7 +250,7 @@ int sf_index_node_remove(sf_index_t *idx, sf_node_id node)
     sf__pool_t *p = &idx->pools[n->pools[0]];
     sf_index_pool_remove(idx, node, p->driver, p->name);
   }
-  sf__map_del(&idx->node_by_name, n->name, strlen(n->name));
+  sf_map_del(&idx->node_by_name, n->name, strlen(n->name));
   free(n->devs);
   free(n->pools);
   memset(n, 0, sizeof(*n));
@@ -273,7 +279,7 @@ sf_dev_id sf_index_dev_find(const sf_index_t *idx, const char *driver, const cha
 {
   char key[1024];
   size_t k = dev_key(key, sizeof(key), driver, pool, name);
-  return k == 0 ? -1 : sf__map_get(&idx->dev_by_key, key, k);
+  return k == 0 ? -1 : sf_map_get(&idx->dev_by_key, key, k);
 }
 
 void sf__index_dev_touched(sf_index_t *idx, sf_dev_id d)
@@ -500,22 +506,23 @@ static int32_t counter_find(const sf_counter_t *cs, size_t n, const char *set, c
 }
 
 /* Everything sf_index_pool_set rejects, checked before anything changes. */
-static int pool_check(const sf_device_spec_t *devs, size_t ndevs, const sf_counter_t *cs, size_t ncs)
+static int pool_check(const sf_device_spec_t *devs, size_t ndevs, const sf_counter_t *cs, size_t ncs,
+                      uint64_t hash_seed)
 {
   int err = 0;
-  sf__map_t names;
-  sf__map_init(&names);
+  sf_map_t names;
+  sf_map_init(&names, hash_seed);
   for (size_t i = 0; i < ncs && err == 0; i++)
     if (cs[i].set == NULL || cs[i].counter == NULL || cs[i].value < 0 ||
         counter_find(cs, i, cs[i].set, cs[i].counter) >= 0)
       err = SF_EINVAL;
   for (size_t i = 0; i < ndevs && err == 0; i++) {
     const sf_device_spec_t *d = &devs[i];
-    if (d->name == NULL || d->name[0] == '\0' || sf__map_get(&names, d->name, strlen(d->name)) >= 0) {
+    if (d->name == NULL || d->name[0] == '\0' || sf_map_get(&names, d->name, strlen(d->name)) >= 0) {
       err = SF_EINVAL;
       break;
     }
-    sf__map_put(&names, d->name, strlen(d->name), 1);
+    sf_map_put(&names, d->name, strlen(d->name), 1);
     /* DRA allows at most 32 attributes and capacities per device. */
     if (d->nattrs + d->ncaps > SF_DEVICE_FIELDS_MAX || d->ncounters > SF_DEVICE_FIELDS_MAX) {
       err = SF_E2BIG;
@@ -532,7 +539,7 @@ static int pool_check(const sf_device_spec_t *devs, size_t ndevs, const sf_count
                                         d->attrs[a].type == SF_ATTR_VERSION) && d->attrs[a].s == NULL))
         err = SF_EINVAL;
   }
-  sf__map_dispose(&names);
+  sf_map_dispose(&names);
   return err;
 }
 
@@ -683,7 +690,7 @@ static void dev_release(sf_index_t *idx, sf_dev_id d)
   sf__dev_t *dv = &idx->devs[d];
   char key[1024];
   size_t k = dev_key(key, sizeof(key), dv->driver, dv->poolname, dv->name);
-  sf__map_del(&idx->dev_by_key, key, k);
+  sf_map_del(&idx->dev_by_key, key, k);
   if (dv->counted)
     idx->model_devs[dv->model_bit]--;
   dev_free_parts(dv);
@@ -728,7 +735,7 @@ static sf_dev_id dev_new(sf_index_t *idx, sf_node_id node, int32_t pool, const c
   dv->model_bit = SF__MODELS;
   char key[1024];
   size_t k = dev_key(key, sizeof(key), driver, poolname, name);
-  sf__map_put(&idx->dev_by_key, key, k, d);
+  sf_map_put(&idx->dev_by_key, key, k, d);
   sf__index_dev_touched(idx, d);
   idx->heap += sizeof(*dv);
   return d;
@@ -756,7 +763,7 @@ int sf_index_pool_set(sf_index_t *idx, sf_node_id node, const char *driver, cons
   if (!sf_index_node_live(idx, node) || driver == NULL || pool == NULL || driver[0] == '\0' ||
       (ndevs > 0 && devs == NULL) || (ncounters > 0 && counters == NULL))
     return SF_EINVAL;
-  int err = pool_check(devs, ndevs, counters, ncounters);
+  int err = pool_check(devs, ndevs, counters, ncounters, idx->hash_seed);
   for (size_t i = 0; i < ndevs && err == 0; i++) {
     if (dev_key(key, sizeof(key), driver, pool, devs[i].name) == 0)
       return SF_EINVAL;
@@ -1032,7 +1039,7 @@ void sf_index_taint_rule_clear(sf_index_t *idx, const char *rule)
 
 sf_alloc_id sf_index_alloc_find(const sf_index_t *idx, const char *holder)
 {
-  return sf__map_get(&idx->alloc_by_holder, holder, strlen(holder));
+  return sf_map_get(&idx->alloc_by_holder, holder, strlen(holder));
 }
 
 size_t sf_index_alloc_count(const sf_index_t *idx) { return idx->live_allocs; }
@@ -1101,7 +1108,7 @@ static bool alloc_over(const sf_index_t *idx, const sf__alloc_t *a)
 static void alloc_release(sf_index_t *idx, sf_alloc_id id)
 {
   sf__alloc_t *a = &idx->allocs[id];
-  sf__map_del(&idx->alloc_by_holder, a->holder, strlen(a->holder));
+  sf_map_del(&idx->alloc_by_holder, a->holder, strlen(a->holder));
   alloc_free_parts(a);
   memset(a, 0, sizeof(*a));
   GIVE_SLOT(idx, free_allocs, nfree_allocs, fa_cap, id);
@@ -1146,7 +1153,7 @@ int sf_index_alloc_add(sf_index_t *idx, const char *holder, sf_node_id node, int
     a->ncons[k] = dv->ncaps;
     a->picks[k] = (sf_pick_t){picks[k].dev, c};
   }
-  sf__map_put(&idx->alloc_by_holder, holder, strlen(holder), id);
+  sf_map_put(&idx->alloc_by_holder, holder, strlen(holder), id);
   idx->live_allocs++;
   alloc_apply(idx, a, +1);
   if (!(flags & SF_ALLOC_FORCE) && alloc_over(idx, a)) {
@@ -1283,7 +1290,7 @@ size_t sf_index_mem_bytes(const sf_index_t *idx)
              idx->poolcap * sizeof(sf__pool_t) + idx->devcap * sizeof(sf__dev_t) +
              idx->alloccap * sizeof(sf__alloc_t) +
              (idx->strings.cap + idx->node_by_name.cap + idx->dev_by_key.cap + idx->alloc_by_holder.cap) *
-                 sizeof(sf__map_slot_t);
+                 sizeof(sf_map_slot_t);
   for (size_t d = 0; d < idx->ndevs; d++) {
     const sf__dev_t *dv = &idx->devs[d];
     b += dv->nattrs * sizeof(sf_attr_t) + dv->ncaps * sizeof(sf__cap_t) + dv->ncuses * sizeof(sf__cuse_t) +

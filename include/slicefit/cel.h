@@ -21,7 +21,9 @@
 typedef struct sf_cel_prog sf_cel_prog_t;
 typedef struct sf_cel_cache sf_cel_cache_t;
 
-/** New empty cache of compiled programs. */
+/** New empty cache of compiled programs, keyed by text under `hash_seed` (slicefit/map.h). */
+sf_cel_cache_t *sf_cel_cache_create_seeded(uint64_t hash_seed);
+/** The same with seed 0, for trusted input (tests, benchmarks, a replayed trace). */
 sf_cel_cache_t *sf_cel_cache_create(void);
 /** Frees the cache and every program in it; accepts NULL. */
 void sf_cel_cache_destroy(sf_cel_cache_t *c);

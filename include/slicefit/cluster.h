@@ -39,7 +39,13 @@ typedef enum {
 sf_kind_t sf_kind_from_name(const char *kind);
 const char *sf_kind_name(sf_kind_t kind);
 
-/** New empty cluster under a copy of `pol` (NULL: the defaults). */
+/**
+ * New empty cluster under a copy of `pol` (NULL: the defaults), whose maps
+ * of names hash under `hash_seed` (slicefit/map.h): the daemon passes a
+ * random seed, since the names come from the API server.
+ */
+sf_cluster_t *sf_cluster_create_seeded(const sf_policy_t *pol, uint64_t hash_seed);
+/** The same with seed 0, for trusted input (tests, benchmarks, a replayed trace). */
 sf_cluster_t *sf_cluster_create(const sf_policy_t *pol);
 void sf_cluster_destroy(sf_cluster_t *c);
 

@@ -111,7 +111,12 @@ typedef struct {
 
 /* ---- lifecycle ---- */
 
-/** New empty index. Cost: O(1). */
+/**
+ * New empty index whose name maps hash under `hash_seed` (slicefit/map.h):
+ * random where names come from the API server. Cost: O(1).
+ */
+sf_index_t *sf_index_create_seeded(uint64_t hash_seed);
+/** The same with seed 0, for trusted input (tests, benchmarks, a replayed trace). */
 sf_index_t *sf_index_create(void);
 /** Frees the index and everything in it; accepts NULL. */
 void sf_index_destroy(sf_index_t *idx);

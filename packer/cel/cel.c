@@ -58,17 +58,17 @@
  * steps the result is UNKNOWN. Evaluation allocates nothing on the heap
  * except a matches() whose pattern is not a literal.
  *
- * Cache: text -> program through packer/map.h; program ids are 1, 2, ... in
+ * Cache: text -> program through slicefit/map.h; program ids are 1, 2, ... in
  * order of first compilation and never reused within a cache.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cel_int.h"
-#include "../map.h"
+#include "slicefit/map.h"
 
 struct sf_cel_cache {
-  sf__map_t by_text;
+  sf_map_t by_text;
   sf_cel_prog_t **progs; size_t nprogs, cap;
 };
 
@@ -88,8 +88,13 @@ void sf__cel_linecol(const char *text, uint32_t pos, uint32_t *line, uint32_t *c
 
 sf_cel_cache_t *sf_cel_cache_create(void)
 {
+  return sf_cel_cache_create_seeded(0);
+}
+
+sf_cel_cache_t *sf_cel_cache_create_seeded(uint64_t hash_seed)
+{
   sf_cel_cache_t *c = sf_xcalloc(1, sizeof *c);
-  sf__map_init(&c->by_text);
+  sf_map_init(&c->by_text, hash_seed);
   return c;
 }
 
@@ -114,14 +119,14 @@ void sf_cel_cache_destroy(sf_cel_cache_t *c)
   for (size_t i = 0; i < c->nprogs; i++)
     prog_free(c->progs[i]);
   free(c->progs);
-  sf__map_dispose(&c->by_text);
+  sf_map_dispose(&c->by_text);
   free(c);
 }
 
 const sf_cel_prog_t *sf_cel_compile(sf_cel_cache_t *c, const char *text)
 {
   size_t len = strlen(text);
-  int32_t at = sf__map_get(&c->by_text, text, len);
+  int32_t at = sf_map_get(&c->by_text, text, len);
   if (at >= 0)
     return c->progs[at];
   sf_cel_prog_t *p = sf_xcalloc(1, sizeof *p);
@@ -130,7 +135,7 @@ const sf_cel_prog_t *sf_cel_compile(sf_cel_cache_t *c, const char *text)
   sf__cel_parse(p);
   sf_xgrow(&c->progs, &c->cap, c->nprogs + 1, sizeof *c->progs);
   c->progs[c->nprogs] = p;
-  sf__map_put(&c->by_text, text, len, (int32_t)c->nprogs);
+  sf_map_put(&c->by_text, text, len, (int32_t)c->nprogs);
   c->nprogs++;
   return p;
 }
