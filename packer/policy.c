@@ -154,8 +154,8 @@ static bool name_ok(span_t s, size_t min, const char *forbid, bool spaces)
   return true;
 }
 
-/* A constant message; snprintf would do, but gcc -Os folds that into strcpy,
- * which is off the pure allow-list. */
+/* A constant message, cut to the buffer (snprintf(why, wl, "%s", msg) without
+ * the format). */
 static void say(char *why, size_t wl, const char *msg)
 {
   size_t n = strlen(msg);
