@@ -656,22 +656,42 @@ static void pool_recount(sf_index_t *idx, sf__pool_t *p)
   }
 }
 
-/* qsort has no context argument; the index has one owner, so a file static is safe. */
-static const sf_index_t *sort_idx;
+/* A pool's sort key, copied out so that the comparator needs no context (qsort has no
+ * argument for one, and a file static would make two indexes on two threads race). */
+typedef struct {
+  const char *driver, *name;
+  int32_t pool;
+  uint32_t pos;  /* the place before sorting: equal keys keep their order */
+} pool_key_t;
+
 static int pool_cmp(const void *a, const void *b)
 {
-  const sf__pool_t *x = &sort_idx->pools[*(const int32_t *)a];
-  const sf__pool_t *y = &sort_idx->pools[*(const int32_t *)b];
+  const pool_key_t *x = a, *y = b;
   int c = strcmp(x->driver, y->driver);
-  return c ? c : strcmp(x->name, y->name);
+  if (c == 0)
+    c = strcmp(x->name, y->name);
+  return c ? c : (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+/* Sorts the node's pools by driver, then name. */
+static void pools_sort(const sf_index_t *idx, sf__node_t *n)
+{
+  pool_key_t *keys = sf_xmalloc((n->npools ? n->npools : 1) * sizeof(*keys));
+  for (size_t i = 0; i < n->npools; i++) {
+    const sf__pool_t *p = &idx->pools[n->pools[i]];
+    keys[i] = (pool_key_t){p->driver, p->name, n->pools[i], (uint32_t)i};
+  }
+  qsort(keys, n->npools, sizeof(*keys), pool_cmp);
+  for (size_t i = 0; i < n->npools; i++)
+    n->pools[i] = keys[i].pool;
+  free(keys);
 }
 
 /* Rebuilds the node's device order: pools by driver then name, devices as published. */
 static void node_reorder(sf_index_t *idx, sf_node_id node)
 {
   sf__node_t *n = &idx->nodes[node];
-  sort_idx = idx;
-  qsort(n->pools, n->npools, sizeof(*n->pools), pool_cmp);
+  pools_sort(idx, n);
   n->ndevs = 0;
   for (size_t i = 0; i < n->npools; i++) {
     sf__pool_t *p = &idx->pools[n->pools[i]];
