@@ -1219,26 +1219,26 @@ typedef struct {
   uint32_t *holders;             /* per device */
   int64_t *cpu, *mem;            /* per node */
   size_t live;                   /* live allocations */
-  char *why;                     /* the caller's buffer, or NULL */
-  size_t whylen;
+  char *err;                     /* the caller's buffer, or NULL */
+  size_t errlen;
 } recount_t;
 
 __attribute__((format(printf, 2, 3))) static int fail(const recount_t *r, const char *fmt, ...)
 {
-  if (r->why != NULL && r->whylen > 0) {
+  if (r->err != NULL && r->errlen > 0) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(r->why, r->whylen, fmt, ap);
+    vsnprintf(r->err, r->errlen, fmt, ap);
     va_end(ap);
   }
   return SF_EINVAL;
 }
 
 /* Lays out the expected free amounts, starting from every capacity and counter whole. */
-static void recount_init(recount_t *r, const sf_index_t *idx, char *why, size_t whylen)
+static void recount_init(recount_t *r, const sf_index_t *idx, char *err, size_t errlen)
 {
   size_t ncap = 0, ncnt = 0;
-  *r = (recount_t){.why = why, .whylen = whylen};
+  *r = (recount_t){.err = err, .errlen = errlen};
   r->capoff = sf_xcalloc(idx->ndevs + 1, sizeof(*r->capoff));
   r->cntoff = sf_xcalloc(idx->npools + 1, sizeof(*r->cntoff));
   r->holders = sf_xcalloc(idx->ndevs + 1, sizeof(*r->holders));
@@ -1345,19 +1345,19 @@ static int check_nodes(const sf_index_t *idx, const recount_t *r)
   return 0;
 }
 
-int sf_index_validate(const sf_index_t *idx, char *why, size_t whylen)
+int sf_index_validate(const sf_index_t *idx, char *err, size_t errlen)
 {
   recount_t r;
-  recount_init(&r, idx, why, whylen);
-  int err = check_allocs(idx, &r);
-  if (err == 0)
-    err = check_devices(idx, &r);
-  if (err == 0)
-    err = check_counters(idx, &r);
-  if (err == 0)
-    err = check_nodes(idx, &r);
+  recount_init(&r, idx, err, errlen);
+  int rc = check_allocs(idx, &r);
+  if (rc == 0)
+    rc = check_devices(idx, &r);
+  if (rc == 0)
+    rc = check_counters(idx, &r);
+  if (rc == 0)
+    rc = check_nodes(idx, &r);
   recount_dispose(&r);
-  return err;
+  return rc;
 }
 
 size_t sf_index_mem_bytes(const sf_index_t *idx)

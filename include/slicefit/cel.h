@@ -44,11 +44,11 @@ uint64_t sf_cel_prog_id(const sf_cel_prog_t *p);
 
 /**
  * Evaluates the program on `dev`: YES, NO (false, or a CEL runtime error),
- * or UNKNOWN (not compiled, unsupported, or over the cost limit). When `why`
+ * or UNKNOWN (not compiled, unsupported, or over the cost limit). When `err`
  * is not NULL it receives the runtime error or the reason for UNKNOWN.
  */
-sf_match_t sf_cel_eval(const sf_cel_prog_t *p, const sf_index_t *idx, sf_dev_id dev, char *why,
-                       size_t whylen);
+sf_match_t sf_cel_eval(const sf_cel_prog_t *p, const sf_index_t *idx, sf_dev_id dev, char *err,
+                       size_t errlen);
 
 /** An sf_match_fn over a program: `ctx` is the sf_cel_prog_t. */
 sf_match_t sf_cel_match(void *ctx, const sf_index_t *idx, sf_dev_id dev);

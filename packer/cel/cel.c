@@ -155,24 +155,24 @@ uint64_t sf_cel_prog_id(const sf_cel_prog_t *p)
   return p->id;
 }
 
-static void explain(const sf_cel_prog_t *p, const cel_val_t *r, char *why, size_t whylen)
+static void explain(const sf_cel_prog_t *p, const cel_val_t *r, char *err, size_t errlen)
 {
   uint32_t line, col;
-  if (why == NULL || whylen == 0)
+  if (err == NULL || errlen == 0)
     return;
   if (r->t != V_ERR && r->t != V_UNK) {
-    snprintf(why, whylen, "%s", r->t == V_BOOL ? "" : "the expression is not a bool");
+    snprintf(err, errlen, "%s", r->t == V_BOOL ? "" : "the expression is not a bool");
     return;
   }
   sf__cel_linecol(p->text, p->nodes[r->n].pos, &line, &col);
-  snprintf(why, whylen, "%u:%u: %s", line, col, r->v.s);
+  snprintf(err, errlen, "%u:%u: %s", line, col, r->v.s);
 }
 
-sf_match_t sf_cel_eval(const sf_cel_prog_t *p, const sf_index_t *idx, sf_dev_id dev, char *why, size_t whylen)
+sf_match_t sf_cel_eval(const sf_cel_prog_t *p, const sf_index_t *idx, sf_dev_id dev, char *err, size_t errlen)
 {
   if (p->err != NULL) {
-    if (why != NULL && whylen > 0)
-      snprintf(why, whylen, "%s", p->err);
+    if (err != NULL && errlen > 0)
+      snprintf(err, errlen, "%s", p->err);
     return SF_MATCH_UNKNOWN;
   }
   cel_ctx_t c;
@@ -183,7 +183,7 @@ sf_match_t sf_cel_eval(const sf_cel_prog_t *p, const sf_index_t *idx, sf_dev_id 
   c.narena = 0;
   c.nscratch = 0;
   cel_val_t r = sf__cel_ev(&c, p->root);
-  explain(p, &r, why, whylen);
+  explain(p, &r, err, errlen);
   if (r.t == V_UNK)
     return SF_MATCH_UNKNOWN;
   return r.t == V_BOOL && !(r.flags & CV_OPT) && r.v.b ? SF_MATCH_YES : SF_MATCH_NO;
