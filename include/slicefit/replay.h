@@ -14,7 +14,7 @@
  * paper's baselines, and measures allocation against arrived load.
  *
  * This module is a shell: it reads files and the clock. Single-threaded.
- * Every string and array in the structs below is owned by its container.
+ * Every string and array in the structs below belongs to its container (its _dispose frees it).
  */
 #ifndef SLICEFIT_REPLAY_H
 #define SLICEFIT_REPLAY_H
