@@ -56,12 +56,14 @@ static uint64_t splitmix64(uint64_t x)
     v2 = ROTL(v2, 32);           \
   } while (0)
 
-/* Little-endian load of 8 bytes whatever the host order. */
-static uint64_t load64(const unsigned char *p)
+/* Little-endian load of n <= 8 bytes (zero-extended), whatever the host order. */
+static uint64_t load_le(const unsigned char *p, size_t n)
 {
   uint64_t v = 0;
-  for (int i = 7; i >= 0; i--)
-    v = (v << 8) | p[i];
+  memcpy(&v, p, n);  /* one load for n == 8: no alignment is assumed */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  v = __builtin_bswap64(v);  /* p[0] becomes the low byte; the zero fill stays high */
+#endif
   return v;
 }
 
@@ -74,14 +76,12 @@ static uint32_t hash(const sf_map_t *m, const char *s, size_t n)
   uint64_t v2 = m->k0 ^ 0x6c7967656e657261u, v3 = m->k1 ^ 0x7465646279746573u;
   size_t whole = n & ~(size_t)7;
   for (size_t i = 0; i < whole; i += 8) {
-    uint64_t w = load64(p + i);
+    uint64_t w = load_le(p + i, 8);
     v3 ^= w;
     SIPROUND(v0, v1, v2, v3);
     v0 ^= w;
   }
-  uint64_t last = (uint64_t)(n & 0xff) << 56;
-  for (size_t i = 0; i < (n & 7); i++)
-    last |= (uint64_t)p[whole + i] << (8 * i);
+  uint64_t last = (uint64_t)(n & 0xff) << 56 | load_le(p + whole, n & 7);
   v3 ^= last;
   SIPROUND(v0, v1, v2, v3);
   v0 ^= last;
