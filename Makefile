@@ -5,6 +5,7 @@
 #   make check      the same tests under AddressSanitizer + UBSan
 #   make fuzz       libFuzzer on every parser, FUZZ_SECONDS each (clang)
 #   make bench      the core's benchmarks (bench/bench_*.c)
+#   make format-check  fails if a source drifts from .clang-format (make format applies it)
 #   make deps       installs the missing Debian packages (apt-get), nothing if all present
 #   make install    PREFIX=/usr/local DESTDIR=
 #   make run        deps, all, then bin/slicefit on the example cluster (127.0.0.1:8888)
@@ -167,6 +168,16 @@ fuzz: $(FUZZ_BINS)
 	  d=fuzz/$${n#fuzz_}.dict; [ -f $$d ] && d=-dict=$$d || d=; \
 	  $$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 $$d build/fuzz/corpus-$$n fuzz/corpus/$${n#fuzz_} 2>&1 | tail -n 3; done
 
+# ---- house style: .clang-format ----
+# Not part of `make test` until the tree has been formatted once (in a commit of
+# its own); then format-check fails on any drift from .clang-format.
+FORMAT_SRC := $(wildcard include/slicefit/*.h packer/*.[ch] packer/*/*.[ch] apiwatch/*.[ch] \
+  apiwatch/*/*.[ch] extender/*.[ch] bench/*.[ch] bench/*/*.[ch] test/*/*.[ch] test/*/*/*.[ch] fuzz/*.c)
+format-check:
+	@clang-format --dry-run --Werror $(FORMAT_SRC) && echo "format-check: $(words $(FORMAT_SRC)) files match .clang-format"
+format:
+	clang-format -i $(FORMAT_SRC)
+
 # ---- install ----
 install: $(PROGS)
 	install -d $(DESTDIR)$(PREFIX)/bin
@@ -192,6 +203,6 @@ run-replay: deps
 clean:
 	rm -rf build bin
 
-.PHONY: all test check check-pure bench fuzz install deps run run-replay clean
+.PHONY: all test check check-pure bench fuzz format format-check install deps run run-replay clean
 
 -include $(shell find build -name '*.d' 2>/dev/null)
