@@ -163,7 +163,7 @@ Test(map, collisions_in_one_home_slot)
 {
   sf_map_t m;
   sf_map_init(&m, SEED);
-  char keys[64][16];
+  char keys[11][24];
   int a = -1, b = -1;
   for (int i = 0; i < 11 && b < 0; i++) {  /* 11 keys fit the first 16-slot table */
     snprintf(keys[i], sizeof keys[i], "claim-%d", i);
