@@ -31,7 +31,7 @@ static int load(int argc, char **argv, sf_replay_trace_t *t)
 {
   char np[1024], pp[1024];
   const char *top = getenv("SLICEFIT_TOP");
-  sf_replay_err_t err = {""};
+  char err[SF_REPLAY_ERR_MAX] = "";
   if (argc >= 3) {
     snprintf(np, sizeof(np), "%s", argv[1]);
     snprintf(pp, sizeof(pp), "%s", argv[2]);
@@ -39,8 +39,8 @@ static int load(int argc, char **argv, sf_replay_trace_t *t)
     snprintf(np, sizeof(np), "%s/bench/data/synthetic-nodes.csv", top ? top : ".");
     snprintf(pp, sizeof(pp), "%s/bench/data/synthetic-pods.csv", top ? top : ".");
   }
-  if (sf_replay_load_csv(t, np, pp, &err) != 0) {
-    fprintf(stderr, "bench_replay: %s\n", err.msg);
+  if (sf_replay_load_csv(t, np, pp, err, sizeof err) != 0) {
+    fprintf(stderr, "bench_replay: %s\n", err);
     return 1;
   }
   printf("trace: %s (%zu nodes, %zu pods)\n", t->source ? t->source : pp, t->nnodes, t->npods);
@@ -62,11 +62,11 @@ int main(int argc, char **argv)
     return 0;
   for (int i = 0; i < runs; i++) {
     sf_replay_opts_t o = {.policy = policy, .device_choice = choice, .seed = 42, .tune = 1.3};
-    sf_replay_err_t err = {""};
+    char err[SF_REPLAY_ERR_MAX] = "";
     sf_replay_result_dispose(&last);
     double t0 = now_s();
-    if (sf_replay_run(&t, &o, &last, &err) != 0) {
-      fprintf(stderr, "bench_replay: %s\n", err.msg);
+    if (sf_replay_run(&t, &o, &last, err, sizeof err) != 0) {
+      fprintf(stderr, "bench_replay: %s\n", err);
       break;
     }
     wall[i] = now_s() - t0;

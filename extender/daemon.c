@@ -114,8 +114,14 @@ static int build_cluster(daemon_t *d, const sf_daemon_options_t *opt, char *err,
     rc = load_policy(opt->policy, &pol, err, errlen);
     have_pol = rc == 0;
   }
+  /* A random seed for the cluster's hash maps: object names come from the API
+   * server, and a fixed seed would let their authors collide them on purpose.
+   * The seed decides no output, only where names sit in the tables. */
+  uint64_t seed = 0;
+  if (rc == 0 && uv_random(NULL, NULL, &seed, sizeof seed, 0, NULL) != 0)
+    sf_log_warn("no random seed for the hash maps", "seed=0");
   if (rc == 0)
-    d->cluster = sf_cluster_create(have_pol ? &pol : NULL);
+    d->cluster = sf_cluster_create_seeded(have_pol ? &pol : NULL, seed);
   if (rc == 0 && opt->snapshot)
     rc = load_snapshot(d, opt->snapshot, err, errlen);
   if (have_pol)

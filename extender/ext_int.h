@@ -247,10 +247,9 @@ struct sf_extender {
   uint64_t started_ns;
 };
 
-
 /** Starts libmicrohttpd on the loop (http.c). */
 int sf__http_start(sf_extender_t *x, char *err, size_t errlen);
-/** Stops accepting; returns the listen socket's close status. */
+/** Stops accepting new connections and closes the listen socket; connections in flight go on. */
 void sf__http_quiesce(sf_extender_t *x);
 /** Frees the request and reply buffers kept for reuse. */
 void sf__http_spares_dispose(sf_extender_t *x);

@@ -1,5 +1,5 @@
 /*
- * libFuzzer target for the CEL compiler and evaluator (packer/cel*.c). The
+ * libFuzzer target for the CEL compiler and evaluator (packer/cel/). The
  * input is an expression's text (up to its first NUL). Beyond "no crash, no
  * leak, no undefined behaviour" it checks:
  *   - compiling the same text twice gives the same program (the cache);

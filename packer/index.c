@@ -11,6 +11,7 @@
  * counter references and bad request policies are rejected before anything
  * changes.
  */
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdatomic.h>
@@ -34,19 +35,19 @@ sf_str_id sf_index_intern(sf_index_t *idx, const char *s)
   size_t n = strlen(s);
   if (n == 0)
     return 0;
-  int32_t id = sf__map_get(&idx->strings, s, n);
+  int32_t id = sf_map_get(&idx->strings, s, n);
   if (id >= 0)
     return (sf_str_id)id;
   GROW(idx->strs, idx->strcap, idx->nstrs + 1);
-  sf__map_put(&idx->strings, s, n, (int32_t)idx->nstrs);
-  idx->strs[idx->nstrs] = sf__map_key(&idx->strings, s, n);
+  sf_map_put(&idx->strings, s, n, (int32_t)idx->nstrs);
+  idx->strs[idx->nstrs] = sf_map_key(&idx->strings, s, n);
   idx->heap += n + 1 + 32;
   return (sf_str_id)idx->nstrs++;
 }
 
 sf_str_id sf_index_lookup(const sf_index_t *idx, const char *s)
 {
-  int32_t id = sf__map_get(&idx->strings, s, strlen(s));
+  int32_t id = sf_map_get(&idx->strings, s, strlen(s));
   return id < 0 ? 0 : (sf_str_id)id;
 }
 
@@ -67,13 +68,19 @@ static const char *istr(sf_index_t *idx, const char *s)
 
 sf_index_t *sf_index_create(void)
 {
+  return sf_index_create_seeded(0);
+}
+
+sf_index_t *sf_index_create_seeded(uint64_t hash_seed)
+{
   static _Atomic uint64_t serials;
   sf_index_t *idx = sf_xcalloc(1, sizeof(*idx));
   idx->serial = atomic_fetch_add(&serials, 1) + 1;
-  sf__map_init(&idx->strings);
-  sf__map_init(&idx->node_by_name);
-  sf__map_init(&idx->dev_by_key);
-  sf__map_init(&idx->alloc_by_holder);
+  idx->hash_seed = hash_seed;
+  sf_map_init(&idx->strings, hash_seed);
+  sf_map_init(&idx->node_by_name, hash_seed);
+  sf_map_init(&idx->dev_by_key, hash_seed);
+  sf_map_init(&idx->alloc_by_holder, hash_seed);
   GROW(idx->strs, idx->strcap, 1);
   idx->strs[0] = "";
   idx->nstrs = 1;
@@ -135,10 +142,10 @@ void sf_index_destroy(sf_index_t *idx)
   free(idx->free_devs);
   free(idx->free_allocs);
   free(idx->strs);
-  sf__map_dispose(&idx->strings);
-  sf__map_dispose(&idx->node_by_name);
-  sf__map_dispose(&idx->dev_by_key);
-  sf__map_dispose(&idx->alloc_by_holder);
+  sf_map_dispose(&idx->strings);
+  sf_map_dispose(&idx->node_by_name);
+  sf_map_dispose(&idx->dev_by_key);
+  sf_map_dispose(&idx->alloc_by_holder);
   free(idx);
 }
 
@@ -163,7 +170,7 @@ void sf_index_destroy(sf_index_t *idx)
 
 sf_node_id sf_index_node_find(const sf_index_t *idx, const char *name)
 {
-  return sf__map_get(&idx->node_by_name, name, strlen(name));
+  return sf_map_get(&idx->node_by_name, name, strlen(name));
 }
 
 int sf_index_node_upsert(sf_index_t *idx, const sf_node_spec_t *spec, sf_node_id *out)
@@ -180,7 +187,7 @@ int sf_index_node_upsert(sf_index_t *idx, const sf_node_spec_t *spec, sf_node_id
     n->order = 1469598103934665603ull;
     for (const unsigned char *c = (const unsigned char *)spec->name; *c; c++)
       n->order = (n->order ^ *c) * 1099511628211ull;
-    sf__map_put(&idx->node_by_name, spec->name, strlen(spec->name), id);
+    sf_map_put(&idx->node_by_name, spec->name, strlen(spec->name), id);
     idx->live_nodes++;
     idx->heap += sizeof(*n);
   }
@@ -244,7 +251,7 @@ int sf_index_node_remove(sf_index_t *idx, sf_node_id node)
     sf__pool_t *p = &idx->pools[n->pools[0]];
     sf_index_pool_remove(idx, node, p->driver, p->name);
   }
-  sf__map_del(&idx->node_by_name, n->name, strlen(n->name));
+  sf_map_del(&idx->node_by_name, n->name, strlen(n->name));
   free(n->devs);
   free(n->pools);
   memset(n, 0, sizeof(*n));
@@ -273,7 +280,7 @@ sf_dev_id sf_index_dev_find(const sf_index_t *idx, const char *driver, const cha
 {
   char key[1024];
   size_t k = dev_key(key, sizeof(key), driver, pool, name);
-  return k == 0 ? -1 : sf__map_get(&idx->dev_by_key, key, k);
+  return k == 0 ? -1 : sf_map_get(&idx->dev_by_key, key, k);
 }
 
 void sf__index_dev_touched(sf_index_t *idx, sf_dev_id d)
@@ -500,22 +507,23 @@ static int32_t counter_find(const sf_counter_t *cs, size_t n, const char *set, c
 }
 
 /* Everything sf_index_pool_set rejects, checked before anything changes. */
-static int pool_check(const sf_device_spec_t *devs, size_t ndevs, const sf_counter_t *cs, size_t ncs)
+static int pool_check(const sf_device_spec_t *devs, size_t ndevs, const sf_counter_t *cs, size_t ncs,
+                      uint64_t hash_seed)
 {
   int err = 0;
-  sf__map_t names;
-  sf__map_init(&names);
+  sf_map_t names;
+  sf_map_init(&names, hash_seed);
   for (size_t i = 0; i < ncs && err == 0; i++)
     if (cs[i].set == NULL || cs[i].counter == NULL || cs[i].value < 0 ||
         counter_find(cs, i, cs[i].set, cs[i].counter) >= 0)
       err = SF_EINVAL;
   for (size_t i = 0; i < ndevs && err == 0; i++) {
     const sf_device_spec_t *d = &devs[i];
-    if (d->name == NULL || d->name[0] == '\0' || sf__map_get(&names, d->name, strlen(d->name)) >= 0) {
+    if (d->name == NULL || d->name[0] == '\0' || sf_map_get(&names, d->name, strlen(d->name)) >= 0) {
       err = SF_EINVAL;
       break;
     }
-    sf__map_put(&names, d->name, strlen(d->name), 1);
+    sf_map_put(&names, d->name, strlen(d->name), 1);
     /* DRA allows at most 32 attributes and capacities per device. */
     if (d->nattrs + d->ncaps > SF_DEVICE_FIELDS_MAX || d->ncounters > SF_DEVICE_FIELDS_MAX) {
       err = SF_E2BIG;
@@ -532,7 +540,7 @@ static int pool_check(const sf_device_spec_t *devs, size_t ndevs, const sf_count
                                         d->attrs[a].type == SF_ATTR_VERSION) && d->attrs[a].s == NULL))
         err = SF_EINVAL;
   }
-  sf__map_dispose(&names);
+  sf_map_dispose(&names);
   return err;
 }
 
@@ -649,22 +657,42 @@ static void pool_recount(sf_index_t *idx, sf__pool_t *p)
   }
 }
 
-/* qsort has no context argument; the index has one owner, so a file static is safe. */
-static const sf_index_t *sort_idx;
+/* A pool's sort key, copied out so that the comparator needs no context (qsort has no
+ * argument for one, and a file static would make two indexes on two threads race). */
+typedef struct {
+  const char *driver, *name;
+  int32_t pool;
+  uint32_t pos;  /* the place before sorting: equal keys keep their order */
+} pool_key_t;
+
 static int pool_cmp(const void *a, const void *b)
 {
-  const sf__pool_t *x = &sort_idx->pools[*(const int32_t *)a];
-  const sf__pool_t *y = &sort_idx->pools[*(const int32_t *)b];
+  const pool_key_t *x = a, *y = b;
   int c = strcmp(x->driver, y->driver);
-  return c ? c : strcmp(x->name, y->name);
+  if (c == 0)
+    c = strcmp(x->name, y->name);
+  return c ? c : (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+/* Sorts the node's pools by driver, then name. */
+static void pools_sort(const sf_index_t *idx, sf__node_t *n)
+{
+  pool_key_t *keys = sf_xmalloc((n->npools ? n->npools : 1) * sizeof(*keys));
+  for (size_t i = 0; i < n->npools; i++) {
+    const sf__pool_t *p = &idx->pools[n->pools[i]];
+    keys[i] = (pool_key_t){p->driver, p->name, n->pools[i], (uint32_t)i};
+  }
+  qsort(keys, n->npools, sizeof(*keys), pool_cmp);
+  for (size_t i = 0; i < n->npools; i++)
+    n->pools[i] = keys[i].pool;
+  free(keys);
 }
 
 /* Rebuilds the node's device order: pools by driver then name, devices as published. */
 static void node_reorder(sf_index_t *idx, sf_node_id node)
 {
   sf__node_t *n = &idx->nodes[node];
-  sort_idx = idx;
-  qsort(n->pools, n->npools, sizeof(*n->pools), pool_cmp);
+  pools_sort(idx, n);
   n->ndevs = 0;
   for (size_t i = 0; i < n->npools; i++) {
     sf__pool_t *p = &idx->pools[n->pools[i]];
@@ -683,7 +711,7 @@ static void dev_release(sf_index_t *idx, sf_dev_id d)
   sf__dev_t *dv = &idx->devs[d];
   char key[1024];
   size_t k = dev_key(key, sizeof(key), dv->driver, dv->poolname, dv->name);
-  sf__map_del(&idx->dev_by_key, key, k);
+  sf_map_del(&idx->dev_by_key, key, k);
   if (dv->counted)
     idx->model_devs[dv->model_bit]--;
   dev_free_parts(dv);
@@ -728,7 +756,7 @@ static sf_dev_id dev_new(sf_index_t *idx, sf_node_id node, int32_t pool, const c
   dv->model_bit = SF__MODELS;
   char key[1024];
   size_t k = dev_key(key, sizeof(key), driver, poolname, name);
-  sf__map_put(&idx->dev_by_key, key, k, d);
+  sf_map_put(&idx->dev_by_key, key, k, d);
   sf__index_dev_touched(idx, d);
   idx->heap += sizeof(*dv);
   return d;
@@ -756,7 +784,7 @@ int sf_index_pool_set(sf_index_t *idx, sf_node_id node, const char *driver, cons
   if (!sf_index_node_live(idx, node) || driver == NULL || pool == NULL || driver[0] == '\0' ||
       (ndevs > 0 && devs == NULL) || (ncounters > 0 && counters == NULL))
     return SF_EINVAL;
-  int err = pool_check(devs, ndevs, counters, ncounters);
+  int err = pool_check(devs, ndevs, counters, ncounters, idx->hash_seed);
   for (size_t i = 0; i < ndevs && err == 0; i++) {
     if (dev_key(key, sizeof(key), driver, pool, devs[i].name) == 0)
       return SF_EINVAL;
@@ -1032,7 +1060,7 @@ void sf_index_taint_rule_clear(sf_index_t *idx, const char *rule)
 
 sf_alloc_id sf_index_alloc_find(const sf_index_t *idx, const char *holder)
 {
-  return sf__map_get(&idx->alloc_by_holder, holder, strlen(holder));
+  return sf_map_get(&idx->alloc_by_holder, holder, strlen(holder));
 }
 
 size_t sf_index_alloc_count(const sf_index_t *idx) { return idx->live_allocs; }
@@ -1101,7 +1129,7 @@ static bool alloc_over(const sf_index_t *idx, const sf__alloc_t *a)
 static void alloc_release(sf_index_t *idx, sf_alloc_id id)
 {
   sf__alloc_t *a = &idx->allocs[id];
-  sf__map_del(&idx->alloc_by_holder, a->holder, strlen(a->holder));
+  sf_map_del(&idx->alloc_by_holder, a->holder, strlen(a->holder));
   alloc_free_parts(a);
   memset(a, 0, sizeof(*a));
   GIVE_SLOT(idx, free_allocs, nfree_allocs, fa_cap, id);
@@ -1146,7 +1174,7 @@ int sf_index_alloc_add(sf_index_t *idx, const char *holder, sf_node_id node, int
     a->ncons[k] = dv->ncaps;
     a->picks[k] = (sf_pick_t){picks[k].dev, c};
   }
-  sf__map_put(&idx->alloc_by_holder, holder, strlen(holder), id);
+  sf_map_put(&idx->alloc_by_holder, holder, strlen(holder), id);
   idx->live_allocs++;
   alloc_apply(idx, a, +1);
   if (!(flags & SF_ALLOC_FORCE) && alloc_over(idx, a)) {
@@ -1179,102 +1207,157 @@ int sf_index_alloc_remove(sf_index_t *idx, sf_alloc_id id)
 
 /* ---- checks ---- */
 
-#define WHY(...) do { if (why) snprintf(why, whylen, __VA_ARGS__); return SF_EINVAL; } while (0)
+/*
+ * sf_index_validate recomputes, from the live allocations alone, what the
+ * index keeps incrementally (free capacities, free counters, holders, a
+ * node's cpu and memory, the live count) and compares. One checker per
+ * invariant family; each fails through fail(), which writes the reason.
+ */
+typedef struct {
+  size_t *capoff, *cntoff;       /* per device / pool: its first entry in capfree / cntfree */
+  sf_milli_t *capfree, *cntfree; /* free amounts expected from the allocations */
+  uint32_t *holders;             /* per device */
+  int64_t *cpu, *mem;            /* per node */
+  size_t live;                   /* live allocations */
+  char *err;                     /* the caller's buffer, or NULL */
+  size_t errlen;
+} recount_t;
 
-int sf_index_validate(const sf_index_t *idx, char *why, size_t whylen)
+__attribute__((format(printf, 2, 3))) static int fail(const recount_t *r, const char *fmt, ...)
 {
-  sf_milli_t *capfree = NULL, *cntfree = NULL;
+  if (r->err != NULL && r->errlen > 0) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->err, r->errlen, fmt, ap);
+    va_end(ap);
+  }
+  return SF_EINVAL;
+}
+
+/* Lays out the expected free amounts, starting from every capacity and counter whole. */
+static void recount_init(recount_t *r, const sf_index_t *idx, char *err, size_t errlen)
+{
   size_t ncap = 0, ncnt = 0;
-  int err = 0;
-  /* Expected free amounts, laid out per device / per pool counter. */
-  size_t *capoff = sf_xcalloc(idx->ndevs + 1, sizeof(*capoff));
-  size_t *cntoff = sf_xcalloc(idx->npools + 1, sizeof(*cntoff));
-  uint32_t *holders = sf_xcalloc(idx->ndevs + 1, sizeof(*holders));
-  int64_t *cpu = sf_xcalloc(idx->nnodes + 1, sizeof(*cpu)), *mem = sf_xcalloc(idx->nnodes + 1, sizeof(*mem));
+  *r = (recount_t){.err = err, .errlen = errlen};
+  r->capoff = sf_xcalloc(idx->ndevs + 1, sizeof(*r->capoff));
+  r->cntoff = sf_xcalloc(idx->npools + 1, sizeof(*r->cntoff));
+  r->holders = sf_xcalloc(idx->ndevs + 1, sizeof(*r->holders));
+  r->cpu = sf_xcalloc(idx->nnodes + 1, sizeof(*r->cpu));
+  r->mem = sf_xcalloc(idx->nnodes + 1, sizeof(*r->mem));
   for (size_t d = 0; d < idx->ndevs; d++) {
-    capoff[d] = ncap;
+    r->capoff[d] = ncap;
     ncap += idx->devs[d].used ? idx->devs[d].ncaps : 0;
   }
   for (size_t p = 0; p < idx->npools; p++) {
-    cntoff[p] = ncnt;
+    r->cntoff[p] = ncnt;
     ncnt += idx->pools[p].used ? idx->pools[p].ncounters : 0;
   }
-  capfree = sf_xcalloc(ncap + 1, sizeof(*capfree));
-  cntfree = sf_xcalloc(ncnt + 1, sizeof(*cntfree));
+  r->capfree = sf_xcalloc(ncap + 1, sizeof(*r->capfree));
+  r->cntfree = sf_xcalloc(ncnt + 1, sizeof(*r->cntfree));
   for (size_t d = 0; d < idx->ndevs; d++)
     for (uint32_t c = 0; idx->devs[d].used && c < idx->devs[d].ncaps; c++)
-      capfree[capoff[d] + c] = idx->devs[d].caps[c].value;
+      r->capfree[r->capoff[d] + c] = idx->devs[d].caps[c].value;
   for (size_t p = 0; p < idx->npools; p++)
     for (uint32_t c = 0; idx->pools[p].used && c < idx->pools[p].ncounters; c++)
-      cntfree[cntoff[p] + c] = idx->pools[p].counters[c].value;
-  size_t live = 0;
-  for (size_t i = 0; i < idx->nallocs && err == 0; i++) {
+      r->cntfree[r->cntoff[p] + c] = idx->pools[p].counters[c].value;
+}
+
+static void recount_dispose(recount_t *r)
+{
+  free(r->capoff);
+  free(r->cntoff);
+  free(r->holders);
+  free(r->cpu);
+  free(r->mem);
+  free(r->capfree);
+  free(r->cntfree);
+}
+
+/* Allocations sit on live nodes and hold live devices of that node; adds up what they take. */
+static int check_allocs(const sf_index_t *idx, recount_t *r)
+{
+  for (size_t i = 0; i < idx->nallocs; i++) {
     const sf__alloc_t *a = &idx->allocs[i];
     if (!a->used)
       continue;
-    live++;
-    if (!sf_index_node_live(idx, a->node)) {
-      snprintf(why ? why : (char[1]){0}, why ? whylen : 1, "allocation %s on a dead node", a->holder);
-      err = SF_EINVAL;
-      break;
-    }
-    cpu[a->node] += a->cpu;
-    mem[a->node] += a->mem;
+    r->live++;
+    if (!sf_index_node_live(idx, a->node))
+      return fail(r, "allocation %s on a dead node", a->holder);
+    r->cpu[a->node] += a->cpu;
+    r->mem[a->node] += a->mem;
     for (size_t k = 0; k < a->npicks; k++) {
       sf_dev_id d = a->picks[k].dev;
       const sf__dev_t *dv = &idx->devs[d];
-      if (!dv->used || dv->node != a->node) {
-        snprintf(why ? why : (char[1]){0}, why ? whylen : 1, "allocation %s holds a bad device", a->holder);
-        err = SF_EINVAL;
-        break;
-      }
-      holders[d]++;
+      if (!dv->used || dv->node != a->node)
+        return fail(r, "allocation %s holds a bad device", a->holder);
+      r->holders[d]++;
       for (uint32_t c = 0; c < dv->ncaps; c++)
-        capfree[capoff[d] + c] -= dv->shared ? a->picks[k].consumed[c] : dv->caps[c].value;
+        r->capfree[r->capoff[d] + c] -= dv->shared ? a->picks[k].consumed[c] : dv->caps[c].value;
     }
   }
-  for (size_t d = 0; d < idx->ndevs && err == 0; d++) {
+  return 0;
+}
+
+/* Each device's holders and free capacities match; a retired device is still held. Adds up
+ * the counters that held devices consume. */
+static int check_devices(const sf_index_t *idx, recount_t *r)
+{
+  for (size_t d = 0; d < idx->ndevs; d++) {
     const sf__dev_t *dv = &idx->devs[d];
     if (!dv->used)
       continue;
-    if (holders[d] != dv->holders) {
-      snprintf(why ? why : (char[1]){0}, why ? whylen : 1, "device %s: %u holders counted, %u kept",
-               dv->name, holders[d], dv->holders);
-      err = SF_EINVAL;
-    }
-    if (dv->retired && dv->holders == 0) {
-      snprintf(why ? why : (char[1]){0}, why ? whylen : 1, "device %s retired with no holder", dv->name);
-      err = SF_EINVAL;
-    }
-    for (uint32_t c = 0; c < dv->ncaps && err == 0; c++)
-      if (capfree[capoff[d] + c] != dv->caps[c].free) {
-        snprintf(why ? why : (char[1]){0}, why ? whylen : 1, "device %s capacity %s: free %lld, expected %lld",
-                 dv->name, dv->caps[c].name, (long long)dv->caps[c].free, (long long)capfree[capoff[d] + c]);
-        err = SF_EINVAL;
-      }
+    if (r->holders[d] != dv->holders)
+      return fail(r, "device %s: %u holders counted, %u kept", dv->name, r->holders[d], dv->holders);
+    if (dv->retired && dv->holders == 0)
+      return fail(r, "device %s retired with no holder", dv->name);
+    for (uint32_t c = 0; c < dv->ncaps; c++)
+      if (r->capfree[r->capoff[d] + c] != dv->caps[c].free)
+        return fail(r, "device %s capacity %s: free %lld, expected %lld", dv->name, dv->caps[c].name,
+                    (long long)dv->caps[c].free, (long long)r->capfree[r->capoff[d] + c]);
     for (uint32_t u = 0; dv->pool >= 0 && dv->holders > 0 && u < dv->ncuses; u++)
-      cntfree[cntoff[dv->pool] + dv->cuses[u].counter] -= dv->cuses[u].value;
+      r->cntfree[r->cntoff[dv->pool] + dv->cuses[u].counter] -= dv->cuses[u].value;
   }
-  for (size_t p = 0; p < idx->npools && err == 0; p++)
-    for (uint32_t c = 0; idx->pools[p].used && c < idx->pools[p].ncounters && err == 0; c++)
-      if (cntfree[cntoff[p] + c] != idx->pools[p].counters[c].free) {
-        snprintf(why ? why : (char[1]){0}, why ? whylen : 1, "pool %s counter %s/%s: free %lld, expected %lld",
-                 idx->pools[p].name, idx->pools[p].counters[c].set, idx->pools[p].counters[c].name,
-                 (long long)idx->pools[p].counters[c].free, (long long)cntfree[cntoff[p] + c]);
-        err = SF_EINVAL;
-      }
-  for (size_t n = 0; n < idx->nnodes && err == 0; n++)
-    if (idx->nodes[n].used && (cpu[n] != idx->nodes[n].cpu_used || mem[n] != idx->nodes[n].mem_used)) {
-      snprintf(why ? why : (char[1]){0}, why ? whylen : 1, "node %s: cpu/memory used disagrees with allocations",
-               idx->nodes[n].name);
-      err = SF_EINVAL;
-    }
-  if (err == 0 && live != idx->live_allocs) {
-    snprintf(why ? why : (char[1]){0}, why ? whylen : 1, "%zu live allocations, %zu counted", live, idx->live_allocs);
-    err = SF_EINVAL;
+  return 0;
+}
+
+/* Each pool's shared counters have the free amount their held devices leave. */
+static int check_counters(const sf_index_t *idx, const recount_t *r)
+{
+  for (size_t p = 0; p < idx->npools; p++) {
+    const sf__pool_t *pl = &idx->pools[p];
+    for (uint32_t c = 0; pl->used && c < pl->ncounters; c++)
+      if (r->cntfree[r->cntoff[p] + c] != pl->counters[c].free)
+        return fail(r, "pool %s counter %s/%s: free %lld, expected %lld", pl->name, pl->counters[c].set,
+                    pl->counters[c].name, (long long)pl->counters[c].free,
+                    (long long)r->cntfree[r->cntoff[p] + c]);
   }
-  free(capoff); free(cntoff); free(holders); free(cpu); free(mem); free(capfree); free(cntfree);
-  return err;
+  return 0;
+}
+
+/* Each node's cpu and memory in use are its allocations' sums, and the live count is right. */
+static int check_nodes(const sf_index_t *idx, const recount_t *r)
+{
+  for (size_t n = 0; n < idx->nnodes; n++)
+    if (idx->nodes[n].used && (r->cpu[n] != idx->nodes[n].cpu_used || r->mem[n] != idx->nodes[n].mem_used))
+      return fail(r, "node %s: cpu/memory used disagrees with allocations", idx->nodes[n].name);
+  if (r->live != idx->live_allocs)
+    return fail(r, "%zu live allocations, %zu counted", r->live, idx->live_allocs);
+  return 0;
+}
+
+int sf_index_validate(const sf_index_t *idx, char *err, size_t errlen)
+{
+  recount_t r;
+  recount_init(&r, idx, err, errlen);
+  int rc = check_allocs(idx, &r);
+  if (rc == 0)
+    rc = check_devices(idx, &r);
+  if (rc == 0)
+    rc = check_counters(idx, &r);
+  if (rc == 0)
+    rc = check_nodes(idx, &r);
+  recount_dispose(&r);
+  return rc;
 }
 
 size_t sf_index_mem_bytes(const sf_index_t *idx)
@@ -1283,7 +1366,7 @@ size_t sf_index_mem_bytes(const sf_index_t *idx)
              idx->poolcap * sizeof(sf__pool_t) + idx->devcap * sizeof(sf__dev_t) +
              idx->alloccap * sizeof(sf__alloc_t) +
              (idx->strings.cap + idx->node_by_name.cap + idx->dev_by_key.cap + idx->alloc_by_holder.cap) *
-                 sizeof(sf__map_slot_t);
+                 sizeof(sf_map_slot_t);
   for (size_t d = 0; d < idx->ndevs; d++) {
     const sf__dev_t *dv = &idx->devs[d];
     b += dv->nattrs * sizeof(sf_attr_t) + dv->ncaps * sizeof(sf__cap_t) + dv->ncuses * sizeof(sf__cuse_t) +

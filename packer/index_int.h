@@ -21,7 +21,7 @@
 #include "slicefit/index.h"
 #include "slicefit/demand.h"
 #include "slicefit/policy.h"
-#include "map.h"
+#include "slicefit/map.h"
 
 typedef struct {
   const char *name;        /* interned, fully qualified */
@@ -112,11 +112,12 @@ typedef struct {
 } sf__selcache_t;
 
 struct sf_index {
+  uint64_t hash_seed;  /* of every map below (names come from the API server) */
   /* strings */
-  sf__map_t strings;
+  sf_map_t strings;
   const char **strs; size_t nstrs, strcap;
   /* objects */
-  sf__map_t node_by_name, dev_by_key, alloc_by_holder;
+  sf_map_t node_by_name, dev_by_key, alloc_by_holder;
   sf__node_t *nodes; size_t nnodes, nodecap, live_nodes;
   sf__pool_t *pools; size_t npools, poolcap;
   sf__dev_t *devs; size_t ndevs, devcap;

@@ -32,14 +32,11 @@
 #include <assert.h>
 #include <math.h>
 #include <stdbool.h>
+#include <stdio.h>  /* snprintf only: make check-pure allows no other stdio symbol */
 #include <stdlib.h>
 #include <string.h>
 #include "slicefit/policy.h"
 #include "slicefit/quantity.h"
-
-/* stdio.h stays out of the core (make check-pure); snprintf is pure and is
- * on its allow-list, so it is declared here as C11 7.1.4 permits. */
-int snprintf(char *restrict s, size_t n, const char *restrict format, ...);
 
 #define WHY_MAX 256
 #define NUM_MAX 128
@@ -157,16 +154,16 @@ static bool name_ok(span_t s, size_t min, const char *forbid, bool spaces)
   return true;
 }
 
-/* A constant message; snprintf would do, but gcc -Os folds that into strcpy,
- * which is off the pure allow-list. */
-static void say(char *why, size_t wl, const char *msg)
+/* A constant message, cut to the buffer (snprintf(err, errlen, "%s", msg) without
+ * the format). */
+static void say(char *err, size_t errlen, const char *msg)
 {
   size_t n = strlen(msg);
-  if (wl == 0)
+  if (errlen == 0)
     return;
-  n = n < wl - 1 ? n : wl - 1;
-  memcpy(why, msg, n);
-  why[n] = '\0';
+  n = n < errlen - 1 ? n : errlen - 1;
+  memcpy(err, msg, n);
+  err[n] = '\0';
 }
 
 static void name_copy(char *dst, span_t s)
@@ -337,7 +334,7 @@ static const char *list(span_t v, size_t size, item_fn fn, void **arr, size_t *n
   return why;
 }
 
-static int set_list(sf_policy_t *pol, kind_t kind, span_t v, char *why, size_t wl)
+static int set_list(sf_policy_t *pol, kind_t kind, span_t v, char *err, size_t errlen)
 {
   bool isl = kind == K_ISLANDS;
   void *arr;
@@ -346,7 +343,7 @@ static int set_list(sf_policy_t *pol, kind_t kind, span_t v, char *why, size_t w
   const char *r = isl ? list(v, sizeof(sf_island_rule_t), island_fn, &arr, &n, &bad)
                       : list(v, sizeof(sf_shape_t), mix_fn, &arr, &n, &bad);
   if (r != NULL) {
-    snprintf(why, wl, "expected %s,...: item \"%.*s\": %s",
+    snprintf(err, errlen, "expected %s,...: item \"%.*s\": %s",
              isl ? "[NODEPREFIX:]MODEL=SIZE" : "[CPU:]AMOUNTxCOUNT[@M1|M2][!]=WEIGHT",
              bad.n > 200 ? 200 : (int)bad.n, bad.p, r);
     return SF_EINVAL;
@@ -365,7 +362,7 @@ static int set_list(sf_policy_t *pol, kind_t kind, span_t v, char *why, size_t w
 
 /* ---- setting ---- */
 
-static int set_enum(const char *const *names, size_t count, span_t v, int *out, char *why, size_t wl)
+static int set_enum(const char *const *names, size_t count, span_t v, int *out, char *err, size_t errlen)
 {
   for (size_t i = 0; i < count; i++) {
     if (eq(v, names[i])) {
@@ -374,13 +371,13 @@ static int set_enum(const char *const *names, size_t count, span_t v, int *out, 
     }
   }
   if (count == 2)
-    snprintf(why, wl, "expected %s or %s", names[0], names[1]);
+    snprintf(err, errlen, "expected %s or %s", names[0], names[1]);
   else
-    snprintf(why, wl, "expected one of %s, %s, %s, %s", names[0], names[1], names[2], names[3]);
+    snprintf(err, errlen, "expected one of %s, %s, %s, %s", names[0], names[1], names[2], names[3]);
   return SF_EINVAL;
 }
 
-static int set_scalar(sf_policy_t *pol, const rule_t *r, span_t v, char *why, size_t wl)
+static int set_scalar(sf_policy_t *pol, const rule_t *r, span_t v, char *err, size_t errlen)
 {
   char *field = (char *)pol + r->off;
   double d;
@@ -388,7 +385,7 @@ static int set_scalar(sf_policy_t *pol, const rule_t *r, span_t v, char *why, si
   switch (r->kind) {
   case K_NAME:
     if (!name_ok(v, r->lo, "", false)) {
-      snprintf(why, wl, "expected %u..%d printable characters without spaces", r->lo,
+      snprintf(err, errlen, "expected %u..%d printable characters without spaces", r->lo,
                SF_POLICY_NAME_MAX - 1);
       return SF_EINVAL;
     }
@@ -396,7 +393,7 @@ static int set_scalar(sf_policy_t *pol, const rule_t *r, span_t v, char *why, si
     return 0;
   case K_WEIGHT:
     if (num(v, &d) != 0 || d < 0 || d > WEIGHT_MAX) {
-      say(why, wl, "expected a number >= 0 and <= 1e6");
+      say(err, errlen, "expected a number >= 0 and <= 1e6");
       return SF_EINVAL;
     }
     memcpy(field, &d, sizeof d);
@@ -404,7 +401,7 @@ static int set_scalar(sf_policy_t *pol, const rule_t *r, span_t v, char *why, si
   default:
     assert(r->kind == K_UINT);
     if (uint_in(v, r->lo, r->hi, &u) != 0) {
-      snprintf(why, wl, "expected an integer in %u..%u", r->lo, r->hi);
+      snprintf(err, errlen, "expected an integer in %u..%u", r->lo, r->hi);
       return SF_EINVAL;
     }
     memcpy(field, &u, sizeof u);
@@ -412,23 +409,23 @@ static int set_scalar(sf_policy_t *pol, const rule_t *r, span_t v, char *why, si
   }
 }
 
-static int apply(sf_policy_t *pol, const rule_t *r, span_t v, char *why, size_t wl)
+static int apply(sf_policy_t *pol, const rule_t *r, span_t v, char *err, size_t errlen)
 {
   int e = 0, rc;
   switch (r->kind) {
   case K_STRATEGY:
-    if ((rc = set_enum(strategies, 4, v, &e, why, wl)) == 0)
+    if ((rc = set_enum(strategies, 4, v, &e, err, errlen)) == 0)
       pol->strategy = (sf_strategy_t)e;
     return rc;
   case K_CHOICE:
-    if ((rc = set_enum(choices, 2, v, &e, why, wl)) == 0)
+    if ((rc = set_enum(choices, 2, v, &e, err, errlen)) == 0)
       pol->device_choice = (sf_choice_t)e;
     return rc;
   case K_ISLANDS:
   case K_MIX:
-    return set_list(pol, r->kind, v, why, wl);
+    return set_list(pol, r->kind, v, err, errlen);
   default:
-    return set_scalar(pol, r, v, why, wl);
+    return set_scalar(pol, r, v, err, errlen);
   }
 }
 

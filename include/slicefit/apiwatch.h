@@ -29,7 +29,7 @@
 #define SF_KUBE_PATH_MAX 1024
 
 /*
- * A resolved connection. Strings are owned (sf_kubeconfig_dispose frees
+ * A resolved connection. Strings belong to the struct (sf_kubeconfig_dispose frees
  * them); NULL when absent. *_data fields hold decoded PEM bytes (the
  * kubeconfig's base64 *-data fields), *_file fields paths.
  */

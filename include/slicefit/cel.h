@@ -21,7 +21,9 @@
 typedef struct sf_cel_prog sf_cel_prog_t;
 typedef struct sf_cel_cache sf_cel_cache_t;
 
-/** New empty cache of compiled programs. */
+/** New empty cache of compiled programs, keyed by text under `hash_seed` (slicefit/map.h). */
+sf_cel_cache_t *sf_cel_cache_create_seeded(uint64_t hash_seed);
+/** The same with seed 0, for trusted input (tests, benchmarks, a replayed trace). */
 sf_cel_cache_t *sf_cel_cache_create(void);
 /** Frees the cache and every program in it; accepts NULL. */
 void sf_cel_cache_destroy(sf_cel_cache_t *c);
@@ -42,11 +44,11 @@ uint64_t sf_cel_prog_id(const sf_cel_prog_t *p);
 
 /**
  * Evaluates the program on `dev`: YES, NO (false, or a CEL runtime error),
- * or UNKNOWN (not compiled, unsupported, or over the cost limit). When `why`
+ * or UNKNOWN (not compiled, unsupported, or over the cost limit). When `err`
  * is not NULL it receives the runtime error or the reason for UNKNOWN.
  */
-sf_match_t sf_cel_eval(const sf_cel_prog_t *p, const sf_index_t *idx, sf_dev_id dev, char *why,
-                       size_t whylen);
+sf_match_t sf_cel_eval(const sf_cel_prog_t *p, const sf_index_t *idx, sf_dev_id dev, char *err,
+                       size_t errlen);
 
 /** An sf_match_fn over a program: `ctx` is the sf_cel_prog_t. */
 sf_match_t sf_cel_match(void *ctx, const sf_index_t *idx, sf_dev_id dev);

@@ -39,12 +39,20 @@ typedef enum {
 sf_kind_t sf_kind_from_name(const char *kind);
 const char *sf_kind_name(sf_kind_t kind);
 
-/** New empty cluster under a copy of `pol` (NULL: the defaults). */
+/**
+ * New empty cluster under a copy of `pol` (NULL: the defaults), whose maps
+ * of names hash under `hash_seed` (slicefit/map.h): the daemon passes a
+ * random seed, since the names come from the API server.
+ */
+sf_cluster_t *sf_cluster_create_seeded(const sf_policy_t *pol, uint64_t hash_seed);
+/** The same with seed 0, for trusted input (tests, benchmarks, a replayed trace). */
 sf_cluster_t *sf_cluster_create(const sf_policy_t *pol);
+/** Frees the cluster, its index and its objects' references; accepts NULL. */
 void sf_cluster_destroy(sf_cluster_t *c);
 
 /** Replaces the policy in force (copied); re-applies its device facts. */
 void sf_cluster_set_policy(sf_cluster_t *c, const sf_policy_t *pol);
+/** The policy in force (borrowed until the next sf_cluster_set_policy). */
 const sf_policy_t *sf_cluster_policy(const sf_cluster_t *c);
 
 /**
@@ -72,6 +80,7 @@ int sf_cluster_replace(sf_cluster_t *c, sf_kind_t kind, const json_t *items, cha
  */
 int sf_cluster_load_list(sf_cluster_t *c, const json_t *list, char *err, size_t errlen);
 
+/** The cluster's index (borrowed: it lives as long as the cluster). */
 sf_index_t *sf_cluster_index(sf_cluster_t *c);
 /** Number of objects of a kind. */
 size_t sf_cluster_count(const sf_cluster_t *c, sf_kind_t kind);
@@ -86,10 +95,14 @@ typedef struct sf_pod_plan sf_pod_plan_t;
  * status.resourceClaimStatuses for claims made from templates), its
  * containers' extended-resource requests that a DeviceClass names
  * (extendedResourceName) as implicit claims. Claims already allocated pin
- * the pod to their node. Errors only for a malformed pod.
+ * the pod to their node. Errors only for a malformed pod. `pod` is
+ * borrowed; *out is new (sf_pod_plan_free) and borrows from the cluster
+ * until the cluster next changes (apply, delete, replace, set_policy):
+ * evaluate it before then.
  */
 int sf_cluster_plan(sf_cluster_t *c, const json_t *pod, sf_pod_plan_t **out, char *err,
                     size_t errlen);
+/** Frees a plan; accepts NULL. */
 void sf_pod_plan_free(sf_pod_plan_t *p);
 /** True when the pod asks nothing of the devices slicefit knows: every node passes. */
 bool sf_pod_plan_empty(const sf_pod_plan_t *p);
@@ -101,7 +114,7 @@ bool sf_pod_plan_empty(const sf_pod_plan_t *p);
 int sf_cluster_evaluate(sf_cluster_t *c, const sf_pod_plan_t *p, const char *const *names,
                         size_t n, sf_verdict_t *out);
 
-/** JSON of nodes, devices, free capacity, allocations and the policy (GET /debug/state). */
+/** JSON of nodes, devices, free capacity, allocations and the policy (GET /debug/state); a new reference. */
 json_t *sf_cluster_state_json(const sf_cluster_t *c);
 
 #endif

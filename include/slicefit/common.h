@@ -2,9 +2,19 @@
  * slicefit: shared basics. Error codes, exact quantities and the one
  * allocation family every module uses.
  *
- * Ownership words used across the headers (jansson's): "borrowed" means the
- * callee neither frees nor keeps the pointer past the call; "new" means the
- * caller receives ownership; "steals" means the callee takes ownership.
+ * Ownership, the rule every header follows (jansson's words; jq states its
+ * rule in one sentence at the top of jv.h): a pointer passed in is borrowed
+ * for the call unless its contract says the callee steals it or how long it
+ * must live, and a pointer handed back, or an object built from another, is
+ * borrowed from the object it came from until that object next changes or
+ * is destroyed unless its contract says it is new (the caller frees it with
+ * the module's _free, _destroy or _dispose): so a pod plan borrows from its
+ * cluster until the cluster next changes, and a packer's results from the
+ * packer until its next call.
+ *
+ * "borrowed": the receiver neither frees the pointer nor uses it past that
+ * time; "new": the caller owns it; "steals": the callee takes ownership. The
+ * pointer fields of a struct that has a _dispose belong to the struct.
  */
 #ifndef SLICEFIT_COMMON_H
 #define SLICEFIT_COMMON_H

@@ -111,7 +111,12 @@ typedef struct {
 
 /* ---- lifecycle ---- */
 
-/** New empty index. Cost: O(1). */
+/**
+ * New empty index whose name maps hash under `hash_seed` (slicefit/map.h):
+ * random where names come from the API server. Cost: O(1).
+ */
+sf_index_t *sf_index_create_seeded(uint64_t hash_seed);
+/** The same with seed 0, for trusted input (tests, benchmarks, a replayed trace). */
 sf_index_t *sf_index_create(void);
 /** Frees the index and everything in it; accepts NULL. */
 void sf_index_destroy(sf_index_t *idx);
@@ -243,10 +248,10 @@ const sf_pick_t *sf_index_alloc_picks(const sf_index_t *idx, sf_alloc_id a, size
 /**
  * Recomputes every free amount, counter and holder count from the
  * allocations and compares with the maintained ones. Returns 0 or
- * SF_EINVAL with a description in `why` (may be NULL). Cost: O(everything);
+ * SF_EINVAL with a description in `err` (may be NULL). Cost: O(everything);
  * tests and fuzzers call it after every mutation.
  */
-int sf_index_validate(const sf_index_t *idx, char *why, size_t whylen);
+int sf_index_validate(const sf_index_t *idx, char *err, size_t errlen);
 
 /** Forgets the learned workload mix (a caller rebuilding it from scratch). */
 void sf_index_mix_clear(sf_index_t *idx);

@@ -65,8 +65,8 @@ typedef struct sf_policy {
   char capacity[SF_POLICY_NAME_MAX];
   char model_attribute[SF_POLICY_NAME_MAX];
   char island_attribute[SF_POLICY_NAME_MAX];
-  sf_island_rule_t *island_rules; size_t nisland_rules;   /* owned */
-  sf_shape_t *mix; size_t nmix;                           /* owned */
+  sf_island_rule_t *island_rules; size_t nisland_rules;   /* the policy's (sf_policy_dispose) */
+  sf_shape_t *mix; size_t nmix;                           /* the policy's (sf_policy_dispose) */
   double weight_frag, weight_island, weight_model;
   uint32_t max_sharers;
   uint32_t headroom_pct;

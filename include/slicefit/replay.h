@@ -14,7 +14,7 @@
  * paper's baselines, and measures allocation against arrived load.
  *
  * This module is a shell: it reads files and the clock. Single-threaded.
- * Every string and array in the structs below is owned by its container.
+ * Every string and array in the structs below belongs to its container (its _dispose frees it).
  */
 #ifndef SLICEFIT_REPLAY_H
 #define SLICEFIT_REPLAY_H
@@ -32,17 +32,13 @@
 #define SF_REPLAY_ATTR_ISLAND "gpu.slicefit.io/island"
 #define SF_REPLAY_CAP_MEMORY "gpu.slicefit.io/memory"
 
-#define SF_REPLAY_ERR_MAX 512
+#define SF_REPLAY_ERR_MAX 512    /* an err buffer for any message: "FILE:LINE:COL: problem" */
 #define SF_REPLAY_NTHRESH 9      /* 50,80,90,95,100,105,110,120,130 */
 #define SF_REPLAY_MAX_GPUS 64    /* per node */
 
 /** The arrived-load thresholds (percent of GPU capacity) at which allocation is reported. */
 extern const int sf_replay_thresholds[SF_REPLAY_NTHRESH];
 
-/* An error with its place: "FILE:LINE:COL: problem". */
-typedef struct {
-  char msg[SF_REPLAY_ERR_MAX];
-} sf_replay_err_t;
 
 typedef struct {
   char *name;
@@ -109,14 +105,14 @@ void sf_replay_trace_dispose(sf_replay_trace_t *t);
  * or a missing column is an error.
  */
 int sf_replay_load_csv(sf_replay_trace_t *t, const char *nodes_path, const char *pods_path,
-                       sf_replay_err_t *err);
+                       char *err, size_t errlen);
 /** Same, from streams already open (`name` for messages). */
-int sf_replay_parse_nodes_csv(sf_replay_trace_t *t, FILE *f, const char *name, sf_replay_err_t *err);
-int sf_replay_parse_pods_csv(sf_replay_trace_t *t, FILE *f, const char *name, sf_replay_err_t *err);
+int sf_replay_parse_nodes_csv(sf_replay_trace_t *t, FILE *f, const char *name, char *err, size_t errlen);
+int sf_replay_parse_pods_csv(sf_replay_trace_t *t, FILE *f, const char *name, char *err, size_t errlen);
 
 /** Loads a native JSON-lines trace (docs/replay-format.md). Errors as above. */
-int sf_replay_load_native(sf_replay_trace_t *t, const char *path, sf_replay_err_t *err);
-int sf_replay_parse_native(sf_replay_trace_t *t, FILE *f, const char *name, sf_replay_err_t *err);
+int sf_replay_load_native(sf_replay_trace_t *t, const char *path, char *err, size_t errlen);
+int sf_replay_parse_native(sf_replay_trace_t *t, FILE *f, const char *name, char *err, size_t errlen);
 
 /** Id of a model set given as "A|B|A" (deduplicated; "" = 0, any), interned in the trace. */
 uint32_t sf_replay_spec_intern(sf_replay_trace_t *t, const char *spec);
@@ -263,7 +259,7 @@ const char *sf_replay_policy_names(void);
  * (an unknown policy, a trace the index refuses).
  */
 int sf_replay_run(const sf_replay_trace_t *t, const sf_replay_opts_t *opts,
-                  sf_replay_result_t *res, sf_replay_err_t *err);
+                  sf_replay_result_t *res, char *err, size_t errlen);
 
 /* ---- reports ---- */
 

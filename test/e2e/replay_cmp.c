@@ -50,13 +50,13 @@ static void run_prefix(const drv_t *d, size_t k, const sf_policy_t *base, sf_rep
   fclose(f);
   f = fmemopen(text, len, "r");
   sf_replay_trace_t t;
-  sf_replay_err_t err;
+  char err[SF_REPLAY_ERR_MAX] = "";
   sf_replay_trace_init(&t);
-  cr_assert_eq(sf_replay_parse_native(&t, f, "e2e-trace", &err), 0, "%s", err.msg);
+  cr_assert_eq(sf_replay_parse_native(&t, f, "e2e-trace", err, sizeof err), 0, "%s", err);
   sf_replay_opts_t o = {.policy = value_of(d->policy, "strategy", "fragmentation"),
                         .base = base, .device_choice = SF_CHOICE_FIRST_FIT, .seed = 42,
                         .ties = SF_REPLAY_TIES_FIRST, .extender_scores = true};
-  cr_assert_eq(sf_replay_run(&t, &o, res, &err), 0, "%s", err.msg);
+  cr_assert_eq(sf_replay_run(&t, &o, res, err, sizeof err), 0, "%s", err);
   sf_replay_trace_dispose(&t);
   fclose(f);
   free(text);

@@ -85,11 +85,11 @@ void sf__claims_record_all(sf_cluster_t *c) {
 static int32_t cset_of(sf_cluster_t *c, const char *driver, const char *pool, bool create) {
   char pk[KEY_MAX];
   size_t len = sf__pool_keylen(driver, pool, pk, sizeof pk);
-  int32_t k = sf__map_get(&c->cset_keys, pk, len);
+  int32_t k = sf_map_get(&c->cset_keys, pk, len);
   if (k >= 0 || !create) return k;
   sf_xgrow(&c->csets, &c->capcsets, c->ncsets + 1, sizeof(*c->csets));
   c->csets[c->ncsets] = (cset_t){NULL, 0, 0};
-  sf__map_put(&c->cset_keys, pk, len, (int32_t)c->ncsets);
+  sf_map_put(&c->cset_keys, pk, len, (int32_t)c->ncsets);
   return (int32_t)c->ncsets++;
 }
 
@@ -146,7 +146,7 @@ void sf__claim_pools_reset(sf_cluster_t *c) {
 void sf__claim_pools_free(sf_cluster_t *c) {
   for (size_t i = 0; i < c->ncsets; i++) free(c->csets[i].slots);
   free(c->csets);
-  sf__map_dispose(&c->cset_keys);
+  sf_map_dispose(&c->cset_keys);
 }
 
 /* Unrecords (record false) or records every claim allocated on the slice's pool. */

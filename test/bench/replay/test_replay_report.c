@@ -14,9 +14,9 @@
 static void run(const sf_replay_trace_t *t, const char *policy, uint64_t seed,
                 sf_replay_result_t *r)
 {
-  sf_replay_err_t err = {""};
+  char err[SF_REPLAY_ERR_MAX] = "";
   sf_replay_opts_t o = {.policy = policy, .device_choice = -1, .seed = seed, .tune = 1.3};
-  cr_assert_eq(sf_replay_run(t, &o, r, &err), 0, "%s", err.msg);
+  cr_assert_eq(sf_replay_run(t, &o, r, err, sizeof err), 0, "%s", err);
 }
 
 Test(replay_report, json_lines_have_the_issue_keys)
@@ -89,9 +89,9 @@ static double median_at_100(const sf_replay_trace_t *t, const char *policy, sf_c
   double v[10];
   for (uint64_t s = 0; s < 10; s++) {
     sf_replay_result_t r;
-    sf_replay_err_t err = {""};
+    char err[SF_REPLAY_ERR_MAX] = "";
     sf_replay_opts_t o = {.policy = policy, .device_choice = (int)choice, .seed = 42 + s, .tune = 1.3};
-    cr_assert_eq(sf_replay_run(t, &o, &r, &err), 0, "%s", err.msg);
+    cr_assert_eq(sf_replay_run(t, &o, &r, err, sizeof err), 0, "%s", err);
     v[s] = r.alloc_pct_at[4];
     sf_replay_result_dispose(&r);
   }

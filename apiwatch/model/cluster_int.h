@@ -15,7 +15,7 @@
 #include "slicefit/cluster.h"
 #include "slicefit/cel.h"
 #include "slicefit/decode.h"
-#include "../packer/map.h"
+#include "slicefit/map.h"
 
 /* A claim's place in one pool's claim set: the set, and its index there. */
 typedef struct { uint32_t set, pos; } cplace_t;
@@ -23,7 +23,7 @@ typedef struct { uint32_t set, pos; } cplace_t;
 typedef struct { cplace_t *places; uint32_t n; } slot_ext_t;
 
 typedef struct {
-  sf__map_t keys;        /* key -> slot */
+  sf_map_t keys;        /* key -> slot */
   sf_object_t **objs;
   slot_ext_t *ext;       /* per slot, alongside objs */
   size_t n, cap;
@@ -46,12 +46,13 @@ struct sf_cluster {
   sf_index_t *idx;
   sf_cel_cache_t *cel;
   sf_packer_t *packer;
+  uint64_t hash_seed;    /* of every map (names come from the API server) */
   store_t stores[SF_KIND_COUNT];
-  json_t *pool_keys;     /* pool key -> integer slot in pools */
+  sf_map_t pool_keys;    /* pool key -> slot in pools */
   pool_t **pools; size_t npools, cappools;
-  json_t *logged;        /* expressions already logged as not compiling */
+  sf_map_t logged;       /* expressions already logged as not compiling (a set) */
   bool mix_dirty;        /* the learned mix must be rebuilt from every claim */
-  sf__map_t cset_keys;   /* "driver\x1fpool" -> index in csets (a set is never dropped) */
+  sf_map_t cset_keys;   /* "driver\x1fpool" -> index in csets (a set is never dropped) */
   cset_t *csets; size_t ncsets, capcsets;
   struct sf_arena *scratch;  /* the learned mix's plans, reset after each */
   sf_claim_t *lclaims; size_t caplclaims;

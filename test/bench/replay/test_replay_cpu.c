@@ -19,20 +19,20 @@
 static void load(sf_replay_trace_t *t, const char *text)
 {
   char path[] = "/tmp/sf-replay-cpu-XXXXXX";
-  sf_replay_err_t err = {""};
+  char err[SF_REPLAY_ERR_MAX] = "";
   int fd = mkstemp(path);
   cr_assert(fd >= 0);
   cr_assert(write(fd, text, strlen(text)) == (ssize_t)strlen(text));
   close(fd);
   sf_replay_trace_init(t);
-  cr_assert_eq(sf_replay_load_native(t, path, &err), 0, "%s", err.msg);
+  cr_assert_eq(sf_replay_load_native(t, path, err, sizeof err), 0, "%s", err);
   unlink(path);
 }
 
 static void run_opts(const sf_replay_trace_t *t, const sf_replay_opts_t *o, sf_replay_result_t *r)
 {
-  sf_replay_err_t err = {""};
-  cr_assert_eq(sf_replay_run(t, o, r, &err), 0, "%s", err.msg);
+  char err[SF_REPLAY_ERR_MAX] = "";
+  cr_assert_eq(sf_replay_run(t, o, r, err, sizeof err), 0, "%s", err);
 }
 
 static void run(const sf_replay_trace_t *t, const char *policy, sf_replay_ties_t ties, uint64_t seed,

@@ -47,24 +47,24 @@ static json_t *snapshot(const char *cap, bool held)
 /* One node with one T4 and three pods that each want a whole GPU. */
 static void trace(sf_replay_trace_t *t)
 {
-  sf_replay_err_t err = {""};
+  char err[SF_REPLAY_ERR_MAX] = "";
   char nodes[] = "sn,cpu_milli,memory_mib,gpu,model\nn-0,16000,65536,1,T4\n";
   char pods[] = "name,cpu_milli,memory_mib,num_gpu,gpu_milli\n"
                      "p-0,1000,1024,1,1000\np-1,1000,1024,1,1000\np-2,1000,1024,1,1000\n";
   FILE *n = fmemopen(nodes, strlen(nodes), "r"), *p = fmemopen(pods, strlen(pods), "r");
   sf_replay_trace_init(t);
-  cr_assert_eq(sf_replay_parse_nodes_csv(t, n, "nodes", &err), 0, "%s", err.msg);
-  cr_assert_eq(sf_replay_parse_pods_csv(t, p, "pods", &err), 0, "%s", err.msg);
+  cr_assert_eq(sf_replay_parse_nodes_csv(t, n, "nodes", err, sizeof err), 0, "%s", err);
+  cr_assert_eq(sf_replay_parse_pods_csv(t, p, "pods", err, sizeof err), 0, "%s", err);
   fclose(n);
   fclose(p);
 }
 
 static int run(const sf_replay_trace_t *t, const char *policy, const json_t *snap,
-               sf_replay_result_t *r, sf_replay_err_t *err)
+               sf_replay_result_t *r, char *err, size_t errlen)
 {
   sf_replay_opts_t o = {.policy = policy, .device_choice = -1, .seed = 1, .snapshot = snap,
                         .snapshot_name = "snap.json"};
-  return sf_replay_run(t, &o, r, err);
+  return sf_replay_run(t, &o, r, err, errlen);
 }
 
 Test(replay_snapshot, allocated_claims_hold_their_devices_from_the_start)
@@ -75,19 +75,19 @@ Test(replay_snapshot, allocated_claims_hold_their_devices_from_the_start)
   json_t *held = snapshot("1", true), *idle = snapshot("1", false);
   for (size_t i = 0; i < 4; i++) {
     sf_replay_result_t r;
-    sf_replay_err_t err = {""};
-    cr_assert_eq(run(&t, policies[i], NULL, &r, &err), 0, "%s", err.msg);
+    char err[SF_REPLAY_ERR_MAX] = "";
+    cr_assert_eq(run(&t, policies[i], NULL, &r, err, sizeof err), 0, "%s", err);
     cr_expect_eq(r.nodes, 1);
     cr_expect_eq(r.gpus, 1);
     cr_expect_eq(r.pods_failed, 2, "%s: without the snapshot one GPU serves one pod", policies[i]);
     sf_replay_result_dispose(&r);
-    cr_assert_eq(run(&t, policies[i], held, &r, &err), 0, "%s", err.msg);
+    cr_assert_eq(run(&t, policies[i], held, &r, err, sizeof err), 0, "%s", err);
     cr_expect_eq(r.nodes, 2);
     cr_expect_eq(r.gpus, 3);
     cr_expect_eq(r.pods_failed, 1, "%s: gpu-0 is held by the snapshot's claim", policies[i]);
     cr_expect_float_eq(r.alloc_pct_final, 100.0, 1e-9);
     sf_replay_result_dispose(&r);
-    cr_assert_eq(run(&t, policies[i], idle, &r, &err), 0, "%s", err.msg);
+    cr_assert_eq(run(&t, policies[i], idle, &r, err, sizeof err), 0, "%s", err);
     cr_expect_eq(r.pods_failed, 0, "%s: with no claim the snapshot's two GPUs are free", policies[i]);
     sf_replay_result_dispose(&r);
   }
@@ -100,16 +100,16 @@ Test(replay_snapshot, a_bad_snapshot_is_an_error_with_its_name_and_path)
 {
   sf_replay_trace_t t;
   sf_replay_result_t r;
-  sf_replay_err_t err = {""};
+  char err[SF_REPLAY_ERR_MAX] = "";
   trace(&t);
   json_t *bad = snapshot("12Qi", false);
-  cr_expect_neq(run(&t, "bestfit", bad, &r, &err), 0);
-  cr_expect(strstr(err.msg, "snap.json: ") == err.msg, "%s", err.msg);
-  cr_expect(strstr(err.msg, "capacity") != NULL, "%s", err.msg);
+  cr_expect_neq(run(&t, "bestfit", bad, &r, err, sizeof err), 0);
+  cr_expect(strstr(err, "snap.json: ") == err, "%s", err);
+  cr_expect(strstr(err, "capacity") != NULL, "%s", err);
   json_decref(bad);
   json_t *notlist = json_pack("{s:s}", "kind", "Pod");
-  cr_expect_neq(run(&t, "bestfit", notlist, &r, &err), 0);
-  cr_expect(strstr(err.msg, "snap.json: ") == err.msg, "%s", err.msg);
+  cr_expect_neq(run(&t, "bestfit", notlist, &r, err, sizeof err), 0);
+  cr_expect(strstr(err, "snap.json: ") == err, "%s", err);
   json_decref(notlist);
   sf_replay_trace_dispose(&t);
 }

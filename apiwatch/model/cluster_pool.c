@@ -29,21 +29,17 @@ size_t sf__pool_keylen(const char *driver, const char *pool, char *buf, size_t l
   return n < 0 ? 0 : (size_t)n < len ? (size_t)n : len - 1;
 }
 
-static const char *pool_key(const char *driver, const char *pool, char *buf, size_t len) {
-  sf__pool_keylen(driver, pool, buf, len);
-  return buf;
-}
-
 static pool_t *pool_get(sf_cluster_t *c, const char *driver, const char *name, bool create) {
   char key[KEY_MAX];
-  json_t *v = json_object_get(c->pool_keys, pool_key(driver, name, key, sizeof key));
-  if (v) return c->pools[json_integer_value(v)];
+  size_t klen = sf__pool_keylen(driver, name, key, sizeof key);
+  int32_t v = sf_map_get(&c->pool_keys, key, klen);
+  if (v >= 0) return c->pools[v];
   if (!create) return NULL;
   pool_t *p = sf_xcalloc(1, sizeof(*p));
   p->driver = sf_xstrdup(driver);
   p->name = sf_xstrdup(name);
   sf_xgrow(&c->pools, &c->cappools, c->npools + 1, sizeof(*c->pools));
-  json_object_set_new(c->pool_keys, key, json_integer((json_int_t)c->npools));
+  sf_map_put(&c->pool_keys, key, klen, (int32_t)c->npools);
   c->pools[c->npools++] = p;
   return p;
 }
@@ -104,8 +100,9 @@ static const char *dev_node(const sf_slice_t *s, size_t i) {
 }
 
 /* Distinct nodes the pool's counting slices publish devices (or counters) on, newly allocated. */
-static void pool_nodes(pool_t *p, char ***out, size_t *n) {
-  json_t *seen = json_object();
+static void pool_nodes(const sf_cluster_t *c, pool_t *p, char ***out, size_t *n) {
+  sf_map_t seen;
+  sf_map_init(&seen, c->hash_seed);
   size_t cap = 0;
   *out = NULL;
   *n = 0;
@@ -119,13 +116,12 @@ static void pool_nodes(pool_t *p, char ***out, size_t *n) {
         p->skipped += i < s->ndevs;
         continue;
       }
-      if (json_object_get(seen, node)) continue;
-      json_object_set_new(seen, node, json_true());
+      if (!sf_map_put(&seen, node, strlen(node), 1)) continue;
       sf_xgrow(out, &cap, *n + 1, sizeof(**out));
       (*out)[(*n)++] = sf_xstrdup(node);
     }
   }
-  json_decref(seen);
+  sf_map_dispose(&seen);
 }
 
 static void gather(const pool_t *p, const char *node, node_set_t *ns) {
@@ -201,7 +197,7 @@ static int pool_sync(sf_cluster_t *c, pool_t *p, char *err, size_t errlen) {
   size_t n = 0, cap;
   int r = 0;
   pool_state(p);
-  if (p->complete) pool_nodes(p, &nodes, &n);
+  if (p->complete) pool_nodes(c, p, &nodes, &n);
   cap = n;
   for (size_t i = 0; i < n && r == 0; i++) r = publish(c, p, nodes[i], err, errlen);
   for (size_t i = 0; i < p->nnodes; i++) {
@@ -234,7 +230,7 @@ int sf__pools_sync_all(sf_cluster_t *c, char *err, size_t errlen) {
   }
   /* Pools without slices are gone from the index now: forget them. */
   size_t kept = 0;
-  json_object_clear(c->pool_keys);
+  sf_map_clear(&c->pool_keys);
   for (size_t i = 0; i < c->npools; i++) {
     pool_t *p = c->pools[i];
     if (p->nslices == 0) {
@@ -242,8 +238,8 @@ int sf__pools_sync_all(sf_cluster_t *c, char *err, size_t errlen) {
       continue;
     }
     char key[KEY_MAX];
-    json_object_set_new(c->pool_keys, pool_key(p->driver, p->name, key, sizeof key),
-                        json_integer((json_int_t)kept));
+    sf_map_put(&c->pool_keys, key, sf__pool_keylen(p->driver, p->name, key, sizeof key),
+               (int32_t)kept);
     c->pools[kept++] = p;
   }
   c->npools = kept;

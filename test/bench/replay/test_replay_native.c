@@ -12,7 +12,7 @@
 
 static char path[64];
 
-static int load(sf_replay_trace_t *t, const char *text, sf_replay_err_t *err)
+static int load(sf_replay_trace_t *t, const char *text, char *err, size_t errlen)
 {
   snprintf(path, sizeof(path), "/tmp/sf-replay-n-XXXXXX");
   int fd = mkstemp(path);
@@ -20,23 +20,23 @@ static int load(sf_replay_trace_t *t, const char *text, sf_replay_err_t *err)
   cr_assert(write(fd, text, strlen(text)) == (ssize_t)strlen(text));
   close(fd);
   sf_replay_trace_init(t);
-  int rc = sf_replay_load_native(t, path, err);
+  int rc = sf_replay_load_native(t, path, err, errlen);
   unlink(path);
   return rc;
 }
 
 static void run(const sf_replay_trace_t *t, const char *policy, sf_replay_result_t *r)
 {
-  sf_replay_err_t err = {""};
+  char err[SF_REPLAY_ERR_MAX] = "";
   sf_replay_opts_t o = {.policy = policy, .device_choice = -1, .seed = 1};
-  cr_assert_eq(sf_replay_run(t, &o, r, &err), 0, "%s", err.msg);
+  cr_assert_eq(sf_replay_run(t, &o, r, err, sizeof err), 0, "%s", err);
 }
 
 Test(replay_native, departures_free_capacity_at_their_time)
 {
   sf_replay_trace_t t;
   sf_replay_result_t r;
-  sf_replay_err_t err = {""};
+  char err[SF_REPLAY_ERR_MAX] = "";
   cr_assert_eq(load(&t,
                     "# one GPU of 80Gi\n"
                     "{\"kind\":\"node\",\"name\":\"n\",\"cpu\":\"8\",\"memory\":\"64Gi\",\"gpus\":1,"
@@ -48,8 +48,8 @@ Test(replay_native, departures_free_capacity_at_their_time)
                     "\"claims\":[{\"requests\":[{\"memory\":\"40Gi\",\"models\":[\"H100\"]}]}]}\n"
                     "{\"kind\":\"pod\",\"name\":\"d\",\"at\":11,\"claims\":[{\"requests\":[{\"memory\":\"40Gi\"}]}]}\n"
                     "{\"kind\":\"pod\",\"name\":\"e\",\"at\":12,\"claims\":[{\"requests\":[{\"memory\":\"1Gi\"}]}]}\n",
-                    &err),
-               0, "%s", err.msg);
+                    err, sizeof err),
+               0, "%s", err);
   cr_assert(t.native);
   cr_expect_eq(t.pods[2].load_milli, 500, "40Gi of an 80Gi GPU is half a GPU");
   run(&t, "fgd", &r);
@@ -66,7 +66,7 @@ Test(replay_native, island_claims_need_one_island)
 {
   sf_replay_trace_t t;
   sf_replay_result_t r;
-  sf_replay_err_t err = {""};
+  char err[SF_REPLAY_ERR_MAX] = "";
   const char *node = "{\"kind\":\"node\",\"name\":\"n\",\"cpu\":\"64\",\"memory\":\"512Gi\",\"gpus\":8,"
                      "\"model\":\"A100\",\"gpu_memory\":\"40Gi\",\"islands\":[4,4]}\n";
   char text[2048];
@@ -76,7 +76,7 @@ Test(replay_native, island_claims_need_one_island)
            "{\"kind\":\"pod\",\"name\":\"y\",\"at\":1,\"claims\":[{\"requests\":[{\"count\":2}],\"island\":true}]}\n"
            "{\"kind\":\"pod\",\"name\":\"z\",\"at\":2,\"claims\":[{\"requests\":[{\"count\":3}],\"island\":true}]}\n",
            node);
-  cr_assert_eq(load(&t, text, &err), 0, "%s", err.msg);
+  cr_assert_eq(load(&t, text, err, sizeof err), 0, "%s", err);
   cr_assert(t.has_islands);
   run(&t, "fragmentation", &r);
   cr_expect_eq(r.pods_failed, 1, "z needs 3 GPUs in one island");
@@ -88,7 +88,7 @@ Test(replay_native, island_claims_need_one_island)
            "{\"kind\":\"pod\",\"name\":\"y\",\"at\":1,\"claims\":[{\"requests\":[{\"count\":2}],\"island\":true}]}\n"
            "{\"kind\":\"pod\",\"name\":\"z\",\"at\":2,\"claims\":[{\"requests\":[{\"count\":3}]}]}\n",
            node);
-  cr_assert_eq(load(&t, text, &err), 0, "%s", err.msg);
+  cr_assert_eq(load(&t, text, err, sizeof err), 0, "%s", err);
   run(&t, "fragmentation", &r);
   cr_expect_eq(r.pods_failed, 0);
   sf_replay_result_dispose(&r);
@@ -98,9 +98,9 @@ Test(replay_native, island_claims_need_one_island)
 static void expect_error(const char *text, const char *want)
 {
   sf_replay_trace_t t;
-  sf_replay_err_t err = {""};
-  cr_expect_neq(load(&t, text, &err), 0, "loaded although it should fail with '%s'", want);
-  cr_expect(strstr(err.msg, want) != NULL, "error '%s' lacks '%s'", err.msg, want);
+  char err[SF_REPLAY_ERR_MAX] = "";
+  cr_expect_neq(load(&t, text, err, sizeof err), 0, "loaded although it should fail with '%s'", want);
+  cr_expect(strstr(err, want) != NULL, "error '%s' lacks '%s'", err, want);
   cr_expect_eq(t.npods, 0);
   sf_replay_trace_dispose(&t);
 }

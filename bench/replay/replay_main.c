@@ -1,6 +1,6 @@
 /*
  * bin/slicefit-replay: replays a trace through the packing core and compares
- * policies. Flag parsing and wiring only; the work is in bench/replay_*.c.
+ * policies. Flag parsing and wiring only; the work is in bench/replay/replay_*.c.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -312,21 +312,21 @@ static json_t *load_snapshot(const char *path)
 
 static int load_trace(const flags_t *f, sf_replay_trace_t *t)
 {
-  sf_replay_err_t err = {""};
+  char err[SF_REPLAY_ERR_MAX] = "";
   char *nodes = NULL, *pods = NULL;
   int rc;
   if (f->trace != NULL) {
-    rc = sf_replay_load_native(t, f->trace, &err);
+    rc = sf_replay_load_native(t, f->trace, err, sizeof err);
   } else {
     nodes = f->nodes ? sf_xstrdup(f->nodes) : bundled(BUNDLED_NODES);
     pods = f->pods ? sf_xstrdup(f->pods) : bundled(BUNDLED_PODS);
-    rc = sf_replay_load_csv(t, nodes, pods, &err);
+    rc = sf_replay_load_csv(t, nodes, pods, err, sizeof err);
     if (rc != 0 && f->nodes == NULL)
       fprintf(stderr, "slicefit-replay: no trace given and the bundled one was not found "
                       "(set SLICEFIT_DATA to the bench/data folder)\n");
   }
   if (rc != 0)
-    fprintf(stderr, "slicefit-replay: %s\n", err.msg);
+    fprintf(stderr, "slicefit-replay: %s\n", err);
   free(nodes);
   free(pods);
   return rc;
@@ -385,9 +385,9 @@ static int replay_all(const flags_t *f, const sf_replay_trace_t *t, const sf_pol
       sf_replay_opts_t o = {names[p], base, f->device_choice, f->seed_lo + s,
                             f->trace ? 0 : f->tune, tty ? progress : NULL, &pr, f->ties, false, f->extender,
                             snapshot, f->snapshot, f->cpu_blind, f->cpu_only_la};
-      sf_replay_err_t err = {""};
-      if ((rc = sf_replay_run(t, &o, &runs[p][s], &err)) != 0) {
-        fprintf(stderr, "%sslicefit-replay: %s\n", tty ? "\n" : "", err.msg);
+      char err[SF_REPLAY_ERR_MAX] = "";
+      if ((rc = sf_replay_run(t, &o, &runs[p][s], err, sizeof err)) != 0) {
+        fprintf(stderr, "%sslicefit-replay: %s\n", tty ? "\n" : "", err);
         break;
       }
       nruns[p]++;

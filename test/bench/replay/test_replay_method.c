@@ -16,14 +16,14 @@ static void load(sf_replay_trace_t *t, const char *nodes, const char *pods)
 {
   char np[] = "/tmp/sf-replay-m-XXXXXX", pp[] = "/tmp/sf-replay-m-XXXXXX";
   int a = mkstemp(np), b = mkstemp(pp);
-  sf_replay_err_t err = {""};
+  char err[SF_REPLAY_ERR_MAX] = "";
   cr_assert(a >= 0 && b >= 0);
   cr_assert(write(a, nodes, strlen(nodes)) == (ssize_t)strlen(nodes));
   cr_assert(write(b, pods, strlen(pods)) == (ssize_t)strlen(pods));
   close(a);
   close(b);
   sf_replay_trace_init(t);
-  cr_assert_eq(sf_replay_load_csv(t, np, pp, &err), 0, "%s", err.msg);
+  cr_assert_eq(sf_replay_load_csv(t, np, pp, err, sizeof err), 0, "%s", err);
   unlink(np);
   unlink(pp);
 }
@@ -141,7 +141,7 @@ Test(replay_method, allocation_at_thresholds)
 {
   sf_replay_trace_t t;
   sf_replay_result_t r;
-  sf_replay_err_t err = {""};
+  char err[SF_REPLAY_ERR_MAX] = "";
   load(&t, "sn,cpu_milli,memory_mib,gpu,model\nn1,8000,1024,1,T4\nn2,8000,1024,1,T4\n",
        "name,cpu_milli,memory_mib,num_gpu,gpu_milli\n"
        "p0,1000,1,1,500\np1,1000,1,1,500\np2,1000,1,1,500\np3,1000,1,1,500\nq,1000,1,1,600\n");
@@ -154,7 +154,7 @@ Test(replay_method, allocation_at_thresholds)
     if (!last)
       continue;
     sf_replay_opts_t opts = {.policy = "bestfit", .device_choice = -1, .seed = seed};
-    cr_assert_eq(sf_replay_run(&t, &opts, &r, &err), 0, "%s", err.msg);
+    cr_assert_eq(sf_replay_run(&t, &opts, &r, err, sizeof err), 0, "%s", err);
     break;
   }
   cr_expect_eq(r.gpus, 2);
@@ -176,12 +176,12 @@ Test(replay_method, cpu_limits_allocation)
 {
   sf_replay_trace_t t;
   sf_replay_result_t r;
-  sf_replay_err_t err = {""};
+  char err[SF_REPLAY_ERR_MAX] = "";
   load(&t, "sn,cpu_milli,memory_mib,gpu,model\nn1,1000,1024,1,T4\nn2,1000,1024,1,T4\n",
        "name,cpu_milli,memory_mib,num_gpu,gpu_milli\n"
        "p0,600,1,1,500\np1,600,1,1,500\np2,600,1,1,500\np3,600,1,1,500\n");
   sf_replay_opts_t opts = {.policy = "fgd", .device_choice = -1, .seed = 1};
-  cr_assert_eq(sf_replay_run(&t, &opts, &r, &err), 0, "%s", err.msg);
+  cr_assert_eq(sf_replay_run(&t, &opts, &r, err, sizeof err), 0, "%s", err);
   cr_expect_eq(r.pods_failed, 2);
   cr_expect_float_eq(r.alloc_pct_at[4], 50.0, 1e-9);
   cr_expect_float_eq(r.frag_pct_at_100, 50.0, 1e-9, "the free halves are stranded by CPU");
@@ -193,11 +193,11 @@ Test(replay_method, unknown_policy_is_an_error)
 {
   sf_replay_trace_t t;
   sf_replay_result_t r;
-  sf_replay_err_t err = {""};
+  char err[SF_REPLAY_ERR_MAX] = "";
   sf_test_load_bundled(&t);
   sf_replay_opts_t opts = {.policy = "tetris", .device_choice = -1, .seed = 1};
-  cr_expect_eq(sf_replay_run(&t, &opts, &r, &err), SF_EINVAL);
-  cr_expect(strstr(err.msg, "unknown policy 'tetris'") != NULL, "%s", err.msg);
+  cr_expect_eq(sf_replay_run(&t, &opts, &r, err, sizeof err), SF_EINVAL);
+  cr_expect(strstr(err, "unknown policy 'tetris'") != NULL, "%s", err);
   sf_replay_result_dispose(&r);
   sf_replay_trace_dispose(&t);
 }
@@ -208,10 +208,10 @@ static void same_with_and_without_cache(const sf_replay_trace_t *t, const char *
 {
   sf_replay_result_t r[2];
   for (int k = 0; k < 2; k++) {
-    sf_replay_err_t err = {""};
+    char err[SF_REPLAY_ERR_MAX] = "";
     sf_replay_opts_t o = {.policy = policy, .device_choice = SF_CHOICE_PACKER, .seed = 7,
                           .tune = tune, .ties = ties, .no_cache = k == 1};
-    cr_assert_eq(sf_replay_run(t, &o, &r[k], &err), 0, "%s", err.msg);
+    cr_assert_eq(sf_replay_run(t, &o, &r[k], err, sizeof err), 0, "%s", err);
   }
   cr_expect_eq(r[0].pods_failed, r[1].pods_failed, "%s: failed pods differ", policy);
   cr_expect_eq(r[0].pods_departed, r[1].pods_departed, "%s: departures differ", policy);
@@ -248,7 +248,7 @@ Test(replay_method, verdict_cache_changes_nothing)
 Test(replay_method, extender_scores_follow_the_core_scores)
 {
   sf_replay_trace_t t;
-  sf_replay_err_t err = {""};
+  char err[SF_REPLAY_ERR_MAX] = "";
   sf_test_load_bundled(&t);
   double at100[2];
   static const char *const pol[2] = {"binpack", "spread"};
@@ -256,7 +256,7 @@ Test(replay_method, extender_scores_follow_the_core_scores)
     sf_replay_result_t r;
     sf_replay_opts_t o = {.policy = pol[k], .device_choice = -1, .seed = 42, .tune = 1.3,
                           .ties = SF_REPLAY_TIES_FIRST, .extender_scores = true};
-    cr_assert_eq(sf_replay_run(&t, &o, &r, &err), 0, "%s", err.msg);
+    cr_assert_eq(sf_replay_run(&t, &o, &r, err, sizeof err), 0, "%s", err);
     at100[k] = r.alloc_pct_at[4];
     sf_replay_result_dispose(&r);
   }

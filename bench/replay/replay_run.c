@@ -355,7 +355,7 @@ static int64_t now_ns(void)
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static int build_node(run_t *r, const sf_replay_node_t *n, sf_replay_err_t *err)
+static int build_node(run_t *r, const sf_replay_node_t *n, char *err, size_t errlen)
 {
   sf_node_spec_t spec = {n->name, n->cpu_milli, n->mem_bytes};
   sf_node_id id;
@@ -381,7 +381,7 @@ static int build_node(run_t *r, const sf_replay_node_t *n, sf_replay_err_t *err)
     rc = sf_index_pool_set(r->idx, id, SF_REPLAY_DRIVER, n->name, devs, n->ngpu, NULL, 0);
   }
   if (rc != 0)
-    snprintf(err->msg, sizeof(err->msg), "node %s: the index refused it: %s", n->name,
+    snprintf(err, errlen, "node %s: the index refused it: %s", n->name,
              sf_strerror(rc));
   return rc;
 }
@@ -419,7 +419,7 @@ static void all_nodes(run_t *r)
  * The index a run starts from: empty, or the snapshot's cluster. Its GPUs
  * (devices with a model) and their allocated share count in the capacity.
  */
-static int open_index(run_t *r, sf_replay_err_t *err)
+static int open_index(run_t *r, char *err, size_t errlen)
 {
   char msg[SF_ERR_MAX];
   if (r->o->snapshot == NULL) {
@@ -429,7 +429,7 @@ static int open_index(run_t *r, sf_replay_err_t *err)
   r->cluster = sf_cluster_create(&r->pol);
   int rc = sf_cluster_load_list(r->cluster, r->o->snapshot, msg, sizeof(msg));
   if (rc != 0) {
-    snprintf(err->msg, sizeof(err->msg), "%s: %s", r->o->snapshot_name ? r->o->snapshot_name : "snapshot",
+    snprintf(err, errlen, "%s: %s", r->o->snapshot_name ? r->o->snapshot_name : "snapshot",
              msg);
     return rc;
   }
@@ -453,7 +453,7 @@ static void count_gpus(run_t *r)
   }
 }
 
-static int build_index(run_t *r, sf_replay_err_t *err)
+static int build_index(run_t *r, char *err, size_t errlen)
 {
   const sf_replay_trace_t *t = r->t;
   uint32_t *byname = sf_xcalloc(t->nnodes + 1, sizeof(*byname));
@@ -464,7 +464,7 @@ static int build_index(run_t *r, sf_replay_err_t *err)
   qsort(byname, t->nnodes, sizeof(*byname), cmp_node_name);
   r->nodes = sf_xcalloc(t->nnodes + 1, sizeof(*r->nodes));
   for (size_t i = 0; i < t->nnodes && rc == 0; i++) {
-    if ((rc = build_node(r, &t->nodes[byname[i]], err)) == 0)
+    if ((rc = build_node(r, &t->nodes[byname[i]], err, errlen)) == 0)
       r->nodes[r->nnodes++] = sf_index_node_find(r->idx, t->nodes[byname[i]].name);
   }
   free(byname);
@@ -1238,7 +1238,7 @@ static void run_dispose(run_t *r)
 }
 
 int sf_replay_run(const sf_replay_trace_t *t, const sf_replay_opts_t *opts,
-                  sf_replay_result_t *res, sf_replay_err_t *err)
+                  sf_replay_result_t *res, char *err, size_t errlen)
 {
   run_t *r = sf_xcalloc(1, sizeof(*r));
   sf_replay_order_t order = {0};
@@ -1250,7 +1250,7 @@ int sf_replay_run(const sf_replay_trace_t *t, const sf_replay_opts_t *opts,
     res->alloc_pct_at[k] = NAN;
   res->unallocated_pct_at_100 = res->frag_pct_at_100 = NAN;
   if (!sf_replay_policy_valid(opts->policy, &r->kind, &strategy)) {
-    snprintf(err->msg, sizeof(err->msg), "unknown policy '%s' (known: %s)", opts->policy,
+    snprintf(err, errlen, "unknown policy '%s' (known: %s)", opts->policy,
              sf_replay_policy_names());
     goto out;
   }
@@ -1260,7 +1260,7 @@ int sf_replay_run(const sf_replay_trace_t *t, const sf_replay_opts_t *opts,
   r->pk = sf_packer_create();
   sf_rng_seed(&r->rng, opts->seed ^ 0x243f6a8885a308d3ull);
   run_policies(r, strategy);
-  if ((rc = open_index(r, err)) != 0 || (rc = build_index(r, err)) != 0)
+  if ((rc = open_index(r, err, errlen)) != 0 || (rc = build_index(r, err, errlen)) != 0)
     goto out;
   cache_init(r);
   snprintf(res->policy, sizeof(res->policy), "%s", opts->policy);

@@ -22,23 +22,23 @@
 
 const int sf_replay_thresholds[SF_REPLAY_NTHRESH] = {50, 80, 90, 95, 100, 105, 110, 120, 130};
 
-static void fail(sf_replay_err_t *err, const char *file, size_t line, size_t col, const char *fmt,
-                 ...) __attribute__((format(printf, 5, 6)));
+static void fail(char *err, size_t errlen, const char *file, size_t line, size_t col, const char *fmt,
+                 ...) __attribute__((format(printf, 6, 7)));
 
-static void fail(sf_replay_err_t *err, const char *file, size_t line, size_t col, const char *fmt, ...)
+static void fail(char *err, size_t errlen, const char *file, size_t line, size_t col, const char *fmt, ...)
 {
   int n;
   va_list ap;
-  if (err == NULL)
+  if (err == NULL || errlen == 0)
     return;
   if (line > 0)
-    n = snprintf(err->msg, sizeof(err->msg), "%s:%zu:%zu: ", file, line, col);
+    n = snprintf(err, errlen, "%s:%zu:%zu: ", file, line, col);
   else
-    n = snprintf(err->msg, sizeof(err->msg), "%s: ", file);
-  if (n < 0 || (size_t)n >= sizeof(err->msg))
+    n = snprintf(err, errlen, "%s: ", file);
+  if (n < 0 || (size_t)n >= errlen)
     return;
   va_start(ap, fmt);
-  vsnprintf(err->msg + n, sizeof(err->msg) - (size_t)n, fmt, ap);
+  vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
   va_end(ap);
 }
 
@@ -165,7 +165,7 @@ typedef struct {
 } csv_t;
 
 /* Reads and splits the next non-blank line: 1, 0 at end of file, or -1 (err filled). */
-static int csv_next(csv_t *c, FILE *f, sf_replay_err_t *err)
+static int csv_next(csv_t *c, FILE *f, char *err, size_t errlen)
 {
   for (;;) {
     ssize_t len = getline(&c->buf, &c->cap, f);
@@ -173,13 +173,13 @@ static int csv_next(csv_t *c, FILE *f, sf_replay_err_t *err)
       return 0;
     c->line++;
     if ((size_t)len > MAX_LINE) {
-      fail(err, c->file, c->line, 1, "line longer than %u bytes", MAX_LINE);
+      fail(err, errlen, c->file, c->line, 1, "line longer than %u bytes", MAX_LINE);
       return -1;
     }
     while (len > 0 && (c->buf[len - 1] == '\n' || c->buf[len - 1] == '\r'))
       c->buf[--len] = '\0';
     if (strlen(c->buf) != (size_t)len) {
-      fail(err, c->file, c->line, strlen(c->buf) + 1, "NUL byte in a text file");
+      fail(err, errlen, c->file, c->line, strlen(c->buf) + 1, "NUL byte in a text file");
       return -1;
     }
     if (len == 0)
@@ -189,7 +189,7 @@ static int csv_next(csv_t *c, FILE *f, sf_replay_err_t *err)
     char *p = c->buf;
     for (;;) {
       if (c->n == MAX_FIELDS) {
-        fail(err, c->file, c->line, (size_t)(p - c->buf) + 1, "more than %d fields", MAX_FIELDS);
+        fail(err, errlen, c->file, c->line, (size_t)(p - c->buf) + 1, "more than %d fields", MAX_FIELDS);
         return -1;
       }
       c->fields[c->n] = p;
@@ -203,7 +203,7 @@ static int csv_next(csv_t *c, FILE *f, sf_replay_err_t *err)
     for (size_t i = 0; i < c->n; i++) {
       char *q = strchr(c->fields[i], '"');
       if (q != NULL) {
-        fail(err, c->file, c->line, c->cols[i] + (size_t)(q - c->fields[i]),
+        fail(err, errlen, c->file, c->line, c->cols[i] + (size_t)(q - c->fields[i]),
              "quoted fields are not supported in trace CSVs");
         return -1;
       }
@@ -236,13 +236,13 @@ typedef struct {
 } col_t;
 
 static int csv_header(csv_t *c, FILE *f, col_t *cols, size_t ncols, const char *what,
-                      sf_replay_err_t *err)
+                      char *err, size_t errlen)
 {
-  int r = csv_next(c, f, err);
+  int r = csv_next(c, f, err, errlen);
   if (r < 0)
     return SF_EINVAL;
   if (r == 0) {
-    fail(err, c->file, 0, 0, "empty file: expected a %s CSV with a header row", what);
+    fail(err, errlen, c->file, 0, 0, "empty file: expected a %s CSV with a header row", what);
     return SF_EINVAL;
   }
   for (size_t k = 0; k < ncols; k++)
@@ -252,7 +252,7 @@ static int csv_header(csv_t *c, FILE *f, col_t *cols, size_t ncols, const char *
       if (strcmp(c->fields[i], cols[k].name) != 0)
         continue;
       if (cols[k].at >= 0) {
-        fail(err, c->file, c->line, c->cols[i], "column '%s' appears twice", cols[k].name);
+        fail(err, errlen, c->file, c->line, c->cols[i], "column '%s' appears twice", cols[k].name);
         return SF_EINVAL;
       }
       cols[k].at = (int)i;
@@ -260,7 +260,7 @@ static int csv_header(csv_t *c, FILE *f, col_t *cols, size_t ncols, const char *
   }
   for (size_t k = 0; k < ncols; k++) {
     if (cols[k].required && cols[k].at < 0) {
-      fail(err, c->file, c->line, 1, "missing column '%s' in the header of a %s CSV", cols[k].name,
+      fail(err, errlen, c->file, c->line, 1, "missing column '%s' in the header of a %s CSV", cols[k].name,
            what);
       return SF_EINVAL;
     }
@@ -269,22 +269,22 @@ static int csv_header(csv_t *c, FILE *f, col_t *cols, size_t ncols, const char *
 }
 
 /* Fetches integer column k of the current row, checking its range. */
-static int csv_int(csv_t *c, const col_t *col, int64_t max, int64_t *out, sf_replay_err_t *err)
+static int csv_int(csv_t *c, const col_t *col, int64_t max, int64_t *out, char *err, size_t errlen)
 {
   const char *s = c->fields[col->at];
   if (parse_uint(s, max, out) != 0) {
-    fail(err, c->file, c->line, c->cols[col->at],
+    fail(err, errlen, c->file, c->line, c->cols[col->at],
          "column '%s': expected an integer from 0 to %" PRId64 ", got '%s'", col->name, max, s);
     return SF_EINVAL;
   }
   return 0;
 }
 
-static int csv_width(csv_t *c, size_t want, sf_replay_err_t *err)
+static int csv_width(csv_t *c, size_t want, char *err, size_t errlen)
 {
   if (c->n == want)
     return 0;
-  fail(err, c->file, c->line, c->n > want ? c->cols[want] : c->len + 1,
+  fail(err, errlen, c->file, c->line, c->n > want ? c->cols[want] : c->len + 1,
        "expected %zu fields as in the header, found %zu", want, c->n);
   return SF_EINVAL;
 }
@@ -302,35 +302,35 @@ static bool name_ok(const char *s)
 enum { N_SN, N_CPU, N_MEM, N_GPU, N_MODEL };
 
 static int node_row(sf_replay_trace_t *t, csv_t *c, const col_t *cols, size_t width,
-                    sf_replay_err_t *err)
+                    char *err, size_t errlen)
 {
   int64_t cpu, mem, gpu;
   int rc;
-  if ((rc = csv_width(c, width, err)) != 0)
+  if ((rc = csv_width(c, width, err, errlen)) != 0)
     return rc;
   const char *name = c->fields[cols[N_SN].at];
   const char *model = cols[N_MODEL].at >= 0 ? c->fields[cols[N_MODEL].at] : "";
   if (!name_ok(name)) {
-    fail(err, c->file, c->line, c->cols[cols[N_SN].at], "column 'sn': bad node name '%s'", name);
+    fail(err, errlen, c->file, c->line, c->cols[cols[N_SN].at], "column 'sn': bad node name '%s'", name);
     return SF_EINVAL;
   }
-  if ((rc = csv_int(c, &cols[N_CPU], INT64_MAX / 4, &cpu, err)) != 0 ||
-      (rc = csv_int(c, &cols[N_MEM], INT64_MAX >> 22, &mem, err)) != 0 ||
-      (rc = csv_int(c, &cols[N_GPU], SF_REPLAY_MAX_GPUS, &gpu, err)) != 0)
+  if ((rc = csv_int(c, &cols[N_CPU], INT64_MAX / 4, &cpu, err, errlen)) != 0 ||
+      (rc = csv_int(c, &cols[N_MEM], INT64_MAX >> 22, &mem, err, errlen)) != 0 ||
+      (rc = csv_int(c, &cols[N_GPU], SF_REPLAY_MAX_GPUS, &gpu, err, errlen)) != 0)
     return rc;
   if (gpu > 0 && !name_ok(model)) {
-    fail(err, c->file, c->line, cols[N_MODEL].at >= 0 ? c->cols[cols[N_MODEL].at] : 1,
+    fail(err, errlen, c->file, c->line, cols[N_MODEL].at >= 0 ? c->cols[cols[N_MODEL].at] : 1,
          "column 'model': a node with %" PRId64 " GPUs needs a model name, got '%s'", gpu, model);
     return SF_EINVAL;
   }
   if (gpu == 0 && *model != '\0') {
-    fail(err, c->file, c->line, c->cols[cols[N_MODEL].at],
+    fail(err, errlen, c->file, c->line, c->cols[cols[N_MODEL].at],
          "column 'model': '%s' given for a node with no GPU", model);
     return SF_EINVAL;
   }
   for (size_t i = 0; i < t->nnodes; i++) {
     if (strcmp(t->nodes[i].name, name) == 0) {
-      fail(err, c->file, c->line, c->cols[cols[N_SN].at], "node '%s' appears twice", name);
+      fail(err, errlen, c->file, c->line, c->cols[cols[N_SN].at], "node '%s' appears twice", name);
       return SF_EINVAL;
     }
   }
@@ -346,29 +346,29 @@ static int node_row(sf_replay_trace_t *t, csv_t *c, const col_t *cols, size_t wi
 }
 
 typedef int (*row_fn)(sf_replay_trace_t *t, csv_t *c, const col_t *cols, size_t width,
-                      sf_replay_err_t *err);
+                      char *err, size_t errlen);
 
 /* Reads a header naming `cols`, then every row through `row`; at least one row is required. */
 static int parse_csv(sf_replay_trace_t *t, FILE *f, const char *name, col_t *cols, size_t ncols,
-                     const char *what, row_fn row, const size_t *count, sf_replay_err_t *err)
+                     const char *what, row_fn row, const size_t *count, char *err, size_t errlen)
 {
   csv_t c = {.file = name};
   size_t before = *count, width;
-  int rc = csv_header(&c, f, cols, ncols, what, err);
+  int rc = csv_header(&c, f, cols, ncols, what, err, errlen);
   if (rc != 0)
     goto out;
   width = c.n;
   for (;;) {
-    int r = csv_next(&c, f, err);
+    int r = csv_next(&c, f, err, errlen);
     if (r <= 0) {
       rc = r < 0 ? SF_EINVAL : 0;
       break;
     }
-    if ((rc = row(t, &c, cols, width, err)) != 0)
+    if ((rc = row(t, &c, cols, width, err, errlen)) != 0)
       break;
   }
   if (rc == 0 && *count == before) {
-    fail(err, name, 0, 0, "no %s rows after the header", what);
+    fail(err, errlen, name, 0, 0, "no %s rows after the header", what);
     rc = SF_EINVAL;
   }
 out:
@@ -376,11 +376,11 @@ out:
   return rc;
 }
 
-int sf_replay_parse_nodes_csv(sf_replay_trace_t *t, FILE *f, const char *name, sf_replay_err_t *err)
+int sf_replay_parse_nodes_csv(sf_replay_trace_t *t, FILE *f, const char *name, char *err, size_t errlen)
 {
   col_t cols[] = {{"sn", true, -1}, {"cpu_milli", true, -1}, {"memory_mib", true, -1},
                   {"gpu", true, -1}, {"model", false, -1}};
-  return parse_csv(t, f, name, cols, sizeof(cols) / sizeof(cols[0]), "node", node_row, &t->nnodes, err);
+  return parse_csv(t, f, name, cols, sizeof(cols) / sizeof(cols[0]), "node", node_row, &t->nnodes, err, errlen);
 }
 
 enum { P_NAME, P_CPU, P_MEM, P_NGPU, P_MILLI, P_SPEC };
@@ -399,35 +399,35 @@ static void pod_claims_alibaba(sf_replay_pod_t *p)
 }
 
 static int pod_row(sf_replay_trace_t *t, csv_t *c, const col_t *cols, size_t width,
-                   sf_replay_err_t *err)
+                   char *err, size_t errlen)
 {
   int64_t cpu, mem, ngpu, milli;
   int rc;
-  if ((rc = csv_width(c, width, err)) != 0)
+  if ((rc = csv_width(c, width, err, errlen)) != 0)
     return rc;
   const char *name = c->fields[cols[P_NAME].at];
   if (!name_ok(name)) {
-    fail(err, c->file, c->line, c->cols[cols[P_NAME].at], "column 'name': bad pod name '%s'", name);
+    fail(err, errlen, c->file, c->line, c->cols[cols[P_NAME].at], "column 'name': bad pod name '%s'", name);
     return SF_EINVAL;
   }
-  if ((rc = csv_int(c, &cols[P_CPU], INT64_MAX / 4, &cpu, err)) != 0 ||
-      (rc = csv_int(c, &cols[P_MEM], INT64_MAX >> 22, &mem, err)) != 0 ||
-      (rc = csv_int(c, &cols[P_NGPU], SF_REPLAY_MAX_GPUS, &ngpu, err)) != 0 ||
-      (rc = csv_int(c, &cols[P_MILLI], 1000, &milli, err)) != 0)
+  if ((rc = csv_int(c, &cols[P_CPU], INT64_MAX / 4, &cpu, err, errlen)) != 0 ||
+      (rc = csv_int(c, &cols[P_MEM], INT64_MAX >> 22, &mem, err, errlen)) != 0 ||
+      (rc = csv_int(c, &cols[P_NGPU], SF_REPLAY_MAX_GPUS, &ngpu, err, errlen)) != 0 ||
+      (rc = csv_int(c, &cols[P_MILLI], 1000, &milli, err, errlen)) != 0)
     return rc;
   size_t mcol = c->cols[cols[P_MILLI].at];
   if (ngpu == 0 && milli != 0) {
-    fail(err, c->file, c->line, mcol, "column 'gpu_milli': %" PRId64 " for a pod with num_gpu 0",
+    fail(err, errlen, c->file, c->line, mcol, "column 'gpu_milli': %" PRId64 " for a pod with num_gpu 0",
          milli);
     return SF_EINVAL;
   }
   if (ngpu > 0 && milli == 0) {
-    fail(err, c->file, c->line, mcol, "column 'gpu_milli': 0 for a pod with num_gpu %" PRId64,
+    fail(err, errlen, c->file, c->line, mcol, "column 'gpu_milli': 0 for a pod with num_gpu %" PRId64,
          ngpu);
     return SF_EINVAL;
   }
   if (ngpu > 1 && milli != 1000) {
-    fail(err, c->file, c->line, mcol,
+    fail(err, errlen, c->file, c->line, mcol,
          "column 'gpu_milli': a multi-GPU pod (num_gpu %" PRId64 ") must take whole GPUs (1000), got %" PRId64,
          ngpu, milli);
     return SF_EINVAL;
@@ -435,7 +435,7 @@ static int pod_row(sf_replay_trace_t *t, csv_t *c, const col_t *cols, size_t wid
   const char *spec = cols[P_SPEC].at >= 0 ? c->fields[cols[P_SPEC].at] : "";
   for (const char *s = spec; *s; s++) {
     if ((unsigned char)*s <= ' ' || (unsigned char)*s >= 0x7f) {
-      fail(err, c->file, c->line, c->cols[cols[P_SPEC].at] + (size_t)(s - spec),
+      fail(err, errlen, c->file, c->line, c->cols[cols[P_SPEC].at] + (size_t)(s - spec),
            "column 'gpu_spec': unexpected character in '%s'", spec);
       return SF_EINVAL;
     }
@@ -455,18 +455,18 @@ static int pod_row(sf_replay_trace_t *t, csv_t *c, const col_t *cols, size_t wid
   return 0;
 }
 
-int sf_replay_parse_pods_csv(sf_replay_trace_t *t, FILE *f, const char *name, sf_replay_err_t *err)
+int sf_replay_parse_pods_csv(sf_replay_trace_t *t, FILE *f, const char *name, char *err, size_t errlen)
 {
   col_t cols[] = {{"name", true, -1},    {"cpu_milli", true, -1}, {"memory_mib", true, -1},
                   {"num_gpu", true, -1}, {"gpu_milli", true, -1}, {"gpu_spec", false, -1}};
-  return parse_csv(t, f, name, cols, sizeof(cols) / sizeof(cols[0]), "pod", pod_row, &t->npods, err);
+  return parse_csv(t, f, name, cols, sizeof(cols) / sizeof(cols[0]), "pod", pod_row, &t->npods, err, errlen);
 }
 
-static FILE *open_input(const char *path, sf_replay_err_t *err)
+static FILE *open_input(const char *path, char *err, size_t errlen)
 {
   FILE *f = fopen(path, "r");
   if (f == NULL)
-    fail(err, path, 0, 0, "cannot open: %s", strerror(errno));
+    fail(err, errlen, path, 0, 0, "cannot open: %s", strerror(errno));
   return f;
 }
 
@@ -479,19 +479,19 @@ static char *join_source(const char *a, const char *b)
 }
 
 int sf_replay_load_csv(sf_replay_trace_t *t, const char *nodes_path, const char *pods_path,
-                       sf_replay_err_t *err)
+                       char *err, size_t errlen)
 {
   FILE *f = NULL;
   int rc = SF_ENOENT;
-  if ((f = open_input(nodes_path, err)) == NULL)
+  if ((f = open_input(nodes_path, err, errlen)) == NULL)
     goto out;
-  if ((rc = sf_replay_parse_nodes_csv(t, f, nodes_path, err)) != 0)
+  if ((rc = sf_replay_parse_nodes_csv(t, f, nodes_path, err, errlen)) != 0)
     goto out;
   fclose(f);
   rc = SF_ENOENT;
-  if ((f = open_input(pods_path, err)) == NULL)
+  if ((f = open_input(pods_path, err, errlen)) == NULL)
     goto out;
-  rc = sf_replay_parse_pods_csv(t, f, pods_path, err);
+  rc = sf_replay_parse_pods_csv(t, f, pods_path, err, errlen);
   if (rc == 0) {
     free(t->source);
     t->source = join_source(nodes_path, pods_path);
@@ -510,7 +510,8 @@ typedef struct {
   const char *file;
   size_t line;
   const char *text;            /* the raw line, to point at a key's column */
-  sf_replay_err_t *err;
+  char *err;
+  size_t errlen;
 } jctx_t;
 
 /* Column of the first occurrence of "key" in the line, for messages. */
@@ -532,7 +533,7 @@ static int jfail(const jctx_t *j, const char *key, const char *fmt, ...)
   va_start(ap, fmt);
   vsnprintf(what, sizeof(what), fmt, ap);
   va_end(ap);
-  fail(j->err, j->file, j->line, key != NULL ? key_col(j, key) : 1, "%s", what);
+  fail(j->err, j->errlen, j->file, j->line, key != NULL ? key_col(j, key) : 1, "%s", what);
   return SF_EINVAL;
 }
 
@@ -763,7 +764,7 @@ static int native_line(sf_replay_trace_t *t, const jctx_t *j, size_t len)
   json_t *obj = json_loadb(j->text, len, JSON_REJECT_DUPLICATES, &jerr);
   int rc;
   if (obj == NULL) {
-    fail(j->err, j->file, j->line, jerr.column > 0 ? (size_t)jerr.column : 1, "bad JSON: %s",
+    fail(j->err, j->errlen, j->file, j->line, jerr.column > 0 ? (size_t)jerr.column : 1, "bad JSON: %s",
          jerr.text);
     return SF_EINVAL;
   }
@@ -817,7 +818,7 @@ static void native_loads(sf_replay_trace_t *t)
   }
 }
 
-int sf_replay_parse_native(sf_replay_trace_t *t, FILE *f, const char *name, sf_replay_err_t *err)
+int sf_replay_parse_native(sf_replay_trace_t *t, FILE *f, const char *name, char *err, size_t errlen)
 {
   char *buf = NULL;
   size_t cap = 0, line = 0;
@@ -831,16 +832,16 @@ int sf_replay_parse_native(sf_replay_trace_t *t, FILE *f, const char *name, sf_r
     size_t skip = strspn(buf, " \t");
     if (buf[skip] == '\0' || buf[skip] == '#')
       continue;
-    jctx_t j = {name, line, buf, err};
+    jctx_t j = {name, line, buf, err, errlen};
     if ((rc = native_line(t, &j, (size_t)len)) != 0)
       break;
   }
   free(buf);
   if (rc == 0 && line == 0) {
-    fail(err, name, 0, 0, "empty file: expected JSON lines of nodes and pods");
+    fail(err, errlen, name, 0, 0, "empty file: expected JSON lines of nodes and pods");
     rc = SF_EINVAL;
   } else if (rc == 0 && (t->nnodes == 0 || t->npods == 0)) {
-    fail(err, name, 0, 0, "the trace needs at least one node and one pod (found %zu and %zu)",
+    fail(err, errlen, name, 0, 0, "the trace needs at least one node and one pod (found %zu and %zu)",
          t->nnodes, t->npods);
     rc = SF_EINVAL;
   }
@@ -849,13 +850,13 @@ int sf_replay_parse_native(sf_replay_trace_t *t, FILE *f, const char *name, sf_r
   return rc;
 }
 
-int sf_replay_load_native(sf_replay_trace_t *t, const char *path, sf_replay_err_t *err)
+int sf_replay_load_native(sf_replay_trace_t *t, const char *path, char *err, size_t errlen)
 {
-  FILE *f = open_input(path, err);
+  FILE *f = open_input(path, err, errlen);
   int rc = SF_ENOENT;
   if (f == NULL)
     goto out;
-  rc = sf_replay_parse_native(t, f, path, err);
+  rc = sf_replay_parse_native(t, f, path, err, errlen);
   fclose(f);
   if (rc == 0) {
     free(t->source);

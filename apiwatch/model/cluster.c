@@ -52,7 +52,7 @@ const char *sf__obj_key(const sf_meta_t *m, char *buf, size_t len) {
 }
 
 int32_t sf__store_slot(const store_t *s, const char *key, size_t klen) {
-  return sf__map_get(&s->keys, key, klen);
+  return sf_map_get(&s->keys, key, klen);
 }
 
 sf_object_t *sf__store_get(const store_t *s, const char *key) {
@@ -64,7 +64,7 @@ sf_object_t *sf__store_get(const store_t *s, const char *key) {
 static sf_object_t *store_put(store_t *s, sf_object_t *o, size_t *slot) {
   char key[KEY_MAX];
   size_t klen = sf__obj_keylen(&o->u.meta, key, sizeof key);
-  int32_t i = sf__map_get(&s->keys, key, klen);
+  int32_t i = sf_map_get(&s->keys, key, klen);
   if (i >= 0) {
     sf_object_t *old = s->objs[i];
     s->objs[i] = o;
@@ -74,7 +74,7 @@ static sf_object_t *store_put(store_t *s, sf_object_t *o, size_t *slot) {
   size_t cap = s->cap;
   sf_xgrow(&s->objs, &s->cap, s->n + 1, sizeof(*s->objs));
   sf_xgrow(&s->ext, &cap, s->n + 1, sizeof(*s->ext));
-  sf__map_put(&s->keys, key, klen, (int32_t)s->n);
+  sf_map_put(&s->keys, key, klen, (int32_t)s->n);
   s->ext[s->n] = (slot_ext_t){NULL, 0};
   s->objs[s->n] = o;
   *slot = s->n++;
@@ -85,26 +85,26 @@ static sf_object_t *store_put(store_t *s, sf_object_t *o, size_t *slot) {
  * into the hole: *moved is its new slot, or SIZE_MAX when none moved. */
 static sf_object_t *store_take(store_t *s, const char *key, size_t *moved) {
   size_t klen = strlen(key);
-  int32_t v = sf__map_get(&s->keys, key, klen);
+  int32_t v = sf_map_get(&s->keys, key, klen);
   *moved = SIZE_MAX;
   if (v < 0) return NULL;
   size_t i = (size_t)v;
   sf_object_t *o = s->objs[i];
-  sf__map_del(&s->keys, key, klen);
+  sf_map_del(&s->keys, key, klen);
   free(s->ext[i].places);
   if (i != --s->n) {
     char k2[KEY_MAX];
     s->objs[i] = s->objs[s->n];
     s->ext[i] = s->ext[s->n];
-    sf__map_put(&s->keys, k2, sf__obj_keylen(&s->objs[i]->u.meta, k2, sizeof k2), (int32_t)i);
+    sf_map_put(&s->keys, k2, sf__obj_keylen(&s->objs[i]->u.meta, k2, sizeof k2), (int32_t)i);
     *moved = i;
   }
   return o;
 }
 
-static void store_init(store_t *s) {
+static void store_init(store_t *s, uint64_t hash_seed) {
   memset(s, 0, sizeof *s);
-  sf__map_init(&s->keys);
+  sf_map_init(&s->keys, hash_seed);
 }
 
 static void store_dispose(store_t *s) {
@@ -114,37 +114,40 @@ static void store_dispose(store_t *s) {
   }
   free(s->objs);
   free(s->ext);
-  sf__map_dispose(&s->keys);
+  sf_map_dispose(&s->keys);
   memset(s, 0, sizeof *s);
 }
 
 /* ---- lifecycle ---- */
 
-sf_cluster_t *sf_cluster_create(const sf_policy_t *pol) {
+sf_cluster_t *sf_cluster_create(const sf_policy_t *pol) { return sf_cluster_create_seeded(pol, 0); }
+
+sf_cluster_t *sf_cluster_create_seeded(const sf_policy_t *pol, uint64_t hash_seed) {
   sf_cluster_t *c = sf_xcalloc(1, sizeof(*c));
   if (pol) sf_policy_copy(&c->pol, pol);
   else sf_policy_init(&c->pol);
-  c->idx = sf_index_create();
+  c->hash_seed = hash_seed;
+  c->idx = sf_index_create_seeded(hash_seed);
   sf_index_apply_policy(c->idx, &c->pol);
-  c->cel = sf_cel_cache_create();
+  c->cel = sf_cel_cache_create_seeded(hash_seed);
   c->packer = sf_packer_create();
-  for (int k = 0; k < SF_KIND_COUNT; k++) store_init(&c->stores[k]);
-  c->pool_keys = json_object();
-  sf__map_init(&c->cset_keys);
+  for (int k = 0; k < SF_KIND_COUNT; k++) store_init(&c->stores[k], hash_seed);
+  sf_map_init(&c->pool_keys, hash_seed);
+  sf_map_init(&c->cset_keys, hash_seed);
   c->scratch = sf__arena_create();
-  c->logged = json_object();
+  sf_map_init(&c->logged, hash_seed);
   return c;
 }
 
 void sf_cluster_destroy(sf_cluster_t *c) {
   if (!c) return;
   sf__pools_free(c);
-  json_decref(c->pool_keys);
+  sf_map_dispose(&c->pool_keys);
   sf__claim_pools_free(c);
   sf__arena_destroy(c->scratch);
   free(c->lclaims);
   for (int k = 0; k < SF_KIND_COUNT; k++) store_dispose(&c->stores[k]);
-  json_decref(c->logged);
+  sf_map_dispose(&c->logged);
   sf_packer_destroy(c->packer);
   sf_cel_cache_destroy(c->cel);
   sf_index_destroy(c->idx);
@@ -170,8 +173,7 @@ size_t sf_cluster_count(const sf_cluster_t *c, sf_kind_t kind) {
 const sf_cel_prog_t *sf__compile(sf_cluster_t *c, const char *text) {
   const sf_cel_prog_t *p = sf_cel_compile(c->cel, text);
   const char *why = sf_cel_prog_error(p);
-  if (why && !json_object_get(c->logged, text)) {
-    json_object_set_new(c->logged, text, json_true());
+  if (why && sf_map_put(&c->logged, text, strlen(text), 1)) {
     sf_log_warn("selector not supported, nodes stay unsure", "expr=\"%s\" reason=\"%s\"", text,
                 why);
   }
@@ -348,7 +350,7 @@ static void store_drop(store_t *s, const store_t *keep) {
 static int install(sf_cluster_t *c, sf_kind_t kind, sf_object_t **objs, size_t n, bool merge,
                    char *err, size_t errlen) {
   store_t old = c->stores[kind], next;
-  store_init(&next);
+  store_init(&next, c->hash_seed);
   size_t slot;
   for (size_t i = 0; merge && i < old.n; i++) store_put(&next, old.objs[i], &slot);
   for (size_t i = 0; i < n; i++) {

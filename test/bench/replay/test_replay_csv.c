@@ -39,12 +39,12 @@ static const char *tmp(int slot, const char *text)
 static void load_expect(const char *nodes, const char *pods, const char *want)
 {
   sf_replay_trace_t t;
-  sf_replay_err_t err = {""};
+  char err[SF_REPLAY_ERR_MAX] = "";
   sf_replay_trace_init(&t);
   const char *np = tmp(0, nodes), *pp = tmp(1, pods);
-  int rc = sf_replay_load_csv(&t, np, pp, &err);
+  int rc = sf_replay_load_csv(&t, np, pp, err, sizeof err);
   cr_expect_neq(rc, 0, "loaded although it should fail with '%s'", want);
-  cr_expect(strstr(err.msg, want) != NULL, "error '%s' lacks '%s'", err.msg, want);
+  cr_expect(strstr(err, want) != NULL, "error '%s' lacks '%s'", err, want);
   cr_expect_eq(t.nnodes, 0);
   cr_expect_eq(t.npods, 0);
   sf_replay_trace_dispose(&t);
@@ -55,10 +55,10 @@ static void load_expect(const char *nodes, const char *pods, const char *want)
 Test(replay_csv, good_files_load_exactly)
 {
   sf_replay_trace_t t;
-  sf_replay_err_t err = {""};
+  char err[SF_REPLAY_ERR_MAX] = "";
   sf_replay_trace_init(&t);
   const char *np = tmp(0, nodes_ok), *pp = tmp(1, pods_ok);
-  cr_assert_eq(sf_replay_load_csv(&t, np, pp, &err), 0, "%s", err.msg);
+  cr_assert_eq(sf_replay_load_csv(&t, np, pp, err, sizeof err), 0, "%s", err);
   cr_assert_eq(t.nnodes, 3);
   cr_assert_eq(t.npods, 4);
   cr_expect_str_eq(t.nodes[1].name, "n-a");
@@ -84,11 +84,11 @@ Test(replay_csv, good_files_load_exactly)
 Test(replay_csv, five_column_pod_files_and_crlf)
 {
   sf_replay_trace_t t;
-  sf_replay_err_t err = {""};
+  char err[SF_REPLAY_ERR_MAX] = "";
   sf_replay_trace_init(&t);
   const char *np = tmp(0, "sn,cpu_milli,memory_mib,gpu,model\r\nn,1000,1024,1,T4\r\n");
   const char *pp = tmp(1, "name,cpu_milli,memory_mib,num_gpu,gpu_milli\r\np,100,10,1,500\r\n\r\n");
-  cr_assert_eq(sf_replay_load_csv(&t, np, pp, &err), 0, "%s", err.msg);
+  cr_assert_eq(sf_replay_load_csv(&t, np, pp, err, sizeof err), 0, "%s", err);
   cr_expect_eq(t.npods, 1);
   cr_expect_eq(t.pods[0].gpu_milli, 500);
   sf_replay_trace_dispose(&t);
@@ -149,11 +149,11 @@ Test(replay_csv, bad_pod_rows)
 Test(replay_csv, missing_file_is_an_error)
 {
   sf_replay_trace_t t;
-  sf_replay_err_t err = {""};
+  char err[SF_REPLAY_ERR_MAX] = "";
   sf_replay_trace_init(&t);
-  cr_expect_eq(sf_replay_load_csv(&t, "/nonexistent/nodes.csv", "/nonexistent/pods.csv", &err),
+  cr_expect_eq(sf_replay_load_csv(&t, "/nonexistent/nodes.csv", "/nonexistent/pods.csv", err, sizeof err),
                SF_ENOENT);
-  cr_expect(strstr(err.msg, "/nonexistent/nodes.csv: cannot open") != NULL, "%s", err.msg);
+  cr_expect(strstr(err, "/nonexistent/nodes.csv: cannot open") != NULL, "%s", err);
   sf_replay_trace_dispose(&t);
 }
 

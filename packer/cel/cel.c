@@ -58,17 +58,17 @@
  * steps the result is UNKNOWN. Evaluation allocates nothing on the heap
  * except a matches() whose pattern is not a literal.
  *
- * Cache: text -> program through packer/map.h; program ids are 1, 2, ... in
+ * Cache: text -> program through slicefit/map.h; program ids are 1, 2, ... in
  * order of first compilation and never reused within a cache.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cel_int.h"
-#include "map.h"
+#include "slicefit/map.h"
 
 struct sf_cel_cache {
-  sf__map_t by_text;
+  sf_map_t by_text;
   sf_cel_prog_t **progs; size_t nprogs, cap;
 };
 
@@ -88,8 +88,13 @@ void sf__cel_linecol(const char *text, uint32_t pos, uint32_t *line, uint32_t *c
 
 sf_cel_cache_t *sf_cel_cache_create(void)
 {
+  return sf_cel_cache_create_seeded(0);
+}
+
+sf_cel_cache_t *sf_cel_cache_create_seeded(uint64_t hash_seed)
+{
   sf_cel_cache_t *c = sf_xcalloc(1, sizeof *c);
-  sf__map_init(&c->by_text);
+  sf_map_init(&c->by_text, hash_seed);
   return c;
 }
 
@@ -114,14 +119,14 @@ void sf_cel_cache_destroy(sf_cel_cache_t *c)
   for (size_t i = 0; i < c->nprogs; i++)
     prog_free(c->progs[i]);
   free(c->progs);
-  sf__map_dispose(&c->by_text);
+  sf_map_dispose(&c->by_text);
   free(c);
 }
 
 const sf_cel_prog_t *sf_cel_compile(sf_cel_cache_t *c, const char *text)
 {
   size_t len = strlen(text);
-  int32_t at = sf__map_get(&c->by_text, text, len);
+  int32_t at = sf_map_get(&c->by_text, text, len);
   if (at >= 0)
     return c->progs[at];
   sf_cel_prog_t *p = sf_xcalloc(1, sizeof *p);
@@ -130,7 +135,7 @@ const sf_cel_prog_t *sf_cel_compile(sf_cel_cache_t *c, const char *text)
   sf__cel_parse(p);
   sf_xgrow(&c->progs, &c->cap, c->nprogs + 1, sizeof *c->progs);
   c->progs[c->nprogs] = p;
-  sf__map_put(&c->by_text, text, len, (int32_t)c->nprogs);
+  sf_map_put(&c->by_text, text, len, (int32_t)c->nprogs);
   c->nprogs++;
   return p;
 }
@@ -150,24 +155,24 @@ uint64_t sf_cel_prog_id(const sf_cel_prog_t *p)
   return p->id;
 }
 
-static void explain(const sf_cel_prog_t *p, const cel_val_t *r, char *why, size_t whylen)
+static void explain(const sf_cel_prog_t *p, const cel_val_t *r, char *err, size_t errlen)
 {
   uint32_t line, col;
-  if (why == NULL || whylen == 0)
+  if (err == NULL || errlen == 0)
     return;
   if (r->t != V_ERR && r->t != V_UNK) {
-    snprintf(why, whylen, "%s", r->t == V_BOOL ? "" : "the expression is not a bool");
+    snprintf(err, errlen, "%s", r->t == V_BOOL ? "" : "the expression is not a bool");
     return;
   }
   sf__cel_linecol(p->text, p->nodes[r->n].pos, &line, &col);
-  snprintf(why, whylen, "%u:%u: %s", line, col, r->v.s);
+  snprintf(err, errlen, "%u:%u: %s", line, col, r->v.s);
 }
 
-sf_match_t sf_cel_eval(const sf_cel_prog_t *p, const sf_index_t *idx, sf_dev_id dev, char *why, size_t whylen)
+sf_match_t sf_cel_eval(const sf_cel_prog_t *p, const sf_index_t *idx, sf_dev_id dev, char *err, size_t errlen)
 {
   if (p->err != NULL) {
-    if (why != NULL && whylen > 0)
-      snprintf(why, whylen, "%s", p->err);
+    if (err != NULL && errlen > 0)
+      snprintf(err, errlen, "%s", p->err);
     return SF_MATCH_UNKNOWN;
   }
   cel_ctx_t c;
@@ -178,7 +183,7 @@ sf_match_t sf_cel_eval(const sf_cel_prog_t *p, const sf_index_t *idx, sf_dev_id 
   c.narena = 0;
   c.nscratch = 0;
   cel_val_t r = sf__cel_ev(&c, p->root);
-  explain(p, &r, why, whylen);
+  explain(p, &r, err, errlen);
   if (r.t == V_UNK)
     return SF_MATCH_UNKNOWN;
   return r.t == V_BOOL && !(r.flags & CV_OPT) && r.v.b ? SF_MATCH_YES : SF_MATCH_NO;

@@ -28,7 +28,7 @@ struct sf_pod_plan {
   const char *pin;               /* node every claim allocated so far is on */
   char pin_why[SF_REASON_MAX];
   sf_claim_t *claims; size_t nclaims, capclaims;
-  json_t *seen;                  /* claim keys already planned */
+  sf_map_t seen;                 /* claim keys already planned */
   sf_demand_t demand;
 };
 
@@ -191,8 +191,7 @@ static void plan_spec(sf_cluster_t *c, sf_pod_plan_t *p, const char *key,
 static void plan_claim(sf_cluster_t *c, sf_pod_plan_t *p, const char *ns, const char *name) {
   char key[KEY_MAX];
   snprintf(key, sizeof key, "%s/%s", ns, name);
-  if (json_object_get(p->seen, key)) return;
-  json_object_set_new(p->seen, key, json_true());
+  if (!sf_map_put(&p->seen, key, strlen(key), 1)) return;
   const sf_object_t *o = sf__store_get(&c->stores[SF_KIND_RESOURCE_CLAIM], key);
   if (!o) {
     unsure(p, "claim %s is not known yet", key);
@@ -322,7 +321,7 @@ int sf_cluster_plan(sf_cluster_t *c, const json_t *pod, sf_pod_plan_t **out, cha
   sf_pod_plan_t *p = sf_xcalloc(1, sizeof(*p));
   p->a = sf__arena_create();
   p->pod = o;
-  p->seen = json_object();
+  sf_map_init(&p->seen, c->hash_seed);
   plan_pod_claims(c, p, &o->u.pod);
   plan_ext(c, p, &o->u.pod);
   p->demand.claims = p->claims;
@@ -335,7 +334,7 @@ void sf_pod_plan_free(sf_pod_plan_t *p) {
   if (!p) return;
   sf__arena_destroy(p->a);
   sf_object_free(p->pod);
-  json_decref(p->seen);
+  sf_map_dispose(&p->seen);
   free(p->claims);
   free(p);
 }

@@ -13,18 +13,18 @@ static void path(char *out, size_t len, const char *file)
 void sf_test_load_bundled(sf_replay_trace_t *t)
 {
   char np[512], pp[512];
-  sf_replay_err_t err = {""};
+  char err[SF_REPLAY_ERR_MAX] = "";
   path(np, sizeof(np), "synthetic-nodes.csv");
   path(pp, sizeof(pp), "synthetic-pods.csv");
   sf_replay_trace_init(t);
-  cr_assert_eq(sf_replay_load_csv(t, np, pp, &err), 0, "%s", err.msg);
+  cr_assert_eq(sf_replay_load_csv(t, np, pp, err, sizeof err), 0, "%s", err);
 }
 
 void sf_test_load_bundled_native(sf_replay_trace_t *t)
 {
   char tp[512];
-  sf_replay_err_t err = {""};
+  char err[SF_REPLAY_ERR_MAX] = "";
   path(tp, sizeof(tp), "synthetic-native.jsonl");
   sf_replay_trace_init(t);
-  cr_assert_eq(sf_replay_load_native(t, tp, &err), 0, "%s", err.msg);
+  cr_assert_eq(sf_replay_load_native(t, tp, err, sizeof err), 0, "%s", err);
 }
