@@ -103,6 +103,16 @@ typedef struct {
 } sf__shape_t;
 
 #define SF__MIX_MAX 64
+
+/*
+ * The learned workload mix's storage: the multiset of the present demands'
+ * shapes (weight = how many), in one canonical order. mix.c keeps it.
+ */
+typedef struct {
+  sf__shape_t s[SF__MIX_MAX];
+  size_t n;
+  uint64_t version;        /* moves with every change */
+} sf__mix_t;
 #define SF__MODELS 63      /* model bits 0..62; bit 63 = other */
 
 typedef struct {
@@ -136,10 +146,7 @@ struct sf_index {
   sf_dev_id model_rep[SF__MODELS + 1];  /* a device of each model (checked on use) */
   /* selector caches */
   sf__selcache_t *caches; size_t ncaches, cachecap;
-  /* learned workload mix */
-  sf__shape_t mix[SF__MIX_MAX];
-  size_t nmix;
-  uint64_t mix_obs, mix_version;
+  sf__mix_t mix;           /* the learned workload mix (mix.c) */
   size_t heap;             /* rough bytes held, for sf_index_mem_bytes */
   uint64_t serial;         /* unique per index in the process: caches outside it key on it */
   uint64_t stamp;          /* last node version handed out; versions only grow */
@@ -156,7 +163,7 @@ sf_match_t sf__index_select(sf_index_t *idx, const sf_selector_t *sel, sf_dev_id
  * until cache_gen changes or a device is added.
  */
 uint8_t *sf__index_selcache(sf_index_t *idx, const sf_selector_t *sel);
-/* Adds (sign +1) or takes back (-1) one present demand's shape in the learned mix. */
-void sf__index_observe(sf_index_t *idx, const sf__shape_t *s, int sign);
+/* Adds (sign +1) or takes back (-1) one present demand's shape in the learned mix (mix.c). */
+void sf__mix_observe(sf__mix_t *m, const sf__shape_t *s, int sign);
 
 #endif

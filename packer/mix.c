@@ -1,9 +1,12 @@
 /*
- * The workload mix a packer call scores fragmentation against (pk_mix.h).
+ * The learned workload mix, one module (slicefit/mix.h, pk_mix.h): its
+ * storage in the index (a multiset of the present demands' shapes), how a
+ * demand is observed and taken back, its shapes for metrics, and the mix a
+ * packer call scores fragmentation against, with its hash.
  *
  * Where it comes from: the policy's fgd_mix under fgd when it has one; else
  * the index's learned mix (the multiset of the present demands' shapes,
- * sf_packer_learn and SF_EVAL_LEARN); else, while nothing is learned, the
+ * sf_mix_learn and SF_EVAL_LEARN); else, while nothing is learned, the
  * demand's own shapes. Learned weights (counts) are scored in steps of
  * 1/MIX_STEPS of the total, so that the mix, its hash and every per-node
  * statistic keyed on it stay put while the workload's proportions do;
@@ -16,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "packer_int.h"
+#include "slicefit/mix.h"
 
 #define MIX_STEPS 256.0  /* resolution of learned weights */
 
@@ -80,10 +84,10 @@ void sf__mix_load(sf_packer_t *p)
 {
   pk_mix_t *mx = &p->mix;
   const sf_index_t *idx = p->idx;
-  if (mx->learned_version != idx->mix_version || mx->learned_serial != idx->serial) {
-    memcpy(mx->learned, idx->mix, idx->nmix * sizeof(*mx->learned));
-    mx->nlearned = idx->nmix;
-    mx->learned_version = idx->mix_version;
+  if (mx->learned_version != idx->mix.version || mx->learned_serial != idx->serial) {
+    memcpy(mx->learned, idx->mix.s, idx->mix.n * sizeof(*mx->learned));
+    mx->nlearned = idx->mix.n;
+    mx->learned_version = idx->mix.version;
     mx->learned_serial = idx->serial;
   }
   mx->nmix = 0;
@@ -133,22 +137,69 @@ void sf__mix_learn(sf_packer_t *p, int sign)
   sf__shape_t own[SF__MIX_MAX];
   size_t n = sf__demand_shapes(p, __builtin_popcountll(dm) == (int)p->idx->nmodels ? 0 : dm, own, SF__MIX_MAX);
   for (size_t i = 0; i < n; i++)
-    sf__index_observe(p->idx, &own[i], sign);
+    sf__mix_observe(&p->idx->mix, &own[i], sign);
 }
 
-size_t sf_index_mix_size(const sf_index_t *idx)
+/* ---- the storage ---- */
+
+static int shape_cmp(const sf__shape_t *a, const sf__shape_t *b)
 {
-  return idx->nmix;
+#define CMP(f) if (a->f != b->f) return a->f < b->f ? -1 : 1
+  CMP(cpu_milli);
+  CMP(amount);
+  CMP(count);
+  CMP(island);
+  CMP(models);
+#undef CMP
+  return 0;
 }
 
-int sf_index_mix_shape(const sf_index_t *idx, size_t i, sf_shape_t *out)
+void sf__mix_observe(sf__mix_t *m, const sf__shape_t *s, int sign)
 {
-  if (i >= idx->nmix)
+  /* Kept in one canonical order, so that the mix depends on which demands are
+   * present and not on the order they came in. */
+  size_t i = 0;
+  int c = 1;
+  while (i < m->n && (c = shape_cmp(&m->s[i], s)) < 0)
+    i++;
+  if (i < m->n && c == 0) {
+    m->s[i].weight += sign;
+    if (m->s[i].weight <= 0.0) {
+      memmove(&m->s[i], &m->s[i + 1], (m->n - i - 1) * sizeof(*m->s));
+      m->n--;
+    }
+  } else if (sign > 0 && m->n < SF__MIX_MAX) {
+    memmove(&m->s[i + 1], &m->s[i], (m->n - i) * sizeof(*m->s));
+    m->s[i] = *s;
+    m->s[i].weight = sign;
+    m->n++;
+  } else {
+    return;  /* a shape past SF__MIX_MAX is not tracked; an absent one cannot leave */
+  }
+  m->version++;
+}
+
+/* ---- the public side ---- */
+
+void sf_mix_clear(sf_index_t *idx)
+{
+  idx->mix.n = 0;
+  idx->mix.version++;
+}
+
+size_t sf_mix_size(const sf_index_t *idx)
+{
+  return idx->mix.n;
+}
+
+int sf_mix_shape(const sf_index_t *idx, size_t i, sf_shape_t *out)
+{
+  if (i >= idx->mix.n)
     return SF_ENOENT;
   double sum = 0.0;
-  for (size_t k = 0; k < idx->nmix; k++)
-    sum += idx->mix[k].weight;
-  const sf__shape_t *s = &idx->mix[i];
+  for (size_t k = 0; k < idx->mix.n; k++)
+    sum += idx->mix.s[k].weight;
+  const sf__shape_t *s = &idx->mix.s[i];
   memset(out, 0, sizeof(*out));
   out->cpu_milli = s->cpu_milli;
   out->amount = s->amount;
@@ -165,4 +216,24 @@ int sf_index_mix_shape(const sf_index_t *idx, size_t i, sf_shape_t *out)
       out->models[out->nmodels++][l] = '\0';
     }
   return 0;
+}
+
+int sf_mix_learn(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol, const sf_demand_t *demand, int sign)
+{
+  if (p == NULL || idx == NULL || pol == NULL || demand == NULL || (sign != 1 && sign != -1))
+    return SF_EINVAL;
+  p->pol = pol;
+  sf__demand_prepare(p, idx, demand);
+  sf__mix_learn(p, sign);
+  p->last_node = -1;
+  return 0;
+}
+
+uint64_t sf_mix_hash(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol, const sf_demand_t *demand)
+{
+  p->pol = pol;
+  sf__demand_prepare(p, idx, demand);
+  sf__mix_load(p);  /* no scarcity or fast-path set-up: only the mix */
+  p->last_node = -1;
+  return p->mix.mixhash;
 }

@@ -214,25 +214,6 @@ double sf_packer_node_frag(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *p
   return f;
 }
 
-int sf_packer_learn(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol, const sf_demand_t *demand,
-                    int sign)
-{
-  if (p == NULL || idx == NULL || pol == NULL || demand == NULL || (sign != 1 && sign != -1))
-    return SF_EINVAL;
-  prepare_demand(p, idx, pol, demand);
-  sf__mix_learn(p, sign);
-  p->last_node = -1;
-  return 0;
-}
-
-uint64_t sf_packer_mix_hash(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol, const sf_demand_t *demand)
-{
-  prepare_demand(p, idx, pol, demand);
-  sf__mix_load(p);  /* no scarcity or fast-path set-up: only the mix */
-  p->last_node = -1;
-  return p->mix.mixhash;
-}
-
 void sf_packer_set_fast_path(sf_packer_t *p, bool on)
 {
   p->fast.on = on;

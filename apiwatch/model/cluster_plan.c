@@ -14,6 +14,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include "slicefit/mix.h"
 #include "decode_int.h"
 #include "cluster_int.h"
 
@@ -295,7 +296,7 @@ void sf__claim_learn(sf_cluster_t *c, const sf_object_t *o, int sign) {
    * arriving marks the mix dirty, and the rebuild reads it again. */
   if (!p.unsure) {
     sf_demand_t d = {p.claims, p.nclaims, 0, 0};
-    sf_packer_learn(c->packer, c->idx, &c->pol, &d, sign);
+    sf_mix_learn(c->packer, c->idx, &c->pol, &d, sign);
   }
   sf__arena_reset(p.a);
   c->lclaims = p.claims;
@@ -305,7 +306,7 @@ void sf__claim_learn(sf_cluster_t *c, const sf_object_t *o, int sign) {
 void sf__mix_refresh(sf_cluster_t *c) {
   if (!c->mix_dirty) return;
   c->mix_dirty = false;
-  sf_index_mix_clear(c->idx);
+  sf_mix_clear(c->idx);
   const store_t *s = &c->stores[SF_KIND_RESOURCE_CLAIM];
   for (size_t i = 0; i < s->n; i++) sf__claim_learn(c, s->objs[i], +1);
 }

@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "slicefit/mix.h"
 #include "slicefit/cluster.h"
 #include "slicefit/packer.h"
 #include "slicefit/replay.h"
@@ -843,8 +844,8 @@ static const vcache_t *evaluate(run_t *r, const sf_replay_pod_t *p, sf_demand_t 
     /* The pod is present from now on, as its claim is for the daemon; when the
      * mix it is scored with moves, every cached verdict is stale. */
     sf_demand_t ld = learned(r, d);
-    sf_packer_learn(r->pk, r->idx, &r->pol, &ld, +1);
-    uint64_t h = sf_packer_mix_hash(r->pk, r->idx, &r->pol, &ld);
+    sf_mix_learn(r->pk, r->idx, &r->pol, &ld, +1);
+    uint64_t h = sf_mix_hash(r->pk, r->idx, &r->pol, &ld);
     if (h != r->mixhash)
       for (uint32_t pos = 0; pos < r->nnodes; pos++)
         r->stamp[pos]++;
@@ -992,7 +993,7 @@ static sf_alloc_id schedule(run_t *r, const sf_replay_pod_t *p, const char *hold
 fail:
   if (r->learn) {  /* a dropped pod is no longer present */
     sf_demand_t ld = learned(r, &d);
-    sf_packer_learn(r->pk, r->idx, &r->pol, &ld, -1);
+    sf_mix_learn(r->pk, r->idx, &r->pol, &ld, -1);
   }
   return -1;
 }
@@ -1011,7 +1012,7 @@ static void unschedule(run_t *r, const sf_replay_pod_t *p, sf_alloc_id a)
     sf_demand_t d;
     build_demand(r, p, &d);
     sf_demand_t ld = learned(r, &d);
-    sf_packer_learn(r->pk, r->idx, &r->pol, &ld, -1);
+    sf_mix_learn(r->pk, r->idx, &r->pol, &ld, -1);
   }
 }
 

@@ -253,9 +253,6 @@ const sf_pick_t *sf_index_alloc_picks(const sf_index_t *idx, sf_alloc_id a, size
  */
 int sf_index_validate(const sf_index_t *idx, char *err, size_t errlen);
 
-/** Forgets the learned workload mix (a caller rebuilding it from scratch). */
-void sf_index_mix_clear(sf_index_t *idx);
-
 /** Bytes the index holds on the heap (its own accounting). */
 size_t sf_index_mem_bytes(const sf_index_t *idx);
 

@@ -49,11 +49,8 @@ typedef struct sf_packer sf_packer_t;
 
 /*
  * Adds the demand to the index's learned workload mix as present, before
- * scoring (take it back with sf_packer_learn(..., -1) when it leaves or is
- * dropped). The learned mix is the multiset of the present demands' shapes:
- * it depends on which demands are present, not on their order or history,
- * so replicas and a restarted daemon learn the same mix from the same
- * cluster. Its weights are scored in steps of 1/256.
+ * scoring (take it back with sf_mix_learn(..., -1) when it leaves or is
+ * dropped; slicefit/mix.h).
  */
 #define SF_EVAL_LEARN 1u
 
@@ -102,25 +99,5 @@ double sf_packer_node_frag(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *p
  * answers; tests and benchmarks compare them.
  */
 void sf_packer_set_fast_path(sf_packer_t *p, bool on);
-
-/**
- * Adds (sign +1) or takes back (-1) the demand's shapes (one per request; a
- * pod without claims counts its CPU) in the index's learned mix. SF_EINVAL
- * for a bad argument. Cost: as evaluating no node.
- */
-int sf_packer_learn(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol, const sf_demand_t *demand,
-                    int sign);
-
-/**
- * The hash of the workload mix an evaluate of `demand` would score with now;
- * a caller that caches verdicts drops them when it moves.
- */
-uint64_t sf_packer_mix_hash(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol,
-                            const sf_demand_t *demand);
-
-/** Number of shapes in the index's learned mix (for metrics and tests). */
-size_t sf_index_mix_size(const sf_index_t *idx);
-/** Learned shape i (normalised weight), as a policy shape with model names. */
-int sf_index_mix_shape(const sf_index_t *idx, size_t i, sf_shape_t *out);
 
 #endif

@@ -1,6 +1,7 @@
 /* The packer: feasibility, DRA rounding, constraints, reasons, strategies. */
 #include <criterion/criterion.h>
 #include <string.h>
+#include "slicefit/mix.h"
 #include "cluster.h"
 #include "slicefit/policy.h"
 
@@ -317,7 +318,7 @@ Test(packer, fragmentation_keeps_islands_whole)
   sf_packer_evaluate(pk, idx, &pol, &one.dem, n, 2, SF_EVAL_LEARN, v);
   cr_assert_eq(v[1].score, 10);
   cr_assert_eq(v[0].score, 0);
-  cr_assert_geq(sf_index_mix_size(idx), 1);
+  cr_assert_geq(sf_mix_size(idx), 1);
 }
 
 Test(packer, cpu_and_memory_checked_when_tracked)

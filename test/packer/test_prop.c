@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include "slicefit/mix.h"
 #include "cluster.h"
 #include "reference.h"
 #include "slicefit/policy.h"
@@ -242,7 +243,7 @@ Test(prop, remembered_verdicts_match_fresh_ones)
                                  : key == 2 ? "max_sharers" : "headroom_pct";
       cr_assert_eq(sf_policy_set(&pol, name, val, err, sizeof(err)), 0, "%s", err);
     } else if (change == 1) {  /* the workload mix learned from the cluster */
-      cr_assert_eq(sf_packer_learn(pk, idx, &pol, &shapes[below(6)].c.dem, +1), 0);
+      cr_assert_eq(sf_mix_learn(pk, idx, &pol, &shapes[below(6)].c.dem, +1), 0);
     } else if (change == 2 && sf_index_alloc_count(idx) > 0) {  /* a pod leaves */
       snprintf(holder, sizeof(holder), "pod-%u", below((uint32_t)step));
       sf_alloc_id a = sf_index_alloc_find(idx, holder);

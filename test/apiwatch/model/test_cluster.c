@@ -3,6 +3,7 @@
 #include <criterion/redirect.h>
 #include <stdio.h>
 #include <string.h>
+#include "slicefit/mix.h"
 #include "slicefit/cluster.h"
 #include "fixture.h"
 
@@ -620,9 +621,9 @@ static void mix_text(sf_cluster_t *c, char *out, size_t len) {
   sf_index_t *idx = sf_cluster_index(c);
   size_t n = 0;
   out[0] = '\0';
-  for (size_t i = 0; i < sf_index_mix_size(idx); i++) {
+  for (size_t i = 0; i < sf_mix_size(idx); i++) {
     sf_shape_t s;
-    cr_assert_eq(sf_index_mix_shape(idx, i, &s), 0);
+    cr_assert_eq(sf_mix_shape(idx, i, &s), 0);
     n += (size_t)snprintf(out + n, len - n, "%lldx%u@%.4f;", (long long)s.amount, s.count, s.weight);
   }
 }
@@ -647,18 +648,18 @@ Test(cluster, learned_mix_is_the_claims_present) {
   sf_verdict_t v[2];
   evaluate(p, NODES, 2, v);  /* the classes are read: claims now teach as they come and go */
   sf_pod_plan_free(p);
-  cr_assert_eq(sf_index_mix_size(sf_cluster_index(C)), 0);
+  cr_assert_eq(sf_mix_size(sf_cluster_index(C)), 0);
   apply(cl[0]);
   apply(cl[1]);
   apply(cl[1]);  /* modified: still one claim */
   apply(cl[2]);
-  cr_assert_eq(sf_index_mix_size(sf_cluster_index(C)), 3);
+  cr_assert_eq(sf_mix_size(sf_cluster_index(C)), 3);
   cr_assert_eq(sf_cluster_delete(C, SF_KIND_RESOURCE_CLAIM, cl[0], err, sizeof err), 0);
   p = plan(pod);
   evaluate(p, NODES, 2, v);
   sf_pod_plan_free(p);
   mix_text(C, a, sizeof a);
-  cr_assert_eq(sf_index_mix_size(sf_cluster_index(C)), 2, "%s", a);
+  cr_assert_eq(sf_mix_size(sf_cluster_index(C)), 2, "%s", a);
   /* Another daemon that lists the same two claims, in the other order. */
   sf_cluster_t *keep = C;
   C = sf_cluster_create(NULL);
@@ -861,7 +862,7 @@ Test(cluster, learned_mix_follows_a_modified_spec) {
   mix_text(C, a, sizeof a);
   cr_assert_str_eq(a, "0x2@1.0000;", "the count-1 shape is gone, the count-2 one present");
   cr_assert_eq(sf_cluster_delete(C, SF_KIND_RESOURCE_CLAIM, two, err, sizeof err), 0);
-  cr_assert_eq(sf_index_mix_size(sf_cluster_index(C)), 0);
+  cr_assert_eq(sf_mix_size(sf_cluster_index(C)), 0);
   json_decref(one);
   json_decref(two);
   json_decref(pod);

@@ -1,0 +1,45 @@
+/*
+ * slicefit mix: the workload mix the fragmentation strategies weigh a node's
+ * fragmentation by, learned from the demands present.
+ *
+ * The learned mix lives in the index: the multiset of the present demands'
+ * shapes (one per request: amount of the policy's capacity per device, 0 for
+ * whole devices; device count; one island or not; the models it can use,
+ * none when all; CPU on the first). It depends on which demands are present,
+ * not on their order or history, so replicas and a restarted daemon learn
+ * the same mix from the same cluster. A packer scores with its weights in
+ * steps of 1/256, and drops what it read of it when the index's mix moves
+ * or the index is another one.
+ *
+ * Pure, in the core (packer/mix.c); the index and packer are borrowed.
+ */
+#ifndef SLICEFIT_MIX_H
+#define SLICEFIT_MIX_H
+
+#include "slicefit/packer.h"
+
+/**
+ * Adds (sign +1) or takes back (-1) the demand's shapes in the index's
+ * learned mix (a pod without claims counts its CPU). The packer prepares
+ * the demand as an evaluate would. SF_EINVAL for a bad argument. Cost: as
+ * evaluating no node.
+ */
+int sf_mix_learn(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol, const sf_demand_t *demand, int sign);
+
+/**
+ * The hash of the mix an evaluate of `demand` would score with now (the
+ * policy's, the learned one, or the demand's own); a caller that caches
+ * verdicts drops them when it moves.
+ */
+uint64_t sf_mix_hash(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol, const sf_demand_t *demand);
+
+/** Forgets the learned mix (a relist learns it again). */
+void sf_mix_clear(sf_index_t *idx);
+
+/** Number of shapes in the learned mix (for metrics and tests). */
+size_t sf_mix_size(const sf_index_t *idx);
+
+/** Learned shape i with its weight normalised, as a policy shape with model names; SF_ENOENT past the end. */
+int sf_mix_shape(const sf_index_t *idx, size_t i, sf_shape_t *out);
+
+#endif

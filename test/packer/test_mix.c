@@ -1,0 +1,128 @@
+/* The learned workload mix (slicefit/mix.h): a multiset of the present demands' shapes. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include "cluster.h"
+#include "slicefit/mix.h"
+#include "slicefit/policy.h"
+
+static sf_index_t *cluster(void)
+{
+  sf_index_t *idx = sf_index_create();
+  tc_node(idx, "n1", 8, "NVIDIA H100", 80 * GiB, true);
+  tc_node(idx, "n2", 4, "NVIDIA A100", 40 * GiB, true);
+  return idx;
+}
+
+/* Learns claims of 4Gi x1 (a), 8Gi x1 (b) and a whole device x2 (c), in the order given by `order`. */
+static void learn(sf_packer_t *pk, sf_index_t *idx, const sf_policy_t *pol, const char *order, int sign)
+{
+  for (const char *o = order; *o; o++) {
+    tc_claim_t c;
+    if (*o == 'a')
+      tc_claim(&c, 1, 4 * GiB);
+    else if (*o == 'b')
+      tc_claim(&c, 1, 8 * GiB);
+    else
+      tc_claim(&c, 2, 0);
+    cr_assert_eq(sf_mix_learn(pk, idx, pol, &c.dem, sign), 0);
+  }
+}
+
+static void same_mix(const sf_index_t *x, const sf_index_t *y)
+{
+  cr_assert_eq(sf_mix_size(x), sf_mix_size(y));
+  for (size_t i = 0; i < sf_mix_size(x); i++) {
+    sf_shape_t a, b;
+    cr_assert_eq(sf_mix_shape(x, i, &a), 0);
+    cr_assert_eq(sf_mix_shape(y, i, &b), 0);
+    cr_assert_eq(a.amount, b.amount);
+    cr_assert_eq(a.count, b.count);
+    cr_assert(a.weight == b.weight);
+  }
+}
+
+Test(mix, a_multiset_whatever_the_order)
+{
+  sf_policy_t pol;
+  sf_policy_init(&pol);
+  sf_packer_t *pk = sf_packer_create();
+  sf_index_t *x = cluster(), *y = cluster();
+  learn(pk, x, &pol, "aabcab", +1);
+  learn(pk, y, &pol, "bacbaa", +1);
+  same_mix(x, y);
+  cr_assert_eq(sf_mix_size(x), 3);
+  double sum = 0.0;
+  for (size_t i = 0; i < 3; i++) {
+    sf_shape_t s;
+    sf_mix_shape(x, i, &s);
+    sum += s.weight;
+    if (s.amount == 4 * GiB)
+      cr_assert(fabs(s.weight - 3.0 / 6.0) < 1e-12, "a: %g", s.weight);
+  }
+  cr_assert(fabs(sum - 1.0) < 1e-12);
+  sf_shape_t none;
+  cr_assert_eq(sf_mix_shape(x, 3, &none), SF_ENOENT);
+  /* Same mix, same hash; taking every demand back leaves nothing. */
+  tc_claim_t probe;
+  tc_claim(&probe, 1, 4 * GiB);
+  cr_assert_eq(sf_mix_hash(pk, x, &pol, &probe.dem), sf_mix_hash(pk, y, &pol, &probe.dem));
+  learn(pk, x, &pol, "baacba", -1);
+  cr_assert_eq(sf_mix_size(x), 0);
+  cr_assert_neq(sf_mix_hash(pk, x, &pol, &probe.dem), sf_mix_hash(pk, y, &pol, &probe.dem));
+  sf_mix_clear(y);
+  cr_assert_eq(sf_mix_size(y), 0);
+  cr_assert_eq(sf_mix_hash(pk, x, &pol, &probe.dem), sf_mix_hash(pk, y, &pol, &probe.dem));
+  sf_index_destroy(x);
+  sf_index_destroy(y);
+  sf_packer_destroy(pk);
+  sf_policy_dispose(&pol);
+}
+
+Test(mix, a_shape_that_never_came_cannot_leave)
+{
+  sf_policy_t pol;
+  sf_policy_init(&pol);
+  sf_packer_t *pk = sf_packer_create();
+  sf_index_t *idx = cluster();
+  learn(pk, idx, &pol, "a", +1);
+  learn(pk, idx, &pol, "bc", -1);
+  cr_assert_eq(sf_mix_size(idx), 1);
+  sf_index_destroy(idx);
+  sf_packer_destroy(pk);
+  sf_policy_dispose(&pol);
+}
+
+/*
+ * A packer reads the learned mix again for another index, even one
+ * allocated where a freed one was, with a mix of as many changes: it keys
+ * what it read by the index's serial, not its address.
+ */
+Test(mix, another_index_at_the_same_address_is_read_again)
+{
+  sf_policy_t pol;
+  sf_policy_init(&pol);
+  sf_packer_t *pk = sf_packer_create();
+  tc_claim_t probe;
+  tc_claim(&probe, 1, 4 * GiB);
+  int same_address = 0;
+  for (int round = 0; round < 8; round++) {
+    sf_index_t *x = cluster();
+    learn(pk, x, &pol, "aab", +1);
+    sf_verdict_t v[1];
+    sf_node_id n1 = sf_index_node_find(x, "n1");
+    cr_assert_eq(sf_packer_evaluate(pk, x, &pol, &probe.dem, &n1, 1, 0, v), 0);  /* reads x's mix */
+    uintptr_t was = (uintptr_t)x;
+    sf_index_destroy(x);
+    sf_index_t *y = cluster();
+    same_address += (uintptr_t)y == was;
+    learn(pk, y, &pol, "ccb", +1);  /* as many changes, another mix */
+    sf_packer_t *fresh = sf_packer_create();
+    cr_assert_eq(sf_mix_hash(pk, y, &pol, &probe.dem), sf_mix_hash(fresh, y, &pol, &probe.dem),
+                 "round %d: the packer scored with the freed index's mix", round);
+    sf_packer_destroy(fresh);
+    sf_index_destroy(y);
+  }
+  cr_log_info("same address in %d of 8 rounds", same_address);
+  sf_packer_destroy(pk);
+  sf_policy_dispose(&pol);
+}
