@@ -17,9 +17,9 @@ CC      ?= cc
 V       ?= release
 FUZZ_SECONDS ?= 20
 
-PKGS     := libmicrohttpd jansson libcurl libuv yaml-0.1
+PKGS     := libmicrohttpd jansson libcurl libuv yaml-0.1 gnutls
 DEB_PKGS := build-essential pkg-config clang libclang-rt-14-dev valgrind \
-            libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev libuv1-dev libcriterion-dev libyaml-dev
+            libmicrohttpd-dev libgnutls28-dev libjansson-dev libcurl4-openssl-dev libuv1-dev libcriterion-dev libyaml-dev
 
 # Flags in named layers (Redis's src/Makefile).
 STD   := -std=c11 -D_POSIX_C_SOURCE=200809L

@@ -246,7 +246,7 @@ static void log_state(const daemon_t *d, const sf_daemon_options_t *opt)
 {
   const sf_index_t *idx = sf_cluster_index(d->cluster);
   sf_log_info("serving", "listen=%s tls=%s source=%s nodes=%zu allocations=%zu claims=%zu "
-              "strategy=%s port=%u",
+              "strategy=%s port=%u probe_port=%u",
               opt->http.listen, opt->http.tls_cert_file ? "true" : "false",
               opt->snapshot       ? opt->snapshot
               : opt->kubeconfig   ? opt->kubeconfig
@@ -254,7 +254,7 @@ static void log_state(const daemon_t *d, const sf_daemon_options_t *opt)
               sf_index_node_count(idx),
               sf_index_alloc_count(idx), sf_cluster_count(d->cluster, SF_KIND_RESOURCE_CLAIM),
               sf_strategy_name(sf_cluster_policy(d->cluster)->strategy),
-              sf_extender_port(d->ext));
+              sf_extender_port(d->ext), sf_extender_probe_port(d->ext));
 }
 
 int sf_daemon_run(const sf_daemon_options_t *opt)

@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <jansson.h>
 #include <microhttpd.h>
 #include <uv.h>
@@ -156,6 +157,9 @@ typedef struct {
   const char *method, *path;
   const char *body;          /* NUL-terminated copy of the body */
   size_t len;
+  sf__args_t *args;          /* the body already decoded off the loop (moved out), or NULL */
+  int args_rc;               /* with args: sf__args_parse's result, and its error in args_err */
+  const char *args_err;
 } sf__req_t;
 
 typedef struct {
@@ -163,6 +167,7 @@ typedef struct {
   sf__buf_t body;
   const char *ctype;         /* static; NULL = application/json */
   const char *allow;         /* 405: the Allow header */
+  bool close;                /* the connection closes after this answer */
   char reason[SF_ERR_MAX];   /* errors: logged in one line */
 } sf__reply_t;
 
@@ -172,6 +177,7 @@ typedef struct {
   const char *path, *method;
   sf__handler_fn fn;
   size_t stats;              /* index into the extender's stats */
+  bool offload;              /* a large body is decoded as ExtenderArgs off the loop */
 } sf__route_t;
 
 /** Sets an error reply: status, {"Error": "..."} body and the logged reason. */
@@ -181,12 +187,34 @@ void sf__reply_error(sf__reply_t *rep, unsigned status, const char *fmt, ...)
 enum { SF__V_FILTER, SF__V_PRIORITIZE, SF__V_HEALTHZ, SF__V_READYZ, SF__V_METRICS, SF__V_DEBUG,
        SF__V_OTHER, SF__V_COUNT };
 
+/*
+ * One accepted connection (conns.c), from MHD's NOTIFY_CONNECTION started to
+ * closed. The deadlines are enforced by shutting the socket down, which MHD
+ * then sees as the peer going away.
+ */
+typedef struct sf__conn {
+  struct sf__conn *next, *prev;
+  struct MHD_Connection *mc;
+  int fd;
+  uint64_t since_ms;               /* loop ms: opened, or when its last answer completed */
+  uint64_t line_ms;                /* when the current request line arrived */
+  uint64_t req_ms;                 /* when the current request's headers were complete */
+  unsigned requests;               /* requests begun on it */
+  bool line_seen;                  /* a request line arrived since since_ms */
+  bool in_request;                 /* headers parsed, answer not yet completed */
+  bool bad_uri;                    /* the raw request target holds %00 */
+  const char *killed;              /* why we shut it down, or NULL */
+} sf__conn_t;
+
+enum { SF__KILL_HEADERS, SF__KILL_IDLE, SF__KILL_REQUEST, SF__KILL_DRAIN, SF__KILL_COUNT };
+
+struct sf__tls;
+
 struct sf_extender {
   uv_loop_t *loop;
   sf_cluster_t *cluster;           /* borrowed */
   sf_extender_config_t cfg;
   struct MHD_Daemon *mhd;
-  char *tls_cert, *tls_key;        /* PEM text, kept for MHD's life */
   uv_poll_t poll;
   uv_timer_t timer, drain_timer;
   int nhandles;                    /* libuv handles still open */
@@ -210,9 +238,60 @@ struct sf_extender {
   uint64_t generation;             /* bumped by sf_extender_invalidate */
   uint64_t cache_hits, cache_misses;
   uint64_t started_ns;
+  /* connections and the limits across them (conns.c) */
+  sf__conn_t *conns;
+  unsigned nconns;
+  uv_timer_t reaper;
+  size_t buffered;                 /* body and reply bytes held by live requests */
+  uint64_t busy_rejects;           /* 503s for the buffered-bytes bound */
+  uint64_t kills[SF__KILL_COUNT];  /* connections shut down, by deadline */
+  unsigned jobs;                   /* bodies being decoded on the thread pool */
+  struct MHD_Daemon *probe;        /* the probe listener (probe.c), or NULL */
+  struct sf__tls *tls;             /* the serving certificate (tls.c), or NULL */
 };
 
+/* ---- connections (conns.c) ---- */
 
+/** MHD_OPTION_NOTIFY_CONNECTION: tracks each connection. */
+void sf__conn_notify(void *cls, struct MHD_Connection *mc, void **socket_context,
+                     enum MHD_ConnectionNotificationCode toe);
+/** MHD_OPTION_URI_LOG_CALLBACK: a request line arrived (raw target, before unescaping). */
+void *sf__conn_uri(void *cls, const char *uri, struct MHD_Connection *mc);
+/** The tracked connection of an MHD connection, or NULL. */
+sf__conn_t *sf__conn_of(struct MHD_Connection *mc);
+/** Enforces the deadlines, and while draining closes connections with no request. */
+void sf__conns_sweep(sf_extender_t *x);
+/** Starts the sweep timer (a libuv handle of the extender). */
+void sf__conns_start(sf_extender_t *x);
+
+/* ---- the probe listener (probe.c) ---- */
+
+/** Starts the probe listener's own thread when cfg.probe_listen is set. */
+int sf__probe_start(sf_extender_t *x, char *err, size_t errlen);
+/** The loop turned: called by a timer; the probe thread reads the time. */
+void sf__probe_beat(sf_extender_t *x);
+/** Mirrors readiness (ready and not draining) for the probe thread. */
+void sf__probe_set_ready(sf_extender_t *x, bool ready);
+/** Milliseconds since the loop last turned (any thread). */
+uint64_t sf__probe_stall_ms(void);
+void sf__probe_stop(sf_extender_t *x);
+
+/* ---- serving TLS (tls.c) ---- */
+
+/**
+ * Loads the certificate and key files, checks they match, and fills the
+ * MHD options for them (cert callback, priorities) into opts[0..3]; watches
+ * the files for changes every cfg.tls_reload_s. 0 or SF_EINVAL with err.
+ */
+int sf__tls_start(sf_extender_t *x, struct MHD_OptionItem *opts, char *err, size_t errlen);
+/** Checks the files now; a changed, valid pair replaces the served one. */
+void sf__tls_check(sf_extender_t *x);
+void sf__tls_stop(sf_extender_t *x);
+
+
+/** Resolves "HOST:PORT" for a listener; errors name `flag`. */
+int sf__resolve(const char *listen, const char *flag, struct sockaddr_storage *ss, char *err,
+                size_t errlen);
 /** Starts libmicrohttpd on the loop (http.c). */
 int sf__http_start(sf_extender_t *x, char *err, size_t errlen);
 /** Stops accepting; returns the listen socket's close status. */

@@ -33,10 +33,27 @@ static void usage(FILE *f)
           "      --listen HOST:PORT          address to serve on (default 127.0.0.1:8888)\n"
           "      --tls-cert-file FILE        PEM certificate: serve HTTPS (enableHTTPS)\n"
           "      --tls-private-key-file FILE PEM private key matching --tls-cert-file\n"
-          "      --max-body-bytes N          larger request bodies get 413 (default 67108864)\n"
+          "      --tls-min-version V         oldest TLS version served: 1.2 or 1.3 (default 1.2)\n"
+          "      --tls-reload-interval SECS  check the certificate files for changes (default 10)\n"
+          "      --probe-listen HOST:PORT    serve /healthz and /readyz there too, on their own\n"
+          "                                  thread (default: off)\n"
+          "\n"
+          "Limits (docs/operators.md lists each with its default):\n"
+          "      --max-body-bytes N          larger request bodies get 413 (default 26648576:\n"
+          "                                  100,000 node names of up to 253 characters)\n"
+          "      --max-buffered-bytes N      bodies and replies held across all requests; past\n"
+          "                                  it 503 with Retry-After (default 67108864)\n"
+          "      --retry-after SECS          Retry-After of that 503 (default 1)\n"
           "      --max-nodes N               more nodes in one request get 413 (default 100000)\n"
-          "      --connection-timeout SECS   close idle or stalled connections (default 30)\n"
+          "      --header-timeout SECS       request headers complete within (default 10)\n"
+          "      --request-timeout SECS      headers to answer sent (default 30)\n"
+          "      --connection-timeout SECS   close an idle keep-alive connection (default 30)\n"
+          "      --keepalive-requests N      answers per connection (default 1000)\n"
           "      --max-connections N         concurrent connections (default 1024)\n"
+          "      --max-connections-per-ip N  concurrent connections from one address (default 64)\n"
+          "      --offload-bytes N           decode larger bodies off the loop (default 1048576)\n"
+          "      --liveness-stall-ms N       /healthz fails when the loop is stuck this long\n"
+          "                                  (default 10000)\n"
           "      --drain-timeout SECS        on SIGTERM, time for in-flight requests (default 5)\n"
           "\n"
           "  -v, --v N                       log verbosity: 0 info, 4 debug (default 0)\n"
@@ -72,6 +89,37 @@ static unsigned long number(const char *name, const char *v)
   return n;
 }
 
+/* The limits and deadlines of issue 16, and the TLS and probe flags. */
+static bool parse_limits(int argc, char **argv, int *i, sf_extender_config_t *h)
+{
+  const char *v;
+  if ((v = flag(argc, argv, i, "max-buffered-bytes")))
+    h->max_buffered_bytes = number("max-buffered-bytes", v);
+  else if ((v = flag(argc, argv, i, "retry-after")))
+    h->retry_after_s = (unsigned)number("retry-after", v);
+  else if ((v = flag(argc, argv, i, "header-timeout")))
+    h->header_timeout_s = (unsigned)number("header-timeout", v);
+  else if ((v = flag(argc, argv, i, "request-timeout")))
+    h->request_timeout_s = (unsigned)number("request-timeout", v);
+  else if ((v = flag(argc, argv, i, "keepalive-requests")))
+    h->keepalive_requests = (unsigned)number("keepalive-requests", v);
+  else if ((v = flag(argc, argv, i, "max-connections-per-ip")))
+    h->max_connections_per_ip = (unsigned)number("max-connections-per-ip", v);
+  else if ((v = flag(argc, argv, i, "offload-bytes")))
+    h->offload_bytes = number("offload-bytes", v);
+  else if ((v = flag(argc, argv, i, "liveness-stall-ms")))
+    h->liveness_stall_ms = (unsigned)number("liveness-stall-ms", v);
+  else if ((v = flag(argc, argv, i, "probe-listen")))
+    h->probe_listen = v;
+  else if ((v = flag(argc, argv, i, "tls-min-version")))
+    h->tls_min_version = v;
+  else if ((v = flag(argc, argv, i, "tls-reload-interval")))
+    h->tls_reload_s = (unsigned)number("tls-reload-interval", v);
+  else
+    return false;
+  return true;
+}
+
 static bool parse_one(int argc, char **argv, int *i, sf_daemon_options_t *o)
 {
   const char *v;
@@ -95,7 +143,7 @@ static bool parse_one(int argc, char **argv, int *i, sf_daemon_options_t *o)
   else if ((v = flag(argc, argv, i, "v")))
     sf_log_set_verbosity((int)number("v", v));
   else
-    return false;
+    return parse_limits(argc, argv, i, h);
   return true;
 }
 
