@@ -130,6 +130,7 @@ sf_cluster_t *sf_cluster_create(const sf_policy_t *pol) {
   c->packer = sf_packer_create();
   for (int k = 0; k < SF_KIND_COUNT; k++) store_init(&c->stores[k]);
   c->pool_keys = json_object();
+  c->node_refs = json_object();
   sf__map_init(&c->cset_keys);
   c->scratch = sf__arena_create();
   c->logged = json_object();
@@ -140,6 +141,7 @@ void sf_cluster_destroy(sf_cluster_t *c) {
   if (!c) return;
   sf__pools_free(c);
   json_decref(c->pool_keys);
+  json_decref(c->node_refs);
   sf__claim_pools_free(c);
   sf__arena_destroy(c->scratch);
   free(c->lclaims);

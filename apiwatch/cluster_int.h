@@ -49,6 +49,7 @@ struct sf_cluster {
   store_t stores[SF_KIND_COUNT];
   json_t *pool_keys;     /* pool key -> integer slot in pools */
   pool_t **pools; size_t npools, cappools;
+  json_t *node_refs;    /* node name -> how many pools list it in their nodes */
   json_t *logged;        /* expressions already logged as not compiling */
   bool mix_dirty;        /* the learned mix must be rebuilt from every claim */
   sf__map_t cset_keys;   /* "driver\x1fpool" -> index in csets (a set is never dropped) */
