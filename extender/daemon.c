@@ -156,6 +156,24 @@ static void on_sync_tick(uv_timer_t *t)
   sf_extender_set_ready(d->ext, synced);
 }
 
+/* How long ago each watched resource was last confirmed current (a list, a watch answered, a byte). */
+static void watch_ages(sf__buf_t *b, const sf_apiwatch_t *w)
+{
+  sf_apiwatch_age_t ages[8];
+  size_t n = sf_apiwatch_ages(w, ages, 8);
+  sf__buf_puts(b, "# HELP slicefit_apiwatch_confirmed_age_seconds Seconds since the resource was "
+                  "last confirmed current; /readyz fails past the stale-after bound.\n"
+                  "# TYPE slicefit_apiwatch_confirmed_age_seconds gauge\n");
+  for (size_t i = 0; i < n; i++) {
+    if (ages[i].age_ms == UINT64_MAX)
+      sf__buf_printf(b, "slicefit_apiwatch_confirmed_age_seconds{resource=\"%s\"} +Inf\n",
+                     ages[i].resource);
+    else
+      sf__buf_printf(b, "slicefit_apiwatch_confirmed_age_seconds{resource=\"%s\"} %.3f\n",
+                     ages[i].resource, (double)ages[i].age_ms / 1000.0);
+  }
+}
+
 /* apiwatch's counters in /metrics. */
 static void watch_metrics(sf__buf_t *b, void *ud)
 {
@@ -171,18 +189,25 @@ static void watch_metrics(sf__buf_t *b, void *ud)
               {"errors_auth", st.err_auth}, {"errors_connect", st.err_connect},
               {"errors_tls", st.err_tls}, {"errors_other", st.err_other},
               {"decode_errors", st.decode_errors}, {"framing_errors", st.framing_errors},
-              {"policy_applied", st.policy_applied}, {"policy_invalid", st.policy_invalid}};
+              {"policy_applied", st.policy_applied}, {"policy_invalid", st.policy_invalid},
+              {"silent_restarts", st.silent_restarts}};
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
     sf__buf_printf(b,
                    "# TYPE slicefit_apiwatch_%s_total counter\nslicefit_apiwatch_%s_total %llu\n",
                    rows[i].name, rows[i].name, (unsigned long long)rows[i].v);
+  watch_ages(b, d->watch);
 }
 
 static int load_kube(daemon_t *d, const sf_daemon_options_t *opt, char *err, size_t errlen)
 {
+  int rc;
   if (opt->kubeconfig && *opt->kubeconfig)
-    return sf_kubeconfig_load(&d->kube, opt->kubeconfig, err, errlen);
-  return sf_kubeconfig_incluster(&d->kube, NULL, err, errlen);
+    rc = sf_kubeconfig_load(&d->kube, opt->kubeconfig, err, errlen);
+  else
+    rc = sf_kubeconfig_incluster(&d->kube, NULL, err, errlen);
+  if (rc == 0)
+    rc = sf_kubeconfig_check_transport(&d->kube, opt->allow_token_over_http, err, errlen);
+  return rc;
 }
 
 static int start_watch(daemon_t *d, const sf_daemon_options_t *opt, char *err, size_t errlen)
@@ -194,7 +219,9 @@ static int start_watch(daemon_t *d, const sf_daemon_options_t *opt, char *err, s
   d->sink = sink;
   d->sink.ud = d;
   sf_apiwatch_opts_t o = {.kube = d->kube, .policy_configmap = opt->policy_configmap,
-                          .policy_cb = on_policy, .policy_ud = d, .sink = &d->sink};
+                          .policy_cb = on_policy, .policy_ud = d, .sink = &d->sink,
+                          .staleness_ms = opt->stale_after_s * 1000u,
+                          .silent_ms = opt->watch_silence_s * 1000u};
   d->watch = sf_apiwatch_create(&d->loop, d->cluster, &o, err, errlen);
   if (d->watch == NULL || sf_apiwatch_start(d->watch) != 0)
     return SF_EINVAL;

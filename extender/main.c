@@ -28,6 +28,12 @@ static void usage(FILE *f)
           "      --policy-configmap NS/NAME  live cluster: watch this ConfigMap for the policy\n"
           "      --policy FILE               JSON object of policy keys\n"
           "                                  (keys and defaults: include/slicefit/policy.h)\n"
+          "      --stale-after SECS          /readyz fails once a watched resource has not been\n"
+          "                                  confirmed current for this long (default 30)\n"
+          "      --watch-silence SECS        restart a watch that sends no byte for this long\n"
+          "                                  (default 30)\n"
+          "      --allow-token-over-http     tests only: send a kubeconfig's bearer token to an\n"
+          "                                  http:// server (refused by default)\n"
           "\n"
           "Serving:\n"
           "      --listen HOST:PORT          address to serve on (default 127.0.0.1:8888)\n"
@@ -89,11 +95,18 @@ static unsigned long number(const char *name, const char *v)
   return n;
 }
 
-/* The limits and deadlines of issue 16, and the TLS and probe flags. */
-static bool parse_limits(int argc, char **argv, int *i, sf_extender_config_t *h)
+/* The limits and deadlines of issue 16, and the TLS, probe and watch freshness flags. */
+static bool parse_limits(int argc, char **argv, int *i, sf_daemon_options_t *o)
 {
   const char *v;
-  if ((v = flag(argc, argv, i, "max-buffered-bytes")))
+  sf_extender_config_t *h = &o->http;
+  if ((v = flag(argc, argv, i, "stale-after")))
+    o->stale_after_s = (unsigned)number("stale-after", v);
+  else if ((v = flag(argc, argv, i, "watch-silence")))
+    o->watch_silence_s = (unsigned)number("watch-silence", v);
+  else if (strcmp(argv[*i], "--allow-token-over-http") == 0)
+    o->allow_token_over_http = true;
+  else if ((v = flag(argc, argv, i, "max-buffered-bytes")))
     h->max_buffered_bytes = number("max-buffered-bytes", v);
   else if ((v = flag(argc, argv, i, "retry-after")))
     h->retry_after_s = (unsigned)number("retry-after", v);
@@ -143,7 +156,7 @@ static bool parse_one(int argc, char **argv, int *i, sf_daemon_options_t *o)
   else if ((v = flag(argc, argv, i, "v")))
     sf_log_set_verbosity((int)number("v", v));
   else
-    return parse_limits(argc, argv, i, h);
+    return parse_limits(argc, argv, i, o);
   return true;
 }
 

@@ -107,6 +107,9 @@ typedef struct {
   const char *policy;            /* JSON object of policy keys, or NULL */
   const char *kubeconfig;        /* live cluster (apiwatch), or NULL */
   const char *policy_configmap;  /* NAMESPACE/NAME watched for the policy, or NULL */
+  unsigned stale_after_s;        /* /readyz 503 once a resource is unconfirmed this long (30) */
+  unsigned watch_silence_s;      /* a watch with no byte this long is restarted (30) */
+  bool allow_token_over_http;    /* tests only: a bearer token to an http:// server */
 } sf_daemon_options_t;
 
 /** The example cluster `bin/slicefit` loads when run with no source of state. */
