@@ -170,12 +170,14 @@ size_t sf_cluster_count(const sf_cluster_t *c, sf_kind_t kind) {
 }
 
 const sf_cel_prog_t *sf__compile(sf_cluster_t *c, const char *text) {
-  const sf_cel_prog_t *p = sf_cel_compile(c->cel, text);
+  const sf_cel_prog_t *p = sf_cel_acquire(c->cel, text);
   const char *why = sf_cel_prog_error(p);
   if (why && !json_object_get(c->logged, text)) {
+    if (json_object_size(c->logged) >= 4096) json_object_clear(c->logged);  /* bounded */
     json_object_set_new(c->logged, text, json_true());
-    sf_log_warn("selector not supported, nodes stay unsure", "expr=\"%s\" reason=\"%s\"", text,
-                why);
+    char qe[512], qw[512];
+    sf_log_warn("selector not supported, nodes stay unsure", "expr=%s reason=%s",
+                sf_log_quote(qe, sizeof qe, text), sf_log_quote(qw, sizeof qw, why));
   }
   return p;
 }
@@ -193,7 +195,7 @@ static int project(sf_cluster_t *c, sf_object_t *o, bool on, char *err, size_t e
       return 0;
     case SF_OBJ_DEVICE_CLASS:
       for (size_t i = 0; on && i < o->u.dclass.nselectors; i++)
-        sf__compile(c, o->u.dclass.selectors[i]);
+        sf_cel_release(c->cel, sf__compile(c, o->u.dclass.selectors[i]));
       return 0;
     case SF_OBJ_DEVICE_TAINT_RULE:
       sf_index_taint_rule_clear(c->idx, o->u.meta.name);

@@ -116,6 +116,7 @@ void sf__rules_apply_all(sf_cluster_t *c);
 void sf__rule_apply(sf_cluster_t *c, const sf_taint_rule_t *r);
 
 /** Compiles a selector and logs it once when it does not compile. */
+/** The program of `text` (a reference: give it back with sf_cel_release); logs a compile error once. */
 const sf_cel_prog_t *sf__compile(sf_cluster_t *c, const char *text);
 
 /** `name` qualified with `driver` unless it has a domain; in buf. */

@@ -31,6 +31,28 @@ static void put_quoted(char *buf, size_t cap, size_t *len, const char *s) {
   *len = n;
 }
 
+const char *sf_log_quote(char *buf, size_t cap, const char *s) {
+  size_t n = 0;
+  put_quoted(buf, cap - 1, &n, s ? s : "");
+  buf[n] = '\0';
+  return buf;
+}
+
+/*
+ * The pairs as the caller formatted them, with every byte that could end or
+ * break the line escaped: values come from tenants and the network, and a
+ * newline in one must never make a second, forged, line.
+ */
+static size_t put_pairs(char *line, size_t n, size_t cap, const char *pairs) {
+  for (const unsigned char *p = (const unsigned char *)pairs; *p && n + 5 < cap; p++) {
+    if (*p == '\n') { line[n++] = '\\'; line[n++] = 'n'; }
+    else if (*p == '\r') { line[n++] = '\\'; line[n++] = 'r'; }
+    else if (*p < 0x20 || *p == 0x7f) n += (size_t)snprintf(line + n, cap - n, "\\x%02x", *p);
+    else line[n++] = (char)*p;
+  }
+  return n;
+}
+
 void sf_log(sf_log_level_t level, const char *msg, const char *fmt, ...) {
   if (!sf_log_enabled(level)) return;
   char line[2048];
@@ -44,12 +66,13 @@ void sf_log(sf_log_level_t level, const char *msg, const char *fmt, ...) {
   /* Keep room for " ", the pairs and "\n": the message is cut first. */
   put_quoted(line, sizeof line / 2, &n, msg ? msg : "");
   if (fmt && *fmt) {
+    char pairs[2048];
     va_list ap;
     line[n++] = ' ';
     va_start(ap, fmt);
-    int w = vsnprintf(line + n, sizeof line - 1 - n, fmt, ap);
+    vsnprintf(pairs, sizeof pairs, fmt, ap);
     va_end(ap);
-    if (w > 0) n += (size_t)w < sizeof line - 1 - n ? (size_t)w : sizeof line - 2 - n;
+    n = put_pairs(line, n, sizeof line - 1, pairs);
   }
   line[n++] = '\n';
   fwrite(line, 1, n, stderr);

@@ -133,10 +133,14 @@ static bool buf_add(buf_t *b, const char *p, size_t n, size_t cap) {
   return true;
 }
 
-/* A copy of `s` fit for a quoted log value: double quotes become single ones. */
+/* A copy of `s` fit for a quoted log value: double quotes become single ones, backslashes
+ * slashes, and control bytes '?', so the value can neither end early nor break the line. */
 static const char *logq(const char *s, char *out, size_t n) {
   size_t i = 0;
-  for (; s && s[i] && i + 1 < n; i++) out[i] = s[i] == '"' ? '\'' : s[i];
+  for (; s && s[i] && i + 1 < n; i++) {
+    unsigned char ch = (unsigned char)s[i];
+    out[i] = ch == '"' ? '\'' : ch == '\\' ? '/' : ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
+  }
   out[i] = '\0';
   return out;
 }
@@ -212,8 +216,10 @@ static void to_sink(res_t *r, int op, const json_t *obj) {
   if (rc) {
     w->st.decode_errors++;
     char q[SF_ERR_MAX];
-    sf_log_warn("object rejected", "resource=%s name=%s error=\"%s\"", r->name,
-                str_at(obj, "metadata", "name") ? str_at(obj, "metadata", "name") : "?",
+    char qn[300];
+    sf_log_warn("object rejected", "resource=%s name=\"%s\" error=\"%s\"", r->name,
+                logq(str_at(obj, "metadata", "name") ? str_at(obj, "metadata", "name") : "?", qn,
+                     sizeof qn),
                 logq(err, q, sizeof q));
   }
 }
@@ -638,8 +644,10 @@ static void http_error(res_t *r, long code, curl_off_t retry_after) {
   const char *msg = str_at(st, "message", NULL), *reason = str_at(st, "reason", NULL);
   uint32_t delay = 0;
   char q[SF_ERR_MAX];
-  sf_log_warn("request failed", "resource=%s phase=%s status=%ld reason=%s message=\"%s\"", r->name,
-              phase_name(r->phase), code, reason ? reason : "", logq(msg, q, sizeof q));
+  char qr[64];
+  sf_log_warn("request failed", "resource=%s phase=%s status=%ld reason=\"%s\" message=\"%s\"",
+              r->name, phase_name(r->phase), code, logq(reason ? reason : "", qr, sizeof qr),
+              logq(msg, q, sizeof q));
   if (code == 410) {
     w->st.relists_expired++;
     json_decref(st);

@@ -287,14 +287,14 @@ static void log_state(const daemon_t *d, const sf_daemon_options_t *opt)
 int sf_daemon_run(const sf_daemon_options_t *opt)
 {
   daemon_t d = {.pending = json_object()};
-  char err[512];
+  char err[512], qerr[1100];
   int rc = build_cluster(&d, opt, err, sizeof err);
   signal(SIGPIPE, SIG_IGN);
   uv_loop_init(&d.loop);
   if (rc == 0)
     rc = sf_extender_start(&d.loop, d.cluster, &opt->http, &d.ext, err, sizeof err);
   if (rc) {
-    sf_log_error("cannot start", "reason=\"%s\"", err);
+    sf_log_error("cannot start", "reason=%s", sf_log_quote(qerr, sizeof qerr, err));
     goto done;
   }
   d.ext->pending = d.pending;
@@ -302,7 +302,7 @@ int sf_daemon_run(const sf_daemon_options_t *opt)
   if (opt->snapshot)
     sf_extender_set_ready(d.ext, true);
   else if ((rc = start_watch(&d, opt, err, sizeof err)) != 0) {
-    sf_log_error("cannot start", "reason=\"%s\"", err);
+    sf_log_error("cannot start", "reason=%s", sf_log_quote(qerr, sizeof qerr, err));
     goto done;
   }
   watch_signals(&d);

@@ -250,3 +250,54 @@ Test(cluster_order, a_node_stays_while_any_pool_lists_it) {
   json_decref(bad);
   sf_cluster_destroy(c);
 }
+
+static long rss_kib(void) {
+  FILE *f = fopen("/proc/self/statm", "r");
+  long pages = 0, rss = 0;
+  cr_assert(f && fscanf(f, "%ld %ld", &pages, &rss) == 2);
+  fclose(f);
+  return rss * 4;
+}
+
+Test(cluster_order, twenty_thousand_distinct_claim_selectors_leave_little_behind) {
+  /* Each claim has its own CEL selector; its pod is planned once, then the claim goes. */
+  sf_log_set_verbosity(-1);
+  sf_cluster_t *c = sf_cluster_create(NULL);
+  char err[SF_ERR_MAX], buf[1024];
+  json_t *cls = json_loads("{\"kind\":\"DeviceClass\",\"metadata\":{\"name\":\"gpu.example.com\"},"
+                           "\"spec\":{\"selectors\":[{\"cel\":{\"expression\":\"device.driver == "
+                           "'gpu.example.com'\"}}]}}", 0, NULL);
+  apply_ok(c, cls);
+  json_t *s = slice("s", 0, 0, 0, 0, 1, 2, false);
+  apply_ok(c, s);
+  long before = 0;
+  for (int i = 0; i < 20000; i++) {
+    if (i == 2000) before = rss_kib();  /* after the bounded part has filled */
+    snprintf(buf, sizeof buf,
+             "{\"kind\":\"ResourceClaim\",\"metadata\":{\"name\":\"c%d\",\"namespace\":\"t\"},"
+             "\"spec\":{\"devices\":{\"requests\":[{\"name\":\"gpu\",\"exactly\":{"
+             "\"deviceClassName\":\"gpu.example.com\",\"selectors\":[{\"cel\":{\"expression\":"
+             "\"device.attributes['gpu.example.com'].index == %d || device.driver == 'x%d'\"}}]}}]}}}",
+             i, i, i);
+    json_t *claim = json_loads(buf, 0, NULL);
+    apply_ok(c, claim);
+    snprintf(buf, sizeof buf,
+             "{\"metadata\":{\"namespace\":\"t\",\"name\":\"p%d\",\"uid\":\"u%d\"},\"spec\":"
+             "{\"resourceClaims\":[{\"name\":\"gpu\",\"resourceClaimName\":\"c%d\"}]}}", i, i, i);
+    json_t *pod = json_loads(buf, 0, NULL);
+    sf_pod_plan_t *plan = NULL;
+    cr_assert_eq(sf_cluster_plan(c, pod, &plan, err, sizeof err), 0, "%s", err);
+    sf_verdict_t v[NNODES + 1];
+    cr_assert_eq(sf_cluster_evaluate(c, plan, NODES, NNODES + 1, v), 0);
+    sf_pod_plan_free(plan);
+    cr_assert_eq(sf_cluster_delete(c, SF_KIND_UNKNOWN, claim, err, sizeof err), 0, "%s", err);
+    json_decref(claim);
+    json_decref(pod);
+  }
+  long grown = rss_kib() - before;
+  /* Unbounded, the 18,000 later programs alone took about 30 MB. */
+  cr_assert_lt(grown, 8 * 1024, "RSS grew %ld KiB over 18,000 selectors", grown);
+  json_decref(cls);
+  json_decref(s);
+  sf_cluster_destroy(c);
+}
