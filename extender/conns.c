@@ -131,6 +131,12 @@ static void on_sweep(uv_timer_t *t)
 {
   sf_extender_t *x = t->data;
   static unsigned ticks;
+  /* How late this tick is: the longest the loop was held by one turn, roughly. */
+  uint64_t now = uv_hrtime(), lag = x->last_sweep_ns ? now - x->last_sweep_ns : 0;
+  lag = lag > SWEEP_MS * 1000000ull ? lag - SWEEP_MS * 1000000ull : 0;
+  if (lag > x->max_lag_ns)
+    x->max_lag_ns = lag;
+  x->last_sweep_ns = now;
   sf__conns_sweep(x);
   sf__probe_beat(x);
   unsigned every = x->cfg.tls_reload_s ? x->cfg.tls_reload_s * (1000 / SWEEP_MS) : 0;

@@ -53,6 +53,8 @@ typedef struct {
   json_t **items;            /* non-cache mode: the n Node objects (owned array, borrowed items) */
   char *arena;               /* owned: the names' text when decoded without jansson */
   size_t n;
+  char *items_text;          /* owned, after sf__args_detach: the Node objects as JSON text, */
+  size_t *items_off;         /* item i is items_text[items_off[i] .. items_off[i + 1]) */
 } sf__args_t;
 
 /** True when the JSON text nests arrays and objects no deeper than `max` (strings skipped). */
@@ -71,6 +73,13 @@ int sf__args_parse(sf__args_t *a, const char *body, size_t len, const sf__limits
 int sf__args_parse_general(sf__args_t *a, const char *body, size_t len, const sf__limits_t *lim,
                            char *err, size_t errlen);
 void sf__args_dispose(sf__args_t *a);
+/**
+ * Leaves the arguments independent of the decoded body: the names copied,
+ * each Node object serialised once (for the reply), and the JSON tree but
+ * the Pod freed. Run on the thread that decoded, it keeps a NodeList's
+ * large tree off the loop entirely.
+ */
+void sf__args_detach(sf__args_t *a);
 
 /** Case-insensitive member lookup: an exact match first, then any casing. Borrowed. */
 json_t *sf__json_get_ci(const json_t *obj, const char *key);
@@ -162,8 +171,19 @@ typedef struct {
   const char *args_err;
 } sf__req_t;
 
+/*
+ * A reply to build off the loop (a large filter or prioritize): the handler
+ * has the verdicts; serialising 100,000 nodes is left to the thread pool.
+ */
+typedef struct {
+  sf__args_t args;           /* owned (moved from the handler) */
+  sf_verdict_t *v;           /* owned copy, args.n of them, or NULL (every node passes) */
+  bool filter;               /* else prioritize */
+} sf__later_t;
+
 typedef struct {
   unsigned status;
+  sf__later_t *later;        /* set by a handler of an off-loop request: build the body later */
   sf__buf_t body;
   const char *ctype;         /* static; NULL = application/json */
   const char *allow;         /* 405: the Allow header */
@@ -245,9 +265,12 @@ struct sf_extender {
   size_t buffered;                 /* body and reply bytes held by live requests */
   uint64_t busy_rejects;           /* 503s for the buffered-bytes bound */
   uint64_t kills[SF__KILL_COUNT];  /* connections shut down, by deadline */
-  unsigned jobs;                   /* bodies being decoded on the thread pool */
+  unsigned jobs;                   /* bodies being decoded on the thread pool (0 or 1) */
+  unsigned queued;                 /* bodies suspended until decoded, that one included */
+  void *decode_head, *decode_tail; /* requests waiting for the pool, in arrival order */
   struct MHD_Daemon *probe;        /* the probe listener (probe.c), or NULL */
   struct sf__tls *tls;             /* the serving certificate (tls.c), or NULL */
+  uint64_t last_sweep_ns, max_lag_ns;  /* the sweep timer's lateness: the loop's longest hold */
 };
 
 /* ---- connections (conns.c) ---- */

@@ -19,6 +19,7 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
+#include <malloc.h>
 #include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,12 +38,17 @@ typedef struct {
   uint64_t t0;
   size_t seen;                 /* body bytes read */
   size_t charged;              /* bytes counted in x->buffered for this request */
+  size_t reserved;             /* of which reserved at the headers for the announced body */
   bool answered, too_big, busy;
   /* off-loop decoding */
   uv_work_t work;
   struct MHD_Connection *mc;
   sf_extender_t *x;
   bool decoding, decoded;
+  sf__later_t *later;          /* a reply being built on the pool, then its body is in `built` */
+  bool built;
+  sf__buf_t built_body;
+  void *next_queued;           /* the next request waiting for the pool (req_t *) */
   int args_rc;
   sf__args_t args;
   char args_err[SF_ERR_MAX];
@@ -215,6 +221,20 @@ static void reply_too_big(sf_extender_t *x, sf__reply_t *rep, unsigned long long
                   x->cfg.max_body_bytes);
 }
 
+/*
+ * What a body may take of the bound: small bodies (a filter at 5,000 nodes
+ * is 55 KB) also get a reserve of their own, so that a few large uploads
+ * cannot starve ordinary calls.
+ */
+#define SMALL_BODY ((size_t)1 << 20)
+#define SMALL_RESERVE ((size_t)8 << 20)
+
+static bool over_budget(const sf_extender_t *x, size_t body_total, size_t more)
+{
+  size_t limit = x->cfg.max_buffered_bytes + (body_total <= SMALL_BODY ? SMALL_RESERVE : 0);
+  return x->buffered + more > limit;
+}
+
 static void reply_busy(sf_extender_t *x, req_t *r, sf__reply_t *rep)
 {
   r->busy = true;
@@ -271,12 +291,15 @@ static enum MHD_Result begin(sf_extender_t *x, struct MHD_Connection *conn, cons
   const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
   unsigned long long len = cl ? strtoull(cl, NULL, 10) : 0;
   r->expect = len;
-  if (r->route && len > x->cfg.max_body_bytes)
+  if (r->route && len > x->cfg.max_body_bytes) {
     reply_too_big(x, &rep, len);
-  else if (r->route && len > x->cfg.max_buffered_bytes - (x->buffered < x->cfg.max_buffered_bytes
-                                                               ? x->buffered
-                                                               : x->cfg.max_buffered_bytes))
+  } else if (r->route && over_budget(x, (size_t)len, (size_t)len)) {
     reply_busy(x, r, &rep);
+  } else if (r->route) {
+    /* The announced body is reserved now, so that concurrent uploads are refused at their headers. */
+    r->reserved = (size_t)len;
+    charge(x, r, r->reserved);
+  }
   if (rep.status)
     ok = respond(x, conn, r, method, url, &rep);
   sf__buf_dispose(&rep.body);
@@ -293,7 +316,9 @@ static enum MHD_Result take_body(sf_extender_t *x, struct MHD_Connection *conn, 
   if (r->answered)
     return MHD_YES;
   /* Past the bound on what all requests hold: this body is dropped and gets 503 at its end. */
-  if (!r->too_big && !r->busy && x->buffered + n > x->cfg.max_buffered_bytes) {
+  size_t total = r->body.len + n, held = r->body.len > r->reserved ? r->body.len : r->reserved;
+  size_t more = total > held ? total - held : 0;
+  if (!r->too_big && !r->busy && more && over_budget(x, total, more)) {
     sf__reply_t rep = {0};
     reply_busy(x, r, &rep);
     sf__buf_dispose(&rep.body);
@@ -309,7 +334,7 @@ static enum MHD_Result take_body(sf_extender_t *x, struct MHD_Connection *conn, 
       sf__buf_reserve(&r->body, want > n ? want : n);
     }
     sf__buf_put(&r->body, data, n);
-    charge(x, r, n);
+    charge(x, r, more);
     return MHD_YES;
   }
   /*
@@ -339,9 +364,40 @@ static void pump(sf_extender_t *x);
 static void decode_work(uv_work_t *w)
 {
   req_t *r = w->data;
+  if (r->later) {  /* the second trip: the reply */
+    sf__later_t *l = r->later;
+    if (l->filter)
+      sf__filter_reply(&r->built_body, &l->args, l->v);
+    else
+      sf__prioritize_reply(&r->built_body, &l->args, l->v);
+    sf__args_dispose(&l->args);
+    free(l->v);
+    return;
+  }
   sf__limits_t lim = {r->x->cfg.max_nodes, r->x->cfg.max_depth};
   r->args_rc = sf__args_parse(&r->args, r->body.p ? r->body.p : "", r->body.len, &lim,
                               r->args_err, sizeof r->args_err);
+  if (r->args_rc == 0)
+    sf__args_detach(&r->args);
+}
+
+static void decode_done(uv_work_t *w, int status);
+
+/*
+ * One body is decoded at a time: a NodeList's jansson tree is many times its
+ * text, so decoding in parallel would multiply the peak memory. The others
+ * wait, suspended, in arrival order.
+ */
+static void decode_next(sf_extender_t *x)
+{
+  req_t *r = x->decode_head;
+  if (r == NULL || x->jobs > 0)
+    return;
+  x->decode_head = r->next_queued;
+  if (x->decode_head == NULL)
+    x->decode_tail = NULL;
+  x->jobs++;
+  uv_queue_work(x->loop, &r->work, decode_work, decode_done);
 }
 
 /* Back on the loop: MHD calls the access handler again, which answers. */
@@ -351,24 +407,56 @@ static void decode_done(uv_work_t *w, int status)
   sf_extender_t *x = r->x;
   (void)status;
   r->decoding = false;
+  if (r->later) {
+    free(r->later);
+    r->later = NULL;
+    r->built = true;
+  }
   r->decoded = true;
   x->jobs--;
+  x->queued--;
   MHD_resume_connection(r->mc);
+  decode_next(x);
   pump(x);
+}
+
+/* Suspends the connection until the pool has worked on the request (decode, or build the reply). */
+static void enqueue(sf_extender_t *x, struct MHD_Connection *conn, req_t *r)
+{
+  r->decoding = true;
+  r->x = x;
+  r->mc = conn;
+  r->work.data = r;
+  r->next_queued = NULL;
+  if (x->decode_tail)
+    ((req_t *)x->decode_tail)->next_queued = r;
+  else
+    x->decode_head = r;
+  x->decode_tail = r;
+  x->queued++;
+  MHD_suspend_connection(conn);
+  decode_next(x);
 }
 
 static bool offload(sf_extender_t *x, struct MHD_Connection *conn, req_t *r)
 {
   if (!r->route->offload || r->body.len <= x->cfg.offload_bytes || r->decoded)
     return false;
-  r->decoding = true;
-  r->x = x;
-  r->mc = conn;
-  r->work.data = r;
-  x->jobs++;
-  MHD_suspend_connection(conn);
-  uv_queue_work(x->loop, &r->work, decode_work, decode_done);
+  enqueue(x, conn, r);
   return true;
+}
+
+/* Freed decode trees sit in the pool thread's malloc arena: give them back to the system there. */
+static void trim_work(uv_work_t *w)
+{
+  (void)w;
+  malloc_trim(0);
+}
+
+static void trim_done(uv_work_t *w, int status)
+{
+  (void)status;
+  free(w);
 }
 
 static enum MHD_Result finish(sf_extender_t *x, struct MHD_Connection *conn, req_t *r,
@@ -386,6 +474,13 @@ static enum MHD_Result finish(sf_extender_t *x, struct MHD_Connection *conn, req
     sf__buf_dispose(&rep.body);
     return ok;
   }
+  if (r->built) {  /* the reply the pool built */
+    rep.body = r->built_body;
+    r->built_body = (sf__buf_t){0};
+    enum MHD_Result ok = respond(x, conn, r, method, url, &rep);
+    sf__buf_dispose(&rep.body);
+    return ok;
+  }
   if (offload(x, conn, r))
     return MHD_YES;
   sf__req_t req = {.method = method, .path = url, .body = r->body.p ? r->body.p : "",
@@ -397,7 +492,14 @@ static enum MHD_Result finish(sf_extender_t *x, struct MHD_Connection *conn, req
   }
   rep.body = take_spare(x);
   r->route->fn(x, &req, &rep);
+  r->args = (sf__args_t){0};  /* the handler took them (and freed or moved them) */
   give_spare(x, &r->body);
+  if (rep.later) {
+    r->later = rep.later;
+    sf__buf_dispose(&rep.body);
+    enqueue(x, conn, r);
+    return MHD_YES;
+  }
   enum MHD_Result ok = respond(x, conn, r, method, url, &rep);
   sf__buf_dispose(&rep.body);
   return ok;
@@ -430,8 +532,11 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     c->since_ms = uv_now(x->loop);
   }
   x->buffered -= r->charged;
-  if (r->decoded && r->args_rc == 0 && !r->answered)
-    sf__args_dispose(&r->args);
+  sf__args_dispose(&r->args);  /* decoded but never handed to a handler (the peer went) */
+  if (r->decoded) {
+    uv_work_t *w = sf_xcalloc(1, sizeof *w);
+    uv_queue_work(x->loop, w, trim_work, trim_done);
+  }
   if (!r->answered || toe == MHD_REQUEST_TERMINATED_TIMEOUT_REACHED)
     sf_log_warn("request aborted", "reason=%s remote=%s",
                 c && c->killed ? c->killed
@@ -442,6 +547,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                 remote(conn, peer, sizeof peer));
   give_spare(x, &r->body);
   give_spare(x, &r->out);
+  sf__buf_dispose(&r->built_body);
   free(r);
   *con_cls = NULL;
   x->inflight--;

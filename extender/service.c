@@ -107,13 +107,31 @@ static bool parse(sf_extender_t *x, const sf__req_t *req, sf__args_t *a, sf__rep
   return rc == 0;
 }
 
+/* A body decoded off the loop gets its reply built there too: the verdicts are copied, the args moved. */
+static bool defer(const sf__req_t *req, sf__args_t *a, const sf_verdict_t *v, bool filter,
+                  sf__reply_t *rep)
+{
+  if (req->args == NULL)
+    return false;
+  sf__later_t *l = sf_xcalloc(1, sizeof *l);
+  l->args = *a;
+  l->filter = filter;
+  if (v) {
+    l->v = sf_xmalloc((a->n ? a->n : 1) * sizeof *l->v);
+    memcpy(l->v, v, a->n * sizeof *l->v);
+  }
+  rep->later = l;
+  *a = (sf__args_t){0};
+  return true;
+}
+
 static void on_filter(sf_extender_t *x, const sf__req_t *req, sf__reply_t *rep)
 {
   sf__args_t a;
   if (!parse(x, req, &a, rep))
     return;
   const sf_verdict_t *v = evaluate(x, &a, true, rep);
-  if (rep->status == 200)
+  if (rep->status == 200 && !defer(req, &a, v, true, rep))
     sf__filter_reply(&rep->body, &a, v);
   sf__args_dispose(&a);
 }
@@ -124,7 +142,7 @@ static void on_prioritize(sf_extender_t *x, const sf__req_t *req, sf__reply_t *r
   if (!parse(x, req, &a, rep))
     return;
   const sf_verdict_t *v = evaluate(x, &a, false, rep);
-  if (rep->status == 200)
+  if (rep->status == 200 && !defer(req, &a, v, false, rep))
     sf__prioritize_reply(&rep->body, &a, v);
   sf__args_dispose(&a);
 }
@@ -159,6 +177,11 @@ static void metrics_conns(sf__buf_t *b, const sf_extender_t *x)
   for (int i = 0; i < SF__KILL_COUNT; i++)
     sf__buf_printf(b, "slicefit_http_connections_closed_total{reason=\"%s\"} %llu\n", why[i],
                    (unsigned long long)x->kills[i]);
+  sf__buf_printf(b, "# HELP slicefit_event_loop_lag_max_seconds The longest a 100 ms timer of the "
+                    "loop ran late since start: how long one turn held the loop.\n"
+                    "# TYPE slicefit_event_loop_lag_max_seconds gauge\n"
+                    "slicefit_event_loop_lag_max_seconds %.6f\n",
+                 (double)x->max_lag_ns / 1e9);
 }
 
 static void on_readyz(sf_extender_t *x, const sf__req_t *req, sf__reply_t *rep)
@@ -297,7 +320,7 @@ static void on_drain_tick(uv_timer_t *t)
 {
   sf_extender_t *x = t->data;
   sf__conns_sweep(x);
-  if (x->jobs == 0 && (x->nconns == 0 || uv_now(x->loop) >= x->drain_deadline))
+  if (x->queued == 0 && (x->nconns == 0 || uv_now(x->loop) >= x->drain_deadline))
     finish_drain(x);
 }
 
