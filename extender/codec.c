@@ -414,6 +414,14 @@ int sf__args_parse(sf__args_t *a, const char *body, size_t len, const sf__limits
 {
   if (parse_fast(a, body, len, lim) == 0)
     return 0;
+  /* A jansson tree takes about twenty times its text: large NodeLists are refused. */
+  if (lim->max_general_bytes && len > lim->max_general_bytes) {
+    snprintf(err, errlen,
+             "a body of %zu bytes that is not a NodeNames call (a NodeList) is larger than the "
+             "limit of %zu bytes; configure the extender with nodeCacheCapable: true",
+             len, lim->max_general_bytes);
+    return SF_E2BIG;
+  }
   return sf__args_parse_general(a, body, len, lim, err, errlen);
 }
 

@@ -42,6 +42,7 @@ void sf__buf_dispose(sf__buf_t *b);
 typedef struct {
   size_t max_nodes;
   unsigned max_depth;
+  size_t max_general_bytes;  /* bodies the jansson path decodes (a NodeList); 0 = any size */
 } sf__limits_t;
 
 /* A decoded ExtenderArgs. */

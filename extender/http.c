@@ -374,7 +374,7 @@ static void decode_work(uv_work_t *w)
     free(l->v);
     return;
   }
-  sf__limits_t lim = {r->x->cfg.max_nodes, r->x->cfg.max_depth};
+  sf__limits_t lim = {r->x->cfg.max_nodes, r->x->cfg.max_depth, r->x->cfg.max_nodelist_bytes};
   r->args_rc = sf__args_parse(&r->args, r->body.p ? r->body.p : "", r->body.len, &lim,
                               r->args_err, sizeof r->args_err);
   if (r->args_rc == 0)

@@ -47,6 +47,9 @@ static void usage(FILE *f)
           "Limits (docs/operators.md lists each with its default):\n"
           "      --max-body-bytes N          larger request bodies get 413 (default 26648576:\n"
           "                                  100,000 node names of up to 253 characters)\n"
+          "      --max-nodelist-bytes N      larger bodies that are not NodeNames calls (a NodeList\n"
+          "                                  decodes to ~20x its size) get 413 (default 12582912;\n"
+          "                                  0: --max-body-bytes)\n"
           "      --max-buffered-bytes N      bodies and replies held across all requests; past\n"
           "                                  it 503 with Retry-After (default 67108864)\n"
           "      --retry-after SECS          Retry-After of that 503 (default 1)\n"
@@ -106,6 +109,8 @@ static bool parse_limits(int argc, char **argv, int *i, sf_daemon_options_t *o)
     o->watch_silence_s = (unsigned)number("watch-silence", v);
   else if (strcmp(argv[*i], "--allow-token-over-http") == 0)
     o->allow_token_over_http = true;
+  else if ((v = flag(argc, argv, i, "max-nodelist-bytes")))
+    h->max_nodelist_bytes = number("max-nodelist-bytes", v);
   else if ((v = flag(argc, argv, i, "max-buffered-bytes")))
     h->max_buffered_bytes = number("max-buffered-bytes", v);
   else if ((v = flag(argc, argv, i, "retry-after")))

@@ -15,6 +15,7 @@ void sf_extender_config_init(sf_extender_config_t *cfg)
   *cfg = (sf_extender_config_t){
       .listen = "127.0.0.1:8888",
       .max_body_bytes = SF_EXTENDER_MAX_BODY_DEFAULT,
+      .max_nodelist_bytes = (size_t)12 << 20,
       .max_nodes = 100000,
       .max_depth = 64,
       .conn_timeout_s = 30,
@@ -92,7 +93,7 @@ done:
 static bool parse(sf_extender_t *x, const sf__req_t *req, sf__args_t *a, sf__reply_t *rep)
 {
   char err[SF_ERR_MAX];
-  sf__limits_t lim = {x->cfg.max_nodes, x->cfg.max_depth};
+  sf__limits_t lim = {x->cfg.max_nodes, x->cfg.max_depth, x->cfg.max_nodelist_bytes};
   int rc;
   if (req->args) {
     rc = req->args_rc;

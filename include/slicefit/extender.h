@@ -23,6 +23,8 @@ typedef struct {
   const char *tls_cert_file;     /* PEM; with tls_key_file enables HTTPS (borrowed, may be NULL) */
   const char *tls_key_file;
   size_t max_body_bytes;         /* a larger request body gets 413 */
+  size_t max_nodelist_bytes;     /* a larger body that is not NodeNames (a NodeList) gets 413;
+                                    0 = max_body_bytes */
   size_t max_nodes;              /* more nodes in one request gets 413 */
   unsigned max_depth;            /* deeper JSON nesting gets 400 */
   unsigned conn_timeout_s;       /* keep-alive: an idle connection is closed after this */
@@ -50,7 +52,7 @@ typedef struct {
 typedef struct sf_extender sf_extender_t;
 
 /**
- * Fills in the defaults: 127.0.0.1:8888, SF_EXTENDER_MAX_BODY_DEFAULT,
+ * Fills in the defaults: 127.0.0.1:8888, SF_EXTENDER_MAX_BODY_DEFAULT, NodeLists 12 MiB,
  * 100,000 nodes, depth 64, keep-alive idle 30 s, 1,024 connections, 64 per
  * client address, drain 5 s, headers 10 s, request 30 s, 1,000 requests per
  * connection, 64 MiB buffered, Retry-After 1 s, off-loop decoding past

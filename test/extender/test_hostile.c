@@ -384,6 +384,33 @@ Test(hostile, a_large_request_does_not_hold_up_a_small_one)
   cr_assert_eq(sfx_stop(&s), 0);
 }
 
+Test(hostile, a_nodelist_past_its_limit_is_refused)
+{
+  /* A NodeList decodes to about twenty times its text: 12 MiB by default, not 25. */
+  sfx_t s;
+  sfx_start_example(&s, NULL);
+  json_t *pod = sfx_pod("pod-no-gpu.json", "default", "web-0");
+  const char **names = calloc(160000, sizeof *names);
+  char (*text)[16] = calloc(160000, sizeof *text);
+  for (int i = 0; i < 160000; i++) {
+    snprintf(text[i], sizeof text[i], "node-%06d", i);
+    names[i] = text[i];
+  }
+  json_t *args = sfx_args(pod, names, 160000, false);
+  char *body = json_dumps(args, JSON_COMPACT);
+  sfx_reply_t r;
+  sfx_request(&s, "POST", "/filter", body, strlen(body), &r);
+  cr_assert_eq(r.status, 413, "%zu bytes: %.300s", strlen(body), r.body);
+  cr_assert(strstr(r.body, "nodeCacheCapable"), "%s", r.body);
+  sfx_reply_free(&r);
+  free(body);
+  json_decref(args);
+  json_decref(pod);
+  free(names);
+  free(text);
+  cr_assert_eq(sfx_stop(&s), 0);
+}
+
 static void expect_refused(const sfx_t *s, const char *req, const char *want)
 {
   int fd = sfx_connect(s);
