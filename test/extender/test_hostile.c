@@ -585,3 +585,42 @@ Test(hostile, serving_certificate_is_reloaded_without_restart)
   unlink(key);
   rmdir(dir);
 }
+
+/* GET path on the probe port: the status, the body in buf. */
+static int probe_get(unsigned port, const char *path, char *buf, size_t cap)
+{
+  int fd = connect_from(port, "127.0.0.1");
+  char req[128];
+  snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", path);
+  send_all(fd, req, strlen(req));
+  read_until_close(fd, buf, cap, 5000);
+  close(fd);
+  return atoi(buf + 9);
+}
+
+Test(hostile, liveness_is_the_loop_turning_and_readiness_the_data)
+{
+  /* With a zero stall allowance the probe thread sees the loop's last turn as too old. */
+  sfx_t s;
+  const char *extra[] = {"--probe-listen", "127.0.0.1:0", "--liveness-stall-ms", "0", NULL};
+  sfx_start_example(&s, extra);
+  unsigned pp = probe_port(&s);
+  char buf[512];
+  bool stale = false;
+  for (int i = 0; i < 50 && !stale; i++) {
+    stale = probe_get(pp, "/healthz", buf, sizeof buf) == 500;
+    sleep_ms(7);
+  }
+  cr_assert(stale, "liveness reads the loop's heartbeat");
+  cr_assert(strstr(buf, "event loop has not turned"), "%s", buf);
+  cr_assert_eq(probe_get(pp, "/readyz", buf, sizeof buf), 200, "ready: the snapshot is whole");
+  cr_assert_eq(sfx_stop(&s), 0);
+  /* With the default (10 s) a turning loop is alive, every time. */
+  const char *def[] = {"--probe-listen", "127.0.0.1:0", NULL};
+  sfx_start_example(&s, def);
+  pp = probe_port(&s);
+  for (int i = 0; i < 20; i++)
+    cr_assert_eq(probe_get(pp, "/healthz", buf, sizeof buf), 200, "%s", buf);
+  cr_assert_eq(probe_get(pp, "/nope", buf, sizeof buf), 404);
+  cr_assert_eq(sfx_stop(&s), 0);
+}
