@@ -118,7 +118,10 @@ static void need_daemon(void)
   snprintf(cmd, sizeof cmd, "%s --help 2>&1", bin);
   FILE *p = popen(cmd, "r");
   cr_assert_not_null(p);
-  getdelim(&help, &len, '\0', p);
+  if (getdelim(&help, &len, '\0', p) < 0) {  /* nothing read: the check below fails */
+    free(help);
+    help = NULL;
+  }
   pclose(p);
   bool ok = help && strstr(help, "--kubeconfig") && strstr(help, "--policy-configmap");
   free(help);
