@@ -343,7 +343,7 @@ Test(hostile, a_large_request_does_not_hold_up_a_small_one)
   sfx_start_example(&s, NULL);
   json_t *pod = sfx_pod("pod-no-gpu.json", "default", "web-0");
   const char **names = calloc(100000, sizeof *names);
-  char (*text)[16] = calloc(100000, sizeof *text);
+  char (*text)[24] = calloc(100000, sizeof *text);
   for (int i = 0; i < 100000; i++) {
     snprintf(text[i], sizeof text[i], "node-%06d", i);
     names[i] = text[i];
@@ -394,7 +394,7 @@ Test(hostile, a_nodelist_past_its_limit_is_refused)
   sfx_start_example(&s, NULL);
   json_t *pod = sfx_pod("pod-no-gpu.json", "default", "web-0");
   const char **names = calloc(160000, sizeof *names);
-  char (*text)[16] = calloc(160000, sizeof *text);
+  char (*text)[24] = calloc(160000, sizeof *text);
   for (int i = 0; i < 160000; i++) {
     snprintf(text[i], sizeof text[i], "node-%06d", i);
     names[i] = text[i];
