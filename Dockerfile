@@ -1,17 +1,24 @@
 # slicefit's container image: built with Debian 12's compiler and -dev
-# packages, run on debian:12-slim with only the matching runtime libraries,
-# as a non-root user. It holds bin/slicefit (the extender the Deployment in
-# manifests/ runs) and bin/slicefit-replay (to replay a policy change first).
+# packages; the runtime image is FROM scratch and holds the two programs,
+# the exact shared libraries they load, the CA bundle and nothing else: no
+# shell, no package manager, no coreutils (issue 16). It runs as a non-root
+# user. bin/slicefit is the extender the Deployment in manifests/ runs;
+# bin/slicefit-replay replays a policy change first.
 #
 #   docker build -t registry.example.com/slicefit:0.1.0 .
+#   docker push registry.example.com/slicefit:0.1.0   # prints the digest
 #
-# docs/operators.md has the whole installation.
+# Pin the base image too: replace debian:12-slim below with
+# debian:12-slim@sha256:<digest> (docker buildx imagetools inspect
+# debian:12-slim shows it). docs/operators.md has the whole installation,
+# and how the manifests reference the image by digest.
 
 FROM debian:12-slim AS build
 RUN apt-get update -qq \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
       build-essential pkg-config \
-      libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev libuv1-dev libyaml-dev \
+      libmicrohttpd-dev libgnutls28-dev libjansson-dev libcurl4-openssl-dev libuv1-dev libyaml-dev \
+      ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
@@ -20,14 +27,21 @@ COPY . .
 RUN make -j"$(nproc)" all \
  && if [ ! -x bin/slicefit ]; then echo "bin/slicefit was not built (no extender/main.c)" >&2; exit 1; fi \
  && make install DESTDIR=/out PREFIX=/usr/local
+# The root file system of the runtime image: the programs, every library
+# ldd names (with the dynamic loader), and the CA bundle. glibc 2.36 has
+# the files and dns NSS modules built in, so name lookup needs nothing more.
+RUN mkdir -p /rootfs/etc/ssl/certs /rootfs/tmp \
+ && mkdir -p /rootfs/usr && cp -a /out/usr/local /rootfs/usr/ \
+ && for lib in $(ldd /out/usr/local/bin/slicefit /out/usr/local/bin/slicefit-replay \
+                 | awk '/=>/ {print $3} /ld-linux/ {print $1}' | sort -u); do \
+      cp --parents -L "$lib" /rootfs/; \
+    done \
+ && cp /etc/ssl/certs/ca-certificates.crt /rootfs/etc/ssl/certs/ \
+ && chmod 1777 /rootfs/tmp
 
-FROM debian:12-slim
-RUN apt-get update -qq \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-      libmicrohttpd12 libjansson4 libcurl4 libuv1 libyaml-0-2 ca-certificates \
- && rm -rf /var/lib/apt/lists/*
-COPY --from=build /out/usr/local/bin/ /usr/local/bin/
+FROM scratch
+COPY --from=build /rootfs/ /
 # The uid and gid manifests/deployment.yaml runs as.
 USER 65532:65532
-EXPOSE 8888
+EXPOSE 8888 8889
 ENTRYPOINT ["/usr/local/bin/slicefit"]

@@ -19,13 +19,13 @@ CC      ?= cc
 V       ?= release
 FUZZ_SECONDS ?= 20
 
-PKGS     := libmicrohttpd jansson libcurl libuv yaml-0.1
-# What each goal needs from Debian: running (make run) only the compiler and the five
-# libraries; the tests also Criterion, openssl (test certificates), procps (pgrep: no
+PKGS     := libmicrohttpd jansson libcurl libuv yaml-0.1 gnutls
+# What each goal needs from Debian: running (make run) only the compiler and the six
+# libraries (GnuTLS for the serving TLS priorities); the tests also Criterion, openssl (test certificates), procps (pgrep: no
 # test process outlives its suite) and promtool (the prometheus package: the /metrics
 # lint); make deps installs all, clang and valgrind too.
 RUN_DEB_PKGS  := build-essential pkg-config libmicrohttpd-dev libjansson-dev \
-                 libcurl4-openssl-dev libuv1-dev libyaml-dev
+                 libcurl4-openssl-dev libuv1-dev libyaml-dev libgnutls28-dev
 TEST_DEB_PKGS := $(RUN_DEB_PKGS) libcriterion-dev openssl prometheus procps
 DEB_PKGS      := $(TEST_DEB_PKGS) clang libclang-rt-14-dev valgrind
 
@@ -35,8 +35,12 @@ WARN  := -Wall -Wextra -Werror -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing
          -Wold-style-definition -Wpointer-arith -Wcast-qual -Wwrite-strings -Wvla -Wformat=2 \
          -Wundef -Wimplicit-fallthrough
 CORE_WARN := -Wconversion -Wsign-conversion -Wdouble-promotion
-OPT_release := -O2 -g
+# The release build is hardened (stack canaries, fortified libc calls, read-only
+# relocations bound at start); the check build keeps ASan's own instrumentation.
+HARDEN      := -fstack-protector-strong -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=2
+OPT_release := -O2 -g $(HARDEN)
 OPT_check   := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+LDSAN_release := -Wl,-z,relro,-z,now
 LDSAN_check := -fsanitize=address,undefined
 OPT   := $(OPT_$(V))
 DEPF  := -MMD -MP
@@ -166,7 +170,8 @@ PURE_ALLOW := malloc calloc realloc free memcpy memmove memset memcmp strlen str
   __assert_fail __stack_chk_fail exp log log2 sqrt floor ceil fabs pow __ctype_b_loc \
   __ctype_tolower_loc __ctype_toupper_loc tolower toupper strncasecmp strcasecmp memchr \
   __isoc99_sscanf __isoc23_strtoll __isoc23_strtoull llabs lround llround __popcountdi2 \
-  regcomp regexec regfree bcmp strcpy
+  regcomp regexec regfree bcmp strcpy \
+  __snprintf_chk __vsnprintf_chk __memcpy_chk __memmove_chk __memset_chk __strcpy_chk
 check-pure: $(CORE_LIB)
 	@hdrs=$$($(CC) $(STD) $(INC) -MM $(CORE_SRC) | tr ' \\' '\n\n' | grep '\.h$$' | sort -u); \
 	if grep -nE '#include *[<"]($(IO_HEADERS))' $(CORE_SRC) $$hdrs; then \
@@ -182,7 +187,7 @@ check-pure: $(CORE_LIB)
 BENCH_SRC := $(wildcard bench/bench_*.c)
 BENCH_BINS := $(BENCH_SRC:bench/%.c=$(B)/bench/%)
 $(B)/bench/bench_%: $(B)/bench/bench_%.o $(REPLAY_LIBOBJ) $(SHELL_LIB) $(CORE_LIB)
-	$(CC) $(OPT) -o $@ $^ $(PKG_LIBS) -lm
+	$(CC) $(OPT) $(LDSAN_$(V)) -o $@ $^ $(PKG_LIBS) -lm
 bench: $(BENCH_BINS) $(PROGS) $(TOOL_BINS)
 	@set -e; for b in $(BENCH_BINS); do echo "== $$b"; $$b; done
 

@@ -10,6 +10,12 @@
  *
  * An event wholly inside one call's data is returned in place, without a
  * copy; a partial one is kept in buf and completed by the next calls.
+ *
+ * The API server writes each event compactly on one line, so a line break
+ * inside an event (where JSON allows none but whitespace, and a real
+ * encoder writes none) means the event was cut short: the framer drops it,
+ * counts it in `truncated`, and starts afresh after the line break, so
+ * that one broken event cannot swallow the ones after it.
  */
 #include <string.h>
 #include "slicefit/apiwatch.h"
@@ -35,6 +41,8 @@ bool sf_framer_pending(const sf_framer_t *f) { return !f->emitted && f->len > 0;
 
 static bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 
+#define CUT (-1000)  /* scan: a line break inside the event; f->cut is where the next line starts */
+
 /*
  * Scans data[from, len) in the current state; returns the index one past the
  * closing brace of the event, 0 when the data ends first, or SF_EINVAL.
@@ -42,6 +50,10 @@ static bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c ==
 static long scan(sf_framer_t *f, const char *data, size_t from, size_t len) {
   for (size_t i = from; i < len; i++) {
     char c = data[i];
+    if (c == '\n') {
+      f->cut = i + 1;
+      return CUT;
+    }
     if (f->in_str) {
       if (f->esc) f->esc = false;
       else if (c == '\\') f->esc = true;
@@ -84,6 +96,11 @@ long sf_framer_feed(sf_framer_t *f, const char *data, size_t len, const char **e
   }
   size_t start = i;
   long end = scan(f, data, i, len);
+  if (end == CUT) {
+    f->truncated++;
+    sf_framer_reset(f);
+    return (long)f->cut;
+  }
   if (end < 0) return end;
   size_t stop = end ? (size_t)end : len;
   if (f->len + (stop - start) > f->max) return SF_E2BIG;

@@ -154,11 +154,22 @@ static int read_cluster(kdoc_t *d, const char *name, sf_kubeconfig_t *kc) {
   if (!server || !*server) return fail(d, SF_EINVAL, "%s.server: missing", where);
   if (strncmp(server, "https://", 8) && strncmp(server, "http://", 7))
     return fail(d, SF_EINVAL, "%s.server: '%s' is not an http(s) URL", where, server);
+  /* "https://" or "https:///x" would become a URL without a host that curl retries for ever. */
+  const char *host = strstr(server, "://") + 3;
+  if (*host == '\0' || *host == '/' || *host == '?' || *host == '#' || *host == ':')
+    return fail(d, SF_EINVAL, "%s.server: '%s' names no host", where, server);
   kc->server = sf_xstrdup(server);
   size_t n = strlen(kc->server);
   while (n > 0 && kc->server[n - 1] == '/') kc->server[--n] = '\0';
   if (parse_bool(d, c, "insecure-skip-tls-verify", where, &kc->insecure)) return SF_EINVAL;
-  return pem(d, c, where, "certificate-authority", &kc->ca_file, &kc->ca_data, &kc->ca_len);
+  rc = pem(d, c, where, "certificate-authority", &kc->ca_file, &kc->ca_data, &kc->ca_len);
+  /* As kubectl: skipping verification and naming a CA contradict each other. */
+  if (rc == 0 && kc->insecure && (kc->ca_file || kc->ca_data))
+    return fail(d, SF_EINVAL,
+                "%s: insecure-skip-tls-verify and a certificate authority are both set; "
+                "keep one",
+                where);
+  return rc;
 }
 
 static int read_user(kdoc_t *d, const char *name, sf_kubeconfig_t *kc) {
@@ -330,6 +341,18 @@ char *sf_kubeconfig_token(const sf_kubeconfig_t *kc, char *err, size_t errlen) {
     return NULL;
   }
   return checked(text, kc->token_file, err, errlen);
+}
+
+int sf_kubeconfig_check_transport(const sf_kubeconfig_t *kc, bool allow_plain_token, char *err,
+                                  size_t errlen) {
+  bool token = kc->token || kc->token_file;
+  if (!token || allow_plain_token || !kc->server || strncmp(kc->server, "http://", 7) != 0)
+    return 0;
+  snprintf(err, errlen,
+           "%s: a bearer token would go over plain http; use https (or, for tests only, "
+           "--allow-token-over-http)",
+           kc->server);
+  return SF_EINVAL;
 }
 
 void sf_kubeconfig_dispose(sf_kubeconfig_t *kc) {

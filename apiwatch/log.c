@@ -149,7 +149,7 @@ static bool next_pair(const char **s, pair_t *p)
       char ch = *c;
       if (ch == '\\' && c[1]) {
         ch = *++c;
-        ch = ch == 'n' ? '\n' : ch == 't' ? '\t' : ch;
+        ch = ch == 'n' ? '\n' : ch == 't' ? '\t' : ch == 'r' ? '\r' : ch;
       }
       if (p->vlen < sizeof p->val - 1)
         p->val[p->vlen++] = ch;
@@ -301,4 +301,17 @@ void sf_log(sf_log_level_t level, const char *msg, const char *fmt, ...)
   va_start(ap, fmt);
   vlog(NULL, 0, level, level == SF_LOG_DEBUG ? 4 : 0, msg, fmt, ap);
   va_end(ap);
+}
+
+const char *sf_log_quote(char *buf, size_t cap, const char *s)
+{
+  if (cap < TAIL + 2) {  /* no room for a value: an empty one */
+    if (cap > 0)
+      snprintf(buf, cap, "%s", cap >= 3 ? "\"\"" : "");
+    return buf;
+  }
+  out_t o = {buf, cap - 1, 0, false};  /* put keeps TAIL bytes for the closing quote */
+  put_quoted(&o, s ? s : "", s ? strlen(s) : 0);
+  buf[o.n] = '\0';
+  return buf;
 }

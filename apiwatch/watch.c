@@ -17,7 +17,21 @@
  *      same phase.
  *
  * Bytes from the server are untrusted: the framer caps each event, jansson
- * parses it, and the sink validates objects.
+ * parses it, and the sink validates objects. An event cut short (a line
+ * break inside it) is counted as a framing error and the watch restarts
+ * from the last event that arrived whole, so the cut one comes again.
+ *
+ * Freshness. A resource is "confirmed current" whenever its list completes,
+ * a watch on it is answered 200, or any byte (event or bookmark) arrives on
+ * its watch. Watches end by themselves after timeoutSeconds (default
+ * 10..20 s, so that even a quiet resource is confirmed well within the
+ * staleness bound, at the cost of one cheap re-watch from the watch cache
+ * every 15 s or so), and a transfer that receives no byte for silent_ms is
+ * a dead watch: curl aborts it (low-speed limit) and it restarts from its
+ * resourceVersion. sf_apiwatch_synced is false while any resource has gone
+ * unconfirmed for longer than staleness_ms. Retry-After is honoured up to
+ * backoff_max_ms; a watch-list that fell back to LIST is tried again after
+ * stream_retry_ms.
  */
 #include <curl/curl.h>
 #include <stdio.h>
@@ -70,6 +84,9 @@ typedef struct {
   char action_why[160];
   bool synced;
   uint64_t broken_since;    /* loop ms of the first failure since the last good watch; 0 = none */
+  uint64_t confirmed_ms;    /* loop ms the resource was last confirmed current; 0 = never */
+  uint64_t stream_again_ms; /* loop ms from which watch-list is tried again; 0 = not off */
+  uint64_t truncated;       /* framer's count when the current transfer started */
   uint64_t started_ms;
   uint32_t events_now;      /* events in the current watch */
   uint32_t attempt;         /* failures in a row */
@@ -116,10 +133,14 @@ static bool buf_add(buf_t *b, const char *p, size_t n, size_t cap) {
   return true;
 }
 
-/* A copy of `s` fit for a quoted log value: double quotes become single ones. */
+/* A copy of `s` fit for a quoted log value: double quotes become single ones, backslashes
+ * slashes, and control bytes '?', so the value can neither end early nor break the line. */
 static const char *logq(const char *s, char *out, size_t n) {
   size_t i = 0;
-  for (; s && s[i] && i + 1 < n; i++) out[i] = s[i] == '"' ? '\'' : s[i];
+  for (; s && s[i] && i + 1 < n; i++) {
+    unsigned char ch = (unsigned char)s[i];
+    out[i] = ch == '"' ? '\'' : ch == '\\' ? '/' : ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
+  }
   out[i] = '\0';
   return out;
 }
@@ -138,6 +159,8 @@ static void set_rv(res_t *r, const json_t *obj) {
   const char *rv = str_at(obj, "metadata", "resourceVersion");
   if (rv && *rv && strlen(rv) < sizeof r->rv) strcpy(r->rv, rv);
 }
+
+static void confirm(res_t *r) { r->confirmed_ms = uv_now(r->w->loop) | 1; }
 
 /* ---- the policy ConfigMap ---- */
 
@@ -193,8 +216,10 @@ static void to_sink(res_t *r, int op, const json_t *obj) {
   if (rc) {
     w->st.decode_errors++;
     char q[SF_ERR_MAX];
-    sf_log_warn("object rejected", "resource=%s name=%s error=\"%s\"", r->name,
-                str_at(obj, "metadata", "name") ? str_at(obj, "metadata", "name") : "?",
+    char qn[300];
+    sf_log_warn("object rejected", "resource=%s name=\"%s\" error=\"%s\"", r->name,
+                logq(str_at(obj, "metadata", "name") ? str_at(obj, "metadata", "name") : "?", qn,
+                     sizeof qn),
                 logq(err, q, sizeof q));
   }
 }
@@ -238,7 +263,10 @@ static void start_waiting(res_t *r) {
 }
 
 static void list_done(res_t *r) {
-  if (r->phase == PH_STREAM) uv_timer_stop(&r->timer);
+  if (r->phase == PH_STREAM) {
+    uv_timer_stop(&r->timer);
+    r->w->st.stream_lists++;
+  }
   if (!r->direct) replace_all(r);
   r->w->st.lists++;
   sf_log_info("resource synced", "resource=%s rv=%s objects=%zu", r->name, r->rv, r->listed);
@@ -248,6 +276,7 @@ static void list_done(res_t *r) {
   r->broken_since = 0;
   r->attempt = 0;
   r->in_initial = false;
+  confirm(r);
   start_waiting(r);
 }
 
@@ -326,6 +355,7 @@ static size_t on_data(char *p, size_t sz, size_t n, void *ud) {
     fail_event(r, ACT_FAIL, "response larger than the cap");
     return 0;
   }
+  if (len) confirm(r);
   for (size_t off = 0; off < len;) {
     const char *ev;
     size_t evlen;
@@ -336,6 +366,14 @@ static size_t on_data(char *p, size_t sz, size_t n, void *ud) {
       return 0;
     }
     off += (size_t)used;
+    if (r->framer.truncated != r->truncated) {
+      /* Going on would skip the cut event: start again from the last whole one. */
+      r->truncated = r->framer.truncated;
+      r->w->st.framing_errors++;
+      fail_event(r, ACT_FAIL, "an event cut short by a line break; watching again from the last "
+                              "whole event");
+      return 0;
+    }
     if (ev && on_event(r, ev, evlen)) return 0;
   }
   return len;
@@ -348,6 +386,7 @@ static size_t on_header(char *p, size_t sz, size_t n, void *ud) {
   if (sz * n <= 2 && (p[0] == '\r' || p[0] == '\n')) {
     curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &code);
     if (code == 200 && r->phase == PH_WATCH) r->broken_since = 0;
+    if (code == 200 && r->phase != PH_LIST && !r->in_initial) confirm(r);
   }
   return sz * n;
 }
@@ -360,7 +399,7 @@ static char *build_url(res_t *r, phase_t ph) {
   int n = 0;
   char *sel = r->selector ? curl_easy_escape(NULL, r->selector, 0) : NULL;
   char *cont = r->cont ? curl_easy_escape(NULL, r->cont, 0) : NULL;
-  uint32_t t = w->o.watch_timeout_s ? w->o.watch_timeout_s : 300 + (uint32_t)(next_rand(w) % 300);
+  uint32_t t = w->o.watch_timeout_s ? w->o.watch_timeout_s : 10 + (uint32_t)(next_rand(w) % 11);
   if (ph == PH_LIST)
     n = snprintf(q, sizeof q, "limit=%u%s%s", w->o.page_size, cont ? "&continue=" : "",
                  cont ? cont : "");
@@ -430,6 +469,7 @@ static int make_headers(res_t *r, struct curl_slist **out) {
 }
 
 static void retry(res_t *r, uint32_t delay_ms);
+static void stream_off(res_t *r);
 
 /*
  * A server that ignores sendInitialEvents (older than watch-list, or with
@@ -443,8 +483,14 @@ static void on_stream_deadline(uv_timer_t *t) {
   sf_log_warn("watch-list sent no initial-events-end bookmark; using LIST and WATCH",
               "resource=%s", r->name);
   detach(r);
-  r->streaming = false;
+  stream_off(r);
   relist(r);
+}
+
+/* Watch-list off for this resource, to be tried again after stream_retry_ms. */
+static void stream_off(res_t *r) {
+  r->streaming = false;
+  r->stream_again_ms = uv_now(r->w->loop) + r->w->o.stream_retry_ms;
 }
 
 static void issue(res_t *r, phase_t ph) {
@@ -475,8 +521,12 @@ static void issue(res_t *r, phase_t ph) {
   curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
   curl_easy_setopt(e, CURLOPT_USERAGENT, "slicefit/apiwatch");
   long limit = (long)w->o.request_timeout_ms;
-  if (ph != PH_LIST) limit += (long)(w->o.watch_timeout_s ? w->o.watch_timeout_s : 600) * 1000;
+  if (ph != PH_LIST) limit += (long)(w->o.watch_timeout_s ? w->o.watch_timeout_s : 20) * 1000;
   curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, limit);
+  /* No byte at all for silent_ms: the server or the path to it is gone. */
+  curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)((w->o.silent_ms + 999) / 1000));
+  r->truncated = r->framer.truncated;
   set_tls(e, &w->o.kube);
   free(url);
   r->easy = e;
@@ -513,6 +563,12 @@ static void retry(res_t *r, uint32_t delay_ms) {
 }
 
 static void relist(res_t *r) {
+  if (!r->streaming && r->stream_again_ms && uv_now(r->w->loop) >= r->stream_again_ms &&
+      !r->w->o.no_streaming_list) {
+    r->streaming = true;
+    r->stream_again_ms = 0;
+    sf_log_info("trying watch-list again", "resource=%s", r->name);
+  }
   json_decref(r->items);
   r->items = json_array();
   free(r->cont);
@@ -588,8 +644,10 @@ static void http_error(res_t *r, long code, curl_off_t retry_after) {
   const char *msg = str_at(st, "message", NULL), *reason = str_at(st, "reason", NULL);
   uint32_t delay = 0;
   char q[SF_ERR_MAX];
-  sf_log_warn("request failed", "resource=%s phase=%s status=%ld reason=%s message=\"%s\"", r->name,
-              phase_name(r->phase), code, reason ? reason : "", logq(msg, q, sizeof q));
+  char qr[64];
+  sf_log_warn("request failed", "resource=%s phase=%s status=%ld reason=\"%s\" message=\"%s\"",
+              r->name, phase_name(r->phase), code, logq(reason ? reason : "", qr, sizeof qr),
+              logq(msg, q, sizeof q));
   if (code == 410) {
     w->st.relists_expired++;
     json_decref(st);
@@ -600,14 +658,17 @@ static void http_error(res_t *r, long code, curl_off_t retry_after) {
     w->st.streaming_fallbacks++;
     sf_log_info("the server does not offer watch-list; using LIST and WATCH", "resource=%s",
                 r->name);
-    r->streaming = false;
+    stream_off(r);
     json_decref(st);
     relist(r);
     return;
   }
   if (code == 429) {
     w->st.err_http_429++;
-    if (retry_after > 0) delay = (uint32_t)(retry_after < 3600 ? retry_after : 3600) * 1000;
+    /* Honoured up to the backoff cap (30 s by default), as client-go caps its own waits. */
+    if (retry_after > 0)
+      delay = (uint64_t)retry_after * 1000 < w->o.backoff_max_ms ? (uint32_t)retry_after * 1000
+                                                                 : w->o.backoff_max_ms;
   } else if (code >= 500) {
     w->st.err_http_5xx++;
   } else if (code == 401 || code == 403) {
@@ -619,6 +680,14 @@ static void http_error(res_t *r, long code, curl_off_t retry_after) {
   retry(r, delay);
 }
 
+/* The whole-request time limit of the current transfer (see issue). */
+static uint64_t limit_ms(const res_t *r) {
+  const sf_apiwatch_opts_t *o = &r->w->o;
+  uint64_t limit = o->request_timeout_ms;
+  if (r->phase != PH_LIST) limit += (uint64_t)(o->watch_timeout_s ? o->watch_timeout_s : 20) * 1000;
+  return limit;
+}
+
 static void transport_error(res_t *r, CURLcode cc) {
   sf_apiwatch_t *w = r->w;
   switch (cc) {
@@ -627,7 +696,16 @@ static void transport_error(res_t *r, CURLcode cc) {
   case CURLE_SSL_ENGINE_INITFAILED: case CURLE_SSL_ENGINE_NOTFOUND: case CURLE_SSL_CRL_BADFILE:
     w->st.err_tls++;
     break;
-  case CURLE_COULDNT_CONNECT: case CURLE_COULDNT_RESOLVE_HOST: case CURLE_OPERATION_TIMEDOUT:
+  case CURLE_OPERATION_TIMEDOUT:
+    /* Before the request's own time limit: the low-speed limit, a silent transfer. */
+    if (uv_now(w->loop) - r->started_ms + 1000 < limit_ms(r)) {
+      w->st.silent_restarts++;
+      sf_log_warn("no byte from the server; restarting", "resource=%s phase=%s rv=%s silent_ms=%u",
+                  r->name, phase_name(r->phase), r->rv, w->o.silent_ms);
+    }
+    w->st.err_connect++;
+    break;
+  case CURLE_COULDNT_CONNECT: case CURLE_COULDNT_RESOLVE_HOST:
   case CURLE_RECV_ERROR: case CURLE_SEND_ERROR: case CURLE_GOT_NOTHING: case CURLE_PARTIAL_FILE:
     w->st.err_connect++;
     break;
@@ -786,6 +864,8 @@ static void defaults(sf_apiwatch_opts_t *o) {
   if (!o->backoff_max_ms) o->backoff_max_ms = 30000;
   if (o->backoff_max_ms < o->backoff_min_ms) o->backoff_max_ms = o->backoff_min_ms;
   if (!o->request_timeout_ms) o->request_timeout_ms = 60000;
+  if (!o->silent_ms) o->silent_ms = 30000;
+  if (!o->stream_retry_ms) o->stream_retry_ms = 600000;
   if (!o->max_list_bytes) o->max_list_bytes = (size_t)1 << 30;
 }
 
@@ -855,8 +935,20 @@ bool sf_apiwatch_synced(const sf_apiwatch_t *w) {
     const res_t *r = &w->res[i];
     if (!r->synced) return false;
     if (r->broken_since && now - r->broken_since > w->o.staleness_ms) return false;
+    if (now - r->confirmed_ms > w->o.staleness_ms) return false;
   }
   return true;
+}
+
+size_t sf_apiwatch_ages(const sf_apiwatch_t *w, sf_apiwatch_age_t *out, size_t cap) {
+  uint64_t now = uv_now(w->loop);
+  size_t n = 0;
+  for (size_t i = 0; i < w->nres && n < cap; i++, n++) {
+    const res_t *r = &w->res[i];
+    out[n].resource = r->name;
+    out[n].age_ms = r->confirmed_ms ? now - r->confirmed_ms : UINT64_MAX;
+  }
+  return n;
 }
 
 void sf_apiwatch_stats(const sf_apiwatch_t *w, sf_apiwatch_stats_t *out) { *out = w->st; }

@@ -414,6 +414,14 @@ int sf__args_parse(sf__args_t *a, const char *body, size_t len, const sf__limits
 {
   if (parse_fast(a, body, len, lim) == 0)
     return 0;
+  /* A jansson tree takes about twenty times its text: large NodeLists are refused. */
+  if (lim->max_general_bytes && len > lim->max_general_bytes) {
+    snprintf(err, errlen,
+             "a body of %zu bytes that is not a NodeNames call (a NodeList) is larger than the "
+             "limit of %zu bytes; configure the extender with nodeCacheCapable: true",
+             len, lim->max_general_bytes);
+    return SF_E2BIG;
+  }
   return sf__args_parse_general(a, body, len, lim, err, errlen);
 }
 
@@ -423,7 +431,44 @@ void sf__args_dispose(sf__args_t *a)
   free(a->names);
   free(a->items);
   free(a->arena);
+  free(a->items_text);
+  free(a->items_off);
   *a = (sf__args_t){0};
+}
+
+void sf__args_detach(sf__args_t *a)
+{
+  sf__buf_t t = {0};
+  if (a->items) {
+    a->items_off = sf_xcalloc(a->n + 1, sizeof *a->items_off);
+    for (size_t i = 0; i < a->n; i++) {
+      a->items_off[i] = t.len;
+      char *s = json_dumps(a->items[i], JSON_COMPACT | JSON_ENCODE_ANY);
+      sf__buf_puts(&t, s ? s : "null");
+      free(s);
+    }
+    a->items_off[a->n] = t.len;
+    a->items_text = sf__buf_steal(&t, NULL);
+    free(a->items);
+    a->items = NULL;
+  }
+  if (a->arena == NULL && a->n) {  /* the names point into the tree: copy them */
+    size_t total = 0;
+    for (size_t i = 0; i < a->n; i++)
+      total += strlen(a->names[i]) + 1;
+    char *arena = sf_xmalloc(total), *o = arena;
+    for (size_t i = 0; i < a->n; i++) {
+      size_t l = strlen(a->names[i]) + 1;
+      memcpy(o, a->names[i], l);
+      a->names[i] = o;
+      o += l;
+    }
+    a->arena = arena;
+  }
+  json_t *root = json_object();
+  json_object_set(root, "Pod", (json_t *)(uintptr_t)a->pod);
+  json_decref(a->root);
+  a->root = root;
 }
 
 static bool passes(const sf_verdict_t *v, size_t i) { return !v || v[i].fit != SF_FIT_NO; }
@@ -439,6 +484,8 @@ static void put_passing(sf__buf_t *b, const sf__args_t *a, const sf_verdict_t *v
     first = false;
     if (a->cache_mode) {
       sf__buf_json_str(b, a->names[i]);
+    } else if (a->items_text) {
+      sf__buf_put(b, a->items_text + a->items_off[i], a->items_off[i + 1] - a->items_off[i]);
     } else {
       char *s = json_dumps(a->items[i], JSON_COMPACT | JSON_ENCODE_ANY);
       sf__buf_puts(b, s ? s : "null");

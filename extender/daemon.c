@@ -199,6 +199,24 @@ static void on_sync_tick(uv_timer_t *t)
   sf_extender_set_ready(d->ext, synced);
 }
 
+/* How long ago each watched resource was last confirmed current (a list, a watch answered, a byte). */
+static void watch_ages(sf__buf_t *b, const sf_apiwatch_t *w)
+{
+  sf_apiwatch_age_t ages[8];
+  size_t n = sf_apiwatch_ages(w, ages, 8);
+  sf__buf_puts(b, "# HELP slicefit_apiwatch_confirmed_age_seconds Seconds since the resource was "
+                  "last confirmed current; /readyz fails past the stale-after bound.\n"
+                  "# TYPE slicefit_apiwatch_confirmed_age_seconds gauge\n");
+  for (size_t i = 0; i < n; i++) {
+    if (ages[i].age_ms == UINT64_MAX)
+      sf__buf_printf(b, "slicefit_apiwatch_confirmed_age_seconds{resource=\"%s\"} +Inf\n",
+                     ages[i].resource);
+    else
+      sf__buf_printf(b, "slicefit_apiwatch_confirmed_age_seconds{resource=\"%s\"} %.3f\n",
+                     ages[i].resource, (double)ages[i].age_ms / 1000.0);
+  }
+}
+
 static void put_counter(sf__buf_t *b, const char *name, const char *help, uint64_t v)
 {
   sf__buf_printf(b, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", name, help, name, name,
@@ -230,6 +248,8 @@ static void watch_metrics(sf__buf_t *b, const sf_apiwatch_stats_t *st)
   for (size_t i = 0; i < sizeof errs / sizeof errs[0]; i++)
     sf__buf_printf(b, "slicefit_apiwatch_errors_total{reason=\"%s\"} %llu\n", errs[i].reason,
                    (unsigned long long)errs[i].v);
+  put_counter(b, "slicefit_apiwatch_silent_restarts_total", "Watches restarted after sending no "
+              "byte (event or bookmark) for the watch-silence bound.", st->silent_restarts);
   sf__buf_printf(b, "# HELP slicefit_policy_updates_total Policy ConfigMap versions seen, by "
                     "result (rejected: the last good policy stays).\n"
                     "# TYPE slicefit_policy_updates_total counter\n"
@@ -247,6 +267,7 @@ static void daemon_metrics(sf__buf_t *b, void *ud)
     sf_apiwatch_stats_t st;
     sf_apiwatch_stats(d->watch, &st);
     watch_metrics(b, &st);
+    watch_ages(b, d->watch);
   }
 }
 
@@ -368,9 +389,14 @@ static void on_pending_tick(uv_timer_t *t)
 
 static int load_kube(daemon_t *d, const sf_daemon_options_t *opt, char *err, size_t errlen)
 {
+  int rc;
   if (opt->kubeconfig && *opt->kubeconfig)
-    return sf_kubeconfig_load(&d->kube, opt->kubeconfig, err, errlen);
-  return sf_kubeconfig_incluster(&d->kube, NULL, err, errlen);
+    rc = sf_kubeconfig_load(&d->kube, opt->kubeconfig, err, errlen);
+  else
+    rc = sf_kubeconfig_incluster(&d->kube, NULL, err, errlen);
+  if (rc == 0)
+    rc = sf_kubeconfig_check_transport(&d->kube, opt->allow_token_over_http, err, errlen);
+  return rc;
 }
 
 /*
@@ -401,7 +427,9 @@ static int start_watch(daemon_t *d, const sf_daemon_options_t *opt, char *err, s
   d->sink = sink;
   d->sink.ud = d;
   sf_apiwatch_opts_t o = {.kube = d->kube, .policy_configmap = opt->policy_configmap,
-                          .policy_cb = on_policy, .policy_ud = d, .sink = &d->sink};
+                          .policy_cb = on_policy, .policy_ud = d, .sink = &d->sink,
+                          .staleness_ms = opt->stale_after_s * 1000u,
+                          .silent_ms = opt->watch_silence_s * 1000u};
   discover_taint_rules(d);
   o.device_taint_rules = d->taint_rules_version[0] ? d->taint_rules_version : NULL;
   d->watch = sf_apiwatch_create(&d->loop, d->cluster, &o, err, errlen);
@@ -458,7 +486,7 @@ static void log_state(const daemon_t *d, const sf_daemon_options_t *opt)
 {
   const sf_index_t *idx = sf_cluster_index(d->cluster);
   sf_log_info("serving", "listen=%s tls=%s source=%s nodes=%zu allocations=%zu claims=%zu "
-              "strategy=%s port=%u debug_port=%u metrics_port=%u",
+              "strategy=%s port=%u debug_port=%u metrics_port=%u probe_port=%u",
               opt->http.listen, opt->http.tls_cert_file ? "true" : "false",
               opt->snapshot       ? opt->snapshot
               : opt->kubeconfig   ? opt->kubeconfig
@@ -467,7 +495,7 @@ static void log_state(const daemon_t *d, const sf_daemon_options_t *opt)
               sf_index_alloc_count(idx), sf_cluster_count(d->cluster, SF_KIND_RESOURCE_CLAIM),
               sf_strategy_name(sf_cluster_policy(d->cluster)->strategy),
               sf_extender_port(d->ext), d->debug ? sf_extender_port(d->debug) : 0u,
-              d->metrics ? sf_extender_port(d->metrics) : 0u);
+              d->metrics ? sf_extender_port(d->metrics) : 0u, sf_extender_probe_port(d->ext));
 }
 
 /* A plain listener of the debug or metrics kind at `addr`; ":PORT" is loopback. */
@@ -505,7 +533,7 @@ static int start_debug(daemon_t *d, const sf_daemon_options_t *opt, char *err, s
 int sf_daemon_run(const sf_daemon_options_t *opt)
 {
   daemon_t d = {.pending = json_object(), .warned = json_object()};
-  char err[512];
+  char err[512], qerr[1100];
   int rc = build_cluster(&d, opt, err, sizeof err);
   signal(SIGPIPE, SIG_IGN);
   uv_loop_init(&d.loop);
@@ -514,7 +542,7 @@ int sf_daemon_run(const sf_daemon_options_t *opt)
   if (rc == 0)
     rc = start_debug(&d, opt, err, sizeof err);
   if (rc) {
-    sf_log_error("cannot start", "reason=\"%s\"", err);
+    sf_log_error("cannot start", "reason=%s", sf_log_quote(qerr, sizeof qerr, err));
     goto done;
   }
   d.ext->metrics_hook = daemon_metrics;
@@ -527,7 +555,7 @@ int sf_daemon_run(const sf_daemon_options_t *opt)
   if (opt->snapshot)
     sf_extender_set_ready(d.ext, true);
   else if ((rc = start_watch(&d, opt, err, sizeof err)) != 0) {
-    sf_log_error("cannot start", "reason=\"%s\"", err);
+    sf_log_error("cannot start", "reason=%s", sf_log_quote(qerr, sizeof qerr, err));
     goto done;
   }
   watch_signals(&d);

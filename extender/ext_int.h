@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <jansson.h>
 #include <microhttpd.h>
 #include <uv.h>
@@ -41,6 +42,7 @@ void sf__buf_dispose(sf__buf_t *b);
 typedef struct {
   size_t max_nodes;
   unsigned max_depth;
+  size_t max_general_bytes;  /* bodies the jansson path decodes (a NodeList); 0 = any size */
 } sf__limits_t;
 
 /* A decoded ExtenderArgs. */
@@ -52,6 +54,8 @@ typedef struct {
   json_t **items;            /* non-cache mode: the n Node objects (owned array, borrowed items) */
   char *arena;               /* owned: the names' text when decoded without jansson */
   size_t n;
+  char *items_text;          /* owned, after sf__args_detach: the Node objects as JSON text, */
+  size_t *items_off;         /* item i is items_text[items_off[i] .. items_off[i + 1]) */
 } sf__args_t;
 
 /** True when the JSON text nests arrays and objects no deeper than `max` (strings skipped). */
@@ -70,6 +74,13 @@ int sf__args_parse(sf__args_t *a, const char *body, size_t len, const sf__limits
 int sf__args_parse_general(sf__args_t *a, const char *body, size_t len, const sf__limits_t *lim,
                            char *err, size_t errlen);
 void sf__args_dispose(sf__args_t *a);
+/**
+ * Leaves the arguments independent of the decoded body: the names copied,
+ * each Node object serialised once (for the reply), and the JSON tree but
+ * the Pod freed. Run on the thread that decoded, it keeps a NodeList's
+ * large tree off the loop entirely.
+ */
+void sf__args_detach(sf__args_t *a);
 
 /** Case-insensitive member lookup: an exact match first, then any casing. Borrowed. */
 json_t *sf__json_get_ci(const json_t *obj, const char *key);
@@ -190,13 +201,28 @@ typedef struct {
   const char *method, *path;
   const char *body;          /* NUL-terminated copy of the body */
   size_t len;
+  sf__args_t *args;          /* the body already decoded off the loop (moved out), or NULL */
+  int args_rc;               /* with args: sf__args_parse's result, and its error in args_err */
+  const char *args_err;
 } sf__req_t;
+
+/*
+ * A reply to build off the loop (a large filter or prioritize): the handler
+ * has the verdicts; serialising 100,000 nodes is left to the thread pool.
+ */
+typedef struct {
+  sf__args_t args;           /* owned (moved from the handler) */
+  sf_verdict_t *v;           /* owned copy, args.n of them, or NULL (every node passes) */
+  bool filter;               /* else prioritize */
+} sf__later_t;
 
 typedef struct {
   unsigned status;
+  sf__later_t *later;        /* set by a handler of an off-loop request: build the body later */
   sf__buf_t body;
   const char *ctype;         /* static; NULL = application/json */
   const char *allow;         /* 405: the Allow header */
+  bool close;                /* the connection closes after this answer */
   char reason[SF_ERR_MAX];   /* errors: logged in one line */
 } sf__reply_t;
 
@@ -206,6 +232,7 @@ typedef struct {
   const char *path, *method;
   sf__handler_fn fn;
   size_t stats;              /* index into the extender's stats */
+  bool offload;              /* a large body is decoded as ExtenderArgs off the loop */
 } sf__route_t;
 
 /** Sets an error reply: status, {"Error": "..."} body and the logged reason. */
@@ -215,12 +242,34 @@ void sf__reply_error(sf__reply_t *rep, unsigned status, const char *fmt, ...)
 enum { SF__V_FILTER, SF__V_PRIORITIZE, SF__V_HEALTHZ, SF__V_READYZ, SF__V_METRICS, SF__V_DEBUG,
        SF__V_OTHER, SF__V_COUNT };
 
+/*
+ * One accepted connection (conns.c), from MHD's NOTIFY_CONNECTION started to
+ * closed. The deadlines are enforced by shutting the socket down, which MHD
+ * then sees as the peer going away.
+ */
+typedef struct sf__conn {
+  struct sf__conn *next, *prev;
+  struct MHD_Connection *mc;
+  int fd;
+  uint64_t since_ms;               /* loop ms: opened, or when its last answer completed */
+  uint64_t line_ms;                /* when the current request line arrived */
+  uint64_t req_ms;                 /* when the current request's headers were complete */
+  unsigned requests;               /* requests begun on it */
+  bool line_seen;                  /* a request line arrived since since_ms */
+  bool in_request;                 /* headers parsed, answer not yet completed */
+  bool bad_uri;                    /* the raw request target holds %00 */
+  const char *killed;              /* why we shut it down, or NULL */
+} sf__conn_t;
+
+enum { SF__KILL_HEADERS, SF__KILL_IDLE, SF__KILL_REQUEST, SF__KILL_DRAIN, SF__KILL_COUNT };
+
+struct sf__tls;
+
 struct sf_extender {
   uv_loop_t *loop;
   sf_cluster_t *cluster;           /* borrowed */
   sf_extender_config_t cfg;
   struct MHD_Daemon *mhd;
-  char *tls_cert, *tls_key;        /* PEM text, kept for MHD's life */
   uv_poll_t poll;
   uv_timer_t timer, drain_timer;
   int nhandles;                    /* libuv handles still open */
@@ -245,8 +294,63 @@ struct sf_extender {
   uint64_t cache_hits, cache_misses;
   uint64_t verdicts_total[3][SF__NREASON + 1];  /* filter verdicts by sf_fit_t and reason class */
   uint64_t started_ns;
+  /* connections and the limits across them (conns.c) */
+  sf__conn_t *conns;
+  unsigned nconns;
+  uv_timer_t reaper;
+  size_t buffered;                 /* body and reply bytes held by live requests */
+  uint64_t busy_rejects;           /* 503s for the buffered-bytes bound */
+  uint64_t kills[SF__KILL_COUNT];  /* connections shut down, by deadline */
+  unsigned jobs;                   /* bodies being decoded on the thread pool (0 or 1) */
+  unsigned queued;                 /* bodies suspended until decoded, that one included */
+  void *decode_head, *decode_tail; /* requests waiting for the pool, in arrival order */
+  struct MHD_Daemon *probe;        /* the probe listener (probe.c), or NULL */
+  struct sf__tls *tls;             /* the serving certificate (tls.c), or NULL */
+  uint64_t last_sweep_ns, max_lag_ns;  /* the sweep timer's lateness: the loop's longest hold */
 };
 
+/* ---- connections (conns.c) ---- */
+
+/** MHD_OPTION_NOTIFY_CONNECTION: tracks each connection. */
+void sf__conn_notify(void *cls, struct MHD_Connection *mc, void **socket_context,
+                     enum MHD_ConnectionNotificationCode toe);
+/** MHD_OPTION_URI_LOG_CALLBACK: a request line arrived (raw target, before unescaping). */
+void *sf__conn_uri(void *cls, const char *uri, struct MHD_Connection *mc);
+/** The tracked connection of an MHD connection, or NULL. */
+sf__conn_t *sf__conn_of(struct MHD_Connection *mc);
+/** Enforces the deadlines, and while draining closes connections with no request. */
+void sf__conns_sweep(sf_extender_t *x);
+/** Starts the sweep timer (a libuv handle of the extender). */
+void sf__conns_start(sf_extender_t *x);
+
+/* ---- the probe listener (probe.c) ---- */
+
+/** Starts the probe listener's own thread when cfg.probe_listen is set. */
+int sf__probe_start(sf_extender_t *x, char *err, size_t errlen);
+/** The loop turned: called by a timer; the probe thread reads the time. */
+void sf__probe_beat(sf_extender_t *x);
+/** Mirrors readiness (ready and not draining) for the probe thread. */
+void sf__probe_set_ready(sf_extender_t *x, bool ready);
+/** Milliseconds since the loop last turned (any thread). */
+uint64_t sf__probe_stall_ms(void);
+void sf__probe_stop(sf_extender_t *x);
+
+/* ---- serving TLS (tls.c) ---- */
+
+/**
+ * Loads the certificate and key files, checks they match, and fills the
+ * MHD options for them (cert callback, priorities) into opts[0..3]; watches
+ * the files for changes every cfg.tls_reload_s. 0 or SF_EINVAL with err.
+ */
+int sf__tls_start(sf_extender_t *x, struct MHD_OptionItem *opts, char *err, size_t errlen);
+/** Checks the files now; a changed, valid pair replaces the served one. */
+void sf__tls_check(sf_extender_t *x);
+void sf__tls_stop(sf_extender_t *x);
+
+
+/** Resolves "HOST:PORT" for a listener; errors name `flag`. */
+int sf__resolve(const char *listen, const char *flag, struct sockaddr_storage *ss, char *err,
+                size_t errlen);
 /** Starts libmicrohttpd on the loop (http.c). */
 int sf__http_start(sf_extender_t *x, char *err, size_t errlen);
 /** Stops accepting new connections and closes the listen socket; connections in flight go on. */

@@ -4,13 +4,22 @@
  * and one uv_timer follows MHD_get_timeout, so MHD_run, and with it every
  * request handler, runs on the loop's thread and nowhere else.
  *
- * Requests are answered synchronously from the access handler once the body
- * is complete; the body is buffered up to max_body_bytes (413 past it, at
- * once when Content-Length says so). Untrusted input starts here: the method,
- * the path and the body all come from the network.
+ * Requests are answered from the access handler once the body is complete;
+ * the body is buffered up to max_body_bytes (413 past it, at once when
+ * Content-Length says so), and the bytes all live requests hold (bodies and
+ * replies) are bounded by max_buffered_bytes (503 with Retry-After past it).
+ * A filter or prioritize body larger than offload_bytes is decoded on
+ * libuv's thread pool while its connection is suspended, so one large
+ * request does not hold up the others; the decoded arguments then come back
+ * to the loop, which alone touches the index. Deadlines and the drain are
+ * in conns.c. Untrusted input starts here: the method, the path, the
+ * headers and the body all come from the network.
  */
+#define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
+#include <malloc.h>
 #include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,12 +31,27 @@
 
 typedef struct {
   const sf__route_t *route;    /* NULL once answered with an error at the headers */
+  sf__conn_t *conn;            /* borrowed; NULL only if MHD gave no socket context */
   sf__buf_t body;
   sf__buf_t out;               /* the reply MHD is sending: freed or kept once it is done */
   unsigned long long expect;   /* Content-Length, 0 when not given */
   uint64_t t0;
   size_t seen;                 /* body bytes read */
-  bool answered, too_big;
+  size_t charged;              /* bytes counted in x->buffered for this request */
+  size_t reserved;             /* of which reserved at the headers for the announced body */
+  bool answered, too_big, busy;
+  /* off-loop decoding */
+  uv_work_t work;
+  struct MHD_Connection *mc;
+  sf_extender_t *x;
+  bool decoding, decoded;
+  sf__later_t *later;          /* a reply being built on the pool, then its body is in `built` */
+  bool built;
+  sf__buf_t built_body;
+  void *next_queued;           /* the next request waiting for the pool (req_t *) */
+  int args_rc;
+  sf__args_t args;
+  char args_err[SF_ERR_MAX];
 } req_t;
 
 void sf__reply_error(sf__reply_t *rep, unsigned status, const char *fmt, ...)
@@ -131,6 +155,13 @@ static void log_reply(struct MHD_Connection *conn, const char *method, const cha
                  method, quote(path, sizeof path, url), rep->status, rep->body.len, secs * 1e6);
 }
 
+/* Counts bytes a live request holds; they are given back when it completes. */
+static void charge(sf_extender_t *x, req_t *r, size_t n)
+{
+  r->charged += n;
+  x->buffered += n;
+}
+
 static enum MHD_Result respond(sf_extender_t *x, struct MHD_Connection *conn, req_t *r,
                                const char *method, const char *url, sf__reply_t *rep)
 {
@@ -148,8 +179,16 @@ static enum MHD_Result respond(sf_extender_t *x, struct MHD_Connection *conn, re
                           rep->ctype ? rep->ctype : "application/json");
   if (rep->allow)
     MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, rep->allow);
-  if (x->draining)
+  if (rep->status == MHD_HTTP_SERVICE_UNAVAILABLE && r->busy) {
+    char ra[16];
+    snprintf(ra, sizeof ra, "%u", x->cfg.retry_after_s);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, ra);
+  }
+  /* The last answer of a connection: draining, its quota of requests, or a request we refused to frame. */
+  if (x->draining || rep->close ||
+      (r->conn && x->cfg.keepalive_requests && r->conn->requests >= x->cfg.keepalive_requests))
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+  charge(x, r, r->out.len);
   enum MHD_Result ok = MHD_queue_response(conn, rep->status, resp);
   MHD_destroy_response(resp);
   return ok;
@@ -184,22 +223,85 @@ static void reply_too_big(sf_extender_t *x, sf__reply_t *rep, unsigned long long
                   x->cfg.max_body_bytes);
 }
 
+/*
+ * What a body may take of the bound: small bodies (a filter at 5,000 nodes
+ * is 55 KB) also get a reserve of their own, so that a few large uploads
+ * cannot starve ordinary calls.
+ */
+#define SMALL_BODY ((size_t)1 << 20)
+#define SMALL_RESERVE ((size_t)8 << 20)
+
+static bool over_budget(const sf_extender_t *x, size_t body_total, size_t more)
+{
+  size_t limit = x->cfg.max_buffered_bytes + (body_total <= SMALL_BODY ? SMALL_RESERVE : 0);
+  return x->buffered + more > limit;
+}
+
+static void reply_busy(sf_extender_t *x, req_t *r, sf__reply_t *rep)
+{
+  r->busy = true;
+  x->busy_rejects++;
+  sf__reply_error(rep, MHD_HTTP_SERVICE_UNAVAILABLE,
+                  "the server holds %zu bytes of requests, its limit is %zu; retry in %u s",
+                  x->buffered, x->cfg.max_buffered_bytes, x->cfg.retry_after_s);
+}
+
+/*
+ * Requests that are ambiguous to frame or to route are refused before their
+ * body: a NUL in the path (MHD would route "/healthz%00junk" as /healthz),
+ * HTTP/1.1 without Host, and Content-Length with Transfer-Encoding (request
+ * smuggling); the connection is closed after that answer.
+ */
+static bool refuse_framing(struct MHD_Connection *conn, const sf__conn_t *c, const char *version,
+                           sf__reply_t *rep)
+{
+  bool cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length") != NULL;
+  bool te = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Transfer-Encoding") != NULL;
+  if (c && c->bad_uri)
+    sf__reply_error(rep, MHD_HTTP_BAD_REQUEST, "the path holds an encoded NUL byte (%%00)");
+  else if (strcmp(version, MHD_HTTP_VERSION_1_1) == 0 &&
+           MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Host") == NULL)
+    sf__reply_error(rep, MHD_HTTP_BAD_REQUEST, "an HTTP/1.1 request needs a Host header");
+  else if (cl && te)
+    sf__reply_error(rep, MHD_HTTP_BAD_REQUEST,
+                    "Content-Length and Transfer-Encoding together are not accepted");
+  else
+    return false;
+  rep->close = true;
+  return true;
+}
+
 /* The first call for a request: headers are in, the body is not. */
 static enum MHD_Result begin(sf_extender_t *x, struct MHD_Connection *conn, const char *url,
-                             const char *method, void **con_cls)
+                             const char *method, const char *version, void **con_cls)
 {
   req_t *r = sf_xcalloc(1, sizeof *r);
   r->t0 = uv_hrtime();
+  r->conn = sf__conn_of(conn);
+  if (r->conn) {
+    r->conn->in_request = true;
+    r->conn->line_seen = false;
+    r->conn->req_ms = uv_now(x->loop);
+    r->conn->requests++;
+  }
   *con_cls = r;
   x->inflight++;
   sf__reply_t rep = {0};
   enum MHD_Result ok = MHD_YES;
-  r->route = route(x, method, url, &rep);
+  if (!refuse_framing(conn, r->conn, version, &rep))
+    r->route = route(x, method, url, &rep);
   const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
   unsigned long long len = cl ? strtoull(cl, NULL, 10) : 0;
   r->expect = len;
-  if (r->route && len > x->cfg.max_body_bytes)
+  if (r->route && len > x->cfg.max_body_bytes) {
     reply_too_big(x, &rep, len);
+  } else if (r->route && over_budget(x, (size_t)len, (size_t)len)) {
+    reply_busy(x, r, &rep);
+  } else if (r->route) {
+    /* The announced body is reserved now, so that concurrent uploads are refused at their headers. */
+    r->reserved = (size_t)len;
+    charge(x, r, r->reserved);
+  }
   if (rep.status)
     ok = respond(x, conn, r, method, url, &rep);
   sf__buf_dispose(&rep.body);
@@ -215,6 +317,17 @@ static enum MHD_Result take_body(sf_extender_t *x, struct MHD_Connection *conn, 
   r->seen += n;
   if (r->answered)
     return MHD_YES;
+  /* Past the bound on what all requests hold: this body is dropped and gets 503 at its end. */
+  size_t total = r->body.len + n, held = r->body.len > r->reserved ? r->body.len : r->reserved;
+  size_t more = total > held ? total - held : 0;
+  if (!r->too_big && !r->busy && more && over_budget(x, total, more)) {
+    sf__reply_t rep = {0};
+    reply_busy(x, r, &rep);
+    sf__buf_dispose(&rep.body);
+    sf__buf_dispose(&r->body);
+  }
+  if (r->busy)
+    return MHD_YES;
   if (!r->too_big && r->body.len + n <= x->cfg.max_body_bytes) {
     if (r->body.p == NULL) {
       r->body = take_spare(x);
@@ -223,6 +336,7 @@ static enum MHD_Result take_body(sf_extender_t *x, struct MHD_Connection *conn, 
       sf__buf_reserve(&r->body, want > n ? want : n);
     }
     sf__buf_put(&r->body, data, n);
+    charge(x, r, more);
     return MHD_YES;
   }
   /*
@@ -244,23 +358,150 @@ static enum MHD_Result take_body(sf_extender_t *x, struct MHD_Connection *conn, 
   return MHD_NO;
 }
 
+/* ---- decoding a large body off the loop ---- */
+
+static void pump(sf_extender_t *x);
+
+/* On a thread of libuv's pool: touches nothing but the request's own bytes. */
+static void decode_work(uv_work_t *w)
+{
+  req_t *r = w->data;
+  if (r->later) {  /* the second trip: the reply */
+    sf__later_t *l = r->later;
+    if (l->filter)
+      sf__filter_reply(&r->built_body, &l->args, l->v);
+    else
+      sf__prioritize_reply(&r->built_body, &l->args, l->v);
+    sf__args_dispose(&l->args);
+    free(l->v);
+    return;
+  }
+  sf__limits_t lim = {r->x->cfg.max_nodes, r->x->cfg.max_depth, r->x->cfg.max_nodelist_bytes};
+  r->args_rc = sf__args_parse(&r->args, r->body.p ? r->body.p : "", r->body.len, &lim,
+                              r->args_err, sizeof r->args_err);
+  if (r->args_rc == 0)
+    sf__args_detach(&r->args);
+}
+
+static void decode_done(uv_work_t *w, int status);
+
+/*
+ * One body is decoded at a time: a NodeList's jansson tree is many times its
+ * text, so decoding in parallel would multiply the peak memory. The others
+ * wait, suspended, in arrival order.
+ */
+static void decode_next(sf_extender_t *x)
+{
+  req_t *r = x->decode_head;
+  if (r == NULL || x->jobs > 0)
+    return;
+  x->decode_head = r->next_queued;
+  if (x->decode_head == NULL)
+    x->decode_tail = NULL;
+  x->jobs++;
+  uv_queue_work(x->loop, &r->work, decode_work, decode_done);
+}
+
+/* Back on the loop: MHD calls the access handler again, which answers. */
+static void decode_done(uv_work_t *w, int status)
+{
+  req_t *r = w->data;
+  sf_extender_t *x = r->x;
+  (void)status;
+  r->decoding = false;
+  if (r->later) {
+    free(r->later);
+    r->later = NULL;
+    r->built = true;
+  }
+  r->decoded = true;
+  x->jobs--;
+  x->queued--;
+  MHD_resume_connection(r->mc);
+  decode_next(x);
+  pump(x);
+}
+
+/* Suspends the connection until the pool has worked on the request (decode, or build the reply). */
+static void enqueue(sf_extender_t *x, struct MHD_Connection *conn, req_t *r)
+{
+  r->decoding = true;
+  r->x = x;
+  r->mc = conn;
+  r->work.data = r;
+  r->next_queued = NULL;
+  if (x->decode_tail)
+    ((req_t *)x->decode_tail)->next_queued = r;
+  else
+    x->decode_head = r;
+  x->decode_tail = r;
+  x->queued++;
+  MHD_suspend_connection(conn);
+  decode_next(x);
+}
+
+static bool offload(sf_extender_t *x, struct MHD_Connection *conn, req_t *r)
+{
+  if (!r->route->offload || r->body.len <= x->cfg.offload_bytes || r->decoded)
+    return false;
+  enqueue(x, conn, r);
+  return true;
+}
+
+/* Freed decode trees sit in the pool thread's malloc arena: give them back to the system there. */
+static void trim_work(uv_work_t *w)
+{
+  (void)w;
+  malloc_trim(0);
+}
+
+static void trim_done(uv_work_t *w, int status)
+{
+  (void)status;
+  free(w);
+}
+
 static enum MHD_Result finish(sf_extender_t *x, struct MHD_Connection *conn, req_t *r,
                               const char *method, const char *url)
 {
-  if (r->answered)
+  if (r->answered || r->decoding)
     return MHD_YES;
   sf__reply_t rep = {.status = MHD_HTTP_OK};
-  if (r->too_big) {
-    reply_too_big(x, &rep, (unsigned long long)r->seen);
+  if (r->too_big || r->busy) {
+    if (r->too_big)
+      reply_too_big(x, &rep, (unsigned long long)r->seen);
+    else
+      reply_busy(x, r, &rep);
     enum MHD_Result ok = respond(x, conn, r, method, url, &rep);
     sf__buf_dispose(&rep.body);
     return ok;
   }
+  if (r->built) {  /* the reply the pool built */
+    rep.body = r->built_body;
+    r->built_body = (sf__buf_t){0};
+    enum MHD_Result ok = respond(x, conn, r, method, url, &rep);
+    sf__buf_dispose(&rep.body);
+    return ok;
+  }
+  if (offload(x, conn, r))
+    return MHD_YES;
   sf__req_t req = {.method = method, .path = url, .body = r->body.p ? r->body.p : "",
                    .len = r->body.len};
+  if (r->decoded) {
+    req.args = &r->args;
+    req.args_rc = r->args_rc;
+    req.args_err = r->args_err;
+  }
   rep.body = take_spare(x);
   r->route->fn(x, &req, &rep);
+  r->args = (sf__args_t){0};  /* the handler took them (and freed or moved them) */
   give_spare(x, &r->body);
+  if (rep.later) {
+    r->later = rep.later;
+    sf__buf_dispose(&rep.body);
+    enqueue(x, conn, r);
+    return MHD_YES;
+  }
   enum MHD_Result ok = respond(x, conn, r, method, url, &rep);
   sf__buf_dispose(&rep.body);
   return ok;
@@ -270,11 +511,10 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
                                  const char *method, const char *version, const char *data,
                                  size_t *size, void **con_cls)
 {
-  (void)version;
   sf_extender_t *x = cls;
   req_t *r = *con_cls;
   if (r == NULL)
-    return begin(x, conn, url, method, con_cls);
+    return begin(x, conn, url, method, version, con_cls);
   if (*size)
     return take_body(x, conn, r, method, url, data, size);
   return finish(x, conn, r, method, url);
@@ -288,15 +528,28 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
   char peer[80];
   if (r == NULL)
     return;
+  sf__conn_t *c = r->conn;
+  if (c) {
+    c->in_request = false;
+    c->since_ms = uv_now(x->loop);
+  }
+  x->buffered -= r->charged;
+  sf__args_dispose(&r->args);  /* decoded but never handed to a handler (the peer went) */
+  if (r->decoded) {
+    uv_work_t *w = sf_xcalloc(1, sizeof *w);
+    uv_queue_work(x->loop, w, trim_work, trim_done);
+  }
   if (!r->answered || toe == MHD_REQUEST_TERMINATED_TIMEOUT_REACHED)
     sf_log_warn("request aborted", "reason=%s remote=%s",
-                toe == MHD_REQUEST_TERMINATED_TIMEOUT_REACHED ? "timeout"
+                c && c->killed ? c->killed
+                : toe == MHD_REQUEST_TERMINATED_TIMEOUT_REACHED ? "timeout"
                 : toe == MHD_REQUEST_TERMINATED_DAEMON_SHUTDOWN ? "shutdown"
                 : toe == MHD_REQUEST_TERMINATED_CLIENT_ABORT ? "client-closed"
                                                               : "error",
                 remote(conn, peer, sizeof peer));
   give_spare(x, &r->body);
   give_spare(x, &r->out);
+  sf__buf_dispose(&r->built_body);
   free(r);
   *con_cls = NULL;
   x->inflight--;
@@ -341,13 +594,14 @@ static void on_poll(uv_poll_t *p, int status, int events)
 
 /* ---- start and stop ---- */
 
-static int resolve(const char *listen, struct sockaddr_storage *ss, char *err, size_t errlen)
+int sf__resolve(const char *listen, const char *flag, struct sockaddr_storage *ss, char *err,
+                size_t errlen)
 {
   char host[256];
   const char *colon = strrchr(listen, ':');
   size_t hl = colon ? (size_t)(colon - listen) : 0;
   if (colon == NULL || hl >= sizeof host || colon[1] == '\0') {
-    snprintf(err, errlen, "--listen %s: expected HOST:PORT", listen);
+    snprintf(err, errlen, "%s %s: expected HOST:PORT", flag, listen);
     return SF_EINVAL;
   }
   memcpy(host, listen, hl);
@@ -360,7 +614,7 @@ static int resolve(const char *listen, struct sockaddr_storage *ss, char *err, s
                            .ai_flags = AI_PASSIVE | AI_NUMERICSERV}, *ai = NULL;
   int rc = getaddrinfo(host[0] ? host : NULL, colon + 1, &hints, &ai);
   if (rc != 0) {
-    snprintf(err, errlen, "--listen %s: %s", listen, gai_strerror(rc));
+    snprintf(err, errlen, "%s %s: %s", flag, listen, gai_strerror(rc));
     return SF_EINVAL;
   }
   memcpy(ss, ai->ai_addr, ai->ai_addrlen);
@@ -368,59 +622,42 @@ static int resolve(const char *listen, struct sockaddr_storage *ss, char *err, s
   return 0;
 }
 
-static char *slurp(const char *path, char *err, size_t errlen)
+/* A path with a NUL is kept escaped, so it matches no route (see refuse_framing). */
+static size_t unescape(void *cls, struct MHD_Connection *c, char *s)
 {
-  FILE *f = fopen(path, "rb");
-  sf__buf_t b = {0};
-  char chunk[4096];
-  size_t n;
-  if (f == NULL) {
-    snprintf(err, errlen, "%s: %s", path, strerror(errno));
-    return NULL;
+  (void)cls;
+  (void)c;
+  size_t w = 0;
+  for (size_t i = 0; s[i]; i++) {
+    unsigned v;
+    if (s[i] == '%' && isxdigit((unsigned char)s[i + 1]) && isxdigit((unsigned char)s[i + 2]) &&
+        sscanf(s + i + 1, "%2x", &v) == 1 && v != 0) {
+      s[w++] = (char)v;
+      i += 2;
+    } else {
+      s[w++] = s[i];
+    }
   }
-  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-    sf__buf_put(&b, chunk, n);
-  fclose(f);
-  return sf__buf_steal(&b, NULL);
+  s[w] = '\0';
+  return w;
 }
 
-static int load_tls(sf_extender_t *x, char *err, size_t errlen)
+static int start_mhd(sf_extender_t *x, const struct sockaddr_storage *ss,
+                     struct MHD_OptionItem *tls, char *err, size_t errlen)
 {
-  const sf_extender_config_t *c = &x->cfg;
-  if (!c->tls_cert_file != !c->tls_key_file) {
-    snprintf(err, errlen, "--tls-cert-file and --tls-private-key-file go together");
-    return SF_EINVAL;
-  }
-  if (c->tls_cert_file == NULL)
-    return 0;
-  if (!MHD_is_feature_supported(MHD_FEATURE_TLS)) {
-    snprintf(err, errlen, "this libmicrohttpd was built without TLS");
-    return SF_EINVAL;
-  }
-  x->tls_cert = slurp(c->tls_cert_file, err, errlen);
-  x->tls_key = x->tls_cert ? slurp(c->tls_key_file, err, errlen) : NULL;
-  return x->tls_key ? 0 : SF_EINVAL;
-}
-
-static int start_mhd(sf_extender_t *x, const struct sockaddr_storage *ss, char *err,
-                     size_t errlen)
-{
-  unsigned flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+  unsigned flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
   if (ss->ss_family == AF_INET6)
     flags |= MHD_USE_IPv6;
-  if (x->tls_cert)
+  if (x->tls)
     flags |= MHD_USE_TLS;
-  struct MHD_OptionItem tls[] = {
-      {MHD_OPTION_HTTPS_MEM_CERT, 0, x->tls_cert},
-      {MHD_OPTION_HTTPS_MEM_KEY, 0, x->tls_key},
-      {MHD_OPTION_END, 0, NULL}};
   x->mhd = MHD_start_daemon(
       flags, 0, NULL, NULL, on_access, x, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, x,
       MHD_OPTION_SOCK_ADDR, ss,
       MHD_OPTION_CONNECTION_TIMEOUT, x->cfg.conn_timeout_s, MHD_OPTION_CONNECTION_LIMIT,
-      x->cfg.max_connections, MHD_OPTION_NOTIFY_COMPLETED, on_completed, x,
-      MHD_OPTION_ARRAY,
-      x->tls_cert ? tls : tls + 2, MHD_OPTION_END);
+      x->cfg.max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT, x->cfg.max_connections_per_ip,
+      MHD_OPTION_NOTIFY_COMPLETED, on_completed, x, MHD_OPTION_NOTIFY_CONNECTION,
+      sf__conn_notify, x, MHD_OPTION_URI_LOG_CALLBACK, sf__conn_uri, x,
+      MHD_OPTION_UNESCAPE_CALLBACK, unescape, x, MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
   if (x->mhd == NULL) {
     snprintf(err, errlen, "cannot listen on %s (address in use, or not an address of this host)",
              x->cfg.listen);
@@ -432,11 +669,14 @@ static int start_mhd(sf_extender_t *x, const struct sockaddr_storage *ss, char *
 int sf__http_start(sf_extender_t *x, char *err, size_t errlen)
 {
   struct sockaddr_storage ss;
-  int rc = resolve(x->cfg.listen, &ss, err, errlen);
+  struct MHD_OptionItem tls[4];
+  int rc = sf__resolve(x->cfg.listen, "--listen", &ss, err, errlen);
   if (rc == 0)
-    rc = load_tls(x, err, errlen);
+    rc = sf__tls_start(x, tls, err, errlen);
   if (rc == 0)
-    rc = start_mhd(x, &ss, err, errlen);
+    rc = start_mhd(x, &ss, tls, err, errlen);
+  if (rc == 0)
+    rc = sf__probe_start(x, err, errlen);
   if (rc)
     return rc;
   const union MHD_DaemonInfo *di = MHD_get_daemon_info(x->mhd, MHD_DAEMON_INFO_EPOLL_FD);
@@ -444,28 +684,46 @@ int sf__http_start(sf_extender_t *x, char *err, size_t errlen)
   x->poll.data = x;
   x->nhandles++;
   uv_poll_start(&x->poll, UV_READABLE, on_poll);
+  sf__conns_start(x);
   pump(x);
   return 0;
 }
 
+/*
+ * Stops listening. Connections the kernel has accepted but MHD has not yet
+ * taken are handed to MHD, so their requests are answered too.
+ */
 void sf__http_quiesce(sf_extender_t *x)
 {
   if (x->mhd == NULL)
     return;
   MHD_socket fd = MHD_quiesce_daemon(x->mhd);
-  if (fd != MHD_INVALID_SOCKET)
-    close(fd);
+  if (fd == MHD_INVALID_SOCKET)
+    return;
+  for (;;) {
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    int s = accept4(fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (s < 0)
+      break;
+    MHD_add_connection(x->mhd, s, (struct sockaddr *)&ss, len);
+  }
+  close(fd);
+  pump(x);
 }
 
 void sf__http_stop(sf_extender_t *x)
 {
-  if (x->mhd == NULL)
-    return;
-  /* libuv must stop watching the epoll descriptor before MHD closes it. */
-  uv_poll_stop(&x->poll);
-  uv_timer_stop(&x->timer);
-  MHD_stop_daemon(x->mhd);
-  x->mhd = NULL;
+  sf__probe_stop(x);
+  if (x->mhd) {
+    /* libuv must stop watching the epoll descriptor before MHD closes it. */
+    uv_poll_stop(&x->poll);
+    uv_timer_stop(&x->timer);
+    uv_timer_stop(&x->reaper);
+    MHD_stop_daemon(x->mhd);
+    x->mhd = NULL;
+  }
+  sf__tls_stop(x);
 }
 
 uint16_t sf_extender_port(const sf_extender_t *x)

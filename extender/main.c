@@ -28,8 +28,14 @@ static void usage(FILE *f)
           "                                  ResourceClaims, DeviceClasses, DeviceTaintRules)\n"
           "      --policy-configmap NS/NAME  live cluster: watch this ConfigMap for the policy\n"
           "      --policy FILE               JSON object of policy keys (listed below)\n"
-          "\n"
-          "Serving:\n"
+          "      --stale-after SECS          /readyz fails once a watched resource has not been\n"
+          "                                  confirmed current for this long (default 30)\n"
+          "      --watch-silence SECS        restart a watch that sends no byte for this long\n"
+          "                                  (default 30)\n"
+          "      --allow-token-over-http     tests only: send a kubeconfig's bearer token to an\n"
+          "                                  http:// server (refused by default)\n"
+          "\n");
+  fprintf(f, "Serving:\n"
           "      --listen HOST:PORT          address to serve on (default 127.0.0.1:8888)\n"
           "      --tls-cert-file FILE        PEM certificate: serve HTTPS (enableHTTPS)\n"
           "      --tls-private-key-file FILE PEM private key matching --tls-cert-file\n"
@@ -41,10 +47,30 @@ static void usage(FILE *f)
           "                                  Prometheus alone; \":PORT\" means 127.0.0.1\n"
           "      --debug-state-over-tls BOOL with TLS, also serve /debug/state on --listen\n"
           "                                  (default true; false turns it off there)\n"
-          "      --max-body-bytes N          larger request bodies get 413 (default 67108864)\n"
+          "      --tls-min-version V         oldest TLS version served: 1.2 or 1.3 (default 1.2)\n"
+          "      --tls-reload-interval SECS  check the certificate files for changes (default 10)\n"
+          "      --probe-listen HOST:PORT    serve /healthz and /readyz there too, on their own\n"
+          "                                  thread (default: off)\n"
+          "\n"
+          "Limits (docs/operators.md lists each with its default):\n"
+          "      --max-body-bytes N          larger request bodies get 413 (default 26648576:\n"
+          "                                  100,000 node names of up to 253 characters)\n"
+          "      --max-nodelist-bytes N      larger bodies that are not NodeNames calls (a NodeList\n"
+          "                                  decodes to ~20x its size) get 413 (default 12582912;\n"
+          "                                  0: --max-body-bytes)\n"
+          "      --max-buffered-bytes N      bodies and replies held across all requests; past\n"
+          "                                  it 503 with Retry-After (default 67108864)\n"
+          "      --retry-after SECS          Retry-After of that 503 (default 1)\n"
           "      --max-nodes N               more nodes in one request get 413 (default 100000)\n"
-          "      --connection-timeout SECS   close idle or stalled connections (default 30)\n"
+          "      --header-timeout SECS       request headers complete within (default 10)\n"
+          "      --request-timeout SECS      headers to answer sent (default 30)\n"
+          "      --connection-timeout SECS   close an idle keep-alive connection (default 30)\n"
+          "      --keepalive-requests N      answers per connection (default 1000)\n"
           "      --max-connections N         concurrent connections (default 1024)\n"
+          "      --max-connections-per-ip N  concurrent connections from one address (default 64)\n"
+          "      --offload-bytes N           decode larger bodies off the loop (default 1048576)\n"
+          "      --liveness-stall-ms N       /healthz fails when the loop is stuck this long\n"
+          "                                  (default 10000)\n"
           "      --drain-timeout SECS        on SIGTERM, time for in-flight requests (default 5)\n"
           "\n"
           "Logging (as Kubernetes components):\n"
@@ -138,6 +164,46 @@ static bool parse_log_flag(int argc, char **argv, int *i, sf_daemon_options_t *o
   return true;
 }
 
+/* The limits and deadlines of issue 16, and the TLS, probe and watch freshness flags. */
+static bool parse_limits(int argc, char **argv, int *i, sf_daemon_options_t *o)
+{
+  const char *v;
+  sf_extender_config_t *h = &o->http;
+  if ((v = flag(argc, argv, i, "stale-after")))
+    o->stale_after_s = (unsigned)number("stale-after", v);
+  else if ((v = flag(argc, argv, i, "watch-silence")))
+    o->watch_silence_s = (unsigned)number("watch-silence", v);
+  else if (strcmp(argv[*i], "--allow-token-over-http") == 0)
+    o->allow_token_over_http = true;
+  else if ((v = flag(argc, argv, i, "max-nodelist-bytes")))
+    h->max_nodelist_bytes = number("max-nodelist-bytes", v);
+  else if ((v = flag(argc, argv, i, "max-buffered-bytes")))
+    h->max_buffered_bytes = number("max-buffered-bytes", v);
+  else if ((v = flag(argc, argv, i, "retry-after")))
+    h->retry_after_s = (unsigned)number("retry-after", v);
+  else if ((v = flag(argc, argv, i, "header-timeout")))
+    h->header_timeout_s = (unsigned)number("header-timeout", v);
+  else if ((v = flag(argc, argv, i, "request-timeout")))
+    h->request_timeout_s = (unsigned)number("request-timeout", v);
+  else if ((v = flag(argc, argv, i, "keepalive-requests")))
+    h->keepalive_requests = (unsigned)number("keepalive-requests", v);
+  else if ((v = flag(argc, argv, i, "max-connections-per-ip")))
+    h->max_connections_per_ip = (unsigned)number("max-connections-per-ip", v);
+  else if ((v = flag(argc, argv, i, "offload-bytes")))
+    h->offload_bytes = number("offload-bytes", v);
+  else if ((v = flag(argc, argv, i, "liveness-stall-ms")))
+    h->liveness_stall_ms = (unsigned)number("liveness-stall-ms", v);
+  else if ((v = flag(argc, argv, i, "probe-listen")))
+    h->probe_listen = v;
+  else if ((v = flag(argc, argv, i, "tls-min-version")))
+    h->tls_min_version = v;
+  else if ((v = flag(argc, argv, i, "tls-reload-interval")))
+    h->tls_reload_s = (unsigned)number("tls-reload-interval", v);
+  else
+    return false;
+  return true;
+}
+
 static bool parse_one(int argc, char **argv, int *i, sf_daemon_options_t *o)
 {
   const char *v;
@@ -163,7 +229,7 @@ static bool parse_one(int argc, char **argv, int *i, sf_daemon_options_t *o)
   else if ((v = flag(argc, argv, i, "debug-state-over-tls")))
     h->debug_over_tls = boolean("debug-state-over-tls", v);
   else
-    return parse_log_flag(argc, argv, i, o);
+    return parse_limits(argc, argv, i, o) || parse_log_flag(argc, argv, i, o);
   return true;
 }
 

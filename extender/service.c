@@ -14,13 +14,24 @@ void sf_extender_config_init(sf_extender_config_t *cfg)
 {
   *cfg = (sf_extender_config_t){
       .listen = "127.0.0.1:8888",
-      .max_body_bytes = 64u << 20,
+      .max_body_bytes = SF_EXTENDER_MAX_BODY_DEFAULT,
+      .max_nodelist_bytes = (size_t)12 << 20,
       .max_nodes = 100000,
       .max_depth = 64,
       .conn_timeout_s = 30,
       .max_connections = 1024,
       .drain_timeout_ms = 5000,
       .debug_over_tls = true,
+      .header_timeout_s = 10,
+      .request_timeout_s = 30,
+      .keepalive_requests = 1000,
+      .max_connections_per_ip = 64,
+      .max_buffered_bytes = (size_t)64 << 20,
+      .retry_after_s = 1,
+      .offload_bytes = (size_t)1 << 20,
+      .liveness_stall_ms = 10000,
+      .tls_min_version = "1.2",
+      .tls_reload_s = 10,
   };
 }
 
@@ -79,11 +90,20 @@ done:
   return v;
 }
 
+/* The body as ExtenderArgs: decoded here, or taken (moved) from the thread pool's decoding. */
 static bool parse(sf_extender_t *x, const sf__req_t *req, sf__args_t *a, sf__reply_t *rep)
 {
   char err[SF_ERR_MAX];
-  sf__limits_t lim = {x->cfg.max_nodes, x->cfg.max_depth};
-  int rc = sf__args_parse(a, req->body, req->len, &lim, err, sizeof err);
+  sf__limits_t lim = {x->cfg.max_nodes, x->cfg.max_depth, x->cfg.max_nodelist_bytes};
+  int rc;
+  if (req->args) {
+    rc = req->args_rc;
+    snprintf(err, sizeof err, "%s", req->args_err);
+    if (rc == 0)
+      *a = *req->args;
+  } else {
+    rc = sf__args_parse(a, req->body, req->len, &lim, err, sizeof err);
+  }
   if (rc)
     sf__reply_error(rep, rc == SF_E2BIG ? 413 : 400, "%s", err);
   return rc == 0;
@@ -107,6 +127,24 @@ static void log_call(const char *verb, const sf__args_t *a, const sf_verdict_t *
                v ? counts[SF_FIT_UNSURE] : 0, v ? "true" : "false");
 }
 
+/* A body decoded off the loop gets its reply built there too: the verdicts are copied, the args moved. */
+static bool defer(const sf__req_t *req, sf__args_t *a, const sf_verdict_t *v, bool filter,
+                  sf__reply_t *rep)
+{
+  if (req->args == NULL)
+    return false;
+  sf__later_t *l = sf_xcalloc(1, sizeof *l);
+  l->args = *a;
+  l->filter = filter;
+  if (v) {
+    l->v = sf_xmalloc((a->n ? a->n : 1) * sizeof *l->v);
+    memcpy(l->v, v, a->n * sizeof *l->v);
+  }
+  rep->later = l;
+  *a = (sf__args_t){0};
+  return true;
+}
+
 static void on_filter(sf_extender_t *x, const sf__req_t *req, sf__reply_t *rep)
 {
   sf__args_t a;
@@ -115,10 +153,11 @@ static void on_filter(sf_extender_t *x, const sf__req_t *req, sf__reply_t *rep)
   const sf_verdict_t *v = evaluate(x, &a, true, rep);
   size_t counts[3] = {0};
   if (rep->status == 200) {
-    sf__filter_reply(&rep->body, &a, v);
     if (v)  /* a pod that asks no devices is not counted: slicefit had nothing to judge */
       sf__verdicts_count(x->verdicts_total, v, a.n, counts);
     log_call("filter", &a, v, counts);
+    if (!defer(req, &a, v, true, rep))
+      sf__filter_reply(&rep->body, &a, v);
   }
   sf__args_dispose(&a);
 }
@@ -130,11 +169,12 @@ static void on_prioritize(sf_extender_t *x, const sf__req_t *req, sf__reply_t *r
     return;
   const sf_verdict_t *v = evaluate(x, &a, false, rep);
   if (rep->status == 200) {
-    sf__prioritize_reply(&rep->body, &a, v);
     size_t counts[3] = {0};
     for (size_t i = 0; v && i < a.n; i++)
       counts[v[i].fit]++;
     log_call("prioritize", &a, v, counts);
+    if (!defer(req, &a, v, false, rep))
+      sf__prioritize_reply(&rep->body, &a, v);
   }
   sf__args_dispose(&a);
 }
@@ -147,6 +187,33 @@ static void on_healthz(sf_extender_t *x, const sf__req_t *req, sf__reply_t *rep)
   (void)req;
   rep->ctype = "text/plain; charset=utf-8";
   sf__buf_puts(&rep->body, "ok\n");
+}
+
+/* Connections and the limits across them. */
+static void metrics_conns(sf__buf_t *b, const sf_extender_t *x)
+{
+  static const char *const why[SF__KILL_COUNT] = {"header_deadline", "idle", "request_deadline",
+                                                  "drain"};
+  sf__buf_printf(b, "# HELP slicefit_http_connections Open connections on the extender port.\n"
+                    "# TYPE slicefit_http_connections gauge\nslicefit_http_connections %u\n"
+                    "# HELP slicefit_http_buffered_bytes Request and reply bytes held now.\n"
+                    "# TYPE slicefit_http_buffered_bytes gauge\nslicefit_http_buffered_bytes %zu\n"
+                    "# HELP slicefit_http_busy_rejections_total Requests refused with 503 "
+                    "because max_buffered_bytes was reached.\n"
+                    "# TYPE slicefit_http_busy_rejections_total counter\n"
+                    "slicefit_http_busy_rejections_total %llu\n"
+                    "# HELP slicefit_http_connections_closed_total Connections closed by a "
+                    "deadline or the drain.\n"
+                    "# TYPE slicefit_http_connections_closed_total counter\n",
+                 x->nconns, x->buffered, (unsigned long long)x->busy_rejects);
+  for (int i = 0; i < SF__KILL_COUNT; i++)
+    sf__buf_printf(b, "slicefit_http_connections_closed_total{reason=\"%s\"} %llu\n", why[i],
+                   (unsigned long long)x->kills[i]);
+  sf__buf_printf(b, "# HELP slicefit_event_loop_lag_max_seconds The longest a 100 ms timer of the "
+                    "loop ran late since start: how long one turn held the loop.\n"
+                    "# TYPE slicefit_event_loop_lag_max_seconds gauge\n"
+                    "slicefit_event_loop_lag_max_seconds %.6f\n",
+                 (double)x->max_lag_ns / 1e9);
 }
 
 static void on_readyz(sf_extender_t *x, const sf__req_t *req, sf__reply_t *rep)
@@ -173,6 +240,7 @@ static void on_metrics(sf_extender_t *x, const sf__req_t *req, sf__reply_t *rep)
   sf__metrics_process(&rep->body);
   if (x->metrics_hook)
     x->metrics_hook(&rep->body, x->metrics_ud);
+  metrics_conns(&rep->body, x);
   sf__buf_printf(&rep->body,
                  "# HELP slicefit_ready Whether the cluster state has synced.\n"
                  "# TYPE slicefit_ready gauge\nslicefit_ready %d\n"
@@ -212,24 +280,24 @@ static void on_debug_state(sf_extender_t *x, const sf__req_t *req, sf__reply_t *
  * --debug-listen listener, which serves nothing else but /healthz.
  */
 static const sf__route_t routes[] = {
-    {"/filter", "POST", on_filter, SF__V_FILTER},
-    {"/prioritize", "POST", on_prioritize, SF__V_PRIORITIZE},
-    {"/healthz", "GET", on_healthz, SF__V_HEALTHZ},
-    {"/readyz", "GET", on_readyz, SF__V_READYZ},
-    {"/metrics", "GET", on_metrics, SF__V_METRICS},
-    {"/debug/state", "GET", on_debug_state, SF__V_DEBUG},  /* last: left out when not served */
+    {"/filter", "POST", on_filter, SF__V_FILTER, true},
+    {"/prioritize", "POST", on_prioritize, SF__V_PRIORITIZE, true},
+    {"/healthz", "GET", on_healthz, SF__V_HEALTHZ, false},
+    {"/readyz", "GET", on_readyz, SF__V_READYZ, false},
+    {"/metrics", "GET", on_metrics, SF__V_METRICS, false},
+    {"/debug/state", "GET", on_debug_state, SF__V_DEBUG, false},  /* last: left out when not served */
 };
 #define NROUTES (sizeof routes / sizeof routes[0])
 
 static const sf__route_t debug_routes[] = {
-    {"/debug/state", "GET", on_debug_state, SF__V_DEBUG},
-    {"/healthz", "GET", on_healthz, SF__V_HEALTHZ},
+    {"/debug/state", "GET", on_debug_state, SF__V_DEBUG, false},
+    {"/healthz", "GET", on_healthz, SF__V_HEALTHZ, false},
 };
 
 /* --metrics-listen: what Prometheus scrapes, on a port a NetworkPolicy can open to it alone. */
 static const sf__route_t metrics_routes[] = {
-    {"/metrics", "GET", on_metrics, SF__V_METRICS},
-    {"/healthz", "GET", on_healthz, SF__V_HEALTHZ},
+    {"/metrics", "GET", on_metrics, SF__V_METRICS, false},
+    {"/healthz", "GET", on_healthz, SF__V_HEALTHZ, false},
 };
 
 static const char *const verb_names[SF__V_COUNT] = {"filter", "prioritize", "healthz", "readyz",
@@ -244,8 +312,6 @@ static void on_handle_closed(uv_handle_t *h)
     free(x->verdicts);
     sf__http_spares_dispose(x);
     sf__evcache_dispose(&x->evcache);
-    free(x->tls_cert);
-    free(x->tls_key);
     free(x);
   }
 }
@@ -268,8 +334,9 @@ int sf_extender_start(uv_loop_t *loop, sf_cluster_t *cluster, const sf_extender_
     x->stats[i].verb = verb_names[i];
   uv_timer_init(loop, &x->timer);
   uv_timer_init(loop, &x->drain_timer);
-  x->timer.data = x->drain_timer.data = x;
-  x->nhandles = 2;
+  uv_timer_init(loop, &x->reaper);
+  x->timer.data = x->drain_timer.data = x->reaper.data = x;
+  x->nhandles = 3;
   x->packer = sf_packer_create();
   int rc = sf__http_start(x, err, errlen);
   if (rc) {
@@ -280,7 +347,11 @@ int sf_extender_start(uv_loop_t *loop, sf_cluster_t *cluster, const sf_extender_
   return rc;
 }
 
-void sf_extender_set_ready(sf_extender_t *x, bool ready) { x->ready = ready; }
+void sf_extender_set_ready(sf_extender_t *x, bool ready)
+{
+  x->ready = ready;
+  sf__probe_set_ready(x, ready && !x->draining);
+}
 
 void sf_extender_invalidate(sf_extender_t *x) { x->generation++; }
 
@@ -295,10 +366,16 @@ static void finish_drain(sf_extender_t *x)
     x->drained(x, x->drained_arg);
 }
 
+/*
+ * Done once every connection is closed (the requests on the wire answered)
+ * or at the deadline; a body being decoded on the pool is always waited for,
+ * as MHD cannot stop with a suspended connection.
+ */
 static void on_drain_tick(uv_timer_t *t)
 {
   sf_extender_t *x = t->data;
-  if (x->inflight == 0 || uv_now(x->loop) >= x->drain_deadline)
+  sf__conns_sweep(x);
+  if (x->queued == 0 && (x->nconns == 0 || uv_now(x->loop) >= x->drain_deadline))
     finish_drain(x);
 }
 
@@ -310,6 +387,7 @@ void sf_extender_drain(sf_extender_t *x, sf_extender_drained_cb done, void *arg)
   x->drained = done;
   x->drained_arg = arg;
   x->drain_deadline = uv_now(x->loop) + x->cfg.drain_timeout_ms;
+  sf__probe_set_ready(x, false);
   sf__http_quiesce(x);
   sf_log_info("draining", "inflight=%u timeout_ms=%u", x->inflight, x->cfg.drain_timeout_ms);
   uv_timer_start(&x->drain_timer, on_drain_tick, 0, 5);
@@ -325,6 +403,7 @@ void sf_extender_destroy(sf_extender_t *x)
   x->destroyed = true;
   uv_close((uv_handle_t *)&x->timer, on_handle_closed);
   uv_close((uv_handle_t *)&x->drain_timer, on_handle_closed);
-  if (x->nhandles == 3)
+  uv_close((uv_handle_t *)&x->reaper, on_handle_closed);
+  if (x->nhandles == 4)
     uv_close((uv_handle_t *)&x->poll, on_handle_closed);
 }

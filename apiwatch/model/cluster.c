@@ -133,6 +133,7 @@ sf_cluster_t *sf_cluster_create_seeded(const sf_policy_t *pol, uint64_t hash_see
   c->packer = sf_packer_create();
   for (int k = 0; k < SF_KIND_COUNT; k++) store_init(&c->stores[k], hash_seed);
   sf_map_init(&c->pool_keys, hash_seed);
+  c->node_refs = json_object();
   sf_map_init(&c->cset_keys, hash_seed);
   c->scratch = sf__arena_create();
   sf_map_init(&c->logged, hash_seed);
@@ -143,6 +144,7 @@ void sf_cluster_destroy(sf_cluster_t *c) {
   if (!c) return;
   sf__pools_free(c);
   sf_map_dispose(&c->pool_keys);
+  json_decref(c->node_refs);
   sf__claim_pools_free(c);
   sf__arena_destroy(c->scratch);
   free(c->lclaims);
@@ -171,11 +173,15 @@ size_t sf_cluster_count(const sf_cluster_t *c, sf_kind_t kind) {
 }
 
 const sf_cel_prog_t *sf__compile(sf_cluster_t *c, const char *text) {
-  const sf_cel_prog_t *p = sf_cel_compile(c->cel, text);
+  const sf_cel_prog_t *p = sf_cel_acquire(c->cel, text);
   const char *why = sf_cel_prog_error(p);
-  if (why && sf_map_put(&c->logged, text, strlen(text), 1)) {
-    sf_log_warn("selector not supported, nodes stay unsure", "expr=\"%s\" reason=\"%s\"", text,
-                why);
+  if (why && sf_map_get(&c->logged, text, strlen(text)) < 0) {
+    if (sf_map_count(&c->logged) >= 4096)
+      sf_map_clear(&c->logged);  /* bounded */
+    sf_map_put(&c->logged, text, strlen(text), 1);
+    char qe[512], qw[512];
+    sf_log_warn("selector not supported, nodes stay unsure", "expr=%s reason=%s",
+                sf_log_quote(qe, sizeof qe, text), sf_log_quote(qw, sizeof qw, why));
   }
   return p;
 }
@@ -193,7 +199,7 @@ static int project(sf_cluster_t *c, sf_object_t *o, bool on, char *err, size_t e
       return 0;
     case SF_OBJ_DEVICE_CLASS:
       for (size_t i = 0; on && i < o->u.dclass.nselectors; i++)
-        sf__compile(c, o->u.dclass.selectors[i]);
+        sf_cel_release(c->cel, sf__compile(c, o->u.dclass.selectors[i]));
       return 0;
     case SF_OBJ_DEVICE_TAINT_RULE:
       sf_index_taint_rule_clear(c->idx, o->u.meta.name);

@@ -50,7 +50,8 @@ struct sf_cluster {
   store_t stores[SF_KIND_COUNT];
   sf_map_t pool_keys;    /* pool key -> slot in pools */
   pool_t **pools; size_t npools, cappools;
-  sf_map_t logged;       /* expressions already logged as not compiling (a set) */
+  sf_map_t logged;       /* expressions already logged as not compiling (a set, bounded) */
+  json_t *node_refs;     /* node name -> how many pools list it in their nodes */
   bool mix_dirty;        /* the learned mix must be rebuilt from every claim */
   sf_map_t cset_keys;   /* "driver\x1fpool" -> index in csets (a set is never dropped) */
   cset_t *csets; size_t ncsets, capcsets;
@@ -116,6 +117,7 @@ void sf__rules_apply_all(sf_cluster_t *c);
 void sf__rule_apply(sf_cluster_t *c, const sf_taint_rule_t *r);
 
 /** Compiles a selector and logs it once when it does not compile. */
+/** The program of `text` (a reference: give it back with sf_cel_release); logs a compile error once. */
 const sf_cel_prog_t *sf__compile(sf_cluster_t *c, const char *text);
 
 /** `name` qualified with `driver` unless it has a domain; in buf. */

@@ -31,6 +31,9 @@ struct sf_pod_plan {
   sf_claim_t *claims; size_t nclaims, capclaims;
   sf_map_t seen;                 /* claim keys already planned */
   sf_demand_t demand;
+  sf_cel_cache_t *cel;           /* borrowed: where progs go back */
+  const sf_cel_prog_t **progs;   /* references held by the selectors */
+  size_t nprogs, capprogs;
 };
 
 /* A reason sentence, cut to the verdict's size (names can be long). */
@@ -87,8 +90,13 @@ static void caps(sf_cluster_t *c, sf_pod_plan_t *p, const sf_device_class_t *cls
 static void selectors(sf_cluster_t *c, sf_pod_plan_t *p, const char **cs, size_t ncs,
                       const char **rs, size_t nrs, sf_request_t *out) {
   sf_selector_t *v = sf__arena_alloc(p->a, (ncs + nrs) * sizeof(*v));
-  for (size_t i = 0; i < ncs + nrs; i++)
-    sf_cel_selector(sf__compile(c, i < ncs ? cs[i] : rs[i - ncs]), &v[i]);
+  for (size_t i = 0; i < ncs + nrs; i++) {
+    const sf_cel_prog_t *prog = sf__compile(c, i < ncs ? cs[i] : rs[i - ncs]);
+    sf_xgrow(&p->progs, &p->capprogs, p->nprogs + 1, sizeof(*p->progs));
+    p->progs[p->nprogs++] = prog;
+    p->cel = c->cel;
+    sf_cel_selector(prog, &v[i]);
+  }
   out->selectors = v;
   out->nselectors = ncs + nrs;
 }
@@ -298,6 +306,9 @@ void sf__claim_learn(sf_cluster_t *c, const sf_object_t *o, int sign) {
     sf_demand_t d = {p.claims, p.nclaims, 0, 0};
     sf_mix_learn(c->packer, c->idx, &c->pol, &d, sign);
   }
+  /* The mix keeps shapes, not selectors: the programs go back now. */
+  for (size_t i = 0; i < p.nprogs; i++) sf_cel_release(c->cel, p.progs[i]);
+  free(p.progs);
   sf__arena_reset(p.a);
   c->lclaims = p.claims;
   c->caplclaims = p.capclaims;
@@ -333,6 +344,8 @@ int sf_cluster_plan(sf_cluster_t *c, const json_t *pod, sf_pod_plan_t **out, cha
 
 void sf_pod_plan_free(sf_pod_plan_t *p) {
   if (!p) return;
+  for (size_t i = 0; i < p->nprogs; i++) sf_cel_release(p->cel, p->progs[i]);
+  free(p->progs);
   sf__arena_destroy(p->a);
   sf_object_free(p->pod);
   sf_map_dispose(&p->seen);

@@ -9,6 +9,12 @@
  * device's own nodeName under perDeviceNodeSelection. Devices that are not
  * local to one node (allNodes, nodeSelector) cannot be placed by a per-node
  * index and are counted as skipped.
+ *
+ * The result depends on the set of stored slices only, never on the order
+ * they came in: a pool's slices are kept in name order (so its devices are
+ * too), and a node leaves the index only when no pool is published on it
+ * any more (c->node_refs counts the pools listing each node), not when the
+ * pool that happened to go last had the node's devices.
  */
 #include <stdio.h>
 #include <string.h>
@@ -44,30 +50,50 @@ static pool_t *pool_get(sf_cluster_t *c, const char *driver, const char *name, b
   return p;
 }
 
+/* Slices of one pool in name order (names are unique among stored slices). */
 void sf__pool_add_slice(sf_cluster_t *c, sf_object_t *o) {
   pool_t *p = pool_get(c, o->u.slice.driver, o->u.slice.pool, true);
   sf_xgrow(&p->slices, &p->capslices, p->nslices + 1, sizeof(*p->slices));
-  p->slices[p->nslices++] = o;
+  size_t i = p->nslices++;
+  for (; i > 0 && strcmp(p->slices[i - 1]->u.meta.name, o->u.meta.name) > 0; i--)
+    p->slices[i] = p->slices[i - 1];
+  p->slices[i] = o;
 }
 
 void sf__pool_del_slice(sf_cluster_t *c, sf_object_t *o) {
   pool_t *p = pool_get(c, o->u.slice.driver, o->u.slice.pool, false);
   for (size_t i = 0; p && i < p->nslices; i++)
     if (p->slices[i] == o) {
-      p->slices[i] = p->slices[--p->nslices];
+      memmove(p->slices + i, p->slices + i + 1, (p->nslices - i - 1) * sizeof(*p->slices));
+      p->nslices--;
       return;
     }
 }
 
-static void free_nodes(pool_t *p) {
-  for (size_t i = 0; i < p->nnodes; i++) free(p->nodes[i]);
+/* ---- how many pools list each node ---- */
+
+static json_int_t node_refs(sf_cluster_t *c, const char *node) {
+  return json_integer_value(json_object_get(c->node_refs, node));
+}
+
+static void node_ref(sf_cluster_t *c, const char *node, int delta) {
+  json_int_t n = node_refs(c, node) + delta;
+  if (n > 0) json_object_set_new(c->node_refs, node, json_integer(n));
+  else json_object_del(c->node_refs, node);
+}
+
+static void free_nodes(sf_cluster_t *c, pool_t *p) {
+  for (size_t i = 0; i < p->nnodes; i++) {
+    if (c) node_ref(c, p->nodes[i], -1);
+    free(p->nodes[i]);
+  }
   free(p->nodes);
   p->nodes = NULL;
   p->nnodes = 0;
 }
 
-static void pool_free(pool_t *p) {
-  free_nodes(p);
+static void pool_free(sf_cluster_t *c, pool_t *p) {
+  free_nodes(c, p);
   free(p->slices);
   free(p->driver);
   free(p->name);
@@ -75,7 +101,8 @@ static void pool_free(pool_t *p) {
 }
 
 void sf__pools_free(sf_cluster_t *c) {
-  for (size_t i = 0; i < c->npools; i++) pool_free(c->pools[i]);
+  for (size_t i = 0; i < c->npools; i++) pool_free(NULL, c->pools[i]);
+  json_object_clear(c->node_refs);
   free(c->pools);
   c->pools = NULL;
   c->npools = c->cappools = 0;
@@ -166,14 +193,18 @@ static bool has_node(char **nodes, size_t n, const char *node) {
   return false;
 }
 
-/* Takes the pool off `node`, and the node itself once it publishes nothing. */
+/*
+ * Takes the pool off `node`, and the node itself once no other pool lists it
+ * (a pool that publishes no device on it still keeps it).
+ */
 static void unpublish(sf_cluster_t *c, const pool_t *p, const char *node) {
   sf_node_id id = sf_index_node_find(c->idx, node);
   size_t ndev = 0;
   if (id < 0) return;
   sf_index_pool_remove(c->idx, id, p->driver, p->name);
   sf_index_node_devices(c->idx, id, &ndev);
-  if (ndev == 0) sf_index_node_remove(c->idx, id);  /* SF_EBUSY while allocated: kept */
+  if (ndev == 0 && node_refs(c, node) <= 1)
+    sf_index_node_remove(c->idx, id);  /* SF_EBUSY while allocated: kept */
 }
 
 static void pool_state(pool_t *p) {
@@ -211,9 +242,10 @@ static int pool_sync(sf_cluster_t *c, pool_t *p, char *err, size_t errlen) {
     sf_xgrow(&nodes, &cap, n + 1, sizeof(*nodes));
     nodes[n++] = sf_xstrdup(p->nodes[i]);
   }
-  free_nodes(p);
+  free_nodes(c, p);
   p->nodes = nodes;
   p->nnodes = n;
+  for (size_t i = 0; i < n; i++) node_ref(c, nodes[i], +1);
   return r;
 }
 
@@ -234,7 +266,7 @@ int sf__pools_sync_all(sf_cluster_t *c, char *err, size_t errlen) {
   for (size_t i = 0; i < c->npools; i++) {
     pool_t *p = c->pools[i];
     if (p->nslices == 0) {
-      pool_free(p);
+      pool_free(c, p);
       continue;
     }
     char key[KEY_MAX];

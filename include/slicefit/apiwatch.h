@@ -30,7 +30,8 @@
 
 /*
  * A resolved connection. Strings belong to the struct (sf_kubeconfig_dispose frees
- * them); NULL when absent. *_data fields hold decoded PEM bytes (the
+ * them); NULL when absent. Parsing refuses a server URL without a host and
+ * insecure-skip-tls-verify together with a CA. *_data fields hold decoded PEM bytes (the
  * kubeconfig's base64 *-data fields), *_file fields paths.
  */
 typedef struct {
@@ -65,6 +66,12 @@ int sf_kubeconfig_parse(sf_kubeconfig_t *out, const char *text, size_t len, cons
  */
 int sf_kubeconfig_incluster(sf_kubeconfig_t *out, const sf_incluster_paths_t *paths, char *err,
                             size_t errlen);
+/**
+ * SF_EINVAL (err says why) when a bearer token would be sent over plain
+ * http, unless allow_plain_token (tests against a loopback fake). 0 otherwise.
+ */
+int sf_kubeconfig_check_transport(const sf_kubeconfig_t *kc, bool allow_plain_token, char *err,
+                                  size_t errlen);
 void sf_kubeconfig_dispose(sf_kubeconfig_t *kc);
 /**
  * The bearer token to send now: the fixed token, or the token file's
@@ -104,10 +111,14 @@ typedef struct {
                                     "v1beta2", "v1alpha3"); NULL = not watched */
   bool no_streaming_list;        /* never try sendInitialEvents */
   uint32_t page_size;            /* LIST limit; 0 = 500 */
-  uint32_t staleness_ms;         /* a broken watch turns synced() false after this; 0 = 30000 */
+  uint32_t staleness_ms;         /* synced() is false while a resource has gone unconfirmed
+                                    (or its watch broken) this long; 0 = 30000 */
+  uint32_t silent_ms;            /* a transfer with no byte for this long is restarted; 0 = 30000 */
+  uint32_t stream_retry_ms;      /* watch-list is tried again this long after a fallback to
+                                    LIST; 0 = 600000 */
   uint32_t backoff_min_ms;       /* first retry delay; 0 = 200 */
-  uint32_t backoff_max_ms;       /* cap; 0 = 30000 */
-  uint32_t watch_timeout_s;      /* timeoutSeconds of each watch; 0 = random 300..600 */
+  uint32_t backoff_max_ms;       /* cap, also of a 429's Retry-After; 0 = 30000 */
+  uint32_t watch_timeout_s;      /* timeoutSeconds of each watch; 0 = random 10..20 */
   uint32_t request_timeout_ms;   /* a LIST page's limit, and a watch's past its timeoutSeconds
                                     (a stalled server); 0 = 60000 */
   size_t max_event_bytes;        /* framer cap per event; 0 = 64 MiB */
@@ -120,6 +131,7 @@ typedef struct {
   uint64_t events;               /* ADDED/MODIFIED/DELETED applied */
   uint64_t bookmarks;
   uint64_t lists;                /* completed full lists (paged or streaming) */
+  uint64_t stream_lists;         /* of which by watch-list */
   uint64_t relists_expired;      /* 410 Gone/Expired seen */
   uint64_t watch_resumes;        /* watches restarted from the last rv after an end */
   uint64_t err_http_5xx, err_http_429, err_auth, err_connect, err_tls, err_other;
@@ -127,7 +139,14 @@ typedef struct {
   uint64_t framing_errors;       /* a malformed or oversized event */
   uint64_t policy_applied, policy_invalid;
   uint64_t streaming_fallbacks;  /* servers without watch-list */
+  uint64_t silent_restarts;      /* transfers restarted after silent_ms without a byte */
 } sf_apiwatch_stats_t;
+
+/* How long ago a resource was last confirmed current (for a gauge). */
+typedef struct {
+  const char *resource;          /* borrowed: "resourceslices", "configmap ns/name", ... */
+  uint64_t age_ms;               /* UINT64_MAX: never */
+} sf_apiwatch_age_t;
 
 /**
  * New watcher on `loop` feeding `cluster` (borrowed; must outlive the
@@ -158,6 +177,11 @@ int sf_apiwatch_start(sf_apiwatch_t *w);
 bool sf_apiwatch_synced(const sf_apiwatch_t *w);
 void sf_apiwatch_stats(const sf_apiwatch_t *w, sf_apiwatch_stats_t *out);
 /**
+ * Fills out[] (up to cap) with each resource's age of last confirmation
+ * (a list done, a watch answered, a byte on it); returns how many.
+ */
+size_t sf_apiwatch_ages(const sf_apiwatch_t *w, sf_apiwatch_age_t *out, size_t cap);
+/**
  * Aborts every transfer and closes the loop handles. `done` (may be NULL)
  * runs once they are closed; only then may the watcher be destroyed.
  */
@@ -182,6 +206,8 @@ typedef struct {
   uint8_t open[SF_FRAMER_MAX_DEPTH / 8 + 1];  /* bit per level: 1 = '[' */
   bool in_str, esc;
   bool emitted;                  /* buf holds an event returned by the last call */
+  size_t cut;                    /* internal: where the line after a cut event starts */
+  uint64_t truncated;            /* events dropped because a line break cut them short */
 } sf_framer_t;
 
 void sf_framer_init(sf_framer_t *f, size_t max_event);
@@ -195,6 +221,9 @@ void sf_framer_dispose(sf_framer_t *f);
  * objects (a stray byte between events, a bracket closed by a brace, depth
  * past SF_FRAMER_MAX_DEPTH);
  * after an error the framer must be reset.
+ * A line break inside an event is not an error: the partial event is
+ * dropped, f->truncated grows by one, and the bytes through the line break
+ * count as consumed (*ev NULL); framing goes on at the next line.
  */
 long sf_framer_feed(sf_framer_t *f, const char *data, size_t len, const char **ev, size_t *evlen);
 /** Forgets any partial event (after a reconnect). */

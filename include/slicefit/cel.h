@@ -11,7 +11,10 @@
  * selector does not match: SF_MATCH_NO, as DRA specifies.
  *
  * Pure: no I/O, no clock. Programs are immutable once compiled; the cache
- * owns them.
+ * owns them. Programs from sf_cel_compile stay as long as the cache; those
+ * from sf_cel_acquire stay while referenced, and once released at most
+ * `max_idle` of them are kept (least recently used go first), so a cache
+ * fed by tenants' selectors stays bounded.
  */
 #ifndef SLICEFIT_CEL_H
 #define SLICEFIT_CEL_H
@@ -35,6 +38,18 @@ void sf_cel_cache_destroy(sf_cel_cache_t *c);
  * The program (borrowed) lives as long as the cache.
  */
 const sf_cel_prog_t *sf_cel_compile(sf_cel_cache_t *c, const char *text);
+/**
+ * As sf_cel_compile, but the program is a reference the caller gives back
+ * with sf_cel_release; it stays valid until then. Cost: a hash lookup, or a
+ * compile.
+ */
+const sf_cel_prog_t *sf_cel_acquire(sf_cel_cache_t *c, const char *text);
+/** Gives back a reference from sf_cel_acquire; past max_idle the oldest idle programs are freed. */
+void sf_cel_release(sf_cel_cache_t *c, const sf_cel_prog_t *p);
+/** How many idle (released) programs are kept; default 1024. Trims at once. */
+void sf_cel_cache_set_max_idle(sf_cel_cache_t *c, size_t max_idle);
+/** Programs held now (for tests and metrics). */
+size_t sf_cel_cache_size(const sf_cel_cache_t *c);
 /** Why the program does not compile ("1:14: unknown function 'foo'"), or NULL when it does. */
 const char *sf_cel_prog_error(const sf_cel_prog_t *p);
 /** The expression text (borrowed). */

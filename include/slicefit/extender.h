@@ -23,19 +23,44 @@ typedef struct {
   const char *tls_cert_file;     /* PEM; with tls_key_file enables HTTPS (borrowed, may be NULL) */
   const char *tls_key_file;
   size_t max_body_bytes;         /* a larger request body gets 413 */
+  size_t max_nodelist_bytes;     /* a larger body that is not NodeNames (a NodeList) gets 413;
+                                    0 = max_body_bytes */
   size_t max_nodes;              /* more nodes in one request gets 413 */
   unsigned max_depth;            /* deeper JSON nesting gets 400 */
-  unsigned conn_timeout_s;       /* idle or stalled connections are closed after this */
+  unsigned conn_timeout_s;       /* keep-alive: an idle connection is closed after this */
   unsigned max_connections;
   unsigned drain_timeout_ms;     /* SIGTERM: most time given to in-flight requests */
   bool debug_only;               /* the --debug-listen listener: /debug/state and /healthz only */
   bool metrics_only;             /* the --metrics-listen listener: /metrics and /healthz only */
   bool debug_over_tls;           /* a TLS listener serves /debug/state too (default true) */
+  unsigned header_timeout_s;     /* a request's headers must be complete within this */
+  unsigned request_timeout_s;    /* headers complete to answer sent */
+  unsigned keepalive_requests;   /* answers per connection; the last says Connection: close */
+  unsigned max_connections_per_ip;
+  size_t max_buffered_bytes;     /* bodies and replies held across all requests; 503 past it */
+  unsigned retry_after_s;        /* Retry-After of that 503 */
+  size_t offload_bytes;          /* filter/prioritize bodies larger are decoded off the loop */
+  const char *probe_listen;      /* "HOST:PORT" of the /healthz, /readyz listener, or NULL */
+  unsigned liveness_stall_ms;    /* /healthz fails once the loop has not turned for this */
+  const char *tls_min_version;   /* "1.2" or "1.3" */
+  unsigned tls_reload_s;         /* how often the certificate files are checked for changes */
 } sf_extender_config_t;
+
+/*
+ * The default per-body limit: 100,000 node names of up to 253 characters
+ * (a DNS subdomain) with their quotes and commas, plus 1 MiB for the pod.
+ */
+#define SF_EXTENDER_MAX_BODY_DEFAULT ((size_t)100000 * 256 + ((size_t)1 << 20))
 
 typedef struct sf_extender sf_extender_t;
 
-/** Fills in the defaults (127.0.0.1:8888, 64 MiB, 100,000 nodes, depth 64, 30 s, 1024, 5 s). */
+/**
+ * Fills in the defaults: 127.0.0.1:8888, SF_EXTENDER_MAX_BODY_DEFAULT, NodeLists 12 MiB,
+ * 100,000 nodes, depth 64, keep-alive idle 30 s, 1,024 connections, 64 per
+ * client address, drain 5 s, headers 10 s, request 30 s, 1,000 requests per
+ * connection, 64 MiB buffered, Retry-After 1 s, off-loop decoding past
+ * 1 MiB, liveness stall 10 s, TLS 1.2 and up, certificate checked every 10 s.
+ */
 void sf_extender_config_init(sf_extender_config_t *cfg);
 
 /**
@@ -62,13 +87,17 @@ void sf_extender_metrics_of(sf_extender_t *x, sf_extender_t *of);
 
 /** The bound TCP port (useful with port 0). */
 uint16_t sf_extender_port(const sf_extender_t *x);
+/** The probe listener's bound port, 0 without one. */
+uint16_t sf_extender_probe_port(const sf_extender_t *x);
 
 typedef void (*sf_extender_drained_cb)(sf_extender_t *x, void *arg);
 
 /**
- * Stops accepting connections and lets in-flight requests finish (at most
- * drain_timeout_ms); then closes every connection and calls `done` on the
- * loop. Idle keep-alive connections are closed at once.
+ * Stops accepting connections (those the kernel had already accepted are
+ * still served) and answers every request already on the wire, each answer
+ * with Connection: close, for at most drain_timeout_ms; then closes every
+ * connection and calls `done` on the loop. Keep-alive connections with no
+ * request under way are closed at once.
  */
 void sf_extender_drain(sf_extender_t *x, sf_extender_drained_cb done, void *arg);
 
@@ -89,6 +118,9 @@ typedef struct {
   const char *debug_listen;      /* HOST:PORT of a plain listener for /debug/state, or NULL */
   const char *metrics_listen;    /* HOST:PORT of a plain listener for /metrics, or NULL */
   unsigned pending_warn_after_s; /* a claim pending this long is logged at -v=2 (0: 300) */
+  unsigned stale_after_s;        /* /readyz 503 once a resource is unconfirmed this long (30) */
+  unsigned watch_silence_s;      /* a watch with no byte this long is restarted (30) */
+  bool allow_token_over_http;    /* tests only: a bearer token to an http:// server */
 } sf_daemon_options_t;
 
 /** The release ("0.1.0") and the git commit it was built from ("unknown" outside git); static. */

@@ -57,6 +57,14 @@ void sf_log_at(const char *file, int line, sf_log_level_t level, int v, const ch
 void sf_log(sf_log_level_t level, const char *msg, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/**
+ * Writes `s` into buf as a double-quoted log value with JSON-style escapes
+ * (a quote, a backslash or a control byte cannot end the value or the line);
+ * returns buf. The line's parser reads the escapes back, so the value is
+ * written once, escaped for the line's format.
+ */
+const char *sf_log_quote(char *buf, size_t cap, const char *s);
+
 #define sf_log_error(msg, ...) sf_log_at(__FILE__, __LINE__, SF_LOG_ERROR, 0, msg, __VA_ARGS__)
 #define sf_log_warn(msg, ...) sf_log_at(__FILE__, __LINE__, SF_LOG_WARN, 0, msg, __VA_ARGS__)
 #define sf_log_info(msg, ...) sf_log_at(__FILE__, __LINE__, SF_LOG_INFO, 0, msg, __VA_ARGS__)

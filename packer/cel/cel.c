@@ -58,9 +58,14 @@
  * steps the result is UNKNOWN. Evaluation allocates nothing on the heap
  * except a matches() whose pattern is not a literal.
  *
- * Cache: text -> program through slicefit/map.h; program ids are 1, 2, ... in
- * order of first compilation and never reused within a cache.
+ * Cache: text -> slot through slicefit/map.h; program ids are 1, 2, ... in
+ * order of first compilation and never reused within a cache (a program
+ * freed and compiled again gets a new id, so caches keyed by id never see a
+ * stale entry). Programs with no reference and not pinned sit on an idle
+ * list, oldest first; past max_idle the oldest are freed and their slots
+ * reused.
  */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,7 +74,11 @@
 
 struct sf_cel_cache {
   sf_map_t by_text;
-  sf_cel_prog_t **progs; size_t nprogs, cap;
+  sf_cel_prog_t **progs; size_t nprogs, cap;   /* slots; NULL when free */
+  int32_t *free_slots; size_t nfree, capfree;
+  uint64_t next_id;
+  sf_cel_prog_t *idle_head, *idle_tail;        /* oldest first */
+  size_t nidle, max_idle, live;
 };
 
 void sf__cel_linecol(const char *text, uint32_t pos, uint32_t *line, uint32_t *col)
@@ -95,6 +104,7 @@ sf_cel_cache_t *sf_cel_cache_create_seeded(uint64_t hash_seed)
 {
   sf_cel_cache_t *c = sf_xcalloc(1, sizeof *c);
   sf_map_init(&c->by_text, hash_seed);
+  c->max_idle = 1024;
   return c;
 }
 
@@ -117,28 +127,114 @@ void sf_cel_cache_destroy(sf_cel_cache_t *c)
   if (c == NULL)
     return;
   for (size_t i = 0; i < c->nprogs; i++)
-    prog_free(c->progs[i]);
+    if (c->progs[i])
+      prog_free(c->progs[i]);
   free(c->progs);
+  free(c->free_slots);
   sf_map_dispose(&c->by_text);
   free(c);
 }
 
-const sf_cel_prog_t *sf_cel_compile(sf_cel_cache_t *c, const char *text)
+static void idle_unlink(sf_cel_cache_t *c, sf_cel_prog_t *p)
+{
+  if (p->prev)
+    p->prev->next = p->next;
+  else
+    c->idle_head = p->next;
+  if (p->next)
+    p->next->prev = p->prev;
+  else
+    c->idle_tail = p->prev;
+  p->prev = p->next = NULL;
+  c->nidle--;
+}
+
+static void idle_push(sf_cel_cache_t *c, sf_cel_prog_t *p)
+{
+  p->prev = c->idle_tail;
+  p->next = NULL;
+  if (c->idle_tail)
+    c->idle_tail->next = p;
+  else
+    c->idle_head = p;
+  c->idle_tail = p;
+  c->nidle++;
+}
+
+static bool is_idle(const sf_cel_prog_t *p) { return p->refs == 0 && !p->pinned; }
+
+static void trim(sf_cel_cache_t *c)
+{
+  while (c->nidle > c->max_idle) {
+    sf_cel_prog_t *p = c->idle_head;
+    idle_unlink(c, p);
+    sf_map_del(&c->by_text, p->text, strlen(p->text));
+    c->progs[p->slot] = NULL;
+    sf_xgrow(&c->free_slots, &c->capfree, c->nfree + 1, sizeof *c->free_slots);
+    c->free_slots[c->nfree++] = p->slot;
+    c->live--;
+    prog_free(p);
+  }
+}
+
+/* The program of `text`, compiled if needed; taken off the idle list (the caller pins or refs it). */
+static sf_cel_prog_t *lookup(sf_cel_cache_t *c, const char *text)
 {
   size_t len = strlen(text);
   int32_t at = sf_map_get(&c->by_text, text, len);
-  if (at >= 0)
-    return c->progs[at];
+  if (at >= 0) {
+    sf_cel_prog_t *p = c->progs[at];
+    if (is_idle(p))
+      idle_unlink(c, p);
+    return p;
+  }
   sf_cel_prog_t *p = sf_xcalloc(1, sizeof *p);
   p->text = sf_xstrdup(text);
-  p->id = c->nprogs + 1;
+  p->id = ++c->next_id;
   sf__cel_parse(p);
-  sf_xgrow(&c->progs, &c->cap, c->nprogs + 1, sizeof *c->progs);
-  c->progs[c->nprogs] = p;
-  sf_map_put(&c->by_text, text, len, (int32_t)c->nprogs);
-  c->nprogs++;
+  if (c->nfree) {
+    p->slot = c->free_slots[--c->nfree];
+  } else {
+    sf_xgrow(&c->progs, &c->cap, c->nprogs + 1, sizeof *c->progs);
+    p->slot = (int32_t)c->nprogs++;
+  }
+  c->progs[p->slot] = p;
+  c->live++;
+  sf_map_put(&c->by_text, text, len, p->slot);
   return p;
 }
+
+const sf_cel_prog_t *sf_cel_compile(sf_cel_cache_t *c, const char *text)
+{
+  sf_cel_prog_t *p = lookup(c, text);
+  p->pinned = true;
+  return p;
+}
+
+const sf_cel_prog_t *sf_cel_acquire(sf_cel_cache_t *c, const char *text)
+{
+  sf_cel_prog_t *p = lookup(c, text);
+  p->refs++;
+  return p;
+}
+
+void sf_cel_release(sf_cel_cache_t *c, const sf_cel_prog_t *cp)
+{
+  sf_cel_prog_t *p = c->progs[cp->slot];
+  assert(p == cp && p->refs > 0);
+  if (--p->refs == 0 && !p->pinned) {
+    idle_push(c, p);
+    trim(c);
+  }
+}
+
+void sf_cel_cache_set_max_idle(sf_cel_cache_t *c, size_t max_idle)
+{
+  c->max_idle = max_idle;
+  trim(c);
+}
+
+size_t sf_cel_cache_size(const sf_cel_cache_t *c) { return c->live; }
 
 const char *sf_cel_prog_error(const sf_cel_prog_t *p)
 {

@@ -72,6 +72,10 @@ typedef struct {
 struct sf_cel_prog {
   char *text;
   uint64_t id;
+  uint32_t refs;           /* sf_cel_acquire references not yet released */
+  bool pinned;             /* returned by sf_cel_compile: kept as long as the cache */
+  int32_t slot;            /* index in the cache's progs */
+  struct sf_cel_prog *prev, *next;  /* the idle list (refs 0, not pinned), oldest first */
   char *err;               /* NULL when compiled */
   cel_node_t *nodes; uint32_t nnodes;
   uint32_t *kids; uint32_t nkids;

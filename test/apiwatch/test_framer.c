@@ -94,3 +94,26 @@ Test(framer, stray_bytes_and_depth_are_errors) {
   deep[sizeof deep - 1] = '\0';
   cr_assert_eq(frame(deep, 3, 0).err, SF_EINVAL);
 }
+
+Test(framer, an_event_cut_by_a_line_break_is_dropped_and_framing_resumes) {
+  /* A truncated event, then two whole ones: only the whole ones come out, at any split. */
+  static const char cut[] =
+      "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\",\"x\":\"half\n"
+      "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"b\"}}}\n"
+      "{\"type\":\"DELETED\",\"object\":{\"metadata\":{\"name\":\"c\"}}}\n";
+  for (size_t step = 0; step < sizeof cut; step++) {
+    got_t g = frame(cut, step, 0);
+    cr_assert_eq(g.err, 0, "step %zu", step);
+    cr_assert_eq(g.n, 2, "step %zu: %d events", step, g.n);
+    cr_assert(strstr(g.ev[0], "\"b\"") && strstr(g.ev[1], "\"c\""), "step %zu", step);
+  }
+  sf_framer_t f;
+  const char *ev;
+  size_t evlen;
+  sf_framer_init(&f, 0);
+  long used = sf_framer_feed(&f, cut, sizeof cut - 1, &ev, &evlen);
+  cr_assert_null(ev);
+  cr_assert_eq(f.truncated, 1);
+  cr_assert_eq(cut[used - 1], '\n', "consumed through the line break");
+  sf_framer_dispose(&f);
+}

@@ -139,3 +139,59 @@ Test(kubeconfig, token_with_a_newline_inside_is_refused) {
   cr_assert_null(sf_kubeconfig_token(&kc, err, sizeof err));
   cr_assert(strstr(err, "control character"), "%s", err);
 }
+
+/* ---- inputs refused at start (issue 16) ---- */
+
+static const char *cluster_only(char *buf, size_t cap, const char *cluster_lines) {
+  snprintf(buf, cap,
+           "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+           "clusters:\n- name: k\n  cluster:\n%s"
+           "contexts:\n- name: c\n  context:\n    cluster: k\n    user: u\n"
+           "users:\n- name: u\n  user:\n    token: secret\n",
+           cluster_lines);
+  return buf;
+}
+
+Test(kubeconfig, server_without_a_host_is_refused) {
+  const char *bad[] = {"    server: https://\n", "    server: https:///\n",
+                       "    server: https:///api\n", "    server: http://:6443\n"};
+  char y[1024], err[SF_ERR_MAX];
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    sf_kubeconfig_t kc;
+    cr_assert_eq(parse(&kc, cluster_only(y, sizeof y, bad[i]), err), SF_EINVAL, "%s", bad[i]);
+    cr_assert(strstr(err, "names no host"), "%s", err);
+  }
+}
+
+Test(kubeconfig, insecure_skip_verify_with_a_ca_is_refused) {
+  char y[1024], err[SF_ERR_MAX];
+  sf_kubeconfig_t kc;
+  cr_assert_eq(parse(&kc,
+                     cluster_only(y, sizeof y,
+                                  "    server: https://10.0.0.1:6443\n"
+                                  "    insecure-skip-tls-verify: true\n"
+                                  "    certificate-authority-data: LS0tLS1CRUdJTg==\n"),
+                     err),
+               SF_EINVAL);
+  cr_assert(strstr(err, "insecure-skip-tls-verify and a certificate authority"), "%s", err);
+  cr_assert_eq(parse(&kc,
+                     cluster_only(y, sizeof y,
+                                  "    server: https://10.0.0.1:6443\n"
+                                  "    insecure-skip-tls-verify: true\n"),
+                     err),
+               0, "%s", err);
+  sf_kubeconfig_dispose(&kc);
+}
+
+Test(kubeconfig, bearer_token_over_plain_http_is_refused_unless_allowed) {
+  char y[1024], err[SF_ERR_MAX];
+  sf_kubeconfig_t kc;
+  cr_assert_eq(parse(&kc, cluster_only(y, sizeof y, "    server: http://10.0.0.1:8080\n"), err), 0);
+  cr_assert_eq(sf_kubeconfig_check_transport(&kc, false, err, sizeof err), SF_EINVAL);
+  cr_assert(strstr(err, "plain http"), "%s", err);
+  cr_assert_eq(sf_kubeconfig_check_transport(&kc, true, err, sizeof err), 0);
+  sf_kubeconfig_dispose(&kc);
+  cr_assert_eq(parse(&kc, cluster_only(y, sizeof y, "    server: https://10.0.0.1:6443\n"), err), 0);
+  cr_assert_eq(sf_kubeconfig_check_transport(&kc, false, err, sizeof err), 0);
+  sf_kubeconfig_dispose(&kc);
+}

@@ -416,3 +416,73 @@ Test(policy, bad_configmap_name_is_refused) {
   cr_assert_null(sf_apiwatch_create_sink(&E.loop, &E.opts, err, sizeof err));
   cr_assert(strstr(err, "no-slash"), "%s", err);
 }
+
+/* ---- freshness (issue 16) ---- */
+
+TestSuite(fresh, .init = setup, .fini = teardown, .timeout = 90);
+
+static bool never(void *ud) { (void)ud; return false; }
+static bool silent_seen(void *ud) { (void)ud; return stats().silent_restarts > 0; }
+
+Test(fresh, truncated_event_restarts_from_the_last_whole_event) {
+  seed(2, 2);
+  start();
+  assert_converges();
+  wait_watches(3);
+  fake_cmd(&E.fake, "truncate");
+  churn(0, 0);
+  churn(1, 1);
+  /* Well before the watches' own 30 s end, which used to be the only way out. */
+  cr_assert(run_until(&E.loop, equal, NULL, 10000), "the events after the cut one arrive");
+  cr_assert_eq(E.rec.duplicates, 0);
+  cr_assert_eq(E.rec.unknown_deletes, 0);
+  cr_assert_geq(stats().framing_errors, 1, "the cut event is counted");
+}
+
+Test(fresh, silent_server_is_detected_and_turns_unready) {
+  E.opts.silent_ms = 1000;
+  E.opts.staleness_ms = 1500;
+  seed(1, 1);
+  start();
+  assert_converges();
+  fake_cmd(&E.fake, "hang on");
+  cr_assert(run_until(&E.loop, not_synced, NULL, 10000), "unready while nothing is confirmed");
+  cr_assert(run_until(&E.loop, silent_seen, NULL, 10000), "the silent watch was restarted");
+  sf_apiwatch_age_t ages[8];
+  size_t n = sf_apiwatch_ages(E.w, ages, 8);
+  cr_assert_eq(n, 3);
+  bool old = false;
+  for (size_t i = 0; i < n; i++) old |= ages[i].age_ms > 1500;
+  cr_assert(old, "an age past the bound");
+  fake_cmd(&E.fake, "hang off");
+  churn(0, 0);
+  assert_converges();
+  n = sf_apiwatch_ages(E.w, ages, 8);
+  for (size_t i = 0; i < n; i++) cr_assert_leq(ages[i].age_ms, 1500, "%s", ages[i].resource);
+}
+
+Test(fresh, retry_after_is_capped_at_the_backoff_cap) {
+  E.opts.backoff_max_ms = 200;
+  seed(1, 1);
+  fake_cmd(&E.fake, "fail 429 1 3600");
+  start();
+  cr_assert(run_until(&E.loop, equal, NULL, 10000), "an hour's Retry-After is cut to 200 ms");
+  cr_assert_eq(stats().err_http_429, 1);
+}
+
+Test(fresh, watch_list_is_tried_again_after_a_fallback) {
+  fake_cmd(&E.fake, "watchlist ignore");
+  E.opts.request_timeout_ms = 300;
+  E.opts.stream_retry_ms = 500;
+  seed(2, 2);
+  start();
+  assert_converges();
+  cr_assert_eq(stats().streaming_fallbacks, 3);
+  uint64_t before = stats().stream_lists;
+  fake_cmd(&E.fake, "watchlist on");
+  run_until(&E.loop, never, NULL, 700);
+  fake_cmd(&E.fake, "expire");
+  churn(1, 1);
+  assert_converges();
+  cr_assert_gt(stats().stream_lists, before, "the relist used watch-list again");
+}

@@ -172,7 +172,7 @@ Test(live, follows_the_api_server, .timeout = 60)
   write_kubeconfig(kc, api.port);
   sfx_t s;
   const char *args[] = {"--kubeconfig", kc, "--policy-configmap", "slicefit/policy",
-                        "--policy", NULL, NULL};
+                        "--policy", NULL, "--allow-token-over-http", NULL};
   args[5] = strdup(sfx_path("extender/example-policy.json"));
   sfx_start(&s, args);
   wait_for(&s, "/readyz", "\"ready\":true");
@@ -225,7 +225,7 @@ Test(live, not_ready_until_synced, .timeout = 60)
   snprintf(kc, sizeof kc, "%s/kubeconfig", dir);
   write_kubeconfig(kc, api.port);
   sfx_t s;
-  const char *args[] = {"--kubeconfig", kc, NULL};
+  const char *args[] = {"--kubeconfig", kc, "--allow-token-over-http", NULL};
   sfx_start(&s, args);
   sfx_reply_t r;
   for (int i = 0; i < 10; i++) {
@@ -301,4 +301,74 @@ Test(live, device_taint_rules_watched_where_served, .timeout = 60)
     remove_dir(dir);
     json_decref(list);
   }
+}
+
+/* The status of GET path. */
+static long status_of(sfx_t *s, const char *path)
+{
+  sfx_reply_t r;
+  sfx_request(s, "GET", path, NULL, 0, &r);
+  long st = r.status;
+  sfx_reply_free(&r);
+  return st;
+}
+
+static void wait_status(sfx_t *s, const char *path, long want, int tries)
+{
+  for (int i = 0; i < tries && status_of(s, path) != want; i++)
+    nap();
+  cr_assert_eq(status_of(s, path), want, "GET %s", path);
+}
+
+Test(live, hung_api_server_turns_readyz_unready_and_back, .timeout = 90)
+{
+  api_t api;
+  api_start(&api);
+  char dir[] = "/tmp/sfx-live-XXXXXX", kc[64];
+  cr_assert_not_null(mkdtemp(dir));
+  snprintf(kc, sizeof kc, "%s/kubeconfig", dir);
+  write_kubeconfig(kc, api.port);
+  sfx_t s;
+  const char *args[] = {"--kubeconfig", kc, "--allow-token-over-http", "--stale-after", "2",
+                        "--watch-silence", "1", NULL};
+  sfx_start(&s, args);
+  wait_status(&s, "/readyz", 200, 500);
+  wait_for(&s, "/metrics", "slicefit_apiwatch_confirmed_age_seconds{resource=\"resourceslices\"}");
+  /* The server keeps every connection open and sends nothing. */
+  api_cmd(&api, "hang on");
+  wait_status(&s, "/readyz", 503, 750);
+  cr_assert_eq(status_of(&s, "/healthz"), 200, "alive: the loop turns");
+  double restarts = 0;
+  for (int i = 0; i < 500 && restarts == 0; i++, nap()) {
+    sfx_reply_t r;
+    sfx_request(&s, "GET", "/metrics", NULL, 0, &r);
+    const char *p = strstr(r.body, "\nslicefit_apiwatch_silent_restarts_total ");
+    restarts = p ? atof(p + 41) : 0;
+    sfx_reply_free(&r);
+  }
+  cr_assert_gt(restarts, 0, "silent watches counted");
+  cr_assert_gt(sfx_log_count(&s, "msg=\"no byte from the server; restarting\""), 0);
+  api_cmd(&api, "hang off");
+  wait_status(&s, "/readyz", 200, 750);
+  cr_assert_eq(sfx_stop(&s), 0);
+  api_stop(&api);
+  remove_dir(dir);
+}
+
+Test(live, token_over_plain_http_is_refused_at_start, .timeout = 30)
+{
+  char dir[] = "/tmp/sfx-live-XXXXXX", kc[64], cmd[512];
+  cr_assert_not_null(mkdtemp(dir));
+  snprintf(kc, sizeof kc, "%s/kubeconfig", dir);
+  write_kubeconfig(kc, 1);
+  snprintf(cmd, sizeof cmd, "timeout 20 '%s' --kubeconfig %s --listen 127.0.0.1:0 2>&1",
+           sfx_path("bin/slicefit"), kc);
+  FILE *p = popen(cmd, "r");
+  char out[4096];
+  size_t n = fread(out, 1, sizeof out - 1, p);
+  out[n] = '\0';
+  int st = pclose(p);
+  cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 1, "exit status %d: %s", st, out);
+  cr_assert(strstr(out, "plain http"), "%s", out);
+  remove_dir(dir);
 }

@@ -406,3 +406,32 @@ Test(service, metrics_listener)
   s.port = serving;
   cr_assert_eq(sfx_stop(&s), 0);
 }
+
+/* Counts lines of a shell command's output that contain `needle`. */
+static int count_output(const char *cmd, const char *needle)
+{
+  FILE *p = popen(cmd, "r");
+  char line[1024];
+  int n = 0;
+  while (p && fgets(line, sizeof line, p))
+    n += strstr(line, needle) != NULL;
+  if (p)
+    pclose(p);
+  return n;
+}
+
+Test(service, release_binary_is_hardened)
+{
+  char cmd[1200];
+  const char *bin = sfx_path("bin/slicefit");
+  snprintf(cmd, sizeof cmd, "nm -D '%s' 2>/dev/null", bin);
+  if (count_output(cmd, "__asan_init") > 0)
+    cr_skip_test("the sanitizer build is instrumented by ASan instead");
+  snprintf(cmd, sizeof cmd, "readelf -d '%s'", bin);
+  cr_assert_gt(count_output(cmd, "BIND_NOW"), 0, "-Wl,-z,now");
+  snprintf(cmd, sizeof cmd, "readelf -lW '%s'", bin);
+  cr_assert_gt(count_output(cmd, "GNU_RELRO"), 0, "-Wl,-z,relro");
+  snprintf(cmd, sizeof cmd, "nm -D '%s'", bin);
+  cr_assert_gt(count_output(cmd, "__stack_chk_fail"), 0, "-fstack-protector-strong");
+  cr_assert_gt(count_output(cmd, "_chk"), 1, "-D_FORTIFY_SOURCE=2");
+}

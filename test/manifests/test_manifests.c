@@ -360,16 +360,34 @@ static int check_probes(const yt_node_t *docs, char *why, size_t wl)
   char listen[128];
   if (flag(ctr, "--listen", listen, sizeof listen) != 0 || !streq(listen, "0.0.0.0:8888"))
     return say(why, wl, "slicefit must run with --listen 0.0.0.0:8888");
+  /*
+   * The probes go to --probe-listen, served on its own thread: a flood of
+   * connections on 8888 or a long request on the loop must not turn into
+   * liveness restarts (issue 16).
+   */
+  char probe[128];
+  if (flag(ctr, "--probe-listen", probe, sizeof probe) != 0 || !streq(probe, "0.0.0.0:8891"))
+    return say(why, wl, "slicefit must run with --probe-listen 0.0.0.0:8891");
   const char *probes[] = { "livenessProbe", "readinessProbe" }, *paths[] = { "/healthz", "/readyz" };
   for (size_t i = 0; i < 2; i++) {
     const yt_node_t *get = yt_dig(ctr, probes[i], "httpGet", NULL);
     if (!streq(str_at(get, "path", NULL), paths[i]))
       return say(why, wl, "%s must GET %s", probes[i], paths[i]);
-    if (port_of(ctr, str_at(get, "port", NULL)) != 8888)
-      return say(why, wl, "%s must probe the --listen port 8888", probes[i]);
-    if (!streq(str_at(get, "scheme", NULL), "HTTPS"))
-      return say(why, wl, "%s must use HTTPS: slicefit serves TLS", probes[i]);
+    if (port_of(ctr, str_at(get, "port", NULL)) != 8891)
+      return say(why, wl, "%s must probe the --probe-listen port 8891", probes[i]);
+    const char *scheme = str_at(get, "scheme", NULL);
+    if (scheme && !streq(scheme, "HTTP"))
+      return say(why, wl, "%s must use HTTP: the probe listener serves plain HTTP", probes[i]);
   }
+  /* The Service stops sending before SIGTERM: a sleep the kubelet runs (the image has no shell). */
+  const char *sleep = str_at(yt_dig(ctr, "lifecycle", "preStop", "sleep", NULL), "seconds", NULL);
+  if (sleep == NULL || atoi(sleep) < 5)
+    return say(why, wl, "slicefit needs a preStop sleep of at least 5 s");
+  const yt_node_t *pod = yt_dig(find(docs, "Deployment", "slicefit"), "spec", "template", "spec",
+                                NULL);
+  const char *grace = str_at(pod, "terminationGracePeriodSeconds", NULL);
+  if (grace == NULL || atoi(grace) < atoi(sleep) + 10)
+    return say(why, wl, "terminationGracePeriodSeconds must cover the preStop sleep and the drain");
   return 0;
 }
 

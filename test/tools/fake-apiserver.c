@@ -19,6 +19,9 @@
  *   expire                  every open watch gets ERROR 410 Expired and ends; continue tokens expire
  *   fail CODE N [SECS]      the next N requests get HTTP CODE (429: Retry-After SECS)
  *   drop                    every open watch sends half of its next event and drops the connection
+ *   truncate                every open watch sends half of its next event, a newline, and goes on
+ *   hang on|off             while on, watches send nothing (not even their end) and new requests
+ *                           get no answer: a server that hangs with the connections open
  *   droplist                the next LIST body is cut in half and the connection dropped
  *   split N                 the next N events go out one byte per chunk
  *   stall MS                the next request stalls MS in the middle of its body
@@ -85,9 +88,9 @@ static struct {
   bool no_watch_list, ignore_watch_list, shutting;
   bool no_taint_rules;         /* --no-device-taint-rules: a cluster without the alpha API */
   int fail_code, fail_n, fail_secs;
-  unsigned long drop_gen, close_gen, bookmark_gen, expire_gen;
+  unsigned long drop_gen, close_gen, bookmark_gen, expire_gen, trunc_gen;
   int split_left, stall_ms;
-  bool droplist;
+  bool droplist, hang;
   unsigned long requests;
   int nwatches;
   unsigned port;
@@ -492,8 +495,8 @@ typedef struct {
   size_t logpos;
   char *out;
   size_t outlen, outoff;
-  bool end_after, drop_after, drop_armed, header_sent;
-  unsigned long drop_gen, close_gen, bookmark_gen, expire_gen;
+  bool end_after, drop_after, drop_armed, trunc_armed, header_sent;
+  unsigned long drop_gen, close_gen, bookmark_gen, expire_gen, trunc_gen;
   int split_left, stall_ms;
   time_t deadline;
 } watch_t;
@@ -543,6 +546,11 @@ static void emit_expired(watch_t *wt, const char *msg) {
 
 /* Puts the next output of a watch in wt->out; false when there is none yet (S.mu held). */
 static bool next_output(watch_t *wt) {
+  if (S.hang && !S.shutting) return false;
+  if (S.trunc_gen != wt->trunc_gen) {
+    wt->trunc_gen = S.trunc_gen;
+    wt->trunc_armed = true;
+  }
   if (S.shutting || time(NULL) >= wt->deadline || S.close_gen != wt->close_gen) {
     wt->end_after = true;
     return true;
@@ -566,6 +574,11 @@ static bool next_output(watch_t *wt) {
     if (e->res != wt->t.res || !matches(&wt->t, e->ns, e->name)) continue;
     emit(wt, e->type, e->obj);
     wt->logpos++;
+    if (wt->trunc_armed) {
+      wt->trunc_armed = false;
+      wt->outlen /= 2;
+      wt->out[wt->outlen++] = '\n';
+    }
     if (wt->drop_armed) {
       wt->outlen /= 2;
       wt->drop_after = true;
@@ -680,6 +693,7 @@ static enum MHD_Result watch(struct MHD_Connection *c, const target_t *t) {
   wt->close_gen = S.close_gen;
   wt->bookmark_gen = S.bookmark_gen;
   wt->expire_gen = S.expire_gen;
+  wt->trunc_gen = S.trunc_gen;
   wt->stall_ms = S.stall_ms;
   S.stall_ms = 0;
   unsigned long long rv = rvs && *rvs ? strtoull(rvs, NULL, 10) : 0;
@@ -729,6 +743,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                                   const char *method, const char *version, const char *upload,
                                   size_t *upload_size, void **con_cls) {
   (void)cls; (void)version; (void)upload; (void)upload_size; (void)con_cls;
+  /* A hung server: the request waits, unanswered, until "hang off" (or shutdown). */
+  pthread_mutex_lock(&S.mu);
+  while (S.hang && !S.shutting) pthread_cond_wait(&S.cv, &S.mu);
+  pthread_mutex_unlock(&S.mu);
   if (strcmp(method, "GET")) return send_status(c, 405, "MethodNotAllowed", "only GET", 0);
   if (!authorized(c)) return send_status(c, 401, "Unauthorized", "Unauthorized", 0);
   int ra = 0;
@@ -824,6 +842,12 @@ static void command(char *line) {
     printf("ok\n");
   } else if (!strcmp(verb, "drop")) {
     S.drop_gen++;
+    printf("ok\n");
+  } else if (!strcmp(verb, "truncate")) {
+    S.trunc_gen++;
+    printf("ok\n");
+  } else if (!strcmp(verb, "hang")) {
+    S.hang = !strcmp(arg, "on");
     printf("ok\n");
   } else if (!strcmp(verb, "droplist")) {
     S.droplist = true;

@@ -665,3 +665,35 @@ Test(cel, selectors_filter_nodes_through_the_packer)
   const char *uncompiled[] = {fx[0].expr, "device.attributes['gpu.nvidia.com'].uuid.split('-').size() > 1"};
   filter(uncompiled, 2, SF_FIT_UNSURE, SF_FIT_NO, SF_FIT_NO);
 }
+
+/* ---- the cache stays bounded (issue 16) ---- */
+
+Test(cel, released_programs_are_bounded_and_least_recently_used_go_first)
+{
+  sf_cel_cache_t *c = sf_cel_cache_create();
+  char text[96];
+  /* 20,000 distinct tenant selectors, each used once and given back. */
+  for (int i = 0; i < 20000; i++) {
+    snprintf(text, sizeof text, "device.attributes['gpu.nvidia.com'].index == %d", i);
+    const sf_cel_prog_t *p = sf_cel_acquire(c, text);
+    cr_assert_null(sf_cel_prog_error(p), "%s", sf_cel_prog_error(p));
+    sf_cel_release(c, p);
+  }
+  cr_assert_eq(sf_cel_cache_size(c), 1024, "only max_idle kept: %zu", sf_cel_cache_size(c));
+  /* A held program is never freed, and ids are never reused. */
+  const sf_cel_prog_t *held = sf_cel_acquire(c, "device.driver == 'held'");
+  uint64_t id = sf_cel_prog_id(held);
+  sf_cel_cache_set_max_idle(c, 0);
+  cr_assert_eq(sf_cel_cache_size(c), 1, "only the held program stays");
+  cr_assert_str_eq(sf_cel_prog_text(held), "device.driver == 'held'");
+  sf_cel_release(c, held);
+  cr_assert_eq(sf_cel_cache_size(c), 0);
+  const sf_cel_prog_t *again = sf_cel_acquire(c, "device.driver == 'held'");
+  cr_assert_gt(sf_cel_prog_id(again), id, "a new id after it was freed");
+  /* Pinned programs (sf_cel_compile) stay whatever the bound. */
+  const sf_cel_prog_t *pinned = sf_cel_compile(c, "device.driver == 'pinned'");
+  sf_cel_release(c, again);
+  cr_assert_eq(sf_cel_cache_size(c), 1);
+  cr_assert_eq(sf_cel_compile(c, "device.driver == 'pinned'"), pinned);
+  sf_cel_cache_destroy(c);
+}
