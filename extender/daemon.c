@@ -547,10 +547,6 @@ int sf_daemon_run(const sf_daemon_options_t *opt)
   }
   d.ext->metrics_hook = daemon_metrics;
   d.ext->metrics_ud = &d;
-  d.pstats.warn_after_s = opt->pending_warn_after_s ? opt->pending_warn_after_s : 300;
-  uv_timer_init(&d.loop, &d.pending_timer);
-  d.pending_timer.data = &d;
-  uv_timer_start(&d.pending_timer, on_pending_tick, 0, PENDING_CHECK_MS);
   /* A snapshot is whole once loaded; a live source is ready once apiwatch has synced. */
   if (opt->snapshot)
     sf_extender_set_ready(d.ext, true);
@@ -558,6 +554,11 @@ int sf_daemon_run(const sf_daemon_options_t *opt)
     sf_log_error("cannot start", "reason=%s", sf_log_quote(qerr, sizeof qerr, err));
     goto done;
   }
+  /* Started only once nothing can fail: `done` has no timer to close. */
+  d.pstats.warn_after_s = opt->pending_warn_after_s ? opt->pending_warn_after_s : 300;
+  uv_timer_init(&d.loop, &d.pending_timer);
+  d.pending_timer.data = &d;
+  uv_timer_start(&d.pending_timer, on_pending_tick, 0, PENDING_CHECK_MS);
   watch_signals(&d);
   log_state(&d, opt);
   uv_run(&d.loop, UV_RUN_DEFAULT);

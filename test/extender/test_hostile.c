@@ -157,7 +157,7 @@ Test(hostile, trickled_body_is_cut_at_the_request_deadline)
   }
   cr_assert(closed, "a body trickled a byte at a time is closed at the request deadline");
   close(fd);
-  cr_assert_eq(sfx_log_count(&s, "msg=\"request aborted\" reason=timeout"), 1);
+  cr_assert_eq(sfx_log_count(&s, "] \"request aborted\" reason=\"timeout\""), 1);
   cr_assert_eq(sfx_stop(&s), 0);
 }
 
@@ -599,7 +599,7 @@ Test(hostile, serving_certificate_is_reloaded_without_restart)
   }
   cr_assert(swapped, "the new certificate is served");
   cr_assert_neq(tls_get(s.port, "test/extender/data/tls/cert.pem", 0, NULL), CURLE_OK);
-  cr_assert_eq(sfx_log_count(&s, "msg=\"serving certificate reloaded\""), 1);
+  cr_assert_eq(sfx_log_count(&s, "] \"serving certificate reloaded\""), 1);
   cr_assert_eq(sfx_stop(&s), 0);
   unlink(cert);
   unlink(key);
