@@ -230,9 +230,14 @@ static void write_kubeconfig(const char *path, unsigned port)
   fclose(f);
 }
 
-static void wait_ready(sfx_t *s)
+static void wait_ready(sfx_t *s, const char *name)
 {
   for (int i = 0; i < 1000; i++) {
+    int st;
+    if (waitpid(s->pid, &st, WNOHANG) == s->pid) {
+      char *log = sfx_log(s);
+      cr_assert_fail("case %s: bin/slicefit exited: %s", name, log);
+    }
     sfx_reply_t r;
     sfx_request(s, "GET", "/readyz", NULL, 0, &r);
     bool ok = strstr(r.body, "\"ready\":true") != NULL;
@@ -250,7 +255,7 @@ static sf_fit_t run_live(api_t *a, const char *kc, const json_t *c, char *why, s
   sfx_t s;
   const char *args[] = {"--kubeconfig", kc, NULL};
   sfx_start(&s, args);
-  wait_ready(&s);
+  wait_ready(&s, str(c, "name"));
   const char *node = str(c, "node");
   json_t *req = sfx_args(json_object_get(c, "pod"), &node, 1, true);
   long status = 0;
