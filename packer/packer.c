@@ -537,6 +537,16 @@ static int cand_cmp(const void *a, const void *b)
 }
 
 /* Gathers every (request, alternative)'s candidates on the current node. */
+/* A shared device whose free capacity (what other claims left) cannot take `need`: allocation
+ * mode All leaves it out instead of failing on it, as DRA does. */
+static bool shared_short(const sf__dev_t *dv, const sf_milli_t *need)
+{
+  for (uint32_t i = 0; dv->shared && i < dv->ncaps; i++)
+    if (dv->caps[i].free < need[i])
+      return true;
+  return false;
+}
+
 static void gather(sf_packer_t *p)
 {
   size_t nslots = 0;
@@ -563,7 +573,8 @@ static void gather(sf_packer_t *p)
       for (uint32_t k = 0; k < p->ndevs; k++) {
         GROW(p->cands, p->candcap, p->ncands + 1);
         cand_t *c = &p->cands[p->ncands];
-        if (eligible(p, s, cn, p->devs[k], c->need, &p->st[slot])) {
+        if (eligible(p, s, cn, p->devs[k], c->need, &p->st[slot]) &&
+            !(s->all && !s->admin && shared_short(&p->idx->devs[p->devs[k]], c->need))) {
           c->k = k;
           p->ncands++;
         }
@@ -682,6 +693,16 @@ static void push_result(sf_packer_t *p, size_t r, int32_t alt, const cand_t *c)
 
 static int search_req(sf_packer_t *p, size_t r);
 
+/* Admin access (as DRA): a device is available unless this claim already took it; what others
+ * hold, or the pod's other claims take, does not count, and it takes nothing from them. */
+static bool admin_available(const sf_packer_t *p, size_t r, const cand_t *c)
+{
+  for (size_t i = 0; i < p->nres; i++)
+    if (p->res[i].claim == p->fr[r].claim && p->rk[i] == c->k)
+      return false;
+  return true;
+}
+
 /* Chooses the m-th of `want` devices for request r (alternative alt), from candidate `from` on. */
 static int search_dev(sf_packer_t *p, size_t r, int32_t alt, uint32_t m, uint32_t want, size_t from)
 {
@@ -689,18 +710,22 @@ static int search_dev(sf_packer_t *p, size_t r, int32_t alt, uint32_t m, uint32_
     return search_req(p, r + 1);
   size_t slot = slot_of(p, r, alt);
   const cand_t *cs = p->cands ? p->cands + p->coff[slot] : NULL;
+  bool admin = spec_of(&p->fr[r], alt)->admin;
   for (size_t i = from; i < p->clen[slot]; i++) {
     if (++p->steps > p->pol->search_budget)
       return SEARCH_BUDGET;
-    if (!available(p, &cs[i], NULL) || !cons_push(p, r, alt, cs[i].k))
+    if (!(admin ? admin_available(p, r, &cs[i]) : available(p, &cs[i], NULL)) ||
+        !cons_push(p, r, alt, cs[i].k))
       continue;
-    take(p, &cs[i], +1);
+    if (!admin)
+      take(p, &cs[i], +1);
     push_result(p, r, alt, &cs[i]);
     int rc = search_dev(p, r, alt, m + 1, want, i + 1);
     if (rc != SEARCH_FAIL)
       return rc;
     p->nres--;
-    take(p, &cs[i], -1);
+    if (!admin)
+      take(p, &cs[i], -1);
     cons_pop(p, r, alt);
   }
   return SEARCH_FAIL;
@@ -1160,7 +1185,7 @@ static void fast_prepare(sf_packer_t *p)
   if (!p->fast_on || p->nfr != 1)
     return;
   const sf_request_t *s = p->fr[0].top;
-  if (s->nalts || s->all || s->count < 1 || s->ncaps > 1 || s->nselectors > 8)
+  if (s->nalts || s->all || s->admin || s->count < 1 || s->ncaps > 1 || s->nselectors > 8)
     return;
   if (p->ncs == 0 && s->count == 1)
     p->fast_kind = FAST_SIMPLE;
@@ -2118,7 +2143,7 @@ static bool fast_eval(sf_packer_t *p, sf_node_id node, sf_verdict_t *v)
 static bool simple(const sf_packer_t *p)
 {
   return p->nfr == 1 && p->ncs == 0 && p->fr[0].top->nalts == 0 && !p->fr[0].top->all &&
-         p->fr[0].top->count == 1;
+         !p->fr[0].top->admin && p->fr[0].top->count == 1;
 }
 
 static double simple_place(sf_packer_t *p, int *rc)
