@@ -126,10 +126,6 @@ static void request_body(sf_cluster_t *c, sf_pod_plan_t *p, const sf_dreq_t *d,
     fail(p, "request %s: unsupported count mode %s", d->name, d->mode_text);
     return;
   }
-  if (d->admin_access) {  /* it may take devices others hold: the packer's rules do not apply */
-    unsure(p, "request %s asks for admin access", d->name);
-    return;
-  }
   const sf_device_class_t *cls = &co->u.dclass;
   selectors(c, p, cls->selectors, cls->nselectors, d->selectors, d->nselectors, out);
   out->all = d->mode == SF_MODE_ALL;
@@ -137,6 +133,7 @@ static void request_body(sf_cluster_t *c, sf_pod_plan_t *p, const sf_dreq_t *d,
   caps(c, p, cls, d, out);
   out->tols = d->tols;
   out->ntols = d->ntols;
+  out->admin = d->admin_access;
 }
 
 static void request(sf_cluster_t *c, sf_pod_plan_t *p, const sf_dreq_t *d, sf_request_t *out) {
