@@ -162,4 +162,13 @@ uint8_t *sf__index_selcache(sf_index_t *idx, const sf_selector_t *sel);
 /* Adds (sign +1) or takes back (-1) one present demand's shape in the learned mix. */
 void sf__index_observe(sf_index_t *idx, const sf__shape_t *s, int sign);
 
+/*
+ * matchAttribute and distinctAttribute over list-type attributes (a scalar is a list of one):
+ * do `a` and every one of vals[0..n) share an element? Is `a` disjoint from each of them?
+ * Elements compare by type and text ("i:1" is not "s:1"). Cost: O(elements² × n).
+ */
+#define SF__ELEM_MAX 128
+bool sf__attrs_match(const sf_attr_t *const *vals, uint32_t n, const sf_attr_t *a);
+bool sf__attrs_distinct(const sf_attr_t *const *vals, uint32_t n, const sf_attr_t *a);
+
 #endif

@@ -30,7 +30,9 @@ typedef enum {
   SF_ATTR_INT = 1,
   SF_ATTR_BOOL,
   SF_ATTR_STRING,
-  SF_ATTR_VERSION  /* a semantic version, kept as its text and its parsed parts */
+  SF_ATTR_VERSION, /* a semantic version, kept as its text and its parsed parts */
+  SF_ATTR_LIST     /* DRAListTypeAttributes (ints, bools, strings, versions): `s` holds the
+                      elements, each "i:", "b:", "s:" or "v:" and its text, separated by '\x1e' */
 } sf_attr_type_t;
 
 /* A device attribute. `name` is the fully qualified name ("domain/id"). */
@@ -38,7 +40,7 @@ typedef struct {
   const char *name;
   sf_attr_type_t type;
   int64_t i;          /* SF_ATTR_INT; SF_ATTR_BOOL as 0/1 */
-  const char *s;      /* SF_ATTR_STRING, SF_ATTR_VERSION (text) */
+  const char *s;      /* SF_ATTR_STRING, SF_ATTR_VERSION (text), SF_ATTR_LIST (elements) */
 } sf_attr_t;
 
 /* How requests for a consumable capacity are rounded (KEP-5075). */
