@@ -90,6 +90,7 @@ typedef struct {
   const char *attr;        /* interned; NULL when no device has it */
   uint32_t n;              /* values pushed */
   const sf_attr_t *vals[64];
+  uint32_t lists;          /* how many of vals are list-type attributes */
   int32_t isl;
 } cstate_t;
 
@@ -635,6 +636,9 @@ static bool cons_ok(const cstate_t *cs, const sf__dev_t *dv, uint32_t k)
   const sf_attr_t *a = dev_attr_named(dv, cs->attr);
   if (a == NULL || cs->n >= 64)
     return false;
+  if (a->type == SF_ATTR_LIST || (cs->n > 0 && cs->vals[0]->type == SF_ATTR_LIST) || cs->lists)
+    return cs->c->kind == SF_CONSTRAINT_MATCH ? sf__attrs_match(cs->vals, cs->n, a)
+                                              : sf__attrs_distinct(cs->vals, cs->n, a);
   for (uint32_t j = 0; j < cs->n; j++) {
     bool eq = attr_eq(cs->vals[j], a);
     if (cs->c->kind == SF_CONSTRAINT_MATCH ? !eq : eq)
@@ -659,6 +663,7 @@ static bool cons_push(sf_packer_t *p, size_t r, int32_t alt, uint32_t k)
       cs->isl = island_of(dv, k);
     else
       cs->vals[cs->n] = dev_attr_named(dv, cs->attr);
+    cs->lists += cs->c->kind != SF_CONSTRAINT_ISLAND && cs->vals[cs->n]->type == SF_ATTR_LIST;
     cs->n++;
   }
   return true;
@@ -669,8 +674,10 @@ static void cons_pop(sf_packer_t *p, size_t r, int32_t alt)
   const freq_t *f = &p->fr[r];
   for (size_t i = 0; i < p->ncs; i++) {
     cstate_t *cs = &p->cs[i];
-    if (cs->claim == f->claim && refers(cs->c, f->req, alt) && cs->n > 0)
+    if (cs->claim == f->claim && refers(cs->c, f->req, alt) && cs->n > 0) {
       cs->n--;
+      cs->lists -= cs->c->kind != SF_CONSTRAINT_ISLAND && cs->vals[cs->n]->type == SF_ATTR_LIST;
+    }
   }
 }
 
@@ -1222,7 +1229,7 @@ static uint64_t prepare_demand(sf_packer_t *p, sf_index_t *idx, const sf_policy_
       const sf_constraint_t *k = &d->claims[c].cons[i];
       GROW(p->cs, p->cscap, p->ncs + 1);
       sf_str_id a = k->attr ? sf_index_lookup(idx, k->attr) : 0;
-      p->cs[p->ncs++] = (cstate_t){c, k, a ? sf_index_str(idx, a) : NULL, 0, {NULL}, 0};
+      p->cs[p->ncs++] = (cstate_t){c, k, a ? sf_index_str(idx, a) : NULL, 0, {NULL}, 0, 0};
     }
   return demand_models(p);
 }
