@@ -90,7 +90,6 @@ static void dev_free_parts(sf__dev_t *d)
   free(d->caps);
   free(d->cuses);
   free(d->taints);
-  free(d->mirrors);
 }
 
 static void alloc_free_parts(sf__alloc_t *a)
@@ -110,8 +109,10 @@ void sf_index_destroy(sf_index_t *idx)
   if (idx == NULL)
     return;
   for (size_t i = 0; i < idx->ndevs; i++)
-    if (idx->devs[i].used)
+    if (idx->devs[i].used) {
       dev_free_parts(&idx->devs[i]);
+      free(idx->devs[i].mirrors);
+    }
   for (size_t i = 0; i < idx->npools; i++) {
     free(idx->pools[i].counters);
     free(idx->pools[i].devs);
@@ -789,6 +790,7 @@ static void dev_release(sf_index_t *idx, sf_dev_id d)
   sf__dev_t *dv = &idx->devs[d];
   while (dv->nmirrors > 0)
     mirror_unlink(idx, dv->mirrors[dv->nmirrors - 1], d, true);
+  free(dv->mirrors);  /* not a part of the spec: dev_fill keeps it */
   char key[1024];
   size_t k = dev_key(key, sizeof(key), dv->driver, dv->poolname, dv->name);
   sf__map_del(&idx->dev_by_key, key, k);

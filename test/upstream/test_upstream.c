@@ -236,7 +236,10 @@ static void wait_ready(sfx_t *s, const char *name)
     int st;
     if (waitpid(s->pid, &st, WNOHANG) == s->pid) {
       char *log = sfx_log(s);
-      cr_assert_fail("case %s: bin/slicefit exited: %s", name, log);
+      fprintf(stderr, "upstream: case %s: bin/slicefit exited (status %d, signal %d): %.2000s\n", name,
+              WIFEXITED(st) ? WEXITSTATUS(st) : -1, WIFSIGNALED(st) ? WTERMSIG(st) : 0, log);
+      cr_assert_fail("case %s: bin/slicefit exited (status %d, signal %d): %.2000s", name,
+                     WIFEXITED(st) ? WEXITSTATUS(st) : -1, WIFSIGNALED(st) ? WTERMSIG(st) : 0, log);
     }
     sfx_reply_t r;
     sfx_request(s, "GET", "/readyz", NULL, 0, &r);
@@ -251,6 +254,7 @@ static void wait_ready(sfx_t *s, const char *name)
 /* FIT when slicefit passes the node (FIT or UNSURE: the filter does not tell them apart), else NO. */
 static sf_fit_t run_live(api_t *a, const char *kc, const json_t *c, char *why, size_t len)
 {
+  if (getenv("UPSTREAM_TRACE")) fprintf(stderr, "upstream live case: %s\n", str(c, "name"));
   put_objects(a, json_object_get(c, "objects"));
   sfx_t s;
   const char *args[] = {"--kubeconfig", kc, NULL};
