@@ -255,6 +255,16 @@ Test(index, mirrored_device_is_one_device_on_several_nodes)
   sf_index_dev_cap(idx, d, 0, &v, &f);
   cr_assert_eq(f, 6 * GiB);
   tc_valid(idx);
+  /* The home pool republished (same device): still one device, still mirrored on both. */
+  sf_device_spec_t spec2 = {.name = "gpu-0", .allow_multiple = true};
+  sf_capacity_t cap = {DRV "/memory", 10 * GiB, false, {0}};
+  spec2.caps = &cap;
+  spec2.ncaps = 1;
+  cr_assert_eq(sf_index_pool_set(idx, home, DRV, "@net/fabric", &spec2, 1, NULL, 0), 0);
+  sf_index_node_devices(idx, b, &nb);
+  cr_assert_eq(nb, 1);
+  cr_assert_eq(sf_index_dev_find(idx, DRV, "@net/fabric", "gpu-0"), d);
+  tc_valid(idx);
   /* Unmirrored from node-a; still offered on node-b. */
   cr_assert_eq(sf_index_mirror_set(idx, a, DRV, "@net/fabric", NULL, 0), 0);
   sf_index_node_devices(idx, a, &na);
