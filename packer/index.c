@@ -689,12 +689,14 @@ static void node_reorder(sf_index_t *idx, sf_node_id node)
 {
   sf__node_t *n = &idx->nodes[node];
   sort_idx = idx;
-  qsort(n->pools, n->npools, sizeof(*n->pools), pool_cmp);
+  if (n->npools > 1)  /* a node may only mirror devices: no pools of its own (NULL) */
+    qsort(n->pools, n->npools, sizeof(*n->pools), pool_cmp);
   int32_t *order = n->pools;
   size_t norder = n->npools;
   if (n->nmdevs > 0) {  /* the mirrored devices' pools take their place among the node's own */
     order = sf_xmalloc((n->npools + n->nmdevs) * sizeof(*order));
-    memcpy(order, n->pools, n->npools * sizeof(*order));
+    if (n->npools > 0)
+      memcpy(order, n->pools, n->npools * sizeof(*order));
     for (size_t k = 0; k < n->nmdevs; k++) {
       int32_t p = idx->devs[n->mdevs[k]].pool;
       bool seen = p < 0;
