@@ -878,3 +878,49 @@ Test(cluster, learned_mix_follows_a_modified_spec) {
   json_decref(two);
   json_decref(pod);
 }
+
+/* A network-attached device follows the Node's labels; a known node nothing reaches is a no. */
+Test(cluster, node_labels_decide_where_a_selector_slice_reaches) {
+  json_t *cls = fx_json("{\"kind\":\"DeviceClass\",\"metadata\":{\"name\":\"net\"},\"spec\":{\"selectors\":"
+                        "[{\"cel\":{\"expression\":\"device.driver == \\\"net.example.com\\\"\"}}]}}");
+  json_t *sl = fx_json(
+      "{\"kind\":\"ResourceSlice\",\"metadata\":{\"name\":\"fabric\"},\"spec\":{\"driver\":\"net.example.com\","
+      "\"nodeSelector\":{\"nodeSelectorTerms\":[{\"matchExpressions\":[{\"key\":\"rack\",\"operator\":\"In\","
+      "\"values\":[\"r1\"]}]}]},\"pool\":{\"name\":\"fabric\",\"resourceSliceCount\":1,\"generation\":1},"
+      "\"devices\":[{\"name\":\"nic-0\"}]}}");
+  json_t *claim = fx_json("{\"kind\":\"ResourceClaim\",\"metadata\":{\"name\":\"c\",\"namespace\":\"n\"},"
+                          "\"spec\":{\"devices\":{\"requests\":[{\"name\":\"r\",\"exactly\":{\"deviceClassName\":"
+                          "\"net\"}}]}}}");
+  json_t *n1 = fx_json("{\"kind\":\"Node\",\"metadata\":{\"name\":\"n1\",\"labels\":{\"rack\":\"r2\"}}}");
+  json_t *pod = fx_json("{\"metadata\":{\"name\":\"p\",\"namespace\":\"n\"},\"spec\":{\"resourceClaims\":"
+                        "[{\"name\":\"x\",\"resourceClaimName\":\"c\"}]}}");
+  apply(cls);
+  apply(sl);
+  apply(claim);
+  apply(n1);
+  const char *names[] = {"n1", "n9"};
+  sf_verdict_t v[2];
+  sf_pod_plan_t *p = plan(pod);
+  evaluate(p, names, 2, v);
+  cr_assert_eq(v[0].fit, SF_FIT_NO, "n1 is a node the fabric does not reach: %s", v[0].reason);
+  cr_assert_eq(v[1].fit, SF_FIT_UNSURE, "n9 is no Node slicefit knows");
+  sf_pod_plan_free(p);
+  json_object_set_new(json_object_get(json_object_get(n1, "metadata"), "labels"), "rack", json_string("r1"));
+  apply(n1);
+  p = plan(pod);
+  evaluate(p, names, 1, v);
+  cr_assert_eq(v[0].fit, SF_FIT_YES, "relabelled into the rack: %s", v[0].reason);
+  sf_pod_plan_free(p);
+  cr_assert_eq(sf_cluster_count(C, SF_KIND_NODE), 1);
+  cr_assert_eq(sf_cluster_delete(C, SF_KIND_NODE, n1, err, sizeof err), 0);
+  p = plan(pod);
+  evaluate(p, names, 1, v);
+  cr_assert_eq(v[0].fit, SF_FIT_UNSURE, "deleted: no longer a known Node");
+  sf_pod_plan_free(p);
+  valid();
+  json_decref(cls);
+  json_decref(sl);
+  json_decref(claim);
+  json_decref(n1);
+  json_decref(pod);
+}
