@@ -887,6 +887,9 @@ sf_apiwatch_t *sf_apiwatch_create_sink(uv_loop_t *loop, const sf_apiwatch_opts_t
     sf_apiwatch_destroy(w);
     return NULL;
   }
+  /* Nodes first: which slices reach a node (selectors, allNodes) and whether a name is a node at
+   * all are read from them when the slices arrive. */
+  add_res(w, "nodes", "/api/v1/nodes", SF_KIND_NODE);
   add_res(w, "deviceclasses", "/apis/resource.k8s.io/v1/deviceclasses", SF_KIND_DEVICE_CLASS);
   add_res(w, "resourceslices", "/apis/resource.k8s.io/v1/resourceslices", SF_KIND_RESOURCE_SLICE);
   /*

@@ -242,7 +242,7 @@ static const sf_demand_t *demand_init(demand_t *d, sf_milli_t amount, uint32_t c
 {
   memset(d, 0, sizeof(*d));
   d->cap = (sf_cap_request_t){DRIVER "/memory", amount};
-  d->req = (sf_request_t){"gpu", &gpu_class, 1, false, count, &d->cap, amount ? 1 : 0, NULL, 0, NULL, 0};
+  d->req = (sf_request_t){"gpu", &gpu_class, 1, false, count, &d->cap, amount ? 1 : 0, NULL, 0, NULL, 0, false};
   d->con = (sf_constraint_t){SF_CONSTRAINT_ISLAND, NULL, NULL, 0};
   d->claim = (sf_claim_t){"bench/claim", &d->req, 1, &d->con, island ? 1 : 0};
   d->dem = (sf_demand_t){&d->claim, 1, 0, 0};

@@ -92,6 +92,10 @@ static void put_sizes(sf__buf_t *b, sf_cluster_t *c)
             (double)sf_index_alloc_count(idx));
   put_gauge(b, "slicefit_index_bytes", "Heap bytes the index holds.",
             (double)sf_index_mem_bytes(idx));
+  put_gauge(b, "slicefit_pools_invalid",
+            "Resource pools invalid for some node (duplicate devices, unknown counter sets); "
+            "/debug/state says which and why.",
+            (double)sf_cluster_invalid_pools(c));
   sf__buf_puts(b, "# HELP slicefit_objects Kubernetes objects held, by kind.\n"
                   "# TYPE slicefit_objects gauge\n");
   for (int k = SF_KIND_UNKNOWN + 1; k < SF_KIND_COUNT; k++)

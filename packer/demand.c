@@ -105,7 +105,7 @@ static void constraints(sf_packer_t *p, const sf_demand_t *dm)
       const sf_constraint_t *k = &dm->claims[c].cons[i];
       GROW(d->cs, d->cscap, d->ncs + 1);
       sf_str_id a = k->attr ? sf_index_lookup(p->idx, k->attr) : 0;
-      d->cs[d->ncs++] = (cstate_t){c, k, a ? sf_index_str(p->idx, a) : NULL, 0, {NULL}, 0};
+      d->cs[d->ncs++] = (cstate_t){c, k, a ? sf_index_str(p->idx, a) : NULL, 0, {NULL}, 0, 0};
     }
 }
 

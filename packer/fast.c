@@ -76,7 +76,7 @@ void sf__fast_prepare(sf_packer_t *p)
   if (!f->on || d->nfr != 1)
     return;
   const sf_request_t *s = d->fr[0].top;
-  if (s->nalts || s->all || s->count < 1 || s->ncaps > 1)
+  if (s->nalts || s->all || s->admin || s->count < 1 || s->ncaps > 1)
     return;
   if (d->ncs == 0 && s->count == 1)
     f->kind = FAST_SIMPLE;

@@ -116,8 +116,10 @@ void sf_index_destroy(sf_index_t *idx)
   if (idx == NULL)
     return;
   for (size_t i = 0; i < idx->ndevs; i++)
-    if (idx->devs[i].used)
+    if (idx->devs[i].used) {
       dev_free_parts(&idx->devs[i]);
+      free(idx->devs[i].mirrors);
+    }
   for (size_t i = 0; i < idx->npools; i++) {
     free(idx->pools[i].counters);
     free(idx->pools[i].devs);
@@ -125,6 +127,7 @@ void sf_index_destroy(sf_index_t *idx)
   for (size_t i = 0; i < idx->nnodes; i++) {
     free(idx->nodes[i].devs);
     free(idx->nodes[i].pools);
+    free(idx->nodes[i].mdevs);
   }
   for (size_t i = 0; i < idx->nallocs; i++)
     if (idx->allocs[i].used)
@@ -167,6 +170,8 @@ void sf_index_destroy(sf_index_t *idx)
   } while (0)
 
 /* ---- nodes ---- */
+
+static void mirror_unlink(sf_index_t *idx, sf_node_id node, sf_dev_id d, bool reorder);
 
 sf_node_id sf_index_node_find(const sf_index_t *idx, const char *name)
 {
@@ -251,9 +256,12 @@ int sf_index_node_remove(sf_index_t *idx, sf_node_id node)
     sf__pool_t *p = &idx->pools[n->pools[0]];
     sf_index_pool_remove(idx, node, p->driver, p->name);
   }
+  while (n->nmdevs > 0)
+    mirror_unlink(idx, node, n->mdevs[n->nmdevs - 1], false);
   sf_map_del(&idx->node_by_name, n->name, strlen(n->name));
   free(n->devs);
   free(n->pools);
+  free(n->mdevs);
   memset(n, 0, sizeof(*n));
   GIVE_SLOT(idx, free_nodes, nfree_nodes, fn_cap, node);
   idx->live_nodes--;
@@ -359,22 +367,25 @@ static void derive_node(sf_index_t *idx, sf_node_id node)
     d->model = 0;
     d->island = -1;
     for (uint32_t a = 0; a < d->nattrs; a++)
-      if (name_is(d->attrs[a].name, idx->model_attr) && d->attrs[a].s != NULL)
+      if (name_is(d->attrs[a].name, idx->model_attr) && d->attrs[a].s != NULL &&
+          d->attrs[a].type != SF_ATTR_LIST)
         d->model = sf_index_lookup(idx, d->attrs[a].s);
     d->model_bit = sf__index_model_bit(idx, d->model);
     idx->model_devs[d->model_bit]++;
     idx->model_rep[d->model_bit] = n->devs[k];
   }
-  /* Islands from an attribute: equal values share an island. */
+  /* Islands from an attribute: equal values share an island. A device that several nodes
+   * offer (network-attached) is its own island: it is no node's NVLink peer. */
   for (size_t k = 0; k < n->ndevs && idx->island_attr[0]; k++) {
     sf__dev_t *d = &idx->devs[n->devs[k]];
     const sf_attr_t *a = attr_named(d, idx->island_attr);
-    if (a == NULL || d->island >= 0)
+    if (a == NULL || d->island >= 0 || d->nmirrors > 0)
       continue;
     d->island = next_island;
     for (size_t j = k + 1; j < n->ndevs; j++) {
       const sf_attr_t *b = attr_named(&idx->devs[n->devs[j]], idx->island_attr);
-      if (b != NULL && b->type == a->type && b->i == a->i && b->s == a->s)
+      if (b != NULL && idx->devs[n->devs[j]].nmirrors == 0 && b->type == a->type && b->i == a->i &&
+          b->s == a->s)
         idx->devs[n->devs[j]].island = next_island;
     }
     next_island++;
@@ -382,7 +393,7 @@ static void derive_node(sf_index_t *idx, sf_node_id node)
   /* Islands from the map: groups of SIZE devices of a model, in device order. */
   for (size_t k = 0; k < n->ndevs && idx->nrules; k++) {
     sf__dev_t *d = &idx->devs[n->devs[k]];
-    if (d->island >= 0 || d->model == 0)
+    if (d->island >= 0 || d->model == 0 || d->nmirrors > 0)
       continue;
     const sf_island_rule_t *r = island_rule(idx, n, sf_index_str(idx, d->model));
     if (r == NULL)
@@ -390,7 +401,7 @@ static void derive_node(sf_index_t *idx, sf_node_id node)
     uint32_t in = 0;
     for (size_t j = k; j < n->ndevs && in < r->size; j++) {
       sf__dev_t *e = &idx->devs[n->devs[j]];
-      if (e->island < 0 && e->model == d->model) {
+      if (e->island < 0 && e->model == d->model && e->nmirrors == 0) {
         e->island = next_island;
         in++;
       }
@@ -537,7 +548,8 @@ static int pool_check(const sf_device_spec_t *devs, size_t ndevs, const sf_count
         err = SF_EINVAL;
     for (size_t a = 0; a < d->nattrs && err == 0; a++)
       if (d->attrs[a].name == NULL || ((d->attrs[a].type == SF_ATTR_STRING ||
-                                        d->attrs[a].type == SF_ATTR_VERSION) && d->attrs[a].s == NULL))
+                                        d->attrs[a].type == SF_ATTR_VERSION ||
+                                        d->attrs[a].type == SF_ATTR_LIST) && d->attrs[a].s == NULL))
         err = SF_EINVAL;
   }
   sf_map_dispose(&names);
@@ -675,27 +687,62 @@ static int pool_cmp(const void *a, const void *b)
 }
 
 /* Sorts the node's pools by driver, then name. */
-static void pools_sort(const sf_index_t *idx, sf__node_t *n)
+static void pools_sort(const sf_index_t *idx, int32_t *pools, size_t npools)
 {
-  pool_key_t *keys = sf_xmalloc((n->npools ? n->npools : 1) * sizeof(*keys));
-  for (size_t i = 0; i < n->npools; i++) {
-    const sf__pool_t *p = &idx->pools[n->pools[i]];
-    keys[i] = (pool_key_t){p->driver, p->name, n->pools[i], (uint32_t)i};
+  if (npools < 2)
+    return;
+  pool_key_t *keys = sf_xmalloc(npools * sizeof(*keys));
+  for (size_t i = 0; i < npools; i++) {
+    const sf__pool_t *p = &idx->pools[pools[i]];
+    keys[i] = (pool_key_t){p->driver, p->name, pools[i], (uint32_t)i};
   }
-  qsort(keys, n->npools, sizeof(*keys), pool_cmp);
-  for (size_t i = 0; i < n->npools; i++)
-    n->pools[i] = keys[i].pool;
+  qsort(keys, npools, sizeof(*keys), pool_cmp);
+  for (size_t i = 0; i < npools; i++)
+    pools[i] = keys[i].pool;
   free(keys);
 }
 
-/* Rebuilds the node's device order: pools by driver then name, devices as published. */
+/* Appends the node's mirrored devices of pool p, in the order they were mirrored. */
+static void reorder_mirrors(sf_index_t *idx, sf__node_t *n, int32_t p)
+{
+  for (size_t k = 0; k < n->nmdevs; k++) {
+    const sf__dev_t *dv = &idx->devs[n->mdevs[k]];
+    if (dv->pool != p || dv->retired)
+      continue;
+    GROW(n->devs, n->devcap, n->ndevs + 1);
+    n->devs[n->ndevs++] = n->mdevs[k];
+  }
+}
+
+/* Rebuilds the node's device order: pools (its own and those it mirrors devices of) by driver
+ * then name, devices as published. */
 static void node_reorder(sf_index_t *idx, sf_node_id node)
 {
   sf__node_t *n = &idx->nodes[node];
-  pools_sort(idx, n);
+  pools_sort(idx, n->pools, n->npools);  /* a node may only mirror devices: no pools of its own */
+  int32_t *order = n->pools;
+  size_t norder = n->npools;
+  if (n->nmdevs > 0) {  /* the mirrored devices' pools take their place among the node's own */
+    order = sf_xmalloc((n->npools + n->nmdevs) * sizeof(*order));
+    if (n->npools > 0)
+      memcpy(order, n->pools, n->npools * sizeof(*order));
+    for (size_t k = 0; k < n->nmdevs; k++) {
+      int32_t p = idx->devs[n->mdevs[k]].pool;
+      bool seen = p < 0;
+      for (size_t i = n->npools; i < norder && !seen; i++)
+        seen = order[i] == p;
+      if (!seen)
+        order[norder++] = p;
+    }
+    pools_sort(idx, order, norder);
+  }
   n->ndevs = 0;
-  for (size_t i = 0; i < n->npools; i++) {
-    sf__pool_t *p = &idx->pools[n->pools[i]];
+  for (size_t i = 0; i < norder; i++) {
+    sf__pool_t *p = &idx->pools[order[i]];
+    if (p->node != node) {
+      reorder_mirrors(idx, n, order[i]);
+      continue;
+    }
     for (uint32_t k = 0; k < p->ndevs; k++) {
       if (idx->devs[p->devs[k]].retired)
         continue;
@@ -703,12 +750,78 @@ static void node_reorder(sf_index_t *idx, sf_node_id node)
       n->devs[n->ndevs++] = p->devs[k];
     }
   }
+  if (order != n->pools)
+    free(order);
   derive_node(idx, node);
+}
+
+/* ---- mirrored devices ---- */
+
+/* Takes d off `node`'s mirrored devices (and `node` off d's mirrors). */
+static void mirror_unlink(sf_index_t *idx, sf_node_id node, sf_dev_id d, bool reorder)
+{
+  sf__node_t *n = &idx->nodes[node];
+  sf__dev_t *dv = &idx->devs[d];
+  for (size_t k = 0; k < n->nmdevs; k++)
+    if (n->mdevs[k] == d) {
+      memmove(n->mdevs + k, n->mdevs + k + 1, (n->nmdevs - k - 1) * sizeof(*n->mdevs));
+      n->nmdevs--;
+      break;
+    }
+  for (uint32_t k = 0; k < dv->nmirrors; k++)
+    if (dv->mirrors[k] == node) {
+      dv->mirrors[k] = dv->mirrors[--dv->nmirrors];
+      break;
+    }
+  if (reorder)
+    node_reorder(idx, node);
+}
+
+/* Every node that offers d learns that its state moved. */
+static void dev_nodes_touch(sf_index_t *idx, const sf__dev_t *dv)
+{
+  idx->nodes[dv->node].version = ++idx->stamp;
+  for (uint32_t k = 0; k < dv->nmirrors; k++)
+    idx->nodes[dv->mirrors[k]].version = ++idx->stamp;
+}
+
+int sf_index_mirror_set(sf_index_t *idx, sf_node_id node, const char *driver, const char *pool,
+                        const char *const *names, size_t n)
+{
+  if (!sf_index_node_live(idx, node) || driver == NULL || pool == NULL || (n > 0 && names == NULL))
+    return SF_EINVAL;
+  sf__node_t *nd = &idx->nodes[node];
+  for (size_t k = nd->nmdevs; k-- > 0;) {
+    const sf__dev_t *dv = &idx->devs[nd->mdevs[k]];
+    if (strcmp(dv->driver, driver) == 0 && strcmp(dv->poolname, pool) == 0)
+      mirror_unlink(idx, node, nd->mdevs[k], false);
+  }
+  for (size_t i = 0; i < n; i++) {
+    sf_dev_id d = sf_index_dev_find(idx, driver, pool, names[i]);
+    if (d < 0 || !sf_index_dev_live(idx, d) || idx->devs[d].node == node)
+      continue;
+    sf__dev_t *dv = &idx->devs[d];
+    bool have = false;
+    for (uint32_t k = 0; k < dv->nmirrors && !have; k++)
+      have = dv->mirrors[k] == node;
+    if (have)
+      continue;
+    uint32_t cap = dv->nmirrors;  /* exact-size growth: most devices are offered by few nodes */
+    dv->mirrors = sf_xrealloc(dv->mirrors, (cap + 1) * sizeof(*dv->mirrors));
+    dv->mirrors[dv->nmirrors++] = node;
+    GROW(nd->mdevs, nd->mdevcap, nd->nmdevs + 1);
+    nd->mdevs[nd->nmdevs++] = d;
+  }
+  node_reorder(idx, node);
+  return 0;
 }
 
 static void dev_release(sf_index_t *idx, sf_dev_id d)
 {
   sf__dev_t *dv = &idx->devs[d];
+  while (dv->nmirrors > 0)
+    mirror_unlink(idx, dv->mirrors[dv->nmirrors - 1], d, true);
+  free(dv->mirrors);  /* not a part of the spec: dev_fill keeps it */
   char key[1024];
   size_t k = dev_key(key, sizeof(key), dv->driver, dv->poolname, dv->name);
   sf_map_del(&idx->dev_by_key, key, k);
@@ -850,6 +963,13 @@ int sf_index_pool_set(sf_index_t *idx, sf_node_id node, const char *driver, cons
       idx->devs[pl->devs[k]].ncuses = 0;  /* their counter sets are republished anew */
   pool_recount(idx, pl);
   node_reorder(idx, node);
+  /* Nodes that mirror devices of the pool see them change (or retire) too. */
+  for (uint32_t k = 0; k < pl->ndevs; k++) {
+    const sf__dev_t *dv = &idx->devs[pl->devs[k]];
+    for (uint32_t m = 0; m < dv->nmirrors; m++)
+      if (idx->nodes[dv->mirrors[m]].version != idx->stamp)
+        node_reorder(idx, dv->mirrors[m]);
+  }
   return 0;
 }
 
@@ -1034,7 +1154,7 @@ int sf_index_taint_rule_add(sf_index_t *idx, const char *rule, sf_dev_id d, cons
   dv->taints = sf_xrealloc(dv->taints, (dv->ntaints + 1) * sizeof(*dv->taints));
   dv->taints[dv->ntaints++] = (sf__taint_t){sf_index_intern(idx, rule),
                                             {istr(idx, t->key), istr(idx, t->value), t->effect}};
-  idx->nodes[dv->node].version = ++idx->stamp;
+  dev_nodes_touch(idx, dv);
   return 0;
 }
 
@@ -1051,7 +1171,7 @@ void sf_index_taint_rule_clear(sf_index_t *idx, const char *rule)
         dv->taints[j++] = dv->taints[i];
     if (dv->used && j != dv->ntaints) {
       dv->ntaints = j;
-      idx->nodes[dv->node].version = ++idx->stamp;
+      dev_nodes_touch(idx, dv);
     }
   }
 }
@@ -1080,6 +1200,18 @@ const sf_pick_t *sf_index_alloc_picks(const sf_index_t *idx, sf_alloc_id a, size
   return idx->allocs[a].picks;
 }
 
+/* Is device d offered on `node` (homed or mirrored there)? */
+static bool dev_on(const sf_index_t *idx, sf_dev_id d, sf_node_id node)
+{
+  const sf__dev_t *dv = &idx->devs[d];
+  if (dv->node == node)
+    return true;
+  for (uint32_t k = 0; k < dv->nmirrors; k++)
+    if (dv->mirrors[k] == node)
+      return true;
+  return false;
+}
+
 /* Applies (sign +1) or takes back (sign -1) an allocation's consumption. */
 static void alloc_apply(sf_index_t *idx, const sf__alloc_t *a, int sign)
 {
@@ -1095,6 +1227,8 @@ static void alloc_apply(sf_index_t *idx, const sf__alloc_t *a, int sign)
     bool last = sign < 0 && dv->holders == 0;
     for (uint32_t c = 0; c < dv->ncaps; c++)
       dv->caps[c].free -= sign * (dv->shared ? a->picks[k].consumed[c] : dv->caps[c].value);
+    if (dv->nmirrors > 0)
+      dev_nodes_touch(idx, dv);
     if ((first || last) && dv->pool >= 0) {
       sf__pool_t *p = &idx->pools[dv->pool];
       for (uint32_t u = 0; u < dv->ncuses; u++)
@@ -1148,7 +1282,7 @@ int sf_index_alloc_add(sf_index_t *idx, const char *holder, sf_node_id node, int
   for (size_t k = 0; k < npicks; k++) {
     if (!sf_index_dev_live(idx, picks[k].dev))
       return SF_ENOENT;
-    if (idx->devs[picks[k].dev].node != node)
+    if (!dev_on(idx, picks[k].dev, node))
       return SF_EINVAL;
   }
   sf_alloc_id id;
@@ -1288,7 +1422,7 @@ static int check_allocs(const sf_index_t *idx, recount_t *r)
     for (size_t k = 0; k < a->npicks; k++) {
       sf_dev_id d = a->picks[k].dev;
       const sf__dev_t *dv = &idx->devs[d];
-      if (!dv->used || dv->node != a->node)
+      if (!dv->used || !dev_on(idx, d, a->node))
         return fail(r, "allocation %s holds a bad device", a->holder);
       r->holders[d]++;
       for (uint32_t c = 0; c < dv->ncaps; c++)
@@ -1385,3 +1519,66 @@ size_t sf_index_mem_bytes(const sf_index_t *idx)
   return b + idx->heap;
 }
 
+
+
+/* ---- list-type attributes (DRAListTypeAttributes) in constraints ---- */
+
+/* The k-th element of attribute a as "T:text" into buf; false past the last. */
+static bool attr_elem(const sf_attr_t *a, size_t k, char *buf, size_t len)
+{
+  static const char tag[] = {0, 'i', 'b', 's', 'v'};
+  if (a->type != SF_ATTR_LIST) {
+    if (k > 0)
+      return false;
+    if (a->type == SF_ATTR_INT || a->type == SF_ATTR_BOOL)
+      snprintf(buf, len, "%c:%lld", tag[a->type], (long long)a->i);
+    else
+      snprintf(buf, len, "%c:%s", tag[a->type], a->s ? a->s : "");
+    return true;
+  }
+  const char *e = a->s;
+  for (size_t i = 0; i < k && e != NULL; i++) {
+    e = strchr(e, '\x1e');
+    e = e ? e + 1 : NULL;
+  }
+  if (e == NULL || *e == '\0')
+    return false;
+  size_t n = strcspn(e, "\x1e");
+  if (n >= len)
+    n = len - 1;
+  memcpy(buf, e, n);
+  buf[n] = '\0';
+  return true;
+}
+
+static bool attr_has(const sf_attr_t *a, const char *elem)
+{
+  char buf[SF__ELEM_MAX];
+  for (size_t k = 0; attr_elem(a, k, buf, sizeof(buf)); k++)
+    if (strcmp(buf, elem) == 0)
+      return true;
+  return false;
+}
+
+bool sf__attrs_match(const sf_attr_t *const *vals, uint32_t n, const sf_attr_t *a)
+{
+  char buf[SF__ELEM_MAX];
+  for (size_t k = 0; attr_elem(a, k, buf, sizeof(buf)); k++) {
+    bool all = true;
+    for (uint32_t j = 0; j < n && all; j++)
+      all = attr_has(vals[j], buf);
+    if (all)
+      return true;
+  }
+  return false;
+}
+
+bool sf__attrs_distinct(const sf_attr_t *const *vals, uint32_t n, const sf_attr_t *a)
+{
+  char buf[SF__ELEM_MAX];
+  for (size_t k = 0; attr_elem(a, k, buf, sizeof(buf)); k++)
+    for (uint32_t j = 0; j < n; j++)
+      if (attr_has(vals[j], buf))
+        return false;
+  return true;
+}

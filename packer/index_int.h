@@ -2,7 +2,8 @@
  * The index's data layout, shared by index.c (which maintains it) and
  * packer.c (which reads it on the hot path). Not a public header.
  *
- *   nodes[]  ── devs (ids, in the in-tree allocator's order), pools (ids)
+ *   nodes[]  ── devs (ids, in the in-tree allocator's order), pools (ids), mirrored
+ *               devices (ids of devices homed on another node that this node also offers)
  *   pools[]  ── (driver, pool) on one node; its shared counter sets
  *   devs[]   ── attributes, capacities (value, free), counter uses, taints,
  *               holders, and policy-derived facts (model bit, island, primary
@@ -13,7 +14,8 @@
  *   cap.free == cap.value - Σ consumed by live allocations (shared devices);
  *   exclusive devices have holders <= 1 unless forced, and then free == 0;
  *   counter.free == counter.value - Σ uses of devices with holders > 0;
- *   node cpu_used/mem_used == Σ allocations on the node.
+ *   node cpu_used/mem_used == Σ allocations on the node;
+ *   d is in nodes[m].mdevs exactly when m is in devs[d].mirrors.
  */
 #ifndef SF_PACKER_INDEX_INT_H
 #define SF_PACKER_INDEX_INT_H
@@ -54,6 +56,7 @@ typedef struct {
   sf__cuse_t *cuses; uint32_t ncuses;
   sf__taint_t *taints; uint32_t ntaints;
   uint32_t holders;
+  sf_node_id *mirrors; uint32_t nmirrors;  /* other nodes that offer this device too */
   bool used, shared, retired;
   bool counted;            /* counted in model_devs */
   /* derived from the policy */
@@ -77,6 +80,7 @@ typedef struct {
   int64_t cpu_alloc, cpu_used, mem_alloc, mem_used;
   sf_dev_id *devs; size_t ndevs, devcap;
   int32_t *pools; size_t npools, poolcap;
+  sf_dev_id *mdevs; size_t nmdevs, mdevcap;  /* devices of other nodes offered here too */
   uint32_t nallocs;        /* allocations placed on the node */
   uint64_t version;        /* a fresh index-wide stamp on every change of the node's state */
   uint64_t order;          /* a hash of the name: an order of nodes every replica agrees on */
@@ -165,5 +169,14 @@ sf_match_t sf__index_select(sf_index_t *idx, const sf_selector_t *sel, sf_dev_id
 uint8_t *sf__index_selcache(sf_index_t *idx, const sf_selector_t *sel);
 /* Adds (sign +1) or takes back (-1) one present demand's shape in the learned mix (mix.c). */
 void sf__mix_observe(sf__mix_t *m, const sf__shape_t *s, int sign);
+
+/*
+ * matchAttribute and distinctAttribute over list-type attributes (a scalar is a list of one):
+ * do `a` and every one of vals[0..n) share an element? Is `a` disjoint from each of them?
+ * Elements compare by type and text ("i:1" is not "s:1"). Cost: O(elements² × n).
+ */
+#define SF__ELEM_MAX 128
+bool sf__attrs_match(const sf_attr_t *const *vals, uint32_t n, const sf_attr_t *a);
+bool sf__attrs_distinct(const sf_attr_t *const *vals, uint32_t n, const sf_attr_t *a);
 
 #endif

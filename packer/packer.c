@@ -68,7 +68,7 @@ static bool simple(const sf_packer_t *p)
 {
   const pk_demand_t *d = &p->dem;
   return d->nfr == 1 && d->ncs == 0 && d->fr[0].top->nalts == 0 && !d->fr[0].top->all &&
-         d->fr[0].top->count == 1;
+         !d->fr[0].top->admin && d->fr[0].top->count == 1;
 }
 
 /* The node's CPU and memory; false with the reason when the pod's do not fit. */

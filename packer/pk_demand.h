@@ -43,6 +43,7 @@ typedef struct {
   const char *attr;        /* interned; NULL when no device has it */
   uint32_t n;              /* values pushed */
   const sf_attr_t *vals[64];
+  uint32_t lists;          /* how many of vals are list-type attributes */
   int32_t isl;
 } cstate_t;
 

@@ -259,6 +259,24 @@ static void take(sf_packer_t *p, const cand_t *c, int sign)
 
 /* ---- candidates ---- */
 
+/*
+ * A shared device whose free capacity (what other claims left) cannot take
+ * `need`: allocation mode All leaves it out instead of failing on it, as
+ * DRA does.
+ */
+static bool filled(const sf_packer_t *p, const hdev_t *d, const sf_milli_t *need)
+{
+  if (!(d->fl & HD_SHARED))
+    return false;
+  if (d->cls >= 0)
+    return d->capfree < need[0];
+  const sf__dev_t *dv = &p->idx->devs[d->dev];
+  for (uint32_t i = 0; (d->fl & HD_CAPS) && i < dv->ncaps; i++)
+    if (dv->caps[i].free < need[i])
+      return true;
+  return false;
+}
+
 void sf__search_begin(sf_packer_t *p, hnode_t *h)
 {
   pk_search_t *s = &p->search;
@@ -322,7 +340,7 @@ void sf__search_gather(sf_packer_t *p, uint32_t slot, bool stop)
     if (m != SF_MATCH_YES)
       continue;
     t.match++;
-    if (!need_of(p, slot, sl, d, &needs[nn], &t))
+    if (!need_of(p, slot, sl, d, &needs[nn], &t) || (sl->s->all && !sl->s->admin && filled(p, d, &needs[nn])))
       continue;
     bool ok = avail(p, d, k, &needs[nn], &t, false);
     cand_t *c = &cands[nc++];
@@ -585,6 +603,9 @@ static bool cons_ok(const sf_packer_t *p, const cstate_t *cs, uint32_t k)
   const sf_attr_t *a = dev_attr_named(&p->idx->devs[d->dev], cs->attr);
   if (a == NULL || cs->n >= 64)
     return false;
+  if (a->type == SF_ATTR_LIST || cs->lists)  /* DRAListTypeAttributes: compared as sets */
+    return cs->c->kind == SF_CONSTRAINT_MATCH ? sf__attrs_match(cs->vals, cs->n, a)
+                                              : sf__attrs_distinct(cs->vals, cs->n, a);
   for (uint32_t j = 0; j < cs->n; j++) {
     bool eq = attr_eq(cs->vals[j], a);
     if (cs->c->kind == SF_CONSTRAINT_MATCH ? !eq : eq)
@@ -614,6 +635,7 @@ static bool cons_push(sf_packer_t *p, const slot_t *sl, uint32_t k)
       cs->isl = island_of(&p->search.h->d[k], k);
     else
       cs->vals[cs->n] = dev_attr_named(&p->idx->devs[p->search.h->d[k].dev], cs->attr);
+    cs->lists += cs->c->kind != SF_CONSTRAINT_ISLAND && cs->vals[cs->n]->type == SF_ATTR_LIST;
     cs->n++;
   }
   return true;
@@ -623,35 +645,58 @@ static void cons_pop(sf_packer_t *p, const slot_t *sl)
 {
   pk_demand_t *dm = &p->dem;
   const freq_t *f = &dm->fr[sl->r];
-  for (size_t i = 0; i < dm->ncs; i++)
-    if (applies(&dm->cs[i], f, sl->alt) && dm->cs[i].n > 0)
-      dm->cs[i].n--;
+  for (size_t i = 0; i < dm->ncs; i++) {
+    cstate_t *cs = &dm->cs[i];
+    if (applies(cs, f, sl->alt) && cs->n > 0) {
+      cs->n--;
+      cs->lists -= cs->c->kind != SF_CONSTRAINT_ISLAND && cs->vals[cs->n]->type == SF_ATTR_LIST;
+    }
+  }
 }
 
 /* ---- the general search ---- */
 
 static int search_req(sf_packer_t *p, size_t r);
 
+/*
+ * Admin access (as DRA): a device is available unless this claim already
+ * took it; what others hold, or the pod's other claims take, does not
+ * count, and the admin pick takes nothing from them.
+ */
+static bool admin_avail(const sf_packer_t *p, const slot_t *sl, uint32_t k)
+{
+  const pk_search_t *s = &p->search;
+  uint32_t claim = p->dem.fr[sl->r].claim;
+  for (size_t i = 0; i < s->nres; i++)
+    if (s->res[i].claim == claim && s->rk[i] == k)
+      return false;
+  return true;
+}
+
 /* Chooses the m-th of `want` devices for the slot, from candidate `from` on. */
 static int search_dev(sf_packer_t *p, uint32_t slot, uint32_t m, uint32_t want, size_t from)
 {
   pk_search_t *s = &p->search;
   const slot_t *sl = &p->dem.slot[slot];
+  bool admin = sl->s->admin;
   if (m == want)
     return search_req(p, sl->r + 1);
   for (size_t i = from; i < s->clen[slot]; i++) {
     const cand_t *c = &s->cands[s->coff[slot] + i];
     if (++s->steps > p->pol->search_budget)
       return SEARCH_BUDGET;
-    if (!avail(p, &s->h->d[c->k], c->k, &s->needs[c->noff], NULL, true) || !cons_push(p, sl, c->k))
+    bool ok = admin ? admin_avail(p, sl, c->k) : avail(p, &s->h->d[c->k], c->k, &s->needs[c->noff], NULL, true);
+    if (!ok || !cons_push(p, sl, c->k))
       continue;
-    take(p, c, +1);
+    if (!admin)
+      take(p, c, +1);
     push_result(p, slot, c);
     int rc = search_dev(p, slot, m + 1, want, i + 1);
     if (rc != SEARCH_FAIL)
       return rc;
     s->nres--;
-    take(p, c, -1);
+    if (!admin)
+      take(p, c, -1);
     cons_pop(p, sl);
   }
   return SEARCH_FAIL;
@@ -667,7 +712,8 @@ static int search_req(sf_packer_t *p, size_t r)
     uint32_t slot = f->slot + a;
     const sf_request_t *s = p->dem.slot[slot].s;
     uint32_t want = s->all ? (uint32_t)p->search.clen[slot] : s->count;
-    if (want == 0 || want > p->search.st[slot].navail)
+    size_t can = s->admin ? p->search.clen[slot] : p->search.st[slot].navail;
+    if (want == 0 || want > can)
       continue;  /* All needs one device at least; ExactCount, enough available (the overlay only takes) */
     rc = search_dev(p, slot, 0, want, 0);
   }

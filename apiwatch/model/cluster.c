@@ -23,10 +23,20 @@ _Static_assert((int)SF_OBJ_DEVICE_TAINT_RULE == (int)SF_KIND_DEVICE_TAINT_RULE, 
 
 sf_kind_t sf_kind_from_name(const char *kind) {
   sf_obj_kind_t k = sf_obj_kind_from_name(kind);
-  return k < (sf_obj_kind_t)SF_KIND_COUNT ? (sf_kind_t)k : SF_KIND_UNKNOWN;
+  if (k == SF_OBJ_NODE) return SF_KIND_NODE;
+  return k < (sf_obj_kind_t)SF_KIND_NODE ? (sf_kind_t)k : SF_KIND_UNKNOWN;
 }
 
-const char *sf_kind_name(sf_kind_t kind) { return sf_obj_kind_name((sf_obj_kind_t)kind); }
+/* The decoder's kind of a cluster kind (they agree up to the taint rules). */
+static sf_obj_kind_t obj_kind(sf_kind_t kind) {
+  return kind == SF_KIND_NODE ? SF_OBJ_NODE : (sf_obj_kind_t)kind;
+}
+
+static sf_kind_t cluster_kind(sf_obj_kind_t kind) {
+  return kind == SF_OBJ_NODE ? SF_KIND_NODE : (sf_kind_t)kind;
+}
+
+const char *sf_kind_name(sf_kind_t kind) { return sf_obj_kind_name(obj_kind(kind)); }
 
 /* ---- store ---- */
 
@@ -137,12 +147,15 @@ sf_cluster_t *sf_cluster_create_seeded(const sf_policy_t *pol, uint64_t hash_see
   sf_map_init(&c->cset_keys, hash_seed);
   c->scratch = sf__arena_create();
   sf_map_init(&c->logged, hash_seed);
+  sf_map_init(&c->node_keys, hash_seed);
   return c;
 }
 
 void sf_cluster_destroy(sf_cluster_t *c) {
   if (!c) return;
   sf__pools_free(c);
+  sf__nodes_free(c);
+  sf_map_dispose(&c->node_keys);
   sf_map_dispose(&c->pool_keys);
   json_decref(c->node_refs);
   sf__claim_pools_free(c);
@@ -169,8 +182,11 @@ void sf_cluster_set_policy(sf_cluster_t *c, const sf_policy_t *pol) {
 const sf_policy_t *sf_cluster_policy(const sf_cluster_t *c) { return &c->pol; }
 sf_index_t *sf_cluster_index(sf_cluster_t *c) { return c->idx; }
 size_t sf_cluster_count(const sf_cluster_t *c, sf_kind_t kind) {
+  if (kind == SF_KIND_NODE) return c->ncnodes;
   return kind > SF_KIND_UNKNOWN && kind < SF_KIND_COUNT ? c->stores[kind].n : 0;
 }
+
+size_t sf_cluster_invalid_pools(const sf_cluster_t *c) { return c->ninvalid; }
 
 const sf_cel_prog_t *sf__compile(sf_cluster_t *c, const char *text) {
   const sf_cel_prog_t *p = sf_cel_acquire(c->cel, text);
@@ -277,7 +293,8 @@ static int change(sf_cluster_t *c, sf_kind_t kind, const char *key, sf_object_t 
   return 0;
 }
 
-static int kind_of(sf_kind_t kind, const json_t *obj, char *err, size_t errlen, sf_kind_t *out) {
+static int kind_of(sf_kind_t kind, const json_t *obj, char *err, size_t errlen,
+                   sf_kind_t *out) {
   *out = kind;
   if (kind != SF_KIND_UNKNOWN) return 0;
   const char *name = json_string_value(json_object_get(obj, "kind"));
@@ -293,7 +310,12 @@ int sf_cluster_apply(sf_cluster_t *c, sf_kind_t kind, const json_t *obj, char *e
   char key[KEY_MAX];
   int r = kind_of(kind, obj, err, errlen, &kind);
   if (r < 0) return r;
-  if ((r = sf_decode(obj, (sf_obj_kind_t)kind, &o, err, errlen)) < 0) return r;
+  if ((r = sf_decode(obj, obj_kind(kind), &o, err, errlen)) < 0) return r;
+  if (kind == SF_KIND_NODE) {
+    if (sf__node_set(c, &o->u.node)) sf__pools_sync_reaching(c);
+    sf_object_free(o);
+    return 0;
+  }
   /* A claim re-applied loses its old allocation in sf__claim_record, before the new one. */
   return change(c, kind, sf__obj_key(&o->u.meta, key, sizeof key), o, err, errlen);
 }
@@ -305,6 +327,10 @@ int sf_cluster_delete(sf_cluster_t *c, sf_kind_t kind, const json_t *obj, char *
   int r = kind_of(kind, obj, err, errlen, &kind);
   if (r < 0) return r;
   if ((r = sf_decode_meta(obj, &m, err, errlen)) < 0) return r;
+  if (kind == SF_KIND_NODE) {
+    if (sf__node_del(c, m.name)) sf__pools_sync_reaching(c);
+    return 0;
+  }
   sf__obj_key(&m, key, sizeof key);
   if (!sf__store_get(&c->stores[kind], key)) return 0;
   return change(c, kind, key, NULL, err, errlen);
@@ -389,7 +415,7 @@ static int decode_items(const json_t *items, sf_kind_t kind, sf_object_t ***out,
     sf_kind_t k = kind ? kind : sf_kind_from_name(json_string_value(json_object_get(it, "kind")));
     if (k == SF_KIND_UNKNOWN) continue;
     char e[SF_ERR_MAX];
-    if ((r = sf_decode(it, (sf_obj_kind_t)k, &v[*n], e, sizeof e)) < 0) {
+    if ((r = sf_decode(it, obj_kind(k), &v[*n], e, sizeof e)) < 0) {
       if (err && errlen)
         snprintf(err, errlen, "items[%zu]%s%s", i, strncmp(e, "(object)", 8) ? "." : "",
                  strncmp(e, "(object)", 8) ? e : e + 8);
@@ -408,6 +434,8 @@ out:
   return r;
 }
 
+static void install_nodes(sf_cluster_t *c, sf_object_t **objs, size_t n, bool merge);
+
 int sf_cluster_replace(sf_cluster_t *c, sf_kind_t kind, const json_t *items, char *err,
                        size_t errlen) {
   sf_object_t **objs = NULL;
@@ -422,15 +450,42 @@ int sf_cluster_replace(sf_cluster_t *c, sf_kind_t kind, const json_t *items, cha
     return r;
   }
   if ((r = decode_items(items, kind, &objs, &n, err, errlen)) < 0) return r;
+  if (kind == SF_KIND_NODE) {
+    install_nodes(c, objs, n, false);
+    free(objs);
+    return 0;
+  }
   r = install(c, kind, objs, n, false, err, errlen);
   free(objs);
   return r;
 }
 
+/* Makes the decoded Nodes objs[0..n) (freed here) the known Nodes, with the old ones too when
+ * `merge`; the pools that reach nodes by selector follow. */
+static void install_nodes(sf_cluster_t *c, sf_object_t **objs, size_t n, bool merge) {
+  bool changed = !merge || !c->nodes_tracked;
+  if (!merge) {
+    for (size_t i = 0; i < c->ncnodes; i++) {
+      bool keep = false;
+      for (size_t k = 0; k < n && !keep; k++) keep = !strcmp(objs[k]->u.node.meta.name, c->cnodes[i].name);
+      if (!keep && sf__node_del(c, c->cnodes[i].name)) {
+        changed = true;
+        i--;
+      }
+    }
+  }
+  for (size_t i = 0; i < n; i++) {
+    changed |= sf__node_set(c, &objs[i]->u.node);
+    sf_object_free(objs[i]);
+  }
+  c->nodes_tracked = true;
+  if (changed) sf__pools_sync_reaching(c);
+}
+
 /* Splits objs[0..n) by kind into per[kind] arrays (borrowed pointers). */
 static void split(sf_object_t **objs, size_t n, sf_object_t ***per, size_t *cnt) {
   for (size_t i = 0; i < n; i++) {
-    sf_kind_t k = (sf_kind_t)objs[i]->kind;
+    sf_kind_t k = cluster_kind(objs[i]->kind);
     per[k][cnt[k]++] = objs[i];
   }
 }
@@ -444,6 +499,8 @@ int sf_cluster_load_list(sf_cluster_t *c, const json_t *list, char *err, size_t 
   if ((r = decode_items(items, SF_KIND_UNKNOWN, &objs, &n, err, errlen)) < 0) return r;
   for (int k = 1; k < SF_KIND_COUNT; k++) per[k] = sf_xcalloc(n ? n : 1, sizeof(**per));
   split(objs, n, per, cnt);
+  /* Nodes first: which slices reach which node depends on them. */
+  if (cnt[SF_KIND_NODE]) install_nodes(c, per[SF_KIND_NODE], cnt[SF_KIND_NODE], true);
   /* Slices first (the only step that can fail, so nothing else is changed then), then the
    * classes, the claims whose allocations need the devices, and the taint rules. */
   static const sf_kind_t order[] = {SF_KIND_RESOURCE_SLICE, SF_KIND_DEVICE_CLASS,

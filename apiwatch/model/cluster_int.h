@@ -38,8 +38,18 @@ typedef struct {
   char **nodes; size_t nnodes;                      /* owned: nodes the pool is published on */
   int64_t generation;
   bool complete;
-  size_t skipped;       /* devices not local to one node (allNodes, nodeSelector) */
+  bool reaches_many;    /* a slice or device reaches nodes by selector or allNodes */
+  bool spans;           /* devices are homed on "@driver/pool" and mirrored to the nodes reaching them */
+  size_t skipped;       /* devices of the newest generation published on no node */
+  char *invalid;        /* owned: why the pool is invalid for some node, or NULL */
+  char **invalid_nodes; size_t ninvalid_nodes, capinvalid;  /* owned: the nodes it is invalid for */
 } pool_t;
+
+/* A Node as the cluster keeps it: its name and labels (owned copies). */
+typedef struct {
+  char *name;
+  char **keys, **vals; size_t nlabels;
+} cnode_t;
 
 struct sf_cluster {
   sf_policy_t pol;
@@ -57,7 +67,25 @@ struct sf_cluster {
   cset_t *csets; size_t ncsets, capcsets;
   struct sf_arena *scratch;  /* the learned mix's plans, reset after each */
   sf_claim_t *lclaims; size_t caplclaims;
+  sf_map_t node_keys;   /* Node name -> index in cnodes */
+  cnode_t *cnodes; size_t ncnodes, capcnodes;
+  bool nodes_tracked;    /* Nodes come in (a Node list or watch): unknown names are not nodes */
+  size_t ninvalid;       /* pools invalid for some node */
 };
+
+/** The Node named `name`, or NULL. */
+const cnode_t *sf__node_get(const sf_cluster_t *c, const char *name);
+/** A label's value, or NULL. */
+const char *sf__node_label(const cnode_t *n, const char *key);
+/** Records a Node (name and labels); true when it is new or its labels changed. */
+bool sf__node_set(sf_cluster_t *c, const sf_node_t *o);
+/** Forgets a Node; true when it was known. */
+bool sf__node_del(sf_cluster_t *c, const char *name);
+void sf__nodes_free(sf_cluster_t *c);
+/** Does the NodeSelector (JSON, core/v1) select the node? */
+bool sf__nodesel_match(const json_t *sel, const cnode_t *n);
+/** Republishes the pools whose reach depends on Nodes (selectors, allNodes). */
+void sf__pools_sync_reaching(sf_cluster_t *c);
 
 /*
  * The learned workload mix is the shapes of the claims present (allocated or
@@ -84,7 +112,11 @@ size_t sf__pool_keylen(const char *driver, const char *pool, char *buf, size_t l
 void sf__pool_add_slice(sf_cluster_t *c, sf_object_t *o);
 /** Removes a stored slice from its pool. */
 void sf__pool_del_slice(sf_cluster_t *c, sf_object_t *o);
-/** Republishes one pool (by a slice of it) into the index. */
+/**
+ * Republishes one pool (by a slice of it) into the index, node by node as
+ * the in-tree allocator sees it. A pool invalid for a node is recorded (and
+ * logged once), not an error: it publishes nothing there. Returns 0.
+ */
 int sf__pool_sync(sf_cluster_t *c, const sf_slice_t *s, char *err, size_t errlen);
 /** Republishes every pool; drops pools without slices. */
 int sf__pools_sync_all(sf_cluster_t *c, char *err, size_t errlen);

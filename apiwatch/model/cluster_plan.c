@@ -12,6 +12,7 @@
  * next changes.
  */
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include "slicefit/mix.h"
@@ -24,8 +25,9 @@
 struct sf_pod_plan {
   sf_arena_t *a;
   sf_object_t *pod;
-  bool unsure, conflict;
+  bool unsure, conflict, failed;
   char why[SF_REASON_MAX];       /* unsure or conflict */
+  char fail_why[SF_REASON_MAX];  /* failed: why DRA fails a claim of the pod */
   const char *pin;               /* node every claim allocated so far is on */
   char pin_why[SF_REASON_MAX];
   sf_claim_t *claims; size_t nclaims, capclaims;
@@ -51,6 +53,13 @@ static void say(char *buf, size_t len, const char *fmt, ...) {
     (p)->unsure = true;                                \
   } while (0)
 
+/* A claim DRA itself fails (an unknown class, invalid CEL, too many results): NO on every node. */
+#define fail(p, ...)                                             \
+  do {                                                           \
+    if (!(p)->failed) say((p)->fail_why, sizeof (p)->fail_why, __VA_ARGS__); \
+    (p)->failed = true;                                          \
+  } while (0)
+
 static void pin(sf_pod_plan_t *p, const char *node, const char *claim) {
   if (!p->pin) {
     p->pin = node;
@@ -63,13 +72,16 @@ static void pin(sf_pod_plan_t *p, const char *node, const char *claim) {
 
 /* ---- requests ---- */
 
-/* The driver an unqualified capacity name of `cls`'s requests belongs to. */
+/* The driver an unqualified capacity name of `cls`'s requests belongs to: the one its selectors
+ * name in quotes (CEL takes 'single' and "double" alike). */
 static const char *class_driver(const sf_cluster_t *c, const sf_device_class_t *cls) {
-  char quoted[KEY_MAX];
+  char single[KEY_MAX], dbl[KEY_MAX];
   for (size_t i = 0; i < c->npools; i++) {
-    snprintf(quoted, sizeof quoted, "'%s'", c->pools[i]->driver);
+    snprintf(single, sizeof single, "'%s'", c->pools[i]->driver);
+    snprintf(dbl, sizeof dbl, "\"%s\"", c->pools[i]->driver);
     for (size_t k = 0; k < cls->nselectors; k++)
-      if (strstr(cls->selectors[k], quoted)) return c->pools[i]->driver;
+      if (strstr(cls->selectors[k], single) || strstr(cls->selectors[k], dbl))
+        return c->pools[i]->driver;
   }
   return c->npools ? c->pools[0]->driver : "";
 }
@@ -91,11 +103,14 @@ static void selectors(sf_cluster_t *c, sf_pod_plan_t *p, const char **cs, size_t
                       const char **rs, size_t nrs, sf_request_t *out) {
   sf_selector_t *v = sf__arena_alloc(p->a, (ncs + nrs) * sizeof(*v));
   for (size_t i = 0; i < ncs + nrs; i++) {
-    const sf_cel_prog_t *prog = sf__compile(c, i < ncs ? cs[i] : rs[i - ncs]);
+    const char *text = i < ncs ? cs[i] : rs[i - ncs];
+    const sf_cel_prog_t *prog = sf__compile(c, text);
     sf_xgrow(&p->progs, &p->capprogs, p->nprogs + 1, sizeof(*p->progs));
     p->progs[p->nprogs++] = prog;
     p->cel = c->cel;
     sf_cel_selector(prog, &v[i]);
+    if (!*text) fail(p, "CEL expression empty (unsupported selector type?)");
+    else if (sf_cel_prog_invalid(prog)) fail(p, "selector %s: %s", text, sf_cel_prog_error(prog));
   }
   out->selectors = v;
   out->nselectors = ncs + nrs;
@@ -105,16 +120,17 @@ static void request_body(sf_cluster_t *c, sf_pod_plan_t *p, const sf_dreq_t *d,
                          sf_request_t *out) {
   const sf_object_t *co = sf__store_get(&c->stores[SF_KIND_DEVICE_CLASS], d->class_name);
   out->name = d->name;
-  if (!co) {
-    unsure(p, "device class %s is not known yet", d->class_name);
+  /* What DRA refuses outright fails the claim on every node, as upstream's allocator does. */
+  if (!*d->class_name) {
+    fail(p, "request %s: missing device class name (unsupported request type?)", d->name);
     return;
   }
-  if (d->admin_access) {  /* it may take devices others hold: the packer's rules do not apply */
-    unsure(p, "request %s asks for admin access", d->name);
+  if (!co) {
+    fail(p, "request %s: could not retrieve device class %s", d->name, d->class_name);
     return;
   }
   if (d->mode == SF_MODE_UNKNOWN) {
-    unsure(p, "request %s has allocationMode '%s'", d->name, d->mode_text);
+    fail(p, "request %s: unsupported count mode %s", d->name, d->mode_text);
     return;
   }
   const sf_device_class_t *cls = &co->u.dclass;
@@ -124,6 +140,7 @@ static void request_body(sf_cluster_t *c, sf_pod_plan_t *p, const sf_dreq_t *d,
   caps(c, p, cls, d, out);
   out->tols = d->tols;
   out->ntols = d->ntols;
+  out->admin = d->admin_access;
 }
 
 static void request(sf_cluster_t *c, sf_pod_plan_t *p, const sf_dreq_t *d, sf_request_t *out) {
@@ -168,6 +185,8 @@ static void constraints(sf_pod_plan_t *p, const sf_claim_spec_t *s, sf_claim_t *
   sf_constraint_t *v = sf__arena_alloc(p->a, 2 * s->ncons * sizeof(*v));
   size_t n = 0;
   for (size_t i = 0; i < s->ncons; i++) {
+    if (!s->cons[i].match && !s->cons[i].distinct)
+      fail(p, "empty constraint (unsupported constraint type?)");
     if (s->cons[i].match) constraint(p, s, &s->cons[i], s->cons[i].match, SF_CONSTRAINT_MATCH, &v[n++]);
     if (s->cons[i].distinct)
       constraint(p, s, &s->cons[i], s->cons[i].distinct, SF_CONSTRAINT_DISTINCT, &v[n++]);
@@ -187,10 +206,30 @@ static sf_claim_t *new_claim(sf_pod_plan_t *p, const char *name) {
   return cl;
 }
 
+#define RESULTS_MAX 32  /* resourceapi.AllocationResultsMaxSize: results per claim */
+
+/* The fewest results the claim can have: each request's count (All: at least one device), the
+ * smallest of its alternatives'. */
+static int64_t fewest_results(const sf_claim_spec_t *s) {
+  int64_t total = 0;
+  for (size_t i = 0; i < s->nreqs; i++) {
+    const sf_dreq_t *r = &s->reqs[i];
+    int64_t least = r->nalts ? INT64_MAX : (r->mode == SF_MODE_ALL ? 1 : r->count);
+    for (size_t k = 0; k < r->nalts; k++) {
+      int64_t n = r->alts[k].mode == SF_MODE_ALL ? 1 : r->alts[k].count;
+      if (n < least) least = n;
+    }
+    total += least;
+  }
+  return total;
+}
+
 static void plan_spec(sf_cluster_t *c, sf_pod_plan_t *p, const char *key,
                       const sf_claim_spec_t *s) {
   sf_request_t *reqs = sf__arena_alloc(p->a, s->nreqs * sizeof(*reqs));
   for (size_t i = 0; i < s->nreqs; i++) request(c, p, &s->reqs[i], &reqs[i]);
+  if (fewest_results(s) > RESULTS_MAX)
+    fail(p, "claim %s: the requests exceed the claim limit of %d results", key, RESULTS_MAX);
   sf_claim_t *cl = new_claim(p, key);
   cl->reqs = reqs;
   cl->nreqs = s->nreqs;
@@ -214,7 +253,9 @@ static void plan_claim(sf_cluster_t *c, sf_pod_plan_t *p, const char *ns, const 
   const char *node = cl->alloc_node;
   sf_alloc_id a = sf_index_alloc_find(c->idx, key);
   if (!node && a >= 0) node = sf_index_node_name(c->idx, sf_index_alloc_node(c->idx, a));
-  if (node) pin(p, node, key);
+  /* A pool's home ("@driver/pool") is no node: an allocation of devices several nodes reach does
+   * not pin the pod (its nodeSelector, which slicefit does not evaluate, would). */
+  if (node && node[0] != '@') pin(p, node, key);
 }
 
 static const char *status_claim(const sf_pod_t *pod, const char *name, bool *found) {
@@ -302,7 +343,7 @@ void sf__claim_learn(sf_cluster_t *c, const sf_object_t *o, int sign) {
   plan_spec(c, &p, sf__obj_key(&o->u.meta, key, sizeof key), &o->u.claim.spec);
   /* A claim the plan cannot read (its class unknown yet) teaches nothing: a class
    * arriving marks the mix dirty, and the rebuild reads it again. */
-  if (!p.unsure) {
+  if (!p.unsure && !p.failed) {
     sf_demand_t d = {p.claims, p.nclaims, 0, 0};
     sf_mix_learn(c->packer, c->idx, &c->pol, &d, sign);
   }
@@ -354,7 +395,7 @@ void sf_pod_plan_free(sf_pod_plan_t *p) {
 }
 
 bool sf_pod_plan_empty(const sf_pod_plan_t *p) {
-  return p->nclaims == 0 && !p->pin && !p->unsure && !p->conflict;
+  return p->nclaims == 0 && !p->pin && !p->unsure && !p->conflict && !p->failed;
 }
 
 /* One verdict without formatting: thousands of nodes share one reason. */
@@ -368,6 +409,21 @@ static void verdict(sf_verdict_t *v, sf_fit_t fit, const char *why) {
 }
 
 #define NO_DEVICES "the node publishes no device slicefit knows"
+#define NO_POOL "no complete, valid resource pool reaches the node"
+#define NO_POOL_INVALID "no complete, valid resource pool reaches the node (invalid resource pools were encountered)"
+
+/* A node the index does not know: NO when it is a known Node (nothing reaches it), else UNSURE. */
+static void unknown_node(const sf_cluster_t *c, const char *name, sf_verdict_t *v) {
+  if (!c->nodes_tracked || !sf__node_get(c, name)) {
+    verdict(v, SF_FIT_UNSURE, NO_DEVICES);
+    return;
+  }
+  bool invalid = false;
+  for (size_t i = 0; c->ninvalid && i < c->npools && !invalid; i++)
+    for (size_t k = 0; k < c->pools[i]->ninvalid_nodes && !invalid; k++)
+      invalid = !strcmp(c->pools[i]->invalid_nodes[k], name);
+  verdict(v, SF_FIT_NO, invalid ? NO_POOL_INVALID : NO_POOL);
+}
 
 int sf_cluster_evaluate(sf_cluster_t *c, const sf_pod_plan_t *p, const char *const *names,
                         size_t n, sf_verdict_t *out) {
@@ -380,11 +436,12 @@ int sf_cluster_evaluate(sf_cluster_t *c, const sf_pod_plan_t *p, const char *con
   size_t *pos = sf_xmalloc((n ? n : 1) * sizeof(*pos)), m = 0;
   for (size_t i = 0; i < n; i++) {
     sf_node_id id = -1;
-    if (p->conflict) verdict(&out[i], SF_FIT_NO, p->why);
+    if (p->failed) verdict(&out[i], SF_FIT_NO, p->fail_why);
+    else if (p->conflict) verdict(&out[i], SF_FIT_NO, p->why);
     else if (p->pin && strcmp(p->pin, names[i])) verdict(&out[i], SF_FIT_NO, p->pin_why);
     else if (p->unsure) verdict(&out[i], SF_FIT_UNSURE, p->why);
     else if ((id = sf_index_node_find(c->idx, names[i])) < 0)
-      verdict(&out[i], SF_FIT_UNSURE, NO_DEVICES);
+      unknown_node(c, names[i], &out[i]);
     else {
       ids[m] = id;
       pos[m++] = i;

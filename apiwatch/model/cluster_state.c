@@ -74,12 +74,20 @@ static json_t *pools_json(const sf_cluster_t *c) {
   for (size_t i = 0; i < c->npools; i++) {
     const pool_t *p = c->pools[i];
     if (p->nslices == 0) continue;
-    json_t *nodes = json_array();
+    json_t *nodes = json_array(), *bad = json_array();
     for (size_t k = 0; k < p->nnodes; k++) json_array_append_new(nodes, json_string(p->nodes[k]));
-    json_array_append_new(arr, json_pack("{s:s,s:s,s:I,s:b,s:i,s:i,s:o}", "driver", p->driver,
-                                         "pool", p->name, "generation", (json_int_t)p->generation,
-                                         "complete", p->complete, "slices", (int)p->nslices,
-                                         "skipped_devices", (int)p->skipped, "nodes", nodes));
+    for (size_t k = 0; k < p->ninvalid_nodes; k++)
+      json_array_append_new(bad, json_string(p->invalid_nodes[k]));
+    json_t *pj = json_pack("{s:s,s:s,s:I,s:b,s:i,s:i,s:o}", "driver", p->driver, "pool", p->name,
+                           "generation", (json_int_t)p->generation, "complete", p->complete,
+                           "slices", (int)p->nslices, "skipped_devices", (int)p->skipped,
+                           "nodes", nodes);
+    /* A pool invalid for some node: why, and for which nodes (it offers nothing there). */
+    if (p->invalid)
+      json_object_set_new(pj, "invalid", json_pack("{s:s,s:o}", "reason", p->invalid, "nodes", bad));
+    else
+      json_decref(bad);
+    json_array_append_new(arr, pj);
   }
   return arr;
 }
@@ -87,7 +95,8 @@ static json_t *pools_json(const sf_cluster_t *c) {
 json_t *sf_cluster_state_json(const sf_cluster_t *c) {
   json_t *counts = json_object();
   for (int k = 1; k < SF_KIND_COUNT; k++)
-    json_object_set_new(counts, sf_kind_name((sf_kind_t)k), json_integer((json_int_t)c->stores[k].n));
+    json_object_set_new(counts, sf_kind_name((sf_kind_t)k),
+                        json_integer((json_int_t)sf_cluster_count(c, (sf_kind_t)k)));
   return json_pack("{s:o,s:o,s:o,s:o,s:o}", "objects", counts, "pools", pools_json(c), "nodes",
                    nodes_json(c->idx), "allocations", allocations_json(c), "policy",
                    policy_json(&c->pol));

@@ -330,7 +330,11 @@ int sf__dselectors(dctx_t *d, const json_t *obj, const char *key, const char ***
     size_t ati = sf__dpush_i(d, i);
     if (!json_is_object(s)) return sf__dfail(d, "expected an object, got %s", sf__dtype_name(s));
     if ((r = sf__dobj(d, s, "cel", &cel)) < 0) return r;
-    if (!cel) return sf__dfail(d, "has no cel selector");
+    if (!cel) {  /* a selector type of a later release: kept as "", which the claim cannot use */
+      v[i] = "";
+      sf__dpop(d, ati);
+      continue;
+    }
     sf__dpush(d, "cel");
     if ((r = sf__dstr_req(d, cel, "expression", &v[i])) < 0) return r;
     sf__dpop(d, ati);

@@ -69,7 +69,9 @@ static int request_body(dctx_t *d, const json_t *req, sf_dreq_t *o) {
   const json_t *cap;
   int r;
   if (!json_is_object(req)) return sf__dfail(d, "expected an object");
-  if ((r = sf__dstr_req(d, req, "deviceClassName", &o->class_name)) < 0) return r;
+  /* A request without a class is a request type of a later release: kept, the plan refuses it. */
+  if ((r = sf__dstr(d, req, "deviceClassName", &o->class_name)) < 0) return r;
+  if (!o->class_name) o->class_name = "";
   if ((r = sf__dselectors(d, req, "selectors", &o->selectors, &o->nselectors)) < 0) return r;
   if ((r = alloc_mode(d, req, o)) < 0) return r;
   if ((r = sf__dbool(d, req, "adminAccess", &o->admin_access)) < 0) return r;

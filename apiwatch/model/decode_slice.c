@@ -10,6 +10,7 @@
  * values, an alpha feature, leave the attribute out); validValues win over
  * validRange.
  */
+#include <stdio.h>
 #include <string.h>
 #include "decode_int.h"
 
@@ -46,10 +47,38 @@ static int value_rank(const char *k) {
   }
 }
 
-/* One attribute value: returns 1 when set, 0 when only list values (skipped). */
+/*
+ * A list-type attribute (DRAListTypeAttributes: ints, bools, strings, versions) as SF_ATTR_LIST:
+ * its elements "i:1", "b:1", "s:text", "v:1.2.3" joined by '\x1e'. Returns 1, or 0 (left out,
+ * so constraints on it cannot be met) for an empty list or elements of the wrong type.
+ */
+static int attr_list(dctx_t *d, const char *key, const json_t *arr, sf_attr_t *a) {
+  char tag = key[0] == 'i' ? 'i' : key[0] == 'b' ? 'b' : key[0] == 's' ? 's' : 'v';
+  size_t i, len = 1;
+  const json_t *e;
+  if (!json_is_array(arr) || json_array_size(arr) == 0) return 0;
+  json_array_foreach(arr, i, e) {
+    bool ok = tag == 'i' ? json_is_integer(e) : tag == 'b' ? json_is_boolean(e) : json_is_string(e);
+    if (!ok) return 0;
+    len += 24 + (json_is_string(e) ? strlen(json_string_value(e)) : 0);
+  }
+  char *buf = sf__arena_alloc(d->a, len), *at = buf;
+  json_array_foreach(arr, i, e) {
+    size_t room = len - (size_t)(at - buf);
+    int n = tag == 'i'   ? snprintf(at, room, "%si:%lld", i ? "\x1e" : "", (long long)json_integer_value(e))
+            : tag == 'b' ? snprintf(at, room, "%sb:%d", i ? "\x1e" : "", json_is_true(e) ? 1 : 0)
+                         : snprintf(at, room, "%s%c:%s", i ? "\x1e" : "", tag, json_string_value(e));
+    at += n;
+  }
+  a->type = SF_ATTR_LIST;
+  a->s = buf;
+  return 1;
+}
+
+/* One attribute value: returns 1 when set, 0 when it has only an empty or unreadable list. */
 static int attr_value(dctx_t *d, const json_t *v, sf_attr_t *a) {
-  const char *k, *best = NULL;
-  json_t *e, *bv = NULL;
+  const char *k, *best = NULL, *list = NULL;
+  json_t *e, *bv = NULL, *lv = NULL;
   bool lists = false;
   int rank = 5;
   if (!json_is_object(v)) return sf__dfail(d, "expected an object, got another type");
@@ -57,16 +86,19 @@ static int attr_value(dctx_t *d, const json_t *v, sf_attr_t *a) {
    * read with its type checked. */
   json_object_foreach(unconst(v), k, e) {
     int rk = value_rank(k);
-    if (!rk)
-      lists |= !strcmp(k, "ints") || !strcmp(k, "bools") || !strcmp(k, "strings") ||
-               !strcmp(k, "versions");
+    if (!rk && (!strcmp(k, "ints") || !strcmp(k, "bools") || !strcmp(k, "strings") ||
+                !strcmp(k, "versions"))) {
+      lists = true;
+      list = k;
+      lv = e;
+    }
     else if (rk < rank && !json_is_null(e)) {
       rank = rk;
       best = k;
       bv = e;
     }
   }
-  if (!best) return lists ? 0 : sf__dfail(d, "has no value (int, bool, string or version)");
+  if (!best) return lists ? attr_list(d, list, lv, a) : sf__dfail(d, "has no value (int, bool, string or version)");
   static const sf_attr_type_t types[] = {0, SF_ATTR_INT, SF_ATTR_BOOL, SF_ATTR_STRING,
                                          SF_ATTR_VERSION};
   static const char *const wants[] = {"", "an integer", "a boolean", "a string", "a string"};

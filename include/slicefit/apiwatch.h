@@ -1,8 +1,8 @@
 /*
  * slicefit apiwatch: keeps a cluster in step with kube-apiserver.
  *
- * For each watched resource (resourceslices, resourceclaims, deviceclasses,
- * optionally devicetaintrules, and the policy ConfigMap) it runs the
+ * For each watched resource (nodes, resourceslices, resourceclaims,
+ * deviceclasses, optionally devicetaintrules, and the policy ConfigMap) it runs the
  * reflector protocol of k8s-wire.md §2.15: a streaming list
  * (sendInitialEvents) when the server offers it, else a paged LIST; then a
  * WATCH from the list's resourceVersion with bookmarks. 410 relists and

@@ -52,6 +52,14 @@ void sf_cel_cache_set_max_idle(sf_cel_cache_t *c, size_t max_idle);
 size_t sf_cel_cache_size(const sf_cel_cache_t *c);
 /** Why the program does not compile ("1:14: unknown function 'foo'"), or NULL when it does. */
 const char *sf_cel_prog_error(const sf_cel_prog_t *p);
+/**
+ * True when the program does not compile because the expression is wrong as
+ * CEL itself would find it (a syntax error, an undeclared reference, no
+ * overload for the arguments): DRA fails a claim that uses it. False when it
+ * compiles, or when it is merely outside slicefit's subset (an unsupported
+ * function or literal, a nesting or size limit): the in-tree plugin judges.
+ */
+bool sf_cel_prog_invalid(const sf_cel_prog_t *p);
 /** The expression text (borrowed). */
 const char *sf_cel_prog_text(const sf_cel_prog_t *p);
 /** A nonzero id, unique within the cache: a selector's cache_key. */

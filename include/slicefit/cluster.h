@@ -30,6 +30,7 @@ typedef enum {
   SF_KIND_RESOURCE_CLAIM,
   SF_KIND_DEVICE_CLASS,
   SF_KIND_DEVICE_TAINT_RULE,
+  SF_KIND_NODE,          /* core/v1 Node: only its name and labels are kept */
   SF_KIND_COUNT
 } sf_kind_t;
 
@@ -109,10 +110,15 @@ bool sf_pod_plan_empty(const sf_pod_plan_t *p);
 
 /**
  * Filters and scores node `names` for the plan; out[i] for names[i]. A name
- * the index does not know is UNSURE (the in-tree plugin judges it).
+ * the index does not know is NO when Nodes are tracked and the name is a
+ * known Node (no complete, valid pool reaches it), else UNSURE (the in-tree
+ * plugin judges it).
  */
 int sf_cluster_evaluate(sf_cluster_t *c, const sf_pod_plan_t *p, const char *const *names,
                         size_t n, sf_verdict_t *out);
+
+/** Pools invalid for some node (duplicate device names, unknown counter sets, ...). */
+size_t sf_cluster_invalid_pools(const sf_cluster_t *c);
 
 /** JSON of nodes, devices, free capacity, allocations and the policy (GET /debug/state); a new reference. */
 json_t *sf_cluster_state_json(const sf_cluster_t *c);

@@ -51,6 +51,8 @@ typedef struct sf_request {
   const sf_toleration_t *tols; size_t ntols;
   /* firstAvailable: alternatives tried in order; when nalts > 0 the fields above are unused. */
   const struct sf_request *alts; size_t nalts;
+  bool admin;           /* adminAccess: devices others hold stay available (taints still apply),
+                           and the devices it takes are not held by the pod's other claims */
 } sf_request_t;
 
 typedef enum {

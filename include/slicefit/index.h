@@ -30,7 +30,9 @@ typedef enum {
   SF_ATTR_INT = 1,
   SF_ATTR_BOOL,
   SF_ATTR_STRING,
-  SF_ATTR_VERSION  /* a semantic version, kept as its text and its parsed parts */
+  SF_ATTR_VERSION, /* a semantic version, kept as its text and its parsed parts */
+  SF_ATTR_LIST     /* DRAListTypeAttributes (ints, bools, strings, versions): `s` holds the
+                      elements, each "i:", "b:", "s:" or "v:" and its text, separated by '\x1e' */
 } sf_attr_type_t;
 
 /* A device attribute. `name` is the fully qualified name ("domain/id"). */
@@ -38,7 +40,7 @@ typedef struct {
   const char *name;
   sf_attr_type_t type;
   int64_t i;          /* SF_ATTR_INT; SF_ATTR_BOOL as 0/1 */
-  const char *s;      /* SF_ATTR_STRING, SF_ATTR_VERSION (text) */
+  const char *s;      /* SF_ATTR_STRING, SF_ATTR_VERSION (text), SF_ATTR_LIST (elements) */
 } sf_attr_t;
 
 /* How requests for a consumable capacity are rounded (KEP-5075). */
@@ -170,6 +172,19 @@ int sf_index_pool_set(sf_index_t *idx, sf_node_id node, const char *driver, cons
 /** Removes the pool (same rules for allocated devices). SF_ENOENT if absent. */
 int sf_index_pool_remove(sf_index_t *idx, sf_node_id node, const char *driver, const char *pool);
 
+/**
+ * Offers the named devices of (driver, pool), published on another node (their
+ * home), on `node` too, replacing what `node` mirrored of that pool before
+ * (n 0: nothing any more). One device, one set of holders, capacities and
+ * counters, seen from every node that can reach it (network-attached
+ * devices, allNodes, nodeSelector): an allocation through any of them
+ * counts for all. Names not published, and devices homed on `node`, are
+ * skipped. A mirrored device is its own island. SF_EINVAL for a dead node.
+ * Cost: O(devices of the node + n).
+ */
+int sf_index_mirror_set(sf_index_t *idx, sf_node_id node, const char *driver, const char *pool,
+                        const char *const *names, size_t n);
+
 /* ---- devices ---- */
 
 sf_dev_id sf_index_dev_find(const sf_index_t *idx, const char *driver, const char *pool,
@@ -224,7 +239,7 @@ void sf_index_apply_policy(sf_index_t *idx, const sf_policy_t *pol);
 /**
  * Records that `holder` (borrowed key, e.g. "namespace/claim") holds the
  * picked devices and `cpu_milli`/`mem_bytes` on `node`. Each device must be
- * on `node`. Without SF_ALLOC_FORCE the call fails with SF_ENOSPC, changing
+ * on `node` (homed there or mirrored to it). Without SF_ALLOC_FORCE the call fails with SF_ENOSPC, changing
  * nothing, if a capacity, counter, exclusive device or the node's CPU/memory
  * would be overcommitted; with it the allocation is recorded regardless
  * (free amounts go negative and the device is offered no more). SF_EEXIST

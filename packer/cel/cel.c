@@ -241,6 +241,45 @@ const char *sf_cel_prog_error(const sf_cel_prog_t *p)
   return p->err;
 }
 
+/* Is the undeclared name of `err` ("... undeclared reference to 'x'") the namespace of a call
+ * in `text` ("x.f(")? Then it is a CEL extension library slicefit lacks, not a wrong name. */
+static bool namespace_call(const char *err, const char *text)
+{
+  const char *q = strstr(err, "undeclared reference to '");
+  if (q == NULL)
+    return false;
+  q += strlen("undeclared reference to '");
+  char name[64];
+  size_t len = strcspn(q, "'");
+  if (len == 0 || len >= sizeof(name))
+    return false;
+  memcpy(name, q, len);
+  name[len] = '\0';
+  for (const char *t = strstr(text, name); t != NULL; t = strstr(t + 1, name)) {
+    const char *c = t + len;
+    if (*c != '.')
+      continue;
+    c++;
+    while ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_')
+      c++;
+    if (*c == '(')
+      return true;
+  }
+  return false;
+}
+
+bool sf_cel_prog_invalid(const sf_cel_prog_t *p)
+{
+  /* The parser's messages for what CEL accepts but slicefit does not implement all say so. */
+  static const char *const subset[] = {"support", "too deeply", "too many", "too long"};
+  if (p->err == NULL)
+    return false;
+  for (size_t i = 0; i < sizeof(subset) / sizeof(subset[0]); i++)
+    if (strstr(p->err, subset[i]) != NULL)
+      return false;
+  return !namespace_call(p->err, p->text);
+}
+
 const char *sf_cel_prog_text(const sf_cel_prog_t *p)
 {
   return p->text;

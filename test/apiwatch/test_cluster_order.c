@@ -133,8 +133,12 @@ static void shuffled(sf_cluster_t *c, set_t *s) {
   size_t nt = 0, nb = 0;
   for (size_t i = 0; i < n; i++) {
     if (nt < s->ntemp && rnd(2)) apply_ok(c, s->temp[nt++]);
-    if (nb < s->nbad && rnd(2))
-      cr_assert_neq(sf_cluster_apply(c, SF_KIND_UNKNOWN, s->bad[nb++], err, sizeof err), 0);
+    if (nb < s->nbad && rnd(2)) {
+      /* An invalid pool (issue 12: duplicate device names) is applied and offers nothing; it goes
+       * again at once, and must leave no trace. */
+      apply_ok(c, s->bad[nb]);
+      cr_assert_eq(sf_cluster_delete(c, SF_KIND_UNKNOWN, s->bad[nb++], err, sizeof err), 0, "%s", err);
+    }
     apply_ok(c, order[i]);
     /* A transient object goes again; so, now and then, does one of the set, to come back. */
     if (nt && rnd(2)) cr_assert_eq(sf_cluster_delete(c, SF_KIND_UNKNOWN, s->temp[nt - 1], err, sizeof err), 0, "%s", err);
@@ -146,8 +150,10 @@ static void shuffled(sf_cluster_t *c, set_t *s) {
   for (; nt < s->ntemp; nt++) apply_ok(c, s->temp[nt]);
   for (size_t i = 0; i < s->ntemp; i++)
     sf_cluster_delete(c, SF_KIND_UNKNOWN, s->temp[i], err, sizeof err);
-  for (; nb < s->nbad; nb++)
-    cr_assert_neq(sf_cluster_apply(c, SF_KIND_UNKNOWN, s->bad[nb], err, sizeof err), 0);
+  for (; nb < s->nbad; nb++) {
+    apply_ok(c, s->bad[nb]);
+    cr_assert_eq(sf_cluster_delete(c, SF_KIND_UNKNOWN, s->bad[nb], err, sizeof err), 0, "%s", err);
+  }
 }
 
 static int by_text(const void *a, const void *b) {
@@ -240,9 +246,10 @@ Test(cluster_order, a_node_stays_while_any_pool_lists_it) {
   apply_ok(c, full);
   cr_assert_eq(sf_cluster_delete(c, SF_KIND_UNKNOWN, full, err, sizeof err), 0, "%s", err);
   cr_assert_geq(sf_index_node_find(sf_cluster_index(c), "n1"), 0, "n1 stays: pool b lists it");
-  /* A failed apply, undone, leaves it too. */
-  cr_assert_neq(sf_cluster_apply(c, SF_KIND_UNKNOWN, bad, err, sizeof err), 0);
-  cr_assert_geq(sf_index_node_find(sf_cluster_index(c), "n1"), 0, "n1 stays after a failed apply");
+  /* An invalid pool on it, applied and deleted again, leaves it too. */
+  apply_ok(c, bad);
+  cr_assert_eq(sf_cluster_delete(c, SF_KIND_UNKNOWN, bad, err, sizeof err), 0, "%s", err);
+  cr_assert_geq(sf_index_node_find(sf_cluster_index(c), "n1"), 0, "n1 stays after an invalid pool came and went");
   cr_assert_eq(sf_cluster_delete(c, SF_KIND_UNKNOWN, empty, err, sizeof err), 0, "%s", err);
   cr_assert_lt(sf_index_node_find(sf_cluster_index(c), "n1"), 0, "and goes with the last pool");
   json_decref(empty);

@@ -107,7 +107,7 @@ Test(watch, initial_sync_by_watch_list) {
   cr_assert_not(sf_apiwatch_synced(E.w));
   assert_converges();
   sf_apiwatch_stats_t st = stats();
-  cr_assert_eq(st.lists, 3);
+  cr_assert_eq(st.lists, 4);
   cr_assert_eq(st.streaming_fallbacks, 0);
   cr_assert_eq(E.rec.replaces, 0, "a first list goes to the sink object by object");
 }
@@ -133,7 +133,7 @@ Test(watch, bookmark_moves_rv_without_objects) {
   assert_converges();
   unsigned applies = E.rec.applies;
   uint64_t want = stats().bookmarks + 6;
-  wait_watches(3);
+  wait_watches(4);
   fake_cmd(&E.fake, "bookmark");
   fake_cmd(&E.fake, "bookmark");
   cr_assert(run_until(&E.loop, bookmarks_past, &want, 5000), "two bookmarks on each of three watches");
@@ -149,8 +149,8 @@ Test(fallback, paged_list_when_watch_list_is_refused) {
   start();
   assert_converges();
   sf_apiwatch_stats_t st = stats();
-  cr_assert_eq(st.streaming_fallbacks, 3);
-  cr_assert_eq(st.lists, 3);
+  cr_assert_eq(st.streaming_fallbacks, 4);
+  cr_assert_eq(st.lists, 4);
   cr_assert_geq(atoi(fake_cmd(&E.fake, "requests") + 3), 4 + 3 + 2, "slices took four pages");
   churn(3, 4);
   assert_converges();
@@ -162,7 +162,7 @@ Test(fallback, server_ignoring_watch_list_is_detected) {
   seed(3, 2);
   start();
   assert_converges();
-  cr_assert_eq(stats().streaming_fallbacks, 3);
+  cr_assert_eq(stats().streaming_fallbacks, 4);
   churn(1, 1);
   assert_converges();
 }
@@ -182,21 +182,21 @@ Test(faults, drop_mid_event_resumes_without_loss_or_duplicate) {
   start();
   assert_converges();
   for (unsigned k = 0; k < 3; k++) {
-    wait_watches(3);
+    wait_watches(4);
     fake_cmd(&E.fake, "drop");
     churn(k, k);
     assert_converges();
   }
   sf_apiwatch_stats_t st = stats();
   cr_assert_geq(st.err_connect, 1, "the dropped connections were seen");
-  cr_assert_eq(st.lists, 3, "a dropped watch resumes from its rv, without a relist");
+  cr_assert_eq(st.lists, 4, "a dropped watch resumes from its rv, without a relist");
 }
 
 Test(faults, events_split_at_every_byte) {
   seed(2, 6);
   start();
   assert_converges();
-  wait_watches(3);
+  wait_watches(4);
   fake_cmd(&E.fake, "split 8");
   for (unsigned k = 0; k < 4; k++) churn(k % 2, k);
   assert_converges();
@@ -217,7 +217,7 @@ Test(faults, expired_watch_relists_and_replaces) {
   seed(3, 5);
   start();
   assert_converges();
-  wait_watches(3);
+  wait_watches(4);
   fake_cmd(&E.fake, "expire");
   uint64_t three = 3;
   cr_assert(run_until(&E.loop, expired_seen, &three, 5000));
@@ -450,7 +450,7 @@ Test(fresh, silent_server_is_detected_and_turns_unready) {
   cr_assert(run_until(&E.loop, silent_seen, NULL, 10000), "the silent watch was restarted");
   sf_apiwatch_age_t ages[8];
   size_t n = sf_apiwatch_ages(E.w, ages, 8);
-  cr_assert_eq(n, 3);
+  cr_assert_eq(n, 4);  /* DeviceClasses, ResourceSlices, ResourceClaims, Nodes */
   bool old = false;
   for (size_t i = 0; i < n; i++) old |= ages[i].age_ms > 1500;
   cr_assert(old, "an age past the bound");
@@ -477,7 +477,7 @@ Test(fresh, watch_list_is_tried_again_after_a_fallback) {
   seed(2, 2);
   start();
   assert_converges();
-  cr_assert_eq(stats().streaming_fallbacks, 3);
+  cr_assert_eq(stats().streaming_fallbacks, 4);  /* one per watched resource */
   uint64_t before = stats().stream_lists;
   fake_cmd(&E.fake, "watchlist on");
   run_until(&E.loop, never, NULL, 700);

@@ -283,6 +283,12 @@ static int check_rule(const yt_node_t *role, const yt_node_t *rule, const char *
       granted[NDRA] = 1;
       continue;
     }
+    /* Nodes, cluster-wide: which slices reach a node (selectors, allNodes), which names are nodes. */
+    if (streq(group, "") && streq(r, "nodes") && streq(str_at(role, "kind", NULL), "ClusterRole") &&
+        names == NULL) {
+      granted[NDRA + 1] = 1;
+      continue;
+    }
     return say(why, wl, "role %s grants %s in group \"%s\"%s: slicefit needs only the DRA objects "
                "and its policy ConfigMap %s/%s by resourceNames", rname, r ? r : "?",
                group ? group : "?", names ? " (by resourceNames)" : "", policy_ns, policy_name);
@@ -321,7 +327,7 @@ static int bound_to(const yt_node_t *binding, const char *sa, const char *ns)
 
 /*
  * Every role bound to the Deployment's service account grants get, list and
- * watch on the DRA objects and on the policy ConfigMap named by
+ * watch on the DRA objects, on Nodes and on the policy ConfigMap named by
  * --policy-configmap, all of them, and nothing else.
  */
 static int check_rbac(const yt_node_t *docs, char *why, size_t wl)
@@ -335,7 +341,7 @@ static int check_rbac(const yt_node_t *docs, char *why, size_t wl)
   const char *pname = policy + strlen(policy) + 1;
   const char *sa = str_at(pod_spec(dep), "serviceAccountName", NULL);
   const char *ns = str_at(dep, "metadata", "namespace");
-  int granted[NDRA + 1] = { 0 };
+  int granted[NDRA + 2] = { 0 };
   for (size_t i = 0; i < yt_len(docs); i++) {
     const yt_node_t *b = yt_at(docs, i);
     const char *kind = str_at(b, "kind", NULL);
@@ -349,6 +355,8 @@ static int check_rbac(const yt_node_t *docs, char *why, size_t wl)
       return say(why, wl, "slicefit cannot get/list/watch %s.resource.k8s.io", dra_resources[k]);
   if (!granted[NDRA])
     return say(why, wl, "slicefit cannot get/list/watch its policy ConfigMap %s/%s", policy, pname);
+  if (!granted[NDRA + 1])
+    return say(why, wl, "slicefit cannot get/list/watch nodes");
   return 0;
 }
 
@@ -933,10 +941,11 @@ static int rbac_with(const char *rules, char *why, size_t wl)
 }
 
 #define DRA_RULE "- {apiGroups: [resource.k8s.io], resources: [resourceslices, resourceclaims, deviceclasses, devicetaintrules], "
+#define NODE_RULE "- {apiGroups: [''], resources: [nodes], verbs: [get, list, watch]}\n"
 
 Test(manifests_checks, rbac_check_accepts_the_minimal_grant)
 {
-  CHECK(rbac_with, DRA_RULE "verbs: [get, list, watch]}\n");
+  CHECK(rbac_with, DRA_RULE "verbs: [get, list, watch]}\n" NODE_RULE);
 }
 
 Test(manifests_checks, rbac_check_rejects_more)
@@ -954,6 +963,7 @@ Test(manifests_checks, rbac_check_rejects_more)
     { "- {apiGroups: [resource.k8s.io], resources: ['*'], verbs: [get, list, watch]}\n", "grants *" },
     { DRA_RULE "verbs: [get, list, watch]}\n- {nonResourceURLs: ['/metrics'], verbs: [get, list, watch]}\n",
       "no URLs" },
+    { DRA_RULE "verbs: [get, list, watch]}\n", "cannot get/list/watch nodes" },
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     char w[WHY] = "";

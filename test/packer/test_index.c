@@ -227,3 +227,53 @@ Test(index, taint_rules)
   cr_assert_eq(sf_index_dev_ntaints(idx, d), 0);
   sf_index_destroy(idx);
 }
+
+Test(index, mirrored_device_is_one_device_on_several_nodes)
+{
+  sf_index_t *idx = sf_index_create();
+  sf_node_id home = tc_node(idx, "@net/fabric", 1, "NIC", 10 * GiB, true);
+  sf_node_id a = tc_node(idx, "node-a", 1, "A100", 40 * GiB, false);
+  sf_node_spec_t spec = {.name = "node-b"};
+  sf_node_id b;
+  cr_assert_eq(sf_index_node_upsert(idx, &spec, &b), 0);
+  const char *names[] = {"gpu-0"};
+  cr_assert_eq(sf_index_mirror_set(idx, a, DRV, "@net/fabric", names, 1), 0);
+  cr_assert_eq(sf_index_mirror_set(idx, b, DRV, "@net/fabric", names, 1), 0);
+  sf_dev_id d = sf_index_dev_find(idx, DRV, "@net/fabric", "gpu-0");
+  size_t na, nb;
+  sf_index_node_devices(idx, a, &na);
+  const sf_dev_id *db = sf_index_node_devices(idx, b, &nb);
+  cr_assert_eq(na, 2, "its own GPU and the mirrored one");
+  cr_assert(nb == 1 && db[0] == d);
+  /* An allocation through node-b holds the one device: node-a sees it taken. */
+  sf_milli_t four = 4 * GiB;
+  sf_pick_t pk = {d, &four};
+  sf_alloc_id al;
+  cr_assert_eq(sf_index_alloc_add(idx, "ns/c", b, 0, 0, &pk, 1, 0, &al), 0);
+  cr_assert_eq(sf_index_dev_holders(idx, d), 1);
+  sf_milli_t v, f;
+  sf_index_dev_cap(idx, d, 0, &v, &f);
+  cr_assert_eq(f, 6 * GiB);
+  tc_valid(idx);
+  /* The home pool republished (same device): still one device, still mirrored on both. */
+  sf_device_spec_t spec2 = {.name = "gpu-0", .allow_multiple = true};
+  sf_capacity_t cap = {DRV "/memory", 10 * GiB, false, {0}};
+  spec2.caps = &cap;
+  spec2.ncaps = 1;
+  cr_assert_eq(sf_index_pool_set(idx, home, DRV, "@net/fabric", &spec2, 1, NULL, 0), 0);
+  sf_index_node_devices(idx, b, &nb);
+  cr_assert_eq(nb, 1);
+  cr_assert_eq(sf_index_dev_find(idx, DRV, "@net/fabric", "gpu-0"), d);
+  tc_valid(idx);
+  /* Unmirrored from node-a; still offered on node-b. */
+  cr_assert_eq(sf_index_mirror_set(idx, a, DRV, "@net/fabric", NULL, 0), 0);
+  sf_index_node_devices(idx, a, &na);
+  cr_assert_eq(na, 1);
+  cr_assert_eq(sf_index_alloc_remove(idx, al), 0);
+  /* The home pool going away takes the device off every node. */
+  cr_assert_eq(sf_index_pool_remove(idx, home, DRV, "@net/fabric"), 0);
+  sf_index_node_devices(idx, b, &nb);
+  cr_assert_eq(nb, 0);
+  tc_valid(idx);
+  sf_index_destroy(idx);
+}

@@ -162,9 +162,9 @@ Test(packer, first_available_alternatives)
 {
   sf_node_id n = tc_node(idx, "n", 2, "RTX", 20 * GiB, false);
   sf_selector_t h100 = tc_sel_model("H100");
-  sf_request_t alts[2] = {{"big", &h100, 1, false, 1, NULL, 0, NULL, 0, NULL, 0},
-                          {"small", &tc_sel_driver, 1, false, 2, NULL, 0, NULL, 0, NULL, 0}};
-  sf_request_t top = {"gpu", NULL, 0, false, 0, NULL, 0, NULL, 0, alts, 2};
+  sf_request_t alts[2] = {{"big", &h100, 1, false, 1, NULL, 0, NULL, 0, NULL, 0, false},
+                          {"small", &tc_sel_driver, 1, false, 2, NULL, 0, NULL, 0, NULL, 0, false}};
+  sf_request_t top = {"gpu", NULL, 0, false, 0, NULL, 0, NULL, 0, alts, 2, false};
   sf_claim_t cl = {"ns/c", &top, 1, NULL, 0};
   sf_demand_t d = {&cl, 1, 0, 0};
   sf_assignment_t a;
@@ -177,8 +177,8 @@ Test(packer, match_and_distinct_attributes)
 {
   sf_node_id n = tc_node(idx, "n", 2, "RTX", 20 * GiB, true);
   sf_cap_request_t cap = {DRV "/memory", GiB};
-  sf_request_t reqs[2] = {{"a", &tc_sel_driver, 1, false, 1, &cap, 1, NULL, 0, NULL, 0},
-                          {"b", &tc_sel_driver, 1, false, 1, &cap, 1, NULL, 0, NULL, 0}};
+  sf_request_t reqs[2] = {{"a", &tc_sel_driver, 1, false, 1, &cap, 1, NULL, 0, NULL, 0, false},
+                          {"b", &tc_sel_driver, 1, false, 1, &cap, 1, NULL, 0, NULL, 0, false}};
   sf_constraint_t distinct = {SF_CONSTRAINT_DISTINCT, DRV "/uuid", NULL, 0};
   sf_claim_t cl = {"ns/c", reqs, 2, &distinct, 1};
   sf_demand_t d = {&cl, 1, 0, 0};
@@ -237,7 +237,7 @@ Test(packer, search_budget_bounds_hostile_claims)
    * search would try every ordering of the first eight before giving up. */
   sf_request_t r[9];
   for (int i = 0; i < 9; i++)
-    r[i] = (sf_request_t){"gpu", &tc_sel_driver, 1, false, i == 8 ? 9 : 1, NULL, 0, NULL, 0, NULL, 0};
+    r[i] = (sf_request_t){"gpu", &tc_sel_driver, 1, false, i == 8 ? 9 : 1, NULL, 0, NULL, 0, NULL, 0, false};
   sf_claim_t cl = {"ns/hostile", r, 9, NULL, 0};
   sf_demand_t d = {&cl, 1, 0, 0};
   set("search_budget", "1000");

@@ -1,7 +1,7 @@
 /*
  * fake-apiserver: a small kube-apiserver on loopback for apiwatch's tests and
  * benchmarks, and for kubectl. It serves ResourceSlices, ResourceClaims,
- * DeviceClasses, DeviceTaintRules (resource.k8s.io/v1) and ConfigMaps (v1)
+ * DeviceClasses, DeviceTaintRules (resource.k8s.io/v1), ConfigMaps and Nodes (v1)
  * with resourceVersions, paged lists (limit/continue over a snapshot),
  * watches (chunked streams of WatchEvents, bookmarks, watch-list with the
  * initial-events-end bookmark), discovery (/version, /api, /apis, the
@@ -48,7 +48,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define NRES 5
+#define NRES 6
 
 typedef struct {
   const char *name, *kind, *gv;  /* gv: the apiVersion */
@@ -61,6 +61,7 @@ static const rdef_t RES[NRES] = {
     {"deviceclasses", "DeviceClass", "resource.k8s.io/v1", false},
     {"devicetaintrules", "DeviceTaintRule", "resource.k8s.io/v1", false},
     {"configmaps", "ConfigMap", "v1", true},
+    {"nodes", "Node", "v1", false},
 };
 
 typedef struct {
