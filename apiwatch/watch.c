@@ -37,10 +37,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <assert.h>
 #include "slicefit/apiwatch.h"
 #include "slicefit/log.h"
 
-#define MAX_RES 5
+/* Nodes, DeviceClasses, ResourceSlices, ResourceClaims, DeviceTaintRules and the policy ConfigMap. */
+#define MAX_RES 6
 #define MAX_ERR_BODY ((size_t)64 << 10)
 #define INITIAL_END "k8s.io/initial-events-end"
 
@@ -827,6 +829,7 @@ static int on_timer_set(CURLM *m, long ms, void *ud) {
 /* ---- lifecycle ---- */
 
 static res_t *add_res(sf_apiwatch_t *w, const char *name, const char *path, sf_kind_t kind) {
+  assert(w->nres < MAX_RES);
   res_t *r = &w->res[w->nres++];
   r->w = w;
   snprintf(r->name, sizeof r->name, "%s", name);
