@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "curl_int.h"
 #include "slicefit/apiwatch.h"
 
 #define MAX_BODY (4u << 20)
@@ -29,32 +30,6 @@ static size_t on_body(char *d, size_t size, size_t nmemb, void *ud)
   b->n += len;
   b->p[b->n] = '\0';
   return len;
-}
-
-static void set_tls(CURL *e, const sf_kubeconfig_t *kc)
-{
-  if (kc->ca_data) {
-    struct curl_blob b = {kc->ca_data, kc->ca_len, CURL_BLOB_COPY};
-    curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &b);
-  } else if (kc->ca_file) {
-    curl_easy_setopt(e, CURLOPT_CAINFO, kc->ca_file);
-  }
-  if (kc->insecure) {
-    curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
-    curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
-  }
-  if (kc->cert_data) {
-    struct curl_blob b = {kc->cert_data, kc->cert_len, CURL_BLOB_COPY};
-    curl_easy_setopt(e, CURLOPT_SSLCERT_BLOB, &b);
-  } else if (kc->cert_file) {
-    curl_easy_setopt(e, CURLOPT_SSLCERT, kc->cert_file);
-  }
-  if (kc->key_data) {
-    struct curl_blob b = {kc->key_data, kc->key_len, CURL_BLOB_COPY};
-    curl_easy_setopt(e, CURLOPT_SSLKEY_BLOB, &b);
-  } else if (kc->key_file) {
-    curl_easy_setopt(e, CURLOPT_SSLKEY, kc->key_file);
-  }
 }
 
 /* GET path: the HTTP status with *out (new JSON, NULL unless 200 and JSON), or -1 on transport. */
@@ -85,7 +60,7 @@ static long get_json(const sf_kubeconfig_t *kc, const char *path, unsigned timeo
   curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
   curl_easy_setopt(e, CURLOPT_USERAGENT, "slicefit/apiwatch");
-  set_tls(e, kc);
+  sf__curl_set_tls(e, kc);
   CURLcode cc = curl_easy_perform(e);
   if (cc == CURLE_OK) {
     curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &code);

@@ -38,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <assert.h>
+#include "curl_int.h"
 #include "slicefit/apiwatch.h"
 #include "slicefit/log.h"
 
@@ -421,7 +422,7 @@ static char *build_url(res_t *r, phase_t ph) {
   return url;
 }
 
-static void set_tls(CURL *e, const sf_kubeconfig_t *kc) {
+void sf__curl_set_tls(CURL *e, const sf_kubeconfig_t *kc) {
   if (kc->ca_data) {
     struct curl_blob b = {kc->ca_data, kc->ca_len, CURL_BLOB_COPY};
     curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &b);
@@ -529,7 +530,7 @@ static void issue(res_t *r, phase_t ph) {
   curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
   curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)((w->o.silent_ms + 999) / 1000));
   r->truncated = r->framer.truncated;
-  set_tls(e, &w->o.kube);
+  sf__curl_set_tls(e, &w->o.kube);
   free(url);
   r->easy = e;
   curl_multi_add_handle(w->multi, e);
