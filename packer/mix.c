@@ -32,13 +32,14 @@ static uint64_t models_of(sf_index_t *idx, const char (*names)[SF_POLICY_NAME_MA
   return m;
 }
 
-/* Hashes the fields (not the padding), one 64-bit word at a time. */
-static uint64_t hash_mix(const shape_t *m, size_t n)
+/* Hashes the fields (not the padding), one 64-bit word at a time; the weights too when `weights`. */
+static uint64_t hash_mix(const shape_t *m, size_t n, bool weights)
 {
   uint64_t h = 1469598103934665603ull;
   for (size_t i = 0; i < n; i++) {
-    uint64_t w;
-    memcpy(&w, &m[i].w, sizeof(w));
+    uint64_t w = 0;
+    if (weights)
+      memcpy(&w, &m[i].w, sizeof(w));
     const uint64_t f[5] = {(uint64_t)m[i].cpu_milli, (uint64_t)m[i].amount,
                            (uint64_t)m[i].count << 1 | (uint64_t)m[i].island, m[i].models, w};
     for (size_t k = 0; k < 5; k++) {
@@ -102,7 +103,8 @@ void sf__mix_load(sf_packer_t *p)
     mx->mix[i].w /= sum;
     mx->mix[i].q = llround(mx->mix[i].w * WEIGHT_ONE);
   }
-  mx->mixhash = hash_mix(mx->mix, mx->nmix);
+  mx->mixhash = hash_mix(mx->mix, mx->nmix, true);
+  mx->shapehash = hash_mix(mx->mix, mx->nmix, false);
 }
 
 void sf__mix_scarcity(sf_packer_t *p)
