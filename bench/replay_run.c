@@ -1258,6 +1258,7 @@ int sf_replay_run(const sf_replay_trace_t *t, const sf_replay_opts_t *opts,
   r->o = opts;
 
   r->pk = sf_packer_create();
+  sf_packer_set_reasons(r->pk, false);  /* the replay reads fit and score only */
   sf_rng_seed(&r->rng, opts->seed ^ 0x243f6a8885a308d3ull);
   run_policies(r, strategy);
   if ((rc = open_index(r, err)) != 0 || (rc = build_index(r, err)) != 0)
