@@ -1307,7 +1307,30 @@ size_t sf_index_mem_bytes(const sf_index_t *idx)
 void sf_index_mix_clear(sf_index_t *idx)
 {
   idx->nmix = 0;
+  if (!idx->mix_held)
+    idx->mix_version++;
+}
+
+const sf__shape_t *sf__index_mix(const sf_index_t *idx, size_t *n)
+{
+  *n = idx->mix_held ? idx->npub : idx->nmix;
+  return idx->mix_held ? idx->pub : idx->mix;
+}
+
+void sf_index_mix_publish(sf_index_t *idx)
+{
+  memcpy(idx->pub, idx->mix, idx->nmix * sizeof(*idx->pub));
+  idx->npub = idx->nmix;
   idx->mix_version++;
+}
+
+void sf_index_mix_hold(sf_index_t *idx, bool on)
+{
+  if (on && !idx->mix_held)
+    sf_index_mix_publish(idx);
+  if (!on && idx->mix_held)
+    idx->mix_version++;
+  idx->mix_held = on;
 }
 
 static int shape_cmp(const sf__shape_t *a, const sf__shape_t *b)
@@ -1345,5 +1368,6 @@ void sf__index_observe(sf_index_t *idx, const sf__shape_t *s, int sign)
     return;  /* a shape past SF__MIX_MAX is not tracked; an absent one cannot leave */
   }
   idx->mix_obs++;
-  idx->mix_version++;
+  if (!idx->mix_held)
+    idx->mix_version++;
 }

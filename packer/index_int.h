@@ -138,7 +138,10 @@ struct sf_index {
   /* learned workload mix */
   sf__shape_t mix[SF__MIX_MAX];
   size_t nmix;
-  uint64_t mix_obs, mix_version;
+  uint64_t mix_obs, mix_version;   /* mix_version: of the mix scoring reads (sf__index_mix) */
+  bool mix_held;                   /* scoring reads pub, moved to mix by sf_index_mix_publish */
+  sf__shape_t pub[SF__MIX_MAX];
+  size_t npub;
   size_t heap;             /* rough bytes held, for sf_index_mem_bytes */
   uint64_t serial;         /* unique per index in the process: caches outside it key on it */
   uint64_t stamp;          /* last node version handed out; versions only grow */
@@ -157,5 +160,7 @@ sf_match_t sf__index_select(sf_index_t *idx, const sf_selector_t *sel, sf_dev_id
 uint8_t *sf__index_selcache(sf_index_t *idx, const sf_selector_t *sel);
 /* Adds (sign +1) or takes back (-1) one present demand's shape in the learned mix. */
 void sf__index_observe(sf_index_t *idx, const sf__shape_t *s, int sign);
+/* The learned mix scoring reads (borrowed; valid until the next observation or publish), n shapes. */
+const sf__shape_t *sf__index_mix(const sf_index_t *idx, size_t *n);
 
 #endif

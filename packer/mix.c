@@ -82,8 +82,10 @@ void sf__mix_load(sf_packer_t *p)
   pk_mix_t *mx = &p->mix;
   const sf_index_t *idx = p->idx;
   if (mx->learned_version != idx->mix_version || mx->learned_serial != idx->serial) {
-    memcpy(mx->learned, idx->mix, idx->nmix * sizeof(*mx->learned));
-    mx->nlearned = idx->nmix;
+    size_t n;
+    const sf__shape_t *m = sf__index_mix(idx, &n);
+    memcpy(mx->learned, m, n * sizeof(*mx->learned));
+    mx->nlearned = n;
     mx->learned_version = idx->mix_version;
     mx->learned_serial = idx->serial;
   }
@@ -140,17 +142,21 @@ void sf__mix_learn(sf_packer_t *p, int sign)
 
 size_t sf_index_mix_size(const sf_index_t *idx)
 {
-  return idx->nmix;
+  size_t n;
+  sf__index_mix(idx, &n);
+  return n;
 }
 
 int sf_index_mix_shape(const sf_index_t *idx, size_t i, sf_shape_t *out)
 {
-  if (i >= idx->nmix)
+  size_t n;
+  const sf__shape_t *mix = sf__index_mix(idx, &n);
+  if (i >= n)
     return SF_ENOENT;
   double sum = 0.0;
-  for (size_t k = 0; k < idx->nmix; k++)
-    sum += idx->mix[k].weight;
-  const sf__shape_t *s = &idx->mix[i];
+  for (size_t k = 0; k < n; k++)
+    sum += mix[k].weight;
+  const sf__shape_t *s = &mix[i];
   memset(out, 0, sizeof(*out));
   out->cpu_milli = s->cpu_milli;
   out->amount = s->amount;

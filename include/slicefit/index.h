@@ -251,6 +251,19 @@ int sf_index_validate(const sf_index_t *idx, char *why, size_t whylen);
 /** Forgets the learned workload mix (a caller rebuilding it from scratch). */
 void sf_index_mix_clear(sf_index_t *idx);
 
+/**
+ * Holds (on) the learned mix that scoring reads at its present state while
+ * observations go on, until sf_index_mix_publish moves it to the observed
+ * state; off (the default) scores every observation at once. Every node's
+ * cached fragmentation, and a caller's verdicts keyed on the mix hash, stay
+ * valid while the mix is held: a caller that publishes every K arrivals
+ * evaluates nodes again K times less often for a mix that lags by at most
+ * K arrivals (docs/replay.md, "Why the default packs as it does").
+ */
+void sf_index_mix_hold(sf_index_t *idx, bool on);
+/** Makes the observed learned mix the one scoring reads. O(shapes). */
+void sf_index_mix_publish(sf_index_t *idx);
+
 /** Bytes the index holds on the heap (its own accounting). */
 size_t sf_index_mem_bytes(const sf_index_t *idx);
 
