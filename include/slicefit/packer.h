@@ -126,7 +126,7 @@ int sf_packer_learn(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol, con
 uint64_t sf_packer_mix_hash(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol,
                             const sf_demand_t *demand);
 
-/** Number of shapes in the index's learned mix (for metrics and tests). */
+/** Shapes in the learned mix scoring reads (the published one when held), for metrics and tests. */
 size_t sf_index_mix_size(const sf_index_t *idx);
 /** Learned shape i (normalised weight), as a policy shape with model names. */
 int sf_index_mix_shape(const sf_index_t *idx, size_t i, sf_shape_t *out);
