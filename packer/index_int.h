@@ -115,7 +115,10 @@ typedef struct {
 typedef struct {
   sf__shape_t s[SF__MIX_MAX];
   size_t n;
-  uint64_t version;        /* moves with every change */
+  uint64_t version;        /* moves with every change of the mix scoring reads */
+  bool held;               /* scoring reads pub, moved to s by sf_mix_publish */
+  sf__shape_t pub[SF__MIX_MAX];
+  size_t npub;
 } sf__mix_t;
 #define SF__MODELS 63      /* model bits 0..62; bit 63 = other */
 
@@ -169,6 +172,8 @@ sf_match_t sf__index_select(sf_index_t *idx, const sf_selector_t *sel, sf_dev_id
 uint8_t *sf__index_selcache(sf_index_t *idx, const sf_selector_t *sel);
 /* Adds (sign +1) or takes back (-1) one present demand's shape in the learned mix (mix.c). */
 void sf__mix_observe(sf__mix_t *m, const sf__shape_t *s, int sign);
+/* The learned mix scoring reads (the published one while held; borrowed until the next change), n shapes. */
+const sf__shape_t *sf__mix_read(const sf_index_t *idx, size_t *n);
 
 /*
  * matchAttribute and distinctAttribute over list-type attributes (a scalar is a list of one):

@@ -36,13 +36,14 @@ static uint64_t models_of(sf_index_t *idx, const char (*names)[SF_POLICY_NAME_MA
   return m;
 }
 
-/* Hashes the fields (not the padding), one 64-bit word at a time. */
-static uint64_t hash_mix(const shape_t *m, size_t n)
+/* Hashes the fields (not the padding), one 64-bit word at a time; the weights too when `weights`. */
+static uint64_t hash_mix(const shape_t *m, size_t n, bool weights)
 {
   uint64_t h = 1469598103934665603ull;
   for (size_t i = 0; i < n; i++) {
-    uint64_t w;
-    memcpy(&w, &m[i].w, sizeof(w));
+    uint64_t w = 0;
+    if (weights)
+      memcpy(&w, &m[i].w, sizeof(w));
     const uint64_t f[5] = {(uint64_t)m[i].cpu_milli, (uint64_t)m[i].amount,
                            (uint64_t)m[i].count << 1 | (uint64_t)m[i].island, m[i].models, w};
     for (size_t k = 0; k < 5; k++) {
@@ -85,8 +86,10 @@ void sf__mix_load(sf_packer_t *p)
   pk_mix_t *mx = &p->mix;
   const sf_index_t *idx = p->idx;
   if (mx->learned_version != idx->mix.version || mx->learned_serial != idx->serial) {
-    memcpy(mx->learned, idx->mix.s, idx->mix.n * sizeof(*mx->learned));
-    mx->nlearned = idx->mix.n;
+    size_t n;
+    const sf__shape_t *m = sf__mix_read(idx, &n);
+    memcpy(mx->learned, m, n * sizeof(*mx->learned));
+    mx->nlearned = n;
     mx->learned_version = idx->mix.version;
     mx->learned_serial = idx->serial;
   }
@@ -106,7 +109,8 @@ void sf__mix_load(sf_packer_t *p)
     mx->mix[i].w /= sum;
     mx->mix[i].q = llround(mx->mix[i].w * WEIGHT_ONE);
   }
-  mx->mixhash = hash_mix(mx->mix, mx->nmix);
+  mx->mixhash = hash_mix(mx->mix, mx->nmix, true);
+  mx->shapehash = hash_mix(mx->mix, mx->nmix, false);
 }
 
 void sf__mix_scarcity(sf_packer_t *p)
@@ -176,7 +180,32 @@ void sf__mix_observe(sf__mix_t *m, const sf__shape_t *s, int sign)
   } else {
     return;  /* a shape past SF__MIX_MAX is not tracked; an absent one cannot leave */
   }
+  if (!m->held)
+    m->version++;
+}
+
+const sf__shape_t *sf__mix_read(const sf_index_t *idx, size_t *n)
+{
+  *n = idx->mix.held ? idx->mix.npub : idx->mix.n;
+  return idx->mix.held ? idx->mix.pub : idx->mix.s;
+}
+
+void sf_mix_publish(sf_index_t *idx)
+{
+  sf__mix_t *m = &idx->mix;
+  memcpy(m->pub, m->s, m->n * sizeof(*m->pub));
+  m->npub = m->n;
   m->version++;
+}
+
+void sf_mix_hold(sf_index_t *idx, bool on)
+{
+  sf__mix_t *m = &idx->mix;
+  if (on && !m->held)
+    sf_mix_publish(idx);
+  if (!on && m->held)
+    m->version++;
+  m->held = on;
 }
 
 /* ---- the public side ---- */
@@ -184,22 +213,27 @@ void sf__mix_observe(sf__mix_t *m, const sf__shape_t *s, int sign)
 void sf_mix_clear(sf_index_t *idx)
 {
   idx->mix.n = 0;
-  idx->mix.version++;
+  if (!idx->mix.held)
+    idx->mix.version++;
 }
 
 size_t sf_mix_size(const sf_index_t *idx)
 {
-  return idx->mix.n;
+  size_t n;
+  sf__mix_read(idx, &n);
+  return n;
 }
 
 int sf_mix_shape(const sf_index_t *idx, size_t i, sf_shape_t *out)
 {
-  if (i >= idx->mix.n)
+  size_t n;
+  const sf__shape_t *mix = sf__mix_read(idx, &n);
+  if (i >= n)
     return SF_ENOENT;
   double sum = 0.0;
-  for (size_t k = 0; k < idx->mix.n; k++)
-    sum += idx->mix.s[k].weight;
-  const sf__shape_t *s = &idx->mix.s[i];
+  for (size_t k = 0; k < n; k++)
+    sum += mix[k].weight;
+  const sf__shape_t *s = &mix[i];
   memset(out, 0, sizeof(*out));
   out->cpu_milli = s->cpu_milli;
   out->amount = s->amount;

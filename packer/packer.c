@@ -77,13 +77,15 @@ static bool host_fits(const sf_packer_t *p, sf_node_id node, sf_verdict_t *v)
   const sf__node_t *n = &p->idx->nodes[node];
   const sf_demand_t *d = p->dem.dem;
   if (n->cpu_alloc > 0 && d->cpu_milli > n->cpu_alloc - n->cpu_used) {
-    snprintf(v->reason, sizeof(v->reason), "needs %lldm CPU; %lldm is free", (long long)d->cpu_milli,
-             (long long)(n->cpu_alloc - n->cpu_used));
+    if (!p->reason.off)
+      snprintf(v->reason, sizeof(v->reason), "needs %lldm CPU; %lldm is free", (long long)d->cpu_milli,
+               (long long)(n->cpu_alloc - n->cpu_used));
     return false;
   }
   if (n->mem_alloc > 0 && d->mem_bytes > n->mem_alloc - n->mem_used) {
-    snprintf(v->reason, sizeof(v->reason), "needs %lld MiB of memory; %lld MiB is free",
-             (long long)(d->mem_bytes >> 20), (long long)((n->mem_alloc - n->mem_used) >> 20));
+    if (!p->reason.off)
+      snprintf(v->reason, sizeof(v->reason), "needs %lld MiB of memory; %lld MiB is free",
+               (long long)(d->mem_bytes >> 20), (long long)((n->mem_alloc - n->mem_used) >> 20));
     return false;
   }
   return true;
@@ -217,4 +219,9 @@ double sf_packer_node_frag(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *p
 void sf_packer_set_fast_path(sf_packer_t *p, bool on)
 {
   p->fast.on = on;
+}
+
+void sf_packer_set_reasons(sf_packer_t *p, bool on)
+{
+  p->reason.off = !on;
 }

@@ -26,7 +26,8 @@ typedef struct {
 typedef struct {
   shape_t mix[SF__MIX_MAX + 1];
   size_t nmix;
-  uint64_t mixhash;
+  uint64_t mixhash;        /* shapes and weights */
+  uint64_t shapehash;      /* shapes only: what per-shape statistics depend on */
   double scarcity[SF__MODELS + 1];
   /* the index's learned mix, as last read */
   sf__shape_t learned[SF__MIX_MAX];

@@ -23,6 +23,7 @@ typedef struct {
 typedef struct {
   say_t says[NSAY];
   size_t nsay;
+  bool off;                /* callers that read no reason: verdicts only, nothing formatted */
 } pk_reason_t;
 
 /* Writes reason `kind` about request r with numbers a, b, c (memoised for the call). */

@@ -42,6 +42,7 @@ typedef struct {
 
 /* One shape's FGD statistics on a node: Σ fp of GPUs too small, hosts, island counts. */
 typedef struct {
+  int64_t f;               /* F_n(m): what the shape finds unusable on the node */
   int32_t small, nh;
   int32_t bi, bi2, argbi;  /* best and second-best hosts in one island, and which island */
   int32_t ns1;             /* hosts in no island */
@@ -61,8 +62,9 @@ typedef struct {
   uint32_t nisl, islcap;
   uint16_t isize_in[NISL_IN];
   uint8_t iheld_in[NISL_IN];
-  uint64_t fversion, mixhash;  /* fs and fb are for this version and mix */
-  double fb;               /* F(before) */
+  uint64_t fversion, shapehash;  /* fs is for this version and the mix's shapes */
+  uint64_t mixhash;        /* fb is for this mix (shapes and weights) */
+  double fb;               /* F(before) = Σ q fs[i].f */
   fstat_t *fs; size_t fscap;
 } hnode_t;
 

@@ -82,6 +82,10 @@ void sf__reason_say(sf_packer_t *p, int kind, size_t r, int64_t a, int64_t b, in
 {
   pk_reason_t *rs = &p->reason;
   say_t *e = NULL;
+  if (rs->off) {
+    out[0] = '\0';
+    return;
+  }
   for (size_t i = 0; i < NSAY && e == NULL; i++) {
     say_t *x = &rs->says[i];
     if (x->stamp == p->stamp && x->kind == kind && x->r == r && x->a == a && x->b == b && x->c == c)
@@ -160,8 +164,9 @@ void sf__reason_fail(sf_packer_t *p, int rc, sf_verdict_t *v)
   v->fit = SF_FIT_NO;
   if (rc == SEARCH_BUDGET) {
     v->fit = SF_FIT_UNSURE;
-    snprintf(v->reason, sizeof(v->reason),
-             "placement search passed its budget of %u steps; left to the DRA plugin", p->pol->search_budget);
+    if (!p->reason.off)
+      snprintf(v->reason, sizeof(v->reason),
+               "placement search passed its budget of %u steps; left to the DRA plugin", p->pol->search_budget);
     return;
   }
   if (s->unknown) {

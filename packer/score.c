@@ -20,7 +20,8 @@
  *                  several models.
  *
  * F(before) comes from per-shape statistics of the node (fstat_t), kept
- * with the summary for its version and the mix's hash; F(after) updates
+ * with the summary for its version and the mix's shapes (not weights);
+ * F(after) updates
  * them for the picked devices only, so scoring one candidate costs
  * O(shapes x picks). When the picks take hosts from more than one island,
  * the island counts of the shapes that ask for one island are worked out
@@ -102,23 +103,35 @@ static void shape_stats(sf_packer_t *p, const hnode_t *h, const shape_t *m, cons
   }
 }
 
-/* The node's per-shape statistics for the call's mix, and F(before). */
+/*
+ * The node's per-shape statistics for the call's mix, and F(before). The
+ * statistics and each F_n(m) depend on the node and the shapes, not on the
+ * weights, so they are kept for the set of shapes: when only the weights
+ * move (a learned mix does with every arrival), F(before) is summed again
+ * in O(shapes).
+ */
 static void fstats(sf_packer_t *p, hnode_t *h)
 {
   const pk_mix_t *mx = &p->mix;
-  if (h->fversion == h->version && h->mixhash == mx->mixhash)
+  if (h->fversion != h->version || h->shapehash != mx->shapehash) {
+    if (mx->nmix > h->fscap) {
+      h->fs = sf_xrealloc(h->fs, mx->nmix * sizeof(*h->fs));
+      h->fscap = mx->nmix;
+    }
+    for (size_t i = 0; i < mx->nmix; i++) {
+      shape_stats(p, h, &mx->mix[i], NULL, &h->fs[i]);
+      h->fs[i].f = fshape(&mx->mix[i], &h->fs[i], h->total, h->cpu_free);
+    }
+    h->fversion = h->version;
+    h->shapehash = mx->shapehash;
+    h->mixhash = 0;
+  }
+  if (h->mixhash == mx->mixhash)
     return;
-  if (mx->nmix > h->fscap) {
-    h->fs = sf_xrealloc(h->fs, mx->nmix * sizeof(*h->fs));
-    h->fscap = mx->nmix;
-  }
   int64_t q = 0;
-  for (size_t i = 0; i < mx->nmix; i++) {
-    shape_stats(p, h, &mx->mix[i], NULL, &h->fs[i]);
-    q += mx->mix[i].q * fshape(&mx->mix[i], &h->fs[i], h->total, h->cpu_free);
-  }
+  for (size_t i = 0; i < mx->nmix; i++)
+    q += mx->mix[i].q * h->fs[i].f;
   h->fb = (double)q / WEIGHT_ONE;
-  h->fversion = h->version;
   h->mixhash = mx->mixhash;
 }
 

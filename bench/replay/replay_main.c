@@ -48,6 +48,10 @@ static const char usage[] =
     "                        as when the extender passes them through)\n"
     "  --extender-scores     core strategies: choose by the 0-10 score the extender sends\n"
     "                        kube-scheduler (use with --ties random to model upstream); slow\n"
+    "  --mix-window W        fragmentation: learn the mix from the last W arrivals (failed ones\n"
+    "                        included) instead of the pods present (0, the default)\n"
+    "  --mix-every K         fragmentation: score against the learned mix as published every K\n"
+    "                        arrivals (default 1: every arrival)\n"
     "  --seed N              one seed (default 42)\n"
     "  --seeds A-B           every seed from A to B; medians are reported\n"
     "  --tune R              grow/shrink the Alibaba workload to R x GPU capacity (default 1.3; 0 = as is)\n"
@@ -62,6 +66,7 @@ typedef struct {
   int device_choice;
   sf_replay_ties_t ties;
   bool extender, cpu_blind, cpu_only_la;
+  uint64_t mix_window, mix_every;
   uint64_t seed_lo, seed_hi;
   double tune;
   bool tune_set, json;
@@ -134,6 +139,8 @@ static int parse_flags(int argc, char **argv, flags_t *f)
       {"cpu-blind", no_argument, NULL, 'B'},
       {"cpu-only-pods", required_argument, NULL, 'C'},
       {"snapshot", required_argument, NULL, 'Z'},
+      {"mix-window", required_argument, NULL, 'W'},
+      {"mix-every", required_argument, NULL, 'K'},
       {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
   int c;
   opterr = 0;
@@ -176,6 +183,14 @@ static int parse_flags(int argc, char **argv, flags_t *f)
         f->ties = SF_REPLAY_TIES_RANDOM;
       else
         return bad("--ties: expected perm, sched, first or random, got '%s'", optarg);
+      break;
+    case 'W':
+      if (parse_u64(optarg, &f->mix_window) != 0 || f->mix_window > 1000000)
+        return bad("--mix-window: expected 0 (pods present) to 1000000 arrivals, got '%s'", optarg);
+      break;
+    case 'K':
+      if (parse_u64(optarg, &f->mix_every) != 0 || f->mix_every > 1000000)
+        return bad("--mix-every: expected 0 to 1000000 arrivals, got '%s'", optarg);
       break;
     case 's':
       if (parse_u64(optarg, &f->seed_lo) != 0)
@@ -384,7 +399,8 @@ static int replay_all(const flags_t *f, const sf_replay_trace_t *t, const sf_pol
       progress_t pr = {names[p], f->seed_lo + s, ++done, np * nseeds};
       sf_replay_opts_t o = {names[p], base, f->device_choice, f->seed_lo + s,
                             f->trace ? 0 : f->tune, tty ? progress : NULL, &pr, f->ties, false, f->extender,
-                            snapshot, f->snapshot, f->cpu_blind, f->cpu_only_la};
+                            snapshot, f->snapshot, f->cpu_blind, f->cpu_only_la,
+                            (size_t)f->mix_window, (size_t)f->mix_every};
       char err[SF_REPLAY_ERR_MAX] = "";
       if ((rc = sf_replay_run(t, &o, &runs[p][s], err, sizeof err)) != 0) {
         fprintf(stderr, "%sslicefit-replay: %s\n", tty ? "\n" : "", err);

@@ -328,6 +328,8 @@ typedef struct {
   uint32_t *rank;              /* per node position: the tie order (rank_nodes) */
   bool learn;                  /* fragmentation: the index learns the mix from every pod */
   uint64_t mixhash;            /* the learned mix the cached verdicts were scored with */
+  const sf_replay_pod_t **win; /* --mix-window: the last mix_window arrivals, a ring */
+  size_t narrived;
   int64_t eval_ns;             /* core time in sf_packer_evaluate, and nodes it evaluated */
   size_t eval_nodes;
   /* demand scratch */
@@ -815,6 +817,41 @@ static sf_demand_t learned(const run_t *r, const sf_demand_t *d)
   return ld;
 }
 
+/* Adds (+1) or takes back (-1) pod p in the learned mix. */
+static void learn(run_t *r, const sf_replay_pod_t *p, int sign)
+{
+  sf_demand_t d;
+  build_demand(r, p, &d);
+  sf_demand_t ld = learned(r, &d);
+  sf_mix_learn(r->pk, r->idx, &r->pol, &ld, sign);
+}
+
+/*
+ * An arrival in the learned mix: it joins; under a window, the arrival
+ * mix_window ago leaves; every mix_every arrivals the mix is published
+ * (each of the first mix_every, so that scoring starts from the first pod).
+ */
+static void learn_arrival(run_t *r, const sf_replay_pod_t *p)
+{
+  size_t w = r->o->mix_window, k = r->o->mix_every;
+  r->narrived++;
+  learn(r, p, +1);
+  if (w > 0) {
+    if (r->narrived > w)
+      learn(r, r->win[r->narrived % w], -1);
+    r->win[r->narrived % w] = p;
+  }
+  if (k > 1 && (r->narrived <= k || r->narrived % k == 0))
+    sf_mix_publish(r->idx);
+}
+
+/* A failed or departed pod leaves the mix of present pods (not a window of arrivals). */
+static void learn_leave(run_t *r, const sf_replay_pod_t *p)
+{
+  if (r->learn && r->o->mix_window == 0)
+    learn(r, p, -1);
+}
+
 /*
  * kube-scheduler 1.20's NodeResourcesLeastAllocated for the pod on the node:
  * per resource, (capacity - requested with the pod) x 100 / capacity, in
@@ -844,7 +881,6 @@ static const vcache_t *evaluate(run_t *r, const sf_replay_pod_t *p, sf_demand_t 
     /* The pod is present from now on, as its claim is for the daemon; when the
      * mix it is scored with moves, every cached verdict is stale. */
     sf_demand_t ld = learned(r, d);
-    sf_mix_learn(r->pk, r->idx, &r->pol, &ld, +1);
     uint64_t h = sf_mix_hash(r->pk, r->idx, &r->pol, &ld);
     if (h != r->mixhash)
       for (uint32_t pos = 0; pos < r->nnodes; pos++)
@@ -969,6 +1005,8 @@ static sf_alloc_id schedule(run_t *r, const sf_replay_pod_t *p, const char *hold
   sf_demand_t d;
   sf_assignment_t asg;
   sf_alloc_id aid = -1;
+  if (r->learn)
+    learn_arrival(r, p);  /* before the demand: it builds other pods' demands */
   build_demand(r, p, &d);
   const vcache_t *row = evaluate(r, p, &d);
   long pos = row != NULL ? choose_node(r, p, row) : -1;
@@ -991,10 +1029,7 @@ static sf_alloc_id schedule(run_t *r, const sf_replay_pod_t *p, const char *hold
   touch(r, (size_t)pos);
   return aid;
 fail:
-  if (r->learn) {  /* a dropped pod is no longer present */
-    sf_demand_t ld = learned(r, &d);
-    sf_mix_learn(r->pk, r->idx, &r->pol, &ld, -1);
-  }
+  learn_leave(r, p);  /* a dropped pod is no longer present */
   return -1;
 }
 
@@ -1008,12 +1043,7 @@ static void unschedule(run_t *r, const sf_replay_pod_t *p, sf_alloc_id a)
   }
   sf_index_alloc_remove(r->idx, a);
   touch(r, pos);
-  if (r->learn) {
-    sf_demand_t d;
-    build_demand(r, p, &d);
-    sf_demand_t ld = learned(r, &d);
-    sf_mix_learn(r->pk, r->idx, &r->pol, &ld, -1);
-  }
+  learn_leave(r, p);
 }
 
 /* ---- measurements ---- */
@@ -1197,6 +1227,7 @@ static void run_policies(run_t *r, sf_strategy_t strategy)
   else if (r->o->device_choice >= 0)
     r->pol.device_choice = (sf_choice_t)r->o->device_choice;
   r->learn = r->kind == SF_REPLAY_CORE && strategy == SF_STRATEGY_FRAGMENTATION;
+  r->win = sf_xcalloc(r->o->mix_window + 1, sizeof(*r->win));
   nmix = sf_replay_typical_mix(r->t, &mix);
   sf_policy_copy(&r->fragpol, &r->pol);
   free(r->fragpol.mix);
@@ -1215,6 +1246,7 @@ static void run_policies(run_t *r, sf_strategy_t strategy)
 
 static void run_dispose(run_t *r)
 {
+  free(r->win);
   sf_packer_destroy(r->pk);
   if (r->cluster != NULL)
     sf_cluster_destroy(r->cluster);
@@ -1259,11 +1291,14 @@ int sf_replay_run(const sf_replay_trace_t *t, const sf_replay_opts_t *opts,
   r->o = opts;
 
   r->pk = sf_packer_create();
+  sf_packer_set_reasons(r->pk, false);  /* the replay reads fit and score only */
   sf_rng_seed(&r->rng, opts->seed ^ 0x243f6a8885a308d3ull);
   run_policies(r, strategy);
   if ((rc = open_index(r, err, errlen)) != 0 || (rc = build_index(r, err, errlen)) != 0)
     goto out;
   cache_init(r);
+  if (r->learn && opts->mix_every > 1)
+    sf_mix_hold(r->idx, true);
   snprintf(res->policy, sizeof(res->policy), "%s", opts->policy);
   res->seed = opts->seed;
   res->tune = t->native ? 0 : opts->tune;

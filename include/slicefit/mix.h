@@ -33,6 +33,19 @@ int sf_mix_learn(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol, const 
  */
 uint64_t sf_mix_hash(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol, const sf_demand_t *demand);
 
+/**
+ * Holds (on) the learned mix that scoring reads at its present state while
+ * observations go on, until sf_mix_publish moves it to the observed
+ * state; off (the default) scores every observation at once. Every node's
+ * cached fragmentation, and a caller's verdicts keyed on the mix hash, stay
+ * valid while the mix is held: a caller that publishes every K arrivals
+ * evaluates nodes again K times less often for a mix that lags by at most
+ * K arrivals (docs/replay.md, "Why the default packs as it does").
+ */
+void sf_mix_hold(sf_index_t *idx, bool on);
+/** Makes the observed learned mix the one scoring reads. O(shapes). */
+void sf_mix_publish(sf_index_t *idx);
+
 /** Forgets the learned mix (a relist learns it again). */
 void sf_mix_clear(sf_index_t *idx);
 

@@ -222,6 +222,13 @@ typedef struct {
    */
   bool cpu_blind;
   bool cpu_only_least_allocated;
+  /*
+   * fragmentation's learned mix: mix_window 0 learns the pods present (an
+   * arriving pod joins, a failed or departed one leaves); W > 0 learns the
+   * last W arrivals, failed ones included. mix_every K > 1 holds the mix
+   * scoring reads and publishes it every K arrivals (sf_index_mix_hold).
+   */
+  size_t mix_window, mix_every;
 } sf_replay_opts_t;
 
 #define SF_REPLAY_CURVE_STEP 1   /* percent of capacity between curve points */

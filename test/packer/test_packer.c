@@ -321,6 +321,41 @@ Test(packer, fragmentation_keeps_islands_whole)
   cr_assert_geq(sf_mix_size(idx), 1);
 }
 
+Test(packer, held_mix_moves_only_when_published)
+{
+  sf_node_id n = tc_node(idx, "n", 1, "T4", 1000, true);
+  tc_claim_t a, b;
+  tc_claim(&a, 1, 300);
+  tc_claim(&b, 1, 600);
+  cr_assert_eq(sf_mix_learn(pk, idx, &pol, &a.dem, +1), 0);
+  uint64_t h = sf_mix_hash(pk, idx, &pol, &a.dem);
+  sf_mix_hold(idx, true);
+  cr_assert_eq(sf_mix_learn(pk, idx, &pol, &b.dem, +1), 0);
+  cr_assert_eq(sf_mix_size(idx), 1);
+  cr_assert_eq(sf_mix_hash(pk, idx, &pol, &a.dem), h);
+  sf_mix_publish(idx);
+  cr_assert_eq(sf_mix_size(idx), 2);
+  cr_assert_neq(sf_mix_hash(pk, idx, &pol, &a.dem), h);
+  sf_mix_hold(idx, false);
+  cr_assert_eq(sf_mix_learn(pk, idx, &pol, &b.dem, -1), 0);
+  cr_assert_eq(sf_mix_size(idx), 1);
+  (void)n;
+}
+
+Test(packer, reasons_off_changes_no_verdict)
+{
+  sf_node_id n = tc_node(idx, "n", 1, "RTX", 20 * GiB, true);
+  sf_node_spec_t ns = {"n", 4000, 8LL << 30};
+  sf_index_node_upsert(idx, &ns, NULL);
+  sf_demand_t d = {NULL, 0, 6000, 0};
+  sf_packer_set_reasons(pk, false);
+  sf_verdict_t v = eval1(n, &d);
+  cr_assert_eq(v.fit, SF_FIT_NO);
+  cr_assert_str_eq(v.reason, "");
+  sf_packer_set_reasons(pk, true);
+  cr_assert_str_eq(eval1(n, &d).reason, "needs 6000m CPU; 4000m is free");
+}
+
 Test(packer, cpu_and_memory_checked_when_tracked)
 {
   sf_node_id n = tc_node(idx, "n", 1, "RTX", 20 * GiB, true);
