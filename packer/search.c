@@ -730,5 +730,5 @@ void sf__search_dispose(pk_search_t *s)
 {
   free(s->tcount); free(s->tcap); free(s->tcnt); free(s->cands); free(s->needs);
   free(s->coff); free(s->clen); free(s->st); free(s->memo);
-  free(s->res); free(s->rcons); free(s->rk); free(s->picks); free(s->icnt);
+  free(s->res); free(s->rcons); free(s->rk); free(s->picks); free(s->icnt); free(s->keyed);
 }
