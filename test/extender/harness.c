@@ -3,8 +3,10 @@
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
@@ -317,4 +319,53 @@ int sfx_promtool_lint(const char *text, char *why, size_t cap)
   unlink(in);
   rmdir(dir);
   return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
+}
+
+/* ---- the fake kube-apiserver (test/tools/fake-apiserver.c) ---- */
+
+void sfx_api_start(sfx_api_t *a, const char *flag)
+{
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 32);
+  cr_assert(n > 0);
+  exe[n] = '\0';
+  strcpy(strrchr(exe, '/') + 1, "tools/fake-apiserver");
+  int to[2], from[2];
+  cr_assert(pipe(to) == 0 && pipe(from) == 0);
+  a->pid = fork();
+  if (a->pid == 0) {
+    dup2(to[0], 0);
+    dup2(from[1], 1);
+    close(to[1]);
+    close(from[0]);
+    execl(exe, exe, flag, (char *)NULL);
+    _exit(127);
+  }
+  close(to[0]);
+  close(from[1]);
+  a->in = fdopen(to[1], "w");
+  a->out = fdopen(from[0], "r");
+  char line[64];
+  cr_assert(fgets(line, sizeof line, a->out) && sscanf(line, "port %u", &a->port) == 1);
+}
+
+void sfx_api_cmd(sfx_api_t *a, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  vfprintf(a->in, fmt, ap);
+  va_end(ap);
+  fputc('\n', a->in);
+  fflush(a->in);
+  char line[4096];
+  cr_assert(fgets(line, sizeof line, a->out));
+  cr_assert(strncmp(line, "ok", 2) == 0, "fake-apiserver: %s", line);
+}
+
+void sfx_api_stop(sfx_api_t *a)
+{
+  fputs("quit\n", a->in);
+  fclose(a->in);
+  fclose(a->out);
+  waitpid(a->pid, NULL, 0);
 }

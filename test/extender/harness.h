@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <sys/types.h>
 #include <curl/curl.h>
 #include <jansson.h>
@@ -72,5 +73,18 @@ int sfx_connect(const sfx_t *s);
  * promtool's words), -1 when promtool is not installed (why says so).
  */
 int sfx_promtool_lint(const char *text, char *why, size_t cap);
+
+/* The fake kube-apiserver of test/tools, driven through its stdin. */
+typedef struct {
+  pid_t pid;
+  FILE *in, *out;
+  unsigned port;
+} sfx_api_t;
+/** Starts it (tools/fake-apiserver beside the suite's binary) with one of its flags, or none. */
+void sfx_api_start(sfx_api_t *a, const char *flag);
+/** Sends one command; fails the test unless the fake answers ok. */
+void sfx_api_cmd(sfx_api_t *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/** Quits it and waits for it. */
+void sfx_api_stop(sfx_api_t *a);
 
 #endif

@@ -17,68 +17,8 @@
 #include "cases.h"
 #include "harness.h"
 
-typedef struct {
-  pid_t pid;
-  FILE *in, *out;
-  unsigned port;
-} api_t;
-
-static void api_start_with(api_t *a, const char *flag);
-
-static void api_start(api_t *a) { api_start_with(a, NULL); }
-
-/* The fake kube-apiserver, with one of its flags (or none). */
-static void api_start_with(api_t *a, const char *flag)
-{
-  char exe[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 32);
-  cr_assert(n > 0);
-  exe[n] = '\0';
-  strcpy(strrchr(exe, '/') + 1, "tools/fake-apiserver");
-  int to[2], from[2];
-  cr_assert(pipe(to) == 0 && pipe(from) == 0);
-  a->pid = fork();
-  if (a->pid == 0) {
-    dup2(to[0], 0);
-    dup2(from[1], 1);
-    close(to[1]);
-    close(from[0]);
-    execl(exe, exe, flag, (char *)NULL);
-    _exit(127);
-  }
-  close(to[0]);
-  close(from[1]);
-  a->in = fdopen(to[1], "w");
-  a->out = fdopen(from[0], "r");
-  char line[64];
-  cr_assert(fgets(line, sizeof line, a->out) && sscanf(line, "port %u", &a->port) == 1);
-}
-
-static void api_cmd(api_t *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void api_cmd(api_t *a, const char *fmt, ...)
-{
-  va_list ap;
-  va_start(ap, fmt);
-  vfprintf(a->in, fmt, ap);
-  va_end(ap);
-  fputc('\n', a->in);
-  fflush(a->in);
-  char line[4096];
-  cr_assert(fgets(line, sizeof line, a->out));
-  cr_assert(strncmp(line, "ok", 2) == 0, "fake-apiserver: %s", line);
-}
-
-static void api_stop(api_t *a)
-{
-  fputs("quit\n", a->in);
-  fclose(a->in);
-  fclose(a->out);
-  waitpid(a->pid, NULL, 0);
-}
-
 /* Loads the example cluster's objects of `kind` as resource `res`. */
-static void load_kind(api_t *a, const json_t *list, const char *kind, const char *res,
+static void load_kind(sfx_api_t *a, const json_t *list, const char *kind, const char *res,
                       const char *dir)
 {
   json_t *items = json_array();
@@ -91,7 +31,7 @@ static void load_kind(api_t *a, const json_t *list, const char *kind, const char
   char path[256];
   snprintf(path, sizeof path, "%s/%s.json", dir, res);
   cr_assert_eq(json_dump_file(items, path, 0), 0);
-  api_cmd(a, "load %s %s", res, path);
+  sfx_api_cmd(a, "load %s %s", res, path);
   json_decref(items);
 }
 
@@ -160,8 +100,8 @@ static char *allocated_claim(const json_t *list)
 
 Test(live, follows_the_api_server, .timeout = 60)
 {
-  api_t api;
-  api_start(&api);
+  sfx_api_t api;
+  sfx_api_start(&api, NULL);
   char dir[] = "/tmp/sfx-live-XXXXXX", kc[64];
   cr_assert_not_null(mkdtemp(dir));
   json_t *list = sfx_load("extender/example-cluster.json");
@@ -181,7 +121,7 @@ Test(live, follows_the_api_server, .timeout = 60)
   json_decref(res);
   /* The scheduler allocates the claim on rtx-2: the pod is pinned there from then on. */
   char *claim = allocated_claim(list);
-  api_cmd(&api, "put resourceclaims %s", claim);
+  sfx_api_cmd(&api, "put resourceclaims %s", claim);
   wait_for(&s, "/metrics", "\nslicefit_claims_pending_too_long 1\n");
   wait_for(&s, "/metrics", "\nslicefit_claims_pending{namespace=\"train\"} 1\n");
   res = sfx_filter_pod(&s, "tenants", "agent-sandbox-7");
@@ -191,7 +131,7 @@ Test(live, follows_the_api_server, .timeout = 60)
   json_decref(res);
   wait_for(&s, "/metrics", "\nslicefit_node_devices_allocated{node=\"rtx-2\"} 0.9\n");
   /* The policy ConfigMap switches the strategy. */
-  api_cmd(&api, "put configmaps {\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
+  sfx_api_cmd(&api, "put configmaps {\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
                 "{\"namespace\":\"slicefit\",\"name\":\"policy\"},\"data\":{\"strategy\":"
                 "\"binpack\"}}");
   wait_for(&s, "/debug/state", "binpack");
@@ -207,7 +147,7 @@ Test(live, follows_the_api_server, .timeout = 60)
   if (lint < 0)
     cr_log_warn("SKIPPED: the live /metrics lint: promtool is not installed (make deps)");
   cr_assert_eq(sfx_stop(&s), 0);
-  api_stop(&api);
+  sfx_api_stop(&api);
   remove_dir(dir);
   free(claim);
   json_decref(list);
@@ -217,9 +157,9 @@ Test(live, follows_the_api_server, .timeout = 60)
 Test(live, not_ready_until_synced, .timeout = 60)
 {
   /* An API server that answers nothing but errors: never ready, still serving health. */
-  api_t api;
-  api_start(&api);
-  api_cmd(&api, "fail 500 1000000");
+  sfx_api_t api;
+  sfx_api_start(&api, NULL);
+  sfx_api_cmd(&api, "fail 500 1000000");
   char dir[] = "/tmp/sfx-live-XXXXXX", kc[64];
   cr_assert_not_null(mkdtemp(dir));
   snprintf(kc, sizeof kc, "%s/kubeconfig", dir);
@@ -242,7 +182,7 @@ Test(live, not_ready_until_synced, .timeout = 60)
   cr_assert_eq(sfx_log_count(&s, "path=\"/readyz\""), 0);
   cr_assert_eq(sfx_log_count(&s, "\"not ready until the cluster state has synced\""), 1);
   cr_assert_eq(sfx_stop(&s), 0);
-  api_stop(&api);
+  sfx_api_stop(&api);
   remove_dir(dir);
 }
 
@@ -255,8 +195,8 @@ Test(live, not_ready_until_synced, .timeout = 60)
 Test(live, device_taint_rules_watched_where_served, .timeout = 60)
 {
   for (int served = 1; served >= 0; served--) {
-    api_t api;
-    api_start_with(&api, served ? NULL : "--no-device-taint-rules");
+    sfx_api_t api;
+    sfx_api_start(&api, served ? NULL : "--no-device-taint-rules");
     char dir[] = "/tmp/sfx-live-XXXXXX", kc[64];
     cr_assert_not_null(mkdtemp(dir));
     json_t *list = sfx_load("extender/example-cluster.json");
@@ -274,7 +214,7 @@ Test(live, device_taint_rules_watched_where_served, .timeout = 60)
     json_decref(res);
     if (served) {
       cr_assert_eq(sfx_log_count(&s, "] \"watching devicetaintrules\" version=\"v1\""), 1);
-      api_cmd(&api, "put devicetaintrules {\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":"
+      sfx_api_cmd(&api, "put devicetaintrules {\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":"
                     "\"DeviceTaintRule\",\"metadata\":{\"name\":\"rtx-2-xid\"},\"spec\":"
                     "{\"deviceSelector\":{\"driver\":\"gpu.nvidia.com\",\"pool\":\"rtx-2\"},"
                     "\"taint\":{\"key\":\"gpu.nvidia.com/xid\",\"value\":\"79\",\"effect\":"
@@ -297,7 +237,7 @@ Test(live, device_taint_rules_watched_where_served, .timeout = 60)
       wait_for(&s, "/metrics", "\nslicefit_objects{kind=\"DeviceTaintRule\"} 0\n");
     }
     cr_assert_eq(sfx_stop(&s), 0);
-    api_stop(&api);
+    sfx_api_stop(&api);
     remove_dir(dir);
     json_decref(list);
   }
@@ -322,8 +262,8 @@ static void wait_status(sfx_t *s, const char *path, long want, int tries)
 
 Test(live, hung_api_server_turns_readyz_unready_and_back, .timeout = 90)
 {
-  api_t api;
-  api_start(&api);
+  sfx_api_t api;
+  sfx_api_start(&api, NULL);
   char dir[] = "/tmp/sfx-live-XXXXXX", kc[64];
   cr_assert_not_null(mkdtemp(dir));
   snprintf(kc, sizeof kc, "%s/kubeconfig", dir);
@@ -335,7 +275,7 @@ Test(live, hung_api_server_turns_readyz_unready_and_back, .timeout = 90)
   wait_status(&s, "/readyz", 200, 500);
   wait_for(&s, "/metrics", "slicefit_apiwatch_confirmed_age_seconds{resource=\"resourceslices\"}");
   /* The server keeps every connection open and sends nothing. */
-  api_cmd(&api, "hang on");
+  sfx_api_cmd(&api, "hang on");
   wait_status(&s, "/readyz", 503, 750);
   cr_assert_eq(status_of(&s, "/healthz"), 200, "alive: the loop turns");
   double restarts = 0;
@@ -348,10 +288,10 @@ Test(live, hung_api_server_turns_readyz_unready_and_back, .timeout = 90)
   }
   cr_assert_gt(restarts, 0, "silent watches counted");
   cr_assert_gt(sfx_log_count(&s, "] \"no byte from the server; restarting\""), 0);
-  api_cmd(&api, "hang off");
+  sfx_api_cmd(&api, "hang off");
   wait_status(&s, "/readyz", 200, 750);
   cr_assert_eq(sfx_stop(&s), 0);
-  api_stop(&api);
+  sfx_api_stop(&api);
   remove_dir(dir);
 }
 

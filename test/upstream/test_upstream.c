@@ -125,71 +125,11 @@ Test(upstream, snapshot, .timeout = 120)
 
 /* ---- live mode: bin/slicefit against the fake kube-apiserver ---- */
 
-typedef struct {
-  pid_t pid;
-  FILE *in, *out;
-  unsigned port;
-} api_t;
-
-static void api_start(api_t *a)
-{
-  char exe[PATH_MAX];
-  snprintf(exe, sizeof exe, "%s", sfx_path("build/release/tools/fake-apiserver"));
-  const char *variant = getenv("SLICEFIT_VARIANT");
-  if (variant) snprintf(exe, sizeof exe, "%s/%s/tools/fake-apiserver", sfx_path("build"), variant);
-  char self[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 32);
-  if (n > 0) {  /* the fake apiserver of this build variant: beside the suite's binary */
-    self[n] = '\0';
-    strcpy(strrchr(self, '/') + 1, "tools/fake-apiserver");
-    if (access(self, X_OK) == 0) snprintf(exe, sizeof exe, "%s", self);
-  }
-  int to[2], from[2];
-  cr_assert(pipe(to) == 0 && pipe(from) == 0);
-  a->pid = fork();
-  if (a->pid == 0) {
-    dup2(to[0], 0);
-    dup2(from[1], 1);
-    close(to[1]);
-    close(from[0]);
-    execl(exe, exe, (char *)NULL);
-    _exit(127);
-  }
-  close(to[0]);
-  close(from[1]);
-  a->in = fdopen(to[1], "w");
-  a->out = fdopen(from[0], "r");
-  char line[64];
-  cr_assert(fgets(line, sizeof line, a->out) && sscanf(line, "port %u", &a->port) == 1);
-}
-
-static void api_cmd(api_t *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void api_cmd(api_t *a, const char *fmt, ...)
-{
-  va_list ap;
-  va_start(ap, fmt);
-  vfprintf(a->in, fmt, ap);
-  va_end(ap);
-  fputc('\n', a->in);
-  fflush(a->in);
-  char line[4096];
-  cr_assert(fgets(line, sizeof line, a->out));
-  cr_assert(strncmp(line, "ok", 2) == 0, "fake-apiserver: %s", line);
-}
-
-static void api_stop(api_t *a)
-{
-  fputs("quit\n", a->in);
-  fclose(a->in);
-  fclose(a->out);
-  waitpid(a->pid, NULL, 0);
-}
-
 static const struct { const char *kind, *res; } KINDS[] = {
     {"Node", "nodes"}, {"DeviceClass", "deviceclasses"}, {"ResourceSlice", "resourceslices"},
     {"ResourceClaim", "resourceclaims"}};
 
-static void put_objects(api_t *a, const json_t *objs)
+static void put_objects(sfx_api_t *a, const json_t *objs)
 {
   size_t i;
   const json_t *o;
@@ -197,13 +137,13 @@ static void put_objects(api_t *a, const json_t *objs)
     for (size_t k = 0; k < sizeof KINDS / sizeof KINDS[0]; k++) {
       if (strcmp(str(o, "kind"), KINDS[k].kind)) continue;
       char *s = json_dumps(o, JSON_COMPACT);
-      api_cmd(a, "put %s %s", KINDS[k].res, s);
+      sfx_api_cmd(a, "put %s %s", KINDS[k].res, s);
       free(s);
     }
   }
 }
 
-static void del_objects(api_t *a, const json_t *objs)
+static void del_objects(sfx_api_t *a, const json_t *objs)
 {
   size_t i;
   const json_t *o;
@@ -212,7 +152,7 @@ static void del_objects(api_t *a, const json_t *objs)
       if (strcmp(str(o, "kind"), KINDS[k].kind)) continue;
       const json_t *md = json_object_get(o, "metadata");
       const char *ns = str(md, "namespace");
-      api_cmd(a, "del %s %s%s%s", KINDS[k].res, ns ? ns : "", ns ? "/" : "", str(md, "name"));
+      sfx_api_cmd(a, "del %s %s%s%s", KINDS[k].res, ns ? ns : "", ns ? "/" : "", str(md, "name"));
     }
   }
 }
@@ -252,7 +192,7 @@ static void wait_ready(sfx_t *s, const char *name)
 }
 
 /* FIT when slicefit passes the node (FIT or UNSURE: the filter does not tell them apart), else NO. */
-static sf_fit_t run_live(api_t *a, const char *kc, const json_t *c, char *why, size_t len)
+static sf_fit_t run_live(sfx_api_t *a, const char *kc, const json_t *c, char *why, size_t len)
 {
   if (getenv("UPSTREAM_TRACE")) fprintf(stderr, "upstream live case: %s\n", str(c, "name"));
   put_objects(a, json_object_get(c, "objects"));
@@ -280,8 +220,8 @@ Test(upstream, live, .timeout = 600)
 {
   json_t *d = cases();
   const json_t *all = json_object_get(d, "cases"), *c;
-  api_t api;
-  api_start(&api);
+  sfx_api_t api;
+  sfx_api_start(&api, NULL);
   char dir[] = "/tmp/sf-upstream-XXXXXX", kc[64];
   cr_assert_not_null(mkdtemp(dir));
   snprintf(kc, sizeof kc, "%s/kubeconfig", dir);
@@ -298,7 +238,7 @@ Test(upstream, live, .timeout = 600)
     note(&t, c, fit, why);
   }
   report("live", &t, json_array_size(all));
-  api_stop(&api);
+  sfx_api_stop(&api);
   unlink(kc);
   rmdir(dir);
   json_decref(d);
