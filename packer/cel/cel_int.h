@@ -1,7 +1,8 @@
 /*
- * The CEL module's private layout, shared by cel_parse.c (which builds a
- * program), cel_eval.c (which runs it), cel_lib.c (strings, regular
- * expressions, quantities and semantic versions) and cel.c (the cache).
+ * The CEL module's private layout, shared by cel_lex.c and cel_parse.c
+ * (which build a program; their own state is in cel_lex.h), cel_eval.c
+ * (which runs it), cel_lib.c (strings, regular expressions, quantities and
+ * semantic versions) and cel.c (the cache).
  * Not a public header. See cel.c for the language, the value model and the
  * error semantics.
  */
