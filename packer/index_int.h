@@ -1,6 +1,7 @@
 /*
- * The index's data layout, shared by index.c (which maintains it) and
- * packer.c (which reads it on the hot path). Not a public header.
+ * The index's data layout, shared by the index's files (index*.c, which
+ * maintain it; index_priv.h says which file keeps which part) and the
+ * packer's (which read it on the hot path). Not a public header.
  *
  *   nodes[]  ── devs (ids, in the in-tree allocator's order), pools (ids), mirrored
  *               devices (ids of devices homed on another node that this node also offers)

@@ -1,7 +1,8 @@
 /*
  * slicefit's CEL for DRA selectors: the cache of compiled programs and the
- * entry points. The parser is cel_parse.c, the evaluator cel_eval.c, the
- * library cel_lib.c and cel_re.c.
+ * entry points. The lexer is cel_lex.c, the parser cel_parse.c, the
+ * evaluator cel_eval.c (values in cel_value.c, the device's maps in
+ * cel_device.c), the library cel_lib.c and cel_re.c.
  *
  * Grammar (CEL's, minus map and message literals, bytes and root-scoped
  * names):

@@ -4,46 +4,11 @@
  * live in the context's fixed arena and scratch buffer (no heap on the hot
  * path); exhausting either, or the step budget, makes the result UNKNOWN.
  * The semantics (errors, absorption by && and ||, the device's maps) are
- * described in cel.c.
+ * described in cel.c; equality and order are in cel_value.c, the device's
+ * maps in cel_device.c.
  */
 #include <string.h>
 #include "cel_int.h"
-
-#define BAD(x) ((x).t <= V_UNK)
-
-cel_val_t sf__cel_err(uint32_t node, const char *msg)
-{
-  cel_val_t r = {.t = V_ERR, .n = node, .v.s = msg};
-  return r;
-}
-
-cel_val_t sf__cel_unk(uint32_t node, const char *msg)
-{
-  cel_val_t r = {.t = V_UNK, .n = node, .v.s = msg};
-  return r;
-}
-
-cel_val_t sf__cel_bool(bool b)
-{
-  cel_val_t r = {.t = V_BOOL, .v.b = b};
-  return r;
-}
-
-cel_val_t sf__cel_int(int64_t i)
-{
-  cel_val_t r = {.t = V_INT, .v.i = i};
-  return r;
-}
-
-/* Of two values at least one of which is bad: UNKNOWN wins over an error (it might not be one). */
-static cel_val_t worst(cel_val_t a, cel_val_t b)
-{
-  if (a.t == V_UNK)
-    return a;
-  if (b.t == V_UNK)
-    return b;
-  return a.t == V_ERR ? a : b;
-}
 
 char *sf__cel_scratch(cel_ctx_t *c, size_t n)
 {
@@ -72,240 +37,6 @@ static const cel_node_t *node(const cel_ctx_t *c, uint32_t n)
 static uint32_t kid(const cel_ctx_t *c, uint32_t n, uint32_t i)
 {
   return c->p->kids[c->p->nodes[n].k0 + i];
-}
-
-/* ---- order and equality ---- */
-
-static bool numeric(int t)
-{
-  return t == V_INT || t == V_UINT || t == V_DOUBLE;
-}
-
-static int cmp3(bool lt, bool gt)
-{
-  return lt ? -1 : gt ? 1 : 0;
-}
-
-/* int64 against a double, exactly (no rounding of large integers). */
-static int cmp_int_double(int64_t i, double d)
-{
-  if (d != d)
-    return 2;
-  if (d >= 9223372036854775808.0)
-    return -1;
-  if (d < -9223372036854775808.0)
-    return 1;
-  int64_t t = (int64_t)d;
-  if (i != t)
-    return cmp3(i < t, i > t);
-  double frac = d - (double)t;
-  return cmp3(frac > 0, frac < 0);
-}
-
-static int cmp_uint_double(uint64_t u, double d)
-{
-  if (d != d)
-    return 2;
-  if (d >= 18446744073709551616.0)
-    return -1;
-  if (d < 0)
-    return 1;
-  uint64_t t = (uint64_t)d;
-  if (u != t)
-    return cmp3(u < t, u > t);
-  return cmp3(d - (double)t > 0, false);
-}
-
-static int cmp_num(const cel_val_t *a, const cel_val_t *b)
-{
-  if (a->t == V_INT && b->t == V_INT)
-    return cmp3(a->v.i < b->v.i, a->v.i > b->v.i);
-  if (a->t == V_UINT && b->t == V_UINT)
-    return cmp3(a->v.u < b->v.u, a->v.u > b->v.u);
-  if (a->t == V_DOUBLE && b->t == V_DOUBLE)
-    return a->v.d != a->v.d || b->v.d != b->v.d ? 2 : cmp3(a->v.d < b->v.d, a->v.d > b->v.d);
-  if (a->t == V_INT && b->t == V_UINT)
-    return a->v.i < 0 ? -1 : cmp3((uint64_t)a->v.i < b->v.u, (uint64_t)a->v.i > b->v.u);
-  if (a->t == V_INT)
-    return cmp_int_double(a->v.i, b->v.d);
-  if (a->t == V_UINT && b->t == V_INT)
-    return -cmp_num(b, a);
-  if (a->t == V_UINT)
-    return cmp_uint_double(a->v.u, b->v.d);
-  int r = cmp_num(b, a);
-  return r == 2 ? 2 : -r;
-}
-
-int sf__cel_order(const cel_val_t *a, const cel_val_t *b)
-{
-  if ((a->flags | b->flags) & CV_OPT)
-    return 3;
-  if (numeric(a->t) && numeric(b->t))
-    return cmp_num(a, b);
-  if (a->t != b->t)
-    return 3;
-  if (a->t == V_BOOL)
-    return cmp3(!a->v.b && b->v.b, a->v.b && !b->v.b);
-  if (a->t != V_STR)
-    return 3;
-  int r = memcmp(a->v.s, b->v.s, a->n < b->n ? a->n : b->n);
-  return r != 0 ? cmp3(r < 0, r > 0) : cmp3(a->n < b->n, a->n > b->n);
-}
-
-static cel_val_t list_eq(uint32_t n, const cel_val_t *a, const cel_val_t *b)
-{
-  if (a->n != b->n)
-    return sf__cel_bool(false);
-  cel_val_t bad = sf__cel_bool(true);
-  for (uint32_t i = 0; i < a->n; i++) {
-    cel_val_t e = sf__cel_eq(n, &a->v.l[i], &b->v.l[i]);
-    if (e.t == V_BOOL && !e.v.b)
-      return e;
-    if (BAD(e) && !(bad.t == V_UNK))
-      bad = e;
-  }
-  return bad;
-}
-
-cel_val_t sf__cel_eq(uint32_t n, const cel_val_t *a, const cel_val_t *b)
-{
-  if (BAD(*a) || BAD(*b))
-    return worst(*a, *b);
-  if ((a->flags ^ b->flags) & CV_OPT)
-    return sf__cel_bool(false);
-  if (numeric(a->t) && numeric(b->t))
-    return sf__cel_bool(cmp_num(a, b) == 0);
-  if (a->t != b->t) {
-    /* Kubernetes' Quantity and Semver types answer "no such overload" to another type, not false. */
-    bool ext = a->t == V_QTY || a->t == V_SEMVER || b->t == V_QTY || b->t == V_SEMVER;
-    return ext ? sf__cel_err(n, "no such overload: equality") : sf__cel_bool(false);
-  }
-  switch (a->t) {
-  case V_NULL:
-  case V_NONE:
-  case V_DEVICE: return sf__cel_bool(true);  /* there is one device per evaluation */
-  case V_BOOL: return sf__cel_bool(a->v.b == b->v.b);
-  case V_STR: return sf__cel_bool(a->n == b->n && memcmp(a->v.s, b->v.s, a->n) == 0);
-  case V_QTY: return sf__cel_bool(a->v.q == b->v.q);
-  case V_SEMVER: return sf__cel_bool(sf__cel_semver_cmp(a->v.s, a->n, b->v.s, b->n) == 0);
-  case V_LIST: return list_eq(n, a, b);
-  default: return sf__cel_unk(n, "equality of maps is not supported");
-  }
-}
-
-/* ---- the device ---- */
-
-/* Domain (ATTRS/CAPS) of a qualified name "domain/id", as its length; -1 when unqualified. */
-static int domain_len(const char *name)
-{
-  const char *slash = strrchr(name, '/');
-  return slash ? (int)(slash - name) : -1;
-}
-
-static bool in_domain(const char *name, const char *dom, uint32_t dn)
-{
-  return domain_len(name) == (int)dn && memcmp(name, dom, dn) == 0;
-}
-
-static const char *field_name(const cel_ctx_t *c, bool attrs, size_t i)
-{
-  if (attrs) {
-    const sf_attr_t *a = sf_index_dev_attr_at(c->idx, c->dev, i);
-    return a ? a->name : NULL;
-  }
-  return i < sf_index_dev_ncaps(c->idx, c->dev) ? sf_index_dev_cap(c->idx, c->dev, i, NULL, NULL) : NULL;
-}
-
-static size_t nfields(const cel_ctx_t *c, bool attrs)
-{
-  return attrs ? sf_index_dev_nattrs(c->idx, c->dev) : sf_index_dev_ncaps(c->idx, c->dev);
-}
-
-/* Whether any attribute (capacity) lives in the domain `key`. */
-static bool has_domain(const cel_ctx_t *c, bool attrs, const char *key, size_t kn)
-{
-  size_t nf = nfields(c, attrs);
-  for (size_t i = 0; i < nf; i++)
-    if (in_domain(field_name(c, attrs, i), key, (uint32_t)kn))
-      return true;
-  return false;
-}
-
-/* Number of distinct domains among the attributes (capacities). */
-static int64_t ndomains(const cel_ctx_t *c, bool attrs)
-{
-  size_t nf = nfields(c, attrs);
-  int64_t count = 0;
-  for (size_t i = 0; i < nf; i++) {
-    const char *ni = field_name(c, attrs, i);
-    int di = domain_len(ni);
-    size_t j = 0;
-    while (j < i && !(di >= 0 && in_domain(field_name(c, attrs, j), ni, (uint32_t)di)))
-      j++;
-    count += j == i && di >= 0;
-  }
-  return count;
-}
-
-static int64_t ndomain_fields(const cel_ctx_t *c, bool attrs, const cel_val_t *dom)
-{
-  size_t nf = nfields(c, attrs);
-  int64_t count = 0;
-  for (size_t i = 0; i < nf; i++)
-    count += in_domain(field_name(c, attrs, i), dom->v.s, dom->n);
-  return count;
-}
-
-bool sf__cel_map_size(const cel_ctx_t *c, const cel_val_t *m, int64_t *out)
-{
-  if (m->t == V_ATTRS || m->t == V_CAPS)
-    *out = ndomains(c, m->t == V_ATTRS);
-  else if (m->t == V_ADOM || m->t == V_CDOM)
-    *out = ndomain_fields(c, m->t == V_ADOM, m);
-  else
-    return false;
-  return true;
-}
-
-static int device_field(const char *key, size_t kn, cel_val_t *out, const cel_ctx_t *c)
-{
-  static const char *const names[] = {"driver", "attributes", "capacity", "allowMultipleAllocations"};
-  size_t k = 0;
-  while (k < 4 && !(strlen(names[k]) == kn && memcmp(names[k], key, kn) == 0))
-    k++;
-  memset(out, 0, sizeof *out);
-  if (k == 0) {
-    out->t = V_STR;
-    out->v.s = sf_index_dev_driver(c->idx, c->dev);
-    out->n = (uint32_t)strlen(out->v.s);
-  } else if (k < 3) {
-    out->t = k == 1 ? V_ATTRS : V_CAPS;
-  } else if (k == 3) {
-    *out = sf__cel_bool(sf_index_dev_shared(c->idx, c->dev));
-  }
-  return k < 4;
-}
-
-/*
- * Looks `key` up in a map-like value: 1 found (*out), 0 missing, -1 when
- * the value has no fields (*out an error).
- */
-static int lookup(cel_ctx_t *c, uint32_t n, const cel_val_t *m, const char *key, size_t kn, cel_val_t *out)
-{
-  switch (m->t) {
-  case V_DEVICE: return device_field(key, kn, out, c);
-  case V_ATTRS:
-  case V_CAPS:
-    /* An unknown domain is an empty map, as DRA specifies. */
-    memset(out, 0, sizeof *out);
-    out->t = m->t == V_ATTRS ? V_ADOM : V_CDOM;
-    out->v.s = key;
-    out->n = (uint32_t)kn;
-    return 1;
-  case V_ADOM:
-  case V_CDOM: return sf__cel_dev_field(c, n, m->t == V_ADOM, m, key, kn, out);
-  default: *out = sf__cel_err(n, "no such overload: field selection"); return -1;
-  }
 }
 
 /* ---- field selection, indexing, has() ---- */
@@ -339,7 +70,7 @@ static cel_val_t access(cel_ctx_t *c, uint32_t n, cel_val_t m, const char *key, 
   if (optional_operand(n, &m, opt, "selection on an optional value is not supported", &early))
     return early;
   cel_val_t out;
-  int r = lookup(c, n, &m, key, kn, &out);
+  int r = sf__cel_lookup(c, n, &m, key, kn, &out);
   if (r < 0)
     return out;
   if (r == 0) {
@@ -389,7 +120,7 @@ static cel_val_t ev_index(cel_ctx_t *c, uint32_t n)
   cel_val_t m = sf__cel_ev(c, kid(c, n, 0));
   cel_val_t k = sf__cel_ev(c, kid(c, n, 1));
   if (BAD(m) || BAD(k))
-    return worst(m, k);
+    return sf__cel_worst(m, k);
   if (k.flags & CV_OPT || k.t == V_NONE)
     return sf__cel_err(n, "no such overload: optional key");
   cel_val_t early;
@@ -414,8 +145,8 @@ static cel_val_t ev_has(cel_ctx_t *c, uint32_t n)
   if (m.flags & CV_OPT || m.t == V_NONE)
     return sf__cel_unk(n, "has() on an optional value is not supported");
   int r = m.t == V_ATTRS || m.t == V_CAPS
-            ? has_domain(c, m.t == V_ATTRS, c->p->pool + nd->v.s.off, nd->v.s.len)
-            : lookup(c, n, &m, c->p->pool + nd->v.s.off, nd->v.s.len, &out);
+            ? sf__cel_has_domain(c, m.t == V_ATTRS, c->p->pool + nd->v.s.off, nd->v.s.len)
+            : sf__cel_lookup(c, n, &m, c->p->pool + nd->v.s.off, nd->v.s.len, &out);
   return r < 0 ? out : sf__cel_bool(r == 1);
 }
 
@@ -429,7 +160,7 @@ static cel_val_t logic2(uint32_t n, cel_val_t a, cel_val_t b, bool is_and)
   if (b.t == V_BOOL && !(b.flags & CV_OPT) && b.v.b != is_and)
     return b;
   if (BAD(a) || BAD(b))
-    return worst(a, b);
+    return sf__cel_worst(a, b);
   if (a.t == V_BOOL && b.t == V_BOOL && !((a.flags | b.flags) & CV_OPT))
     return a;
   return sf__cel_err(n, "no such overload: logical operator on a non-bool");
@@ -509,7 +240,7 @@ static cel_val_t ev_arith(cel_ctx_t *c, uint32_t n, int op)
   cel_val_t a = sf__cel_ev(c, kid(c, n, 0));
   cel_val_t b = sf__cel_ev(c, kid(c, n, 1));
   if (BAD(a) || BAD(b))
-    return worst(a, b);
+    return sf__cel_worst(a, b);
   if (a.t != b.t || (a.flags | b.flags) & CV_OPT)
     return sf__cel_err(n, "no such overload: arithmetic on different types");
   if (a.t == V_INT || a.t == V_UINT)
@@ -544,7 +275,7 @@ static cel_val_t ev_cmp(cel_ctx_t *c, uint32_t n, int op)
   cel_val_t a = sf__cel_ev(c, kid(c, n, 0));
   cel_val_t b = sf__cel_ev(c, kid(c, n, 1));
   if (BAD(a) || BAD(b))
-    return worst(a, b);
+    return sf__cel_worst(a, b);
   if (op == N_EQ || op == N_NE) {
     cel_val_t e = sf__cel_eq(n, &a, &b);
     if (e.t == V_BOOL && op == N_NE)
@@ -569,7 +300,7 @@ static cel_val_t ev_in(cel_ctx_t *c, uint32_t n)
   cel_val_t a = sf__cel_ev(c, kid(c, n, 0));
   cel_val_t b = sf__cel_ev(c, kid(c, n, 1));
   if (BAD(a) || BAD(b))
-    return worst(a, b);
+    return sf__cel_worst(a, b);
   if (b.flags & CV_OPT)
     return sf__cel_err(n, "no such overload: 'in' an optional");
   if (b.t == V_LIST) {
@@ -584,10 +315,12 @@ static cel_val_t ev_in(cel_ctx_t *c, uint32_t n)
     return bad;
   }
   if (b.t == V_ATTRS || b.t == V_CAPS)
-    return sf__cel_bool(a.t == V_STR && !(a.flags & CV_OPT) && has_domain(c, b.t == V_ATTRS, a.v.s, a.n));
+    return sf__cel_bool(a.t == V_STR && !(a.flags & CV_OPT) &&
+                        sf__cel_has_domain(c, b.t == V_ATTRS, a.v.s, a.n));
   if (b.t == V_ADOM || b.t == V_CDOM) {
     cel_val_t out;
-    return sf__cel_bool(a.t == V_STR && !(a.flags & CV_OPT) && lookup(c, n, &b, a.v.s, a.n, &out) == 1);
+    return sf__cel_bool(a.t == V_STR && !(a.flags & CV_OPT) &&
+                        sf__cel_lookup(c, n, &b, a.v.s, a.n, &out) == 1);
   }
   return sf__cel_err(n, "no such overload: 'in'");
 }
@@ -696,10 +429,10 @@ static bool elem(cel_ctx_t *c, const cel_val_t *range, size_t *i, cel_val_t *out
     return true;
   }
   bool attrs = range->t == V_ADOM;
-  size_t nf = nfields(c, attrs);
+  size_t nf = sf__cel_nfields(c, attrs);
   for (; *i < nf; (*i)++) {
-    const char *name = field_name(c, attrs, *i);
-    if (in_domain(name, range->v.s, range->n)) {
+    const char *name = sf__cel_field_name(c, attrs, *i);
+    if (sf__cel_in_domain(name, range->v.s, range->n)) {
       (*i)++;
       memset(out, 0, sizeof *out);
       out->t = V_STR;
@@ -713,7 +446,7 @@ static bool elem(cel_ctx_t *c, const cel_val_t *range, size_t *i, cel_val_t *out
 
 static size_t range_len(const cel_ctx_t *c, const cel_val_t *range)
 {
-  return range->t == V_LIST ? range->n : (size_t)ndomain_fields(c, range->t == V_ADOM, range);
+  return range->t == V_LIST ? range->n : (size_t)sf__cel_ndomain_fields(c, range->t == V_ADOM, range);
 }
 
 /* all / exists: folds with && or ||, stopping at the absorbing value. */
@@ -771,38 +504,4 @@ static cel_val_t compr(cel_ctx_t *c, uint32_t n, const cel_val_t *range)
   if (kind == M_ALL || kind == M_EXISTS)
     return quantifier(c, n, range, kind == M_ALL);
   return collect(c, n, range);
-}
-
-int sf__cel_dev_field(cel_ctx_t *c, uint32_t n, bool attrs, const cel_val_t *dom, const char *key, size_t kn,
-                      cel_val_t *out)
-{
-  size_t nf = nfields(c, attrs);
-  memset(out, 0, sizeof *out);
-  for (size_t i = 0; i < nf; i++) {
-    const char *name = field_name(c, attrs, i);
-    if (!in_domain(name, dom->v.s, dom->n) || strlen(name + dom->n + 1) != kn ||
-        memcmp(name + dom->n + 1, key, kn) != 0)
-      continue;
-    if (!attrs) {
-      out->t = V_QTY;
-      sf_index_dev_cap(c->idx, c->dev, i, &out->v.q, NULL);
-      return 1;
-    }
-    const sf_attr_t *a = sf_index_dev_attr_at(c->idx, c->dev, i);
-    if (a->type == SF_ATTR_INT || a->type == SF_ATTR_BOOL) {
-      *out = a->type == SF_ATTR_INT ? sf__cel_int(a->i) : sf__cel_bool(a->i != 0);
-      return 1;
-    }
-    if (a->type == SF_ATTR_LIST) {
-      *out = sf__cel_unk(n, "list-type attributes are not supported in expressions");
-      return 1;
-    }
-    out->t = a->type == SF_ATTR_STRING ? V_STR : V_SEMVER;
-    out->v.s = a->s;
-    out->n = (uint32_t)strlen(a->s);
-    if (out->t == V_SEMVER && sf__cel_semver(out->v.s, out->n, NULL) != 0)
-      *out = sf__cel_unk(n, "the device's version attribute is not a semantic version");
-    return 1;
-  }
-  return 0;
 }

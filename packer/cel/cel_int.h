@@ -1,7 +1,9 @@
 /*
- * The CEL module's private layout, shared by cel_parse.c (which builds a
- * program), cel_eval.c (which runs it), cel_lib.c (strings, regular
- * expressions, quantities and semantic versions) and cel.c (the cache).
+ * The CEL module's private layout, shared by cel_lex.c and cel_parse.c
+ * (which build a program; their own state is in cel_lex.h), cel_eval.c
+ * (which runs it), cel_value.c (equality and order), cel_device.c (the
+ * device's maps), cel_lib.c (strings, regular expressions, quantities and
+ * semantic versions), cel_re.c and cel.c (the cache).
  * Not a public header. See cel.c for the language, the value model and the
  * error semantics.
  */
@@ -123,17 +125,21 @@ void sf__cel_parse(sf_cel_prog_t *p);
 /** Evaluates node n. */
 cel_val_t sf__cel_ev(cel_ctx_t *c, uint32_t n);
 
-/* Value constructors. */
+/* Value constructors (cel_value.c). */
 cel_val_t sf__cel_err(uint32_t node, const char *msg);
 cel_val_t sf__cel_unk(uint32_t node, const char *msg);
 cel_val_t sf__cel_bool(bool b);
 cel_val_t sf__cel_int(int64_t i);
-/** Reserves n bytes (plus a NUL) of scratch, or NULL when it is exhausted. */
+/* An error or UNKNOWN: what strict operations pass on. */
+#define BAD(x) ((x).t <= V_UNK)
+/** Of two values at least one of which is bad: UNKNOWN wins over an error (it might not be one). */
+cel_val_t sf__cel_worst(cel_val_t a, cel_val_t b);
+/** Reserves n bytes (plus a NUL) of scratch, or NULL when it is exhausted (cel_eval.c). */
 char *sf__cel_scratch(cel_ctx_t *c, size_t n);
 
 /** Calls library function `fn` (cel_lib.c) on evaluated arguments (no ERR/UNK among them). */
 cel_val_t sf__cel_call(cel_ctx_t *c, uint32_t node, const cel_val_t *a, uint32_t na);
-/** Compares two values for CEL equality: BOOL, or ERR/UNK. */
+/** Compares two values for CEL equality: BOOL, or ERR/UNK (cel_value.c). */
 cel_val_t sf__cel_eq(uint32_t node, const cel_val_t *a, const cel_val_t *b);
 /** Three-way order of two numbers or same-typed values: -1/0/1, 2 when unordered (NaN), 3 when incomparable. */
 int sf__cel_order(const cel_val_t *a, const cel_val_t *b);
@@ -147,6 +153,28 @@ void sf__cel_re_compile(cel_re_t *r, const char *pat, size_t len);
 int sf__cel_semver(const char *s, size_t n, int64_t part[3]);
 /** Orders two valid semantic versions by SemVer precedence: -1, 0, 1. */
 int sf__cel_semver_cmp(const char *a, size_t an, const char *b, size_t bn);
+
+/*
+ * The device's maps (cel_device.c). A domain map (ADOM/CDOM) holds the
+ * device's attributes (attrs) or capacities whose qualified name is in its
+ * domain; fields are read by position, 0 .. sf__cel_nfields.
+ */
+/** Is the qualified `name` in domain dom (dn bytes)? */
+bool sf__cel_in_domain(const char *name, const char *dom, uint32_t dn);
+/** The qualified name of the device's attribute (attrs) or capacity i; NULL past the last. */
+const char *sf__cel_field_name(const cel_ctx_t *c, bool attrs, size_t i);
+/** How many attributes (attrs) or capacities the device has. */
+size_t sf__cel_nfields(const cel_ctx_t *c, bool attrs);
+/** Whether any attribute (capacity) lives in the domain `key`. */
+bool sf__cel_has_domain(const cel_ctx_t *c, bool attrs, const char *key, size_t kn);
+/** How many of the device's attributes (capacities) are in the domain map dom. */
+int64_t sf__cel_ndomain_fields(const cel_ctx_t *c, bool attrs, const cel_val_t *dom);
+/**
+ * Looks `key` up in a map-like value (the device, its maps, a domain map): 1 found (*out),
+ * 0 missing, -1 when the value has no fields (*out an error).
+ */
+int sf__cel_lookup(cel_ctx_t *c, uint32_t n, const cel_val_t *m, const char *key, size_t kn,
+                   cel_val_t *out);
 /** Size of a device map value (ATTRS/CAPS: domains; ADOM/CDOM: fields); false for other values. */
 bool sf__cel_map_size(const cel_ctx_t *c, const cel_val_t *m, int64_t *out);
 /** The attribute or capacity `key` of domain `dom` on the context's device; 1 found, 0 not. */

@@ -1,5 +1,5 @@
 /*
- * Tests of sf_index_validate (packer/index.c): each invariant family it
+ * Tests of sf_index_validate (packer/index_validate.c): each invariant family it
  * checks is broken by hand, through the index's private layout, and the
  * checker must name it. The rest of the index's tests call it after every
  * mutation and expect it to pass.

@@ -1,0 +1,60 @@
+/*
+ * The CEL parser's state and the lexer's tokens, shared by cel_lex.c (which
+ * advances through the text, writes the string pool and records the first
+ * error) and cel_parse.c (which builds the nodes). Private to the two.
+ */
+#ifndef SF_PACKER_CEL_LEX_H
+#define SF_PACKER_CEL_LEX_H
+
+#include "cel_int.h"
+
+enum { T_EOF, T_INT, T_UINT, T_DOUBLE, T_STR, T_IDENT, T_PUNCT };
+
+#define PP(a, b) ((a) * 256 + (b))
+
+typedef struct {
+  int t;
+  uint32_t pos, len;       /* the token's bytes in the text */
+  uint64_t u;              /* T_INT (magnitude), T_UINT */
+  double d;
+  uint32_t soff, slen;     /* T_STR: decoded into the pool */
+  int punct;               /* a char, or PP(c1, c2) */
+} tok_t;
+
+typedef struct {
+  const char *name;
+  uint32_t len, slot;
+} scope_t;
+
+typedef struct {
+  sf_cel_prog_t *p;
+  const char *src;
+  uint32_t len, at;        /* lexer position */
+  tok_t cur;
+  bool failed;
+  char err[160];
+  uint32_t rec;            /* parser recursion */
+  uint16_t *depth; size_t depthcap;
+  size_t nodecap, kidcap, poolcap;
+  scope_t scope[CEL_SLOTS_MAX]; uint32_t nscope;
+} parser_t;
+
+/* Records the first error at byte `pos` (as "line:col: message"); later ones are dropped. */
+void sf__cel_fail(parser_t *ps, uint32_t pos, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Appends one byte to the program's string pool. */
+void sf__cel_pool_put(parser_t *ps, char c);
+/* Can c start (first) or continue an identifier? */
+bool sf__cel_isident(char c, bool first);
+/* Reads the next token into ps->cur (T_EOF at the end or after an error). */
+void sf__cel_next(parser_t *ps);
+/* Is the current token the punctuation c (a char, or PP(c1, c2))? */
+bool sf__cel_is_punct(const parser_t *ps, int c);
+/* Consumes the punctuation c if it is the current token. */
+bool sf__cel_accept(parser_t *ps, int c);
+/* Consumes the punctuation c, or fails. */
+void sf__cel_expect(parser_t *ps, int c);
+/* Is t the identifier `word`? */
+bool sf__cel_tok_is(const tok_t *t, const char *src, const char *word);
+
+#endif
