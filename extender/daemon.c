@@ -428,6 +428,7 @@ static int start_watch(daemon_t *d, const sf_daemon_options_t *opt, char *err, s
   d->sink.ud = d;
   sf_apiwatch_opts_t o = {.kube = d->kube, .policy_configmap = opt->policy_configmap,
                           .policy_cb = on_policy, .policy_ud = d, .sink = &d->sink,
+                          .watch_pods = true,
                           .staleness_ms = opt->stale_after_s * 1000u,
                           .silent_ms = opt->watch_silence_s * 1000u};
   discover_taint_rules(d);
