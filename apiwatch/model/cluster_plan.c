@@ -480,6 +480,23 @@ static void host_recheck(sf_cluster_t *c, const sf_pod_plan_t *p, const sf_node_
   free(short_pos);
 }
 
+/*
+ * A pod without claims can only add fragmentation (FGD's increase is 0 at
+ * best, the score of a node without GPUs), so a GPU node whose increase is
+ * above 0 is not as good as one without GPUs even when it is the best GPU
+ * node: it keeps at most SF_SCORE_MAX - 1. Raw scores at an increase of 0:
+ * 0 under fragmentation (-weight x dF), the step 50 under fgd. binpack and
+ * spread do not measure fragmentation and are left alone.
+ */
+static void cap_cpu_only(const sf_cluster_t *c, const sf_pod_plan_t *p, size_t n, sf_verdict_t *out) {
+  sf_strategy_t st = c->pol.strategy;
+  if (p->nclaims > 0 || (st != SF_STRATEGY_FRAGMENTATION && st != SF_STRATEGY_FGD)) return;
+  double ideal = st == SF_STRATEGY_FGD ? 50.0 : 0.0;
+  for (size_t i = 0; i < n; i++)
+    if (out[i].fit == SF_FIT_YES && out[i].score == SF_SCORE_MAX && out[i].raw < ideal && out[i].raw != 0.0)
+      out[i].score = SF_SCORE_MAX - 1;
+}
+
 int sf_cluster_evaluate(sf_cluster_t *c, const sf_pod_plan_t *p, const char *const *names,
                         size_t n, sf_verdict_t *out) {
   sf__mix_refresh(c);
@@ -512,6 +529,7 @@ int sf_cluster_evaluate(sf_cluster_t *c, const sf_pod_plan_t *p, const char *con
     free(sub);
   }
   if (r == 0 && m > 0 && (p->demand.cpu_milli > 0 || p->demand.mem_bytes > 0)) host_recheck(c, p, ids, pos, m, out);
+  if (r == 0) cap_cpu_only(c, p, n, out);
   free(ids);
   free(pos);
   return r;

@@ -1,5 +1,6 @@
 /* GET /debug/state: the cluster as JSON (nodes, devices, free capacity, allocations, pools, policy). */
 #include <string.h>
+#include "slicefit/mix.h"
 #include "cluster_int.h"
 
 static json_t *policy_json(const sf_policy_t *pol) {
@@ -41,8 +42,14 @@ static json_t *nodes_json(const sf_index_t *idx) {
     const sf_dev_id *devs = sf_index_node_devices(idx, n, &nd);
     json_t *dj = json_array();
     for (size_t i = 0; i < nd; i++) json_array_append_new(dj, device_json(idx, devs[i]));
-    json_array_append_new(arr, json_pack("{s:s,s:o}", "name", sf_index_node_name(idx, n),
-                                         "devices", dj));
+    int64_t ca, cu, ma, mu;
+    sf_index_node_cpu_mem(idx, n, &ca, &cu, &ma, &mu);
+    /* Allocatable from the Node (0: not known), requested by the pods bound to the node. */
+    json_array_append_new(arr, json_pack("{s:s,s:o,s:{s:I,s:I},s:{s:I,s:I}}", "name",
+                                         sf_index_node_name(idx, n), "devices", dj, "cpu_milli",
+                                         "allocatable", (json_int_t)ca, "requested", (json_int_t)cu,
+                                         "memory_bytes", "allocatable", (json_int_t)ma, "requested",
+                                         (json_int_t)mu));
   }
   return arr;
 }
@@ -97,7 +104,14 @@ json_t *sf_cluster_state_json(const sf_cluster_t *c) {
   for (int k = 1; k < SF_KIND_COUNT; k++)
     json_object_set_new(counts, sf_kind_name((sf_kind_t)k),
                         json_integer((json_int_t)sf_cluster_count(c, (sf_kind_t)k)));
-  return json_pack("{s:o,s:o,s:o,s:o,s:o}", "objects", counts, "pools", pools_json(c), "nodes",
+  json_t *mix = json_array();
+  sf_shape_t sh;
+  /* The learned workload mix the fragmentation strategy weighs nodes by. */
+  for (size_t i = 0; sf_mix_shape(c->idx, i, &sh) == 0; i++)
+    json_array_append_new(mix, json_pack("{s:I,s:I,s:i,s:b,s:f}", "cpu_milli", (json_int_t)sh.cpu_milli,
+                                         "amount_milli", (json_int_t)sh.amount, "count", (int)sh.count,
+                                         "island", sh.island, "weight", sh.weight));
+  return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o}", "objects", counts, "pools", pools_json(c), "nodes",
                    nodes_json(c->idx), "allocations", allocations_json(c), "policy",
-                   policy_json(&c->pol));
+                   policy_json(&c->pol), "learned_mix", mix);
 }
