@@ -384,7 +384,9 @@ int sf_cluster_plan(sf_cluster_t *c, const json_t *pod, sf_pod_plan_t **out, cha
   p->demand.nclaims = p->nclaims;
   p->demand.cpu_milli = o->u.pod.cpu_milli;
   p->demand.mem_bytes = o->u.pod.mem_bytes;
-  p->cpu_only = p->nclaims == 0 && (p->demand.cpu_milli > 0 || p->demand.mem_bytes > 0) &&
+  /* No claim at all (not one already allocated, which pins the pod, nor one not created yet). */
+  p->cpu_only = p->nclaims == 0 && !p->pin && !p->unsure && !p->failed && !p->conflict &&
+                (p->demand.cpu_milli > 0 || p->demand.mem_bytes > 0) &&
                 c->pol.cpu_only_pods == SF_CPU_ONLY_SCORE;
   *out = p;
   return 0;
@@ -432,7 +434,7 @@ static void unknown_node(const sf_cluster_t *c, const sf_pod_plan_t *p, const ch
     verdict(v, SF_FIT_UNSURE, NO_DEVICES);
     return;
   }
-  if (p->nclaims == 0) {
+  if (p->cpu_only) {
     verdict(v, SF_FIT_YES, "");
     v->score = SF_SCORE_MAX;
     return;
@@ -490,7 +492,7 @@ static void host_recheck(sf_cluster_t *c, const sf_pod_plan_t *p, const sf_node_
  */
 static void cap_cpu_only(const sf_cluster_t *c, const sf_pod_plan_t *p, size_t n, sf_verdict_t *out) {
   sf_strategy_t st = c->pol.strategy;
-  if (p->nclaims > 0 || (st != SF_STRATEGY_FRAGMENTATION && st != SF_STRATEGY_FGD)) return;
+  if (!p->cpu_only || (st != SF_STRATEGY_FRAGMENTATION && st != SF_STRATEGY_FGD)) return;
   double ideal = st == SF_STRATEGY_FGD ? 50.0 : 0.0;
   for (size_t i = 0; i < n; i++)
     if (out[i].fit == SF_FIT_YES && out[i].score == SF_SCORE_MAX && out[i].raw < ideal && out[i].raw != 0.0)

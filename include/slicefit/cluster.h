@@ -129,7 +129,11 @@ int sf_cluster_pods_validate(const sf_cluster_t *c, char *err, size_t errlen);
 /** Pools invalid for some node (duplicate device names, unknown counter sets, ...). */
 size_t sf_cluster_invalid_pools(const sf_cluster_t *c);
 
-/** JSON of nodes, devices, free capacity, allocations and the policy (GET /debug/state); a new reference. */
-json_t *sf_cluster_state_json(const sf_cluster_t *c);
+/**
+ * JSON of nodes (with CPU and memory), devices, free capacity, allocations,
+ * the learned mix and the policy (GET /debug/state); a new reference. The
+ * learned mix is brought up to date first, as before an evaluation.
+ */
+json_t *sf_cluster_state_json(sf_cluster_t *c);
 
 #endif
