@@ -152,10 +152,14 @@ static int sink_apply(void *ud, sf_kind_t kind, const json_t *obj, char *err, si
 {
   daemon_t *d = ud;
   log_event("apply", kind, obj);
+  uint64_t pods = sf_cluster_pod_changes(d->cluster);
   int rc = sf_cluster_apply(d->cluster, kind, obj, err, errlen);
   if (rc == 0 && kind == SF_KIND_RESOURCE_CLAIM)
     sf__pending_apply(d->pending, obj);
-  sf_extender_invalidate(d->ext);
+  /* Most pod events are status updates that change nothing slicefit keeps: the filter's
+   * verdicts stay good for the prioritize call that follows. */
+  if (kind != SF_KIND_POD || sf_cluster_pod_changes(d->cluster) != pods)
+    sf_extender_invalidate(d->ext);
   return rc;
 }
 
@@ -163,10 +167,12 @@ static int sink_remove(void *ud, sf_kind_t kind, const json_t *obj, char *err, s
 {
   daemon_t *d = ud;
   log_event("delete", kind, obj);
+  uint64_t pods = sf_cluster_pod_changes(d->cluster);
   int rc = sf_cluster_delete(d->cluster, kind, obj, err, errlen);
   if (rc == 0 && kind == SF_KIND_RESOURCE_CLAIM)
     sf__pending_delete(d->pending, obj);
-  sf_extender_invalidate(d->ext);
+  if (kind != SF_KIND_POD || sf_cluster_pod_changes(d->cluster) != pods)
+    sf_extender_invalidate(d->ext);
   return rc;
 }
 

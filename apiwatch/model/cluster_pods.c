@@ -128,6 +128,8 @@ static void host_add(sf_cluster_t *c, const cpod_t *p, int sign) {
 
 /* ---- claims' CPU in the learned mix ---- */
 
+uint64_t sf_cluster_pod_changes(const sf_cluster_t *c) { return c->pod_changes; }
+
 int64_t sf__claim_cpu(const sf_cluster_t *c, const char *claim_key) {
   int32_t i = sf_map_get(&c->claim_pods, claim_key, strlen(claim_key));
   return i >= 0 ? c->pods[i].cpu_milli : 0;
@@ -177,6 +179,7 @@ static const char *first_claim(const sf_pod_t *p, char *buf, size_t len) {
 /* Removes pods[i]: its host's sums, its claim's CPU, its slot (the last pod moves there). */
 static void pod_remove(sf_cluster_t *c, size_t i, char *touched, size_t len) {
   cpod_t *p = &c->pods[i];
+  c->pod_changes++;
   touched[0] = '\0';
   if (p->host >= 0) {
     snprintf(touched, len, "%s", c->hosts[p->host].name);
@@ -208,6 +211,7 @@ static void pod_add(sf_cluster_t *c, const sf_pod_t *p, const char *key, const c
                     char *node, size_t len) {
   sf_xgrow(&c->pods, &c->cappods, c->npods + 1, sizeof(*c->pods));
   size_t i = c->npods++;
+  c->pod_changes++;
   c->pods[i] = (cpod_t){sf_xstrdup(key), claim ? sf_xstrdup(claim) : NULL, -1, p->cpu_milli,
                         p->mem_bytes};
   sf_map_put(&c->pod_keys, key, strlen(key), (int32_t)i);

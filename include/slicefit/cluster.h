@@ -126,6 +126,14 @@ int sf_cluster_evaluate(sf_cluster_t *c, const sf_pod_plan_t *p, const char *con
  */
 int sf_cluster_pods_validate(const sf_cluster_t *c, char *err, size_t errlen);
 
+/**
+ * How many times a pod was kept, forgotten or changed in what slicefit uses
+ * of it (its node, its requests, its first claim). A pod event that moves it
+ * changed the index; one that does not (most pod status updates) did not,
+ * and answers cached before it are still right.
+ */
+uint64_t sf_cluster_pod_changes(const sf_cluster_t *c);
+
 /** Pools invalid for some node (duplicate device names, unknown counter sets, ...). */
 size_t sf_cluster_invalid_pools(const sf_cluster_t *c);
 

@@ -397,6 +397,20 @@ static void cpu_scores(sfx_t *s, const json_t *pod, long sc[3], bool pass[3])
   json_decref(args);
 }
 
+/* The value of a counter or gauge without labels on /metrics. */
+static double metric(sfx_t *s, const char *name)
+{
+  sfx_reply_t r;
+  char key[128];
+  snprintf(key, sizeof key, "\n%s ", name);
+  sfx_request(s, "GET", "/metrics", NULL, 0, &r);
+  const char *p = strstr(r.body, key);
+  double v = p ? atof(p + strlen(key)) : -1;
+  sfx_reply_free(&r);
+  cr_assert_geq(v, 0, "no %s on /metrics", name);
+  return v;
+}
+
 /* Polls until the score of node i for `pod` is `want` (10 s at most). */
 static void wait_score(sfx_t *s, const json_t *pod, size_t i, long want)
 {
@@ -461,6 +475,20 @@ Test(live, node_cpu_and_pods_steer_placement, .timeout = 90)
   cr_assert_eq(sc[0], 0, "gpu-a is short of CPU");
   cr_assert(pass[0], "and still passes the filter: NodeResourcesFit judges CPU");
   cr_assert(pass[1]);
+  /* A pod status update that changes nothing slicefit keeps leaves the filter's verdicts good for
+   * the prioritize call that follows (the evaluation cache); a change to the CPU would not. */
+  double events = metric(&s, "slicefit_apiwatch_events_total"), hits;
+  json_t *args1 = sfx_args(trainer, CPU_NODES, 3, true);
+  long st;
+  json_decref(sfx_post_json(&s, "/filter", args1, &st));
+  hits = metric(&s, "slicefit_eval_cache_hits_total");
+  json_object_set_new(json_object_get(cruncher, "status"), "podIP", json_string("10.0.3.7"));
+  put_pod(&api, cruncher);
+  while (metric(&s, "slicefit_apiwatch_events_total") <= events)
+    nap();
+  json_decref(sfx_post_json(&s, "/prioritize", args1, &st));
+  cr_assert_eq(metric(&s, "slicefit_eval_cache_hits_total"), hits + 1, "answered from the filter's verdicts");
+  json_decref(args1);
   /* A CPU-only pod under the default strategy: 5 CPUs on gpu-b would leave 3, short of the
    * typical GPU pod's 4; cpu-1 strands no GPU. */
   sfx_api_cmd(&api, "put configmaps {\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"

@@ -123,6 +123,23 @@ Test(cluster_pods, bound_pods_sum_per_node) {
   cr_assert_eq(sf_cluster_count(C, SF_KIND_POD), 1, "the ended and deleted pods are forgotten");
 }
 
+Test(cluster_pods, status_updates_change_nothing_kept) {
+  uint64_t v0 = sf_cluster_pod_changes(C);
+  apply(SF_KIND_UNKNOWN, pod("a", "pending-web", NULL, "1", NULL, "Pending"));
+  cr_assert_eq(sf_cluster_pod_changes(C), v0, "a pending pod without claims is not kept");
+  apply(SF_KIND_UNKNOWN, pod("a", "p1", "n1", "2", NULL, "Pending"));
+  uint64_t v1 = sf_cluster_pod_changes(C);
+  cr_assert_gt(v1, v0);
+  json_t *again = pod("a", "p1", "n1", "2", NULL, "Running");  /* containers started */
+  json_object_set_new(json_object_get(again, "status"), "podIP", json_string("10.0.3.7"));
+  apply(SF_KIND_UNKNOWN, again);
+  cr_assert_eq(sf_cluster_pod_changes(C), v1, "a status update keeps the cached answers");
+  apply(SF_KIND_UNKNOWN, pod("a", "p1", "n1", "3", NULL, "Running"));  /* resized */
+  cr_assert_gt(sf_cluster_pod_changes(C), v1);
+  del(SF_KIND_POD, pod("a", "never-seen", NULL, "1", NULL, NULL));
+  cr_assert_eq(sf_cluster_pod_changes(C), v1 + 2, "deleting a pod not kept changes nothing");
+}
+
 Test(cluster_pods, pods_before_their_node_enters_the_index) {
   apply(SF_KIND_UNKNOWN, pod("a", "p1", "n1", "2", NULL, NULL));
   apply(SF_KIND_UNKNOWN, node("n1", "16", "64Gi"));
