@@ -499,7 +499,8 @@ static void log_state(const daemon_t *d, const sf_daemon_options_t *opt)
               : opt->kubeconfig   ? opt->kubeconfig
                                   : "in-cluster",
               sf_index_node_count(idx),
-              sf_index_alloc_count(idx), sf_cluster_count(d->cluster, SF_KIND_RESOURCE_CLAIM),
+              sf_index_alloc_count(idx) - sf_cluster_pod_allocations(d->cluster),
+              sf_cluster_count(d->cluster, SF_KIND_RESOURCE_CLAIM),
               sf_strategy_name(sf_cluster_policy(d->cluster)->strategy),
               sf_extender_port(d->ext), d->debug ? sf_extender_port(d->debug) : 0u,
               d->metrics ? sf_extender_port(d->metrics) : 0u, sf_extender_probe_port(d->ext));

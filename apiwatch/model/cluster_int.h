@@ -96,6 +96,7 @@ struct sf_cluster {
   int32_t *free_hosts; size_t nfree_hosts, capfree_hosts;
   sf_map_t claim_pods;  /* claim "ns/name" -> index in pods of the pod whose CPU it carries */
   uint64_t pod_changes;  /* pods kept or forgotten, moved, resized (sf_cluster_pod_changes) */
+  size_t npod_allocs;    /* index allocations "pods on NODE" */
   size_t ninvalid;       /* pools invalid for some node */
 };
 

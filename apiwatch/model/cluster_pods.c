@@ -75,8 +75,10 @@ static const chost_t *host_get(const sf_cluster_t *c, const char *name) {
 void sf__host_unrecord(sf_cluster_t *c, const char *name) {
   char buf[KEY_MAX];
   sf_alloc_id a = sf_index_alloc_find(c->idx, holder(name, buf, sizeof buf));
-  if (a >= 0) sf_index_alloc_remove(c->idx, a);
+  if (a >= 0 && sf_index_alloc_remove(c->idx, a) == 0) c->npod_allocs--;
 }
+
+size_t sf_cluster_pod_allocations(const sf_cluster_t *c) { return c->npod_allocs; }
 
 void sf__host_sync(sf_cluster_t *c, const char *name) {
   sf_node_id id = sf_index_node_find(c->idx, name);
@@ -90,10 +92,11 @@ void sf__host_sync(sf_cluster_t *c, const char *name) {
   }
   const chost_t *h = host_get(c, name);
   char buf[KEY_MAX];
-  sf_alloc_id a = sf_index_alloc_find(c->idx, holder(name, buf, sizeof buf));
-  if (a >= 0) sf_index_alloc_remove(c->idx, a);
-  if (h && (h->cpu_milli > 0 || h->mem_bytes > 0))
-    sf_index_alloc_add(c->idx, buf, id, h->cpu_milli, h->mem_bytes, NULL, 0, SF_ALLOC_FORCE, NULL);
+  sf__host_unrecord(c, name);
+  holder(name, buf, sizeof buf);
+  if (h && (h->cpu_milli > 0 || h->mem_bytes > 0) &&
+      sf_index_alloc_add(c->idx, buf, id, h->cpu_milli, h->mem_bytes, NULL, 0, SF_ALLOC_FORCE, NULL) == 0)
+    c->npod_allocs++;
 }
 
 /* ---- hosts ---- */
@@ -279,6 +282,7 @@ int sf_cluster_pods_validate(const sf_cluster_t *c, char *err, size_t errlen) {
   int64_t *cpu = sf_xcalloc(c->nhosts + 1, sizeof(*cpu)), *mem = sf_xcalloc(c->nhosts + 1, sizeof(*mem));
   uint32_t *cnt = sf_xcalloc(c->nhosts + 1, sizeof(*cnt));
   int r = 0;
+  size_t nalloc = 0;
   for (size_t i = 0; i < c->npods; i++) {
     const cpod_t *p = &c->pods[i];
     if (p->host < 0) continue;
@@ -303,11 +307,14 @@ int sf_cluster_pods_validate(const sf_cluster_t *c, char *err, size_t errlen) {
     const cnode_t *n = sf__node_get(c, name);
     int64_t ca, cu, ma, mu;
     sf_index_node_cpu_mem(c->idx, id, &ca, &cu, &ma, &mu);
+    nalloc += h && (h->cpu_milli > 0 || h->mem_bytes > 0);
     if (cu != (h ? h->cpu_milli : 0)) r = bad(err, errlen, "the index's CPU in use", name, h ? h->cpu_milli : 0, cu);
     else if (mu != (h ? h->mem_bytes : 0)) r = bad(err, errlen, "the index's memory in use", name, h ? h->mem_bytes : 0, mu);
     else if (ca != (n ? n->cpu_milli : 0)) r = bad(err, errlen, "the index's allocatable CPU", name, n ? n->cpu_milli : 0, ca);
     else if (ma != (n ? n->mem_bytes : 0)) r = bad(err, errlen, "the index's allocatable memory", name, n ? n->mem_bytes : 0, ma);
   }
+  if (r == 0 && nalloc != c->npod_allocs)
+    r = bad(err, errlen, "the count of pods' allocations", "(all)", (int64_t)nalloc, (int64_t)c->npod_allocs);
   free(cpu);
   free(mem);
   free(cnt);

@@ -134,6 +134,9 @@ int sf_cluster_pods_validate(const sf_cluster_t *c, char *err, size_t errlen);
  */
 uint64_t sf_cluster_pod_changes(const sf_cluster_t *c);
 
+/** Index allocations that hold the CPU and memory of a node's pods (one per node with bound pods), not claims. */
+size_t sf_cluster_pod_allocations(const sf_cluster_t *c);
+
 /** Pools invalid for some node (duplicate device names, unknown counter sets, ...). */
 size_t sf_cluster_invalid_pools(const sf_cluster_t *c);
 

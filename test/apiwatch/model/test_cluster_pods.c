@@ -117,10 +117,15 @@ Test(cluster_pods, bound_pods_sum_per_node) {
   apply(SF_KIND_UNKNOWN, pod("a", "pending", "n1", "8", NULL, "Running"));
   cpu_of("n1", &a, &u);
   cr_assert_eq(u, 11000, "bound");
+  cr_assert_eq(sf_cluster_pod_allocations(C), 1, "one allocation holds n1's pods");
+  cr_assert_eq(sf_index_alloc_count(sf_cluster_index(C)), 1);
   del(SF_KIND_POD, pod("a", "p1", "n1", "3", "4Gi", NULL));
   cpu_of("n1", &a, &u);
   cr_assert_eq(u, 8000);
   cr_assert_eq(sf_cluster_count(C, SF_KIND_POD), 1, "the ended and deleted pods are forgotten");
+  del(SF_KIND_POD, pod("a", "pending", "n1", "8", NULL, NULL));
+  cr_assert_eq(sf_cluster_pod_allocations(C), 0, "no pods, no allocation");
+  cr_assert_eq(sf_index_alloc_count(sf_cluster_index(C)), 0);
 }
 
 Test(cluster_pods, status_updates_change_nothing_kept) {
