@@ -43,7 +43,7 @@
 #include "slicefit/log.h"
 
 /* Nodes, DeviceClasses, ResourceSlices, ResourceClaims, DeviceTaintRules and the policy ConfigMap. */
-#define MAX_RES 6
+#define MAX_RES 7
 #define MAX_ERR_BODY ((size_t)64 << 10)
 #define INITIAL_END "k8s.io/initial-events-end"
 
@@ -904,6 +904,12 @@ sf_apiwatch_t *sf_apiwatch_create_sink(uv_loop_t *loop, const sf_apiwatch_opts_t
   res_t *claims = add_res(w, "resourceclaims", "/apis/resource.k8s.io/v1/resourceclaims",
                           SF_KIND_RESOURCE_CLAIM);
   claims->after = (int)(claims - w->res) - 1;
+  if (w->o.watch_pods) {
+    /* Every pod that has not ended, as kube-scheduler's own informer watches them: the bound
+     * ones give each node its CPU in use, the pending ones their claims' CPU. */
+    res_t *pods = add_res(w, "pods", "/api/v1/pods", SF_KIND_POD);
+    pods->selector = sf_xstrdup("status.phase!=Succeeded,status.phase!=Failed");
+  }
   if (w->o.device_taint_rules) {
     char path[128];
     snprintf(path, sizeof path, "/apis/resource.k8s.io/%.16s/devicetaintrules",

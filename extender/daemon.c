@@ -152,10 +152,14 @@ static int sink_apply(void *ud, sf_kind_t kind, const json_t *obj, char *err, si
 {
   daemon_t *d = ud;
   log_event("apply", kind, obj);
+  uint64_t pods = sf_cluster_pod_changes(d->cluster);
   int rc = sf_cluster_apply(d->cluster, kind, obj, err, errlen);
   if (rc == 0 && kind == SF_KIND_RESOURCE_CLAIM)
     sf__pending_apply(d->pending, obj);
-  sf_extender_invalidate(d->ext);
+  /* Most pod events are status updates that change nothing slicefit keeps: the filter's
+   * verdicts stay good for the prioritize call that follows. */
+  if (kind != SF_KIND_POD || sf_cluster_pod_changes(d->cluster) != pods)
+    sf_extender_invalidate(d->ext);
   return rc;
 }
 
@@ -163,10 +167,12 @@ static int sink_remove(void *ud, sf_kind_t kind, const json_t *obj, char *err, s
 {
   daemon_t *d = ud;
   log_event("delete", kind, obj);
+  uint64_t pods = sf_cluster_pod_changes(d->cluster);
   int rc = sf_cluster_delete(d->cluster, kind, obj, err, errlen);
   if (rc == 0 && kind == SF_KIND_RESOURCE_CLAIM)
     sf__pending_delete(d->pending, obj);
-  sf_extender_invalidate(d->ext);
+  if (kind != SF_KIND_POD || sf_cluster_pod_changes(d->cluster) != pods)
+    sf_extender_invalidate(d->ext);
   return rc;
 }
 
@@ -428,6 +434,7 @@ static int start_watch(daemon_t *d, const sf_daemon_options_t *opt, char *err, s
   d->sink.ud = d;
   sf_apiwatch_opts_t o = {.kube = d->kube, .policy_configmap = opt->policy_configmap,
                           .policy_cb = on_policy, .policy_ud = d, .sink = &d->sink,
+                          .watch_pods = true,
                           .staleness_ms = opt->stale_after_s * 1000u,
                           .silent_ms = opt->watch_silence_s * 1000u};
   discover_taint_rules(d);
@@ -492,7 +499,8 @@ static void log_state(const daemon_t *d, const sf_daemon_options_t *opt)
               : opt->kubeconfig   ? opt->kubeconfig
                                   : "in-cluster",
               sf_index_node_count(idx),
-              sf_index_alloc_count(idx), sf_cluster_count(d->cluster, SF_KIND_RESOURCE_CLAIM),
+              sf_index_alloc_count(idx) - sf_cluster_pod_allocations(d->cluster),
+              sf_cluster_count(d->cluster, SF_KIND_RESOURCE_CLAIM),
               sf_strategy_name(sf_cluster_policy(d->cluster)->strategy),
               sf_extender_port(d->ext), d->debug ? sf_extender_port(d->debug) : 0u,
               d->metrics ? sf_extender_port(d->metrics) : 0u, sf_extender_probe_port(d->ext));

@@ -89,7 +89,7 @@ static void put_sizes(sf__buf_t *b, sf_cluster_t *c)
   put_gauge(b, "slicefit_index_nodes", "Nodes in the index.", (double)sf_index_node_count(idx));
   put_gauge(b, "slicefit_index_devices", "Devices offered in the index.", (double)ndev);
   put_gauge(b, "slicefit_index_allocations", "Allocations (claims holding devices) in the index.",
-            (double)sf_index_alloc_count(idx));
+            (double)(sf_index_alloc_count(idx) - sf_cluster_pod_allocations(c)));
   put_gauge(b, "slicefit_index_bytes", "Heap bytes the index holds.",
             (double)sf_index_mem_bytes(idx));
   put_gauge(b, "slicefit_pools_invalid",

@@ -4,10 +4,11 @@
  * The input is JSON. An object is decoded as whatever its "kind" says; an
  * array is a sequence of operations on a new cluster: each element is
  * applied (a "List" element is loaded whole, an element with "$delete"
- * deletes, a Pod is planned and evaluated on every node). Invariants, after
- * every operation:
+ * deletes, a Pod is planned and evaluated on every node, or recorded as a
+ * watched pod when it has "$apply": true). Invariants, after every operation:
  *   - a failed decode or apply names a path and a reason ("...: ...");
- *   - the index is consistent (sf_index_validate);
+ *   - the index is consistent (sf_index_validate), and each node's CPU and
+ *     memory in use are the sums over its pods (sf_cluster_pods_validate);
  *   - a failed apply changes nothing: the object counts and the devices per
  *     node are what they were;
  *   - every verdict is YES, NO or UNSURE, with a reason unless YES.
@@ -49,6 +50,11 @@ static void check_valid(sf_cluster_t *c) {
     fprintf(stderr, "index invalid: %s\n", why);
     abort();
   }
+  /* Each node's CPU and memory in use are its bound pods' sums, and the index carries them. */
+  if (sf_cluster_pods_validate(c, why, sizeof why) != 0) {
+    fprintf(stderr, "pods' sums invalid: %s\n", why);
+    abort();
+  }
 }
 
 static void plan_pod(sf_cluster_t *c, const json_t *pod) {
@@ -76,7 +82,8 @@ static void operate(sf_cluster_t *c, const json_t *op) {
   char err[SF_ERR_MAX] = "", *before = summary(c);
   const char *kind = json_string_value(json_object_get(op, "kind"));
   int r = 0;
-  if (kind && !strcmp(kind, "Pod")) plan_pod(c, op);
+  /* A Pod is planned and evaluated, or with "$apply": true recorded as a watched pod. */
+  if (kind && !strcmp(kind, "Pod") && !json_is_true(json_object_get(op, "$apply"))) plan_pod(c, op);
   else if (kind && !strcmp(kind, "List")) r = sf_cluster_load_list(c, op, err, sizeof err);
   else if (json_is_true(json_object_get(op, "$delete")))
     r = sf_cluster_delete(c, SF_KIND_UNKNOWN, op, err, sizeof err);

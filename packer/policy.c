@@ -43,7 +43,7 @@
 #define WEIGHT_MAX 1e6
 #define MODEL_FORBID ",:=|@!"
 
-typedef enum { K_STRATEGY, K_CHOICE, K_NAME, K_ISLANDS, K_MIX, K_WEIGHT, K_UINT } kind_t;
+typedef enum { K_STRATEGY, K_CHOICE, K_CPU_ONLY, K_NAME, K_ISLANDS, K_MIX, K_WEIGHT, K_UINT } kind_t;
 
 typedef struct {
   kind_t kind;
@@ -77,6 +77,8 @@ static const sf_policy_key_t keys[] = {
   { "max_sharers", "0", "most allocations on one shared device, 0 = unlimited" },
   { "headroom_pct", "0", "percent of each shared device's capacity kept free" },
   { "search_budget", "4096", "most search steps per node before a node is passed as unsure" },
+  { "cpu_only_pods", "score",
+    "pods without claims: score places them by the strategy (FGD keeps a typical pod's CPU free); pass leaves them to kube-scheduler" },
 };
 
 static const rule_t rules[] = {
@@ -93,6 +95,7 @@ static const rule_t rules[] = {
   { K_UINT, offsetof(sf_policy_t, max_sharers), 0, 100000 },
   { K_UINT, offsetof(sf_policy_t, headroom_pct), 0, 99 },
   { K_UINT, offsetof(sf_policy_t, search_budget), 16, 10000000 },
+  { K_CPU_ONLY, 0, 0, 0 },
 };
 
 #define NKEYS (sizeof keys / sizeof keys[0])
@@ -100,6 +103,7 @@ _Static_assert(sizeof rules / sizeof rules[0] == NKEYS, "one rule per key");
 
 static const char *const strategies[] = { "fragmentation", "fgd", "binpack", "spread" };
 static const char *const choices[] = { "first-fit", "packer" };
+static const char *const cpu_only[] = { "score", "pass" };
 
 /* ---- text spans ---- */
 
@@ -421,6 +425,10 @@ static int apply(sf_policy_t *pol, const rule_t *r, span_t v, char *err, size_t 
     if ((rc = set_enum(choices, 2, v, &e, err, errlen)) == 0)
       pol->device_choice = (sf_choice_t)e;
     return rc;
+  case K_CPU_ONLY:
+    if ((rc = set_enum(cpu_only, 2, v, &e, err, errlen)) == 0)
+      pol->cpu_only_pods = (sf_cpu_only_t)e;
+    return rc;
   case K_ISLANDS:
   case K_MIX:
     return set_list(pol, r->kind, v, err, errlen);
@@ -606,6 +614,9 @@ static void put_value(out_t *o, const sf_policy_t *pol, const rule_t *r)
     break;
   case K_CHOICE:
     puts_(o, (unsigned)pol->device_choice < 2 ? choices[pol->device_choice] : "unknown");
+    break;
+  case K_CPU_ONLY:
+    puts_(o, (unsigned)pol->cpu_only_pods < 2 ? cpu_only[pol->cpu_only_pods] : "unknown");
     break;
   case K_NAME:
     puts_(o, field);

@@ -24,16 +24,17 @@ _Static_assert((int)SF_OBJ_DEVICE_TAINT_RULE == (int)SF_KIND_DEVICE_TAINT_RULE, 
 sf_kind_t sf_kind_from_name(const char *kind) {
   sf_obj_kind_t k = sf_obj_kind_from_name(kind);
   if (k == SF_OBJ_NODE) return SF_KIND_NODE;
+  if (k == SF_OBJ_POD) return SF_KIND_POD;
   return k < (sf_obj_kind_t)SF_KIND_NODE ? (sf_kind_t)k : SF_KIND_UNKNOWN;
 }
 
 /* The decoder's kind of a cluster kind (they agree up to the taint rules). */
 static sf_obj_kind_t obj_kind(sf_kind_t kind) {
-  return kind == SF_KIND_NODE ? SF_OBJ_NODE : (sf_obj_kind_t)kind;
+  return kind == SF_KIND_NODE ? SF_OBJ_NODE : kind == SF_KIND_POD ? SF_OBJ_POD : (sf_obj_kind_t)kind;
 }
 
 static sf_kind_t cluster_kind(sf_obj_kind_t kind) {
-  return kind == SF_OBJ_NODE ? SF_KIND_NODE : (sf_kind_t)kind;
+  return kind == SF_OBJ_NODE ? SF_KIND_NODE : kind == SF_OBJ_POD ? SF_KIND_POD : (sf_kind_t)kind;
 }
 
 const char *sf_kind_name(sf_kind_t kind) { return sf_obj_kind_name(obj_kind(kind)); }
@@ -148,6 +149,7 @@ sf_cluster_t *sf_cluster_create_seeded(const sf_policy_t *pol, uint64_t hash_see
   c->scratch = sf__arena_create();
   sf_map_init(&c->logged, hash_seed);
   sf_map_init(&c->node_keys, hash_seed);
+  sf__pods_init(c);
   return c;
 }
 
@@ -156,6 +158,7 @@ void sf_cluster_destroy(sf_cluster_t *c) {
   sf__pools_free(c);
   sf__nodes_free(c);
   sf_map_dispose(&c->node_keys);
+  sf__pods_free(c);
   sf_map_dispose(&c->pool_keys);
   json_decref(c->node_refs);
   sf__claim_pools_free(c);
@@ -183,6 +186,7 @@ const sf_policy_t *sf_cluster_policy(const sf_cluster_t *c) { return &c->pol; }
 sf_index_t *sf_cluster_index(sf_cluster_t *c) { return c->idx; }
 size_t sf_cluster_count(const sf_cluster_t *c, sf_kind_t kind) {
   if (kind == SF_KIND_NODE) return c->ncnodes;
+  if (kind == SF_KIND_POD) return c->npods;
   return kind > SF_KIND_UNKNOWN && kind < SF_KIND_COUNT ? c->stores[kind].n : 0;
 }
 
@@ -316,6 +320,11 @@ int sf_cluster_apply(sf_cluster_t *c, sf_kind_t kind, const json_t *obj, char *e
     sf_object_free(o);
     return 0;
   }
+  if (kind == SF_KIND_POD) {
+    sf__pod_set(c, &o->u.pod);
+    sf_object_free(o);
+    return 0;
+  }
   /* A claim re-applied loses its old allocation in sf__claim_record, before the new one. */
   return change(c, kind, sf__obj_key(&o->u.meta, key, sizeof key), o, err, errlen);
 }
@@ -332,6 +341,10 @@ int sf_cluster_delete(sf_cluster_t *c, sf_kind_t kind, const json_t *obj, char *
     return 0;
   }
   sf__obj_key(&m, key, sizeof key);
+  if (kind == SF_KIND_POD) {
+    sf__pod_del(c, key);
+    return 0;
+  }
   if (!sf__store_get(&c->stores[kind], key)) return 0;
   return change(c, kind, key, NULL, err, errlen);
 }
@@ -450,8 +463,9 @@ int sf_cluster_replace(sf_cluster_t *c, sf_kind_t kind, const json_t *items, cha
     return r;
   }
   if ((r = decode_items(items, kind, &objs, &n, err, errlen)) < 0) return r;
-  if (kind == SF_KIND_NODE) {
-    install_nodes(c, objs, n, false);
+  if (kind == SF_KIND_NODE || kind == SF_KIND_POD) {
+    if (kind == SF_KIND_NODE) install_nodes(c, objs, n, false);
+    else sf__pods_install(c, objs, n, false);
     free(objs);
     return 0;
   }
@@ -501,6 +515,8 @@ int sf_cluster_load_list(sf_cluster_t *c, const json_t *list, char *err, size_t 
   split(objs, n, per, cnt);
   /* Nodes first: which slices reach which node depends on them. */
   if (cnt[SF_KIND_NODE]) install_nodes(c, per[SF_KIND_NODE], cnt[SF_KIND_NODE], true);
+  /* Pods next (the nodes' CPU in use, the claims' CPU): they cannot fail. */
+  if (cnt[SF_KIND_POD]) sf__pods_install(c, per[SF_KIND_POD], cnt[SF_KIND_POD], true);
   /* Slices first (the only step that can fail, so nothing else is changed then), then the
    * classes, the claims whose allocations need the devices, and the taint rules. */
   static const sf_kind_t order[] = {SF_KIND_RESOURCE_SLICE, SF_KIND_DEVICE_CLASS,

@@ -45,11 +45,30 @@ typedef struct {
   char **invalid_nodes; size_t ninvalid_nodes, capinvalid;  /* owned: the nodes it is invalid for */
 } pool_t;
 
-/* A Node as the cluster keeps it: its name and labels (owned copies). */
+/* A Node as the cluster keeps it: its name and labels (owned copies), its allocatable amounts. */
 typedef struct {
   char *name;
   char **keys, **vals; size_t nlabels;
+  int64_t cpu_milli, mem_bytes;
 } cnode_t;
+
+/*
+ * A pod as the cluster keeps it (cluster_pods.c): only what node CPU and the
+ * learned mix need. `host` is its node's slot in hosts (-1: not bound);
+ * `claim` the key of its first claim ("ns/name"), or NULL.
+ */
+typedef struct {
+  char *key, *claim;
+  int32_t host;
+  int64_t cpu_milli, mem_bytes;
+} cpod_t;
+
+/* The pods bound to one node: their summed requests. A slot with name NULL is free. */
+typedef struct {
+  char *name;
+  int64_t cpu_milli, mem_bytes;
+  uint32_t npods;
+} chost_t;
 
 struct sf_cluster {
   sf_policy_t pol;
@@ -70,6 +89,14 @@ struct sf_cluster {
   sf_map_t node_keys;   /* Node name -> index in cnodes */
   cnode_t *cnodes; size_t ncnodes, capcnodes;
   bool nodes_tracked;    /* Nodes come in (a Node list or watch): unknown names are not nodes */
+  sf_map_t pod_keys;    /* pod "ns/name" -> index in pods */
+  cpod_t *pods; size_t npods, cappods;
+  sf_map_t host_keys;   /* node name -> slot in hosts */
+  chost_t *hosts; size_t nhosts, caphosts;
+  int32_t *free_hosts; size_t nfree_hosts, capfree_hosts;
+  sf_map_t claim_pods;  /* claim "ns/name" -> index in pods of the pod whose CPU it carries */
+  uint64_t pod_changes;  /* pods kept or forgotten, moved, resized (sf_cluster_pod_changes) */
+  size_t npod_allocs;    /* index allocations "pods on NODE" */
   size_t ninvalid;       /* pools invalid for some node */
 };
 
@@ -82,6 +109,26 @@ bool sf__node_set(sf_cluster_t *c, const sf_node_t *o);
 /** Forgets a Node; true when it was known. */
 bool sf__node_del(sf_cluster_t *c, const char *name);
 void sf__nodes_free(sf_cluster_t *c);
+/**
+ * Brings the index node `name` (if the index has it) in line with the Node's
+ * allocatable CPU and memory and the pods bound to it (one allocation,
+ * "pods on NAME", forced). Called when a node enters the index, when its
+ * Node or its pods change.
+ */
+void sf__host_sync(sf_cluster_t *c, const char *name);
+/** Takes the pods' allocation off the index node (before the node leaves the index). */
+void sf__host_unrecord(sf_cluster_t *c, const char *name);
+/** Records (or re-records, or forgets when it has ended or asks nothing) a decoded pod. */
+void sf__pod_set(sf_cluster_t *c, const sf_pod_t *p);
+/** Forgets the pod with key "ns/name". */
+void sf__pod_del(sf_cluster_t *c, const char *key);
+/** Makes the decoded pods objs[0..n) (freed here) the pods, with the old ones too when `merge`. */
+void sf__pods_install(sf_cluster_t *c, sf_object_t **objs, size_t n, bool merge);
+/** CPU of the pod whose first claim is `claim_key`, 0 when none is known. */
+int64_t sf__claim_cpu(const sf_cluster_t *c, const char *claim_key);
+void sf__pods_init(sf_cluster_t *c);
+void sf__pods_free(sf_cluster_t *c);
+
 /** Does the NodeSelector (JSON, core/v1) select the node? */
 bool sf__nodesel_match(const json_t *sel, const cnode_t *n);
 /** Republishes the pools whose reach depends on Nodes (selectors, allNodes). */

@@ -1,13 +1,15 @@
 /*
- * The Nodes the cluster knows: name and labels only, for two questions the
- * in-tree allocator asks of a node: which ResourceSlices reach it (a slice's
+ * The Nodes the cluster knows: name, labels and allocatable CPU and memory
+ * (which the index's nodes carry, for the FGD rule that a node short of CPU
+ * strands its GPUs), and for two questions the in-tree allocator asks of a node: which ResourceSlices reach it (a slice's
  * or a device's nodeSelector, allNodes) and whether the node exists at all
  * (a node in the Node list that no complete pool reaches cannot take a
  * claim; a name absent from the list stays unsure).
  *
  * A Node object is large (status, images) and changes every few seconds
- * (heartbeats); the cluster keeps none of it but a copy of the name and the
- * labels, and an update that leaves the labels as they were costs a compare.
+ * (heartbeats); the cluster keeps none of it but a copy of the name, the
+ * labels and two integers, and an update that leaves them as they were costs
+ * a compare.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +50,12 @@ bool sf__node_set(sf_cluster_t *c, const sf_node_t *o) {
   const char *name = o->meta.name;
   int32_t i = sf_map_get(&c->node_keys, name, strlen(name));
   c->nodes_tracked = true;
+  bool alloc = i < 0 || c->cnodes[i].cpu_milli != o->cpu_milli || c->cnodes[i].mem_bytes != o->mem_bytes;
+  if (i >= 0 && alloc) {
+    c->cnodes[i].cpu_milli = o->cpu_milli;
+    c->cnodes[i].mem_bytes = o->mem_bytes;
+    sf__host_sync(c, name);
+  }
   if (i >= 0 && same_labels(&c->cnodes[i], o)) return false;
   if (i < 0) {
     sf_xgrow(&c->cnodes, &c->capcnodes, c->ncnodes + 1, sizeof(*c->cnodes));
@@ -66,6 +74,9 @@ bool sf__node_set(sf_cluster_t *c, const sf_node_t *o) {
     n->vals[k] = sf_xstrdup(o->labels[k].value);
   }
   n->nlabels = o->nlabels;
+  n->cpu_milli = o->cpu_milli;
+  n->mem_bytes = o->mem_bytes;
+  if (alloc) sf__host_sync(c, name);
   return true;
 }
 
@@ -73,12 +84,16 @@ bool sf__node_del(sf_cluster_t *c, const char *name) {
   int32_t i = sf_map_get(&c->node_keys, name, strlen(name));
   if (i < 0) return false;
   sf_map_del(&c->node_keys, name, strlen(name));
+  char *gone = c->cnodes[i].name;
+  c->cnodes[i].name = NULL;
   cnode_free(&c->cnodes[i]);
   if ((size_t)i != --c->ncnodes) {
     c->cnodes[i] = c->cnodes[c->ncnodes];
     const char *moved = c->cnodes[i].name;
     sf_map_put(&c->node_keys, moved, strlen(moved), i);
   }
+  sf__host_sync(c, gone);  /* no allocatable amounts known any more */
+  free(gone);
   return true;
 }
 

@@ -26,6 +26,7 @@ struct sf_pod_plan {
   sf_arena_t *a;
   sf_object_t *pod;
   bool unsure, conflict, failed;
+  bool cpu_only;                 /* no claim, some CPU or memory, and the policy scores such pods */
   char why[SF_REASON_MAX];       /* unsure or conflict */
   char fail_why[SF_REASON_MAX];  /* failed: why DRA fails a claim of the pod */
   const char *pin;               /* node every claim allocated so far is on */
@@ -344,7 +345,9 @@ void sf__claim_learn(sf_cluster_t *c, const sf_object_t *o, int sign) {
   /* A claim the plan cannot read (its class unknown yet) teaches nothing: a class
    * arriving marks the mix dirty, and the rebuild reads it again. */
   if (!p.unsure && !p.failed) {
-    sf_demand_t d = {p.claims, p.nclaims, 0, 0};
+    /* With the CPU of the pod behind it, as the replay learns a pod: a node short of that CPU
+     * strands its GPUs for this shape (FGD's "lack CPU" rule). */
+    sf_demand_t d = {p.claims, p.nclaims, sf__claim_cpu(c, key), 0};
     sf_mix_learn(c->packer, c->idx, &c->pol, &d, sign);
   }
   /* The mix keeps shapes, not selectors: the programs go back now. */
@@ -379,6 +382,12 @@ int sf_cluster_plan(sf_cluster_t *c, const json_t *pod, sf_pod_plan_t **out, cha
   plan_ext(c, p, &o->u.pod);
   p->demand.claims = p->claims;
   p->demand.nclaims = p->nclaims;
+  p->demand.cpu_milli = o->u.pod.cpu_milli;
+  p->demand.mem_bytes = o->u.pod.mem_bytes;
+  /* No claim at all (not one already allocated, which pins the pod, nor one not created yet). */
+  p->cpu_only = p->nclaims == 0 && !p->pin && !p->unsure && !p->failed && !p->conflict &&
+                (p->demand.cpu_milli > 0 || p->demand.mem_bytes > 0) &&
+                c->pol.cpu_only_pods == SF_CPU_ONLY_SCORE;
   *out = p;
   return 0;
 }
@@ -395,7 +404,7 @@ void sf_pod_plan_free(sf_pod_plan_t *p) {
 }
 
 bool sf_pod_plan_empty(const sf_pod_plan_t *p) {
-  return p->nclaims == 0 && !p->pin && !p->unsure && !p->conflict && !p->failed;
+  return p->nclaims == 0 && !p->pin && !p->unsure && !p->conflict && !p->failed && !p->cpu_only;
 }
 
 /* One verdict without formatting: thousands of nodes share one reason. */
@@ -412,10 +421,22 @@ static void verdict(sf_verdict_t *v, sf_fit_t fit, const char *why) {
 #define NO_POOL "no complete, valid resource pool reaches the node"
 #define NO_POOL_INVALID "no complete, valid resource pool reaches the node (invalid resource pools were encountered)"
 
-/* A node the index does not know: NO when it is a known Node (nothing reaches it), else UNSURE. */
-static void unknown_node(const sf_cluster_t *c, const char *name, sf_verdict_t *v) {
+#define NO_GPUS_CPU_ONLY "the node has no GPU to strand: the best place for a pod without claims"
+#define HOST_SHORT "kube-scheduler judges CPU and memory (its view counts the pods it has just placed)"
+
+/*
+ * A node the index does not know: NO when it is a known Node (nothing reaches it), else UNSURE.
+ * For a pod without claims a known Node without devices is the best place there is: FGD's
+ * fragmentation cannot grow there (its increase is 0, the least any node can have).
+ */
+static void unknown_node(const sf_cluster_t *c, const sf_pod_plan_t *p, const char *name, sf_verdict_t *v) {
   if (!c->nodes_tracked || !sf__node_get(c, name)) {
     verdict(v, SF_FIT_UNSURE, NO_DEVICES);
+    return;
+  }
+  if (p->cpu_only) {
+    verdict(v, SF_FIT_YES, "");
+    v->score = SF_SCORE_MAX;
     return;
   }
   bool invalid = false;
@@ -423,6 +444,59 @@ static void unknown_node(const sf_cluster_t *c, const char *name, sf_verdict_t *
     for (size_t k = 0; k < c->pools[i]->ninvalid_nodes && !invalid; k++)
       invalid = !strcmp(c->pools[i]->invalid_nodes[k], name);
   verdict(v, SF_FIT_NO, invalid ? NO_POOL_INVALID : NO_POOL);
+}
+
+/*
+ * kube-scheduler's NodeResourcesFit has passed every node the extender sees,
+ * counting the pods it has just placed and not yet bound; the index lags it.
+ * So a node the core finds short of CPU or memory is no reason to reject:
+ * it is judged again without them, and passed unscored (UNSURE) when its
+ * devices fit. The devices alone still reject (a GPU reason), and the node
+ * gets no score over the nodes where the pod's CPU fits.
+ */
+static void host_recheck(sf_cluster_t *c, const sf_pod_plan_t *p, const sf_node_id *ids, const size_t *pos,
+                         size_t m, sf_verdict_t *out) {
+  sf_node_id *short_ids = sf_xmalloc(m * sizeof(*short_ids));
+  size_t *short_pos = sf_xmalloc(m * sizeof(*short_pos)), k = 0;
+  for (size_t i = 0; i < m; i++) {
+    int64_t ca, cu, ma, mu;
+    if (out[pos[i]].fit != SF_FIT_NO) continue;
+    sf_index_node_cpu_mem(c->idx, ids[i], &ca, &cu, &ma, &mu);
+    if ((ca > 0 && p->demand.cpu_milli > ca - cu) || (ma > 0 && p->demand.mem_bytes > ma - mu)) {
+      short_ids[k] = ids[i];
+      short_pos[k++] = pos[i];
+    }
+  }
+  if (k > 0) {
+    sf_demand_t d = p->demand;
+    sf_verdict_t *v = sf_xmalloc(k * sizeof(*v));
+    d.cpu_milli = d.mem_bytes = 0;
+    if (sf_packer_evaluate(c->packer, c->idx, &c->pol, &d, short_ids, k, 0, v) == 0)
+      for (size_t i = 0; i < k; i++) {
+        if (v[i].fit == SF_FIT_NO) out[short_pos[i]] = v[i];
+        else verdict(&out[short_pos[i]], SF_FIT_UNSURE, HOST_SHORT);
+      }
+    free(v);
+  }
+  free(short_ids);
+  free(short_pos);
+}
+
+/*
+ * A pod without claims can only add fragmentation (FGD's increase is 0 at
+ * best, the score of a node without GPUs), so a GPU node whose increase is
+ * above 0 is not as good as one without GPUs even when it is the best GPU
+ * node: it keeps at most SF_SCORE_MAX - 1. Raw scores at an increase of 0:
+ * 0 under fragmentation (-weight x dF), the step 50 under fgd. binpack and
+ * spread do not measure fragmentation and are left alone.
+ */
+static void cap_cpu_only(const sf_cluster_t *c, const sf_pod_plan_t *p, size_t n, sf_verdict_t *out) {
+  sf_strategy_t st = c->pol.strategy;
+  if (!p->cpu_only || (st != SF_STRATEGY_FRAGMENTATION && st != SF_STRATEGY_FGD)) return;
+  double ideal = st == SF_STRATEGY_FGD ? 50.0 : 0.0;
+  for (size_t i = 0; i < n; i++)
+    if (out[i].fit == SF_FIT_YES && out[i].score == SF_SCORE_MAX && out[i].raw < ideal && out[i].raw != 0.0)
+      out[i].score = SF_SCORE_MAX - 1;
 }
 
 int sf_cluster_evaluate(sf_cluster_t *c, const sf_pod_plan_t *p, const char *const *names,
@@ -441,7 +515,7 @@ int sf_cluster_evaluate(sf_cluster_t *c, const sf_pod_plan_t *p, const char *con
     else if (p->pin && strcmp(p->pin, names[i])) verdict(&out[i], SF_FIT_NO, p->pin_why);
     else if (p->unsure) verdict(&out[i], SF_FIT_UNSURE, p->why);
     else if ((id = sf_index_node_find(c->idx, names[i])) < 0)
-      unknown_node(c, names[i], &out[i]);
+      unknown_node(c, p, names[i], &out[i]);
     else {
       ids[m] = id;
       pos[m++] = i;
@@ -456,6 +530,8 @@ int sf_cluster_evaluate(sf_cluster_t *c, const sf_pod_plan_t *p, const char *con
     for (size_t k = 0; r == 0 && k < m; k++) out[pos[k]] = sub[k];
     free(sub);
   }
+  if (r == 0 && m > 0 && (p->demand.cpu_milli > 0 || p->demand.mem_bytes > 0)) host_recheck(c, p, ids, pos, m, out);
+  if (r == 0) cap_cpu_only(c, p, n, out);
   free(ids);
   free(pos);
   return r;

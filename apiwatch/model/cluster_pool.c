@@ -310,7 +310,10 @@ static void mark_invalid(sf_cluster_t *c, pool_t *p, const char *node, const cha
 static int publish(sf_cluster_t *c, pool_t *p, const char *node, node_set_t *ns) {
   sf_node_id id;
   sf_node_spec_t spec = {.name = node};
-  if (sf_index_node_find(c->idx, node) < 0) sf_index_node_upsert(c->idx, &spec, &id);
+  if (sf_index_node_find(c->idx, node) < 0) {
+    sf_index_node_upsert(c->idx, &spec, &id);
+    sf__host_sync(c, node);  /* its Node's CPU and memory, and its pods' */
+  }
   id = sf_index_node_find(c->idx, node);
   return sf_index_pool_set(c->idx, id, p->driver, p->name, ns->devs, ns->ndevs, ns->ctrs, ns->nctrs);
 }
@@ -432,7 +435,10 @@ static void sync_spanning(sf_cluster_t *c, pool_t *p, char **cand, size_t ncand,
     for (size_t k = 0; k < views[i].ndevs; k++) names[k] = views[i].devs[k].name;
     sf_node_id id = sf_index_node_find(c->idx, cand[i]);
     sf_node_spec_t spec = {.name = cand[i]};
-    if (id < 0) sf_index_node_upsert(c->idx, &spec, &id);
+    if (id < 0) {
+      sf_index_node_upsert(c->idx, &spec, &id);
+      sf__host_sync(c, cand[i]);
+    }
     sf_index_mirror_set(c->idx, id, p->driver, p->name, names, views[i].ndevs);
     free(names);
     add_name(nodes, n, cap, cand[i]);
@@ -456,8 +462,11 @@ static void unpublish(sf_cluster_t *c, const pool_t *p, const char *node) {
   sf_index_pool_remove(c->idx, id, p->driver, p->name);
   sf_index_mirror_set(c->idx, id, p->driver, p->name, NULL, 0);
   sf_index_node_devices(c->idx, id, &ndev);
-  if (ndev == 0 && node_refs(c, node) <= 1)
-    sf_index_node_remove(c->idx, id);  /* SF_EBUSY while allocated: kept */
+  if (ndev == 0 && node_refs(c, node) <= 1) {
+    /* The pods' CPU would keep the node; it comes back with the node's first device. */
+    sf__host_unrecord(c, node);
+    if (sf_index_node_remove(c->idx, id) < 0) sf__host_sync(c, node);  /* SF_EBUSY while claimed: kept */
+  }
 }
 
 /* The pool as a whole (its newest generation anywhere), for /debug/state. */

@@ -1,5 +1,8 @@
 /* GET /debug/state: the cluster as JSON (nodes, devices, free capacity, allocations, pools, policy). */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include "slicefit/mix.h"
 #include "cluster_int.h"
 
 static json_t *policy_json(const sf_policy_t *pol) {
@@ -41,8 +44,14 @@ static json_t *nodes_json(const sf_index_t *idx) {
     const sf_dev_id *devs = sf_index_node_devices(idx, n, &nd);
     json_t *dj = json_array();
     for (size_t i = 0; i < nd; i++) json_array_append_new(dj, device_json(idx, devs[i]));
-    json_array_append_new(arr, json_pack("{s:s,s:o}", "name", sf_index_node_name(idx, n),
-                                         "devices", dj));
+    int64_t ca, cu, ma, mu;
+    sf_index_node_cpu_mem(idx, n, &ca, &cu, &ma, &mu);
+    /* Allocatable from the Node (0: not known), requested by the pods bound to the node. */
+    json_array_append_new(arr, json_pack("{s:s,s:o,s:{s:I,s:I},s:{s:I,s:I}}", "name",
+                                         sf_index_node_name(idx, n), "devices", dj, "cpu_milli",
+                                         "allocatable", (json_int_t)ca, "requested", (json_int_t)cu,
+                                         "memory_bytes", "allocatable", (json_int_t)ma, "requested",
+                                         (json_int_t)mu));
   }
   return arr;
 }
@@ -92,12 +101,50 @@ static json_t *pools_json(const sf_cluster_t *c) {
   return arr;
 }
 
-json_t *sf_cluster_state_json(const sf_cluster_t *c) {
+/* One learned shape as text, "CPU:AMOUNTxCOUNT[@M|M][!]" (fgd_mix's grammar without the weight). */
+static void shape_text(const sf_shape_t *sh, char *buf, size_t len) {
+  size_t n = (size_t)snprintf(buf, len, "%lldm:%lldx%u", (long long)sh->cpu_milli, (long long)sh->amount,
+                              sh->count);
+  for (uint32_t m = 0; m < sh->nmodels && n < len; m++)
+    n += (size_t)snprintf(buf + n, len - n, "%c%s", m ? '|' : '@', sh->models[m]);
+  if (sh->island && n < len) snprintf(buf + n, len - n, "!");
+}
+
+static int by_text(const void *a, const void *b) {
+  return strcmp(json_string_value(json_object_get(*(json_t *const *)a, "shape")),
+                json_string_value(json_object_get(*(json_t *const *)b, "shape")));
+}
+
+/*
+ * The learned workload mix the fragmentation strategy weighs nodes by, each
+ * shape with its CPU (FGD's "lack CPU" rule fires only for shapes with some),
+ * sorted by its text: two replicas that learned the same multiset in different
+ * orders show the same list.
+ */
+static json_t *mix_json(const sf_index_t *idx) {
+  size_t n = sf_mix_size(idx), k = 0;
+  json_t **v = sf_xcalloc(n + 1, sizeof(*v));
+  sf_shape_t sh;
+  char text[SF_POLICY_NAME_MAX * SF_POLICY_MODELS_MAX + 64];
+  for (size_t i = 0; i < n && sf_mix_shape(idx, i, &sh) == 0; i++) {
+    shape_text(&sh, text, sizeof text);
+    v[k++] = json_pack("{s:s,s:I,s:f}", "shape", text, "cpu_milli", (json_int_t)sh.cpu_milli, "weight",
+                       sh.weight);
+  }
+  qsort(v, k, sizeof(*v), by_text);
+  json_t *arr = json_array();
+  for (size_t i = 0; i < k; i++) json_array_append_new(arr, v[i]);
+  free(v);
+  return arr;
+}
+
+json_t *sf_cluster_state_json(sf_cluster_t *c) {
+  sf__mix_refresh(c);  /* a relist or a restart leaves it to be rebuilt on first use */
   json_t *counts = json_object();
   for (int k = 1; k < SF_KIND_COUNT; k++)
     json_object_set_new(counts, sf_kind_name((sf_kind_t)k),
                         json_integer((json_int_t)sf_cluster_count(c, (sf_kind_t)k)));
-  return json_pack("{s:o,s:o,s:o,s:o,s:o}", "objects", counts, "pools", pools_json(c), "nodes",
+  return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o}", "objects", counts, "pools", pools_json(c), "nodes",
                    nodes_json(c->idx), "allocations", allocations_json(c), "policy",
-                   policy_json(&c->pol));
+                   policy_json(&c->pol), "learned_mix", mix_json(c->idx));
 }

@@ -2,7 +2,7 @@
  * slicefit apiwatch: keeps a cluster in step with kube-apiserver.
  *
  * For each watched resource (nodes, resourceslices, resourceclaims,
- * deviceclasses, optionally devicetaintrules, and the policy ConfigMap) it runs the
+ * deviceclasses, optionally pods and devicetaintrules, and the policy ConfigMap) it runs the
  * reflector protocol of k8s-wire.md §2.15: a streaming list
  * (sendInitialEvents) when the server offers it, else a paged LIST; then a
  * WATCH from the list's resourceVersion with bookmarks. 410 relists and
@@ -109,6 +109,8 @@ typedef struct {
   sf_apiwatch_policy_cb policy_cb; void *policy_ud;
   const char *device_taint_rules;  /* version to watch devicetaintrules at ("v1",
                                     "v1beta2", "v1alpha3"); NULL = not watched */
+  bool watch_pods;               /* watch pods that have not ended (status.phase!=Succeeded,
+                                    status.phase!=Failed): node CPU in use, claims' CPU */
   bool no_streaming_list;        /* never try sendInitialEvents */
   uint32_t page_size;            /* LIST limit; 0 = 500 */
   uint32_t staleness_ms;         /* synced() is false while a resource has gone unconfirmed

@@ -5,7 +5,7 @@
  * feed it. One owner (the libuv loop) mutates it; not thread-safe.
  *
  * Objects come in as jansson values exactly as kube-apiserver serves them
- * (resource.k8s.io/v1). The cluster keeps a reference to each object it
+ * (resource.k8s.io/v1, and core/v1 Nodes and Pods for node CPU and memory). The cluster keeps a reference to each object it
  * stores and borrows its strings: do not modify an object once applied
  * (decref it freely). Every apply is all-or-nothing: on error the cluster
  * is unchanged and `err` names the JSON path and the reason, e.g.
@@ -30,7 +30,8 @@ typedef enum {
   SF_KIND_RESOURCE_CLAIM,
   SF_KIND_DEVICE_CLASS,
   SF_KIND_DEVICE_TAINT_RULE,
-  SF_KIND_NODE,          /* core/v1 Node: only its name and labels are kept */
+  SF_KIND_NODE,          /* core/v1 Node: its name, labels and allocatable CPU and memory */
+  SF_KIND_POD,           /* core/v1 Pod: its node, CPU and memory requests and first claim */
   SF_KIND_COUNT
 } sf_kind_t;
 
@@ -117,10 +118,33 @@ bool sf_pod_plan_empty(const sf_pod_plan_t *p);
 int sf_cluster_evaluate(sf_cluster_t *c, const sf_pod_plan_t *p, const char *const *names,
                         size_t n, sf_verdict_t *out);
 
+/**
+ * Checks the pods' bookkeeping: each node's CPU and memory in use equal the
+ * sum over the pods bound to it recomputed from the pod set, and the index
+ * node carries them and the Node's allocatable amounts. 0, or SF_EINVAL with
+ * the first difference in `err`. Cost: O(pods + nodes); for tests.
+ */
+int sf_cluster_pods_validate(const sf_cluster_t *c, char *err, size_t errlen);
+
+/**
+ * How many times a pod was kept, forgotten or changed in what slicefit uses
+ * of it (its node, its requests, its first claim). A pod event that moves it
+ * changed the index; one that does not (most pod status updates) did not,
+ * and answers cached before it are still right.
+ */
+uint64_t sf_cluster_pod_changes(const sf_cluster_t *c);
+
+/** Index allocations that hold the CPU and memory of a node's pods (one per node with bound pods), not claims. */
+size_t sf_cluster_pod_allocations(const sf_cluster_t *c);
+
 /** Pools invalid for some node (duplicate device names, unknown counter sets, ...). */
 size_t sf_cluster_invalid_pools(const sf_cluster_t *c);
 
-/** JSON of nodes, devices, free capacity, allocations and the policy (GET /debug/state); a new reference. */
-json_t *sf_cluster_state_json(const sf_cluster_t *c);
+/**
+ * JSON of nodes (with CPU and memory), devices, free capacity, allocations,
+ * the learned mix and the policy (GET /debug/state); a new reference. The
+ * learned mix is brought up to date first, as before an evaluation.
+ */
+json_t *sf_cluster_state_json(sf_cluster_t *c);
 
 #endif

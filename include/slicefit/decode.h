@@ -150,6 +150,8 @@ typedef struct { const char *name, *request; } sf_ctr_claim_t;
 typedef struct {
   const char *name;
   bool init;
+  bool sidecar;                                 /* an init container with restartPolicy Always */
+  int64_t cpu_milli, mem_bytes;                 /* resources.requests cpu, memory; 0 when absent */
   sf_ctr_claim_t *claims; size_t nclaims;
   /* Extended resources (names with a '/'): requests, else limits. */
   sf_cap_request_t *ext; size_t next;
@@ -166,6 +168,15 @@ typedef struct {
   sf_claim_status_t *statuses; size_t nstatuses;
   const char *ext_claim;                        /* extendedResourceClaimStatus.resourceClaimName */
   sf_ext_mapping_t *ext_maps; size_t next_maps;
+  /*
+   * What the pod requests of its node, as kube-scheduler's NodeResourcesFit
+   * counts it (k8s.io/component-helpers resource.PodRequests from the spec):
+   * max(sum of containers and sidecars, each init container plus the sidecars
+   * before it), pod-level spec.resources.requests in place of that when set,
+   * plus spec.overhead. A missing request counts 0.
+   */
+  int64_t cpu_milli, mem_bytes;
+  bool terminal;                                /* status.phase Succeeded or Failed */
 } sf_pod_t;
 
 typedef struct { const char *key, *value; } sf_label_t;

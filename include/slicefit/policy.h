@@ -23,6 +23,13 @@
  *   max_sharers       most allocations on one shared device, 0 = unlimited (0)
  *   headroom_pct      percent of each shared device's capacity kept free (0)
  *   search_budget     most search steps per node before a node is passed as unsure (4096)
+ *   cpu_only_pods     score | pass                             (score)
+ *       pods without claims (CPU-only pods): score places them by the
+ *       strategy, as the FGD simulator and the replay's default do (FGD's rule
+ *       keeps each typical pod's CPU free on GPU nodes; a node without GPUs
+ *       gets the top score); pass returns every node unscored and leaves them
+ *       to kube-scheduler's own scorers. Either way the filter never rejects a
+ *       node for such a pod.
  */
 #ifndef SLICEFIT_POLICY_H
 #define SLICEFIT_POLICY_H
@@ -38,6 +45,8 @@ typedef enum {
 } sf_strategy_t;
 
 typedef enum { SF_CHOICE_FIRST_FIT = 0, SF_CHOICE_PACKER } sf_choice_t;
+
+typedef enum { SF_CPU_ONLY_SCORE = 0, SF_CPU_ONLY_PASS } sf_cpu_only_t;
 
 #define SF_POLICY_NAME_MAX 128
 #define SF_POLICY_MODELS_MAX 8
@@ -71,6 +80,7 @@ typedef struct sf_policy {
   uint32_t max_sharers;
   uint32_t headroom_pct;
   uint32_t search_budget;
+  sf_cpu_only_t cpu_only_pods;
 } sf_policy_t;
 
 typedef struct {

@@ -212,13 +212,15 @@ typedef struct {
   const json_t *snapshot;
   const char *snapshot_name;
   /*
-   * How a live cluster treats CPU, instead of the FGD simulator (both false):
+   * A cluster without the extender's node CPU, instead of the FGD simulator
+   * (both false: what the extender does, docs/operators.md):
    * cpu_blind: the strategy's workload mix carries no CPU, so no node counts
-   *   as short of CPU for a typical pod (the extender's index has no node CPU);
+   *   as short of CPU for a typical pod (an index without node CPU);
    *   CPU still filters, as kube-scheduler's NodeResourcesFit does.
    * cpu_only_least_allocated: pods without claims are placed by
    *   kube-scheduler 1.20's NodeResourcesLeastAllocated score, ties by
-   *   `ties` (the extender passes such pods through unscored).
+   *   `ties` (an extender that passes such pods through unscored, as with
+   *   the policy's cpu_only_pods: pass).
    */
   bool cpu_blind;
   bool cpu_only_least_allocated;

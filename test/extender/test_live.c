@@ -312,3 +312,203 @@ Test(live, token_over_plain_http_is_refused_at_start, .timeout = 30)
   cr_assert(strstr(out, "plain http"), "%s", out);
   remove_dir(dir);
 }
+
+/* ---- node CPU and the pods on nodes ---- */
+
+static const char *const CPU_NODES[] = {"gpu-a", "gpu-b", "cpu-1"};
+
+static void put_node(sfx_api_t *a, const char *name, const char *cpu)
+{
+  sfx_api_cmd(a, "put nodes {\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"%s\","
+                 "\"labels\":{\"kubernetes.io/hostname\":\"%s\"}},\"status\":{\"allocatable\":{\"cpu\":"
+                 "\"%s\",\"memory\":\"64Gi\",\"pods\":\"110\"},\"capacity\":{\"cpu\":\"%s\"}}}",
+              name, name, cpu, cpu);
+}
+
+static void put_slice(sfx_api_t *a, const char *node)
+{
+  sfx_api_cmd(a, "put resourceslices {\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceSlice\","
+                 "\"metadata\":{\"name\":\"%s-gpu.example.com\"},\"spec\":{\"driver\":\"gpu.example.com\","
+                 "\"nodeName\":\"%s\",\"pool\":{\"name\":\"%s\",\"generation\":1,\"resourceSliceCount\":1},"
+                 "\"devices\":[{\"name\":\"gpu-0\",\"attributes\":{\"productName\":{\"string\":\"LATEST-GPU-MODEL\"}},"
+                 "\"capacity\":{\"memory\":{\"value\":\"80Gi\"}}},{\"name\":\"gpu-1\",\"attributes\":"
+                 "{\"productName\":{\"string\":\"LATEST-GPU-MODEL\"}},\"capacity\":{\"memory\":{\"value\":\"80Gi\"}}}]}}",
+              node, node, node);
+}
+
+/* A claim for one whole GPU; allocated on `node`'s gpu-0 when node is not NULL. */
+static void put_claim(sfx_api_t *a, const char *name, const char *node)
+{
+  char status[512] = "";
+  if (node)
+    snprintf(status, sizeof status, ",\"status\":{\"allocation\":{\"devices\":{\"results\":[{\"request\":"
+             "\"gpu\",\"driver\":\"gpu.example.com\",\"pool\":\"%s\",\"device\":\"gpu-0\"}]},"
+             "\"nodeSelector\":{\"nodeSelectorTerms\":[{\"matchFields\":[{\"key\":\"metadata.name\","
+             "\"operator\":\"In\",\"values\":[\"%s\"]}]}]}}}", node, node);
+  sfx_api_cmd(a, "put resourceclaims {\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceClaim\","
+                 "\"metadata\":{\"name\":\"%s\",\"namespace\":\"ml\"},\"spec\":{\"devices\":{\"requests\":"
+                 "[{\"name\":\"gpu\",\"exactly\":{\"deviceClassName\":\"gpu.example.com\"}}]}}%s}",
+              name, status);
+}
+
+/* A pod asking `cpu`, with claim `claim` (or none), bound to `node` (or pending). */
+static json_t *cpu_pod(const char *name, const char *cpu, const char *claim, const char *node)
+{
+  json_t *spec = json_pack("{s:[{s:s,s:s,s:{s:{s:s,s:s}}}]}", "containers", "name", "main", "image",
+                           "busybox", "resources", "requests", "cpu", cpu, "memory", "1Gi");
+  if (claim) {
+    json_object_set_new(spec, "resourceClaims", json_pack("[{s:s,s:s}]", "name", "gpu", "resourceClaimName", claim));
+    json_object_set_new(json_object_get(json_array_get(json_object_get(spec, "containers"), 0), "resources"),
+                        "claims", json_pack("[{s:s}]", "name", "gpu"));
+  }
+  if (node)
+    json_object_set_new(spec, "nodeName", json_string(node));
+  return json_pack("{s:s,s:s,s:{s:s,s:s,s:s,s:s},s:o,s:{s:s}}", "apiVersion", "v1", "kind", "Pod",
+                   "metadata", "name", name, "namespace", "ml", "uid", name, "resourceVersion", "1",
+                   "spec", spec, "status", "phase", node ? "Running" : "Pending");
+}
+
+static void put_pod(sfx_api_t *a, json_t *pod)
+{
+  char *s = json_dumps(pod, JSON_COMPACT);
+  sfx_api_cmd(a, "put pods %s", s);
+  free(s);
+}
+
+/* The scores of CPU_NODES for `pod`, and which of them the filter passes. */
+static void cpu_scores(sfx_t *s, const json_t *pod, long sc[3], bool pass[3])
+{
+  json_t *args = sfx_args(pod, CPU_NODES, 3, true);
+  long status;
+  json_t *res = sfx_post_json(s, "/prioritize", args, &status);
+  cr_assert_eq(status, 200);
+  for (size_t i = 0; i < 3; i++)
+    sc[i] = (long)json_integer_value(json_object_get(json_array_get(res, i), "Score"));
+  json_decref(res);
+  res = sfx_post_json(s, "/filter", args, &status);
+  cr_assert_eq(status, 200);
+  for (size_t i = 0; i < 3; i++) {
+    pass[i] = false;
+    size_t k;
+    json_t *n;
+    json_array_foreach(json_object_get(res, "NodeNames"), k, n) pass[i] |= !strcmp(json_string_value(n), CPU_NODES[i]);
+  }
+  json_decref(res);
+  json_decref(args);
+}
+
+/* The value of a counter or gauge without labels on /metrics. */
+static double metric(sfx_t *s, const char *name)
+{
+  sfx_reply_t r;
+  char key[128];
+  snprintf(key, sizeof key, "\n%s ", name);
+  sfx_request(s, "GET", "/metrics", NULL, 0, &r);
+  const char *p = strstr(r.body, key);
+  double v = p ? atof(p + strlen(key)) : -1;
+  sfx_reply_free(&r);
+  cr_assert_geq(v, 0, "no %s on /metrics", name);
+  return v;
+}
+
+/* Polls until the score of node i for `pod` is `want` (10 s at most). */
+static void wait_score(sfx_t *s, const json_t *pod, size_t i, long want)
+{
+  long sc[3];
+  bool pass[3];
+  for (int k = 0; k < 500; k++, nap()) {
+    cpu_scores(s, pod, sc, pass);
+    if (sc[i] == want)
+      return;
+  }
+  cr_assert_fail("%s never scored %ld (now %ld)", CPU_NODES[i], want, sc[i]);
+}
+
+/*
+ * What the replay's default models, live: Nodes' allocatable CPU and the pods
+ * bound to them reach the index through the watches. A GPU pod that binpack
+ * sends to the fuller node goes to the other once that node's CPU is used up
+ * (the full node still passes the filter: kube-scheduler judges CPU). A pod
+ * without claims is scored: a node without GPUs is the best place for it,
+ * and a GPU node where it would leave a typical GPU pod short of CPU scores
+ * below the top (FGD's "lack CPU" rule, with the typical pod's CPU learned
+ * from the pending pod behind its claim).
+ */
+Test(live, node_cpu_and_pods_steer_placement, .timeout = 90)
+{
+  sfx_api_t api;
+  sfx_api_start(&api, NULL);
+  char dir[] = "/tmp/sfx-live-XXXXXX", kc[64];
+  cr_assert_not_null(mkdtemp(dir));
+  sfx_api_cmd(&api, "put deviceclasses {\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"DeviceClass\","
+                    "\"metadata\":{\"name\":\"gpu.example.com\"},\"spec\":{\"selectors\":[{\"cel\":"
+                    "{\"expression\":\"device.driver == 'gpu.example.com'\"}}]}}");
+  put_node(&api, "gpu-a", "8");
+  put_node(&api, "gpu-b", "8");
+  put_node(&api, "cpu-1", "64");
+  put_slice(&api, "gpu-a");
+  put_slice(&api, "gpu-b");
+  put_claim(&api, "held", "gpu-a");
+  put_claim(&api, "trainer-gpu", NULL);
+  json_t *trainer = cpu_pod("trainer", "4", "trainer-gpu", NULL);
+  put_pod(&api, trainer);  /* pending: its claim's learned shape carries its 4 CPUs */
+  snprintf(kc, sizeof kc, "%s/kubeconfig", dir);
+  write_kubeconfig(kc, api.port);
+  sfx_t s;
+  char pol[1024];
+  snprintf(pol, sizeof pol, "%s", sfx_path("test/extender/data/policy-binpack.json"));
+  const char *args[] = {"--kubeconfig", kc, "--policy-configmap", "slicefit/policy", "--policy", pol,
+                        "--allow-token-over-http", NULL};
+  sfx_start(&s, args);
+  wait_for(&s, "/readyz", "\"ready\":true");
+  long sc[3];
+  bool pass[3];
+  cpu_scores(&s, trainer, sc, pass);
+  cr_assert_eq(sc[0], 10, "binpack: gpu-a has a GPU taken already");
+  cr_assert_lt(sc[1], 10);
+  cr_assert(pass[0] && pass[1]);
+  /* A batch pod bound to gpu-a takes 6 of its 8 CPUs: the trainer's 4 no longer fit there. */
+  json_t *cruncher = cpu_pod("cruncher", "6", NULL, "gpu-a");
+  put_pod(&api, cruncher);
+  wait_score(&s, trainer, 1, 10);
+  cpu_scores(&s, trainer, sc, pass);
+  cr_assert_eq(sc[0], 0, "gpu-a is short of CPU");
+  cr_assert(pass[0], "and still passes the filter: NodeResourcesFit judges CPU");
+  cr_assert(pass[1]);
+  /* A pod status update that changes nothing slicefit keeps leaves the filter's verdicts good for
+   * the prioritize call that follows (the evaluation cache); a change to the CPU would not. */
+  double events = metric(&s, "slicefit_apiwatch_events_total"), hits;
+  json_t *args1 = sfx_args(trainer, CPU_NODES, 3, true);
+  long st;
+  json_decref(sfx_post_json(&s, "/filter", args1, &st));
+  hits = metric(&s, "slicefit_eval_cache_hits_total");
+  json_object_set_new(json_object_get(cruncher, "status"), "podIP", json_string("10.0.3.7"));
+  put_pod(&api, cruncher);
+  while (metric(&s, "slicefit_apiwatch_events_total") <= events)
+    nap();
+  json_decref(sfx_post_json(&s, "/prioritize", args1, &st));
+  cr_assert_eq(metric(&s, "slicefit_eval_cache_hits_total"), hits + 1, "answered from the filter's verdicts");
+  json_decref(args1);
+  /* A CPU-only pod under the default strategy: 5 CPUs on gpu-b would leave 3, short of the
+   * typical GPU pod's 4; cpu-1 strands no GPU. */
+  sfx_api_cmd(&api, "put configmaps {\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
+                    "{\"namespace\":\"slicefit\",\"name\":\"policy\"},\"data\":{\"strategy\":\"fragmentation\"}}");
+  wait_for(&s, "/metrics", "\nslicefit_policy_updates_total{result=\"applied\"} 1\n");
+  json_t *web = cpu_pod("web", "5", NULL, NULL);
+  cpu_scores(&s, web, sc, pass);
+  cr_assert_eq(sc[2], 10, "a node without GPUs is the best place");
+  cr_assert_lt(sc[1], 10, "gpu-b would strand its GPUs for the typical pod");
+  cr_assert_eq(sc[0], 0, "gpu-a has 2 CPUs free: passed unscored");
+  cr_assert(pass[0] && pass[1] && pass[2], "a pod without claims is never rejected");
+  /* The batch pod ends: its CPU comes back (the watch's selector drops it as DELETED), and
+   * gpu-a is scored as gpu-b is: 5 CPUs there would strand its idle GPU too. */
+  json_object_set_new(json_object_get(cruncher, "status"), "phase", json_string("Succeeded"));
+  put_pod(&api, cruncher);
+  wait_score(&s, web, 0, 9);
+  cr_assert_eq(sfx_stop(&s), 0);
+  sfx_api_stop(&api);
+  remove_dir(dir);
+  json_decref(trainer);
+  json_decref(cruncher);
+  json_decref(web);
+}

@@ -77,7 +77,33 @@ Test(prioritize, default_policy_scores_only_nodes_that_fit)
   json_decref(pod);
 }
 
-Test(prioritize, pod_without_claims_scores_zero_everywhere)
+/*
+ * A pod without claims is scored (policy cpu_only_pods: score, the default),
+ * as the FGD simulator scores it. This cluster has no Node objects and so no
+ * node CPU: taking the pod's CPU strands no GPU anywhere, and every node ties
+ * at the top (test_live.c has the case where node CPU decides).
+ */
+Test(prioritize, pod_without_claims_is_scored)
+{
+  json_t *pod = sfx_pod("pod-no-gpu.json", "default", "web-0");
+  long s[SFX_NNODES];
+  scores_of(pod, s);
+  for (int i = 0; i < SFX_NNODES; i++)
+    cr_assert_eq(s[i], 10, "%s", sfx_nodes[i]);
+  json_decref(pod);
+}
+
+static void setup_pass(void)
+{
+  char path[1024];
+  snprintf(path, sizeof path, "%s", sfx_path("test/extender/data/policy-cpu-only-pass.json"));
+  const char *const extra[] = {"--policy", path, NULL};
+  sfx_start_example(&srv, extra);
+}
+
+TestSuite(prioritize_pass, .init = setup_pass, .fini = teardown, .timeout = 60);
+
+Test(prioritize_pass, pod_without_claims_scores_zero_everywhere)
 {
   json_t *pod = sfx_pod("pod-no-gpu.json", "default", "web-0");
   long s[SFX_NNODES];

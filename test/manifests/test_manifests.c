@@ -289,6 +289,12 @@ static int check_rule(const yt_node_t *role, const yt_node_t *rule, const char *
       granted[NDRA + 1] = 1;
       continue;
     }
+    /* Pods, cluster-wide: the CPU and memory they take on each node, the CPU behind each claim. */
+    if (streq(group, "") && streq(r, "pods") && streq(str_at(role, "kind", NULL), "ClusterRole") &&
+        names == NULL) {
+      granted[NDRA + 2] = 1;
+      continue;
+    }
     return say(why, wl, "role %s grants %s in group \"%s\"%s: slicefit needs only the DRA objects "
                "and its policy ConfigMap %s/%s by resourceNames", rname, r ? r : "?",
                group ? group : "?", names ? " (by resourceNames)" : "", policy_ns, policy_name);
@@ -327,7 +333,7 @@ static int bound_to(const yt_node_t *binding, const char *sa, const char *ns)
 
 /*
  * Every role bound to the Deployment's service account grants get, list and
- * watch on the DRA objects, on Nodes and on the policy ConfigMap named by
+ * watch on the DRA objects, on Nodes and Pods and on the policy ConfigMap named by
  * --policy-configmap, all of them, and nothing else.
  */
 static int check_rbac(const yt_node_t *docs, char *why, size_t wl)
@@ -341,7 +347,7 @@ static int check_rbac(const yt_node_t *docs, char *why, size_t wl)
   const char *pname = policy + strlen(policy) + 1;
   const char *sa = str_at(pod_spec(dep), "serviceAccountName", NULL);
   const char *ns = str_at(dep, "metadata", "namespace");
-  int granted[NDRA + 2] = { 0 };
+  int granted[NDRA + 3] = { 0 };
   for (size_t i = 0; i < yt_len(docs); i++) {
     const yt_node_t *b = yt_at(docs, i);
     const char *kind = str_at(b, "kind", NULL);
@@ -357,6 +363,8 @@ static int check_rbac(const yt_node_t *docs, char *why, size_t wl)
     return say(why, wl, "slicefit cannot get/list/watch its policy ConfigMap %s/%s", policy, pname);
   if (!granted[NDRA + 1])
     return say(why, wl, "slicefit cannot get/list/watch nodes");
+  if (!granted[NDRA + 2])
+    return say(why, wl, "slicefit cannot get/list/watch pods");
   return 0;
 }
 
@@ -941,7 +949,7 @@ static int rbac_with(const char *rules, char *why, size_t wl)
 }
 
 #define DRA_RULE "- {apiGroups: [resource.k8s.io], resources: [resourceslices, resourceclaims, deviceclasses, devicetaintrules], "
-#define NODE_RULE "- {apiGroups: [''], resources: [nodes], verbs: [get, list, watch]}\n"
+#define NODE_RULE "- {apiGroups: [''], resources: [nodes, pods], verbs: [get, list, watch]}\n"
 
 Test(manifests_checks, rbac_check_accepts_the_minimal_grant)
 {
@@ -954,8 +962,12 @@ Test(manifests_checks, rbac_check_rejects_more)
     { DRA_RULE "verbs: [get, list, watch, update]}\n", "verbs must be exactly" },
     { DRA_RULE "verbs: ['*']}\n", "verbs must be exactly" },
     { DRA_RULE "verbs: [get, list]}\n", "verbs must be exactly" },
-    { DRA_RULE "verbs: [get, list, watch]}\n- {apiGroups: [''], resources: [pods], verbs: [get, list, watch]}\n",
-      "grants pods" },
+    { DRA_RULE "verbs: [get, list, watch]}\n- {apiGroups: [''], resources: [nodes, pods/log], verbs: [get, list, watch]}\n",
+      "grants pods/log" },
+    { DRA_RULE "verbs: [get, list, watch]}\n- {apiGroups: [''], resources: [nodes, secrets], verbs: [get, list, watch]}\n",
+      "grants secrets" },
+    { DRA_RULE "verbs: [get, list, watch]}\n- {apiGroups: [''], resources: [nodes], verbs: [get, list, watch]}\n",
+      "cannot get/list/watch pods" },
     { DRA_RULE "verbs: [get, list, watch]}\n- {apiGroups: [''], resources: [configmaps], verbs: [get, list, watch]}\n",
       "grants configmaps" },
     { "- {apiGroups: [resource.k8s.io], resources: [resourceslices, resourceclaims, deviceclasses], "

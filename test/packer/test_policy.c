@@ -43,6 +43,7 @@ static const cases_t cases[] = {
   { "max_sharers", { "0", "100000", "3" }, { "100001", "-1", "x", "" } },
   { "headroom_pct", { "0", "99", "10" }, { "100", "-1", "5%", "" } },
   { "search_budget", { "16", "4096", "10000000" }, { "15", "0", "10000001", "lots" } },
+  { "cpu_only_pods", { "score", "pass", " pass\n" }, { "", "Score", "off", "score,pass" } },
 };
 
 #define NCASES (sizeof cases / sizeof cases[0])
@@ -102,6 +103,7 @@ Test(policy, defaults_match_header)
   cr_assert_eq(p.max_sharers, 0);
   cr_assert_eq(p.headroom_pct, 0);
   cr_assert_eq(p.search_budget, 4096);
+  cr_assert_eq(p.cpu_only_pods, SF_CPU_ONLY_SCORE);
   sf_policy_dispose(&p);
 }
 

@@ -1,11 +1,15 @@
 /*
  * fake-apiserver: a small kube-apiserver on loopback for apiwatch's tests and
  * benchmarks, and for kubectl. It serves ResourceSlices, ResourceClaims,
- * DeviceClasses, DeviceTaintRules (resource.k8s.io/v1), ConfigMaps and Nodes (v1)
+ * DeviceClasses, DeviceTaintRules (resource.k8s.io/v1), ConfigMaps, Nodes and Pods (v1)
  * with resourceVersions, paged lists (limit/continue over a snapshot),
  * watches (chunked streams of WatchEvents, bookmarks, watch-list with the
  * initial-events-end bookmark), discovery (/version, /api, /apis, the
- * APIResourceLists) and the Table form kubectl asks for.
+ * APIResourceLists) and the Table form kubectl asks for. Field selectors take
+ * metadata.name and metadata.namespace on every resource, spec.nodeName and
+ * status.phase on pods (=, ==, !=, comma-joined; others are a 400); a watch
+ * sees an object that starts or stops matching as ADDED or DELETED, as
+ * kube-apiserver's watch cache sends it.
  *
  *   fake-apiserver [--token T] [--no-watch-list] [--no-device-taint-rules]
  *
@@ -48,7 +52,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define NRES 6
+#define NRES 7
 
 typedef struct {
   const char *name, *kind, *gv;  /* gv: the apiVersion */
@@ -62,6 +66,7 @@ static const rdef_t RES[NRES] = {
     {"devicetaintrules", "DeviceTaintRule", "resource.k8s.io/v1", false},
     {"configmaps", "ConfigMap", "v1", true},
     {"nodes", "Node", "v1", false},
+    {"pods", "Pod", "v1", true},
 };
 
 typedef struct {
@@ -70,6 +75,7 @@ typedef struct {
   char *ns, *name;
   const char *type;
   json_t *obj;                 /* with kind and apiVersion */
+  json_t *prev;                /* MODIFIED: the object before, for field selectors; else NULL */
 } event_t;
 
 typedef struct {
@@ -129,7 +135,7 @@ static char *key_of(int res, const json_t *obj) {
   return fmt("%s/%s", ns ? ns : (RES[res].namespaced ? "default" : ""), meta_str(obj, "name"));
 }
 
-static void log_event(int res, const char *type, json_t *obj) {
+static void log_event(int res, const char *type, json_t *obj, json_t *prev) {
   if (S.nlog == S.caplog) {
     S.caplog = S.caplog ? 2 * S.caplog : 1024;
     S.log = realloc(S.log, S.caplog * sizeof *S.log);
@@ -137,7 +143,7 @@ static void log_event(int res, const char *type, json_t *obj) {
   }
   const char *ns = meta_str(obj, "namespace");
   S.log[S.nlog++] = (event_t){S.rv, res, strdup(ns ? ns : ""), strdup(meta_str(obj, "name")),
-                              type, json_incref(obj)};
+                              type, json_incref(obj), prev ? json_incref(prev) : NULL};
   pthread_cond_broadcast(&S.cv);
 }
 
@@ -170,7 +176,7 @@ static const char *put(int res, json_t *obj, bool logged) {
   json_t *old = json_object_get(S.store[res], key);
   S.rv++;
   stamp(res, obj, old);
-  if (logged) log_event(res, old ? "MODIFIED" : "ADDED", obj);
+  if (logged) log_event(res, old ? "MODIFIED" : "ADDED", obj, old);
   json_object_set_new(S.store[res], key, obj);
   free(key);
   return NULL;
@@ -189,7 +195,7 @@ static const char *del(int res, const char *nsname) {
   char rv[32];
   snprintf(rv, sizeof rv, "%llu", S.rv);
   json_object_set_new(json_object_get(copy, "metadata"), "resourceVersion", json_string(rv));
-  log_event(res, "DELETED", copy);
+  log_event(res, "DELETED", copy, NULL);
   json_decref(copy);
   json_object_del(S.store[res], key);
   free(key);
@@ -332,7 +338,8 @@ typedef struct {
   int res;
   char ns[256];                /* "" = all namespaces */
   char name[256];              /* a single object, or "" */
-  char sel_name[256];          /* fieldSelector metadata.name=, or "" */
+  struct { char field[32], value[128]; bool ne; } sel[4];  /* fieldSelector requirements */
+  int nsel;
   bool table;
 } target_t;
 
@@ -364,15 +371,50 @@ static bool parse_target(const char *url, target_t *t) {
   return true;
 }
 
-static bool matches(const target_t *t, const char *ns, const char *name) {
-  if (t->ns[0] && strcmp(t->ns, ns)) return false;
-  if (t->sel_name[0] && strcmp(t->sel_name, name)) return false;
+/* The fields a field selector may name here (kube-apiserver's pods allow these and more). */
+static const char *const SEL_FIELDS[] = {"metadata.name", "metadata.namespace", "spec.nodeName",
+                                         "status.phase"};
+
+static const char *field_of(const json_t *obj, const char *field) {
+  const char *dot = strchr(field, '.');
+  char top[32];
+  snprintf(top, sizeof top, "%.*s", (int)(dot - field), field);
+  const char *v = json_string_value(json_object_get(json_object_get(obj, top), dot + 1));
+  return v ? v : "";
+}
+
+/* Parses "f=v,f!=v,f==v"; false (with why) for a field it does not serve, as kube-apiserver answers 400. */
+static bool parse_selector(const char *fs, target_t *t, char *why, size_t wl) {
+  char buf[512];
+  snprintf(buf, sizeof buf, "%s", fs);
+  for (char *save = NULL, *req = strtok_r(buf, ",", &save); req; req = strtok_r(NULL, ",", &save)) {
+    char *op = strpbrk(req, "!=");
+    if (!op || t->nsel == 4) {
+      snprintf(why, wl, "invalid selector: '%s'", fs);
+      return false;
+    }
+    bool ne = *op == '!';
+    char *val = op + (ne || op[1] == '=' ? 2 : 1);
+    *op = '\0';
+    bool known = false;
+    for (size_t i = 0; i < sizeof SEL_FIELDS / sizeof SEL_FIELDS[0]; i++) known |= !strcmp(req, SEL_FIELDS[i]);
+    if (!known || (strcmp(RES[t->res].name, "pods") && strncmp(req, "metadata.", 9))) {
+      snprintf(why, wl, "field label not supported: %s", req);
+      return false;
+    }
+    snprintf(t->sel[t->nsel].field, sizeof t->sel[0].field, "%s", req);
+    snprintf(t->sel[t->nsel].value, sizeof t->sel[0].value, "%s", val);
+    t->sel[t->nsel++].ne = ne;
+  }
   return true;
 }
 
 static bool match_obj(const target_t *t, const json_t *obj) {
   const char *ns = meta_str(obj, "namespace");
-  return matches(t, ns ? ns : "", meta_str(obj, "name"));
+  if (t->ns[0] && strcmp(t->ns, ns ? ns : "")) return false;
+  for (int i = 0; i < t->nsel; i++)
+    if ((strcmp(field_of(obj, t->sel[i].field), t->sel[i].value) == 0) == t->sel[i].ne) return false;
+  return true;
 }
 
 /* A Table of `objs` (kubectl's server-side printing): name and age. */
@@ -572,8 +614,21 @@ static bool next_output(watch_t *wt) {
   }
   for (; wt->logpos < S.nlog; wt->logpos++) {
     event_t *e = &S.log[wt->logpos];
-    if (e->res != wt->t.res || !matches(&wt->t, e->ns, e->name)) continue;
-    emit(wt, e->type, e->obj);
+    if (e->res != wt->t.res) continue;
+    /* As kube-apiserver's watch cache: an object that starts matching the selector is ADDED,
+     * one that stops is DELETED (its previous content, at the event's resourceVersion). */
+    bool now = match_obj(&wt->t, e->obj), before = e->prev && match_obj(&wt->t, e->prev);
+    if (!now && !before) continue;
+    if (!strcmp(e->type, "MODIFIED") && now != before) {
+      json_t *o = now ? json_incref(e->obj) : json_deep_copy(e->prev);
+      if (!now)
+        json_object_set(json_object_get(o, "metadata"), "resourceVersion",
+                        json_object_get(json_object_get(e->obj, "metadata"), "resourceVersion"));
+      emit(wt, now ? "ADDED" : "DELETED", o);
+      json_decref(o);
+    } else {
+      emit(wt, e->type, e->obj);
+    }
     wt->logpos++;
     if (wt->trunc_armed) {
       wt->trunc_armed = false;
@@ -758,7 +813,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   const char *acc = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Accept");
   t.table = acc && strstr(acc, "as=Table");
   const char *fs = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "fieldSelector");
-  if (fs && !strncmp(fs, "metadata.name=", 14)) snprintf(t.sel_name, sizeof t.sel_name, "%s", fs + 14);
+  char why[256];
+  if (fs && *fs && !parse_selector(fs, &t, why, sizeof why))
+    return send_status(c, 400, "BadRequest", why, 0);
   if (t.name[0]) return get_one(c, &t);
   const char *w = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "watch");
   if (w && (!strcmp(w, "1") || !strcmp(w, "true"))) return watch(c, &t);
@@ -917,6 +974,7 @@ int main(int argc, char **argv) {
     free(S.log[i].ns);
     free(S.log[i].name);
     json_decref(S.log[i].obj);
+    json_decref(S.log[i].prev);
   }
   for (size_t i = 0; i < S.nsnaps; i++) json_decref(S.snaps[i].items);
   free(S.log);

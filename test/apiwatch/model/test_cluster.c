@@ -76,7 +76,8 @@ Test(cluster, nvidia_list_loads_whole) {
   cr_assert_str_eq(sf_index_dev_attr(idx, d, "gpu.nvidia.com/productName")->s,
                    "NVIDIA H100 80GB HBM3");
   cr_assert_eq(sf_kind_from_name("DeviceClass"), SF_KIND_DEVICE_CLASS);
-  cr_assert_eq(sf_kind_from_name("Pod"), SF_KIND_UNKNOWN, "pods are not stored");
+  cr_assert_eq(sf_kind_from_name("Pod"), SF_KIND_POD, "pods are tracked, for node CPU");
+  cr_assert_eq(sf_kind_from_name("Deployment"), SF_KIND_UNKNOWN);
 }
 
 Test(cluster, newest_generation_counts) {
@@ -244,9 +245,9 @@ Test(cluster, duplicate_devices_make_the_pool_invalid, .init = cr_redirect_stder
 }
 
 Test(cluster, bad_objects_are_errors) {
-  json_t *o = fx_json("{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\"}}");
+  json_t *o = fx_json("{\"kind\":\"Service\",\"metadata\":{\"name\":\"p\"}}");
   cr_assert_eq(sf_cluster_apply(C, SF_KIND_UNKNOWN, o, err, sizeof err), SF_EINVAL);
-  cr_assert_str_eq(err, "kind: 'Pod' is not tracked");
+  cr_assert_str_eq(err, "kind: 'Service' is not tracked");
   json_decref(o);
   o = fx_json("{\"kind\":\"List\",\"items\":[{\"kind\":\"DeviceClass\",\"metadata\":{}}]}");
   cr_assert_eq(sf_cluster_load_list(C, o, err, sizeof err), SF_EINVAL);

@@ -238,6 +238,109 @@ Test(decode, pod_extended_resources_and_node) {
   sf_object_free(o);
 }
 
+/* A bound pod as kube-apiserver serves it: the fields PodRequests reads, among many others. */
+#define POD_HEAD "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"trainer-0\",\"namespace\":\"ml\"," \
+  "\"uid\":\"6c1c0e2a-3c44-4b8e-9c1e-0f6f2d1b7a11\"},\"spec\":{\"nodeName\":\"gpu-node-1\",\"schedulerName\":" \
+  "\"default-scheduler\",\"restartPolicy\":\"Always\","
+
+static sf_pod_t *pod_of(sf_object_t **o, const char *json) {
+  *o = fx_decode(json, SF_OBJ_POD);
+  return &(*o)->u.pod;
+}
+
+Test(decode, pod_requests_sum_containers_and_add_overhead) {
+  sf_object_t *o;
+  const sf_pod_t *p = pod_of(&o, POD_HEAD
+      "\"overhead\":{\"cpu\":\"250m\",\"memory\":\"120Mi\"},\"runtimeClassName\":\"kata\","
+      "\"containers\":[{\"name\":\"main\",\"image\":\"nvcr.io/nvidia/pytorch:24.05-py3\","
+      "\"resources\":{\"requests\":{\"cpu\":\"3\",\"memory\":\"16Gi\"},\"limits\":{\"cpu\":\"4\"},"
+      "\"claims\":[{\"name\":\"gpu\"}]}},"
+      "{\"name\":\"exporter\",\"image\":\"prom/node-exporter\",\"resources\":{\"requests\":{\"cpu\":\"100m\","
+      "\"memory\":\"64Mi\"}}},"
+      "{\"name\":\"no-requests\",\"image\":\"busybox\"}],"
+      "\"resourceClaims\":[{\"name\":\"gpu\",\"resourceClaimTemplateName\":\"one-gpu\"}]},"
+      "\"status\":{\"phase\":\"Running\",\"qosClass\":\"Burstable\"}}");
+  cr_assert_eq(p->cpu_milli, 3000 + 100 + 250, "containers summed, a missing request is 0, overhead added");
+  cr_assert_eq(p->mem_bytes, (16LL << 30) + (64LL << 20) + (120LL << 20));
+  cr_assert_not(p->terminal);
+  cr_assert_str_eq(p->node_name, "gpu-node-1");
+  sf_object_free(o);
+}
+
+Test(decode, pod_requests_init_containers_and_sidecars) {
+  sf_object_t *o;
+  /* Init containers run one at a time: the largest wins when it exceeds the containers' sum.
+   * A sidecar (restartPolicy Always) runs beside everything after it. */
+  const sf_pod_t *p = pod_of(&o, POD_HEAD
+      "\"initContainers\":[{\"name\":\"fetch-weights\",\"resources\":{\"requests\":{\"cpu\":\"2\",\"memory\":\"1Gi\"}}},"
+      "{\"name\":\"proxy\",\"restartPolicy\":\"Always\",\"resources\":{\"requests\":{\"cpu\":\"500m\","
+      "\"memory\":\"256Mi\"}}},"
+      "{\"name\":\"warmup\",\"resources\":{\"requests\":{\"cpu\":\"3\"}}}],"
+      "\"containers\":[{\"name\":\"main\",\"resources\":{\"requests\":{\"cpu\":\"1\",\"memory\":\"2Gi\"}}}]},"
+      "\"status\":{\"phase\":\"Pending\"}}");
+  /* CPU: containers 1 + sidecar 0.5 = 1.5; init: fetch 2, warmup 3 + 0.5 = 3.5 -> 3.5.
+   * Memory: 2Gi + 256Mi against fetch 1Gi and warmup 256Mi -> 2Gi + 256Mi. */
+  cr_assert_eq(p->cpu_milli, 3500);
+  cr_assert_eq(p->mem_bytes, (2LL << 30) + (256LL << 20));
+  cr_assert(p->ctrs[1].sidecar);
+  cr_assert_not(p->ctrs[0].sidecar);
+  sf_object_free(o);
+}
+
+Test(decode, pod_requests_pod_level_and_rounding) {
+  sf_object_t *o;
+  /* Pod-level requests (PodLevelResources) replace the containers' sum for what they name. */
+  const sf_pod_t *p = pod_of(&o, POD_HEAD
+      "\"resources\":{\"requests\":{\"cpu\":\"6\"},\"limits\":{\"cpu\":\"8\"}},"
+      "\"containers\":[{\"name\":\"a\",\"resources\":{\"requests\":{\"cpu\":\"1\",\"memory\":\"1500m\"}}},"
+      "{\"name\":\"b\",\"resources\":{\"requests\":{\"cpu\":\"2\",\"memory\":1000}}}]},"
+      "\"status\":{\"phase\":\"Succeeded\"}}");
+  cr_assert_eq(p->cpu_milli, 6000, "got %lld", (long long)p->cpu_milli);
+  cr_assert_eq(p->mem_bytes, 2 + 1000, "1500m bytes round up to 2, as Quantity.Value does");
+  cr_assert(p->terminal);
+  sf_object_free(o);
+  p = pod_of(&o, "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":null},\"status\":{}}");
+  cr_assert_eq(p->cpu_milli, 0);
+  cr_assert_eq(p->mem_bytes, 0);
+  sf_object_free(o);
+}
+
+Test(decode, pod_requests_testdata_every_field) {
+  /* The round-trip data sets "requestsKey" and "overheadKey", no cpu or memory. */
+  sf_object_t *o = decode_file("k8s-api-testdata/master.core.v1.Pod.json");
+  cr_assert_eq(o->u.pod.cpu_milli, 0);
+  cr_assert_eq(o->u.pod.mem_bytes, 0);
+  cr_assert_not(o->u.pod.terminal, "phaseValue is no end");
+  sf_object_free(o);
+}
+
+Test(decode, pod_requests_bad_quantities) {
+  static const struct { const char *json, *err; } bad[] = {
+    {POD_HEAD "\"containers\":[{\"name\":\"a\",\"resources\":{\"requests\":{\"cpu\":\"two\"}}}]}}",
+     "spec.containers[0].resources.requests.cpu: 'two' is not a quantity"},
+    {POD_HEAD "\"containers\":[{\"name\":\"a\",\"resources\":{\"requests\":{\"memory\":\"-1Gi\"}}}]}}",
+     "spec.containers[0].resources.requests.memory: must not be negative"},
+    {POD_HEAD "\"initContainers\":[{\"name\":\"i\",\"resources\":{\"requests\":{\"cpu\":[1]}}}]}}",
+     "spec.initContainers[0].resources.requests.cpu: expected a quantity, got an array"},
+    {POD_HEAD "\"overhead\":{\"cpu\":\"1Q\"},\"containers\":[]}}",
+     "spec.overhead.cpu: '1Q' is not a quantity"},
+    {POD_HEAD "\"overhead\":{\"memory\":\"-5\"},\"containers\":[]}}",
+     "spec.overhead.memory: must not be negative"},
+    {POD_HEAD "\"resources\":{\"requests\":{\"cpu\":true}},\"containers\":[]}}",
+     "spec.resources.requests.cpu: expected a quantity, got a boolean"},
+    {POD_HEAD "\"initContainers\":[{\"name\":\"i\",\"restartPolicy\":1}]}}",
+     "spec.initContainers[0].restartPolicy: expected a string, got an integer"},
+    {POD_HEAD "\"containers\":[{\"name\":\"a\",\"resources\":{\"requests\":{\"cpu\":\"1P\"}}},"
+     "{\"name\":\"b\",\"resources\":{\"requests\":{\"cpu\":\"1P\"}}}]}}",
+     "spec: the pod's requests add up past 1152921504606846976"},
+    {POD_HEAD "\"containers\":[]},\"status\":{\"phase\":3}}", "status.phase: expected a string, got an integer"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    const char *got = fx_decode_err(bad[i].json, SF_OBJ_POD);
+    cr_expect_str_eq(got, bad[i].err, "case %zu: got \"%s\"", i, got);
+  }
+}
+
 Test(decode, first_available_and_constraints) {
   sf_object_t *o = fx_decode(
       "{\"kind\":\"ResourceClaim\",\"metadata\":{\"name\":\"c\",\"namespace\":\"n\"},\"spec\":"
