@@ -13,7 +13,8 @@
 #include "pk_score.h"
 #include "pk_view.h"
 
-enum { SEARCH_FAIL = 0, SEARCH_OK = 1, SEARCH_BUDGET = 2 };
+enum { SEARCH_FAIL = 0, SEARCH_OK = 1, SEARCH_BUDGET = 2,
+       SEARCH_LIMIT = 3 /* within the search only: a claim past DRA's limit of results */ };
 
 /* A candidate device of one slot on the current node. */
 typedef struct {
@@ -92,6 +93,11 @@ void sf__search_order(sf_packer_t *p, uint32_t slot);
 int sf__search_one(sf_packer_t *p, double *raw);
 /* `want` devices of slot 0 in one island (no other constraint, no counters on the node). */
 int sf__search_island(sf_packer_t *p, uint32_t want);
+/*
+ * How many devices slot needs on the node (All: each of its candidates), or
+ * 0 when it cannot have them: no candidate, or fewer available than its count.
+ */
+uint32_t sf__search_want(const sf_packer_t *p, uint32_t slot);
 /* The general search over every request and constraint, within the budget. */
 int sf__search_all(sf_packer_t *p);
 /* The largest number of slot's available candidates in one island (singletons count 1). */

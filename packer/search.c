@@ -22,9 +22,10 @@
  * island on a node without counters: the first candidate, in order, whose
  * island holds enough, exact and without a budget. Anything else: a
  * depth-first search request by request, honouring the claims' constraints
- * (matchAttribute, distinctAttribute, one island), that counts its steps
- * and gives up past the policy's search_budget, so a hostile claim costs a
- * bounded amount per node.
+ * (matchAttribute, distinctAttribute, one island) and DRA's limit of
+ * SF_CLAIM_RESULTS_MAX results per claim (allocation mode All counts every
+ * matching device of the node), that counts its steps and gives up past the
+ * policy's search_budget, so a hostile claim costs a bounded amount per node.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -692,32 +693,64 @@ static int search_dev(sf_packer_t *p, uint32_t slot, uint32_t m, uint32_t want, 
       take(p, c, +1);
     push_result(p, slot, c);
     int rc = search_dev(p, slot, m + 1, want, i + 1);
-    if (rc != SEARCH_FAIL)
+    if (rc == SEARCH_OK || rc == SEARCH_BUDGET)
       return rc;
     s->nres--;
     if (!admin)
       take(p, c, -1);
     cons_pop(p, sl);
+    if (rc == SEARCH_LIMIT)
+      return rc;  /* the claim's count is past the limit whichever devices this request takes */
   }
   return SEARCH_FAIL;
 }
 
+uint32_t sf__search_want(const sf_packer_t *p, uint32_t slot)
+{
+  const sf_request_t *s = p->dem.slot[slot].s;
+  uint32_t want = s->all ? (uint32_t)p->search.clen[slot] : s->count;
+  size_t can = s->admin ? p->search.clen[slot] : p->search.st[slot].navail;
+  /* All needs one device at least; ExactCount, enough available (the overlay only takes) */
+  return want > can ? 0 : want;
+}
+
+/* Results the placement being built already has for `claim` (from its earlier requests). */
+static size_t claim_results(const pk_search_t *s, uint32_t claim)
+{
+  size_t n = 0;
+  for (size_t i = 0; i < s->nres; i++)
+    n += s->res[i].claim == claim;
+  return n;
+}
+
+/*
+ * Places request r and every one after it. DRA's limit of results per claim
+ * depends only on which alternative each request of the claim takes (a
+ * count is fixed once its alternative is; All takes every candidate), so,
+ * as upstream's errAllocationResultMaxSizeExceeded, SEARCH_LIMIT skips the
+ * devices of the claim's earlier requests and moves on to their next
+ * alternative; past the claim's first request it is a plain failure.
+ */
 static int search_req(sf_packer_t *p, size_t r)
 {
   if (r == p->dem.nfr)
     return SEARCH_OK;
   const freq_t *f = &p->dem.fr[r];
+  size_t have = claim_results(&p->search, f->claim);
   int rc = SEARCH_FAIL;
-  for (uint32_t a = 0; a < f->nslots && rc == SEARCH_FAIL; a++) {
+  bool limited = true;   /* every alternative so far ended past the limit */
+  for (uint32_t a = 0; a < f->nslots; a++) {
     uint32_t slot = f->slot + a;
-    const sf_request_t *s = p->dem.slot[slot].s;
-    uint32_t want = s->all ? (uint32_t)p->search.clen[slot] : s->count;
-    size_t can = s->admin ? p->search.clen[slot] : p->search.st[slot].navail;
-    if (want == 0 || want > can)
-      continue;  /* All needs one device at least; ExactCount, enough available (the overlay only takes) */
-    rc = search_dev(p, slot, 0, want, 0);
+    uint32_t want = sf__search_want(p, slot);
+    if (want > 0 && have + want > SF_CLAIM_RESULTS_MAX)
+      continue;
+    rc = want == 0 ? SEARCH_FAIL : search_dev(p, slot, 0, want, 0);
+    if (rc == SEARCH_OK || rc == SEARCH_BUDGET)
+      return rc;
+    limited = limited && rc == SEARCH_LIMIT;
   }
-  return rc;
+  bool first = r == 0 || p->dem.fr[r - 1].claim != f->claim;
+  return limited && !first ? SEARCH_LIMIT : SEARCH_FAIL;
 }
 
 int sf__search_all(sf_packer_t *p)

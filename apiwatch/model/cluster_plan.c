@@ -206,8 +206,6 @@ static sf_claim_t *new_claim(sf_pod_plan_t *p, const char *name) {
   return cl;
 }
 
-#define RESULTS_MAX 32  /* resourceapi.AllocationResultsMaxSize: results per claim */
-
 /* The fewest results the claim can have: each request's count (All: at least one device), the
  * smallest of its alternatives'. */
 static int64_t fewest_results(const sf_claim_spec_t *s) {
@@ -228,8 +226,8 @@ static void plan_spec(sf_cluster_t *c, sf_pod_plan_t *p, const char *key,
                       const sf_claim_spec_t *s) {
   sf_request_t *reqs = sf__arena_alloc(p->a, s->nreqs * sizeof(*reqs));
   for (size_t i = 0; i < s->nreqs; i++) request(c, p, &s->reqs[i], &reqs[i]);
-  if (fewest_results(s) > RESULTS_MAX)
-    fail(p, "claim %s: the requests exceed the claim limit of %d results", key, RESULTS_MAX);
+  if (fewest_results(s) > SF_CLAIM_RESULTS_MAX)
+    fail(p, "claim %s: the requests exceed the claim limit of %d results", key, SF_CLAIM_RESULTS_MAX);
   sf_claim_t *cl = new_claim(p, key);
   cl->reqs = reqs;
   cl->nreqs = s->nreqs;

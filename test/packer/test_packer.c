@@ -1,5 +1,6 @@
 /* The packer: feasibility, DRA rounding, constraints, reasons, strategies. */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <string.h>
 #include "slicefit/mix.h"
 #include "cluster.h"
@@ -209,6 +210,73 @@ Test(packer, all_mode_takes_every_matching_device)
   tc_claim(&one, 1, 0);
   place(n, &one.dem, "x");
   cr_assert_eq(eval1(n, &c.dem).fit, SF_FIT_NO);
+}
+
+/* Adds pool `pool` of n (<= 16) exclusive devices of `model` to node `node`. */
+static void add_pool(sf_node_id node, const char *pool, int n, const char *model)
+{
+  sf_device_spec_t devs[16];
+  sf_attr_t attrs[16];
+  char names[16][16];
+  for (int i = 0; i < n; i++) {
+    snprintf(names[i], sizeof(names[i]), "gpu-%d", i);
+    attrs[i] = (sf_attr_t){DRV "/productName", SF_ATTR_STRING, 0, model};
+    devs[i] = (sf_device_spec_t){names[i], &attrs[i], 1, NULL, 0, NULL, 0, NULL, 0, false};
+  }
+  cr_assert_eq(sf_index_pool_set(idx, node, DRV, pool, devs, (size_t)n, NULL, 0), 0);
+}
+
+Test(packer, all_mode_counts_toward_the_result_limit_per_claim)
+{
+  sf_node_id n;
+  sf_node_spec_t ns = {"n", 0, 0};
+  cr_assert_eq(sf_index_node_upsert(idx, &ns, &n), 0);
+  add_pool(n, "a1", 16, "A");
+  add_pool(n, "a2", 15, "A");
+  add_pool(n, "b", 2, "B");
+  sf_selector_t a = tc_sel_model("A"), b = tc_sel_model("B"), h100 = tc_sel_model("H100");
+  sf_request_t all_a = {"all", &a, 1, true, 0, NULL, 0, NULL, 0, NULL, 0, false};
+  sf_request_t two_b = {"two", &b, 1, false, 2, NULL, 0, NULL, 0, NULL, 0, false};
+  /* One claim: 31 devices (All) and 2 are 33 results, past DRA's 32. */
+  sf_request_t both[2] = {all_a, two_b};
+  sf_claim_t one = {"ns/one", both, 2, NULL, 0};
+  sf_demand_t d = {&one, 1, 0, 0};
+  sf_verdict_t v = eval1(n, &d);
+  cr_assert_eq(v.fit, SF_FIT_NO);
+  cr_assert(strstr(v.reason, "claim ns/one would get 33 devices on this node; DRA allows 32 per claim"), "%s",
+            v.reason);
+  /* The limit is per claim: 31 in one, 2 in the other. */
+  sf_claim_t apart[2] = {{"ns/a", &all_a, 1, NULL, 0}, {"ns/b", &two_b, 1, NULL, 0}};
+  d = (sf_demand_t){apart, 2, 0, 0};
+  cr_assert_eq(eval1(n, &d).fit, SF_FIT_YES);
+  /* All counts the node's matching devices: 33 now. */
+  add_pool(n, "a3", 2, "A");
+  sf_claim_t alone = {"ns/all", &all_a, 1, NULL, 0};
+  d = (sf_demand_t){&alone, 1, 0, 0};
+  v = eval1(n, &d);
+  cr_assert_eq(v.fit, SF_FIT_NO);
+  cr_assert(strstr(v.reason, "would get 33 devices"), "%s", v.reason);
+  /* firstAvailable: the alternative past the limit is skipped for the next one... */
+  sf_request_t alts[2] = {all_a, {"one", &b, 1, false, 1, NULL, 0, NULL, 0, NULL, 0, false}};
+  sf_request_t top = {"gpu", NULL, 0, false, 0, NULL, 0, NULL, 0, alts, 2, false};
+  sf_claim_t pick = {"ns/pick", &top, 1, NULL, 0};
+  d = (sf_demand_t){&pick, 1, 0, 0};
+  sf_assignment_t as;
+  cr_assert_eq(sf_packer_place(pk, idx, &pol, &d, n, &as, NULL), SF_FIT_YES);
+  cr_assert_eq(as.n, 1);
+  cr_assert_eq(as.results[0].alt, 1);
+  /* ...and when that one has no device, nothing fits. */
+  alts[1].selectors = &h100;
+  v = eval1(n, &d);
+  cr_assert_eq(v.fit, SF_FIT_NO);
+  cr_assert(strstr(v.reason, "would get 33 devices"), "%s", v.reason);
+  /* An exact count past the limit, on a node with enough devices. */
+  sf_request_t many = {"many", &a, 1, false, 33, NULL, 0, NULL, 0, NULL, 0, false};
+  sf_claim_t big = {"ns/big", &many, 1, NULL, 0};
+  d = (sf_demand_t){&big, 1, 0, 0};
+  cr_assert_eq(eval1(n, &d).fit, SF_FIT_NO);
+  sf_packer_set_fast_path(pk, false);
+  cr_assert_eq(eval1(n, &d).fit, SF_FIT_NO);
 }
 
 Test(packer, max_sharers_and_headroom)

@@ -295,7 +295,7 @@ MAX = 32  # resourceapi.AllocationResultsMaxSize
 
 
 def case(name, expect, claims=(), classes=(), slices=(), node_obj=None, allocated=(),
-         shared=(), note=None, unsure_ok=False, known=None):
+         shared=(), note=None, unsure_ok=False, known=None, ours=False):
     """allocated: [(driver, pool, device)]; shared: [(driver, pool, device, {cap: amount})]."""
     if node_obj is None:
         node_obj = node("node-1", "region-1")
@@ -337,6 +337,8 @@ def case(name, expect, claims=(), classes=(), slices=(), node_obj=None, allocate
         c["note"] = note
     if known:
         c["known_failure"] = known
+    if ours:
+        c["ours"] = True
     CASES.append(c)
 
 
@@ -806,6 +808,7 @@ def table_rest():
     table_consumable()
     table_lists()
     table_pools()
+    table_ours()
 
 
 def cap0(v):
@@ -1102,6 +1105,35 @@ def table_pools():
                             first_available("req-2", sub("subReq-0", "class-a", 2), sub("subReq-1", "class-a", 1, xsel))])],
          [CA], [slice_("slice-1", "node-1", "pool-1", dA, [t("device-1", "X"), t("device-2", "Y"), t("device-3", "Y")])])
 
+
+def table_ours():
+    """slicefit's own cases, after upstream's: behaviour the upstream allocator defines in its code
+    (read at the same commit) but its table does not exercise. Named "slicefit-...", marked `ours`."""
+    def own(name, expect, claims, classes, slices, note, **kw):
+        case("slicefit-" + name, expect, claims, classes, slices, note="slicefit's own case: " + note, ours=True, **kw)
+    CM = class_multi("class-a", dA, True)
+    allr = claim("claim-0", [all_request("req-0", "class-a")])
+    # The limit of AllocationResultsMaxSize (32) results per claim, with allocation mode All.
+    own("all-devices-over-result-limit", "error", [allr], [CA], [multiple("slice-1", "node-1", "pool-1", dA, MAX + 1)],
+        "All counts the node's 33 matching devices; minDevicesPerClaim 33 exceeds the claim limit of 32")
+    own("all-devices-at-result-limit", "allocate", [allr], [CA], [multiple("slice-1", "node-1", "pool-1", dA, MAX)],
+        "All over exactly 32 devices is within the limit")
+    own("all-devices-result-limit-counts-the-node", "allocate", [allr], [CA],
+        [multiple("slice-1", "node-1", "pool-1", dA, MAX - 2), multiple("slice-2", "node-2", "pool-2", dA, 3)],
+        "33 matching devices in the cluster, 30 of them on node-1: All counts the node's")
+    own("all-devices-plus-another-over-result-limit", "error",
+        [claim("claim-0", [all_request("req-0", "class-a"), request("req-1", "class-b", 2)])], [CA, CB],
+        [multiple("slice-1", "node-1", "pool-1", dA, MAX - 1), multiple("slice-2", "node-1", "pool-2", dB, 2)],
+        "the limit counts every request of the claim: 31 (All) + 2 = 33 results")
+    own("all-devices-plus-another-claim-within-result-limit", "allocate",
+        [allr, claim("claim-1", [request("req-0", "class-b", 2)])], [CA, CB],
+        [multiple("slice-1", "node-1", "pool-1", dA, MAX - 1), multiple("slice-2", "node-1", "pool-2", dB, 2)],
+        "the limit is per claim: 31 results in claim-0 and 2 in claim-1")
+    own("prioritized-list-all-over-result-limit-no-fallback", "no",
+        [claim("claim-0", [first_available("req-0", sub("subReq-0", "class-a", 0, mode="All"), sub("subReq-1", "class-b", 1))])],
+        [CA, CB], [multiple("slice-1", "node-1", "pool-1", dA, MAX + 1)],
+        "subReq-0 (All, 33 devices) passes the limit and is skipped (errAllocationResultMaxSizeExceeded); "
+        "subReq-1 finds no class-b device")
 
 KNOWN = {}  # name -> reason slicefit still disagrees (filled as the work goes)
 
