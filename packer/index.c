@@ -647,6 +647,8 @@ static void dev_reconsume(sf_index_t *idx, sf_dev_id d)
         for (uint32_t j = 0; j < al->ncons[k]; j++)
           if (al->cnames[k][j] == dv->caps[c].name)
             nc[c] = al->picks[k].consumed[j];
+        if (al->picks[k].whole)
+          nc[c] = dv->caps[c].value;  /* held whole: all of a new capacity too */
         dv->caps[c].free -= nc[c];
       }
       cfree(al->picks[k].consumed);
@@ -937,7 +939,8 @@ int sf_index_pool_set(sf_index_t *idx, sf_node_id node, const char *driver, cons
     if (d < 0)
       d = dev_new(idx, node, p, driver, pool, devs[i].name);
     sf__dev_t *dv = &idx->devs[d];
-    bool same = caps_same_layout(dv, &devs[i], idx);
+    /* Held whole, a device takes all of its new amounts too: re-applied, not carried over. */
+    bool same = caps_same_layout(dv, &devs[i], idx) && dv->wholes == 0;
     sf_milli_t used[SF_DEVICE_FIELDS_MAX] = {0};
     for (uint32_t c = 0; same && c < dv->ncaps; c++)
       used[c] = dv->caps[c].value - dv->caps[c].free;
@@ -1224,6 +1227,8 @@ static void alloc_apply(sf_index_t *idx, const sf__alloc_t *a, int sign)
     sf__dev_t *dv = &idx->devs[a->picks[k].dev];
     bool first = sign > 0 && dv->holders == 0;
     dv->holders = (uint32_t)((int64_t)dv->holders + sign);
+    if (a->picks[k].whole)
+      dv->wholes = (uint32_t)((int64_t)dv->wholes + sign);
     bool last = sign < 0 && dv->holders == 0;
     for (uint32_t c = 0; c < dv->ncaps; c++)
       dv->caps[c].free -= sign * (dv->shared ? a->picks[k].consumed[c] : dv->caps[c].value);
@@ -1302,11 +1307,14 @@ int sf_index_alloc_add(sf_index_t *idx, const char *holder, sf_node_id node, int
     sf_milli_t *c = sf_xcalloc(dv->ncaps, sizeof(*c));
     a->cnames[k] = sf_xcalloc(dv->ncaps, sizeof(**a->cnames));
     for (uint32_t j = 0; j < dv->ncaps; j++) {
-      c[j] = (dv->shared && picks[k].consumed) ? picks[k].consumed[j] : 0;
+      c[j] = !dv->shared                 ? 0
+             : picks[k].whole            ? dv->caps[j].value
+             : picks[k].consumed != NULL ? picks[k].consumed[j]
+                                         : 0;
       a->cnames[k][j] = dv->caps[j].name;
     }
     a->ncons[k] = dv->ncaps;
-    a->picks[k] = (sf_pick_t){picks[k].dev, c};
+    a->picks[k] = (sf_pick_t){picks[k].dev, c, picks[k].whole};
   }
   sf_map_put(&idx->alloc_by_holder, holder, strlen(holder), id);
   idx->live_allocs++;
@@ -1350,7 +1358,7 @@ int sf_index_alloc_remove(sf_index_t *idx, sf_alloc_id id)
 typedef struct {
   size_t *capoff, *cntoff;       /* per device / pool: its first entry in capfree / cntfree */
   sf_milli_t *capfree, *cntfree; /* free amounts expected from the allocations */
-  uint32_t *holders;             /* per device */
+  uint32_t *holders, *wholes;    /* per device */
   int64_t *cpu, *mem;            /* per node */
   size_t live;                   /* live allocations */
   char *err;                     /* the caller's buffer, or NULL */
@@ -1376,6 +1384,7 @@ static void recount_init(recount_t *r, const sf_index_t *idx, char *err, size_t 
   r->capoff = sf_xcalloc(idx->ndevs + 1, sizeof(*r->capoff));
   r->cntoff = sf_xcalloc(idx->npools + 1, sizeof(*r->cntoff));
   r->holders = sf_xcalloc(idx->ndevs + 1, sizeof(*r->holders));
+  r->wholes = sf_xcalloc(idx->ndevs + 1, sizeof(*r->wholes));
   r->cpu = sf_xcalloc(idx->nnodes + 1, sizeof(*r->cpu));
   r->mem = sf_xcalloc(idx->nnodes + 1, sizeof(*r->mem));
   for (size_t d = 0; d < idx->ndevs; d++) {
@@ -1401,6 +1410,7 @@ static void recount_dispose(recount_t *r)
   free(r->capoff);
   free(r->cntoff);
   free(r->holders);
+  free(r->wholes);
   free(r->cpu);
   free(r->mem);
   free(r->capfree);
@@ -1425,6 +1435,7 @@ static int check_allocs(const sf_index_t *idx, recount_t *r)
       if (!dv->used || !dev_on(idx, d, a->node))
         return fail(r, "allocation %s holds a bad device", a->holder);
       r->holders[d]++;
+      r->wholes[d] += a->picks[k].whole;
       for (uint32_t c = 0; c < dv->ncaps; c++)
         r->capfree[r->capoff[d] + c] -= dv->shared ? a->picks[k].consumed[c] : dv->caps[c].value;
     }
@@ -1442,6 +1453,8 @@ static int check_devices(const sf_index_t *idx, recount_t *r)
       continue;
     if (r->holders[d] != dv->holders)
       return fail(r, "device %s: %u holders counted, %u kept", dv->name, r->holders[d], dv->holders);
+    if (r->wholes[d] != dv->wholes)
+      return fail(r, "device %s: %u whole holds counted, %u kept", dv->name, r->wholes[d], dv->wholes);
     if (dv->retired && dv->holders == 0)
       return fail(r, "device %s retired with no holder", dv->name);
     for (uint32_t c = 0; c < dv->ncaps; c++)

@@ -208,6 +208,10 @@ SF_HOT bool avail(const sf_packer_t *p, const hdev_t *d, uint32_t k, const sf_mi
       return false;
     }
   } else {
+    if (d->fl & HD_WHOLE) {  /* DRA: allocated (not shared), so in use */
+      if (st) st->busy++;
+      return false;
+    }
     if (p->pol->max_sharers > 0 && holders >= p->pol->max_sharers) {
       if (st) st->sharers++;
       return false;
@@ -263,11 +267,12 @@ static void take(sf_packer_t *p, const cand_t *c, int sign)
 /*
  * A shared device whose free capacity (what other claims left) cannot take
  * `need`: allocation mode All leaves it out instead of failing on it, as
- * DRA does.
+ * DRA does. Not one held whole: DRA counts it among the allocated devices,
+ * not the shares, so All keeps it and then cannot have it.
  */
 static bool filled(const sf_packer_t *p, const hdev_t *d, const sf_milli_t *need)
 {
-  if (!(d->fl & HD_SHARED))
+  if (!(d->fl & HD_SHARED) || (d->fl & HD_WHOLE))
     return false;
   if (d->cls >= 0)
     return d->capfree < need[0];
@@ -434,7 +439,7 @@ static void push_result(sf_packer_t *p, uint32_t slot, const cand_t *c)
   const hdev_t *d = &s->h->d[c->k];
   for (uint32_t i = 0; i < (d->ncaps ? d->ncaps : 1u); i++)
     s->rcons[s->nres * MAXCAPS + i] = s->needs[c->noff + i];
-  s->res[s->nres] = (sf_result_t){f->claim, f->req, sl->alt, {d->dev, NULL}};
+  s->res[s->nres] = (sf_result_t){f->claim, f->req, sl->alt, {d->dev, NULL, false}};
   s->rk[s->nres] = c->k;
   s->nres++;
 }

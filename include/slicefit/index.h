@@ -107,6 +107,12 @@ typedef struct {
    * Ignored for an exclusive device, which is taken whole.
    */
   const sf_milli_t *consumed;
+  /*
+   * A shared device held exclusively (DRA: a result without shareID, which
+   * the allocator counts among allocated devices, not shares): nothing else
+   * may take it, and it consumes all of every capacity (consumed ignored).
+   */
+  bool whole;
 } sf_pick_t;
 
 #define SF_ALLOC_FORCE 1u  /* record even if it overcommits (the API server is the truth) */

@@ -115,8 +115,8 @@ Test(packer, island_constraint_fails_on_split_islands)
 {
   set("island_map", "A100=2");
   sf_node_id n = tc_node(idx, "a100", 4, "NVIDIA A100", 40 * GiB, false);
-  sf_pick_t p0 = {sf_index_dev_find(idx, DRV, "a100", "gpu-0"), NULL};
-  sf_pick_t p2 = {sf_index_dev_find(idx, DRV, "a100", "gpu-2"), NULL};
+  sf_pick_t p0 = {sf_index_dev_find(idx, DRV, "a100", "gpu-0"), NULL, false};
+  sf_pick_t p2 = {sf_index_dev_find(idx, DRV, "a100", "gpu-2"), NULL, false};
   cr_assert_eq(sf_index_alloc_add(idx, "x", n, 0, 0, &p0, 1, 0, NULL), 0);
   cr_assert_eq(sf_index_alloc_add(idx, "y", n, 0, 0, &p2, 1, 0, NULL), 0);
   tc_claim_t isl;
@@ -279,6 +279,53 @@ Test(packer, all_mode_counts_toward_the_result_limit_per_claim)
   cr_assert_eq(eval1(n, &d).fit, SF_FIT_NO);
 }
 
+/* DRA: a result without shareID puts a shared device among the allocated devices, not the shares. */
+Test(packer, shared_device_held_whole_takes_no_share)
+{
+  /* A shared device without capacities: only the hold can keep others off. */
+  sf_node_id n;
+  sf_node_spec_t ns = {"bare", 0, 0};
+  cr_assert_eq(sf_index_node_upsert(idx, &ns, &n), 0);
+  sf_device_spec_t bare = {"gpu-0", NULL, 0, NULL, 0, NULL, 0, NULL, 0, true};
+  cr_assert_eq(sf_index_pool_set(idx, n, DRV, "bare", &bare, 1, NULL, 0), 0);
+  sf_dev_id d = sf_index_dev_find(idx, DRV, "bare", "gpu-0");
+  tc_claim_t c;
+  tc_claim(&c, 1, 0);
+  sf_pick_t share = {d, NULL, false}, whole = {d, NULL, true};
+  sf_alloc_id a;
+  cr_assert_eq(sf_index_alloc_add(idx, "ns/share", n, 0, 0, &share, 1, 0, &a), 0);
+  cr_assert_eq(eval1(n, &c.dem).fit, SF_FIT_YES, "shares beside a share");
+  cr_assert_eq(sf_index_alloc_remove(idx, a), 0);
+  cr_assert_eq(sf_index_alloc_add(idx, "ns/whole", n, 0, 0, &whole, 1, SF_ALLOC_FORCE, &a), 0);
+  tc_valid(idx);
+  sf_verdict_t v = eval1(n, &c.dem);
+  cr_assert_eq(v.fit, SF_FIT_NO);
+  cr_assert(strstr(v.reason, "0 of 1 matching are free"), "%s", v.reason);
+  cr_assert_eq(sf_index_alloc_remove(idx, a), 0);
+  tc_valid(idx);
+  cr_assert_eq(eval1(n, &c.dem).fit, SF_FIT_YES);
+  /* With capacities: held whole, all of each is taken, also of one published later. */
+  sf_node_id m = tc_node(idx, "caps", 2, "RTX", 20 * GiB, true);
+  sf_pick_t w0 = {sf_index_dev_find(idx, DRV, "caps", "gpu-0"), NULL, true};
+  cr_assert_eq(sf_index_alloc_add(idx, "ns/w0", m, 0, 0, &w0, 1, SF_ALLOC_FORCE, NULL), 0);
+  tc_valid(idx);
+  sf_milli_t val, fr;
+  sf_index_dev_cap(idx, w0.dev, 0, &val, &fr);
+  cr_assert_eq(fr, 0);
+  /* All: DRA keeps a device held whole in the set (only shares' capacity filters it out) and
+   * then cannot allocate it. */
+  tc_claim(&c, 0, GiB);
+  c.req.all = true;
+  v = eval1(m, &c.dem);
+  cr_assert_eq(v.fit, SF_FIT_NO, "%s", v.reason);
+  tc_node(idx, "caps", 2, "RTX", 40 * GiB, true);  /* republished with more memory */
+  tc_valid(idx);
+  sf_index_dev_cap(idx, w0.dev, 0, &val, &fr);
+  cr_assert_eq(val, 40 * GiB);
+  cr_assert_eq(fr, 0);
+  cr_assert_eq(eval1(m, &c.dem).fit, SF_FIT_NO);
+}
+
 Test(packer, max_sharers_and_headroom)
 {
   sf_node_id n = tc_node(idx, "n", 1, "RTX", 20 * GiB, true);
@@ -320,7 +367,7 @@ Test(packer, first_fit_follows_node_order_packer_packs_tight)
 {
   sf_node_id n = tc_node(idx, "n", 2, "RTX", 20 * GiB, true);
   sf_milli_t ten = 10 * GiB;
-  sf_pick_t p = {sf_index_dev_find(idx, DRV, "n", "gpu-1"), &ten};
+  sf_pick_t p = {sf_index_dev_find(idx, DRV, "n", "gpu-1"), &ten, false};
   sf_index_alloc_add(idx, "x", n, 0, 0, &p, 1, 0, NULL);
   tc_claim_t c;
   tc_claim(&c, 1, 4 * GiB);
@@ -362,7 +409,7 @@ Test(packer, fgd_follows_the_mix)
   set("strategy", "fgd");
   set("fgd_mix", "500mx1=1");
   sf_milli_t three = 300, half = 500;
-  sf_pick_t pa = {sf_index_dev_find(idx, DRV, "a", "gpu-0"), &three};
+  sf_pick_t pa = {sf_index_dev_find(idx, DRV, "a", "gpu-0"), &three, false};
   sf_index_alloc_add(idx, "x", n[0], 0, 0, &pa, 1, 0, NULL);
   tc_claim_t c;
   tc_claim(&c, 1, half);

@@ -1134,6 +1134,24 @@ def table_ours():
         [CA, CB], [multiple("slice-1", "node-1", "pool-1", dA, MAX + 1)],
         "subReq-0 (All, 33 devices) passes the limit and is skipped (errAllocationResultMaxSizeExceeded); "
         "subReq-1 finds no class-b device")
+    # A result without shareID on a multi-allocatable device: an exclusive hold (AllocatedDevices).
+    own("multi-allocatable-device-without-capacity-already-dedicated", "no",
+        [claim1("claim-0", "req-0", "class-a")], [CM],
+        [slice_("slice-1", "node-1", "pool-1", dA, [multi(device("device-1"))])],
+        "device-1 publishes no capacity; its result without shareID puts it in AllocatedDevices, deviceInUse",
+        allocated=[(dA, "pool-1", "device-1")])
+    own("multi-allocatable-device-without-capacity-shared", "allocate",
+        [claim1("claim-0", "req-0", "class-a")], [CM],
+        [slice_("slice-1", "node-1", "pool-1", dA, [multi(device("device-1"))])],
+        "the same device shared (a result with shareID): another share is allowed",
+        shared=[(dA, "pool-1", "device-1", {})])
+    own("all-devices-multi-allocatable-device-already-dedicated", "no",
+        [claim("claim-0", [all_request("req-0", "class-a", caps=1)])], [CM],
+        [slice_("slice-1", "node-1", "pool-1", dA, [multi(device("device-1", cap0(2))), multi(device("device-2", cap0(2)))])],
+        "device-1 is held without shareID: All still counts it (its capacity is not in AggregatedCapacity) "
+        "and then cannot allocate it",
+        allocated=[(dA, "pool-1", "device-1")])
+
 
 KNOWN = {}  # name -> reason slicefit still disagrees (filled as the work goes)
 

@@ -925,3 +925,56 @@ Test(cluster, node_labels_decide_where_a_selector_slice_reaches) {
   json_decref(n1);
   json_decref(pod);
 }
+
+/* A result without shareID holds a shared device whole, also one that publishes no capacity
+ * (there is nothing to fill up, so only the hold itself can keep other claims off). */
+Test(cluster, result_without_share_id_holds_a_shared_device_whole) {
+  load("dra-example-driver/deployments__helm__dra-example-driver__templates__deviceclass.json");
+  json_t *s = fx_json(
+      "{\"kind\":\"ResourceSlice\",\"metadata\":{\"name\":\"n1-gpu\"},\"spec\":{\"driver\":\"gpu.example.com\","
+      "\"nodeName\":\"n1\",\"pool\":{\"name\":\"n1\",\"generation\":1,\"resourceSliceCount\":1},\"devices\":["
+      "{\"name\":\"gpu-0\",\"allowMultipleAllocations\":true}]}}");
+  apply(s);
+  json_t *want = fx_json(
+      "{\"kind\":\"ResourceClaim\",\"metadata\":{\"name\":\"want\",\"namespace\":\"ns\"},\"spec\":{\"devices\":"
+      "{\"requests\":[{\"name\":\"r\",\"exactly\":{\"deviceClassName\":\"gpu.example.com\"}}]}}}");
+  apply(want);
+  json_t *pod = fx_json(
+      "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\",\"namespace\":\"ns\"},\"spec\":{\"containers\":"
+      "[{\"name\":\"c\",\"image\":\"x\"}],\"resourceClaims\":[{\"name\":\"g\",\"resourceClaimName\":\"want\"}]}}");
+#define HELD_FMT                                                                                        \
+  "{\"kind\":\"ResourceClaim\",\"metadata\":{\"name\":\"held\",\"namespace\":\"other\"},\"status\":"      \
+  "{\"allocation\":{\"devices\":{\"results\":[{\"request\":\"r\",\"driver\":\"gpu.example.com\","        \
+  "\"pool\":\"n1\",\"device\":\"gpu-0\"%s}]}}}}"
+  const char *names[] = {"n1"};
+  sf_verdict_t v[1];
+  char text[1024];
+  /* Shared (a shareID): another share fits. */
+  snprintf(text, sizeof text, HELD_FMT, ",\"shareID\":\"s1\"");
+  json_t *held = fx_json(text);
+  apply(held);
+  json_decref(held);
+  sf_pod_plan_t *p = plan(pod);
+  evaluate(p, names, 1, v);
+  cr_assert_eq(v[0].fit, SF_FIT_YES, "%s", v[0].reason);
+  sf_pod_plan_free(p);
+  /* The same result without its shareID: the device is held whole, nothing else fits. */
+  snprintf(text, sizeof text, HELD_FMT, "");
+  held = fx_json(text);
+  apply(held);
+  p = plan(pod);
+  evaluate(p, names, 1, v);
+  cr_assert_eq(v[0].fit, SF_FIT_NO, "held whole, yet: %s", v[0].reason);
+  sf_pod_plan_free(p);
+  /* Deleting the claim frees it. */
+  cr_assert_eq(sf_cluster_delete(C, SF_KIND_UNKNOWN, held, err, sizeof err), 0, "%s", err);
+  json_decref(held);
+  valid();
+  p = plan(pod);
+  evaluate(p, names, 1, v);
+  cr_assert_eq(v[0].fit, SF_FIT_YES, "%s", v[0].reason);
+  sf_pod_plan_free(p);
+  json_decref(pod);
+  json_decref(want);
+  json_decref(s);
+}
