@@ -1152,6 +1152,17 @@ def table_ours():
         "and then cannot allocate it",
         allocated=[(dA, "pool-1", "device-1")])
 
+    # A device several nodes reach is one device: allocated through any of them, it is in use on all.
+    for how, sel in (("node-selector", label_sel("planet", "earth")), ("all-nodes", ALL)):
+        own("network-attached-device-allocated-%s" % how, "no", [claim1("claim-0", "req-0", "class-a")], [CA],
+            [one_device("slice-1", sel, "pool-1", dA)],
+            "device-1 reaches node-1 and node-2; its allocation (AllocatedDevices) holds it for both",
+            allocated=[(dA, "pool-1", "device-1")], node_obj=N2)
+    own("per-device-node-selection-all-nodes-device-allocated", "no", [claim1("claim-0", "req-0", "class-a")], [CA],
+        [slice_("slice-1", PER_DEVICE, "pool-1", dA, [node_sel(device("device-1"), "node-1"),
+                                                       node_sel(device("device-2"), ALL)])],
+        "device-2 (allNodes) is allocated; node-2 reaches no other device",
+        allocated=[(dA, "pool-1", "device-2")], node_obj=N2)
 
 KNOWN = {}  # name -> reason slicefit still disagrees (filled as the work goes)
 
