@@ -22,6 +22,7 @@ typedef struct {
   uint32_t noff;           /* its needs in pk_search_t.needs (the device's capacities, at least one) */
   int16_t island;          /* the device's, -1: its own */
   bool avail;              /* available with nothing tentative */
+  bool blocked;            /* All only: a taint the request does not tolerate; never available */
 } cand_t;
 
 /* A candidate with its preference key, while sorting. */
@@ -37,6 +38,7 @@ typedef struct {
   const char *capname;
   const sf_taint_t *taint;
   uint32_t navail;         /* candidates available with nothing tentative */
+  uint32_t nblocked;       /* candidates blocked by a taint (All keeps them in its set) */
 } stats_t;
 
 typedef struct {

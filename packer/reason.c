@@ -119,6 +119,8 @@ bool sf__reason_request(sf_packer_t *p, size_t r, const stats_t *st, size_t ndev
     sf__reason_say(p, R_TAINT, r, st->tainted, (int64_t)(uintptr_t)st->taint, 0, out, len);
   else if (clen == 0)
     sf__reason_say(p, R_NOCAP, r, 0, 0, 0, out, len);
+  else if (st->nblocked)  /* All: a device in its set is tainted */
+    sf__reason_say(p, R_TAINT, r, st->tainted, (int64_t)(uintptr_t)st->taint, 0, out, len);
   else if (avail >= want)
     return false;
   else if (st->short_cap && st->capname && want == 1)

@@ -346,14 +346,23 @@ void sf__search_gather(sf_packer_t *p, uint32_t slot, bool stop)
     if (m != SF_MATCH_YES)
       continue;
     t.match++;
-    if (!need_of(p, slot, sl, d, &needs[nn], &t) || (sl->s->all && !sl->s->admin && filled(p, d, &needs[nn])))
+    uint32_t tainted = t.tainted;
+    bool fits = need_of(p, slot, sl, d, &needs[nn], &t);
+    /* All keeps a device whose taint the request does not tolerate (DRA's set is made by the
+     * selectors alone) and so cannot be satisfied; other misfits are left out of the set. */
+    bool blocked = !fits && sl->s->all && t.tainted > tainted;
+    if ((!fits && !blocked) || (fits && sl->s->all && !sl->s->admin && filled(p, d, &needs[nn])))
       continue;
-    bool ok = avail(p, d, k, &needs[nn], &t, false);
+    if (blocked)
+      memset(&needs[nn], 0, d->nneed * sizeof(*needs));
+    bool ok = !blocked && avail(p, d, k, &needs[nn], &t, false);
+    t.nblocked += blocked;
     cand_t *c = &cands[nc++];
     c->k = k;
     c->noff = (uint32_t)nn;
     c->island = d->island;
     c->avail = ok;
+    c->blocked = blocked;
     nn += d->nneed;
     t.navail += ok;
     if (stop && ok)
@@ -691,7 +700,9 @@ static int search_dev(sf_packer_t *p, uint32_t slot, uint32_t m, uint32_t want, 
     const cand_t *c = &s->cands[s->coff[slot] + i];
     if (++s->steps > p->pol->search_budget)
       return SEARCH_BUDGET;
-    bool ok = admin ? admin_avail(p, sl, c->k) : avail(p, &s->h->d[c->k], c->k, &s->needs[c->noff], NULL, true);
+    bool ok = c->blocked  ? false
+              : admin     ? admin_avail(p, sl, c->k)
+                          : avail(p, &s->h->d[c->k], c->k, &s->needs[c->noff], NULL, true);
     if (!ok || !cons_push(p, sl, c->k))
       continue;
     if (!admin)
@@ -714,7 +725,7 @@ uint32_t sf__search_want(const sf_packer_t *p, uint32_t slot)
 {
   const sf_request_t *s = p->dem.slot[slot].s;
   uint32_t want = s->all ? (uint32_t)p->search.clen[slot] : s->count;
-  size_t can = s->admin ? p->search.clen[slot] : p->search.st[slot].navail;
+  size_t can = s->admin ? p->search.clen[slot] - p->search.st[slot].nblocked : p->search.st[slot].navail;
   /* All needs one device at least; ExactCount, enough available (the overlay only takes) */
   return want > can ? 0 : want;
 }

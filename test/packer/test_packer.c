@@ -148,6 +148,34 @@ Test(packer, taints_and_tolerations)
   cr_assert_eq(eval1(n, &c.dem).fit, SF_FIT_YES);
 }
 
+/* DRA's All set is made by the selectors alone: a tainted device in it fails the request. */
+Test(packer, all_mode_fails_on_a_tainted_device_instead_of_leaving_it_out)
+{
+  sf_node_id n = tc_node(idx, "n", 2, "RTX", 20 * GiB, false);
+  sf_taint_t t = {"gpu.nvidia.com/xid", "79", SF_TAINT_NOSCHEDULE};
+  sf_index_taint_rule_add(idx, "r", sf_index_dev_find(idx, DRV, "n", "gpu-1"), &t);
+  tc_claim_t c;
+  tc_claim(&c, 0, 0);
+  c.req.all = true;
+  sf_verdict_t v = eval1(n, &c.dem);
+  cr_assert_eq(v.fit, SF_FIT_NO);
+  cr_assert(strstr(v.reason, "does not tolerate taint gpu.nvidia.com/xid=79:NoSchedule on 1 matching device"),
+            "%s", v.reason);
+  c.req.admin = true;
+  cr_assert_eq(eval1(n, &c.dem).fit, SF_FIT_NO, "admin access does not pass a taint either");
+  c.req.admin = false;
+  sf_toleration_t tol = {"gpu.nvidia.com/xid", NULL, true, true, SF_TAINT_NONE};
+  c.req.tols = &tol;
+  c.req.ntols = 1;
+  sf_assignment_t a;
+  cr_assert_eq(sf_packer_place(pk, idx, &pol, &c.dem, n, &a, NULL), SF_FIT_YES);
+  cr_assert_eq(a.n, 2, "tolerated: both");
+  /* A request that is not All just takes the untainted device. */
+  c.req.ntols = 0;
+  tc_claim(&c, 1, 0);
+  cr_assert_eq(eval1(n, &c.dem).fit, SF_FIT_YES);
+}
+
 Test(packer, unknown_selector_passes_the_node_as_unsure)
 {
   sf_node_id n = tc_node(idx, "n", 1, "RTX", 20 * GiB, true);

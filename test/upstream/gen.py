@@ -1163,6 +1163,19 @@ def table_ours():
                                                        node_sel(device("device-2"), ALL)])],
         "device-2 (allNodes) is allocated; node-2 reaches no other device",
         allocated=[(dA, "pool-1", "device-2")], node_obj=N2)
+    # All keeps a tainted device in its set (validateDeviceRequest does not look at taints) and
+    # then cannot allocate it (allocateDevice does): the request fails, it does not shrink.
+    two = lambda *t: [slice_("slice-1", "node-1", "pool-1", dA, [taints(device("device-1"), *t), device("device-2")])]
+    own("tainted-all-devices-one-of-two", "no", [claim("claim-0", [all_request("req-0", "class-a")])], [CA],
+        two(T_NOSCHED), "device-1's NoSchedule taint is not tolerated: All fails on it")
+    own("tainted-all-devices-one-of-two-admin-access", "no",
+        [claim("claim-0", [request("req-0", "class-a", 0, mode="All", admin=True)])], [CA], two(T_NOSCHED),
+        "admin access does not pass a NoSchedule taint either")
+    own("tainted-all-devices-one-of-two-tolerated", "allocate",
+        [with_tols(claim("claim-0", [all_request("req-0", "class-a")]), TOL_NOSCHED)], [CA], two(T_NOSCHED),
+        "tolerated, both devices are allocated")
+    own("tainted-no-effect-all-devices", "allocate", [claim("claim-0", [all_request("req-0", "class-a")])], [CA],
+        two(T_NONE), "effect None is informational")
 
 KNOWN = {}  # name -> reason slicefit still disagrees (filled as the work goes)
 
