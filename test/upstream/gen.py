@@ -1176,6 +1176,20 @@ def table_ours():
         "tolerated, both devices are allocated")
     own("tainted-no-effect-all-devices", "allocate", [claim("claim-0", [all_request("req-0", "class-a")])], [CA],
         two(T_NONE), "effect None is informational")
+    # All refuses when any pool reaching the node is incomplete or invalid, whatever its driver:
+    # validateDeviceRequest checks every gathered pool before it looks at selectors.
+    a1 = one_device("slice-1", "node-1", "pool-1", dA)
+    own("all-devices-other-driver-pool-incomplete", "error", [allr], [CA],
+        [a1, one_device("slice-2", "node-1", pool("pool-2", 2), dB)],
+        "driver-b's pool-2 misses a slice: 'asks for all devices, but resource pool driver-b/pool-2 is currently "
+        "being updated'")
+    own("all-devices-other-driver-pool-invalid", "error", [allr], [CA],
+        [a1, one_device("slice-2", "node-1", pool("pool-2", 2), dB), one_device("slice-3", "node-1", pool("pool-2", 2), dB)],
+        "driver-b's pool-2 has device-1 twice: 'asks for all devices, but resource pool driver-b/pool-2 is "
+        "currently invalid'")
+    own("exact-count-other-driver-pool-incomplete", "allocate", [claim1("claim-0", "req-0", "class-a")], [CA],
+        [a1, one_device("slice-2", "node-1", pool("pool-2", 2), dB)],
+        "ExactCount does not look at other pools")
 
 KNOWN = {}  # name -> reason slicefit still disagrees (filled as the work goes)
 

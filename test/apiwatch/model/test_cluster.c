@@ -1075,3 +1075,71 @@ Test(cluster, capacity_name_takes_the_driver_of_a_double_quoted_class) {
     json_decref(pod);
   }
 }
+
+/* DRA refuses allocation mode All on a node that any pool reaches incomplete or invalid, whatever
+ * its driver; an ExactCount request does not look at other pools. */
+Test(cluster, all_mode_refuses_a_node_an_unsettled_pool_reaches, .init = cr_redirect_stderr) {
+  load("dra-example-driver/deployments__helm__dra-example-driver__templates__deviceclass.json");
+  json_t *gpu = slice("gpus", "n1", "n1", 1, 1, 2, "gpu");
+  apply(gpu);
+#define NIC_FMT                                                                                          \
+  "{\"kind\":\"ResourceSlice\",\"metadata\":{\"name\":\"%s\"},\"spec\":{\"driver\":\"nic.example.com\","     \
+  "\"nodeName\":\"n1\",\"pool\":{\"name\":\"nics\",\"generation\":1,\"resourceSliceCount\":2},\"devices\":[" \
+  "{\"name\":\"nic-0\"}]}}"
+  char text[512];
+  snprintf(text, sizeof text, NIC_FMT, "nic-a");
+  json_t *nic_a = fx_json(text);
+  apply(nic_a);  /* one slice of two: nics is incomplete on n1 */
+  json_t *all = fx_json(
+      "{\"kind\":\"ResourceClaim\",\"metadata\":{\"name\":\"all\",\"namespace\":\"ns\"},\"spec\":{\"devices\":"
+      "{\"requests\":[{\"name\":\"r\",\"exactly\":{\"deviceClassName\":\"gpu.example.com\",\"allocationMode\":"
+      "\"All\"}}]}}}");
+  json_t *one = fx_json(
+      "{\"kind\":\"ResourceClaim\",\"metadata\":{\"name\":\"one\",\"namespace\":\"ns\"},\"spec\":{\"devices\":"
+      "{\"requests\":[{\"name\":\"r\",\"exactly\":{\"deviceClassName\":\"gpu.example.com\"}}]}}}");
+  apply(all);
+  apply(one);
+  json_t *pod_all = fx_json(
+      "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\",\"namespace\":\"ns\"},\"spec\":{\"containers\":"
+      "[{\"name\":\"c\",\"image\":\"x\"}],\"resourceClaims\":[{\"name\":\"g\",\"resourceClaimName\":\"all\"}]}}");
+  json_t *pod_one = fx_json(
+      "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"q\",\"namespace\":\"ns\"},\"spec\":{\"containers\":"
+      "[{\"name\":\"c\",\"image\":\"x\"}],\"resourceClaims\":[{\"name\":\"g\",\"resourceClaimName\":\"one\"}]}}");
+  const char *names[] = {"n1"};
+  sf_verdict_t v[1];
+  sf_pod_plan_t *p = plan(pod_all);
+  evaluate(p, names, 1, v);
+  cr_assert_eq(v[0].fit, SF_FIT_NO);
+  cr_assert_str_eq(v[0].reason,
+                   "claim ns/all, request r: asks for all devices, but resource pool nic.example.com/nics is "
+                   "currently being updated");
+  sf_pod_plan_free(p);
+  p = plan(pod_one);
+  evaluate(p, names, 1, v);
+  cr_assert_eq(v[0].fit, SF_FIT_YES, "%s", v[0].reason);
+  sf_pod_plan_free(p);
+  /* The second slice names nic-0 again: complete, but invalid. */
+  snprintf(text, sizeof text, NIC_FMT, "nic-b");
+  json_t *nic_b = fx_json(text);
+  apply(nic_b);
+  p = plan(pod_all);
+  evaluate(p, names, 1, v);
+  cr_assert_eq(v[0].fit, SF_FIT_NO);
+  cr_assert(strstr(v[0].reason, "resource pool nic.example.com/nics is currently invalid"), "%s", v[0].reason);
+  sf_pod_plan_free(p);
+  /* Gone: All takes both GPUs. */
+  cr_assert_eq(sf_cluster_delete(C, SF_KIND_UNKNOWN, nic_a, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(sf_cluster_delete(C, SF_KIND_UNKNOWN, nic_b, err, sizeof err), 0, "%s", err);
+  p = plan(pod_all);
+  evaluate(p, names, 1, v);
+  cr_assert_eq(v[0].fit, SF_FIT_YES, "%s", v[0].reason);
+  sf_pod_plan_free(p);
+  valid();
+  json_decref(gpu);
+  json_decref(nic_a);
+  json_decref(nic_b);
+  json_decref(all);
+  json_decref(one);
+  json_decref(pod_all);
+  json_decref(pod_one);
+}
