@@ -20,7 +20,12 @@ structured/internal/allocatortesting/allocator_testing.go (TestAllocator's
            accepts UNSURE.
 
 Every feature gate is on, as in issue 12: a case written for a gate turned off
-gets the verdict upstream gives with the gate on (its `note` says so). Object
+gets the verdict upstream gives with the gate on (its `note` says so).
+
+After upstream's cases (all 213 of kubernetes 008b365, in its order) come
+slicefit's own (table_ours): named "slicefit-...", marked `ours`, each with
+the upstream code path it follows in its `note`, for behaviour the
+allocator's code defines but its table does not exercise. Object
 names the API server could not hold twice (two slices or claims with one name
 in a case) get a suffix. Run: python3 test/upstream/gen.py > test/upstream/cases.json
 """
