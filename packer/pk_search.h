@@ -73,7 +73,8 @@ typedef struct {
   pick_t *picks; size_t pickcap;         /* the results, as the scoring kernel takes them */
   uint32_t *icnt; size_t icntcap;        /* per island, scratch */
   size_t steps;
-  bool unknown;            /* a selector could not tell */
+  bool unknown;            /* a selector could not tell, or a constraint (unknown_attr) */
+  const char *unknown_attr;  /* a constraint's attribute some device has with no readable value */
   bool taken;              /* the results are in the overlay (sf__search_end takes them back) */
 } pk_search_t;
 

@@ -205,7 +205,12 @@ void sf__reason_fail(sf_packer_t *p, int rc, sf_verdict_t *v)
   }
   if (s->unknown) {
     v->fit = SF_FIT_UNSURE;
-    sf__reason_say(p, R_UNKNOWN, 0, 0, 0, 0, v->reason, sizeof(v->reason));
+    if (s->unknown_attr && !p->reason.off)
+      snprintf(v->reason, sizeof(v->reason),
+               "a device's %s has no value slicefit can read, for a constraint; left to the DRA plugin",
+               s->unknown_attr);
+    else
+      sf__reason_say(p, R_UNKNOWN, 0, 0, 0, 0, v->reason, sizeof(v->reason));
     return;
   }
   for (size_t r = 0; r < p->dem.nfr; r++) {

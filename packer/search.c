@@ -306,6 +306,7 @@ void sf__search_begin(sf_packer_t *p, hnode_t *h)
   s->nres = 0;
   s->steps = 0;
   s->unknown = false;
+  s->unknown_attr = NULL;
   for (size_t i = 0; i < p->dem.ncs; i++)
     p->dem.cs[i].n = 0;
 }
@@ -609,14 +610,19 @@ static int32_t island_of(const hdev_t *d, uint32_t k)
   return d->island >= 0 ? d->island : -2 - (int32_t)k;  /* no island: its own */
 }
 
-/* Would device k keep constraint cs satisfied? */
-static bool cons_ok(const sf_packer_t *p, const cstate_t *cs, uint32_t k)
+/* Would device k keep constraint cs satisfied? An attribute slicefit cannot read: no, and the
+ * search is unsure (a failing search then passes the node). */
+static bool cons_ok(sf_packer_t *p, const cstate_t *cs, uint32_t k)
 {
   const hdev_t *d = &p->search.h->d[k];
   if (cs->c->kind == SF_CONSTRAINT_ISLAND)
     return cs->n == 0 || cs->isl == island_of(d, k);
   const sf_attr_t *a = dev_attr_named(&p->idx->devs[d->dev], cs->attr);
-  if (a == NULL || cs->n >= 64)
+  if (a != NULL && a->type == SF_ATTR_UNKNOWN) {
+    p->search.unknown = true;
+    p->search.unknown_attr = cs->attr;
+  }
+  if (a == NULL || a->type == SF_ATTR_UNKNOWN || cs->n >= 64)
     return false;
   if (a->type == SF_ATTR_LIST || cs->lists)  /* DRAListTypeAttributes: compared as sets */
     return cs->c->kind == SF_CONSTRAINT_MATCH ? sf__attrs_match(cs->vals, cs->n, a)

@@ -354,6 +354,31 @@ Test(packer, shared_device_held_whole_takes_no_share)
   cr_assert_eq(eval1(m, &c.dem).fit, SF_FIT_NO);
 }
 
+/* A constraint over an attribute a device has with no readable value: unsure, never a no. */
+Test(packer, constraint_on_an_unreadable_attribute_is_unsure)
+{
+  sf_node_id n;
+  sf_node_spec_t ns = {"n", 0, 0};
+  cr_assert_eq(sf_index_node_upsert(idx, &ns, &n), 0);
+  sf_attr_t odd = {DRV "/numa", SF_ATTR_UNKNOWN, 0, NULL}, one = {DRV "/numa", SF_ATTR_INT, 1, NULL};
+  sf_device_spec_t devs[2] = {{"gpu-0", &odd, 1, NULL, 0, NULL, 0, NULL, 0, false},
+                              {"gpu-1", &one, 1, NULL, 0, NULL, 0, NULL, 0, false}};
+  cr_assert_eq(sf_index_pool_set(idx, n, DRV, "n", devs, 2, NULL, 0), 0);
+  tc_claim_t c;
+  tc_claim(&c, 2, 0);
+  sf_constraint_t match = {SF_CONSTRAINT_MATCH, DRV "/numa", NULL, 0};
+  c.claim.cons = &match;
+  c.claim.ncons = 1;
+  sf_verdict_t v = eval1(n, &c.dem);
+  cr_assert_eq(v.fit, SF_FIT_UNSURE);
+  cr_assert(strstr(v.reason, "gpu.nvidia.com/numa has no value slicefit can read"), "%s", v.reason);
+  /* One device is enough: the readable one fits, whatever the other holds. */
+  tc_claim(&c, 1, 0);
+  c.claim.cons = &match;
+  c.claim.ncons = 1;
+  cr_assert_eq(eval1(n, &c.dem).fit, SF_FIT_YES);
+}
+
 Test(packer, max_sharers_and_headroom)
 {
   sf_node_id n = tc_node(idx, "n", 1, "RTX", 20 * GiB, true);

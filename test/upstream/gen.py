@@ -1195,6 +1195,11 @@ def table_ours():
     own("exact-count-other-driver-pool-incomplete", "allocate", [claim1("claim-0", "req-0", "class-a")], [CA],
         [a1, one_device("slice-2", "node-1", pool("pool-2", 2), dB)],
         "ExactCount does not look at other pools")
+    # An attribute with no value (API validation forbids it; upstream's table builds such devices)
+    # only matters to a constraint that reads it: the device is allocated otherwise.
+    own("device-with-unreadable-attribute-unconstrained", "allocate", [claim1("claim-0", "req-0", "class-a")], [CA],
+        [slice_("slice-1", "node-1", "pool-1", dA, [device("device-1", None, {"boolAttribute": A()})])],
+        "no constraint reads boolAttribute: upstream allocates device-1")
 
 KNOWN = {}  # name -> reason slicefit still disagrees (filled as the work goes)
 

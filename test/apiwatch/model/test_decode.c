@@ -313,8 +313,6 @@ static const err_case_t errs[] = {
      SF_OBJ_UNKNOWN, "spec.devices[1].capacity.m.requestPolicy.validRange: max is below min"},
     {DEV("{\"name\":\"b\",\"capacity\":{\"m\":{\"value\":\"1\",\"requestPolicy\":{\"default\":\"-1\"}}}}"),
      SF_OBJ_UNKNOWN, "spec.devices[1].capacity.m.requestPolicy.default: is negative"},
-    {DEV("{\"name\":\"b\",\"attributes\":{\"x\":{}}}"), SF_OBJ_UNKNOWN,
-     "spec.devices[1].attributes.x: has no value (int, bool, string or version)"},
     {DEV("{\"name\":\"b\",\"attributes\":{\"x\":{\"int\":\"1\"}}}"), SF_OBJ_UNKNOWN,
      "spec.devices[1].attributes.x.int: expected an integer, got a string"},
     {DEV("{\"name\":\"b\",\"attributes\":{\"a/b/c\":{\"int\":1}}}"), SF_OBJ_UNKNOWN,
@@ -525,5 +523,21 @@ Test(decode, list_type_attributes) {
     cr_assert_str_eq(a->s, want[i].elems);
   }
   cr_assert_eq(attr(d, "d.example.com/one")->type, SF_ATTR_STRING, "a scalar stays a scalar");
+  sf_object_free(o);
+}
+
+/* An attribute with no value slicefit can read (none, or a kind of value it does not know) is
+ * kept as SF_ATTR_UNKNOWN: whatever reads it is unsure, and the slice still loads (issue 12). */
+Test(decode, attribute_without_a_readable_value_is_unknown) {
+  sf_object_t *o = fx_decode(
+      "{\"kind\":\"ResourceSlice\",\"metadata\":{\"name\":\"s\"},\"spec\":{\"driver\":\"d.example.com\","
+      "\"nodeName\":\"n\",\"pool\":{\"name\":\"p\",\"resourceSliceCount\":1},\"devices\":[{\"name\":\"a\","
+      "\"attributes\":{\"none\":{},\"future\":{\"quantity\":\"1Gi\"},\"ok\":{\"int\":1}}}]}}",
+      SF_OBJ_RESOURCE_SLICE);
+  const sf_device_spec_t *d = &o->u.slice.devs[0];
+  cr_assert_eq(d->nattrs, 3);
+  cr_assert_eq(attr(d, "d.example.com/none")->type, SF_ATTR_UNKNOWN);
+  cr_assert_eq(attr(d, "d.example.com/future")->type, SF_ATTR_UNKNOWN);
+  cr_assert_eq(attr(d, "d.example.com/ok")->type, SF_ATTR_INT);
   sf_object_free(o);
 }
