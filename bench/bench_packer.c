@@ -147,7 +147,7 @@ static sf_milli_t try_alloc(cluster_t *c, size_t i, sf_milli_t amount, uint32_t 
     if (amount ? f < amount || amount > v : f < v)
       continue;
     cons[np] = amount ? amount : v;
-    picks[np] = (sf_pick_t){devs[k], &cons[np]};
+    picks[np] = (sf_pick_t){devs[k], &cons[np], false};
     taken += cons[np++];
   }
   if (np < (amount ? 1 : count))

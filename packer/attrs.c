@@ -11,6 +11,8 @@
 static bool attr_elem(const sf_attr_t *a, size_t k, char *buf, size_t len)
 {
   static const char tag[] = {0, 'i', 'b', 's', 'v'};
+  if (a->type == SF_ATTR_UNKNOWN)
+    return false;
   if (a->type != SF_ATTR_LIST) {
     if (k > 0)
       return false;

@@ -76,8 +76,8 @@ void sf__fast_prepare(sf_packer_t *p)
   if (!f->on || d->nfr != 1)
     return;
   const sf_request_t *s = d->fr[0].top;
-  if (s->nalts || s->all || s->admin || s->count < 1 || s->ncaps > 1)
-    return;
+  if (s->nalts || s->all || s->admin || s->count < 1 || s->count > SF_CLAIM_RESULTS_MAX || s->ncaps > 1)
+    return;  /* past DRA's limit of results: the general search says so */
   if (d->ncs == 0 && s->count == 1)
     f->kind = FAST_SIMPLE;
   else if (d->ncs == 1 && d->cs[0].c->kind == SF_CONSTRAINT_ISLAND && sf__demand_refers(d->cs[0].c, d->fr[0].req, -1))

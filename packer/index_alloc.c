@@ -68,6 +68,8 @@ static void alloc_apply(sf_index_t *idx, const sf__alloc_t *a, int sign)
     sf__dev_t *dv = &idx->devs[a->picks[k].dev];
     bool first = sign > 0 && dv->holders == 0;
     dv->holders = (uint32_t)((int64_t)dv->holders + sign);
+    if (a->picks[k].whole)
+      dv->wholes = (uint32_t)((int64_t)dv->wholes + sign);
     bool last = sign < 0 && dv->holders == 0;
     for (uint32_t c = 0; c < dv->ncaps; c++)
       dv->caps[c].free -= sign * (dv->shared ? a->picks[k].consumed[c] : dv->caps[c].value);
@@ -146,11 +148,14 @@ int sf_index_alloc_add(sf_index_t *idx, const char *holder, sf_node_id node, int
     sf_milli_t *c = sf_xcalloc(dv->ncaps, sizeof(*c));
     a->cnames[k] = sf_xcalloc(dv->ncaps, sizeof(**a->cnames));
     for (uint32_t j = 0; j < dv->ncaps; j++) {
-      c[j] = (dv->shared && picks[k].consumed) ? picks[k].consumed[j] : 0;
+      c[j] = !dv->shared                 ? 0
+             : picks[k].whole            ? dv->caps[j].value
+             : picks[k].consumed != NULL ? picks[k].consumed[j]
+                                         : 0;
       a->cnames[k][j] = dv->caps[j].name;
     }
     a->ncons[k] = dv->ncaps;
-    a->picks[k] = (sf_pick_t){picks[k].dev, c};
+    a->picks[k] = (sf_pick_t){picks[k].dev, c, picks[k].whole};
   }
   sf_map_put(&idx->alloc_by_holder, holder, strlen(holder), id);
   idx->live_allocs++;

@@ -14,6 +14,7 @@
  * Invariants (checked by sf_index_validate):
  *   cap.free == cap.value - Σ consumed by live allocations (shared devices);
  *   exclusive devices have holders <= 1 unless forced, and then free == 0;
+ *   wholes == the picks of live allocations that hold the device whole;
  *   counter.free == counter.value - Σ uses of devices with holders > 0;
  *   node cpu_used/mem_used == Σ allocations on the node;
  *   d is in nodes[m].mdevs exactly when m is in devs[d].mirrors.
@@ -57,6 +58,7 @@ typedef struct {
   sf__cuse_t *cuses; uint32_t ncuses;
   sf__taint_t *taints; uint32_t ntaints;
   uint32_t holders;
+  uint32_t wholes;         /* holders that took a shared device whole (sf_pick_t.whole) */
   sf_node_id *mirrors; uint32_t nmirrors;  /* other nodes that offer this device too */
   bool used, shared, retired;
   bool counted;            /* counted in model_devs */

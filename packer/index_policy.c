@@ -92,7 +92,7 @@ void sf__index_derive_node(sf_index_t *idx, sf_node_id node)
   for (size_t k = 0; k < n->ndevs && idx->island_attr[0]; k++) {
     sf__dev_t *d = &idx->devs[n->devs[k]];
     const sf_attr_t *a = attr_named(d, idx->island_attr);
-    if (a == NULL || d->island >= 0 || d->nmirrors > 0)
+    if (a == NULL || a->type == SF_ATTR_UNKNOWN || d->island >= 0 || d->nmirrors > 0)
       continue;
     d->island = next_island;
     for (size_t j = k + 1; j < n->ndevs; j++) {

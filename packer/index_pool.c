@@ -188,6 +188,8 @@ static void dev_reconsume(sf_index_t *idx, sf_dev_id d)
         for (uint32_t j = 0; j < al->ncons[k]; j++)
           if (al->cnames[k][j] == dv->caps[c].name)
             nc[c] = al->picks[k].consumed[j];
+        if (al->picks[k].whole)
+          nc[c] = dv->caps[c].value;  /* held whole: all of a new capacity too */
         dv->caps[c].free -= nc[c];
       }
       sf__cfree(al->picks[k].consumed);
@@ -332,7 +334,8 @@ int sf_index_pool_set(sf_index_t *idx, sf_node_id node, const char *driver, cons
     if (d < 0)
       d = dev_new(idx, node, p, driver, pool, devs[i].name);
     sf__dev_t *dv = &idx->devs[d];
-    bool same = caps_same_layout(dv, &devs[i], idx);
+    /* Held whole, a device takes all of its new amounts too: re-applied, not carried over. */
+    bool same = caps_same_layout(dv, &devs[i], idx) && dv->wholes == 0;
     sf_milli_t used[SF_DEVICE_FIELDS_MAX] = {0};
     for (uint32_t c = 0; same && c < dv->ncaps; c++)
       used[c] = dv->caps[c].value - dv->caps[c].free;

@@ -16,7 +16,7 @@
 typedef struct {
   size_t *capoff, *cntoff;       /* per device / pool: its first entry in capfree / cntfree */
   sf_milli_t *capfree, *cntfree; /* free amounts expected from the allocations */
-  uint32_t *holders;             /* per device */
+  uint32_t *holders, *wholes;    /* per device */
   int64_t *cpu, *mem;            /* per node */
   size_t live;                   /* live allocations */
   char *err;                     /* the caller's buffer, or NULL */
@@ -42,6 +42,7 @@ static void recount_init(recount_t *r, const sf_index_t *idx, char *err, size_t 
   r->capoff = sf_xcalloc(idx->ndevs + 1, sizeof(*r->capoff));
   r->cntoff = sf_xcalloc(idx->npools + 1, sizeof(*r->cntoff));
   r->holders = sf_xcalloc(idx->ndevs + 1, sizeof(*r->holders));
+  r->wholes = sf_xcalloc(idx->ndevs + 1, sizeof(*r->wholes));
   r->cpu = sf_xcalloc(idx->nnodes + 1, sizeof(*r->cpu));
   r->mem = sf_xcalloc(idx->nnodes + 1, sizeof(*r->mem));
   for (size_t d = 0; d < idx->ndevs; d++) {
@@ -67,6 +68,7 @@ static void recount_dispose(recount_t *r)
   free(r->capoff);
   free(r->cntoff);
   free(r->holders);
+  free(r->wholes);
   free(r->cpu);
   free(r->mem);
   free(r->capfree);
@@ -91,6 +93,7 @@ static int check_allocs(const sf_index_t *idx, recount_t *r)
       if (!dv->used || !sf__index_dev_on(idx, d, a->node))
         return fail(r, "allocation %s holds a bad device", a->holder);
       r->holders[d]++;
+      r->wholes[d] += a->picks[k].whole;
       for (uint32_t c = 0; c < dv->ncaps; c++)
         r->capfree[r->capoff[d] + c] -= dv->shared ? a->picks[k].consumed[c] : dv->caps[c].value;
     }
@@ -108,6 +111,8 @@ static int check_devices(const sf_index_t *idx, recount_t *r)
       continue;
     if (r->holders[d] != dv->holders)
       return fail(r, "device %s: %u holders counted, %u kept", dv->name, r->holders[d], dv->holders);
+    if (r->wholes[d] != dv->wholes)
+      return fail(r, "device %s: %u whole holds counted, %u kept", dv->name, r->wholes[d], dv->wholes);
     if (dv->retired && dv->holders == 0)
       return fail(r, "device %s retired with no holder", dv->name);
     for (uint32_t c = 0; c < dv->ncaps; c++)

@@ -193,7 +193,7 @@ int sf_packer_commit(sf_packer_t *p, sf_index_t *idx, const sf_demand_t *demand,
     return SF_EINVAL;
   sf_pick_t *picks = sf_xcalloc(s->nres + 1, sizeof(*picks));
   for (size_t i = 0; i < s->nres; i++)
-    picks[i] = (sf_pick_t){s->res[i].pick.dev, &s->rcons[i * MAXCAPS]};
+    picks[i] = (sf_pick_t){s->res[i].pick.dev, &s->rcons[i * MAXCAPS], false};
   int err = sf_index_alloc_add(idx, holder, p->last_node, demand->cpu_milli, demand->mem_bytes, picks, s->nres,
                                0, out);
   free(picks);

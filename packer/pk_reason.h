@@ -9,7 +9,8 @@
 
 #include "pk_search.h"
 
-enum { R_NODEVS = 1, R_NOMATCH, R_TAINT, R_NOCAP, R_SHORT, R_SHARERS, R_COUNTERS, R_FREE, R_ISLAND, R_UNKNOWN };
+enum { R_NODEVS = 1, R_NOMATCH, R_TAINT, R_NOCAP, R_SHORT, R_SHARERS, R_COUNTERS, R_FREE, R_ISLAND, R_LIMIT,
+       R_UNKNOWN };
 
 #define NSAY 16
 typedef struct {

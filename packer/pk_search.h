@@ -13,7 +13,8 @@
 #include "pk_score.h"
 #include "pk_view.h"
 
-enum { SEARCH_FAIL = 0, SEARCH_OK = 1, SEARCH_BUDGET = 2 };
+enum { SEARCH_FAIL = 0, SEARCH_OK = 1, SEARCH_BUDGET = 2,
+       SEARCH_LIMIT = 3 /* within the search only: a claim past DRA's limit of results */ };
 
 /* A candidate device of one slot on the current node. */
 typedef struct {
@@ -21,6 +22,7 @@ typedef struct {
   uint32_t noff;           /* its needs in pk_search_t.needs (the device's capacities, at least one) */
   int16_t island;          /* the device's, -1: its own */
   bool avail;              /* available with nothing tentative */
+  bool blocked;            /* All only: a taint the request does not tolerate; never available */
 } cand_t;
 
 /* A candidate with its preference key, while sorting. */
@@ -36,6 +38,7 @@ typedef struct {
   const char *capname;
   const sf_taint_t *taint;
   uint32_t navail;         /* candidates available with nothing tentative */
+  uint32_t nblocked;       /* candidates blocked by a taint (All keeps them in its set) */
 } stats_t;
 
 typedef struct {
@@ -70,7 +73,8 @@ typedef struct {
   pick_t *picks; size_t pickcap;         /* the results, as the scoring kernel takes them */
   uint32_t *icnt; size_t icntcap;        /* per island, scratch */
   size_t steps;
-  bool unknown;            /* a selector could not tell */
+  bool unknown;            /* a selector could not tell, or a constraint (unknown_attr) */
+  const char *unknown_attr;  /* a constraint's attribute some device has with no readable value */
   bool taken;              /* the results are in the overlay (sf__search_end takes them back) */
 } pk_search_t;
 
@@ -92,6 +96,11 @@ void sf__search_order(sf_packer_t *p, uint32_t slot);
 int sf__search_one(sf_packer_t *p, double *raw);
 /* `want` devices of slot 0 in one island (no other constraint, no counters on the node). */
 int sf__search_island(sf_packer_t *p, uint32_t want);
+/*
+ * How many devices slot needs on the node (All: each of its candidates), or
+ * 0 when it cannot have them: no candidate, or fewer available than its count.
+ */
+uint32_t sf__search_want(const sf_packer_t *p, uint32_t slot);
 /* The general search over every request and constraint, within the budget. */
 int sf__search_all(sf_packer_t *p);
 /* The largest number of slot's available candidates in one island (singletons count 1). */

@@ -18,6 +18,7 @@
 #define HD_TAINTED 16u     /* has taints: read them from the index */
 #define HD_COUNTERS 32u    /* uses shared counters */
 #define HD_CAPS 64u        /* capacities not in one class: read them from the index */
+#define HD_WHOLE 128u      /* shared, but held whole by a result without shareID: taken */
 
 typedef struct {
   sf_milli_t capfree;      /* free amount of the only capacity (cls >= 0) */

@@ -2,8 +2,8 @@
  * Reasons (pk_reason.h): one sentence for a node that does not fit, made
  * from the statistics the search gathered: no device, none matching, all
  * tainted, none offering the capacity, then why the matching ones are not
- * available (short of capacity, sharers, counters, held), and last the
- * claims' constraints. Sentences are formatted once per call, kind and
+ * available (short of capacity, sharers, counters, held), then a claim past
+ * DRA's limit of results, and last the claims' constraints. Sentences are formatted once per call, kind and
  * numbers: the failing nodes of one call mostly fail alike, and formatting
  * is most of what a failing node costs.
  */
@@ -68,6 +68,10 @@ static void format(const sf_packer_t *p, int kind, size_t r, int64_t a, int64_t 
     snprintf(out, len, "request %s of claim %s needs %u device(s); %u of %zu matching are free", rn, claim,
              (unsigned)a, (unsigned)b, (size_t)c);
     break;
+  case R_LIMIT:
+    snprintf(out, len, "claim %s would get %u devices on this node; DRA allows %d per claim", claim, (unsigned)a,
+             SF_CLAIM_RESULTS_MAX);
+    break;
   case R_ISLAND:
     snprintf(out, len, "needs %u GPUs in one NVLink island; the largest free island has %u", (unsigned)a,
              (unsigned)b);
@@ -115,6 +119,8 @@ bool sf__reason_request(sf_packer_t *p, size_t r, const stats_t *st, size_t ndev
     sf__reason_say(p, R_TAINT, r, st->tainted, (int64_t)(uintptr_t)st->taint, 0, out, len);
   else if (clen == 0)
     sf__reason_say(p, R_NOCAP, r, 0, 0, 0, out, len);
+  else if (st->nblocked)  /* All: a device in its set is tainted */
+    sf__reason_say(p, R_TAINT, r, st->tainted, (int64_t)(uintptr_t)st->taint, 0, out, len);
   else if (avail >= want)
     return false;
   else if (st->short_cap && st->capname && want == 1)
@@ -126,6 +132,34 @@ bool sf__reason_request(sf_packer_t *p, size_t r, const stats_t *st, size_t ndev
   else
     sf__reason_say(p, R_FREE, r, want, avail, (int64_t)clen, out, len);
   return true;
+}
+
+/*
+ * A claim past DRA's limit of results: for each of its requests the fewest
+ * devices an alternative that could be placed alone needs. False when no
+ * claim is past it (or one has a request that cannot be placed at all).
+ */
+static bool limit_reason(sf_packer_t *p, char *out, size_t len)
+{
+  const pk_demand_t *d = &p->dem;
+  for (size_t r = 0; r < d->nfr;) {
+    size_t first = r, total = 0;
+    bool placeable = true;
+    for (; r < d->nfr && d->fr[r].claim == d->fr[first].claim; r++) {  /* a claim's requests are adjacent */
+      uint32_t least = 0;
+      for (uint32_t a = 0; a < d->fr[r].nslots; a++) {
+        uint32_t want = sf__search_want(p, d->fr[r].slot + a);
+        least = want && (!least || want < least) ? want : least;
+      }
+      placeable = placeable && least > 0;
+      total += least;
+    }
+    if (placeable && total > SF_CLAIM_RESULTS_MAX) {
+      sf__reason_say(p, R_LIMIT, first, (int64_t)total, 0, 0, out, len);
+      return true;
+    }
+  }
+  return false;
 }
 
 /* The island a constraint needs against the largest that is free; else the first attribute constraint. */
@@ -171,7 +205,12 @@ void sf__reason_fail(sf_packer_t *p, int rc, sf_verdict_t *v)
   }
   if (s->unknown) {
     v->fit = SF_FIT_UNSURE;
-    sf__reason_say(p, R_UNKNOWN, 0, 0, 0, 0, v->reason, sizeof(v->reason));
+    if (s->unknown_attr && !p->reason.off)
+      snprintf(v->reason, sizeof(v->reason),
+               "a device's %s has no value slicefit can read, for a constraint; left to the DRA plugin",
+               s->unknown_attr);
+    else
+      sf__reason_say(p, R_UNKNOWN, 0, 0, 0, 0, v->reason, sizeof(v->reason));
     return;
   }
   for (size_t r = 0; r < p->dem.nfr; r++) {
@@ -179,5 +218,7 @@ void sf__reason_fail(sf_packer_t *p, int rc, sf_verdict_t *v)
     if (sf__reason_request(p, r, &s->st[slot], s->h->n, s->clen[slot], v->reason, sizeof(v->reason)))
       return;
   }
+  if (limit_reason(p, v->reason, sizeof(v->reason)))
+    return;
   constraint_reason(p, v->reason, sizeof(v->reason));
 }

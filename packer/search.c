@@ -22,9 +22,10 @@
  * island on a node without counters: the first candidate, in order, whose
  * island holds enough, exact and without a budget. Anything else: a
  * depth-first search request by request, honouring the claims' constraints
- * (matchAttribute, distinctAttribute, one island), that counts its steps
- * and gives up past the policy's search_budget, so a hostile claim costs a
- * bounded amount per node.
+ * (matchAttribute, distinctAttribute, one island) and DRA's limit of
+ * SF_CLAIM_RESULTS_MAX results per claim (allocation mode All counts every
+ * matching device of the node), that counts its steps and gives up past the
+ * policy's search_budget, so a hostile claim costs a bounded amount per node.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -207,6 +208,10 @@ SF_HOT bool avail(const sf_packer_t *p, const hdev_t *d, uint32_t k, const sf_mi
       return false;
     }
   } else {
+    if (d->fl & HD_WHOLE) {  /* DRA: allocated (not shared), so in use */
+      if (st) st->busy++;
+      return false;
+    }
     if (p->pol->max_sharers > 0 && holders >= p->pol->max_sharers) {
       if (st) st->sharers++;
       return false;
@@ -262,11 +267,12 @@ static void take(sf_packer_t *p, const cand_t *c, int sign)
 /*
  * A shared device whose free capacity (what other claims left) cannot take
  * `need`: allocation mode All leaves it out instead of failing on it, as
- * DRA does.
+ * DRA does. Not one held whole: DRA counts it among the allocated devices,
+ * not the shares, so All keeps it and then cannot have it.
  */
 static bool filled(const sf_packer_t *p, const hdev_t *d, const sf_milli_t *need)
 {
-  if (!(d->fl & HD_SHARED))
+  if (!(d->fl & HD_SHARED) || (d->fl & HD_WHOLE))
     return false;
   if (d->cls >= 0)
     return d->capfree < need[0];
@@ -300,6 +306,7 @@ void sf__search_begin(sf_packer_t *p, hnode_t *h)
   s->nres = 0;
   s->steps = 0;
   s->unknown = false;
+  s->unknown_attr = NULL;
   for (size_t i = 0; i < p->dem.ncs; i++)
     p->dem.cs[i].n = 0;
 }
@@ -340,14 +347,23 @@ void sf__search_gather(sf_packer_t *p, uint32_t slot, bool stop)
     if (m != SF_MATCH_YES)
       continue;
     t.match++;
-    if (!need_of(p, slot, sl, d, &needs[nn], &t) || (sl->s->all && !sl->s->admin && filled(p, d, &needs[nn])))
+    uint32_t tainted = t.tainted;
+    bool fits = need_of(p, slot, sl, d, &needs[nn], &t);
+    /* All keeps a device whose taint the request does not tolerate (DRA's set is made by the
+     * selectors alone) and so cannot be satisfied; other misfits are left out of the set. */
+    bool blocked = !fits && sl->s->all && t.tainted > tainted;
+    if ((!fits && !blocked) || (fits && sl->s->all && !sl->s->admin && filled(p, d, &needs[nn])))
       continue;
-    bool ok = avail(p, d, k, &needs[nn], &t, false);
+    if (blocked)
+      memset(&needs[nn], 0, d->nneed * sizeof(*needs));
+    bool ok = !blocked && avail(p, d, k, &needs[nn], &t, false);
+    t.nblocked += blocked;
     cand_t *c = &cands[nc++];
     c->k = k;
     c->noff = (uint32_t)nn;
     c->island = d->island;
     c->avail = ok;
+    c->blocked = blocked;
     nn += d->nneed;
     t.navail += ok;
     if (stop && ok)
@@ -433,7 +449,7 @@ static void push_result(sf_packer_t *p, uint32_t slot, const cand_t *c)
   const hdev_t *d = &s->h->d[c->k];
   for (uint32_t i = 0; i < (d->ncaps ? d->ncaps : 1u); i++)
     s->rcons[s->nres * MAXCAPS + i] = s->needs[c->noff + i];
-  s->res[s->nres] = (sf_result_t){f->claim, f->req, sl->alt, {d->dev, NULL}};
+  s->res[s->nres] = (sf_result_t){f->claim, f->req, sl->alt, {d->dev, NULL, false}};
   s->rk[s->nres] = c->k;
   s->nres++;
 }
@@ -594,14 +610,19 @@ static int32_t island_of(const hdev_t *d, uint32_t k)
   return d->island >= 0 ? d->island : -2 - (int32_t)k;  /* no island: its own */
 }
 
-/* Would device k keep constraint cs satisfied? */
-static bool cons_ok(const sf_packer_t *p, const cstate_t *cs, uint32_t k)
+/* Would device k keep constraint cs satisfied? An attribute slicefit cannot read: no, and the
+ * search is unsure (a failing search then passes the node). */
+static bool cons_ok(sf_packer_t *p, const cstate_t *cs, uint32_t k)
 {
   const hdev_t *d = &p->search.h->d[k];
   if (cs->c->kind == SF_CONSTRAINT_ISLAND)
     return cs->n == 0 || cs->isl == island_of(d, k);
   const sf_attr_t *a = dev_attr_named(&p->idx->devs[d->dev], cs->attr);
-  if (a == NULL || cs->n >= 64)
+  if (a != NULL && a->type == SF_ATTR_UNKNOWN) {
+    p->search.unknown = true;
+    p->search.unknown_attr = cs->attr;
+  }
+  if (a == NULL || a->type == SF_ATTR_UNKNOWN || cs->n >= 64)
     return false;
   if (a->type == SF_ATTR_LIST || cs->lists)  /* DRAListTypeAttributes: compared as sets */
     return cs->c->kind == SF_CONSTRAINT_MATCH ? sf__attrs_match(cs->vals, cs->n, a)
@@ -685,39 +706,73 @@ static int search_dev(sf_packer_t *p, uint32_t slot, uint32_t m, uint32_t want, 
     const cand_t *c = &s->cands[s->coff[slot] + i];
     if (++s->steps > p->pol->search_budget)
       return SEARCH_BUDGET;
-    bool ok = admin ? admin_avail(p, sl, c->k) : avail(p, &s->h->d[c->k], c->k, &s->needs[c->noff], NULL, true);
+    bool ok = c->blocked  ? false
+              : admin     ? admin_avail(p, sl, c->k)
+                          : avail(p, &s->h->d[c->k], c->k, &s->needs[c->noff], NULL, true);
     if (!ok || !cons_push(p, sl, c->k))
       continue;
     if (!admin)
       take(p, c, +1);
     push_result(p, slot, c);
     int rc = search_dev(p, slot, m + 1, want, i + 1);
-    if (rc != SEARCH_FAIL)
+    if (rc == SEARCH_OK || rc == SEARCH_BUDGET)
       return rc;
     s->nres--;
     if (!admin)
       take(p, c, -1);
     cons_pop(p, sl);
+    if (rc == SEARCH_LIMIT)
+      return rc;  /* the claim's count is past the limit whichever devices this request takes */
   }
   return SEARCH_FAIL;
 }
 
+uint32_t sf__search_want(const sf_packer_t *p, uint32_t slot)
+{
+  const sf_request_t *s = p->dem.slot[slot].s;
+  uint32_t want = s->all ? (uint32_t)p->search.clen[slot] : s->count;
+  size_t can = s->admin ? p->search.clen[slot] - p->search.st[slot].nblocked : p->search.st[slot].navail;
+  /* All needs one device at least; ExactCount, enough available (the overlay only takes) */
+  return want > can ? 0 : want;
+}
+
+/* Results the placement being built already has for `claim` (from its earlier requests). */
+static size_t claim_results(const pk_search_t *s, uint32_t claim)
+{
+  size_t n = 0;
+  for (size_t i = 0; i < s->nres; i++)
+    n += s->res[i].claim == claim;
+  return n;
+}
+
+/*
+ * Places request r and every one after it. DRA's limit of results per claim
+ * depends only on which alternative each request of the claim takes (a
+ * count is fixed once its alternative is; All takes every candidate), so,
+ * as upstream's errAllocationResultMaxSizeExceeded, SEARCH_LIMIT skips the
+ * devices of the claim's earlier requests and moves on to their next
+ * alternative; past the claim's first request it is a plain failure.
+ */
 static int search_req(sf_packer_t *p, size_t r)
 {
   if (r == p->dem.nfr)
     return SEARCH_OK;
   const freq_t *f = &p->dem.fr[r];
+  size_t have = claim_results(&p->search, f->claim);
   int rc = SEARCH_FAIL;
-  for (uint32_t a = 0; a < f->nslots && rc == SEARCH_FAIL; a++) {
+  bool limited = true;   /* every alternative so far ended past the limit */
+  for (uint32_t a = 0; a < f->nslots; a++) {
     uint32_t slot = f->slot + a;
-    const sf_request_t *s = p->dem.slot[slot].s;
-    uint32_t want = s->all ? (uint32_t)p->search.clen[slot] : s->count;
-    size_t can = s->admin ? p->search.clen[slot] : p->search.st[slot].navail;
-    if (want == 0 || want > can)
-      continue;  /* All needs one device at least; ExactCount, enough available (the overlay only takes) */
-    rc = search_dev(p, slot, 0, want, 0);
+    uint32_t want = sf__search_want(p, slot);
+    if (want > 0 && have + want > SF_CLAIM_RESULTS_MAX)
+      continue;
+    rc = want == 0 ? SEARCH_FAIL : search_dev(p, slot, 0, want, 0);
+    if (rc == SEARCH_OK || rc == SEARCH_BUDGET)
+      return rc;
+    limited = limited && rc == SEARCH_LIMIT;
   }
-  return rc;
+  bool first = r == 0 || p->dem.fr[r - 1].claim != f->claim;
+  return limited && !first ? SEARCH_LIMIT : SEARCH_FAIL;
 }
 
 int sf__search_all(sf_packer_t *p)

@@ -65,7 +65,7 @@ static void hdev_fill(pk_view_t *v, hdev_t *h, const sf__dev_t *dv, sf_dev_id d)
   h->cls = -1;
   unsigned fl = (dv->primary >= 0 || dv->model != 0 ? HD_GPU : 0) | (dv->shared ? HD_SHARED : 0) |
                 (dv->holders == 0 ? HD_IDLE : 0) | (dv->ntaints ? HD_TAINTED : 0) |
-                (dv->ncuses ? HD_COUNTERS : 0);
+                (dv->ncuses ? HD_COUNTERS : 0) | (dv->shared && dv->wholes ? HD_WHOLE : 0);
   if (dv->ncaps == 1) {
     h->capfree = dv->caps[0].free;
     h->cls = cls_of(v, dv);

@@ -4,10 +4,10 @@
  * A claim with status.allocation is the API server's truth: it is recorded
  * as a forced allocation of holder "namespace/name" on the allocation's node
  * (its nodeSelector, else the node of its first device), with the
- * consumedCapacity of each shared device (all of it when the result has no
- * shareID: an exclusive hold). Devices not published (yet) are
- * left out and picked up when their pool republishes, which re-records
- * every claim. Admin-access results consume nothing, as in DRA.
+ * consumedCapacity of each shared device; a result without shareID holds
+ * its shared device whole (sf_pick_t.whole: nothing else may take it).
+ * Devices not published (yet) are left out and picked up when their pool
+ * republishes, which re-records every claim. Admin-access results consume nothing, as in DRA.
  */
 #include <stdio.h>
 #include <string.h>
@@ -31,16 +31,6 @@ static void consume(const sf_cluster_t *c, sf_dev_id dev, const sf_dresult_t *r,
   }
 }
 
-/* A result without a shareID holds a shared device exclusively (DRA counts it among the allocated
- * devices, not the shares): it takes all of every capacity, so nothing else fits beside it. */
-static void hold_whole(const sf_cluster_t *c, sf_dev_id dev, sf_milli_t *into) {
-  for (size_t i = 0; i < sf_index_dev_ncaps(c->idx, dev); i++) {
-    sf_milli_t v, f;
-    sf_index_dev_cap(c->idx, dev, i, &v, &f);
-    into[i] = v;
-  }
-}
-
 /* Picks of the claim's results on one node; *node is chosen when < 0. Returns the count. */
 static size_t picks_of(const sf_cluster_t *c, const sf_rclaim_t *cl, sf_node_id *node,
                        sf_pick_t *picks) {
@@ -59,7 +49,10 @@ static size_t picks_of(const sf_cluster_t *c, const sf_rclaim_t *cl, sf_node_id 
       picks[n++].consumed =
           shared ? sf_xcalloc(sf_index_dev_ncaps(c->idx, dev) + 1, sizeof(sf_milli_t)) : NULL;
     }
-    if (shared && !r->share_id) hold_whole(c, dev, (sf_milli_t *)(uintptr_t)picks[k].consumed);
+    /* A result without a shareID holds a shared device exclusively: DRA counts it among the
+     * allocated devices, not the shares, so nothing else may be placed on it, whether or not
+     * the device publishes capacities. */
+    if (shared && !r->share_id) picks[k].whole = true;
     else if (shared) consume(c, dev, r, (sf_milli_t *)(uintptr_t)picks[k].consumed);
   }
   return n;

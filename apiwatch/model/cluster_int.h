@@ -43,6 +43,7 @@ typedef struct {
   size_t skipped;       /* devices of the newest generation published on no node */
   char *invalid;        /* owned: why the pool is invalid for some node, or NULL */
   char **invalid_nodes; size_t ninvalid_nodes, capinvalid;  /* owned: the nodes it is invalid for */
+  char **incomplete_nodes; size_t nincomplete_nodes, capincomplete;  /* owned: nodes it is incomplete for */
 } pool_t;
 
 /* A Node as the cluster keeps it: its name and labels (owned copies), its allocatable amounts. */
@@ -167,6 +168,14 @@ void sf__pool_del_slice(sf_cluster_t *c, sf_object_t *o);
 int sf__pool_sync(sf_cluster_t *c, const sf_slice_t *s, char *err, size_t errlen);
 /** Republishes every pool; drops pools without slices. */
 int sf__pools_sync_all(sf_cluster_t *c, char *err, size_t errlen);
+/*
+ * Fills `out` (initialised by the caller) with every node a pool reaches but is incomplete or
+ * invalid for: value 2 * pool index, plus 1 when invalid. DRA refuses allocation mode All on
+ * such a node, whatever the pool's driver. Cost: O(pools and the nodes they are unsettled for).
+ */
+void sf__pools_unsettled(const sf_cluster_t *c, sf_map_t *out);
+/* "driver/pool" of pool i, in buf. */
+const char *sf__pool_name(const sf_cluster_t *c, size_t i, char *buf, size_t len);
 void sf__pools_free(sf_cluster_t *c);
 
 /** Records (or re-records) a claim's allocation in the index; removes it when unallocated. */

@@ -29,6 +29,7 @@ struct sf_pod_plan {
   bool cpu_only;                 /* no claim, some CPU or memory, and the policy scores such pods */
   char why[SF_REASON_MAX];       /* unsure or conflict */
   char fail_why[SF_REASON_MAX];  /* failed: why DRA fails a claim of the pod */
+  char all_who[SF_REASON_MAX];   /* "claim C, request R" of the first All request, or "" */
   const char *pin;               /* node every claim allocated so far is on */
   char pin_why[SF_REASON_MAX];
   sf_claim_t *claims; size_t nclaims, capclaims;
@@ -207,8 +208,6 @@ static sf_claim_t *new_claim(sf_pod_plan_t *p, const char *name) {
   return cl;
 }
 
-#define RESULTS_MAX 32  /* resourceapi.AllocationResultsMaxSize: results per claim */
-
 /* The fewest results the claim can have: each request's count (All: at least one device), the
  * smallest of its alternatives'. */
 static int64_t fewest_results(const sf_claim_spec_t *s) {
@@ -225,12 +224,24 @@ static int64_t fewest_results(const sf_claim_spec_t *s) {
   return total;
 }
 
+/* Remembers the first request (or subrequest) of the pod in allocation mode All. */
+static void note_all(sf_pod_plan_t *p, const char *key, const sf_claim_spec_t *s) {
+  for (size_t i = 0; i < s->nreqs && !p->all_who[0]; i++) {
+    const sf_dreq_t *r = &s->reqs[i];
+    if (!r->nalts && r->mode == SF_MODE_ALL) say(p->all_who, sizeof p->all_who, "claim %s, request %s", key, r->name);
+    for (size_t k = 0; k < r->nalts && !p->all_who[0]; k++)
+      if (r->alts[k].mode == SF_MODE_ALL)
+        say(p->all_who, sizeof p->all_who, "claim %s, request %s", key, r->alts[k].name);
+  }
+}
+
 static void plan_spec(sf_cluster_t *c, sf_pod_plan_t *p, const char *key,
                       const sf_claim_spec_t *s) {
   sf_request_t *reqs = sf__arena_alloc(p->a, s->nreqs * sizeof(*reqs));
   for (size_t i = 0; i < s->nreqs; i++) request(c, p, &s->reqs[i], &reqs[i]);
-  if (fewest_results(s) > RESULTS_MAX)
-    fail(p, "claim %s: the requests exceed the claim limit of %d results", key, RESULTS_MAX);
+  note_all(p, key, s);
+  if (fewest_results(s) > SF_CLAIM_RESULTS_MAX)
+    fail(p, "claim %s: the requests exceed the claim limit of %d results", key, SF_CLAIM_RESULTS_MAX);
   sf_claim_t *cl = new_claim(p, key);
   cl->reqs = reqs;
   cl->nreqs = s->nreqs;
@@ -425,6 +436,22 @@ static void verdict(sf_verdict_t *v, sf_fit_t fit, const char *why) {
 #define HOST_SHORT "kube-scheduler judges CPU and memory (its view counts the pods it has just placed)"
 
 /*
+ * DRA refuses allocation mode All on a node that a pool reaches incomplete or invalid, whatever
+ * the pool's driver (validateDeviceRequest looks at every pool of the node first): true with
+ * upstream's reason in v.
+ */
+static bool all_unsettled(const sf_cluster_t *c, const sf_pod_plan_t *p, const sf_map_t *unsettled,
+                          const char *node, sf_verdict_t *v) {
+  char pool[KEY_MAX], why[SF_REASON_MAX];
+  int32_t k = p->all_who[0] ? sf_map_get(unsettled, node, strlen(node)) : -1;
+  if (k < 0) return false;
+  say(why, sizeof why, "%s: asks for all devices, but resource pool %s is currently %s", p->all_who,
+      sf__pool_name(c, (size_t)k / 2, pool, sizeof pool), k % 2 ? "invalid" : "being updated");
+  verdict(v, SF_FIT_NO, why);
+  return true;
+}
+
+/*
  * A node the index does not know: NO when it is a known Node (nothing reaches it), else UNSURE.
  * For a pod without claims a known Node without devices is the best place there is: FGD's
  * fragmentation cannot grow there (its increase is 0, the least any node can have).
@@ -508,12 +535,16 @@ int sf_cluster_evaluate(sf_cluster_t *c, const sf_pod_plan_t *p, const char *con
   }
   sf_node_id *ids = sf_xmalloc((n ? n : 1) * sizeof(*ids));
   size_t *pos = sf_xmalloc((n ? n : 1) * sizeof(*pos)), m = 0;
+  sf_map_t unsettled;
+  sf_map_init(&unsettled, c->hash_seed);
+  if (p->all_who[0]) sf__pools_unsettled(c, &unsettled);
   for (size_t i = 0; i < n; i++) {
     sf_node_id id = -1;
     if (p->failed) verdict(&out[i], SF_FIT_NO, p->fail_why);
     else if (p->conflict) verdict(&out[i], SF_FIT_NO, p->why);
     else if (p->pin && strcmp(p->pin, names[i])) verdict(&out[i], SF_FIT_NO, p->pin_why);
     else if (p->unsure) verdict(&out[i], SF_FIT_UNSURE, p->why);
+    else if (all_unsettled(c, p, &unsettled, names[i], &out[i])) continue;
     else if ((id = sf_index_node_find(c->idx, names[i])) < 0)
       unknown_node(c, p, names[i], &out[i]);
     else {
@@ -532,6 +563,7 @@ int sf_cluster_evaluate(sf_cluster_t *c, const sf_pod_plan_t *p, const char *con
   }
   if (r == 0 && m > 0 && (p->demand.cpu_milli > 0 || p->demand.mem_bytes > 0)) host_recheck(c, p, ids, pos, m, out);
   if (r == 0) cap_cpu_only(c, p, n, out);
+  sf_map_dispose(&unsettled);
   free(ids);
   free(pos);
   return r;

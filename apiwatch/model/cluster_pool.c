@@ -93,6 +93,8 @@ static void pool_free(sf_cluster_t *c, pool_t *p) {
   free_nodes(c, p);
   for (size_t i = 0; i < p->ninvalid_nodes; i++) free(p->invalid_nodes[i]);
   free(p->invalid_nodes);
+  for (size_t i = 0; i < p->nincomplete_nodes; i++) free(p->incomplete_nodes[i]);
+  free(p->incomplete_nodes);
   free(p->invalid);
   free(p->slices);
   free(p->driver);
@@ -123,7 +125,7 @@ void sf__pools_free(sf_cluster_t *c) {
  * generation) consumes a counter set or counter the pool does not have.
  */
 
-typedef enum { VIEW_NONE = 0, VIEW_OK, VIEW_INVALID } view_t;
+typedef enum { VIEW_NONE = 0, VIEW_OK, VIEW_INVALID, VIEW_INCOMPLETE } view_t;
 
 /* The devices and counters of a pool that land on one node. */
 typedef struct {
@@ -180,7 +182,7 @@ static void push(const sf_slice_t ***v, size_t *n, size_t *cap, const sf_slice_t
   (*v)[(*n)++] = s;
 }
 
-/* The node's slices: ns->in (and ns->rest); VIEW_NONE when obsolete, incomplete or empty. */
+/* The node's slices: ns->in (and ns->rest); VIEW_NONE when obsolete or empty, VIEW_INCOMPLETE. */
 static view_t gather_slices(const pool_t *p, const char *node, const cnode_t *cn, node_set_t *ns) {
   int64_t gen = -1, count = 0;
   size_t nrel = 0;
@@ -204,7 +206,7 @@ static view_t gather_slices(const pool_t *p, const char *node, const cnode_t *cn
   }
   for (size_t k = 0; k < p->nslices; k++)
     if (p->slices[k]->u.slice.generation > gen) return VIEW_NONE;  /* obsolete for this node */
-  return (int64_t)(ns->nin + ns->nrest) == count ? VIEW_OK : VIEW_NONE;
+  return (int64_t)(ns->nin + ns->nrest) == count ? VIEW_OK : VIEW_INCOMPLETE;
 }
 
 static const sf_object_t *obj_of(const pool_t *p, const sf_slice_t *s) {
@@ -318,11 +320,16 @@ static int publish(sf_cluster_t *c, pool_t *p, const char *node, node_set_t *ns)
   return sf_index_pool_set(c->idx, id, p->driver, p->name, ns->devs, ns->ndevs, ns->ctrs, ns->nctrs);
 }
 
-/* What the node sees of the pool, gathered into ns; VIEW_INVALID records why. */
+/* What the node sees of the pool, gathered into ns; VIEW_INVALID records why, VIEW_INCOMPLETE
+ * that it is (allocation mode All cannot be judged on such a node). */
 static view_t view_node(sf_cluster_t *c, pool_t *p, const char *node, node_set_t *ns) {
   const cnode_t *cn = sf__node_get(c, node);
   char buf[SF_REASON_MAX];
   view_t v = gather_slices(p, node, cn, ns);
+  if (v == VIEW_INCOMPLETE) {
+    sf_xgrow(&p->incomplete_nodes, &p->capincomplete, p->nincomplete_nodes + 1, sizeof(char *));
+    p->incomplete_nodes[p->nincomplete_nodes++] = sf_xstrdup(node);
+  }
   const char *why = v == VIEW_OK ? validate(p, ns, c->hash_seed, buf, sizeof buf) : NULL;
   if (why) {
     mark_invalid(c, p, node, why);
@@ -491,6 +498,25 @@ static void clear_invalid(pool_t *p) {
   free(p->invalid_nodes);
   p->invalid_nodes = NULL;
   p->ninvalid_nodes = p->capinvalid = 0;
+  for (size_t i = 0; i < p->nincomplete_nodes; i++) free(p->incomplete_nodes[i]);
+  free(p->incomplete_nodes);
+  p->incomplete_nodes = NULL;
+  p->nincomplete_nodes = p->capincomplete = 0;
+}
+
+void sf__pools_unsettled(const sf_cluster_t *c, sf_map_t *out) {
+  for (size_t i = 0; i < c->npools; i++) {
+    const pool_t *p = c->pools[i];
+    for (size_t k = 0; k < p->ninvalid_nodes; k++)
+      sf_map_put(out, p->invalid_nodes[k], strlen(p->invalid_nodes[k]), (int32_t)(2 * i + 1));
+    for (size_t k = 0; k < p->nincomplete_nodes; k++)
+      sf_map_put(out, p->incomplete_nodes[k], strlen(p->incomplete_nodes[k]), (int32_t)(2 * i));
+  }
+}
+
+const char *sf__pool_name(const sf_cluster_t *c, size_t i, char *buf, size_t len) {
+  snprintf(buf, len, "%s/%s", c->pools[i]->driver, c->pools[i]->name);
+  return buf;
 }
 
 static int pool_sync(sf_cluster_t *c, pool_t *p, char *err, size_t errlen) {

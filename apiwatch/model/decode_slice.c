@@ -75,7 +75,8 @@ static int attr_list(dctx_t *d, const char *key, const json_t *arr, sf_attr_t *a
   return 1;
 }
 
-/* One attribute value: returns 1 when set, 0 when it has only an empty or unreadable list. */
+/* One attribute value: returns 1 when set (SF_ATTR_UNKNOWN when it has no value slicefit can
+ * read), 0 when it has only an empty or unreadable list. */
 static int attr_value(dctx_t *d, const json_t *v, sf_attr_t *a) {
   const char *k, *best = NULL, *list = NULL;
   json_t *e, *bv = NULL, *lv = NULL;
@@ -92,13 +93,17 @@ static int attr_value(dctx_t *d, const json_t *v, sf_attr_t *a) {
       list = k;
       lv = e;
     }
-    else if (rk < rank && !json_is_null(e)) {
+    else if (rk && rk < rank && !json_is_null(e)) {  /* a key of no known kind is no value */
       rank = rk;
       best = k;
       bv = e;
     }
   }
-  if (!best) return lists ? attr_list(d, list, lv, a) : sf__dfail(d, "has no value (int, bool, string or version)");
+  if (!best && lists) return attr_list(d, list, lv, a);
+  if (!best) {  /* issue 12: what the decoder cannot read makes the reader unsure, never a no */
+    a->type = SF_ATTR_UNKNOWN;
+    return 1;
+  }
   static const sf_attr_type_t types[] = {0, SF_ATTR_INT, SF_ATTR_BOOL, SF_ATTR_STRING,
                                          SF_ATTR_VERSION};
   static const char *const wants[] = {"", "an integer", "a boolean", "a string", "a string"};

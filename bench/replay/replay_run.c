@@ -972,7 +972,7 @@ static int place_random(run_t *r, const sf_replay_pod_t *p, sf_node_id node, con
     sf_milli_t value, fr;
     sf_index_dev_cap(r->idx, ok[k], 0, &value, &fr);
     consumed[k] = q->amount > 0 ? q->amount : value;
-    picks[k] = (sf_pick_t){ok[k], &consumed[k]};
+    picks[k] = (sf_pick_t){ok[k], &consumed[k], false};
   }
   return sf_index_alloc_add(r->idx, holder, node, p->cpu_milli, p->mem_bytes, picks, q->count, 0,
                             aid);

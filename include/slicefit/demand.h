@@ -70,6 +70,9 @@ typedef struct {
   const sf_ref_t *refs; size_t nrefs;  /* 0: every request of the claim */
 } sf_constraint_t;
 
+/* DRA's resourceapi.AllocationResultsMaxSize: a claim gets at most this many results (devices). */
+#define SF_CLAIM_RESULTS_MAX 32
+
 typedef struct {
   const char *name;          /* "namespace/name", for reasons and logs */
   const sf_request_t *reqs; size_t nreqs;

@@ -31,8 +31,10 @@ typedef enum {
   SF_ATTR_BOOL,
   SF_ATTR_STRING,
   SF_ATTR_VERSION, /* a semantic version, kept as its text and its parsed parts */
-  SF_ATTR_LIST     /* DRAListTypeAttributes (ints, bools, strings, versions): `s` holds the
+  SF_ATTR_LIST,    /* DRAListTypeAttributes (ints, bools, strings, versions): `s` holds the
                       elements, each "i:", "b:", "s:" or "v:" and its text, separated by '\x1e' */
+  SF_ATTR_UNKNOWN  /* present, but with no value slicefit can read (none, or a kind it does not
+                      know): a selector or constraint that reads it answers unsure */
 } sf_attr_type_t;
 
 /* A device attribute. `name` is the fully qualified name ("domain/id"). */
@@ -107,6 +109,12 @@ typedef struct {
    * Ignored for an exclusive device, which is taken whole.
    */
   const sf_milli_t *consumed;
+  /*
+   * A shared device held exclusively (DRA: a result without shareID, which
+   * the allocator counts among allocated devices, not shares): nothing else
+   * may take it, and it consumes all of every capacity (consumed ignored).
+   */
+  bool whole;
 } sf_pick_t;
 
 #define SF_ALLOC_FORCE 1u  /* record even if it overcommits (the API server is the truth) */

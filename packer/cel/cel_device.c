@@ -147,6 +147,10 @@ int sf__cel_dev_field(cel_ctx_t *c, uint32_t n, bool attrs, const cel_val_t *dom
       *out = sf__cel_unk(n, "list-type attributes are not supported in expressions");
       return 1;
     }
+    if (a->type == SF_ATTR_UNKNOWN) {
+      *out = sf__cel_unk(n, "the device's attribute has no value slicefit can read");
+      return 1;
+    }
     out->t = a->type == SF_ATTR_STRING ? V_STR : V_SEMVER;
     out->v.s = a->s;
     out->n = (uint32_t)strlen(a->s);

@@ -435,3 +435,73 @@ Test(service, release_binary_is_hardened)
   cr_assert_gt(count_output(cmd, "__stack_chk_fail"), 0, "-fstack-protector-strong");
   cr_assert_gt(count_output(cmd, "_chk"), 1, "-D_FORTIFY_SOURCE=2");
 }
+
+/* A slice of driver-a's `pool` on node-1, of `count` slices, with one device (and its counter use). */
+static json_t *bad_slice(const char *name, const char *pool, int count, const char *dev, const char *set)
+{
+  json_t *d = json_pack("{s:s}", "name", dev);
+  if (set)
+    json_object_set_new(d, "consumesCounters",
+                        json_pack("[{s:s,s:{s:{s:s}}}]", "counterSet", set, "counters", "memory", "value", "1Gi"));
+  return json_pack("{s:s,s:s,s:{s:s},s:{s:s,s:s,s:{s:s,s:i,s:i},s:[o]}}", "apiVersion", "resource.k8s.io/v1",
+                   "kind", "ResourceSlice", "metadata", "name", name, "spec", "driver", "driver-a", "nodeName",
+                   "node-1", "pool", "name", pool, "generation", 1, "resourceSliceCount", count, "devices", d);
+}
+
+/*
+ * Issue 12: invalid pools (a duplicate device name, an unknown counter set) do not stop
+ * --snapshot from loading; each is in /debug/state with its reason, counted by
+ * slicefit_pools_invalid and logged once, and the node is served from its valid pool.
+ */
+Test(service, invalid_pools_are_reported_not_fatal)
+{
+  char dir[] = "/tmp/sf-invalid-XXXXXX", snap[64], pol[1024];
+  cr_assert_not_null(mkdtemp(dir));
+  snprintf(snap, sizeof snap, "%s/snapshot.json", dir);
+  snprintf(pol, sizeof pol, "%s", sfx_path("extender/example-policy.json"));
+  json_t *items = json_pack(
+      "[{s:s,s:s,s:{s:s}},{s:s,s:s,s:{s:s},s:{s:[{s:{s:s}}]}},"
+      "{s:s,s:s,s:{s:s,s:s},s:{s:{s:[{s:s,s:{s:s,s:s}}]}}}]",
+      "apiVersion", "v1", "kind", "Node", "metadata", "name", "node-1",
+      "apiVersion", "resource.k8s.io/v1", "kind", "DeviceClass", "metadata", "name", "class-a", "spec", "selectors",
+      "cel", "expression", "device.driver == \"driver-a\"",
+      "apiVersion", "resource.k8s.io/v1", "kind", "ResourceClaim", "metadata", "name", "claim-0", "namespace",
+      "default", "spec", "devices", "requests", "name", "req-0", "exactly", "deviceClassName", "class-a",
+      "allocationMode", "ExactCount");
+  json_array_append_new(items, bad_slice("dup-1", "pool-1", 2, "device-1", NULL));
+  json_array_append_new(items, bad_slice("dup-2", "pool-1", 2, "device-1", NULL));
+  json_array_append_new(items, bad_slice("ctr-1", "pool-3", 1, "device-3", "counter-set-2"));
+  json_array_append_new(items, bad_slice("ok-1", "pool-2", 1, "device-2", NULL));
+  json_t *list = json_pack("{s:s,s:s,s:o}", "apiVersion", "v1", "kind", "List", "items", items);
+  cr_assert_eq(json_dump_file(list, snap, 0), 0);
+  json_decref(list);
+  sfx_t s;
+  const char *args[] = {"--snapshot", snap, "--policy", pol, NULL};
+  sfx_start(&s, args);
+  /* The node is served from pool-2. */
+  json_t *pod = json_pack("{s:s,s:s,s:{s:s,s:s,s:s},s:{s:[{s:s,s:s}],s:[{s:s,s:s}]}}", "apiVersion", "v1", "kind",
+                          "Pod", "metadata", "name", "p", "namespace", "default", "uid", "u", "spec", "containers",
+                          "name", "c", "image", "x", "resourceClaims", "name", "c0", "resourceClaimName", "claim-0");
+  const char *node = "node-1";
+  json_t *req = sfx_args(pod, &node, 1, true);
+  long status = 0;
+  json_t *res = sfx_post_json(&s, "/filter", req, &status);
+  cr_assert_eq(status, 200);
+  cr_assert_eq(json_array_size(json_object_get(res, "NodeNames")), 1, "node-1 fits from its valid pool");
+  json_decref(res);
+  json_decref(req);
+  json_decref(pod);
+  sfx_reply_t r;
+  get(&s, "/debug/state", &r, 200);
+  cr_assert(strstr(r.body, "duplicate device name device-1"), "%.2000s", r.body);
+  cr_assert(strstr(r.body, "counter set counter-set-2 not found"), "%.2000s", r.body);
+  sfx_reply_free(&r);
+  get(&s, "/metrics", &r, 200);
+  expect_line(r.body, "\nslicefit_pools_invalid 2\n");
+  sfx_reply_free(&r);
+  cr_assert_eq(sfx_log_count(&s, "resource pool invalid"), 2, "one line per invalid pool");
+  cr_assert_eq(sfx_log_count(&s, "pool=\"driver-a/pool-1\""), 1);
+  cr_assert_eq(sfx_stop(&s), 0);
+  unlink(snap);
+  rmdir(dir);
+}

@@ -35,7 +35,7 @@ Test(index, shared_allocations_are_exact)
   size_t nd;
   const sf_dev_id *devs = sf_index_node_devices(idx, n, &nd);
   sf_milli_t four = 4 * GiB, twenty = 20 * GiB;
-  sf_pick_t p1 = {devs[0], &four}, p2 = {devs[0], &twenty};
+  sf_pick_t p1 = {devs[0], &four, false}, p2 = {devs[0], &twenty, false};
   sf_alloc_id a1, a2;
   cr_assert_eq(sf_index_alloc_add(idx, "ns/c1", n, 0, 0, &p1, 1, 0, &a1), 0);
   tc_valid(idx);
@@ -71,7 +71,7 @@ Test(index, exclusive_devices_and_cpu)
   cr_assert_eq(sf_index_node_upsert(idx, &ns, NULL), 0);
   size_t nd;
   const sf_dev_id *devs = sf_index_node_devices(idx, n, &nd);
-  sf_pick_t p = {devs[0], NULL};
+  sf_pick_t p = {devs[0], NULL, false};
   cr_assert_eq(sf_index_alloc_add(idx, "a", n, 4000, 0, &p, 1, 0, NULL), 0);
   cr_assert_eq(sf_index_alloc_add(idx, "b", n, 0, 0, &p, 1, 0, NULL), SF_ENOSPC);
   cr_assert_eq(sf_index_alloc_add(idx, "c", n, 5000, 0, NULL, 0, 0, NULL), SF_ENOSPC);
@@ -101,7 +101,7 @@ Test(index, shared_counters)
   sf_dev_id g = sf_index_dev_find(idx, DRV, "mig", "gpu-0");
   sf_dev_id a = sf_index_dev_find(idx, DRV, "mig", "gpu-0-mig-a");
   sf_dev_id b = sf_index_dev_find(idx, DRV, "mig", "gpu-0-mig-b");
-  sf_pick_t pa = {a, NULL}, pb = {b, NULL}, pg = {g, NULL};
+  sf_pick_t pa = {a, NULL, false}, pb = {b, NULL, false}, pg = {g, NULL, false};
   sf_alloc_id ia;
   cr_assert_eq(sf_index_alloc_add(idx, "a", n, 0, 0, &pa, 1, 0, &ia), 0);
   cr_assert_eq(sf_index_alloc_add(idx, "g", n, 0, 0, &pg, 1, 0, NULL), SF_ENOSPC);
@@ -161,7 +161,7 @@ Test(index, retire_and_republish)
   sf_node_id n = tc_node(idx, "node-a", 2, "RTX", 20 * GiB, true);
   sf_dev_id d1 = sf_index_dev_find(idx, DRV, "node-a", "gpu-1");
   sf_milli_t two = 2 * GiB;
-  sf_pick_t p = {d1, &two};
+  sf_pick_t p = {d1, &two, false};
   sf_alloc_id a;
   cr_assert_eq(sf_index_alloc_add(idx, "c", n, 0, 0, &p, 1, 0, &a), 0);
   /* Republish with only gpu-0. */
@@ -178,7 +178,7 @@ Test(index, retire_and_republish)
   tc_valid(idx);
   /* Growing capacity keeps what is consumed. */
   sf_dev_id d0 = sf_index_dev_find(idx, DRV, "node-a", "gpu-0");
-  sf_pick_t p0 = {d0, &two};
+  sf_pick_t p0 = {d0, &two, false};
   cr_assert_eq(sf_index_alloc_add(idx, "c0", n, 0, 0, &p0, 1, 0, NULL), 0);
   cap.value = 24 * GiB;
   cr_assert_eq(sf_index_pool_set(idx, n, DRV, "node-a", &only, 1, NULL, 0), 0);
@@ -247,7 +247,7 @@ Test(index, mirrored_device_is_one_device_on_several_nodes)
   cr_assert(nb == 1 && db[0] == d);
   /* An allocation through node-b holds the one device: node-a sees it taken. */
   sf_milli_t four = 4 * GiB;
-  sf_pick_t pk = {d, &four};
+  sf_pick_t pk = {d, &four, false};
   sf_alloc_id al;
   cr_assert_eq(sf_index_alloc_add(idx, "ns/c", b, 0, 0, &pk, 1, 0, &al), 0);
   cr_assert_eq(sf_index_dev_holders(idx, d), 1);

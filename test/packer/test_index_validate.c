@@ -23,7 +23,7 @@ static fixture_t setup_one(void)
   size_t nd;
   f.dev = sf_index_node_devices(f.idx, f.node, &nd)[0];
   static const sf_milli_t four = 4 * GiB;
-  sf_pick_t p = {f.dev, &four};
+  sf_pick_t p = {f.dev, &four, false};
   cr_assert_eq(sf_index_alloc_add(f.idx, "ns/c1", f.node, 1000, 0, &p, 1, 0, NULL), 0);
   tc_valid(f.idx);
   return f;

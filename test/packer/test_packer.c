@@ -1,5 +1,6 @@
 /* The packer: feasibility, DRA rounding, constraints, reasons, strategies. */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <string.h>
 #include "slicefit/mix.h"
 #include "cluster.h"
@@ -114,8 +115,8 @@ Test(packer, island_constraint_fails_on_split_islands)
 {
   set("island_map", "A100=2");
   sf_node_id n = tc_node(idx, "a100", 4, "NVIDIA A100", 40 * GiB, false);
-  sf_pick_t p0 = {sf_index_dev_find(idx, DRV, "a100", "gpu-0"), NULL};
-  sf_pick_t p2 = {sf_index_dev_find(idx, DRV, "a100", "gpu-2"), NULL};
+  sf_pick_t p0 = {sf_index_dev_find(idx, DRV, "a100", "gpu-0"), NULL, false};
+  sf_pick_t p2 = {sf_index_dev_find(idx, DRV, "a100", "gpu-2"), NULL, false};
   cr_assert_eq(sf_index_alloc_add(idx, "x", n, 0, 0, &p0, 1, 0, NULL), 0);
   cr_assert_eq(sf_index_alloc_add(idx, "y", n, 0, 0, &p2, 1, 0, NULL), 0);
   tc_claim_t isl;
@@ -144,6 +145,34 @@ Test(packer, taints_and_tolerations)
   sf_index_taint_rule_clear(idx, "r");
   sf_taint_t info = {"gpu.nvidia.com/unmonitored", "", SF_TAINT_NONE};
   sf_index_taint_rule_add(idx, "r", d, &info);
+  cr_assert_eq(eval1(n, &c.dem).fit, SF_FIT_YES);
+}
+
+/* DRA's All set is made by the selectors alone: a tainted device in it fails the request. */
+Test(packer, all_mode_fails_on_a_tainted_device_instead_of_leaving_it_out)
+{
+  sf_node_id n = tc_node(idx, "n", 2, "RTX", 20 * GiB, false);
+  sf_taint_t t = {"gpu.nvidia.com/xid", "79", SF_TAINT_NOSCHEDULE};
+  sf_index_taint_rule_add(idx, "r", sf_index_dev_find(idx, DRV, "n", "gpu-1"), &t);
+  tc_claim_t c;
+  tc_claim(&c, 0, 0);
+  c.req.all = true;
+  sf_verdict_t v = eval1(n, &c.dem);
+  cr_assert_eq(v.fit, SF_FIT_NO);
+  cr_assert(strstr(v.reason, "does not tolerate taint gpu.nvidia.com/xid=79:NoSchedule on 1 matching device"),
+            "%s", v.reason);
+  c.req.admin = true;
+  cr_assert_eq(eval1(n, &c.dem).fit, SF_FIT_NO, "admin access does not pass a taint either");
+  c.req.admin = false;
+  sf_toleration_t tol = {"gpu.nvidia.com/xid", NULL, true, true, SF_TAINT_NONE};
+  c.req.tols = &tol;
+  c.req.ntols = 1;
+  sf_assignment_t a;
+  cr_assert_eq(sf_packer_place(pk, idx, &pol, &c.dem, n, &a, NULL), SF_FIT_YES);
+  cr_assert_eq(a.n, 2, "tolerated: both");
+  /* A request that is not All just takes the untainted device. */
+  c.req.ntols = 0;
+  tc_claim(&c, 1, 0);
   cr_assert_eq(eval1(n, &c.dem).fit, SF_FIT_YES);
 }
 
@@ -211,6 +240,145 @@ Test(packer, all_mode_takes_every_matching_device)
   cr_assert_eq(eval1(n, &c.dem).fit, SF_FIT_NO);
 }
 
+/* Adds pool `pool` of n (<= 16) exclusive devices of `model` to node `node`. */
+static void add_pool(sf_node_id node, const char *pool, int n, const char *model)
+{
+  sf_device_spec_t devs[16];
+  sf_attr_t attrs[16];
+  char names[16][16];
+  for (int i = 0; i < n; i++) {
+    snprintf(names[i], sizeof(names[i]), "gpu-%d", i);
+    attrs[i] = (sf_attr_t){DRV "/productName", SF_ATTR_STRING, 0, model};
+    devs[i] = (sf_device_spec_t){names[i], &attrs[i], 1, NULL, 0, NULL, 0, NULL, 0, false};
+  }
+  cr_assert_eq(sf_index_pool_set(idx, node, DRV, pool, devs, (size_t)n, NULL, 0), 0);
+}
+
+Test(packer, all_mode_counts_toward_the_result_limit_per_claim)
+{
+  sf_node_id n;
+  sf_node_spec_t ns = {"n", 0, 0};
+  cr_assert_eq(sf_index_node_upsert(idx, &ns, &n), 0);
+  add_pool(n, "a1", 16, "A");
+  add_pool(n, "a2", 15, "A");
+  add_pool(n, "b", 2, "B");
+  sf_selector_t a = tc_sel_model("A"), b = tc_sel_model("B"), h100 = tc_sel_model("H100");
+  sf_request_t all_a = {"all", &a, 1, true, 0, NULL, 0, NULL, 0, NULL, 0, false};
+  sf_request_t two_b = {"two", &b, 1, false, 2, NULL, 0, NULL, 0, NULL, 0, false};
+  /* One claim: 31 devices (All) and 2 are 33 results, past DRA's 32. */
+  sf_request_t both[2] = {all_a, two_b};
+  sf_claim_t one = {"ns/one", both, 2, NULL, 0};
+  sf_demand_t d = {&one, 1, 0, 0};
+  sf_verdict_t v = eval1(n, &d);
+  cr_assert_eq(v.fit, SF_FIT_NO);
+  cr_assert(strstr(v.reason, "claim ns/one would get 33 devices on this node; DRA allows 32 per claim"), "%s",
+            v.reason);
+  /* The limit is per claim: 31 in one, 2 in the other. */
+  sf_claim_t apart[2] = {{"ns/a", &all_a, 1, NULL, 0}, {"ns/b", &two_b, 1, NULL, 0}};
+  d = (sf_demand_t){apart, 2, 0, 0};
+  cr_assert_eq(eval1(n, &d).fit, SF_FIT_YES);
+  /* All counts the node's matching devices: 33 now. */
+  add_pool(n, "a3", 2, "A");
+  sf_claim_t alone = {"ns/all", &all_a, 1, NULL, 0};
+  d = (sf_demand_t){&alone, 1, 0, 0};
+  v = eval1(n, &d);
+  cr_assert_eq(v.fit, SF_FIT_NO);
+  cr_assert(strstr(v.reason, "would get 33 devices"), "%s", v.reason);
+  /* firstAvailable: the alternative past the limit is skipped for the next one... */
+  sf_request_t alts[2] = {all_a, {"one", &b, 1, false, 1, NULL, 0, NULL, 0, NULL, 0, false}};
+  sf_request_t top = {"gpu", NULL, 0, false, 0, NULL, 0, NULL, 0, alts, 2, false};
+  sf_claim_t pick = {"ns/pick", &top, 1, NULL, 0};
+  d = (sf_demand_t){&pick, 1, 0, 0};
+  sf_assignment_t as;
+  cr_assert_eq(sf_packer_place(pk, idx, &pol, &d, n, &as, NULL), SF_FIT_YES);
+  cr_assert_eq(as.n, 1);
+  cr_assert_eq(as.results[0].alt, 1);
+  /* ...and when that one has no device, nothing fits. */
+  alts[1].selectors = &h100;
+  v = eval1(n, &d);
+  cr_assert_eq(v.fit, SF_FIT_NO);
+  cr_assert(strstr(v.reason, "would get 33 devices"), "%s", v.reason);
+  /* An exact count past the limit, on a node with enough devices. */
+  sf_request_t many = {"many", &a, 1, false, 33, NULL, 0, NULL, 0, NULL, 0, false};
+  sf_claim_t big = {"ns/big", &many, 1, NULL, 0};
+  d = (sf_demand_t){&big, 1, 0, 0};
+  cr_assert_eq(eval1(n, &d).fit, SF_FIT_NO);
+  sf_packer_set_fast_path(pk, false);
+  cr_assert_eq(eval1(n, &d).fit, SF_FIT_NO);
+}
+
+/* DRA: a result without shareID puts a shared device among the allocated devices, not the shares. */
+Test(packer, shared_device_held_whole_takes_no_share)
+{
+  /* A shared device without capacities: only the hold can keep others off. */
+  sf_node_id n;
+  sf_node_spec_t ns = {"bare", 0, 0};
+  cr_assert_eq(sf_index_node_upsert(idx, &ns, &n), 0);
+  sf_device_spec_t bare = {"gpu-0", NULL, 0, NULL, 0, NULL, 0, NULL, 0, true};
+  cr_assert_eq(sf_index_pool_set(idx, n, DRV, "bare", &bare, 1, NULL, 0), 0);
+  sf_dev_id d = sf_index_dev_find(idx, DRV, "bare", "gpu-0");
+  tc_claim_t c;
+  tc_claim(&c, 1, 0);
+  sf_pick_t share = {d, NULL, false}, whole = {d, NULL, true};
+  sf_alloc_id a;
+  cr_assert_eq(sf_index_alloc_add(idx, "ns/share", n, 0, 0, &share, 1, 0, &a), 0);
+  cr_assert_eq(eval1(n, &c.dem).fit, SF_FIT_YES, "shares beside a share");
+  cr_assert_eq(sf_index_alloc_remove(idx, a), 0);
+  cr_assert_eq(sf_index_alloc_add(idx, "ns/whole", n, 0, 0, &whole, 1, SF_ALLOC_FORCE, &a), 0);
+  tc_valid(idx);
+  sf_verdict_t v = eval1(n, &c.dem);
+  cr_assert_eq(v.fit, SF_FIT_NO);
+  cr_assert(strstr(v.reason, "0 of 1 matching are free"), "%s", v.reason);
+  cr_assert_eq(sf_index_alloc_remove(idx, a), 0);
+  tc_valid(idx);
+  cr_assert_eq(eval1(n, &c.dem).fit, SF_FIT_YES);
+  /* With capacities: held whole, all of each is taken, also of one published later. */
+  sf_node_id m = tc_node(idx, "caps", 2, "RTX", 20 * GiB, true);
+  sf_pick_t w0 = {sf_index_dev_find(idx, DRV, "caps", "gpu-0"), NULL, true};
+  cr_assert_eq(sf_index_alloc_add(idx, "ns/w0", m, 0, 0, &w0, 1, SF_ALLOC_FORCE, NULL), 0);
+  tc_valid(idx);
+  sf_milli_t val, fr;
+  sf_index_dev_cap(idx, w0.dev, 0, &val, &fr);
+  cr_assert_eq(fr, 0);
+  /* All: DRA keeps a device held whole in the set (only shares' capacity filters it out) and
+   * then cannot allocate it. */
+  tc_claim(&c, 0, GiB);
+  c.req.all = true;
+  v = eval1(m, &c.dem);
+  cr_assert_eq(v.fit, SF_FIT_NO, "%s", v.reason);
+  tc_node(idx, "caps", 2, "RTX", 40 * GiB, true);  /* republished with more memory */
+  tc_valid(idx);
+  sf_index_dev_cap(idx, w0.dev, 0, &val, &fr);
+  cr_assert_eq(val, 40 * GiB);
+  cr_assert_eq(fr, 0);
+  cr_assert_eq(eval1(m, &c.dem).fit, SF_FIT_NO);
+}
+
+/* A constraint over an attribute a device has with no readable value: unsure, never a no. */
+Test(packer, constraint_on_an_unreadable_attribute_is_unsure)
+{
+  sf_node_id n;
+  sf_node_spec_t ns = {"n", 0, 0};
+  cr_assert_eq(sf_index_node_upsert(idx, &ns, &n), 0);
+  sf_attr_t odd = {DRV "/numa", SF_ATTR_UNKNOWN, 0, NULL}, one = {DRV "/numa", SF_ATTR_INT, 1, NULL};
+  sf_device_spec_t devs[2] = {{"gpu-0", &odd, 1, NULL, 0, NULL, 0, NULL, 0, false},
+                              {"gpu-1", &one, 1, NULL, 0, NULL, 0, NULL, 0, false}};
+  cr_assert_eq(sf_index_pool_set(idx, n, DRV, "n", devs, 2, NULL, 0), 0);
+  tc_claim_t c;
+  tc_claim(&c, 2, 0);
+  sf_constraint_t match = {SF_CONSTRAINT_MATCH, DRV "/numa", NULL, 0};
+  c.claim.cons = &match;
+  c.claim.ncons = 1;
+  sf_verdict_t v = eval1(n, &c.dem);
+  cr_assert_eq(v.fit, SF_FIT_UNSURE);
+  cr_assert(strstr(v.reason, "gpu.nvidia.com/numa has no value slicefit can read"), "%s", v.reason);
+  /* One device is enough: the readable one fits, whatever the other holds. */
+  tc_claim(&c, 1, 0);
+  c.claim.cons = &match;
+  c.claim.ncons = 1;
+  cr_assert_eq(eval1(n, &c.dem).fit, SF_FIT_YES);
+}
+
 Test(packer, max_sharers_and_headroom)
 {
   sf_node_id n = tc_node(idx, "n", 1, "RTX", 20 * GiB, true);
@@ -252,7 +420,7 @@ Test(packer, first_fit_follows_node_order_packer_packs_tight)
 {
   sf_node_id n = tc_node(idx, "n", 2, "RTX", 20 * GiB, true);
   sf_milli_t ten = 10 * GiB;
-  sf_pick_t p = {sf_index_dev_find(idx, DRV, "n", "gpu-1"), &ten};
+  sf_pick_t p = {sf_index_dev_find(idx, DRV, "n", "gpu-1"), &ten, false};
   sf_index_alloc_add(idx, "x", n, 0, 0, &p, 1, 0, NULL);
   tc_claim_t c;
   tc_claim(&c, 1, 4 * GiB);
@@ -294,7 +462,7 @@ Test(packer, fgd_follows_the_mix)
   set("strategy", "fgd");
   set("fgd_mix", "500mx1=1");
   sf_milli_t three = 300, half = 500;
-  sf_pick_t pa = {sf_index_dev_find(idx, DRV, "a", "gpu-0"), &three};
+  sf_pick_t pa = {sf_index_dev_find(idx, DRV, "a", "gpu-0"), &three, false};
   sf_index_alloc_add(idx, "x", n[0], 0, 0, &pa, 1, 0, NULL);
   tc_claim_t c;
   tc_claim(&c, 1, half);

@@ -20,7 +20,12 @@ structured/internal/allocatortesting/allocator_testing.go (TestAllocator's
            accepts UNSURE.
 
 Every feature gate is on, as in issue 12: a case written for a gate turned off
-gets the verdict upstream gives with the gate on (its `note` says so). Object
+gets the verdict upstream gives with the gate on (its `note` says so).
+
+After upstream's cases (all 213 of kubernetes 008b365, in its order) come
+slicefit's own (table_ours): named "slicefit-...", marked `ours`, each with
+the upstream code path it follows in its `note`, for behaviour the
+allocator's code defines but its table does not exercise. Object
 names the API server could not hold twice (two slices or claims with one name
 in a case) get a suffix. Run: python3 test/upstream/gen.py > test/upstream/cases.json
 """
@@ -295,7 +300,7 @@ MAX = 32  # resourceapi.AllocationResultsMaxSize
 
 
 def case(name, expect, claims=(), classes=(), slices=(), node_obj=None, allocated=(),
-         shared=(), note=None, unsure_ok=False, known=None):
+         shared=(), note=None, unsure_ok=False, known=None, ours=False):
     """allocated: [(driver, pool, device)]; shared: [(driver, pool, device, {cap: amount})]."""
     if node_obj is None:
         node_obj = node("node-1", "region-1")
@@ -337,6 +342,8 @@ def case(name, expect, claims=(), classes=(), slices=(), node_obj=None, allocate
         c["note"] = note
     if known:
         c["known_failure"] = known
+    if ours:
+        c["ours"] = True
     CASES.append(c)
 
 
@@ -806,6 +813,7 @@ def table_rest():
     table_consumable()
     table_lists()
     table_pools()
+    table_ours()
 
 
 def cap0(v):
@@ -1102,6 +1110,96 @@ def table_pools():
                             first_available("req-2", sub("subReq-0", "class-a", 2), sub("subReq-1", "class-a", 1, xsel))])],
          [CA], [slice_("slice-1", "node-1", "pool-1", dA, [t("device-1", "X"), t("device-2", "Y"), t("device-3", "Y")])])
 
+
+def table_ours():
+    """slicefit's own cases, after upstream's: behaviour the upstream allocator defines in its code
+    (read at the same commit) but its table does not exercise. Named "slicefit-...", marked `ours`."""
+    def own(name, expect, claims, classes, slices, note, **kw):
+        case("slicefit-" + name, expect, claims, classes, slices, note="slicefit's own case: " + note, ours=True, **kw)
+    CM = class_multi("class-a", dA, True)
+    allr = claim("claim-0", [all_request("req-0", "class-a")])
+    # The limit of AllocationResultsMaxSize (32) results per claim, with allocation mode All.
+    own("all-devices-over-result-limit", "error", [allr], [CA], [multiple("slice-1", "node-1", "pool-1", dA, MAX + 1)],
+        "All counts the node's 33 matching devices; minDevicesPerClaim 33 exceeds the claim limit of 32")
+    own("all-devices-at-result-limit", "allocate", [allr], [CA], [multiple("slice-1", "node-1", "pool-1", dA, MAX)],
+        "All over exactly 32 devices is within the limit")
+    own("all-devices-result-limit-counts-the-node", "allocate", [allr], [CA],
+        [multiple("slice-1", "node-1", "pool-1", dA, MAX - 2), multiple("slice-2", "node-2", "pool-2", dA, 3)],
+        "33 matching devices in the cluster, 30 of them on node-1: All counts the node's")
+    own("all-devices-plus-another-over-result-limit", "error",
+        [claim("claim-0", [all_request("req-0", "class-a"), request("req-1", "class-b", 2)])], [CA, CB],
+        [multiple("slice-1", "node-1", "pool-1", dA, MAX - 1), multiple("slice-2", "node-1", "pool-2", dB, 2)],
+        "the limit counts every request of the claim: 31 (All) + 2 = 33 results")
+    own("all-devices-plus-another-claim-within-result-limit", "allocate",
+        [allr, claim("claim-1", [request("req-0", "class-b", 2)])], [CA, CB],
+        [multiple("slice-1", "node-1", "pool-1", dA, MAX - 1), multiple("slice-2", "node-1", "pool-2", dB, 2)],
+        "the limit is per claim: 31 results in claim-0 and 2 in claim-1")
+    own("prioritized-list-all-over-result-limit-no-fallback", "no",
+        [claim("claim-0", [first_available("req-0", sub("subReq-0", "class-a", 0, mode="All"), sub("subReq-1", "class-b", 1))])],
+        [CA, CB], [multiple("slice-1", "node-1", "pool-1", dA, MAX + 1)],
+        "subReq-0 (All, 33 devices) passes the limit and is skipped (errAllocationResultMaxSizeExceeded); "
+        "subReq-1 finds no class-b device")
+    # A result without shareID on a multi-allocatable device: an exclusive hold (AllocatedDevices).
+    own("multi-allocatable-device-without-capacity-already-dedicated", "no",
+        [claim1("claim-0", "req-0", "class-a")], [CM],
+        [slice_("slice-1", "node-1", "pool-1", dA, [multi(device("device-1"))])],
+        "device-1 publishes no capacity; its result without shareID puts it in AllocatedDevices, deviceInUse",
+        allocated=[(dA, "pool-1", "device-1")])
+    own("multi-allocatable-device-without-capacity-shared", "allocate",
+        [claim1("claim-0", "req-0", "class-a")], [CM],
+        [slice_("slice-1", "node-1", "pool-1", dA, [multi(device("device-1"))])],
+        "the same device shared (a result with shareID): another share is allowed",
+        shared=[(dA, "pool-1", "device-1", {})])
+    own("all-devices-multi-allocatable-device-already-dedicated", "no",
+        [claim("claim-0", [all_request("req-0", "class-a", caps=1)])], [CM],
+        [slice_("slice-1", "node-1", "pool-1", dA, [multi(device("device-1", cap0(2))), multi(device("device-2", cap0(2)))])],
+        "device-1 is held without shareID: All still counts it (its capacity is not in AggregatedCapacity) "
+        "and then cannot allocate it",
+        allocated=[(dA, "pool-1", "device-1")])
+
+    # A device several nodes reach is one device: allocated through any of them, it is in use on all.
+    for how, sel in (("node-selector", label_sel("planet", "earth")), ("all-nodes", ALL)):
+        own("network-attached-device-allocated-%s" % how, "no", [claim1("claim-0", "req-0", "class-a")], [CA],
+            [one_device("slice-1", sel, "pool-1", dA)],
+            "device-1 reaches node-1 and node-2; its allocation (AllocatedDevices) holds it for both",
+            allocated=[(dA, "pool-1", "device-1")], node_obj=N2)
+    own("per-device-node-selection-all-nodes-device-allocated", "no", [claim1("claim-0", "req-0", "class-a")], [CA],
+        [slice_("slice-1", PER_DEVICE, "pool-1", dA, [node_sel(device("device-1"), "node-1"),
+                                                       node_sel(device("device-2"), ALL)])],
+        "device-2 (allNodes) is allocated; node-2 reaches no other device",
+        allocated=[(dA, "pool-1", "device-2")], node_obj=N2)
+    # All keeps a tainted device in its set (validateDeviceRequest does not look at taints) and
+    # then cannot allocate it (allocateDevice does): the request fails, it does not shrink.
+    two = lambda *t: [slice_("slice-1", "node-1", "pool-1", dA, [taints(device("device-1"), *t), device("device-2")])]
+    own("tainted-all-devices-one-of-two", "no", [claim("claim-0", [all_request("req-0", "class-a")])], [CA],
+        two(T_NOSCHED), "device-1's NoSchedule taint is not tolerated: All fails on it")
+    own("tainted-all-devices-one-of-two-admin-access", "no",
+        [claim("claim-0", [request("req-0", "class-a", 0, mode="All", admin=True)])], [CA], two(T_NOSCHED),
+        "admin access does not pass a NoSchedule taint either")
+    own("tainted-all-devices-one-of-two-tolerated", "allocate",
+        [with_tols(claim("claim-0", [all_request("req-0", "class-a")]), TOL_NOSCHED)], [CA], two(T_NOSCHED),
+        "tolerated, both devices are allocated")
+    own("tainted-no-effect-all-devices", "allocate", [claim("claim-0", [all_request("req-0", "class-a")])], [CA],
+        two(T_NONE), "effect None is informational")
+    # All refuses when any pool reaching the node is incomplete or invalid, whatever its driver:
+    # validateDeviceRequest checks every gathered pool before it looks at selectors.
+    a1 = one_device("slice-1", "node-1", "pool-1", dA)
+    own("all-devices-other-driver-pool-incomplete", "error", [allr], [CA],
+        [a1, one_device("slice-2", "node-1", pool("pool-2", 2), dB)],
+        "driver-b's pool-2 misses a slice: 'asks for all devices, but resource pool driver-b/pool-2 is currently "
+        "being updated'")
+    own("all-devices-other-driver-pool-invalid", "error", [allr], [CA],
+        [a1, one_device("slice-2", "node-1", pool("pool-2", 2), dB), one_device("slice-3", "node-1", pool("pool-2", 2), dB)],
+        "driver-b's pool-2 has device-1 twice: 'asks for all devices, but resource pool driver-b/pool-2 is "
+        "currently invalid'")
+    own("exact-count-other-driver-pool-incomplete", "allocate", [claim1("claim-0", "req-0", "class-a")], [CA],
+        [a1, one_device("slice-2", "node-1", pool("pool-2", 2), dB)],
+        "ExactCount does not look at other pools")
+    # An attribute with no value (API validation forbids it; upstream's table builds such devices)
+    # only matters to a constraint that reads it: the device is allocated otherwise.
+    own("device-with-unreadable-attribute-unconstrained", "allocate", [claim1("claim-0", "req-0", "class-a")], [CA],
+        [slice_("slice-1", "node-1", "pool-1", dA, [device("device-1", None, {"boolAttribute": A()})])],
+        "no constraint reads boolAttribute: upstream allocates device-1")
 
 KNOWN = {}  # name -> reason slicefit still disagrees (filled as the work goes)
 

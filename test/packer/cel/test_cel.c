@@ -697,3 +697,22 @@ Test(cel, released_programs_are_bounded_and_least_recently_used_go_first)
   cr_assert_eq(sf_cel_compile(c, "device.driver == 'pinned'"), pinned);
   sf_cel_cache_destroy(c);
 }
+
+/* An attribute with no value slicefit can read (SF_ATTR_UNKNOWN): reading it is unsure, and
+ * what does not read it still evaluates. */
+Test(cel, unreadable_attribute_is_unknown)
+{
+  static const sf_attr_t a[] = {{"odd.example.com/x", SF_ATTR_UNKNOWN, 0, NULL},
+                                {"odd.example.com/y", SF_ATTR_INT, 0, NULL}};
+  sf_device_spec_t d = {"dev-0", a, 2, NULL, 0, NULL, 0, NULL, 0, false};
+  sf_node_id n = node("odd-node");
+  cr_assert_eq(sf_index_pool_set(idx, n, "odd.example.com", "odd-node", &d, 1, NULL, 0), 0);
+  sf_dev_id dev = sf_index_dev_find(idx, "odd.example.com", "odd-node", "dev-0");
+  static const case_t cs[] = {
+    {"device.attributes['odd.example.com'].x == 'a'", 'U'},
+    {"device.attributes['odd.example.com'].x == 1", 'U'},
+    {"device.attributes['odd.example.com'].y == 0", 'Y'},
+    {"has(device.attributes['odd.example.com'].x)", 'Y'},
+  };
+  CHECK(cs, dev);
+}
