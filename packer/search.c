@@ -599,24 +599,32 @@ int sf__search_island(sf_packer_t *p, uint32_t want)
   pk_search_t *s = &p->search;
   const cand_t *cs = s->cands + s->coff[0];
   size_t n = s->clen[0];
+  uint32_t nisl = s->h->nisl;
   if (want == 0 || want > s->st[0].navail)
     return SEARCH_FAIL;  /* fewer available than wanted, in any island */
-  GROW(s->icnt, s->icntcap, want);
+  /*
+   * The first available candidate, in order, whose island has `want`
+   * available (a device in none: when one is wanted). All of its island's
+   * available candidates come after it, so counting them once per node
+   * is the same as counting from it on.
+   */
+  GROW(s->icnt, s->icntcap, (size_t)nisl + 1);
+  uint32_t *cnt = s->icnt;
+  for (uint32_t j = 0; j < nisl; j++)
+    cnt[j] = 0;
+  for (size_t i = 0; i < n; i++)
+    if (cs[i].avail && cs[i].island >= 0)
+      cnt[cs[i].island]++;
   for (size_t i = 0; i < n; i++) {
-    if (!cs[i].avail)
-      continue;
     int32_t isl = cs[i].island;
-    uint32_t got = 0;
-    for (size_t j = i; j < n && got < want; j++)
-      if (cs[j].avail && (j == i || (isl >= 0 && cs[j].island == isl)))
-        s->icnt[got++] = (uint32_t)j;
-    if (got < want)
+    if (!cs[i].avail || (isl < 0 ? want > 1 : cnt[isl] < want))
       continue;
-    for (uint32_t g = 0; g < want; g++) {
-      push_result(p, 0, &cs[s->icnt[g]]);
-      take(p, &cs[s->icnt[g]], +1);
-    }
-    s->taken = true;
+    /* Nothing is searched after it: the picks need no overlay. */
+    for (size_t j = i, got = 0; got < want; j++)
+      if (cs[j].avail && (j == i || (isl >= 0 && cs[j].island == isl))) {
+        push_result(p, 0, &cs[j]);
+        got++;
+      }
     return SEARCH_OK;
   }
   return SEARCH_FAIL;
