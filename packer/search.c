@@ -320,9 +320,11 @@ void sf__search_begin(sf_packer_t *p, hnode_t *h)
 {
   pk_search_t *s = &p->search;
   s->h = h;
-  size_t old = s->tccap;
-  GROW(s->tcount, s->tccap, (size_t)h->n + 1);
-  memset(s->tcount + old, 0, (s->tccap - old) * sizeof(*s->tcount));
+  if ((size_t)h->n + 1 > s->tccap) {
+    size_t old = s->tccap;
+    GROW(s->tcount, s->tccap, (size_t)h->n + 1);
+    memset(s->tcount + old, 0, (s->tccap - old) * sizeof(*s->tcount));
+  }
   if (((size_t)h->n + 1) * MAXCAPS > s->tcapcap) {
     size_t ncap = ((size_t)h->n + 1) * MAXCAPS * 2;
     s->tcap = sf_xrealloc(s->tcap, ncap * sizeof(*s->tcap));
