@@ -373,10 +373,12 @@ SF_HOT void gather_devs(sf_packer_t *p, uint32_t slot, bool stop, bool plain)
   cand_t *cands = s->cands;
   sf_milli_t *needs = s->needs;
   size_t nc = s->ncands, nn = s->nneeds;
-  stats_t t = {.best_free = -1};
+  /* The statistics in place: a local copy would cost a copy out per node for little. */
+  stats_t *t = &s->st[slot];
+  *t = (stats_t){.best_free = -1};
   if (rq->ncaps) {
-    t.want = rq->caps[0].value;
-    t.capname = rq->caps[0].name;
+    t->want = rq->caps[0].value;
+    t->capname = rq->caps[0].name;
   }
   bool unknown = false;
   for (uint32_t k = 0; k < n; k++) {
@@ -384,24 +386,23 @@ SF_HOT void gather_devs(sf_packer_t *p, uint32_t slot, bool stop, bool plain)
     if (!nosel && !(sel1 && sel1[d->dev] == 1 + SF_MATCH_YES)) {
       sf_match_t m = sf__demand_match(idx, sl, d->dev);
       if (m == SF_MATCH_UNKNOWN) {
-        t.unknown++;
+        t->unknown++;
         unknown = true;
         continue;
       }
       if (m != SF_MATCH_YES)
         continue;
     }
-    t.match++;
-    if (!need_of(&g, d, &needs[nn], &t, plain) || (all && filled(p, d, &needs[nn])))
+    t->match++;
+    if (!need_of(&g, d, &needs[nn], t, plain) || (all && filled(p, d, &needs[nn])))
       continue;
-    bool ok = avail(p, &lim, d, k, &needs[nn], &t, false, plain);
+    bool ok = avail(p, &lim, d, k, &needs[nn], t, false, plain);
     cands[nc++] = (cand_t){k, (uint32_t)nn, d->island, ok};
     nn += d->nneed;
-    t.navail += ok;
+    t->navail += ok;
     if (stop && ok)
       break;
   }
-  s->st[slot] = t;
   s->unknown = s->unknown || unknown;
   s->clen[slot] = nc - s->ncands;
   s->ncands = nc;
