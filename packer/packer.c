@@ -94,7 +94,15 @@ static bool host_fits(const sf_packer_t *p, sf_node_id node, sf_verdict_t *v)
 /* Filters and scores one node; leaves the placement in p->search.res on FIT. */
 static void node_eval(sf_packer_t *p, sf_node_id node, sf_verdict_t *v)
 {
-  *v = (sf_verdict_t){SF_FIT_NO, 0.0, 0, ""};
+  /*
+   * Field by field: a compound literal would zero all of reason[] too, a
+   * write of three cache lines per node (0.9 MB over 5,000 nodes) where
+   * one is needed.
+   */
+  v->fit = SF_FIT_NO;
+  v->raw = 0.0;
+  v->score = 0;
+  v->reason[0] = '\0';
   p->node = node;
   if (!host_fits(p, node, v))
     return;

@@ -94,7 +94,11 @@ void sf__search_gather_all(sf_packer_t *p);
 void sf__search_order(sf_packer_t *p, uint32_t slot);
 /* One device for slot 0: the best scored (packer) or the first available. Sets *raw. */
 int sf__search_one(sf_packer_t *p, double *raw);
-/* `want` devices of slot 0 in one island (no other constraint, no counters on the node). */
+/*
+ * `want` devices of slot 0 in one island (no other constraint, no counters
+ * on the node). Nothing is searched after it, so its results are not put in
+ * the overlay. O(candidates + islands).
+ */
 int sf__search_island(sf_packer_t *p, uint32_t want);
 /*
  * How many devices slot needs on the node (All: each of its candidates), or

@@ -148,17 +148,41 @@ static bool need_slow(sf_packer_t *p, uint32_t slot, const slot_t *sl, const hde
 }
 
 /*
+ * One gather's slot, as need_of reads it, and the needs of the capacity
+ * class it met last (a node's devices are mostly of one class, so most
+ * devices skip even the call's memo).
+ */
+typedef struct {
+  sf_packer_t *p;
+  uint32_t slot;
+  const slot_t *sl;
+  bool several;            /* the slot requests several capacities */
+  bool nocaps;             /* ... none */
+  int32_t cls;             /* the class met last; -1: none yet */
+  sf_milli_t need;
+  bool ok;
+} slotneed_t;
+
+/*
  * Can device d serve the slot at all (ignoring what is in use)? Fills
  * need[] with what it would consume of each capacity. False with the
  * reason counted in st.
  */
-SF_HOT bool need_of(sf_packer_t *p, uint32_t slot, const slot_t *sl, const hdev_t *d, sf_milli_t *need,
-                    stats_t *st)
+SF_HOT bool need_of(slotneed_t *g, const hdev_t *d, sf_milli_t *need, stats_t *st, bool plain)
 {
-  if ((d->fl & (HD_TAINTED | HD_CAPS)) || sl->s->ncaps > 1)
-    return need_slow(p, slot, sl, d, need, st);
+  if ((!plain && (d->fl & (HD_TAINTED | HD_CAPS))) || g->several)
+    return need_slow(g->p, g->slot, g->sl, d, need, st);
   /* one capacity, of a class, or none */
-  bool ok = d->cls >= 0 ? class_need(p, slot, d->cls, need) : (need[0] = 0, sl->s->ncaps == 0);
+  bool ok = g->nocaps;
+  need[0] = 0;
+  if (d->cls >= 0) {
+    if (d->cls != g->cls) {
+      g->ok = class_need(g->p, g->slot, d->cls, &g->need);
+      g->cls = d->cls;
+    }
+    need[0] = g->need;
+    ok = g->ok;
+  }
   if (!ok)
     st->shape++;
   return ok;
@@ -166,9 +190,25 @@ SF_HOT bool need_of(sf_packer_t *p, uint32_t slot, const slot_t *sl, const hdev_
 
 /* ---- availability and the tentative overlay ---- */
 
-static sf_milli_t reserve_of(const sf_packer_t *p, sf_milli_t value)
+/*
+ * What the availability rule reads of the call: the policy's limits and the
+ * capacity classes. Copied out of p once per node, because the search's
+ * stores (candidates, needs, the overlay) could alias them, and the
+ * compiler would read them again for every device.
+ */
+typedef struct {
+  uint32_t max_sharers, headroom_pct;
+  const hcls_t *cls;
+} lim_t;
+
+static lim_t lim_of(const sf_packer_t *p)
 {
-  return p->pol->headroom_pct ? value / 100 * p->pol->headroom_pct : 0;
+  return (lim_t){p->pol->max_sharers, p->pol->headroom_pct, p->view.cls};
+}
+
+static sf_milli_t reserve_of(const lim_t *l, sf_milli_t value)
+{
+  return l->headroom_pct ? value / 100 * l->headroom_pct : 0;
 }
 
 static sf_milli_t tcounter(const pk_search_t *s, int32_t pool, uint32_t counter)
@@ -197,8 +237,8 @@ static bool short_of(sf_milli_t left, sf_milli_t need, stats_t *st)
  * tentative overlay? (Without, as when candidates are gathered and the
  * overlay is empty, the compiler drops its reads.)
  */
-SF_HOT bool avail(const sf_packer_t *p, const hdev_t *d, uint32_t k, const sf_milli_t *need, stats_t *st,
-                  bool tent)
+SF_HOT bool avail(const sf_packer_t *p, const lim_t *l, const hdev_t *d, uint32_t k, const sf_milli_t *need,
+                  stats_t *st, bool tent, bool plain)
 {
   const pk_search_t *s = &p->search;
   uint32_t holders = d->holders + (tent ? s->tcount[k] : 0);
@@ -212,23 +252,22 @@ SF_HOT bool avail(const sf_packer_t *p, const hdev_t *d, uint32_t k, const sf_mi
       if (st) st->busy++;
       return false;
     }
-    if (p->pol->max_sharers > 0 && holders >= p->pol->max_sharers) {
+    if (l->max_sharers > 0 && holders >= l->max_sharers) {
       if (st) st->sharers++;
       return false;
     }
     const sf_milli_t *t = &s->tcap[(size_t)k * MAXCAPS];
     if (d->cls >= 0) {
-      sf_milli_t v = p->view.cls[d->cls].cap.value;
-      if (short_of(d->capfree - (tent ? t[0] : 0) - reserve_of(p, v), need[0], st))
+      if (short_of(d->capfree - (tent ? t[0] : 0) - reserve_of(l, l->cls[d->cls].cap.value), need[0], st))
         return false;
-    } else if (d->fl & HD_CAPS) {
+    } else if (!plain && (d->fl & HD_CAPS)) {
       const sf__dev_t *dv = &p->idx->devs[d->dev];
       for (uint32_t i = 0; i < dv->ncaps; i++)
-        if (short_of(dv->caps[i].free - (tent ? t[i] : 0) - reserve_of(p, dv->caps[i].value), need[i], st))
+        if (short_of(dv->caps[i].free - (tent ? t[i] : 0) - reserve_of(l, dv->caps[i].value), need[i], st))
           return false;
     }
   }
-  if (holders == 0 && (d->fl & HD_COUNTERS)) {
+  if (!plain && holders == 0 && (d->fl & HD_COUNTERS)) {
     const sf__dev_t *dv = &p->idx->devs[d->dev];
     const sf__pool_t *pl = dv->pool >= 0 ? &p->idx->pools[dv->pool] : NULL;
     for (uint32_t u = 0; pl && u < dv->ncuses; u++)
@@ -287,9 +326,11 @@ void sf__search_begin(sf_packer_t *p, hnode_t *h)
 {
   pk_search_t *s = &p->search;
   s->h = h;
-  size_t old = s->tccap;
-  GROW(s->tcount, s->tccap, (size_t)h->n + 1);
-  memset(s->tcount + old, 0, (s->tccap - old) * sizeof(*s->tcount));
+  if ((size_t)h->n + 1 > s->tccap) {
+    size_t old = s->tccap;
+    GROW(s->tcount, s->tccap, (size_t)h->n + 1);
+    memset(s->tcount + old, 0, (s->tccap - old) * sizeof(*s->tcount));
+  }
   if (((size_t)h->n + 1) * MAXCAPS > s->tcapcap) {
     size_t ncap = ((size_t)h->n + 1) * MAXCAPS * 2;
     s->tcap = sf_xrealloc(s->tcap, ncap * sizeof(*s->tcap));
@@ -311,18 +352,82 @@ void sf__search_begin(sf_packer_t *p, hnode_t *h)
     p->dem.cs[i].n = 0;
 }
 
-void sf__search_gather(sf_packer_t *p, uint32_t slot, bool stop)
+/*
+ * The gather's loop over the node's devices. `plain` (the node has no
+ * tainted, counter-using or multi-capacity device) lets the compiler drop
+ * the index reads such devices need.
+ */
+SF_HOT void gather_devs(sf_packer_t *p, uint32_t slot, bool stop, bool plain)
 {
   pk_search_t *s = &p->search;
   const hnode_t *h = s->h;
   const slot_t *sl = &p->dem.slot[slot];
-  stats_t *st = &s->st[slot];
-  memset(st, 0, sizeof(*st));
-  st->best_free = -1;
-  if (sl->s->ncaps) {
-    st->want = sl->s->caps[0].value;
-    st->capname = sl->s->caps[0].name;
+  const sf_request_t *rq = sl->s;
+  /*
+   * What the loop reads, in locals: its stores (candidates, needs, a
+   * selector's answer) could alias any field read through p, s or h, and
+   * the compiler would read each again for every device.
+   */
+  sf_index_t *idx = p->idx;
+  const hdev_t *dv = h->d;
+  const uint32_t n = h->n;
+  const lim_t lim = lim_of(p);
+  const bool all = rq->all && !rq->admin;
+  /* One selector with a cache (the common case): a YES there is the answer. */
+  const uint8_t *sel1 = rq->nselectors == 1 ? sl->selc[0] : NULL;
+  const bool nosel = rq->nselectors == 0;
+  slotneed_t g = {p, slot, sl, rq->ncaps > 1, rq->ncaps == 0, -1, 0, false};
+  cand_t *cands = s->cands;
+  sf_milli_t *needs = s->needs;
+  size_t nc = s->ncands, nn = s->nneeds;
+  /* The statistics in place: a local copy would cost a copy out per node for little. */
+  stats_t *t = &s->st[slot];
+  *t = (stats_t){.best_free = -1};
+  if (rq->ncaps) {
+    t->want = rq->caps[0].value;
+    t->capname = rq->caps[0].name;
   }
+  bool unknown = false;
+  for (uint32_t k = 0; k < n; k++) {
+    const hdev_t *d = &dv[k];
+    if (!nosel && !(sel1 && sel1[d->dev] == 1 + SF_MATCH_YES)) {
+      sf_match_t m = sf__demand_match(idx, sl, d->dev);
+      if (m == SF_MATCH_UNKNOWN) {
+        t->unknown++;
+        unknown = true;
+        continue;
+      }
+      if (m != SF_MATCH_YES)
+        continue;
+    }
+    t->match++;
+    uint32_t tainted = t->tainted;
+    bool fits = need_of(&g, d, &needs[nn], t, plain);
+    /* All keeps a device whose taint the request does not tolerate (DRA's set is made by the
+     * selectors alone) and so cannot be satisfied; other misfits are left out of the set. */
+    bool blocked = !fits && rq->all && t->tainted > tainted;
+    if ((!fits && !blocked) || (fits && all && filled(p, d, &needs[nn])))
+      continue;
+    if (blocked)
+      memset(&needs[nn], 0, d->nneed * sizeof(*needs));
+    bool ok = !blocked && avail(p, &lim, d, k, &needs[nn], t, false, plain);
+    t->nblocked += blocked;
+    cands[nc++] = (cand_t){k, (uint32_t)nn, d->island, ok, blocked};
+    nn += d->nneed;
+    t->navail += ok;
+    if (stop && ok)
+      break;
+  }
+  s->unknown = s->unknown || unknown;
+  s->clen[slot] = nc - s->ncands;
+  s->ncands = nc;
+  s->nneeds = nn;
+}
+
+void sf__search_gather(sf_packer_t *p, uint32_t slot, bool stop)
+{
+  pk_search_t *s = &p->search;
+  const hnode_t *h = s->h;
   s->coff[slot] = s->ncands;
   if (p->view.ncls > s->memocap) {
     size_t old = s->memocap;
@@ -331,48 +436,10 @@ void sf__search_gather(sf_packer_t *p, uint32_t slot, bool stop)
   }
   GROW(s->cands, s->candcap, s->ncands + h->n + 1);
   GROW(s->needs, s->needcap, s->nneeds + ((size_t)h->n + 1) * MAXCAPS);
-  /* Locals, not the struct's fields: stores through s would alias every read. */
-  cand_t *cands = s->cands;
-  sf_milli_t *needs = s->needs;
-  size_t nc = s->ncands, nn = s->nneeds;
-  stats_t t = *st;
-  for (uint32_t k = 0; k < h->n; k++) {
-    const hdev_t *d = &h->d[k];
-    sf_match_t m = sf__demand_match(p->idx, sl, d->dev);
-    if (m == SF_MATCH_UNKNOWN) {
-      t.unknown++;
-      s->unknown = true;
-      continue;
-    }
-    if (m != SF_MATCH_YES)
-      continue;
-    t.match++;
-    uint32_t tainted = t.tainted;
-    bool fits = need_of(p, slot, sl, d, &needs[nn], &t);
-    /* All keeps a device whose taint the request does not tolerate (DRA's set is made by the
-     * selectors alone) and so cannot be satisfied; other misfits are left out of the set. */
-    bool blocked = !fits && sl->s->all && t.tainted > tainted;
-    if ((!fits && !blocked) || (fits && sl->s->all && !sl->s->admin && filled(p, d, &needs[nn])))
-      continue;
-    if (blocked)
-      memset(&needs[nn], 0, d->nneed * sizeof(*needs));
-    bool ok = !blocked && avail(p, d, k, &needs[nn], &t, false);
-    t.nblocked += blocked;
-    cand_t *c = &cands[nc++];
-    c->k = k;
-    c->noff = (uint32_t)nn;
-    c->island = d->island;
-    c->avail = ok;
-    c->blocked = blocked;
-    nn += d->nneed;
-    t.navail += ok;
-    if (stop && ok)
-      break;
-  }
-  *st = t;
-  s->ncands = nc;
-  s->nneeds = nn;
-  s->clen[slot] = s->ncands - s->coff[slot];
+  if (h->plain)
+    gather_devs(p, slot, stop, true);
+  else
+    gather_devs(p, slot, stop, false);
 }
 
 /*
@@ -550,24 +617,32 @@ int sf__search_island(sf_packer_t *p, uint32_t want)
   pk_search_t *s = &p->search;
   const cand_t *cs = s->cands + s->coff[0];
   size_t n = s->clen[0];
+  uint32_t nisl = s->h->nisl;
   if (want == 0 || want > s->st[0].navail)
     return SEARCH_FAIL;  /* fewer available than wanted, in any island */
-  GROW(s->icnt, s->icntcap, want);
+  /*
+   * The first available candidate, in order, whose island has `want`
+   * available (a device in none: when one is wanted). All of its island's
+   * available candidates come after it, so counting them once per node
+   * is the same as counting from it on.
+   */
+  GROW(s->icnt, s->icntcap, (size_t)nisl + 1);
+  uint32_t *cnt = s->icnt;
+  for (uint32_t j = 0; j < nisl; j++)
+    cnt[j] = 0;
+  for (size_t i = 0; i < n; i++)
+    if (cs[i].avail && cs[i].island >= 0)
+      cnt[cs[i].island]++;
   for (size_t i = 0; i < n; i++) {
-    if (!cs[i].avail)
-      continue;
     int32_t isl = cs[i].island;
-    uint32_t got = 0;
-    for (size_t j = i; j < n && got < want; j++)
-      if (cs[j].avail && (j == i || (isl >= 0 && cs[j].island == isl)))
-        s->icnt[got++] = (uint32_t)j;
-    if (got < want)
+    if (!cs[i].avail || (isl < 0 ? want > 1 : cnt[isl] < want))
       continue;
-    for (uint32_t g = 0; g < want; g++) {
-      push_result(p, 0, &cs[s->icnt[g]]);
-      take(p, &cs[s->icnt[g]], +1);
-    }
-    s->taken = true;
+    /* Nothing is searched after it: the picks need no overlay. */
+    for (size_t j = i, got = 0; got < want; j++)
+      if (cs[j].avail && (j == i || (isl >= 0 && cs[j].island == isl))) {
+        push_result(p, 0, &cs[j]);
+        got++;
+      }
     return SEARCH_OK;
   }
   return SEARCH_FAIL;
@@ -700,15 +775,16 @@ static int search_dev(sf_packer_t *p, uint32_t slot, uint32_t m, uint32_t want, 
   pk_search_t *s = &p->search;
   const slot_t *sl = &p->dem.slot[slot];
   bool admin = sl->s->admin;
+  const lim_t lim = lim_of(p);
   if (m == want)
     return search_req(p, sl->r + 1);
   for (size_t i = from; i < s->clen[slot]; i++) {
     const cand_t *c = &s->cands[s->coff[slot] + i];
     if (++s->steps > p->pol->search_budget)
       return SEARCH_BUDGET;
-    bool ok = c->blocked  ? false
-              : admin     ? admin_avail(p, sl, c->k)
-                          : avail(p, &s->h->d[c->k], c->k, &s->needs[c->noff], NULL, true);
+    bool ok = c->blocked ? false
+              : admin    ? admin_avail(p, sl, c->k)
+                         : avail(p, &lim, &s->h->d[c->k], c->k, &s->needs[c->noff], NULL, true, false);
     if (!ok || !cons_push(p, sl, c->k))
       continue;
     if (!admin)
