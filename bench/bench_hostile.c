@@ -68,7 +68,7 @@ static unsigned log_port(const char *key)
   char line[4096];
   unsigned port = 0;
   while (f && fgets(line, sizeof line, f)) {
-    const char *p = strstr(line, "msg=\"serving\"");
+    const char *p = strstr(line, "] \"serving\"");  /* klog: the message follows the source */
     const char *q = p ? strstr(p, key) : NULL;
     if (q)
       port = (unsigned)atoi(q + strlen(key));
