@@ -22,7 +22,7 @@ FUZZ_SECONDS ?= 20
 PKGS     := libmicrohttpd jansson libcurl libuv yaml-0.1 gnutls
 # What each goal needs from Debian: running (make run) only the compiler and the six
 # libraries (GnuTLS for the serving TLS priorities); the tests also Criterion, openssl (test certificates), procps (pgrep: no
-# test process outlives its suite) and promtool (the prometheus package: the /metrics
+# test process outlives its suite), promtool (the prometheus package: the /metrics
 # lint); make deps installs all, clang and valgrind too.
 RUN_DEB_PKGS  := build-essential pkg-config libmicrohttpd-dev libjansson-dev \
                  libcurl4-openssl-dev libuv1-dev libyaml-dev libgnutls28-dev
@@ -97,18 +97,25 @@ REPLAY_OBJ := $(REPLAY_SRC:%.c=$(B)/%.o)
 REPLAY_MAIN := $(B)/bench/replay/replay_main.o
 REPLAY_LIBOBJ := $(filter-out $(REPLAY_MAIN),$(REPLAY_OBJ))
 
-PROGS := bin/slicefit-replay
+# The programs go to bin/ in the release build only; every other variant keeps its own in
+# $(B)/bin, so that make check never replaces a release bin/slicefit with an ASan one. The
+# tests find them through SLICEFIT_BIN.
+BIN_release := bin
+BIN := $(or $(BIN_$(V)),$(B)/bin)
+export SLICEFIT_BIN := $(CURDIR)/$(BIN)
+
+PROGS := $(BIN)/slicefit-replay
 ifneq ($(wildcard extender/main.c),)
-PROGS += bin/slicefit
+PROGS += $(BIN)/slicefit
 endif
 
 all: $(PROGS)
 
-bin/slicefit-replay: $(REPLAY_OBJ) $(SHELL_LIB) $(CORE_LIB)
+$(BIN)/slicefit-replay: $(REPLAY_OBJ) $(SHELL_LIB) $(CORE_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(OPT) $(LDSAN_$(V)) -o $@ $^ $(PKG_LIBS) -lm
 
-bin/slicefit: $(B)/extender/main.o $(SHELL_LIB) $(CORE_LIB)
+$(BIN)/slicefit: $(B)/extender/main.o $(SHELL_LIB) $(CORE_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(OPT) $(LDSAN_$(V)) -o $@ $^ $(PKG_LIBS) -lm
 
