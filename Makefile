@@ -155,8 +155,9 @@ TEST_DIRS := $(patsubst test/%/,%,$(sort $(dir $(wildcard test/*/test_*.c test/*
 test_name = test-$(subst /,-,$(1))
 TEST_BINS := $(foreach d,$(TEST_DIRS),$(B)/$(call test_name,$(d)))
 
+# Every one also links test/lsan_runner.c: LeakSanitizer checks Criterion's workers, not its runner.
 define test_rule
-$(B)/$(call test_name,$(1)): $(patsubst %.c,$(B)/%.o,$(wildcard test/$(1)/*.c)) $(REPLAY_LIBOBJ) $(SHELL_LIB) $(CORE_LIB)
+$(B)/$(call test_name,$(1)): $(patsubst %.c,$(B)/%.o,$(wildcard test/$(1)/*.c)) $(B)/test/lsan_runner.o $(REPLAY_LIBOBJ) $(SHELL_LIB) $(CORE_LIB)
 	@mkdir -p $$(@D)
 	$$(CC) $$(OPT) $$(LDSAN_$$(V)) -o $$@ $$^ $$(CRIT_LIBS) $$(PKG_LIBS) -lm
 endef
