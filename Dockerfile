@@ -8,6 +8,10 @@
 #   docker build -t registry.example.com/slicefit:0.1.0 .
 #   docker push registry.example.com/slicefit:0.1.0   # prints the digest
 #
+# Without a container engine, `make image` builds the same root file system
+# as a reproducible OCI layout (image/mkimage), whose digest manifests/ pins;
+# an engine's build stamps times, so its digest differs on every build.
+#
 # Pin the base image too: replace debian:12-slim below with
 # debian:12-slim@sha256:<digest> (docker buildx imagetools inspect
 # debian:12-slim shows it). docs/operators.md has the whole installation,

@@ -10,12 +10,18 @@
  *   attack     the same while 2,000 hostile connections from 127.0.0.1 are
  *              held open: half send one header byte every 2 s (slowloris),
  *              half send nothing; each one closed is opened again
- *   large      /healthz latency while another client sends NodeList filters
+ *   large      /healthz and /filter latency while another client sends NodeList filters
  *              as large as the default --max-nodelist-bytes takes (100,000
  *              small Nodes; 48,000 Nodes with 13 labels), decoded by jansson
  *   bodies     the daemon's peak RSS (VmHWM) while 10 clients each send a
  *              maximum body (100,000 names of 253 characters, 25.4 MB) at
  *              once, and how many of them got 503 for the buffered-bytes bound
+ *
+ *   loop       slicefit_event_loop_lag_max_seconds after each phase: how late
+ *              the daemon's 100 ms sweep timer ran at worst, i.e. the longest
+ *              any one request could have waited behind another
+ *   summary    the worst loop lag and the worst p99 of /healthz and /filter
+ *              over the attack and large phases (the issue's 100 ms target)
  *
  * usage: bench_hostile [REQUESTS]   (REQUESTS per measured series, default 200)
  * RLIMIT_NOFILE is raised to 8,192 (the 2,000 connections need their fds).
@@ -68,7 +74,7 @@ static unsigned log_port(const char *key)
   char line[4096];
   unsigned port = 0;
   while (f && fgets(line, sizeof line, f)) {
-    const char *p = strstr(line, "msg=\"serving\"");
+    const char *p = strstr(line, "] \"serving\"");  /* klog: the message follows the source */
     const char *q = p ? strstr(p, key) : NULL;
     if (q)
       port = (unsigned)atoi(q + strlen(key));
@@ -217,7 +223,16 @@ static int cmp_d(const void *a, const void *b)
   return (x > y) - (x < y);
 }
 
-static void series(const char *phase, const char *what, client_t *c, size_t n)
+/* The worst p99 of each kind of request over the phases under load, and the worst loop lag. */
+static double worst_health_p99, worst_filter_p99, worst_lag_ms;
+
+static void worst(double *w, double v)
+{
+  if (v > *w)
+    *w = v;
+}
+
+static double series(const char *phase, const char *what, client_t *c, size_t n)
 {
   double *v = calloc(n, sizeof *v);
   size_t bad = 0;
@@ -229,7 +244,9 @@ static void series(const char *phase, const char *what, client_t *c, size_t n)
   qsort(v, n, sizeof *v, cmp_d);
   printf("%-8s %-22s n=%zu p50=%.2f ms p99=%.2f ms max=%.2f ms errors=%zu\n", phase, what, n,
          v[n / 2], v[n * 99 / 100], v[n - 1], bad);
+  double p99 = v[n * 99 / 100];
   free(v);
+  return p99;
 }
 
 /* ---- the attacker (a child process) ---- */
@@ -367,7 +384,8 @@ static int post_big(unsigned port, const char *body, size_t len)
   return st;
 }
 
-static void phase_large(pid_t daemon, unsigned port, client_t *health, int count, bool fat)
+static void phase_large(pid_t daemon, unsigned port, client_t *health, client_t *filter, int count,
+                        bool fat)
 {
   size_t len;
   char *body = nodelist_body(&len, count, fat);
@@ -378,20 +396,27 @@ static void phase_large(pid_t daemon, unsigned port, client_t *health, int count
       post_big(port, body, len);
     _exit(0);
   }
-  /* /healthz back to back for as long as the large requests last. */
-  size_t cap = 200000, got = 0, bad = 0;
-  double *v = calloc(cap, sizeof *v), t0 = now_s();
-  while (waitpid(kid, NULL, WNOHANG) == 0 && got < cap && now_s() - t0 < 120) {
+  /* /healthz and a small /filter, in turn, back to back for as long as the large requests last. */
+  size_t cap = 200000, got[2] = {0, 0}, bad[2] = {0, 0};
+  double *v[2] = {calloc(cap, sizeof(double)), calloc(cap, sizeof(double))}, t0 = now_s();
+  client_t *c[2] = {health, filter};
+  for (int i = 0; waitpid(kid, NULL, WNOHANG) == 0 && got[1] < cap && now_s() - t0 < 120; i ^= 1) {
     int st;
-    v[got++] = roundtrip(health, &st);
-    bad += st != 200;
+    v[i][got[i]++] = roundtrip(c[i], &st);
+    bad[i] += st != 200;
   }
-  qsort(v, got, sizeof *v, cmp_d);
-  printf("large    %-22s n=%zu p50=%.2f ms p99=%.2f ms max=%.2f ms errors=%zu "
-         "(during 3 filters of %d Nodes, %zu bytes each, %.1f s; daemon peak RSS %ld KiB)\n",
-         "/healthz (extender)", got, v[got / 2], v[got * 99 / 100], v[got - 1], bad, count, len,
-         now_s() - t0, status_kib(daemon, "VmHWM:"));
-  free(v);
+  double secs = now_s() - t0;
+  static const char *const what[2] = {"/healthz (extender)", "/filter"};
+  for (int i = 0; i < 2; i++) {
+    size_t n = got[i] ? got[i] : 1;
+    qsort(v[i], got[i], sizeof(double), cmp_d);
+    printf("large    %-22s n=%zu p50=%.2f ms p99=%.2f ms max=%.2f ms errors=%zu "
+           "(during 3 filters of %d Nodes, %zu bytes each, %.1f s; daemon peak RSS %ld KiB)\n",
+           what[i], got[i], v[i][n / 2], v[i][n * 99 / 100], v[i][n - 1], bad[i], count, len, secs,
+           status_kib(daemon, "VmHWM:"));
+    worst(i ? &worst_filter_p99 : &worst_health_p99, v[i][n * 99 / 100]);
+    free(v[i]);
+  }
   waitpid(kid, NULL, 0);
   free(body);
 }
@@ -409,8 +434,9 @@ static void print_lag(unsigned port, const char *after)
       got += (size_t)k;
   buf[got] = '\0';
   const char *lag = strstr(buf, "\nslicefit_event_loop_lag_max_seconds ");
-  printf("loop     longest hold of the event loop so far (after %s): %.1f ms\n", after,
-         lag ? atof(lag + 38) * 1e3 : -1.0);
+  double ms = lag ? atof(lag + 38) * 1e3 : -1.0;
+  printf("loop     longest hold of the event loop so far (after %s): %.1f ms\n", after, ms);
+  worst(&worst_lag_ms, ms);
   if (fd >= 0)
     close(fd);
 }
@@ -477,9 +503,9 @@ int main(int argc, char **argv)
   if (att == 0)
     attack(port, 40);
   sleep_ms(3000);  /* the connections are open, the slow ones have sent a byte or two */
-  series("attack", "/healthz (extender)", &health, n);
+  worst(&worst_health_p99, series("attack", "/healthz (extender)", &health, n));
   series("attack", "/healthz (probe port)", &probes, n);
-  series("attack", "/filter", &filter, n);
+  worst(&worst_filter_p99, series("attack", "/filter", &filter, n));
   printf("attack   daemon RSS %ld KiB\n", status_kib(daemon, "VmRSS:"));
   kill(att, SIGKILL);
   waitpid(att, NULL, 0);
@@ -487,13 +513,17 @@ int main(int argc, char **argv)
   print_lag(port, "attack");
 
   /* The largest NodeLists the default --max-nodelist-bytes (12 MiB) takes. */
-  phase_large(daemon, port, &health, 100000, false);
+  phase_large(daemon, port, &health, &filter, 100000, false);
   print_lag(port, "large");
-  phase_large(daemon, port, &health, 48000, true);
+  phase_large(daemon, port, &health, &filter, 48000, true);
   print_lag(port, "large, fat");
   phase_bodies(daemon, port);
 
   print_lag(port, "end");
+  /* The target: under load no request waits more than 100 ms behind another. */
+  printf("summary  worst loop lag %.1f ms; worst p99 under load: /healthz %.2f ms, /filter %.2f ms "
+         "(attack and large phases)\n",
+         worst_lag_ms, worst_health_p99, worst_filter_p99);
   kill(daemon, SIGTERM);
   waitpid(daemon, NULL, 0);
   free(freq);

@@ -272,6 +272,7 @@ struct sf_extender {
   struct MHD_Daemon *mhd;
   uv_poll_t poll;
   uv_timer_t timer, drain_timer;
+  uv_idle_t again;                 /* MHD_run in the next turn when MHD has work at once (http.c) */
   int nhandles;                    /* libuv handles still open */
   bool ready, draining, stopped, destroyed;
   unsigned inflight;

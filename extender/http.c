@@ -570,6 +570,7 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 /* ---- driving MHD from the loop ---- */
 
 static void on_timer(uv_timer_t *t);
+static void on_again(uv_idle_t *h);
 
 static void pump(sf_extender_t *x)
 {
@@ -577,13 +578,30 @@ static void pump(sf_extender_t *x)
     return;
   MHD_run(x->mhd);
   MHD_UNSIGNED_LONG_LONG ms;
-  if (MHD_get_timeout(x->mhd, &ms) == MHD_YES)
-    uv_timer_start(&x->timer, on_timer, (uint64_t)ms, 0);
-  else
+  bool timed = MHD_get_timeout(x->mhd, &ms) == MHD_YES;
+  /*
+   * MHD has more to do at once (a client keeps sending, or pipelined
+   * requests wait in its buffer): run it again in the loop's next turn, from
+   * the idle handle, after the timers and the other descriptors. A 0 ms
+   * timer restarted from its own callback would run again inside the same
+   * uv__run_timers (libuv 1.44 compares with a loop time that does not move
+   * there), so one client could hold the loop for as long as it sends.
+   */
+  if (timed && ms == 0) {
     uv_timer_stop(&x->timer);
+    uv_idle_start(&x->again, on_again);
+  } else {
+    uv_idle_stop(&x->again);
+    if (timed)
+      uv_timer_start(&x->timer, on_timer, (uint64_t)ms, 0);
+    else
+      uv_timer_stop(&x->timer);
+  }
 }
 
 static void on_timer(uv_timer_t *t) { pump(t->data); }
+
+static void on_again(uv_idle_t *h) { pump(h->data); }
 
 static void on_poll(uv_poll_t *p, int status, int events)
 {
@@ -719,6 +737,7 @@ void sf__http_stop(sf_extender_t *x)
     /* libuv must stop watching the epoll descriptor before MHD closes it. */
     uv_poll_stop(&x->poll);
     uv_timer_stop(&x->timer);
+    uv_idle_stop(&x->again);
     uv_timer_stop(&x->reaper);
     MHD_stop_daemon(x->mhd);
     x->mhd = NULL;

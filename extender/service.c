@@ -335,8 +335,9 @@ int sf_extender_start(uv_loop_t *loop, sf_cluster_t *cluster, const sf_extender_
   uv_timer_init(loop, &x->timer);
   uv_timer_init(loop, &x->drain_timer);
   uv_timer_init(loop, &x->reaper);
-  x->timer.data = x->drain_timer.data = x->reaper.data = x;
-  x->nhandles = 3;
+  uv_idle_init(loop, &x->again);
+  x->timer.data = x->drain_timer.data = x->reaper.data = x->again.data = x;
+  x->nhandles = 4;
   x->packer = sf_packer_create();
   int rc = sf__http_start(x, err, errlen);
   if (rc) {
@@ -404,6 +405,7 @@ void sf_extender_destroy(sf_extender_t *x)
   uv_close((uv_handle_t *)&x->timer, on_handle_closed);
   uv_close((uv_handle_t *)&x->drain_timer, on_handle_closed);
   uv_close((uv_handle_t *)&x->reaper, on_handle_closed);
-  if (x->nhandles == 4)
+  uv_close((uv_handle_t *)&x->again, on_handle_closed);
+  if (x->nhandles == 5)
     uv_close((uv_handle_t *)&x->poll, on_handle_closed);
 }

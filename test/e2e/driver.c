@@ -107,7 +107,7 @@ void drv_start_replica(drv_t *d, size_t r)
 static void need_daemon(void)
 {
   char bin[512], main_c[512];
-  snprintf(bin, sizeof bin, "%s/bin/slicefit", e2e_top());
+  snprintf(bin, sizeof bin, "%s", e2e_bin("slicefit"));
   snprintf(main_c, sizeof main_c, "%s/extender/main.c", e2e_top());
   if (access(bin, X_OK) != 0 && access(main_c, R_OK) != 0)
     cr_skip_test("no bin/slicefit: extender/main.c is not in this tree yet");

@@ -128,6 +128,8 @@ typedef struct {
 const char *e2e_top(void);
 /** Path of build/<variant>/tools/NAME next to the test binary (static buffer). */
 const char *e2e_tool(const char *name);
+/** A program of the build under test: $SLICEFIT_BIN/name, else $SLICEFIT_TOP/bin/name (static buffer). */
+const char *e2e_bin(const char *name);
 
 /** Starts the fake apiserver requiring `token`; its stderr goes to `log`. */
 int e2e_apiserver_start(e2e_apiserver_t *a, const char *token, const char *log);

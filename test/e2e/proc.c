@@ -39,6 +39,17 @@ const char *e2e_top(void)
   return t && *t ? t : ".";
 }
 
+const char *e2e_bin(const char *name)
+{
+  static char path[PATH_MAX + 64];
+  const char *bin = getenv("SLICEFIT_BIN");
+  if (bin && *bin)
+    snprintf(path, sizeof path, "%s/%s", bin, name);
+  else
+    snprintf(path, sizeof path, "%s/bin/%s", e2e_top(), name);
+  return path;
+}
+
 const char *e2e_tool(const char *name)
 {
   static char path[PATH_MAX + 64];
@@ -190,7 +201,7 @@ int e2e_slicefit_start(e2e_slicefit_t *s, const char *dir, const char *const *ar
   size_t n = 0;
   static unsigned seq;
   memset(s, 0, sizeof *s);
-  snprintf(bin, sizeof bin, "%s/bin/slicefit", e2e_top());
+  snprintf(bin, sizeof bin, "%s", e2e_bin("slicefit"));
   /* Port 0: the daemon binds a free port and logs it (no race with other tests). */
   snprintf(listen, sizeof listen, "--listen=127.0.0.1:0");
   snprintf(s->log, sizeof s->log, "%s/slicefit-%u.log", dir, seq++);

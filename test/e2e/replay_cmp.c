@@ -109,9 +109,9 @@ json_t *rc_run_binary(const drv_t *d, const char *trace, const char *policy_file
   char cmd[1024], *line = NULL;
   size_t cap = 0;
   snprintf(cmd, sizeof cmd,
-           "%s/bin/slicefit-replay --trace %s --policy %s --policy-file %s "
+           "%s --trace %s --policy %s --policy-file %s "
            "--device-choice first-fit --ties first --extender-scores --seed 42 --json",
-           e2e_top(), trace, value_of(d->policy, "strategy", "fragmentation"), policy_file);
+           e2e_bin("slicefit-replay"), trace, value_of(d->policy, "strategy", "fragmentation"), policy_file);
   FILE *p = popen(cmd, "r");
   cr_assert_not_null(p);
   json_t *run = NULL;

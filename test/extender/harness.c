@@ -26,6 +26,17 @@ const char *sfx_path(const char *rel)
   return buf;
 }
 
+const char *sfx_bin(const char *prog)
+{
+  static char buf[1024];
+  const char *bin = getenv("SLICEFIT_BIN"), *top = getenv("SLICEFIT_TOP");
+  if (bin && *bin)
+    snprintf(buf, sizeof buf, "%s/%s", bin, prog);
+  else
+    snprintf(buf, sizeof buf, "%s/bin/%s", top ? top : ".", prog);
+  return buf;
+}
+
 char *sfx_log(const sfx_t *s)
 {
   FILE *f = fopen(s->log_path, "rb");
@@ -90,7 +101,7 @@ void sfx_start(sfx_t *s, const char *const *args)
   cr_assert_not_null(mkdtemp(s->dir));
   snprintf(s->log_path, sizeof s->log_path, "%s/log.txt", s->dir);
   char exe[1024];
-  snprintf(exe, sizeof exe, "%s", sfx_path("bin/slicefit"));
+  snprintf(exe, sizeof exe, "%s", sfx_bin("slicefit"));
   const char *argv[40] = {exe};
   size_t n = 1;
   argv[n++] = "--listen";

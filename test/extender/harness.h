@@ -33,6 +33,9 @@ typedef struct {
 
 /** $SLICEFIT_TOP/rel (static buffer, one at a time). */
 const char *sfx_path(const char *rel);
+/** A program of the build under test: $SLICEFIT_BIN/prog (make sets it; bin/ of the release
+ *  build, build/check/bin of make check), else $SLICEFIT_TOP/bin/prog (static buffer). */
+const char *sfx_bin(const char *prog);
 
 /** Starts bin/slicefit with `args` (NULL-terminated) plus --listen; fails the test on error. */
 void sfx_start(sfx_t *s, const char *const *args);

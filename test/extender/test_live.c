@@ -302,7 +302,7 @@ Test(live, token_over_plain_http_is_refused_at_start, .timeout = 30)
   snprintf(kc, sizeof kc, "%s/kubeconfig", dir);
   write_kubeconfig(kc, 1);
   snprintf(cmd, sizeof cmd, "timeout 20 '%s' --kubeconfig %s --listen 127.0.0.1:0 2>&1",
-           sfx_path("bin/slicefit"), kc);
+           sfx_bin("slicefit"), kc);
   FILE *p = popen(cmd, "r");
   char out[4096];
   size_t n = fread(out, 1, sizeof out - 1, p);

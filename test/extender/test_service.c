@@ -178,7 +178,9 @@ Test(service, tls)
 static int run_cli(const char *args, char *out, size_t cap)
 {
   char cmd[2048];
-  snprintf(cmd, sizeof cmd, "cd '%s' && timeout 20 bin/slicefit %s 2>&1", sfx_path(""), args);
+  char top[1024];
+  snprintf(top, sizeof top, "%s", sfx_path(""));
+  snprintf(cmd, sizeof cmd, "cd '%s' && timeout 20 '%s' %s 2>&1", top, sfx_bin("slicefit"), args);
   FILE *p = popen(cmd, "r");
   size_t n = fread(out, 1, cap - 1, p);
   out[n] = '\0';
@@ -423,7 +425,7 @@ static int count_output(const char *cmd, const char *needle)
 Test(service, release_binary_is_hardened)
 {
   char cmd[1200];
-  const char *bin = sfx_path("bin/slicefit");
+  const char *bin = sfx_bin("slicefit");
   snprintf(cmd, sizeof cmd, "nm -D '%s' 2>/dev/null", bin);
   if (count_output(cmd, "__asan_init") > 0)
     cr_skip_test("the sanitizer build is instrumented by ASan instead");

@@ -169,7 +169,11 @@ static char *live_metrics(live_t *l)
              "current-context: fake\n", api);
   fclose(f);
   snprintf(log, sizeof log, "%s/slicefit.log", l->dir);
-  snprintf(bin, sizeof bin, "%s/bin/slicefit", top());
+  const char *bindir = getenv("SLICEFIT_BIN");
+  if (bindir && *bindir)
+    snprintf(bin, sizeof bin, "%s/slicefit", bindir);
+  else
+    snprintf(bin, sizeof bin, "%s/bin/slicefit", top());
   l->daemon = fork();
   if (l->daemon == 0) {
     int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);

@@ -44,11 +44,15 @@ static const char *file(const char *name, const char *text)
 /* Runs the tool with `args`; returns its exit status, stderr in err, stdout's size in *outlen. */
 static int run(const char *args, char *err, size_t errlen, long *outlen)
 {
-  const char *top = getenv("SLICEFIT_TOP");
-  char cmd[2048], ep[128], op[128];
+  const char *top = getenv("SLICEFIT_TOP"), *bin = getenv("SLICEFIT_BIN");
+  char cmd[2048], ep[128], op[128], exe[1024];
+  if (bin && *bin)
+    snprintf(exe, sizeof exe, "%s/slicefit-replay", bin);
+  else
+    snprintf(exe, sizeof exe, "%s/bin/slicefit-replay", top ? top : ".");
   snprintf(ep, sizeof(ep), "%s/stderr", dir);
   snprintf(op, sizeof(op), "%s/stdout", dir);
-  snprintf(cmd, sizeof(cmd), "'%s/bin/slicefit-replay' %s >'%s' 2>'%s'", top ? top : ".", args, op, ep);
+  snprintf(cmd, sizeof(cmd), "'%s' %s >'%s' 2>'%s'", exe, args, op, ep);
   int st = system(cmd);
   cr_assert(st != -1 && WIFEXITED(st), "%s did not exit normally", cmd);
   FILE *f = fopen(ep, "r");
