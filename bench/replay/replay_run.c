@@ -92,7 +92,7 @@ double sf_rng_unit(sf_rng_t *r)
 
 /* ---- FGD's order of arrivals ---- */
 
-static const sf_replay_trace_t *sort_trace;  /* qsort has no context argument in C11 */
+static _Thread_local const sf_replay_trace_t *sort_trace;  /* qsort has no context argument in C11 */
 
 static int cmp_pod_name(const void *a, const void *b)
 {
@@ -389,7 +389,7 @@ static int build_node(run_t *r, const sf_replay_node_t *n, char *err, size_t err
   return rc;
 }
 
-static const sf_replay_trace_t *name_trace;
+static _Thread_local const sf_replay_trace_t *name_trace;
 static int cmp_node_name(const void *a, const void *b)
 {
   const sf_replay_node_t *x = &name_trace->nodes[*(const uint32_t *)a];
@@ -397,7 +397,7 @@ static int cmp_node_name(const void *a, const void *b)
   return strcmp(x->name, y->name);
 }
 
-static const sf_index_t *name_idx;
+static _Thread_local const sf_index_t *name_idx;
 static int cmp_id_name(const void *a, const void *b)
 {
   return strcmp(sf_index_node_name(name_idx, *(const sf_node_id *)a),

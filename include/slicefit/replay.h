@@ -13,7 +13,9 @@
  * for a native trace, schedules each pod with a core strategy or one of the
  * paper's baselines, and measures allocation against arrived load.
  *
- * This module is a shell: it reads files and the clock. Single-threaded.
+ * This module is a shell: it reads files and the clock. sf_replay_run may
+ * run on several threads at once, each call with its own options and result
+ * (the trace is only read; the comparators' contexts are thread-local).
  * Every string and array in the structs below belongs to its container (its _dispose frees it).
  */
 #ifndef SLICEFIT_REPLAY_H
