@@ -472,10 +472,13 @@ static int replay_all(const flags_t *f, const sf_replay_trace_t *t, const sf_pol
     runs[p] = sf_xcalloc(nseeds, sizeof(**runs));
     for (size_t s = 0; s < nseeds && rc == 0; s++) {
       progress_t pr = {names[p], f->seed_lo + s, ++done, np * nseeds};
-      sf_replay_opts_t o = {names[p], base, f->device_choice, f->seed_lo + s,
-                            f->trace ? 0 : f->tune, tty ? progress : NULL, &pr, f->ties, false, f->extender,
-                            snapshot, f->snapshot, f->cpu_blind, f->cpu_only_la,
-                            (size_t)f->mix_window, (size_t)f->mix_every};
+      sf_replay_opts_t o = {.policy = names[p], .base = base, .device_choice = f->device_choice,
+                            .seed = f->seed_lo + s, .tune = f->trace ? 0 : f->tune,
+                            .progress = tty ? progress : NULL, .progress_ctx = &pr, .ties = f->ties,
+                            .extender_scores = f->extender, .snapshot = snapshot,
+                            .snapshot_name = f->snapshot, .cpu_blind = f->cpu_blind,
+                            .cpu_only_least_allocated = f->cpu_only_la,
+                            .mix_window = (size_t)f->mix_window, .mix_every = (size_t)f->mix_every};
       char err[SF_REPLAY_ERR_MAX] = "";
       if ((rc = sf_replay_run(t, &o, &runs[p][s], err, sizeof err)) != 0) {
         fprintf(stderr, "%sslicefit-replay: %s\n", tty ? "\n" : "", err);

@@ -230,12 +230,14 @@ typedef struct {
   size_t canon;                /* the first entry with this signature: it holds the results */
   double a100[2][SF_SEARCH_MAX_SEEDS], a130[2][SF_SEARCH_MAX_SEEDS];
   bool done[2][SF_SEARCH_MAX_SEEDS], queued[2][SF_SEARCH_MAX_SEEDS];
+  bool stopped[2][SF_SEARCH_MAX_SEEDS];   /* ended early: below the bar, a100 and a130 are -1 */
 } entry_t;
 
 typedef struct {
   size_t entry;
   int part;
   size_t seed;
+  bool may_stop;               /* stage 1: may end once it cannot make the best quarter */
 } job_t;
 
 typedef struct {
@@ -327,7 +329,38 @@ static double alloc_at(const sf_replay_result_t *r, int pct)
   return isnan(v) ? r->alloc_pct_final : v;
 }
 
-static int replay(search_t *s, const job_t *j, double *a100, double *a130, char *err, size_t errlen)
+/*
+ * The allocation @100 a stage-1 run must be able to reach to still make the
+ * best quarter: the k1-th best of the candidates' finished, complete runs
+ * (0 while fewer have finished). A run that cannot reach it would not have
+ * been promoted whatever the order the runs finished in, so stopping it
+ * changes nothing but the time. Called under the lock.
+ */
+static int cmp_desc(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x < y) - (x > y);
+}
+
+static double bar(const search_t *s)
+{
+  size_t k1 = (s->o->ncandidates + 3) / 4, n = 0;
+  double *v = sf_xcalloc(s->ne, sizeof(*v)), b = 0;
+  for (size_t i = s->nbuiltin; i < s->ne; i++) {
+    const entry_t *c = &s->e[s->e[i].canon];
+    if (c->done[TRAIN][0] && !c->stopped[TRAIN][0])
+      v[n++] = c->a100[TRAIN][0];
+  }
+  if (n >= k1) {
+    qsort(v, n, sizeof(*v), cmp_desc);
+    b = v[k1 - 1];
+  }
+  free(v);
+  return b;
+}
+
+static int replay(search_t *s, const job_t *j, double *a100, double *a130, bool *stopped, char *err,
+                  size_t errlen)
 {
   const entry_t *e = &s->e[j->entry];
   const sf_search_opts_t *o = s->o;
@@ -338,10 +371,16 @@ static int replay(search_t *s, const job_t *j, double *a100, double *a130, char 
       .extender_scores = o->extender_scores, .cpu_blind = o->cpu_blind,
       .cpu_only_least_allocated = o->cpu_only_least_allocated, .mix_window = o->mix_window,
       .mix_every = o->mix_every};
+  if (j->may_stop) {
+    pthread_mutex_lock(&s->lock);
+    ro.stop_below_100 = bar(s);
+    pthread_mutex_unlock(&s->lock);
+  }
   int rc = sf_replay_run(s->parts[j->part], &ro, &res, err, errlen);
+  *stopped = rc == 0 && res.stopped;
   if (rc == 0) {
-    *a100 = alloc_at(&res, 100);
-    *a130 = alloc_at(&res, 130);
+    *a100 = *stopped ? -1 : alloc_at(&res, 100);
+    *a130 = *stopped ? -1 : alloc_at(&res, 130);
   }
   sf_replay_result_dispose(&res);
   return rc;
@@ -378,8 +417,9 @@ static bool better(const search_t *s, size_t a, size_t b, int part, size_t upto)
   return a < b;
 }
 
-static void report(search_t *s, const job_t *j, double a100)
+static void report(search_t *s, const job_t *j, double a100, bool stopped)
 {
+  char got[64];
   char line[512], best[128] = "";
   size_t bi = 0;
   bool have = false;
@@ -394,10 +434,14 @@ static void report(search_t *s, const job_t *j, double a100)
              mean(s, bi, TRAIN, false, s->o->nseeds));
   double el = now_s() - s->t0;
   double eta = s->finished ? el / (double)s->finished * (double)(s->planned - s->finished) : NAN;
-  snprintf(line, sizeof(line), "search: stage %zu/3, %zu/%zu: %s on %s, seed %llu: %.2f @100%s; "
+  if (stopped)
+    snprintf(got, sizeof(got), "stopped, cannot make the best quarter");
+  else
+    snprintf(got, sizeof(got), "%.2f @100", a100);
+  snprintf(line, sizeof(line), "search: stage %zu/3, %zu/%zu: %s on %s, seed %llu: %s%s; "
            "%.0fs elapsed, about %.0fs left",
            s->stage, s->finished, s->planned, s->e[j->entry].name, j->part == TRAIN ? "train" : "holdout",
-           (unsigned long long)s->o->seeds[j->seed], a100, best, el, isnan(eta) ? 0.0 : eta);
+           (unsigned long long)s->o->seeds[j->seed], got, best, el, isnan(eta) ? 0.0 : eta);
   s->o->progress(s->o->progress_ctx, line);
 }
 
@@ -411,7 +455,8 @@ static void *worker(void *arg)
       break;
     const job_t *j = &s->jobs[i];
     double a100 = NAN, a130 = NAN;
-    int rc = replay(s, j, &a100, &a130, err, sizeof(err));
+    bool stopped = false;
+    int rc = replay(s, j, &a100, &a130, &stopped, err, sizeof(err));
     pthread_mutex_lock(&s->lock);
     if (rc != 0 && s->rc == 0) {
       s->rc = rc;
@@ -422,23 +467,29 @@ static void *worker(void *arg)
     e->a100[j->part][j->seed] = a100;
     e->a130[j->part][j->seed] = a130;
     e->done[j->part][j->seed] = rc == 0;
+    e->stopped[j->part][j->seed] = stopped;
     s->finished++;
     if (rc == 0 && s->o->progress != NULL)
-      report(s, j, a100);
+      report(s, j, a100, stopped);
     pthread_mutex_unlock(&s->lock);
   }
   return NULL;
 }
 
-/* Queues entry's replay on part with seed index k, once per canonical policy. */
-static void queue(search_t *s, size_t entry, int part, size_t k)
+/*
+ * Queues entry's replay on part with seed index k, once per canonical
+ * policy. may_stop: the run may end early when it cannot make the best
+ * quarter; never for a built-in or the base, whose figures are reported.
+ */
+static void queue(search_t *s, size_t entry, int part, size_t k, bool may_stop)
 {
-  entry_t *c = &s->e[s->e[entry].canon];
+  size_t canon = s->e[entry].canon;
+  entry_t *c = &s->e[canon];
   if (c->queued[part][k])
     return;
   c->queued[part][k] = true;
   sf_xgrow(&s->jobs, &s->jobcap, s->njobs + 1, sizeof(*s->jobs));
-  s->jobs[s->njobs++] = (job_t){s->e[entry].canon, part, k};
+  s->jobs[s->njobs++] = (job_t){canon, part, k, may_stop && canon > s->nbuiltin};
 }
 
 /* Runs the queued jobs on the worker threads and empties the queue. */
@@ -562,10 +613,10 @@ static int train_stages(search_t *s, size_t *order, size_t *n)
   size_t nc = o->ncandidates, k1 = (nc + 3) / 4, S = o->nseeds;
   size_t fin = SF_SEARCH_FINALISTS + 1 + SF_SEARCH_BUILTINS;
   for (size_t i = 0; i < nc; i++)
-    queue(s, s->nbuiltin + i, TRAIN, 0);
+    queue(s, s->nbuiltin + i, TRAIN, 0, true);
   for (size_t b = 0; b < s->nbuiltin; b++)
     for (size_t k = 0; k < S; k++)
-      queue(s, b, TRAIN, k);
+      queue(s, b, TRAIN, k, false);
   stage_start(s, 1, (k1 + 1) * (S - 1) + fin * S);
   if (run_stage(s) != 0)
     return s->rc;
@@ -579,7 +630,7 @@ static int train_stages(search_t *s, size_t *order, size_t *n)
       order[(*n)++] = order[i];
   for (size_t i = 0; i < *n; i++)
     for (size_t k = 1; k < S; k++)
-      queue(s, order[i], TRAIN, k);
+      queue(s, order[i], TRAIN, k, false);
   stage_start(s, 2, fin * S);
   if (run_stage(s) != 0)
     return s->rc;
@@ -613,11 +664,11 @@ static int holdout_stage(search_t *s, const size_t *order, size_t n, sf_search_r
   for (size_t i = 0; i < nf; i++) {
     base_in = base_in || order[i] == base;
     for (size_t k = 0; k < s->o->nseeds; k++)
-      queue(s, order[i], HOLDOUT, k);
+      queue(s, order[i], HOLDOUT, k, false);
   }
   for (size_t b = 0; b <= s->nbuiltin; b++)   /* b == nbuiltin: candidate 0 */
     for (size_t k = 0; k < s->o->nseeds; k++)
-      queue(s, b, HOLDOUT, k);
+      queue(s, b, HOLDOUT, k, false);
   stage_start(s, 3, 0);
   if (run_stage(s) != 0)
     return s->rc;

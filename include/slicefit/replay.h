@@ -231,6 +231,14 @@ typedef struct {
    * scoring reads and publishes it every K arrivals (sf_index_mix_hold).
    */
   size_t mix_window, mix_every;
+  /*
+   * Stop early (Alibaba traces, where pods never leave and a placed pod holds
+   * exactly its request): when > 0, the run ends, with res->stopped set, once
+   * its allocation at 100% arrived load can no longer reach this percentage.
+   * What it did not reach stays NAN. For a search that needs only the runs
+   * that can still rank.
+   */
+  double stop_below_100;
 } sf_replay_opts_t;
 
 #define SF_REPLAY_CURVE_STEP 1   /* percent of capacity between curve points */
@@ -252,6 +260,7 @@ typedef struct {
   double node_eval_us;         /* mean core time per node evaluated: x nodes = an uncached decision */
   double wall_s;
   size_t tenants_at_100;       /* GPU pods placed and present at 100% load (or at the end) */
+  bool stopped;                /* ended early by stop_below_100 */
   /* Allocation % at arrived = 0, STEP, 2 STEP ... % (the curve for --svg). */
   double *curve; size_t ncurve;
 } sf_replay_result_t;
