@@ -82,7 +82,11 @@ typedef struct {
   /* The claims the core sees (Alibaba pods: at most one claim, one request). */
   sf_replay_claim_t *claims;
   size_t nclaims;
-  /* Native traces: arrival and departure in seconds; until < 0 = never leaves. */
+  /*
+   * Native traces: arrival and departure in seconds; until < 0 = never leaves.
+   * Alibaba pods: `at` is the creation_time column (0 when absent), which
+   * only --search's split reads: their replay order is FGD's.
+   */
   int64_t at, until;
   /* Arrived GPU load in milli-GPUs (FGD's x-axis): num_gpu x gpu_milli. */
   int64_t load_milli;

@@ -181,7 +181,8 @@ Test(replay_search, a_knob_keeps_its_draws_when_another_knob_joins)
 
 /* ---- the split ---- */
 
-Test(replay_search, an_alibaba_list_splits_in_file_order)
+/* The bundled list is in creation order, as the Alibaba default list is. */
+Test(replay_search, an_alibaba_list_splits_in_creation_order)
 {
   sf_replay_trace_t t, tr, ho;
   sf_test_load_bundled(&t);
@@ -198,6 +199,27 @@ Test(replay_search, an_alibaba_list_splits_in_file_order)
     cr_assert_str_eq(ho.pods[i].name, t.pods[want + i].name);
     cr_assert_eq(ho.pods[i].load_milli, t.pods[want + i].load_milli);
   }
+  sf_replay_trace_dispose(&tr);
+  sf_replay_trace_dispose(&ho);
+  sf_replay_trace_dispose(&t);
+}
+
+/* gpushare40 is not in creation order: the split follows creation_time, not the file. */
+Test(replay_search, an_alibaba_list_with_creation_times_splits_by_them)
+{
+  sf_replay_trace_t t, tr, ho;
+  load_csv(&t, "sn,cpu_milli,memory_mib,gpu,model\nn-0,96000,393216,8,G2\n",
+           "name,cpu_milli,memory_mib,num_gpu,gpu_milli,creation_time\n"
+           "p-0,1000,1024,1,500,40\np-1,1000,1024,1,500,30\np-2,1000,1024,1,500,20\n"
+           "p-3,1000,1024,1,500,10\np-4,1000,1024,1,500,10\n");
+  cr_assert_eq(sf_search_split(&t, 60, &tr, &ho), 0);
+  cr_assert_eq(tr.npods, 3);
+  cr_expect_str_eq(tr.pods[0].name, "p-3", "equal times keep the file order");
+  cr_expect_str_eq(tr.pods[1].name, "p-4");
+  cr_expect_str_eq(tr.pods[2].name, "p-2");
+  cr_assert_eq(ho.npods, 2);
+  cr_expect_str_eq(ho.pods[0].name, "p-1");
+  cr_expect_str_eq(ho.pods[1].name, "p-0");
   sf_replay_trace_dispose(&tr);
   sf_replay_trace_dispose(&ho);
   sf_replay_trace_dispose(&t);
