@@ -32,21 +32,49 @@
 #include <time.h>
 #include "slicefit/replay_search.h"
 
+/* ---- when a knob cannot act (packer/score.c: the weights are fragmentation's terms) ---- */
+
+static const char *frag_only(const sf_replay_trace_t *t, const sf_policy_t *base)
+{
+  (void)t;
+  return base->strategy == SF_STRATEGY_FRAGMENTATION ? NULL : "only strategy fragmentation weighs it";
+}
+
+static const char *islands_idle(const sf_replay_trace_t *t, const sf_policy_t *base)
+{
+  if (frag_only(t, base) != NULL)
+    return frag_only(t, base);
+  return t->has_islands || base->nisland_rules > 0 ? NULL : "no NVLink island in the trace or island_map";
+}
+
+/* Scarcity comes from claims that name models (packer/mix.c): none, and the term is 0. */
+static const char *models_idle(const sf_replay_trace_t *t, const sf_policy_t *base)
+{
+  if (frag_only(t, base) != NULL)
+    return frag_only(t, base);
+  for (size_t i = 0; i < t->npods; i++)
+    for (size_t c = 0; c < t->pods[i].nclaims; c++)
+      for (size_t r = 0; r < t->pods[i].claims[c].nreqs; r++)
+        if (t->pods[i].claims[c].reqs[r].spec != 0)
+          return NULL;
+  return "no pod selects a GPU model";
+}
+
 /*
  * The knob table: one line per knob (key, lo, hi, log scale, integer, share
- * kept at the base's value). The weights: weight_frag over two orders of
- * magnitude around its default (only the ratios of the weights rank nodes),
- * the penalties from 0 to four times their defaults. The limits are platform
- * rules that the replay can only see cost allocation (it models no
- * interference), so half of the candidates keep the base's value; the other
- * half try them from mild to strict.
+ * kept at the base's value, when it cannot act). The weights: weight_frag
+ * over two orders of magnitude around its default (only the ratios of the
+ * weights rank nodes), the penalties from 0 to four times their defaults.
+ * The limits are platform rules that the replay can only see cost allocation
+ * (it models no interference), so half of the candidates keep the base's
+ * value; the other half try them from mild to strict.
  */
 static const sf_search_knob_t knobs[] = {
-    {"weight_frag", 0.1, 10, true, false, 0},
-    {"weight_island", 0, 4, false, false, 0},
-    {"weight_model", 0, 2, false, false, 0},
-    {"headroom_pct", 1, 20, false, true, 0.5},
-    {"max_sharers", 2, 16, false, true, 0.5},
+    {"weight_frag", 0.1, 10, true, false, 0, frag_only},
+    {"weight_island", 0, 4, false, false, 0, islands_idle},
+    {"weight_model", 0, 2, false, false, 0, models_idle},
+    {"headroom_pct", 1, 20, false, true, 0.5, NULL},
+    {"max_sharers", 2, 16, false, true, 0.5, NULL},
 };
 #define NKNOBS (sizeof(knobs) / sizeof(knobs[0]))
 _Static_assert(NKNOBS <= SF_SEARCH_MAX_KNOBS, "raise SF_SEARCH_MAX_KNOBS");
@@ -579,6 +607,22 @@ static int pick_knobs(search_t *s, char *err, size_t errlen)
   return 0;
 }
 
+/* Moves the knobs that cannot act on this trace from the varied ones to res->idle. */
+static void drop_idle(search_t *s, const sf_replay_trace_t *t, sf_search_result_t *res)
+{
+  size_t n = 0;
+  for (size_t k = 0; k < s->nk; k++) {
+    const char *why = s->ks[k]->idle ? s->ks[k]->idle(t, &s->base) : NULL;
+    if (why == NULL) {
+      s->ks[n++] = s->ks[k];
+      continue;
+    }
+    res->idle[res->nidle][0] = s->ks[k]->key;
+    res->idle[res->nidle++][1] = why;
+  }
+  s->nk = n;
+}
+
 static void make_entries(search_t *s)
 {
   const sf_search_opts_t *o = s->o;
@@ -719,6 +763,7 @@ int sf_search_run(const sf_replay_trace_t *t, const sf_search_opts_t *o, sf_sear
   s.parts[HOLDOUT] = &holdout;
   res->ntrain_pods = train.npods;
   res->nholdout_pods = holdout.npods;
+  drop_idle(&s, t, res);
   for (size_t k = 0; k < s.nk; k++)
     res->knobs[res->nknobs++] = s.ks[k]->key;
   make_entries(&s);

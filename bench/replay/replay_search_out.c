@@ -46,7 +46,9 @@ static void header(FILE *out, const sf_search_result_t *res, const sf_search_opt
   for (size_t k = 0; k < res->nknobs; k++)
     fprintf(out, "%s %s", k ? "," : "", res->knobs[k]);
   fprintf(out, "%s\n", res->nknobs ? "" : " nothing");
-  fprintf(out, "split: by arrival (a native trace's times; an Alibaba pod list's file order): "
+  for (size_t k = 0; k < res->nidle; k++)
+    fprintf(out, "not varied: %s (%s)\n", res->idle[k][0], res->idle[k][1]);
+  fprintf(out, "split: by arrival (a native trace's times, an Alibaba list's creation_time): "
                "train = the first %u%% (%zu pods), holdout = the last %u%% (%zu pods); each part "
                "is replayed on its own",
           o->train_pct, res->ntrain_pods, 100 - o->train_pct, res->nholdout_pods);

@@ -43,6 +43,9 @@
  * from. `keep` is the share of candidates that keep the base's value: for a
  * limit whose "off" is a value of its own (max_sharers 0, headroom_pct 0),
  * so that half of the candidates vary the weights with the limits off.
+ * `idle`, when not NULL, says why the knob cannot change a placement on
+ * this trace under this base policy (a static string), or NULL when it can:
+ * a knob that multiplies a term the trace makes zero is not varied.
  */
 typedef struct {
   const char *key;
@@ -50,6 +53,7 @@ typedef struct {
   bool log;                    /* drawn uniformly in log(lo)..log(hi) (lo > 0) */
   bool integer;                /* whole numbers lo..hi, each about equally likely */
   double keep;                 /* 0..1 */
+  const char *(*idle)(const sf_replay_trace_t *t, const sf_policy_t *base);
 } sf_search_knob_t;
 
 /** The knob table: every knob --search may vary (static data; *n gets the count). */
@@ -69,9 +73,9 @@ void sf_search_candidate(const sf_policy_t *base, const sf_search_knob_t *const 
 
 /**
  * Splits the history by arrival: pods ordered by arrival time (a native
- * trace's `at`; an Alibaba list has none, so its file order, which is the
- * order of creation), the first round(train_pct% of them) to *train, the
- * rest to *holdout. Both get every node. Both halves are new (trace
+ * trace's `at`, an Alibaba list's creation_time; equal times, or a list
+ * without times, in file order), the first round(train_pct% of them) to
+ * *train, the rest to *holdout. Both get every node. Both halves are new (trace
  * _dispose); 0, or SF_EINVAL when either half would have no pod.
  */
 int sf_search_split(const sf_replay_trace_t *t, unsigned train_pct, sf_replay_trace_t *train,
@@ -117,6 +121,8 @@ typedef struct {
   size_t rung1;                /* candidates replayed on every seed */
   const char *knobs[SF_SEARCH_MAX_KNOBS];   /* the varied keys (static strings) */
   size_t nknobs;
+  const char *idle[SF_SEARCH_MAX_KNOBS][2]; /* asked for but not varied: key, why (static) */
+  size_t nidle;
   size_t replays;              /* replays run (duplicates of a policy are run once) */
 } sf_search_result_t;
 

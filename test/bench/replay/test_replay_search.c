@@ -358,7 +358,8 @@ Test(replay_search, the_winner_is_never_worse_on_train_than_the_default_it_start
   }
   size_t nk;
   sf_search_knobs(&nk);
-  cr_expect_eq(r.nknobs, nk, "by default every knob of the table varies");
+  cr_expect_eq(r.nknobs, nk, "by default every knob of the table varies (the native trace has "
+                             "islands and model selectors)");
   sf_search_result_dispose(&r);
   sf_replay_trace_dispose(&t);
 }
@@ -401,6 +402,49 @@ Test(replay_search, the_search_leaves_a_bad_base_behind, .timeout = 60)
   sf_search_result_dispose(&r);
   sf_policy_dispose(&base);
   sf_replay_trace_dispose(&t);
+}
+
+static bool idle(const sf_search_result_t *r, const char *key)
+{
+  for (size_t k = 0; k < r->nidle; k++)
+    if (strcmp(r->idle[k][0], key) == 0)
+      return true;
+  return false;
+}
+
+/*
+ * A weight that multiplies a term the trace makes zero cannot move a pod: the
+ * bundled Alibaba-shaped trace has no NVLink island and no pod that names a
+ * model; the native one has both; binpack reads no weight at all.
+ */
+Test(replay_search, knobs_that_cannot_act_on_the_trace_are_not_varied, .timeout = 120)
+{
+  sf_replay_trace_t t, nt;
+  sf_search_result_t r;
+  sf_policy_t bp;
+  char err[64];
+  sf_test_load_bundled(&t);
+  sf_test_load_bundled_native(&nt);
+  sf_search_opts_t o = opts(2, 2);
+  o.nseeds = 1;
+  run_search(&t, &o, &r);
+  cr_expect(idle(&r, "weight_island") && idle(&r, "weight_model") && !idle(&r, "weight_frag"));
+  cr_expect_eq(r.nknobs + r.nidle, 5);
+  sf_search_result_dispose(&r);
+  o.tune = 0;
+  run_search(&nt, &o, &r);
+  cr_expect_eq(r.nidle, 0, "islands and model selectors in the native trace");
+  sf_search_result_dispose(&r);
+  sf_policy_init(&bp);
+  cr_assert_eq(sf_policy_set(&bp, "strategy", "binpack", err, sizeof err), 0);
+  o.base = &bp;
+  run_search(&nt, &o, &r);
+  cr_expect(idle(&r, "weight_frag") && idle(&r, "weight_island") && idle(&r, "weight_model"));
+  cr_expect_eq(r.nknobs, 2, "the limits filter under every strategy");
+  sf_search_result_dispose(&r);
+  sf_policy_dispose(&bp);
+  sf_replay_trace_dispose(&t);
+  sf_replay_trace_dispose(&nt);
 }
 
 static void refused(sf_search_opts_t o, const char *want)
