@@ -294,17 +294,32 @@ static double now_s(void)
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+char *sf_search_value(const sf_policy_t *pol, const char *key)
+{
+  size_t len = 256;
+  char *buf = sf_xmalloc(len);
+  int rc;
+  while ((rc = sf_policy_get(pol, key, buf, len)) == SF_E2BIG)
+    buf = sf_xrealloc(buf, len *= 4);
+  if (rc != 0) {
+    free(buf);
+    return NULL;
+  }
+  return buf;
+}
+
+/* Every key's value, one "key=value" line each: equal policies have equal signatures. */
 static char *signature(const sf_policy_t *pol)
 {
   size_t nkeys, len = 0, cap = 0;
   const sf_policy_key_t *keys = sf_policy_keys(&nkeys);
-  char *sig = NULL, val[4096];
+  char *sig = NULL;
   for (size_t k = 0; k < nkeys; k++) {
-    if (sf_policy_get(pol, keys[k].key, val, sizeof(val)) != 0)
-      snprintf(val, sizeof(val), "?");   /* too long to compare: never equal to another */
+    char *val = sf_search_value(pol, keys[k].key);
     size_t need = strlen(keys[k].key) + strlen(val) + 3;
     sf_xgrow(&sig, &cap, len + need + 1, 1);
     len += (size_t)snprintf(sig + len, cap - len, "%s=%s\n", keys[k].key, val);
+    free(val);
   }
   return sig;
 }

@@ -9,8 +9,6 @@
 #include <string.h>
 #include "slicefit/replay_search.h"
 
-#define VAL_MAX 4096
-
 static void cell(FILE *out, double v, int width)
 {
   if (isnan(v))
@@ -67,7 +65,6 @@ static void header(FILE *out, const sf_search_result_t *res, const sf_search_opt
 
 static void row(FILE *out, const sf_search_row_t *r, const sf_search_result_t *res)
 {
-  char val[VAL_MAX];
   fprintf(out, "%-22s", r->name);
   cell(out, r->train100, 9);
   cell(out, r->train130, 9);
@@ -76,9 +73,9 @@ static void row(FILE *out, const sf_search_row_t *r, const sf_search_result_t *r
   fprintf(out, "  %-13s %-9s", sf_strategy_name(r->pol.strategy),
           r->pol.device_choice == SF_CHOICE_PACKER ? "packer" : "first-fit");
   for (size_t k = 0; k < res->nknobs; k++) {
-    if (sf_policy_get(&r->pol, res->knobs[k], val, sizeof(val)) != 0)
-      snprintf(val, sizeof(val), "?");
-    fprintf(out, " %*s", knob_width(res->knobs[k]), val);
+    char *val = sf_search_value(&r->pol, res->knobs[k]);
+    fprintf(out, " %*s", knob_width(res->knobs[k]), val ? val : "?");
+    free(val);
   }
   fputc('\n', out);
 }
@@ -131,18 +128,16 @@ void sf_search_configmap(FILE *out, const sf_policy_t *pol, const char *head)
 {
   size_t nkeys;
   const sf_policy_key_t *keys = sf_policy_keys(&nkeys);
-  char val[VAL_MAX];
   if (head != NULL)
     comment_lines(out, "", head);
   fprintf(out, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: %s\n"
                "  labels:\n    app.kubernetes.io/name: slicefit\ndata:\n",
           SF_SEARCH_CONFIGMAP_NAME, SF_SEARCH_CONFIGMAP_NAMESPACE);
   for (size_t k = 0; k < nkeys; k++) {
-    /* A value too long for val is an fgd_mix no ConfigMap would carry: abort, not truncate. */
-    if (sf_policy_get(pol, keys[k].key, val, sizeof(val)) != 0)
-      abort();
+    char *val = sf_search_value(pol, keys[k].key);
     fprintf(out, "  # %s (default \"%s\")\n  %s: ", keys[k].doc, keys[k].def, keys[k].key);
     quoted(out, val);
     fputc('\n', out);
+    free(val);
   }
 }

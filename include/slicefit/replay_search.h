@@ -134,6 +134,9 @@ int sf_search_run(const sf_replay_trace_t *t, const sf_search_opts_t *o, sf_sear
                   char *err, size_t errlen);
 void sf_search_result_dispose(sf_search_result_t *res);
 
+/** `key`'s value in `pol` as text, whatever its length: new (free), or NULL for an unknown key. */
+char *sf_search_value(const sf_policy_t *pol, const char *key);
+
 /** Writes the table: the built-ins and the finalists on train and holdout, the split, the winner. */
 void sf_search_table(FILE *out, const sf_search_result_t *res, const sf_search_opts_t *o);
 

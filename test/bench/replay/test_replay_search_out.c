@@ -196,6 +196,29 @@ Test(replay_search_out, the_configmap_is_the_one_in_manifests)
   sf_policy_dispose(&pol);
 }
 
+/* A value longer than any fixed buffer (here fgd_mix, 40 shapes) is written whole. */
+Test(replay_search_out, long_values_are_written_whole)
+{
+  char mix[1024] = "", err[256];
+  for (int i = 1; i <= 40; i++)
+    snprintf(mix + strlen(mix), sizeof mix - strlen(mix), "%s%dGix1=%d", i > 1 ? "," : "", i, i);
+  sf_policy_t pol;
+  sf_policy_init(&pol);
+  cr_assert_eq(sf_policy_set(&pol, "fgd_mix", mix, err, sizeof err), 0, "%s", err);
+  char *v = sf_search_value(&pol, "fgd_mix");
+  cr_assert_not_null(v);
+  cr_expect_gt(strlen(v), 256, "%s", v);
+  cr_expect(strstr(v, ",40Gix1=") != NULL, "the last shape: %s", v);
+  char *text = configmap_text(&pol, NULL);
+  char line[1100];
+  snprintf(line, sizeof line, "  fgd_mix: \"%s\"\n", v);
+  cr_expect(strstr(text, line) != NULL, "%s", text);
+  cr_expect_null(sf_search_value(&pol, "colour"));
+  free(v);
+  free(text);
+  sf_policy_dispose(&pol);
+}
+
 /* ---- kubectl against the fake kube-apiserver ---- */
 
 typedef struct {
