@@ -372,18 +372,20 @@ static double alloc_at(const sf_replay_result_t *r, int pct)
   return isnan(v) ? r->alloc_pct_final : v;
 }
 
-/*
- * The allocation @100 a stage-1 run must be able to reach to still make the
- * best quarter: the k1-th best of the candidates' finished, complete runs
- * (0 while fewer have finished). A run that cannot reach it would not have
- * been promoted whatever the order the runs finished in, so stopping it
- * changes nothing but the time. Called under the lock.
- */
 static int cmp_desc(const void *a, const void *b)
 {
   double x = *(const double *)a, y = *(const double *)b;
   return (x < y) - (x > y);
 }
+
+/*
+ * The allocation @100 a stage-1 run must be able to reach to still make the
+ * best quarter: the k1-th best of the candidates' finished, complete runs
+ * (0 while fewer have finished). The bar only rises as runs finish, so a run
+ * that cannot reach it would not have been promoted whatever the order the
+ * runs finished in: stopping it changes nothing but the time. Called under
+ * the lock.
+ */
 
 static double bar(const search_t *s)
 {
