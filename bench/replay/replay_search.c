@@ -255,6 +255,7 @@ typedef struct {
   long candidate;              /* -1 for a built-in */
   sf_policy_t pol;
   char *sig;                   /* every key's value: equal policies have equal signatures */
+  char *knobs;                 /* the varied knobs' values, "k=v k=v", for progress lines */
   size_t canon;                /* the first entry with this signature: it holds the results */
   double a100[2][SF_SEARCH_MAX_SEEDS], a130[2][SF_SEARCH_MAX_SEEDS];
   bool done[2][SF_SEARCH_MAX_SEEDS], queued[2][SF_SEARCH_MAX_SEEDS];
@@ -324,6 +325,19 @@ static char *signature(const sf_policy_t *pol)
   return sig;
 }
 
+static char *knob_values(const search_t *s, const sf_policy_t *pol)
+{
+  size_t len = 0, cap = 1;
+  char *out = sf_xcalloc(1, 1);
+  for (size_t k = 0; k < s->nk; k++) {
+    char *val = sf_search_value(pol, s->ks[k]->key);
+    sf_xgrow(&out, &cap, len + strlen(s->ks[k]->key) + strlen(val) + 3, 1);
+    len += (size_t)snprintf(out + len, cap - len, "%s%s=%s", k ? " " : "", s->ks[k]->key, val);
+    free(val);
+  }
+  return out;
+}
+
 static void add_entry(search_t *s, const char *name, long candidate, sf_policy_t *pol)
 {
   entry_t *e = &s->e[s->ne];
@@ -331,6 +345,7 @@ static void add_entry(search_t *s, const char *name, long candidate, sf_policy_t
   e->candidate = candidate;
   e->pol = *pol;               /* steals pol's arrays */
   e->sig = signature(&e->pol);
+  e->knobs = knob_values(s, &e->pol);
   e->canon = s->ne;
   for (size_t j = 0; j < s->ne; j++)
     if (strcmp(s->e[j].sig, e->sig) == 0) {
@@ -465,7 +480,7 @@ static bool better(const search_t *s, size_t a, size_t b, int part, size_t upto)
 static void report(search_t *s, const job_t *j, double a100, bool stopped)
 {
   char got[64];
-  char line[512], best[128] = "";
+  char line[1024], best[128] = "";
   size_t bi = 0;
   bool have = false;
   /* The best candidate so far: by its mean over the train seeds it has finished. */
@@ -483,10 +498,11 @@ static void report(search_t *s, const job_t *j, double a100, bool stopped)
     snprintf(got, sizeof(got), "stopped, cannot make the best quarter");
   else
     snprintf(got, sizeof(got), "%.2f @100", a100);
-  snprintf(line, sizeof(line), "search: stage %zu/3, %zu/%zu: %s on %s, seed %llu: %s%s; "
+  snprintf(line, sizeof(line), "search: stage %zu/3, %zu/%zu: %s (%s) on %s, seed %llu: %s%s; "
            "%.0fs elapsed, about %.0fs left",
-           s->stage, s->finished, s->planned, s->e[j->entry].name, j->part == TRAIN ? "train" : "holdout",
-           (unsigned long long)s->o->seeds[j->seed], got, best, el, isnan(eta) ? 0.0 : eta);
+           s->stage, s->finished, s->planned, s->e[j->entry].name, s->e[j->entry].knobs,
+           j->part == TRAIN ? "train" : "holdout", (unsigned long long)s->o->seeds[j->seed], got,
+           best, el, isnan(eta) ? 0.0 : eta);
   s->o->progress(s->o->progress_ctx, line);
 }
 
@@ -798,6 +814,7 @@ out:
   for (size_t i = 0; i < s.ne; i++) {
     sf_policy_dispose(&s.e[i].pol);
     free(s.e[i].sig);
+    free(s.e[i].knobs);
   }
   free(s.e);
   free(s.jobs);
