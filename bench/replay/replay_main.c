@@ -62,8 +62,8 @@ static const char usage[] =
     "\n"
     "Tuning the policy on a history (docs/replay.md, \"Tune from your own history\"):\n"
     "  --search N            search N candidate policies (candidate 0 = the base: --policy-file,\n"
-    "                        --policy STRATEGY, --device-choice) on the first 70%% of the pods,\n"
-    "                        report them and the built-in strategies on the last 30%% too, and\n"
+    "                        --policy STRATEGY, --device-choice) on the first 70% of the pods,\n"
+    "                        report them and the built-in strategies on the last 30% too, and\n"
     "                        print the winner as the policy ConfigMap (seeds default to 42-44)\n"
     "  --search-seed S       seed of the candidates' draws (default 1)\n"
     "  --search-keys LIST    the knobs to vary, comma-separated (default: all of the table)\n"
@@ -527,10 +527,10 @@ static int write_configmap(const flags_t *f, const sf_replay_trace_t *t, const s
   snprintf(head, sizeof(head),
            "The slicefit policy found by slicefit-replay --search %llu --search-seed %llu\n"
            "on %s.\n%s: %.2f%% allocated at 100%% load on train, %.2f%% on the holdout;\n"
-           "the base (%s): %.2f%% and %.2f%%.\nApply with: kubectl apply -f FILE",
+           "the base (%s): %.2f%% and %.2f%%.\nApply with: kubectl apply -f %s",
            (unsigned long long)f->search, (unsigned long long)f->search_seed,
            t->source ? t->source : "-", w->name, w->train100, w->holdout100, b->name, b->train100,
-           b->holdout100);
+           b->holdout100, f->search_out ? f->search_out : "FILE");
   if (f->search_out != NULL && (out = fopen(f->search_out, "w")) == NULL) {
     fprintf(stderr, "slicefit-replay: --search-out %s: %s\n", f->search_out, strerror(errno));
     return 1;
