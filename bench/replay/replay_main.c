@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <jansson.h>
 #include "slicefit/replay.h"
+#include "slicefit/replay_search.h"
 
 #define DEFAULT_POLICIES "fgd,fragmentation,bestfit,packing,random"
 #define BUNDLED_NODES "synthetic-nodes.csv"
@@ -58,6 +59,17 @@ static const char usage[] =
     "  --json                one JSON object per run, then one with the medians per policy\n"
     "  --svg FILE            plot GPU allocation against arrived load per policy\n"
     "  --node-price USD      monthly price of one node: adds tenants per GPU and $ per tenant-month\n"
+    "\n"
+    "Tuning the policy on a history (docs/replay.md, \"Tune from your own history\"):\n"
+    "  --search N            search N candidate policies (candidate 0 = the base: --policy-file,\n"
+    "                        --policy STRATEGY, --device-choice) on the first 70% of the pods,\n"
+    "                        report them and the built-in strategies on the last 30% too, and\n"
+    "                        print the winner as the policy ConfigMap (seeds default to 42-44)\n"
+    "  --search-seed S       seed of the candidates' draws (default 1)\n"
+    "  --search-keys LIST    the knobs to vary, comma-separated (default: all of the table)\n"
+    "  --search-train PCT    the train part, percent of the pods by arrival (default 70)\n"
+    "  --search-threads T    replays at once (default 2); the results do not depend on it\n"
+    "  --search-out FILE     write the ConfigMap YAML to FILE instead of stdout\n"
     "  --help                this text\n";
 
 typedef struct {
@@ -69,8 +81,11 @@ typedef struct {
   uint64_t mix_window, mix_every;
   uint64_t seed_lo, seed_hi;
   double tune;
-  bool tune_set, json;
+  bool tune_set, json, seeds_set, policy_set;
   double node_price;
+  uint64_t search, search_seed, search_train, search_threads;
+  const char *search_out, *search_opt;   /* search_opt: the first --search-* option given */
+  char *search_keys;
 } flags_t;
 
 static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -124,6 +139,30 @@ static int parse_seeds(const char *s, flags_t *f)
   return 0;
 }
 
+/* The --search options alone, or --search with options it cannot honour. */
+static int check_search_flags(flags_t *f)
+{
+  if (f->search == 0) {
+    if (f->search_opt != NULL)
+      return bad("%s goes with --search N", f->search_opt);
+    return 0;
+  }
+  if (f->json || f->svg || f->snapshot || f->node_price > 0)
+    return bad("%s", "--search prints its own table and ConfigMap: it does not take --json, "
+                     "--svg, --snapshot or --node-price");
+  if (!f->seeds_set) {
+    f->seed_lo = 42;
+    f->seed_hi = 44;
+  }
+  if (f->seed_hi - f->seed_lo + 1 > SF_SEARCH_MAX_SEEDS)
+    return bad("--search: at most %d seeds", SF_SEARCH_MAX_SEEDS);
+  if (f->search_train == 0)
+    f->search_train = 70;
+  if (f->search_threads == 0)
+    f->search_threads = 2;
+  return 0;
+}
+
 static int parse_flags(int argc, char **argv, flags_t *f)
 {
   static const struct option opts[] = {
@@ -141,6 +180,12 @@ static int parse_flags(int argc, char **argv, flags_t *f)
       {"snapshot", required_argument, NULL, 'Z'},
       {"mix-window", required_argument, NULL, 'W'},
       {"mix-every", required_argument, NULL, 'K'},
+      {"search", required_argument, NULL, 'X'},
+      {"search-seed", required_argument, NULL, 'Y'},
+      {"search-keys", required_argument, NULL, 'k'},
+      {"search-train", required_argument, NULL, 'r'},
+      {"search-threads", required_argument, NULL, 'x'},
+      {"search-out", required_argument, NULL, 'o'},
       {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
   int c;
   opterr = 0;
@@ -149,7 +194,7 @@ static int parse_flags(int argc, char **argv, flags_t *f)
     case 'n': f->nodes = optarg; break;
     case 'p': f->pods = optarg; break;
     case 't': f->trace = optarg; break;
-    case 'P': free(f->policies); f->policies = sf_xstrdup(optarg); break;
+    case 'P': free(f->policies); f->policies = sf_xstrdup(optarg); f->policy_set = true; break;
     case 'F': f->policy_file = optarg; break;
     case 'g': f->svg = optarg; break;
     case 'j': f->json = true; break;
@@ -196,10 +241,40 @@ static int parse_flags(int argc, char **argv, flags_t *f)
       if (parse_u64(optarg, &f->seed_lo) != 0)
         return bad("--seed: expected a non-negative integer, got '%s'", optarg);
       f->seed_hi = f->seed_lo;
+      f->seeds_set = true;
       break;
     case 'S':
       if (parse_seeds(optarg, f) != 0)
         return bad("--seeds: expected A-B with A <= B (at most 1000 seeds), got '%s'", optarg);
+      f->seeds_set = true;
+      break;
+    case 'X':
+      if (parse_u64(optarg, &f->search) != 0 || f->search < 1 || f->search > 100000)
+        return bad("--search: expected 1 to 100000 candidates, got '%s'", optarg);
+      break;
+    case 'Y':
+      f->search_opt = f->search_opt ? f->search_opt : "--search-seed";
+      if (parse_u64(optarg, &f->search_seed) != 0)
+        return bad("--search-seed: expected a non-negative integer, got '%s'", optarg);
+      break;
+    case 'k':
+      f->search_opt = f->search_opt ? f->search_opt : "--search-keys";
+      free(f->search_keys);
+      f->search_keys = sf_xstrdup(optarg);
+      break;
+    case 'r':
+      f->search_opt = f->search_opt ? f->search_opt : "--search-train";
+      if (parse_u64(optarg, &f->search_train) != 0 || f->search_train < 1 || f->search_train > 99)
+        return bad("--search-train: expected a percentage from 1 to 99, got '%s'", optarg);
+      break;
+    case 'x':
+      f->search_opt = f->search_opt ? f->search_opt : "--search-threads";
+      if (parse_u64(optarg, &f->search_threads) != 0 || f->search_threads < 1 || f->search_threads > 64)
+        return bad("--search-threads: expected 1 to 64 threads, got '%s'", optarg);
+      break;
+    case 'o':
+      f->search_opt = f->search_opt ? f->search_opt : "--search-out";
+      f->search_out = optarg;
       break;
     case 'u':
       if (parse_double(optarg, 0, 100, &f->tune) != 0)
@@ -222,7 +297,7 @@ static int parse_flags(int argc, char **argv, flags_t *f)
     return bad("%s", "give either --trace or --nodes/--pods, not both");
   if (f->trace != NULL && f->tune_set)
     return bad("%s", "--tune applies to Alibaba CSV traces only (a native trace has times)");
-  return 0;
+  return check_search_flags(f);
 }
 
 /* A JSON file that did not load: FILE:LINE:COL when jansson knows where, else FILE. */
@@ -397,10 +472,13 @@ static int replay_all(const flags_t *f, const sf_replay_trace_t *t, const sf_pol
     runs[p] = sf_xcalloc(nseeds, sizeof(**runs));
     for (size_t s = 0; s < nseeds && rc == 0; s++) {
       progress_t pr = {names[p], f->seed_lo + s, ++done, np * nseeds};
-      sf_replay_opts_t o = {names[p], base, f->device_choice, f->seed_lo + s,
-                            f->trace ? 0 : f->tune, tty ? progress : NULL, &pr, f->ties, false, f->extender,
-                            snapshot, f->snapshot, f->cpu_blind, f->cpu_only_la,
-                            (size_t)f->mix_window, (size_t)f->mix_every};
+      sf_replay_opts_t o = {.policy = names[p], .base = base, .device_choice = f->device_choice,
+                            .seed = f->seed_lo + s, .tune = f->trace ? 0 : f->tune,
+                            .progress = tty ? progress : NULL, .progress_ctx = &pr, .ties = f->ties,
+                            .extender_scores = f->extender, .snapshot = snapshot,
+                            .snapshot_name = f->snapshot, .cpu_blind = f->cpu_blind,
+                            .cpu_only_least_allocated = f->cpu_only_la,
+                            .mix_window = (size_t)f->mix_window, .mix_every = (size_t)f->mix_every};
       char err[SF_REPLAY_ERR_MAX] = "";
       if ((rc = sf_replay_run(t, &o, &runs[p][s], err, sizeof err)) != 0) {
         fprintf(stderr, "%sslicefit-replay: %s\n", tty ? "\n" : "", err);
@@ -434,9 +512,95 @@ static int replay_all(const flags_t *f, const sf_replay_trace_t *t, const sf_pol
   return rc != 0;
 }
 
+static void search_progress(void *ctx, const char *line)
+{
+  (void)ctx;
+  fprintf(stderr, "%s\n", line);
+}
+
+/* The ConfigMap of the winner, on stdout after the table or in --search-out. */
+static int write_configmap(const flags_t *f, const sf_replay_trace_t *t, const sf_search_result_t *res)
+{
+  const sf_search_row_t *w = &res->rows[res->winner], *b = &res->rows[res->reference];
+  char head[2048];
+  FILE *out = stdout;
+  snprintf(head, sizeof(head),
+           "The slicefit policy found by slicefit-replay --search %llu --search-seed %llu\n"
+           "on %s.\n%s: %.2f%% allocated at 100%% load on train, %.2f%% on the holdout;\n"
+           "the base (%s): %.2f%% and %.2f%%.\nApply with: kubectl apply -f %s",
+           (unsigned long long)f->search, (unsigned long long)f->search_seed,
+           t->source ? t->source : "-", w->name, w->train100, w->holdout100, b->name, b->train100,
+           b->holdout100, f->search_out ? f->search_out : "FILE");
+  if (f->search_out != NULL && (out = fopen(f->search_out, "w")) == NULL) {
+    fprintf(stderr, "slicefit-replay: --search-out %s: %s\n", f->search_out, strerror(errno));
+    return 1;
+  }
+  if (out == stdout)
+    fputc('\n', out);
+  sf_search_configmap(out, &w->pol, head);
+  if (out != stdout && fclose(out) != 0) {
+    fprintf(stderr, "slicefit-replay: --search-out %s: %s\n", f->search_out, strerror(errno));
+    return 1;
+  }
+  return 0;
+}
+
+static int search(const flags_t *f, const sf_replay_trace_t *t, const sf_policy_t *base,
+                  const char **names, size_t np)
+{
+  uint64_t seeds[SF_SEARCH_MAX_SEEDS];
+  const char *keys[SF_SEARCH_MAX_KNOBS];
+  char *save = NULL, err[SF_REPLAY_ERR_MAX + 256];
+  sf_search_result_t res;
+  sf_policy_t pol;
+  sf_replay_kind_t kind = SF_REPLAY_CORE;
+  sf_strategy_t st = SF_STRATEGY_FRAGMENTATION;
+  size_t nkeys = 0;
+  int rc;
+  if (f->policy_set && (np != 1 || !sf_replay_policy_valid(names[0], &kind, &st) ||
+                        kind != SF_REPLAY_CORE))
+    return bad("%s", "--search: --policy names the base's strategy, one of fragmentation, fgd, "
+                     "binpack or spread");
+  for (char *k = f->search_keys ? strtok_r(f->search_keys, ",", &save) : NULL; k != NULL;
+       k = strtok_r(NULL, ",", &save)) {
+    if (nkeys == SF_SEARCH_MAX_KNOBS)
+      return bad("--search-keys: at most %d knobs", SF_SEARCH_MAX_KNOBS);
+    keys[nkeys++] = k;
+  }
+  if (f->search_keys != NULL && nkeys == 0)
+    return bad("%s", "--search-keys: empty list");
+  if (base != NULL)
+    sf_policy_copy(&pol, base);
+  else
+    sf_policy_init(&pol);
+  if (f->policy_set)
+    pol.strategy = st;
+  for (uint64_t s = f->seed_lo; s <= f->seed_hi; s++)
+    seeds[s - f->seed_lo] = s;
+  sf_search_opts_t o = {
+      .ncandidates = (size_t)f->search, .search_seed = f->search_seed, .base = &pol,
+      .keys = f->search_keys ? keys : NULL, .nkeys = nkeys, .seeds = seeds,
+      .nseeds = (size_t)(f->seed_hi - f->seed_lo + 1), .train_pct = (unsigned)f->search_train,
+      .threads = (unsigned)f->search_threads, .tune = f->trace ? 0 : f->tune,
+      .device_choice = f->device_choice, .ties = f->ties, .cpu_blind = f->cpu_blind,
+      .cpu_only_least_allocated = f->cpu_only_la, .extender_scores = f->extender,
+      .mix_window = (size_t)f->mix_window, .mix_every = (size_t)f->mix_every,
+      .progress = search_progress};
+  rc = sf_search_run(t, &o, &res, err, sizeof(err));
+  sf_policy_dispose(&pol);
+  if (rc != 0) {
+    fprintf(stderr, "slicefit-replay: --search: %s\n", err);
+    return rc == SF_EINVAL && res.nrows == 0 ? 2 : 1;
+  }
+  sf_search_table(stdout, &res, &o);
+  rc = write_configmap(f, t, &res);
+  sf_search_result_dispose(&res);
+  return rc;
+}
+
 int main(int argc, char **argv)
 {
-  flags_t f = {.device_choice = -1, .seed_lo = 42, .seed_hi = 42, .tune = 1.3};
+  flags_t f = {.device_choice = -1, .seed_lo = 42, .seed_hi = 42, .tune = 1.3, .search_seed = 1};
   sf_replay_trace_t t;
   sf_policy_t base;
   bool have_base = false;
@@ -464,12 +628,16 @@ int main(int argc, char **argv)
     rc = 1;
     goto out;
   }
-  rc = replay_all(&f, &t, have_base ? &base : NULL, snapshot, names, np);
+  if (f.search > 0)
+    rc = search(&f, &t, have_base ? &base : NULL, names, np);
+  else
+    rc = replay_all(&f, &t, have_base ? &base : NULL, snapshot, names, np);
 out:
   if (have_base)
     sf_policy_dispose(&base);
   free(strategy);
   free(f.policies);
+  free(f.search_keys);
   sf_replay_trace_dispose(&t);
   json_decref(snapshot);
   return rc == 0 ? 0 : rc == 2 ? 2 : 1;

@@ -92,7 +92,7 @@ double sf_rng_unit(sf_rng_t *r)
 
 /* ---- FGD's order of arrivals ---- */
 
-static const sf_replay_trace_t *sort_trace;  /* qsort has no context argument in C11 */
+static _Thread_local const sf_replay_trace_t *sort_trace;  /* qsort has no context argument in C11 */
 
 static int cmp_pod_name(const void *a, const void *b)
 {
@@ -389,7 +389,7 @@ static int build_node(run_t *r, const sf_replay_node_t *n, char *err, size_t err
   return rc;
 }
 
-static const sf_replay_trace_t *name_trace;
+static _Thread_local const sf_replay_trace_t *name_trace;
 static int cmp_node_name(const void *a, const void *b)
 {
   const sf_replay_node_t *x = &name_trace->nodes[*(const uint32_t *)a];
@@ -397,7 +397,7 @@ static int cmp_node_name(const void *a, const void *b)
   return strcmp(x->name, y->name);
 }
 
-static const sf_index_t *name_idx;
+static _Thread_local const sf_index_t *name_idx;
 static int cmp_id_name(const void *a, const void *b)
 {
   return strcmp(sf_index_node_name(name_idx, *(const sf_node_id *)a),
@@ -1146,6 +1146,22 @@ static event_t *make_events(const sf_replay_trace_t *t, const sf_replay_order_t 
   return ev;
 }
 
+/*
+ * True when the allocation at 100% arrived load can no longer reach
+ * opts->stop_below_100. Without departures, allocation grows by at most the
+ * load still to arrive before the 100% mark, the pod that crosses it
+ * included (at most maxload): an Alibaba pod holds exactly its request.
+ */
+static bool hopeless(const run_t *r, const marks_t *m, int64_t maxload)
+{
+  /* Past the 100% mark the figure is known: nothing to stop for. */
+  if (r->o->stop_below_100 <= 0 || r->t->native || r->cap_milli <= 0 ||
+      m->next_thresh >= SF_REPLAY_NTHRESH || sf_replay_thresholds[m->next_thresh] > 100)
+    return false;
+  int64_t best = r->alloc_milli + (r->cap_milli - r->arrived_milli) + maxload;
+  return pct(best, r->cap_milli) < r->o->stop_below_100;
+}
+
 static void run_events(run_t *r, const sf_replay_order_t *o, sf_replay_result_t *res,
                        double *times)
 {
@@ -1155,6 +1171,9 @@ static void run_events(run_t *r, const sf_replay_order_t *o, sf_replay_result_t 
   int64_t *share = sf_xcalloc(o->n + 1, sizeof(*share));
   marks_t m = {0, 0, 0};
   char holder[300];
+  int64_t maxload = 0;
+  for (size_t i = 0; i < o->n; i++)
+    maxload = r->t->pods[o->idx[i]].load_milli > maxload ? r->t->pods[o->idx[i]].load_milli : maxload;
   mark(r, &m, res);
   for (size_t e = 0; e < nev; e++) {
     const sf_replay_pod_t *p = &r->t->pods[o->idx[ev[e].slot]];
@@ -1185,13 +1204,17 @@ static void run_events(run_t *r, const sf_replay_order_t *o, sf_replay_result_t 
     mark(r, &m, res);
     if (r->o->progress != NULL && (res->pods_arrived % 256 == 0 || res->pods_arrived == o->n))
       r->o->progress(r->o->progress_ctx, res->pods_arrived, o->n);
+    if (hopeless(r, &m, maxload)) {
+      res->stopped = true;
+      break;
+    }
   }
   /*
    * Tuning stops just short of tune x capacity (the next pod would overshoot),
    * so the last threshold at or below it is the state at the end, as FGD reports it.
    */
   int64_t arrived = r->arrived_milli;
-  while (m.next_thresh < SF_REPLAY_NTHRESH && r->o->tune > 0 && !r->t->native &&
+  while (!res->stopped && m.next_thresh < SF_REPLAY_NTHRESH && r->o->tune > 0 && !r->t->native &&
          sf_replay_thresholds[m.next_thresh] <= r->o->tune * 100.0 + 1e-9) {
     r->arrived_milli = (int64_t)sf_replay_thresholds[m.next_thresh] * r->cap_milli / 100;
     mark(r, &m, res);

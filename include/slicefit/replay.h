@@ -13,7 +13,9 @@
  * for a native trace, schedules each pod with a core strategy or one of the
  * paper's baselines, and measures allocation against arrived load.
  *
- * This module is a shell: it reads files and the clock. Single-threaded.
+ * This module is a shell: it reads files and the clock. sf_replay_run may
+ * run on several threads at once, each call with its own options and result
+ * (the trace is only read; the comparators' contexts are thread-local).
  * Every string and array in the structs below belongs to its container (its _dispose frees it).
  */
 #ifndef SLICEFIT_REPLAY_H
@@ -80,7 +82,11 @@ typedef struct {
   /* The claims the core sees (Alibaba pods: at most one claim, one request). */
   sf_replay_claim_t *claims;
   size_t nclaims;
-  /* Native traces: arrival and departure in seconds; until < 0 = never leaves. */
+  /*
+   * Native traces: arrival and departure in seconds; until < 0 = never leaves.
+   * Alibaba pods: `at` is the creation_time column (0 when absent), which
+   * only --search's split reads: their replay order is FGD's.
+   */
   int64_t at, until;
   /* Arrived GPU load in milli-GPUs (FGD's x-axis): num_gpu x gpu_milli. */
   int64_t load_milli;
@@ -231,6 +237,14 @@ typedef struct {
    * scoring reads and publishes it every K arrivals (sf_index_mix_hold).
    */
   size_t mix_window, mix_every;
+  /*
+   * Stop early (Alibaba traces, where pods never leave and a placed pod holds
+   * exactly its request): when > 0, the run ends, with res->stopped set, once
+   * its allocation at 100% arrived load can no longer reach this percentage.
+   * What it did not reach stays NAN. For a search that needs only the runs
+   * that can still rank.
+   */
+  double stop_below_100;
 } sf_replay_opts_t;
 
 #define SF_REPLAY_CURVE_STEP 1   /* percent of capacity between curve points */
@@ -252,6 +266,7 @@ typedef struct {
   double node_eval_us;         /* mean core time per node evaluated: x nodes = an uncached decision */
   double wall_s;
   size_t tenants_at_100;       /* GPU pods placed and present at 100% load (or at the end) */
+  bool stopped;                /* ended early by stop_below_100 */
   /* Allocation % at arrived = 0, STEP, 2 STEP ... % (the curve for --svg). */
   double *curve; size_t ncurve;
 } sf_replay_result_t;

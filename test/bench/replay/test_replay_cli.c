@@ -171,3 +171,85 @@ Test(replay_cli, bad_snapshots_name_the_file)
   snprintf(args, sizeof(args), "--nodes %s --pods %s --snapshot %s/none.json", np, pp, dir);
   expect_failure(args, "none.json: unable to open");
 }
+
+/* ---- --search ---- */
+
+static void expect_bad_flag(const char *args, const char *want)
+{
+  char err[4096];
+  long out;
+  cr_expect_eq(run(args, err, sizeof(err), &out), 2, "exit status for %s", args);
+  cr_expect(strstr(err, want) != NULL, "%s: stderr '%s' lacks '%s'", args, err, want);
+  cr_expect_eq(out, 0, "%ld bytes on stdout for %s", out, args);
+}
+
+Test(replay_cli, bad_search_options_exit_2)
+{
+  expect_bad_flag("--search 0", "--search: expected 1 to 100000 candidates, got '0'");
+  expect_bad_flag("--search many", "--search: expected 1 to 100000 candidates, got 'many'");
+  expect_bad_flag("--search 100001", "--search: expected 1 to 100000");
+  expect_bad_flag("--search 4 --search-train 100", "--search-train: expected a percentage from 1 to 99");
+  expect_bad_flag("--search 4 --search-train 0", "--search-train: expected a percentage from 1 to 99");
+  expect_bad_flag("--search 4 --search-threads 0", "--search-threads: expected 1 to 64 threads");
+  expect_bad_flag("--search 4 --search-seed -1", "--search-seed: expected a non-negative integer");
+  expect_bad_flag("--search-seed 5", "--search-seed goes with --search N");
+  expect_bad_flag("--search-out x.yaml", "--search-out goes with --search N");
+  expect_bad_flag("--search 4 --json", "--search prints its own table and ConfigMap");
+  expect_bad_flag("--search 4 --seeds 1-65", "--search: at most 64 seeds");
+  expect_bad_flag("--search 4 --policy bestfit", "--policy names the base's strategy");
+  expect_bad_flag("--search 4 --policy fgd,binpack", "--policy names the base's strategy");
+  expect_bad_flag("--search 4 --search-keys weight_frag,colour", "'colour' is not a knob the search varies");
+  expect_bad_flag("--search 4 --search-keys ,", "--search-keys: empty list");
+}
+
+static char *read_all(const char *path)
+{
+  FILE *f = fopen(path, "r");
+  cr_assert_not_null(f, "%s", path);
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *s = calloc(1, (size_t)n + 1);
+  cr_assert_eq(fread(s, 1, (size_t)n, f), (size_t)n);
+  fclose(f);
+  return s;
+}
+
+/*
+ * A small search on the bundled trace: the table on stdout, the ConfigMap in
+ * --search-out, progress on stderr, and the same bytes on stdout twice.
+ */
+Test(replay_cli, a_search_prints_the_table_and_writes_the_configmap, .timeout = 120)
+{
+  char args[512], err[8192], path[128], sp[128];
+  long out;
+  snprintf(path, sizeof(path), "%s/policy.yaml", dir);
+  snprintf(sp, sizeof(sp), "%s/stdout", dir);
+  snprintf(args, sizeof(args), "--search 4 --seeds 42-43 --search-seed 9 --search-out %s", path);
+  cr_assert_eq(run(args, err, sizeof(err), &out), 0, "%s", err);
+  char *first = read_all(sp), *yaml = read_all(path);
+  cr_expect(strstr(first, "split: by arrival") != NULL, "%s", first);
+  cr_expect(strstr(first, "\nwinner: ") != NULL, "%s", first);
+  cr_expect(strstr(first, "apiVersion") == NULL, "the ConfigMap went to --search-out, not stdout");
+  cr_expect(strstr(yaml, "kind: ConfigMap\n") != NULL && strstr(yaml, "  name: slicefit-policy\n"),
+            "%s", yaml);
+  cr_expect(strstr(err, "search: stage 1/3, 1/") != NULL, "progress on stderr: %s", err);
+  cr_expect(strstr(err, "search: stage 3/3") != NULL, "%s", err);
+  cr_assert_eq(run(args, err, sizeof(err), &out), 0, "%s", err);
+  char *second = read_all(sp);
+  cr_expect_str_eq(second, first, "the same search, the same output");
+  /* Without --search-out the ConfigMap follows the table on stdout. */
+  cr_assert_eq(run("--search 4 --seeds 42-43 --search-seed 9", err, sizeof(err), &out), 0, "%s", err);
+  char *both = read_all(sp);
+  cr_expect(strncmp(both, first, strlen(first)) == 0, "the table first");
+  /* The same ConfigMap; only the header's apply line names the file or not. */
+  const char *doc = strstr(yaml, "apiVersion: v1\n");
+  cr_assert_not_null(doc, "%s", yaml);
+  cr_expect(strstr(both, doc) != NULL, "then the same ConfigMap");
+  cr_expect(strstr(yaml, "kubectl apply -f ") != NULL && strstr(yaml, path) != NULL,
+            "the apply line names %s: %s", path, yaml);
+  free(first);
+  free(second);
+  free(both);
+  free(yaml);
+}

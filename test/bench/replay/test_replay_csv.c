@@ -165,3 +165,24 @@ Test(replay_csv, bundled_synthetic_trace_loads)
   cr_expect_gt(t.npods, 1000);
   sf_replay_trace_dispose(&t);
 }
+
+/* creation_time, where the list has it, is the pod's `at` (what --search splits the history by). */
+Test(replay_csv, creation_time_is_read_when_present)
+{
+  sf_replay_trace_t t;
+  char err[SF_REPLAY_ERR_MAX] = "";
+  const char *h = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,creation_time\n";
+  char buf[512];
+  snprintf(buf, sizeof(buf), "%sp-0,1,1,1,100,500\np-1,1,1,1,100,\np-2,1,1,0,0,7\n", h);
+  sf_replay_trace_init(&t);
+  const char *np = tmp(0, nodes_ok), *pp = tmp(1, buf);
+  cr_assert_eq(sf_replay_load_csv(&t, np, pp, err, sizeof err), 0, "%s", err);
+  cr_expect_eq(t.pods[0].at, 500);
+  cr_expect_eq(t.pods[1].at, 0, "an empty creation_time counts as 0");
+  cr_expect_eq(t.pods[2].at, 7);
+  sf_replay_trace_dispose(&t);
+  unlink(np);
+  unlink(pp);
+  snprintf(buf, sizeof(buf), "%sp-0,1,1,1,100,soon\n", h);
+  load_expect(nodes_ok, buf, ":2:15: column 'creation_time': expected an integer");
+}

@@ -263,3 +263,50 @@ Test(replay_method, extender_scores_follow_the_core_scores)
   cr_expect_gt(at100[0], at100[1] + 3.0, "binpack %.2f%% vs spread %.2f%%", at100[0], at100[1]);
   sf_replay_trace_dispose(&t);
 }
+
+/*
+ * stop_below_100: a run stops only when its allocation at 100% load can no
+ * longer reach the bar, so a bar it reaches changes nothing, and a run that
+ * strands most of its GPUs (no sharing allowed, quarter-GPU pods) stops long
+ * before the end.
+ */
+Test(replay_method, a_run_stops_early_only_when_it_cannot_reach_the_bar)
+{
+  sf_replay_trace_t t;
+  sf_replay_result_t full, r;
+  char err[SF_REPLAY_ERR_MAX] = "";
+  sf_test_load_bundled(&t);
+  sf_replay_opts_t o = {.policy = "fragmentation", .device_choice = -1, .seed = 42, .tune = 1.3};
+  cr_assert_eq(sf_replay_run(&t, &o, &full, err, sizeof err), 0, "%s", err);
+  o.stop_below_100 = full.alloc_pct_at[4];
+  cr_assert_eq(sf_replay_run(&t, &o, &r, err, sizeof err), 0, "%s", err);
+  cr_expect(!r.stopped, "stopped below a bar it reaches (%.3f)", full.alloc_pct_at[4]);
+  for (size_t k = 0; k < SF_REPLAY_NTHRESH; k++)
+    cr_expect(r.alloc_pct_at[k] == full.alloc_pct_at[k], "@%d", sf_replay_thresholds[k]);
+  cr_expect_eq(r.pods_arrived, full.pods_arrived);
+  sf_replay_result_dispose(&r);
+  sf_replay_result_dispose(&full);
+  sf_replay_trace_dispose(&t);
+
+  char pods[4096] = "name,cpu_milli,memory_mib,num_gpu,gpu_milli\n";
+  for (int i = 0; i < 40; i++)
+    snprintf(pods + strlen(pods), sizeof pods - strlen(pods), "p-%02d,1000,1024,1,250\n", i);
+  load(&t, "sn,cpu_milli,memory_mib,gpu,model\nn-0,64000,262144,4,T4\nn-1,64000,262144,4,T4\n", pods);
+  sf_policy_t one;
+  sf_policy_init(&one);
+  cr_assert_eq(sf_policy_set(&one, "max_sharers", "1", err, sizeof err), 0);
+  sf_replay_opts_t s = {.policy = "fragmentation", .base = &one, .device_choice = -1, .seed = 1,
+                        .tune = 1.3};
+  cr_assert_eq(sf_replay_run(&t, &s, &full, err, sizeof err), 0, "%s", err);
+  cr_assert_lt(full.alloc_pct_at[4], 30, "one pod per GPU: %.2f", full.alloc_pct_at[4]);
+  s.stop_below_100 = 50;
+  cr_assert_eq(sf_replay_run(&t, &s, &r, err, sizeof err), 0, "%s", err);
+  cr_expect(r.stopped);
+  cr_expect_lt(r.pods_arrived, full.pods_arrived * 3 / 4, "stopped after %zu of %zu pods",
+               r.pods_arrived, full.pods_arrived);
+  cr_expect(isnan(r.alloc_pct_at[4]), "no figure at 100%% for a run that stopped before");
+  sf_replay_result_dispose(&r);
+  sf_replay_result_dispose(&full);
+  sf_policy_dispose(&one);
+  sf_replay_trace_dispose(&t);
+}

@@ -1,0 +1,835 @@
+/*
+ * The policy search behind bin/slicefit-replay --search (replay_search.h).
+ *
+ * Entries: the built-in strategies first (the base policy with another
+ * strategy and the varied knobs at their defaults), then the candidates
+ * (candidate 0 = the base, the others its Latin hypercube draws). Two
+ * entries whose policies print the same for every key share one set of
+ * results, so a candidate equal to a built-in is replayed once.
+ *
+ * Results: per entry, part (train, holdout) and seed, the allocation at 100%
+ * and 130% arrived load. A replay is a job; a stage is a list of jobs that
+ * `threads` workers take in order, each with its own sf_replay_run (its own
+ * index and packer); a job writes only its own slot, and the stage's order
+ * and every decision between stages depend on the results alone, so the
+ * output does not depend on the threads or their timing.
+ *
+ * Stages (successive halving):
+ *   1. every candidate on train with the first seed; the built-ins on train
+ *      with every seed;
+ *   2. the best ceil(n/4) candidates by stage 1, and candidate 0 always, on
+ *      train with the other seeds; the best of them by the mean over every
+ *      seed is the winner (candidate 0 took part, so the winner is never
+ *      worse than the base on train);
+ *   3. the best SF_SEARCH_FINALISTS of stage 2 and candidate 0, and the
+ *      built-ins, on the holdout with every seed.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "slicefit/replay_search.h"
+
+/* ---- when a knob cannot act (packer/score.c: the weights are fragmentation's terms) ---- */
+
+static const char *frag_only(const sf_replay_trace_t *t, const sf_policy_t *base)
+{
+  (void)t;
+  return base->strategy == SF_STRATEGY_FRAGMENTATION ? NULL : "only strategy fragmentation weighs it";
+}
+
+static const char *islands_idle(const sf_replay_trace_t *t, const sf_policy_t *base)
+{
+  if (frag_only(t, base) != NULL)
+    return frag_only(t, base);
+  return t->has_islands || base->nisland_rules > 0 ? NULL : "no NVLink island in the trace or island_map";
+}
+
+/* Scarcity comes from claims that name models (packer/mix.c): none, and the term is 0. */
+static const char *models_idle(const sf_replay_trace_t *t, const sf_policy_t *base)
+{
+  if (frag_only(t, base) != NULL)
+    return frag_only(t, base);
+  for (size_t i = 0; i < t->npods; i++)
+    for (size_t c = 0; c < t->pods[i].nclaims; c++)
+      for (size_t r = 0; r < t->pods[i].claims[c].nreqs; r++)
+        if (t->pods[i].claims[c].reqs[r].spec != 0)
+          return NULL;
+  return "no pod selects a GPU model";
+}
+
+/*
+ * The knob table: one line per knob (key, lo, hi, log scale, integer, share
+ * kept at the base's value, when it cannot act). The weights: weight_frag
+ * over two orders of magnitude around its default (only the ratios of the
+ * weights rank nodes), the penalties from 0 to four times their defaults.
+ * The limits are platform rules that the replay can only see cost allocation
+ * (it models no interference), so half of the candidates keep the base's
+ * value; the other half try them from mild to strict.
+ */
+static const sf_search_knob_t knobs[] = {
+    {"weight_frag", 0.1, 10, true, false, 0, frag_only},
+    {"weight_island", 0, 4, false, false, 0, islands_idle},
+    {"weight_model", 0, 2, false, false, 0, models_idle},
+    {"headroom_pct", 1, 20, false, true, 0.5, NULL},
+    {"max_sharers", 2, 16, false, true, 0.5, NULL},
+};
+#define NKNOBS (sizeof(knobs) / sizeof(knobs[0]))
+_Static_assert(NKNOBS <= SF_SEARCH_MAX_KNOBS, "raise SF_SEARCH_MAX_KNOBS");
+
+static const sf_strategy_t builtins[SF_SEARCH_BUILTINS] = {
+    SF_STRATEGY_FGD, SF_STRATEGY_FRAGMENTATION, SF_STRATEGY_BINPACK, SF_STRATEGY_SPREAD};
+
+enum { TRAIN = 0, HOLDOUT = 1 };
+
+const sf_search_knob_t *sf_search_knobs(size_t *n)
+{
+  *n = NKNOBS;
+  return knobs;
+}
+
+const sf_search_knob_t *sf_search_knob(const char *key)
+{
+  for (size_t i = 0; i < NKNOBS; i++)
+    if (strcmp(knobs[i].key, key) == 0)
+      return &knobs[i];
+  return NULL;
+}
+
+/* ---- candidates ---- */
+
+static uint64_t fnv1a(const char *s)
+{
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (; *s; s++)
+    h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+  return h;
+}
+
+/*
+ * Knob k's coordinate in [0, 1) for candidate i of n: stratum perm[i-1] of
+ * n-1, jittered. The stream is seeded by the search seed and the key's name,
+ * so a knob added to the table leaves the other knobs' draws as they were.
+ */
+static double lhs_unit(const char *key, uint64_t seed, size_t n, size_t i)
+{
+  sf_rng_t rng;
+  size_t m = n - 1;
+  uint32_t *perm = sf_xcalloc(m, sizeof(*perm));
+  double u;
+  sf_rng_seed(&rng, seed ^ fnv1a(key));
+  for (size_t j = 0; j < m; j++)
+    perm[j] = (uint32_t)j;
+  for (size_t j = m; j > 1; j--) {
+    size_t r = (size_t)sf_rng_below(&rng, j);
+    uint32_t x = perm[j - 1];
+    perm[j - 1] = perm[r];
+    perm[r] = x;
+  }
+  for (size_t j = 1; j < i; j++)   /* the jitters of the candidates before i */
+    sf_rng_unit(&rng);
+  u = ((double)perm[i - 1] + sf_rng_unit(&rng)) / (double)m;
+  free(perm);
+  return u;
+}
+
+static void knob_text(const sf_search_knob_t *k, double u, char *buf, size_t len)
+{
+  if (k->integer) {
+    double v = floor(k->lo + u * (k->hi - k->lo + 1));
+    snprintf(buf, len, "%.0f", v > k->hi ? k->hi : v);
+  } else if (k->log) {
+    snprintf(buf, len, "%.4g", exp(log(k->lo) + u * (log(k->hi) - log(k->lo))));
+  } else {
+    snprintf(buf, len, "%.4g", k->lo + u * (k->hi - k->lo));
+  }
+}
+
+void sf_search_candidate(const sf_policy_t *base, const sf_search_knob_t *const *ks, size_t nk,
+                         uint64_t search_seed, size_t n, size_t i, sf_policy_t *out)
+{
+  char val[64], err[256];
+  sf_policy_copy(out, base);
+  if (i == 0)
+    return;
+  for (size_t k = 0; k < nk; k++) {
+    double u = lhs_unit(ks[k]->key, search_seed, n, i);
+    /* The strata below `keep` keep the base's value; the others spread over the range. */
+    if (u < ks[k]->keep)
+      continue;
+    knob_text(ks[k], (u - ks[k]->keep) / (1 - ks[k]->keep), val, sizeof(val));
+    /* The table's ranges are inside every key's own: a refusal is a bug in the table. */
+    if (sf_policy_set(out, ks[k]->key, val, err, sizeof(err)) != 0) {
+      fprintf(stderr, "slicefit-replay: knob table: %s\n", err);
+      abort();
+    }
+  }
+}
+
+/* ---- the train/holdout split ---- */
+
+static void copy_node(sf_replay_node_t *d, const sf_replay_node_t *s)
+{
+  *d = *s;
+  d->name = sf_xstrdup(s->name);
+  d->model = sf_xstrdup(s->model);
+  if (s->island_of != NULL) {
+    d->island_of = sf_xcalloc(s->ngpu ? s->ngpu : 1, sizeof(*d->island_of));
+    memcpy(d->island_of, s->island_of, s->ngpu * sizeof(*d->island_of));
+  }
+}
+
+static void copy_pod(sf_replay_pod_t *d, const sf_replay_pod_t *s)
+{
+  *d = *s;
+  d->name = sf_xstrdup(s->name);
+  d->claims = sf_xcalloc(s->nclaims ? s->nclaims : 1, sizeof(*d->claims));
+  for (size_t c = 0; c < s->nclaims; c++) {
+    d->claims[c] = s->claims[c];
+    d->claims[c].reqs = sf_xcalloc(s->claims[c].nreqs ? s->claims[c].nreqs : 1,
+                                   sizeof(*d->claims[c].reqs));
+    memcpy(d->claims[c].reqs, s->claims[c].reqs, s->claims[c].nreqs * sizeof(*d->claims[c].reqs));
+  }
+}
+
+/* A trace with every node and model set of t and the pods idx[0..n) (a deep copy). */
+static void subset(const sf_replay_trace_t *t, const uint32_t *idx, size_t n, const char *what,
+                   sf_replay_trace_t *out)
+{
+  char src[1024];
+  sf_replay_trace_init(out);
+  out->native = t->native;
+  out->has_islands = t->has_islands;
+  out->nodes = sf_xcalloc(t->nnodes ? t->nnodes : 1, sizeof(*out->nodes));
+  for (size_t i = 0; i < t->nnodes; i++)
+    copy_node(&out->nodes[out->nnodes++], &t->nodes[i]);
+  /* Model set ids are indices: intern them in the same order so the pods' ids stay valid. */
+  for (size_t i = 1; i < t->nspecs; i++)
+    sf_replay_spec_intern(out, t->specs[i].key);
+  out->pods = sf_xcalloc(n ? n : 1, sizeof(*out->pods));
+  for (size_t i = 0; i < n; i++)
+    copy_pod(&out->pods[out->npods++], &t->pods[idx[i]]);
+  snprintf(src, sizeof(src), "%s (%s)", t->source ? t->source : "-", what);
+  out->source = sf_xstrdup(src);
+}
+
+static _Thread_local const sf_replay_trace_t *split_trace;  /* qsort has no context argument in C11 */
+
+static int cmp_arrival(const void *a, const void *b)
+{
+  uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+  int64_t x = split_trace->pods[i].at, y = split_trace->pods[j].at;
+  if (x != y)
+    return x < y ? -1 : 1;
+  return (i > j) - (i < j);
+}
+
+int sf_search_split(const sf_replay_trace_t *t, unsigned train_pct, sf_replay_trace_t *train,
+                    sf_replay_trace_t *holdout)
+{
+  size_t ntrain = (size_t)llround((double)t->npods * train_pct / 100.0);
+  uint32_t *idx;
+  sf_replay_trace_init(train);
+  sf_replay_trace_init(holdout);
+  if (train_pct < 1 || train_pct > 99 || ntrain == 0 || ntrain == t->npods)
+    return SF_EINVAL;
+  idx = sf_xcalloc(t->npods, sizeof(*idx));
+  for (size_t i = 0; i < t->npods; i++)
+    idx[i] = (uint32_t)i;
+  split_trace = t;
+  qsort(idx, t->npods, sizeof(*idx), cmp_arrival);
+  sf_replay_trace_dispose(train);
+  sf_replay_trace_dispose(holdout);
+  subset(t, idx, ntrain, "train", train);
+  subset(t, idx + ntrain, t->npods - ntrain, "holdout", holdout);
+  free(idx);
+  return 0;
+}
+
+/* ---- the search's state ---- */
+
+typedef struct {
+  char name[48];
+  long candidate;              /* -1 for a built-in */
+  sf_policy_t pol;
+  char *sig;                   /* every key's value: equal policies have equal signatures */
+  char *knobs;                 /* the varied knobs' values, "k=v k=v", for progress lines */
+  size_t canon;                /* the first entry with this signature: it holds the results */
+  double a100[2][SF_SEARCH_MAX_SEEDS], a130[2][SF_SEARCH_MAX_SEEDS];
+  bool done[2][SF_SEARCH_MAX_SEEDS], queued[2][SF_SEARCH_MAX_SEEDS];
+  bool stopped[2][SF_SEARCH_MAX_SEEDS];   /* ended early: below the bar, a100 and a130 are -1 */
+} entry_t;
+
+typedef struct {
+  size_t entry;
+  int part;
+  size_t seed;
+  bool may_stop;               /* stage 1: may end once it cannot make the best quarter */
+} job_t;
+
+typedef struct {
+  const sf_search_opts_t *o;
+  sf_policy_t base;            /* o->base (or the defaults) with the device choice applied */
+  const sf_replay_trace_t *parts[2];
+  entry_t *e;
+  size_t ne, nbuiltin;         /* built-ins are e[0..nbuiltin), candidate i is e[nbuiltin + i] */
+  const sf_search_knob_t *ks[SF_SEARCH_MAX_KNOBS];
+  size_t nk;
+  /* the running stage */
+  job_t *jobs;
+  size_t njobs, jobcap;
+  atomic_size_t next;
+  pthread_mutex_t lock;        /* progress, the counters below and the first error */
+  size_t finished, planned, stage;
+  double t0;
+  int rc;
+  char err[SF_REPLAY_ERR_MAX + 128];
+} search_t;
+
+static double now_s(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+char *sf_search_value(const sf_policy_t *pol, const char *key)
+{
+  size_t len = 256;
+  char *buf = sf_xmalloc(len);
+  int rc;
+  while ((rc = sf_policy_get(pol, key, buf, len)) == SF_E2BIG)
+    buf = sf_xrealloc(buf, len *= 4);
+  if (rc != 0) {
+    free(buf);
+    return NULL;
+  }
+  return buf;
+}
+
+/* Every key's value, one "key=value" line each: equal policies have equal signatures. */
+static char *signature(const sf_policy_t *pol)
+{
+  size_t nkeys, len = 0, cap = 0;
+  const sf_policy_key_t *keys = sf_policy_keys(&nkeys);
+  char *sig = NULL;
+  for (size_t k = 0; k < nkeys; k++) {
+    char *val = sf_search_value(pol, keys[k].key);
+    size_t need = strlen(keys[k].key) + strlen(val) + 3;
+    sf_xgrow(&sig, &cap, len + need + 1, 1);
+    len += (size_t)snprintf(sig + len, cap - len, "%s=%s\n", keys[k].key, val);
+    free(val);
+  }
+  return sig;
+}
+
+static char *knob_values(const search_t *s, const sf_policy_t *pol)
+{
+  size_t len = 0, cap = 1;
+  char *out = sf_xcalloc(1, 1);
+  for (size_t k = 0; k < s->nk; k++) {
+    char *val = sf_search_value(pol, s->ks[k]->key);
+    sf_xgrow(&out, &cap, len + strlen(s->ks[k]->key) + strlen(val) + 3, 1);
+    len += (size_t)snprintf(out + len, cap - len, "%s%s=%s", k ? " " : "", s->ks[k]->key, val);
+    free(val);
+  }
+  return out;
+}
+
+static void add_entry(search_t *s, const char *name, long candidate, sf_policy_t *pol)
+{
+  entry_t *e = &s->e[s->ne];
+  snprintf(e->name, sizeof(e->name), "%s", name);
+  e->candidate = candidate;
+  e->pol = *pol;               /* steals pol's arrays */
+  e->sig = signature(&e->pol);
+  e->knobs = knob_values(s, &e->pol);
+  e->canon = s->ne;
+  for (size_t j = 0; j < s->ne; j++)
+    if (strcmp(s->e[j].sig, e->sig) == 0) {
+      e->canon = s->e[j].canon;
+      break;
+    }
+  s->ne++;
+}
+
+/* The base with strategy `st` and every varied knob at its default: a built-in strategy. */
+static void builtin_policy(const search_t *s, sf_strategy_t st, sf_policy_t *out)
+{
+  size_t nkeys;
+  const sf_policy_key_t *keys = sf_policy_keys(&nkeys);
+  char err[256];
+  sf_policy_copy(out, &s->base);
+  out->strategy = st;
+  for (size_t k = 0; k < s->nk; k++)
+    for (size_t j = 0; j < nkeys; j++)
+      if (strcmp(keys[j].key, s->ks[k]->key) == 0 &&
+          sf_policy_set(out, keys[j].key, keys[j].def, err, sizeof(err)) != 0)
+        abort();   /* a default the policy refuses: a bug in policy.c */
+}
+
+/* ---- replays on worker threads ---- */
+
+static size_t idx_of(int pct)
+{
+  for (size_t k = 0; k < SF_REPLAY_NTHRESH; k++)
+    if (sf_replay_thresholds[k] == pct)
+      return k;
+  abort();
+}
+
+/* Allocation at pct% arrived load; the state at the end when the load never got there. */
+static double alloc_at(const sf_replay_result_t *r, int pct)
+{
+  double v = r->alloc_pct_at[idx_of(pct)];
+  return isnan(v) ? r->alloc_pct_final : v;
+}
+
+static int cmp_desc(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x < y) - (x > y);
+}
+
+/*
+ * The allocation @100 a stage-1 run must be able to reach to still make the
+ * best quarter: the k1-th best of the candidates' finished, complete runs
+ * (0 while fewer have finished). The bar only rises as runs finish, so a run
+ * that cannot reach it would not have been promoted whatever the order the
+ * runs finished in: stopping it changes nothing but the time. Called under
+ * the lock.
+ */
+
+static double bar(const search_t *s)
+{
+  size_t k1 = (s->o->ncandidates + 3) / 4, n = 0;
+  double *v = sf_xcalloc(s->ne, sizeof(*v)), b = 0;
+  for (size_t i = s->nbuiltin; i < s->ne; i++) {
+    const entry_t *c = &s->e[s->e[i].canon];
+    if (c->done[TRAIN][0] && !c->stopped[TRAIN][0])
+      v[n++] = c->a100[TRAIN][0];
+  }
+  if (n >= k1) {
+    qsort(v, n, sizeof(*v), cmp_desc);
+    b = v[k1 - 1];
+  }
+  free(v);
+  return b;
+}
+
+static int replay(search_t *s, const job_t *j, double *a100, double *a130, bool *stopped, char *err,
+                  size_t errlen)
+{
+  const entry_t *e = &s->e[j->entry];
+  const sf_search_opts_t *o = s->o;
+  sf_replay_result_t res;
+  sf_replay_opts_t ro = {
+      .policy = sf_strategy_name(e->pol.strategy), .base = &e->pol, .device_choice = -1,
+      .seed = o->seeds[j->seed], .tune = o->tune, .ties = o->ties,
+      .extender_scores = o->extender_scores, .cpu_blind = o->cpu_blind,
+      .cpu_only_least_allocated = o->cpu_only_least_allocated, .mix_window = o->mix_window,
+      .mix_every = o->mix_every};
+  if (j->may_stop) {
+    pthread_mutex_lock(&s->lock);
+    ro.stop_below_100 = bar(s);
+    pthread_mutex_unlock(&s->lock);
+  }
+  int rc = sf_replay_run(s->parts[j->part], &ro, &res, err, errlen);
+  *stopped = rc == 0 && res.stopped;
+  if (rc == 0) {
+    *a100 = *stopped ? -1 : alloc_at(&res, 100);
+    *a130 = *stopped ? -1 : alloc_at(&res, 130);
+  }
+  sf_replay_result_dispose(&res);
+  return rc;
+}
+
+/* Mean over the first `upto` seeds done on `part` (the entry's canonical results); NAN when none. */
+static double mean(const search_t *s, size_t entry, int part, bool at130, size_t upto)
+{
+  const entry_t *c = &s->e[s->e[entry].canon];
+  double sum = 0;
+  size_t k = 0;
+  for (size_t i = 0; i < upto && i < s->o->nseeds; i++)
+    if (c->done[part][i]) {
+      sum += at130 ? c->a130[part][i] : c->a100[part][i];
+      k++;
+    }
+  return k ? sum / (double)k : NAN;
+}
+
+/*
+ * True when entry a ranks before b on part over the first `upto` seeds: by
+ * allocation @100, then @130, then the lower index (so among equals the base
+ * and the earlier draws win, whatever order the threads finished in).
+ */
+static bool better(const search_t *s, size_t a, size_t b, int part, size_t upto)
+{
+  double x = mean(s, a, part, false, upto), y = mean(s, b, part, false, upto);
+  if (x != y)
+    return x > y || isnan(y);
+  x = mean(s, a, part, true, upto);
+  y = mean(s, b, part, true, upto);
+  if (x != y)
+    return x > y || isnan(y);
+  return a < b;
+}
+
+static void report(search_t *s, const job_t *j, double a100, bool stopped)
+{
+  char got[64];
+  char line[1024], best[128] = "";
+  size_t bi = 0;
+  bool have = false;
+  /* The best candidate so far: by its mean over the train seeds it has finished. */
+  for (size_t i = s->nbuiltin; i < s->ne; i++)
+    if (!isnan(mean(s, i, TRAIN, false, s->o->nseeds)) && (!have || better(s, i, bi, TRAIN, s->o->nseeds))) {
+      bi = i;
+      have = true;
+    }
+  if (have)
+    snprintf(best, sizeof(best), "; best so far %s %.2f", s->e[bi].name,
+             mean(s, bi, TRAIN, false, s->o->nseeds));
+  double el = now_s() - s->t0;
+  double eta = s->finished ? el / (double)s->finished * (double)(s->planned - s->finished) : NAN;
+  if (stopped)
+    snprintf(got, sizeof(got), "stopped, cannot make the best quarter");
+  else
+    snprintf(got, sizeof(got), "%.2f @100", a100);
+  snprintf(line, sizeof(line), "search: stage %zu/3, %zu/%zu: %s (%s) on %s, seed %llu: %s%s; "
+           "%.0fs elapsed, about %.0fs left",
+           s->stage, s->finished, s->planned, s->e[j->entry].name, s->e[j->entry].knobs,
+           j->part == TRAIN ? "train" : "holdout", (unsigned long long)s->o->seeds[j->seed], got,
+           best, el, isnan(eta) ? 0.0 : eta);
+  s->o->progress(s->o->progress_ctx, line);
+}
+
+static void *worker(void *arg)
+{
+  search_t *s = arg;
+  char err[SF_REPLAY_ERR_MAX];
+  for (;;) {
+    size_t i = atomic_fetch_add(&s->next, 1);
+    if (i >= s->njobs)
+      break;
+    const job_t *j = &s->jobs[i];
+    double a100 = NAN, a130 = NAN;
+    bool stopped = false;
+    int rc = replay(s, j, &a100, &a130, &stopped, err, sizeof(err));
+    pthread_mutex_lock(&s->lock);
+    if (rc != 0 && s->rc == 0) {
+      s->rc = rc;
+      snprintf(s->err, sizeof(s->err), "%s on %s: %s", s->e[j->entry].name,
+               j->part == TRAIN ? "train" : "holdout", err);
+    }
+    entry_t *e = &s->e[j->entry];
+    e->a100[j->part][j->seed] = a100;
+    e->a130[j->part][j->seed] = a130;
+    e->done[j->part][j->seed] = rc == 0;
+    e->stopped[j->part][j->seed] = stopped;
+    s->finished++;
+    if (rc == 0 && s->o->progress != NULL)
+      report(s, j, a100, stopped);
+    pthread_mutex_unlock(&s->lock);
+  }
+  return NULL;
+}
+
+/*
+ * Queues entry's replay on part with seed index k, once per canonical
+ * policy. may_stop: the run may end early when it cannot make the best
+ * quarter; never for a built-in or the base, whose figures are reported.
+ */
+static void queue(search_t *s, size_t entry, int part, size_t k, bool may_stop)
+{
+  size_t canon = s->e[entry].canon;
+  entry_t *c = &s->e[canon];
+  if (c->queued[part][k])
+    return;
+  c->queued[part][k] = true;
+  sf_xgrow(&s->jobs, &s->jobcap, s->njobs + 1, sizeof(*s->jobs));
+  s->jobs[s->njobs++] = (job_t){canon, part, k, may_stop && canon > s->nbuiltin};
+}
+
+/* Runs the queued jobs on the worker threads and empties the queue. */
+static int run_stage(search_t *s)
+{
+  unsigned nt = s->o->threads;
+  pthread_t th[64];
+  size_t started = 0;
+  if (nt > 64)
+    nt = 64;
+  if (nt > s->njobs)
+    nt = (unsigned)(s->njobs ? s->njobs : 1);
+  atomic_store(&s->next, 0);
+  for (unsigned t = 1; t < nt; t++)
+    if (pthread_create(&th[started], NULL, worker, s) == 0)
+      started++;
+  worker(s);                   /* the calling thread is a worker too */
+  for (size_t t = 0; t < started; t++)
+    pthread_join(th[t], NULL);
+  free(s->jobs);
+  s->jobs = NULL;
+  s->njobs = s->jobcap = 0;
+  return s->rc;
+}
+
+/* ---- the stages ---- */
+
+static _Thread_local const search_t *rank_s;   /* qsort has no context argument in C11 */
+static _Thread_local int rank_part;
+static _Thread_local size_t rank_upto;
+
+static int cmp_rank(const void *a, const void *b)
+{
+  size_t x = *(const size_t *)a, y = *(const size_t *)b;
+  if (x == y)
+    return 0;
+  return better(rank_s, x, y, rank_part, rank_upto) ? -1 : 1;
+}
+
+/* Sorts the entries in v best first on part over the first `upto` seeds. */
+static void rank(const search_t *s, size_t *v, size_t n, int part, size_t upto)
+{
+  rank_s = s;
+  rank_part = part;
+  rank_upto = upto;
+  qsort(v, n, sizeof(*v), cmp_rank);
+}
+
+static int check_opts(const sf_search_opts_t *o, char *err, size_t errlen)
+{
+  if (o->ncandidates < 1 || o->ncandidates > 100000)
+    snprintf(err, errlen, "the number of candidates must be 1 to 100000, not %zu", o->ncandidates);
+  else if (o->nseeds < 1 || o->nseeds > SF_SEARCH_MAX_SEEDS)
+    snprintf(err, errlen, "the search takes 1 to %d replay seeds, not %zu", SF_SEARCH_MAX_SEEDS,
+             o->nseeds);
+  else if (o->train_pct < 1 || o->train_pct > 99)
+    snprintf(err, errlen, "the train part must be 1 to 99%% of the pods, not %u", o->train_pct);
+  else if (o->threads < 1)
+    snprintf(err, errlen, "at least one thread");
+  else if (o->nkeys > SF_SEARCH_MAX_KNOBS)
+    snprintf(err, errlen, "at most %d knobs", SF_SEARCH_MAX_KNOBS);
+  else
+    return 0;
+  return SF_EINVAL;
+}
+
+static int pick_knobs(search_t *s, char *err, size_t errlen)
+{
+  size_t n = s->o->keys ? s->o->nkeys : NKNOBS;
+  for (size_t i = 0; i < n; i++) {
+    const sf_search_knob_t *k = s->o->keys ? sf_search_knob(s->o->keys[i]) : &knobs[i];
+    if (k == NULL) {
+      size_t m = 0;
+      char list[512];
+      for (size_t j = 0; j < NKNOBS; j++)
+        m += (size_t)snprintf(list + m, sizeof(list) - m, "%s%s", j ? ", " : "", knobs[j].key);
+      snprintf(err, errlen, "'%s' is not a knob the search varies (knobs: %s)", s->o->keys[i], list);
+      return SF_EINVAL;
+    }
+    for (size_t j = 0; j < s->nk; j++)
+      if (s->ks[j] == k) {
+        snprintf(err, errlen, "knob '%s' named twice", k->key);
+        return SF_EINVAL;
+      }
+    s->ks[s->nk++] = k;
+  }
+  return 0;
+}
+
+/* Moves the knobs that cannot act on this trace from the varied ones to res->idle. */
+static void drop_idle(search_t *s, const sf_replay_trace_t *t, sf_search_result_t *res)
+{
+  size_t n = 0;
+  for (size_t k = 0; k < s->nk; k++) {
+    const char *why = s->ks[k]->idle ? s->ks[k]->idle(t, &s->base) : NULL;
+    if (why == NULL) {
+      s->ks[n++] = s->ks[k];
+      continue;
+    }
+    res->idle[res->nidle][0] = s->ks[k]->key;
+    res->idle[res->nidle++][1] = why;
+  }
+  s->nk = n;
+}
+
+static void make_entries(search_t *s)
+{
+  const sf_search_opts_t *o = s->o;
+  sf_policy_t pol;
+  char name[48];
+  s->e = sf_xcalloc(SF_SEARCH_BUILTINS + o->ncandidates, sizeof(*s->e));
+  for (size_t b = 0; b < SF_SEARCH_BUILTINS; b++) {
+    builtin_policy(s, builtins[b], &pol);
+    add_entry(s, sf_strategy_name(builtins[b]), -1, &pol);
+  }
+  s->nbuiltin = s->ne;
+  for (size_t i = 0; i < o->ncandidates; i++) {
+    sf_search_candidate(&s->base, s->ks, s->nk, o->search_seed, o->ncandidates, i, &pol);
+    snprintf(name, sizeof(name), i ? "candidate %zu" : "candidate 0 (base)", i);
+    add_entry(s, name, (long)i, &pol);
+  }
+}
+
+static void stage_start(search_t *s, size_t stage, size_t later)
+{
+  s->stage = stage;
+  s->planned = s->finished + s->njobs + later;
+}
+
+/*
+ * Stages 1 and 2; on return order[0..*n) holds the candidates replayed on
+ * every train seed, best first (entry indices).
+ */
+static int train_stages(search_t *s, size_t *order, size_t *n)
+{
+  const sf_search_opts_t *o = s->o;
+  size_t nc = o->ncandidates, k1 = (nc + 3) / 4, S = o->nseeds;
+  size_t fin = SF_SEARCH_FINALISTS + 1 + SF_SEARCH_BUILTINS;
+  for (size_t i = 0; i < nc; i++)
+    queue(s, s->nbuiltin + i, TRAIN, 0, true);
+  for (size_t b = 0; b < s->nbuiltin; b++)
+    for (size_t k = 0; k < S; k++)
+      queue(s, b, TRAIN, k, false);
+  stage_start(s, 1, (k1 + 1) * (S - 1) + fin * S);
+  if (run_stage(s) != 0)
+    return s->rc;
+  for (size_t i = 0; i < nc; i++)
+    order[i] = s->nbuiltin + i;
+  rank(s, order, nc, TRAIN, 1);
+  /* The best quarter, and candidate 0 (the base) wherever it ranked. */
+  *n = 0;
+  for (size_t i = 0; i < nc; i++)
+    if (i < k1 || order[i] == s->nbuiltin)
+      order[(*n)++] = order[i];
+  for (size_t i = 0; i < *n; i++)
+    for (size_t k = 1; k < S; k++)
+      queue(s, order[i], TRAIN, k, false);
+  stage_start(s, 2, fin * S);
+  if (run_stage(s) != 0)
+    return s->rc;
+  rank(s, order, *n, TRAIN, S);
+  return 0;
+}
+
+static void add_row(const search_t *s, sf_search_result_t *res, size_t entry)
+{
+  const entry_t *e = &s->e[entry];
+  sf_search_row_t *r = &res->rows[res->nrows++];
+  snprintf(r->name, sizeof(r->name), "%s", e->name);
+  r->candidate = e->candidate;
+  sf_policy_copy(&r->pol, &e->pol);
+  const entry_t *c = &s->e[e->canon];
+  for (size_t k = 0; k < s->o->nseeds; k++) {
+    r->ntrain += c->done[TRAIN][k];
+    r->nholdout += c->done[HOLDOUT][k];
+  }
+  r->train100 = mean(s, entry, TRAIN, false, s->o->nseeds);
+  r->train130 = mean(s, entry, TRAIN, true, s->o->nseeds);
+  r->holdout100 = mean(s, entry, HOLDOUT, false, s->o->nseeds);
+  r->holdout130 = mean(s, entry, HOLDOUT, true, s->o->nseeds);
+}
+
+/* Stage 3: the finalists, candidate 0 and the built-ins on the holdout; then the rows. */
+static int holdout_stage(search_t *s, const size_t *order, size_t n, sf_search_result_t *res)
+{
+  size_t nf = n < SF_SEARCH_FINALISTS ? n : SF_SEARCH_FINALISTS, base = s->nbuiltin;
+  bool base_in = false;
+  for (size_t i = 0; i < nf; i++) {
+    base_in = base_in || order[i] == base;
+    for (size_t k = 0; k < s->o->nseeds; k++)
+      queue(s, order[i], HOLDOUT, k, false);
+  }
+  for (size_t b = 0; b <= s->nbuiltin; b++)   /* b == nbuiltin: candidate 0 */
+    for (size_t k = 0; k < s->o->nseeds; k++)
+      queue(s, b, HOLDOUT, k, false);
+  stage_start(s, 3, 0);
+  if (run_stage(s) != 0)
+    return s->rc;
+  res->rows = sf_xcalloc(s->nbuiltin + nf + 1, sizeof(*res->rows));
+  for (size_t b = 0; b < s->nbuiltin; b++)
+    add_row(s, res, b);
+  res->winner = res->nrows;
+  for (size_t i = 0; i < nf; i++)
+    add_row(s, res, order[i]);
+  /* The base gets a row of its own unless it is a finalist or equal to a built-in. */
+  if (!base_in && s->e[base].canon == base)
+    add_row(s, res, base);
+  for (size_t r = 0; r < res->nrows; r++)
+    if (res->rows[r].candidate == 0 || (r < s->nbuiltin && s->e[r].canon == s->e[base].canon)) {
+      res->reference = r;
+      break;
+    }
+  return 0;
+}
+
+int sf_search_run(const sf_replay_trace_t *t, const sf_search_opts_t *o, sf_search_result_t *res,
+                  char *err, size_t errlen)
+{
+  search_t s = {.o = o};
+  sf_replay_trace_t train, holdout;
+  size_t *order = NULL, n = 0;
+  int rc;
+  memset(res, 0, sizeof(*res));
+  sf_replay_trace_init(&train);
+  sf_replay_trace_init(&holdout);
+  pthread_mutex_init(&s.lock, NULL);
+  if (o->base != NULL)
+    sf_policy_copy(&s.base, o->base);
+  else
+    sf_policy_init(&s.base);
+  if (o->device_choice >= 0)
+    s.base.device_choice = (sf_choice_t)o->device_choice;
+  if ((rc = check_opts(o, err, errlen)) != 0 || (rc = pick_knobs(&s, err, errlen)) != 0)
+    goto out;
+  sf_replay_trace_dispose(&train);
+  sf_replay_trace_dispose(&holdout);
+  if ((rc = sf_search_split(t, o->train_pct, &train, &holdout)) != 0) {
+    snprintf(err, errlen, "%zu pods cannot be split %u%% / %u%% with a pod in each part",
+             t->npods, o->train_pct, 100 - o->train_pct);
+    goto out;
+  }
+  s.parts[TRAIN] = &train;
+  s.parts[HOLDOUT] = &holdout;
+  res->ntrain_pods = train.npods;
+  res->nholdout_pods = holdout.npods;
+  drop_idle(&s, t, res);
+  for (size_t k = 0; k < s.nk; k++)
+    res->knobs[res->nknobs++] = s.ks[k]->key;
+  make_entries(&s);
+  order = sf_xcalloc(o->ncandidates, sizeof(*order));
+  s.t0 = now_s();
+  if ((rc = train_stages(&s, order, &n)) != 0 || (rc = holdout_stage(&s, order, n, res)) != 0) {
+    snprintf(err, errlen, "%s", s.err);
+    goto out;
+  }
+  res->rung1 = n;
+  res->replays = s.finished;
+out:
+  if (rc != 0)
+    sf_search_result_dispose(res);
+  for (size_t i = 0; i < s.ne; i++) {
+    sf_policy_dispose(&s.e[i].pol);
+    free(s.e[i].sig);
+    free(s.e[i].knobs);
+  }
+  free(s.e);
+  free(s.jobs);
+  free(order);
+  sf_policy_dispose(&s.base);
+  sf_replay_trace_dispose(&train);
+  sf_replay_trace_dispose(&holdout);
+  pthread_mutex_destroy(&s.lock);
+  return rc;
+}
+
+void sf_search_result_dispose(sf_search_result_t *res)
+{
+  for (size_t r = 0; r < res->nrows; r++)
+    sf_policy_dispose(&res->rows[r].pol);
+  free(res->rows);
+  memset(res, 0, sizeof(*res));
+}
