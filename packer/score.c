@@ -12,12 +12,13 @@
  *   spread         the opposite;
  *   fgd            FGD's node score, 100 x sigmoid(-dF / 1000) truncated,
  *                  dF the fragmentation increase in milli-GPUs, with a fixed
- *                  order of node names below one step (fgd_raw);
- *   fragmentation  -weight_frag x dF, less weight_island x 1000 for each
- *                  intact island the placement breaks without taking it
- *                  whole, less weight_model x scarcity x the share taken of
- *                  each device of a scarce model when the demand could use
- *                  several models.
+ *                  order of node names below one step (fgd_step);
+ *   fragmentation  FGD's node score of a cost: weight_frag x dF, plus
+ *                  weight_island x 1000 for each intact island the placement
+ *                  breaks without taking it whole, plus weight_model x
+ *                  scarcity x the share taken of each device of a scarce
+ *                  model when the demand could use several models; the same
+ *                  integer steps and node order as fgd (fgd_step).
  *
  * F(before) comes from per-shape statistics of the node (fstat_t), kept
  * with the summary for its version and the mix's shapes (not weights);
@@ -187,17 +188,20 @@ static double frag_after(sf_packer_t *p, hnode_t *h, const after_t *af, int64_t 
 
 /*
  * FGD's node score as its authors' simulator compares nodes: 100 x
- * sigmoid(-dF / 1000) truncated, so placements within about 0.04 GPU of
- * each other are equals. Among equals one fixed order of nodes decides (a
- * hash of the name, less than one step): the packing bias the simulator
- * gets from taking the first of its node list, the same in every replica
- * and after a restart, and not left to kube-scheduler's random choice
- * among equal totals.
+ * sigmoid(-cost / 1000) truncated, cost in milli-GPUs, so placements within
+ * about 0.04 GPU of each other are equals. Among equals one fixed order of
+ * nodes decides (a hash of the name, less than one step): the packing bias
+ * the simulator gets from taking the first of its node list, the same in
+ * every replica and after a restart, and not left to kube-scheduler's
+ * random choice among equal totals. That bias is most of what FGD packs:
+ * the replay with a fresh random choice among equals per pod loses 5.4
+ * points on the default trace (docs/replay.md, "Why the default packs as
+ * it does"), and comparing the cost exactly, with few equals, loses 0.7.
  */
-static double fgd_raw(const sf_packer_t *p, double df)
+static double fgd_step(const sf_packer_t *p, double cost)
 {
   double rank = (double)(p->idx->nodes[p->node].order >> 11) / 9007199254740992.0;  /* [0, 1) */
-  return floor(100.0 / (1.0 + exp(df / 1000.0))) + 0.001 * (1.0 - rank);
+  return floor(100.0 / (1.0 + exp(cost / 1000.0))) + 0.001 * (1.0 - rank);
 }
 
 /* Islands kept whole: each intact island the placement takes part of, not all of, pays. */
@@ -219,7 +223,7 @@ static double island_penalty(const sf_packer_t *p, const hnode_t *h, const after
   return raw;
 }
 
-/* The fragmentation strategy: FGD's dF weighted, then islands and scarce models kept. */
+/* The fragmentation strategy: FGD's dF weighted, then islands and scarce models kept, on FGD's scale. */
 static double score_fragmentation(const sf_packer_t *p, const hnode_t *h, const after_t *af, double df)
 {
   double raw = island_penalty(p, h, af, -p->pol->weight_frag * df);
@@ -228,7 +232,7 @@ static double score_fragmentation(const sf_packer_t *p, const hnode_t *h, const 
       const hdev_t *d = &h->d[af->k[j]];
       raw -= p->pol->weight_model * p->mix.scarcity[d->model_bit] * (double)(d->fp - af->fp[j]);
     }
-  return raw;
+  return fgd_step(p, -raw);
 }
 
 /* The distinct devices of picks[0..n) and their state after. */
@@ -292,7 +296,7 @@ double sf__score(sf_packer_t *p, hnode_t *h, const pick_t *picks, size_t n)
   fstats(p, h);
   double df = frag_after(p, h, &af, total, cpu) - h->fb;
   if (p->pol->strategy == SF_STRATEGY_FGD)
-    return fgd_raw(p, df);
+    return fgd_step(p, df);
   return score_fragmentation(p, h, &af, df);
 }
 
