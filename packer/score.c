@@ -12,12 +12,13 @@
  *   spread         the opposite;
  *   fgd            FGD's node score, 100 x sigmoid(-dF / 1000) truncated,
  *                  dF the fragmentation increase in milli-GPUs, with a fixed
- *                  order of node names below one step (fgd_raw);
- *   fragmentation  -weight_frag x dF, less weight_island x 1000 for each
- *                  intact island the placement breaks without taking it
- *                  whole, less weight_model x scarcity x the share taken of
- *                  each device of a scarce model when the demand could use
- *                  several models.
+ *                  order of node names below one step (fgd_step);
+ *   fragmentation  FGD's node score of a cost: weight_frag x dF, plus
+ *                  weight_island x 1000 for each intact island the placement
+ *                  breaks without taking it whole, plus weight_model x
+ *                  scarcity x the share taken of each device of a scarce
+ *                  model when the demand could use several models; the same
+ *                  integer steps and node order as fgd (fgd_step).
  *
  * F(before) comes from per-shape statistics of the node (fstat_t), kept
  * with the summary for its version and the mix's shapes (not weights);
@@ -173,36 +174,48 @@ static void shape_after(sf_packer_t *p, const hnode_t *h, size_t i, const after_
     s->bi = s->bi - lost > s->bi2 ? s->bi - lost : s->bi2;
 }
 
-/* Σ w F(after). */
-static double frag_after(sf_packer_t *p, hnode_t *h, const after_t *af, int64_t total, int64_t cpu_free)
+/*
+ * Σ w (F(after) - F(before)), summed in int64 before the one division; each
+ * shape's F(after) - F(before) also goes to p->score.dv when it is set (the
+ * fast path's memo scores the placement again from them when only the
+ * weights move).
+ */
+static double frag_delta(sf_packer_t *p, hnode_t *h, const after_t *af, int64_t total, int64_t cpu_free)
 {
-  int64_t q = 0;
+  int64_t q = 0, *dv = p->score.dv;
   for (size_t i = 0; i < p->mix.nmix; i++) {
     fstat_t s;
     shape_after(p, h, i, af, &s);
-    q += p->mix.mix[i].q * fshape(&p->mix.mix[i], &s, total, cpu_free);
+    int64_t d = fshape(&p->mix.mix[i], &s, total, cpu_free) - h->fs[i].f;
+    if (dv != NULL)
+      dv[i] = d;
+    q += p->mix.mix[i].q * d;
   }
   return (double)q / WEIGHT_ONE;
 }
 
 /*
  * FGD's node score as its authors' simulator compares nodes: 100 x
- * sigmoid(-dF / 1000) truncated, so placements within about 0.04 GPU of
- * each other are equals. Among equals one fixed order of nodes decides (a
- * hash of the name, less than one step): the packing bias the simulator
- * gets from taking the first of its node list, the same in every replica
- * and after a restart, and not left to kube-scheduler's random choice
- * among equal totals.
+ * sigmoid(-cost / 1000) truncated, cost in milli-GPUs, so placements within
+ * about 0.04 GPU of each other are equals. Among equals one fixed order of
+ * nodes decides (a hash of the name, less than one step): the packing bias
+ * the simulator gets from taking the first of its node list, the same in
+ * every replica and after a restart, and not left to kube-scheduler's
+ * random choice among equal totals. That bias is most of what FGD packs:
+ * the replay with a fresh random choice among equals per pod loses 5.4
+ * points on the default trace (docs/replay.md, "Why the default packs as
+ * it does"), and comparing the cost exactly, with few equals, loses 0.7.
  */
-static double fgd_raw(const sf_packer_t *p, double df)
+static double fgd_step(const sf_packer_t *p, double cost)
 {
   double rank = (double)(p->idx->nodes[p->node].order >> 11) / 9007199254740992.0;  /* [0, 1) */
-  return floor(100.0 / (1.0 + exp(df / 1000.0))) + 0.001 * (1.0 - rank);
+  return floor(100.0 / (1.0 + exp(cost / 1000.0))) + 0.001 * (1.0 - rank);
 }
 
 /* Islands kept whole: each intact island the placement takes part of, not all of, pays. */
-static double island_penalty(const sf_packer_t *p, const hnode_t *h, const after_t *af, double raw)
+static double island_penalty(const sf_packer_t *p, const hnode_t *h, const after_t *af)
 {
+  double pen = 0.0;
   for (size_t j = 0; j < af->n; j++) {
     int16_t isl = h->d[af->k[j]].island;
     bool first = sf__view_intact(h, isl);
@@ -214,21 +227,48 @@ static double island_penalty(const sf_packer_t *p, const hnode_t *h, const after
     for (size_t e = j; e < af->n; e++)
       used += h->d[af->k[e]].island == isl;
     if (used < sf__view_isize(h)[isl])
-      raw -= p->pol->weight_island * 1000.0;
+      pen += p->pol->weight_island * 1000.0;
   }
-  return raw;
+  return pen;
 }
 
-/* The fragmentation strategy: FGD's dF weighted, then islands and scarce models kept. */
-static double score_fragmentation(const sf_packer_t *p, const hnode_t *h, const after_t *af, double df)
+/*
+ * fragmentation's cost besides weight_frag x dF: islands broken, and scarce
+ * models taken by a flexible demand. Kept in p->score for the fast path's
+ * memo: the island part, and the one device's model and share taken.
+ */
+static double cost_rest(sf_packer_t *p, const hnode_t *h, const after_t *af)
 {
-  double raw = island_penalty(p, h, af, -p->pol->weight_frag * df);
+  pk_score_t *sc = &p->score;
+  sc->rest_isl = island_penalty(p, h, af);
+  sc->mbit = af->n == 1 ? h->d[af->k[0]].model_bit : -1;
+  sc->mtaken = af->n == 1 ? (double)(h->d[af->k[0]].fp - af->fp[0]) : 0.0;
+  double rest = sc->rest_isl;
   if (p->dem.flexible)
     for (size_t j = 0; j < af->n; j++) {
       const hdev_t *d = &h->d[af->k[j]];
-      raw -= p->pol->weight_model * p->mix.scarcity[d->model_bit] * (double)(d->fp - af->fp[j]);
+      rest += p->pol->weight_model * p->mix.scarcity[d->model_bit] * (double)(d->fp - af->fp[j]);
     }
-  return raw;
+  return rest;
+}
+
+/* The score of the fragmentation strategies from dF and the rest of the cost. */
+static double frag_score(const sf_packer_t *p, double df, double rest)
+{
+  if (p->pol->strategy == SF_STRATEGY_FGD)
+    return fgd_step(p, df);
+  return fgd_step(p, p->pol->weight_frag * df + rest);
+}
+
+double sf__score_again(const sf_packer_t *p, const int32_t *dv, double rest_isl, int mbit, double mtaken)
+{
+  int64_t q = 0;
+  for (size_t i = 0; i < p->mix.nmix; i++)
+    q += p->mix.mix[i].q * (int64_t)dv[i];
+  double rest = rest_isl;
+  if (p->pol->strategy != SF_STRATEGY_FGD && p->dem.flexible && mbit >= 0)
+    rest += p->pol->weight_model * p->mix.scarcity[mbit] * mtaken;
+  return frag_score(p, (double)q / WEIGHT_ONE, rest);
 }
 
 /* The distinct devices of picks[0..n) and their state after. */
@@ -290,10 +330,11 @@ double sf__score(sf_packer_t *p, hnode_t *h, const pick_t *picks, size_t n)
   }
   int64_t cpu = h->cpu_free >= 0 ? h->cpu_free - p->dem.dem->cpu_milli : h->cpu_free;
   fstats(p, h);
-  double df = frag_after(p, h, &af, total, cpu) - h->fb;
-  if (p->pol->strategy == SF_STRATEGY_FGD)
-    return fgd_raw(p, df);
-  return score_fragmentation(p, h, &af, df);
+  double df = frag_delta(p, h, &af, total, cpu);
+  p->score.rest_isl = 0.0;
+  p->score.mbit = -1;
+  double rest = p->pol->strategy == SF_STRATEGY_FGD ? 0.0 : cost_rest(p, h, &af);
+  return frag_score(p, df, rest);
 }
 
 void sf__score_dispose(pk_score_t *s)

@@ -14,6 +14,7 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <math.h>
 #include <string.h>
 #include "slicefit/mix.h"
 #include "decode_int.h"
@@ -513,16 +514,16 @@ static void host_recheck(sf_cluster_t *c, const sf_pod_plan_t *p, const sf_node_
  * A pod without claims can only add fragmentation (FGD's increase is 0 at
  * best, the score of a node without GPUs), so a GPU node whose increase is
  * above 0 is not as good as one without GPUs even when it is the best GPU
- * node: it keeps at most SF_SCORE_MAX - 1. Raw scores at an increase of 0:
- * 0 under fragmentation (-weight x dF), the step 50 under fgd. binpack and
- * spread do not measure fragmentation and are left alone.
+ * node: it keeps at most SF_SCORE_MAX - 1. Both strategies score on FGD's
+ * integer steps (score.c fgd_step): an increase of 0 is step 50, any
+ * increase above 0 a step below it. binpack and spread do not measure
+ * fragmentation and are left alone.
  */
 static void cap_cpu_only(const sf_cluster_t *c, const sf_pod_plan_t *p, size_t n, sf_verdict_t *out) {
   sf_strategy_t st = c->pol.strategy;
   if (!p->cpu_only || (st != SF_STRATEGY_FRAGMENTATION && st != SF_STRATEGY_FGD)) return;
-  double ideal = st == SF_STRATEGY_FGD ? 50.0 : 0.0;
   for (size_t i = 0; i < n; i++)
-    if (out[i].fit == SF_FIT_YES && out[i].score == SF_SCORE_MAX && out[i].raw < ideal && out[i].raw != 0.0)
+    if (out[i].fit == SF_FIT_YES && out[i].score == SF_SCORE_MAX && floor(out[i].raw) < 50.0)
       out[i].score = SF_SCORE_MAX - 1;
 }
 

@@ -69,6 +69,7 @@ void sf_replay_json_run(FILE *out, const sf_replay_result_t *r, double node_pric
   json_object_set_new(o, "alloc_pct_at", thresholds_obj(r->alloc_pct_at));
   json_object_set_new(o, "unallocated_pct_at_100", num(r->unallocated_pct_at_100));
   json_object_set_new(o, "frag_pct_at_100", num(r->frag_pct_at_100));
+  json_object_set_new(o, "sliver_floor_pct_at_100", num(r->sliver_floor_pct_at_100));
   json_object_set_new(o, "alloc_pct_final", num(r->alloc_pct_final));
   json_object_set_new(o, "arrived_pct_final", num(r->arrived_pct_final));
   json_object_set_new(o, "decision_us_p50", num(r->decision_us_p50));
@@ -151,6 +152,7 @@ void sf_replay_json_medians(FILE *out, const sf_replay_result_t *runs, size_t n,
   json_object_set_new(m, "alloc_sd_at_100", num(sd_at_100(runs, n)));
   json_object_set_new(m, "unallocated_pct_at_100", num(MED(runs, n, unallocated_pct_at_100)));
   json_object_set_new(m, "frag_pct_at_100", num(MED(runs, n, frag_pct_at_100)));
+  json_object_set_new(m, "sliver_floor_pct_at_100", num(MED(runs, n, sliver_floor_pct_at_100)));
   json_object_set_new(m, "decision_us_p50", num(MED(runs, n, decision_us_p50)));
   json_object_set_new(m, "decision_us_p99", num(MED(runs, n, decision_us_p99)));
   json_object_set_new(m, "node_eval_us", num(MED(runs, n, node_eval_us)));

@@ -339,6 +339,8 @@ typedef struct {
   sf_constraint_t cons[MAX_CLAIMS];
   int64_t cap_milli, alloc_milli, arrived_milli;
   size_t gpu_pods_present;
+  /* sliver floor: per milli value, the leftover of placed one-GPU pods, and the pods that arrived */
+  int64_t left_at[1001], small_at[1001];
 } run_t;
 
 static sf_match_t match_model(void *ctx, const sf_index_t *idx, sf_dev_id dev)
@@ -651,18 +653,19 @@ static int64_t baseline_score(const run_t *r, size_t pos, const sf_replay_pod_t 
 
 /*
  * What a FIT node is compared by. Baselines: the simulator's integer score.
- * Core strategies: the raw score, except fgd: the core's raw fgd score is the
- * simulator's FGD plugin score, int64(100 x sigmoid(-dF / 1000)), plus its own
- * node order below one step (packer.c fgd_raw); the replay keeps the integer
- * and lets --ties break equal scores, as the simulator's scheduler does. That
- * matters most for CPU-only pods: they score 50 on every node where they leave
- * each typical pod the CPU it needs, so the tie rule alone places them.
+ * Core strategies: the raw score, except fgd and fragmentation: their raw
+ * score is the simulator's FGD plugin score of a cost, int64(100 x
+ * sigmoid(-cost / 1000)), plus the core's own node order below one step
+ * (score.c fgd_step); the replay keeps the integer and lets --ties break
+ * equal scores, as the simulator's scheduler does. That matters most for
+ * CPU-only pods: they score 50 on every node where they leave each typical
+ * pod the CPU it needs, so the tie rule alone places them.
  */
 static double node_key(const run_t *r, size_t pos, const sf_replay_pod_t *p, double raw)
 {
   if (r->kind != SF_REPLAY_CORE)
     return (double)baseline_score(r, pos, p);
-  if (r->pol.strategy == SF_STRATEGY_FGD)
+  if (r->pol.strategy == SF_STRATEGY_FGD || r->pol.strategy == SF_STRATEGY_FRAGMENTATION)
     return floor(raw);
   return raw;
 }
@@ -1065,6 +1068,28 @@ typedef struct {
   size_t next_thresh, next_curve, curve_cap;
 } marks_t;
 
+/* sf_replay_result_t.sliver_floor_pct_at_100, from the sums kept by note_slivers. */
+static double sliver_floor(const run_t *r)
+{
+  int64_t left = 0, small = 0, best = 0;
+  for (int t = 1; t <= 500; t++) {
+    left += r->left_at[t - 1];    /* leftovers L < t */
+    small += r->small_at[t - 1];  /* pods s < t */
+    best = left - small > best ? left - small : best;
+  }
+  return pct(best, r->cap_milli);
+}
+
+/* A one-GPU share pod arrived (placed or not): what the sliver floor counts of it. */
+static void note_slivers(run_t *r, const sf_replay_pod_t *p, bool placed)
+{
+  if (p->num_gpu != 1 || p->gpu_milli <= 0 || p->gpu_milli >= 1000)
+    return;
+  r->small_at[p->gpu_milli] += p->gpu_milli;
+  if (placed)
+    r->left_at[1000 - p->gpu_milli] += 1000 - p->gpu_milli;
+}
+
 /* Records what the thresholds and the curve need once the arrived load has grown. */
 static void mark(run_t *r, marks_t *m, sf_replay_result_t *res)
 {
@@ -1079,6 +1104,7 @@ static void mark(run_t *r, marks_t *m, sf_replay_result_t *res)
     res->alloc_pct_at[m->next_thresh] = alloc;
     if (sf_replay_thresholds[m->next_thresh] == 100) {
       res->unallocated_pct_at_100 = 100.0 - alloc;
+      res->sliver_floor_pct_at_100 = r->t->native ? NAN : sliver_floor(r);
       res->frag_pct_at_100 = frag_pct(r);
       res->tenants_at_100 = r->gpu_pods_present;
     }
@@ -1193,6 +1219,7 @@ static void run_events(run_t *r, const sf_replay_order_t *o, sf_replay_result_t 
     aid[ev[e].slot] = a;
     res->pods_arrived++;
     r->arrived_milli += p->load_milli;
+    note_slivers(r, p, a >= 0);
     if (a < 0) {
       res->pods_failed++;
       res->gpu_pods_failed += p->num_gpu > 0;
@@ -1304,7 +1331,7 @@ int sf_replay_run(const sf_replay_trace_t *t, const sf_replay_opts_t *opts,
   memset(res, 0, sizeof(*res));
   for (size_t k = 0; k < SF_REPLAY_NTHRESH; k++)
     res->alloc_pct_at[k] = NAN;
-  res->unallocated_pct_at_100 = res->frag_pct_at_100 = NAN;
+  res->unallocated_pct_at_100 = res->frag_pct_at_100 = res->sliver_floor_pct_at_100 = NAN;
   if (!sf_replay_policy_valid(opts->policy, &r->kind, &strategy)) {
     snprintf(err, errlen, "unknown policy '%s' (known: %s)", opts->policy,
              sf_replay_policy_names());
@@ -1315,6 +1342,9 @@ int sf_replay_run(const sf_replay_trace_t *t, const sf_replay_opts_t *opts,
 
   r->pk = sf_packer_create();
   sf_packer_set_reasons(r->pk, false);  /* the replay reads fit and score only */
+  /* A trace's pods come in a few dozen shapes, interleaved: keep each node's
+   * placement per shape to score again when only the learned mix's weights move. */
+  sf_packer_set_linear_memo(r->pk, 64);
   sf_rng_seed(&r->rng, opts->seed ^ 0x243f6a8885a308d3ull);
   run_policies(r, strategy);
   if ((rc = open_index(r, err, errlen)) != 0 || (rc = build_index(r, err, errlen)) != 0)

@@ -262,6 +262,15 @@ typedef struct {
   double alloc_pct_final, arrived_pct_final;
   double unallocated_pct_at_100;
   double frag_pct_at_100;      /* FGD's fragmentation amount, % of all GPUs */
+  /*
+   * A floor under unallocated_pct_at_100 that no device choice on the same
+   * nodes could go below: the GPUs holding a one-GPU pod with leftover
+   * L < t can only take pods smaller than t, so at least (sum of those L)
+   * - (sum of every pod smaller than t that arrived) stays free; the
+   * largest over t in 1..500 milli, % of all GPUs. Alibaba traces only (NAN
+   * for native ones).
+   */
+  double sliver_floor_pct_at_100;
   double decision_us_p50, decision_us_p99;   /* per pod, with the replay's verdict cache */
   double node_eval_us;         /* mean core time per node evaluated: x nodes = an uncached decision */
   double wall_s;

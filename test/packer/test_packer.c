@@ -1,5 +1,6 @@
 /* The packer: feasibility, DRA rounding, constraints, reasons, strategies. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include "slicefit/mix.h"
@@ -472,6 +473,55 @@ Test(packer, fgd_follows_the_mix)
   cr_assert_eq(v[1].score, 10);
   cr_assert_eq(v[0].score, 0);
   cr_assert_float_eq(sf_packer_node_frag(pk, idx, &pol, n[0]), 0.0, 1e-9);
+}
+
+/*
+ * fragmentation scores on FGD's integer steps: costs within one step tie,
+ * and the node order, not the exact cost, decides between them. Node "s"
+ * has 400 of 1000 free (a sliver the learned 500m mix cannot use); the
+ * 300m pod there leaves 100 (dF = -300), on an idle node it leaves 700
+ * (dF = 0).
+ */
+static void sliver_pair(bool sliver_first, sf_verdict_t v[2], sf_node_id n[2])
+{
+  n[0] = tc_node(idx, "p", 1, "T4", 1000, true);
+  n[1] = tc_node(idx, "q", 1, "T4", 1000, true);
+  set("capacity", "memory");
+  sf_milli_t six = 600;
+  sf_node_id s = n[sliver_first ? 0 : 1];
+  sf_pick_t pk6 = {sf_index_dev_find(idx, DRV, sliver_first ? "p" : "q", "gpu-0"), &six};
+  sf_index_alloc_add(idx, "x", s, 0, 0, &pk6, 1, 0, NULL);
+  tc_claim_t mix, c;
+  tc_claim(&mix, 1, 500);
+  cr_assert_eq(sf_mix_learn(pk, idx, &pol, &mix.dem, +1), 0);
+  tc_claim(&c, 1, 300);
+  sf_packer_evaluate(pk, idx, &pol, &c.dem, n, 2, 0, v);
+}
+
+Test(packer, fragmentation_steps_tie_and_node_order_decides)
+{
+  sf_verdict_t v[2], w[2];
+  sf_node_id n[2];
+  sliver_pair(true, v, n);
+  /* weight 1: costs -300 and 0, steps 57 and 50: the sliver node wins */
+  cr_assert_float_eq(floor(v[0].raw), floor(100.0 / (1.0 + exp(-0.3))), 1e-9);
+  cr_assert_float_eq(floor(v[1].raw), 50.0, 1e-9);
+  cr_assert_eq(v[0].score, 10);
+  /* weight 0.1: costs -30 and 0, both step 50: one fixed order of names decides, whichever node has the sliver */
+  set("weight_frag", "0.1");
+  tc_claim_t c;
+  tc_claim(&c, 1, 300);
+  sf_packer_evaluate(pk, idx, &pol, &c.dem, n, 2, 0, v);
+  cr_assert_float_eq(floor(v[0].raw), 50.0, 1e-9);
+  cr_assert_float_eq(floor(v[1].raw), 50.0, 1e-9);
+  int first = v[0].score == 10 ? 0 : 1;
+  teardown();
+  setup();
+  set("weight_frag", "0.1");
+  sliver_pair(false, w, n);
+  cr_assert_float_eq(floor(w[0].raw), 50.0, 1e-9);
+  cr_assert_float_eq(floor(w[1].raw), 50.0, 1e-9);
+  cr_assert_eq(w[first].score, 10, "the same node wins with or without the sliver");
 }
 
 Test(packer, fragmentation_keeps_islands_whole)

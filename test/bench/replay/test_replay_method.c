@@ -171,6 +171,57 @@ Test(replay_method, allocation_at_thresholds)
   sf_replay_trace_dispose(&t);
 }
 
+/*
+ * The sliver floor: an 810-milli pod leaves 190 that only pods under 190
+ * could use, so with no such pod the floor is 19% of one GPU, and here it
+ * is exactly what stays unallocated once the whole-GPU pod fails.
+ */
+Test(replay_method, sliver_floor_counts_what_only_small_pods_could_use)
+{
+  sf_replay_trace_t t;
+  sf_replay_result_t r;
+  char err[SF_REPLAY_ERR_MAX] = "";
+  load(&t, "sn,cpu_milli,memory_mib,gpu,model\nn1,8000,1024,1,T4\n",
+       "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1000,1,1,810\nw,1000,1,1,1000\n");
+  bool ran = false;
+  for (uint64_t seed = 1; seed < 200 && !ran; seed++) {
+    sf_replay_order_t o;
+    sf_replay_order_fgd(&t, seed, 0, &o);
+    bool p_first = strcmp(t.pods[o.idx[0]].name, "p") == 0;
+    sf_replay_order_dispose(&o);
+    if (!p_first)
+      continue;
+    sf_replay_opts_t opts = {.policy = "fragmentation", .device_choice = -1, .seed = seed};
+    cr_assert_eq(sf_replay_run(&t, &opts, &r, err, sizeof err), 0, "%s", err);
+    ran = true;
+  }
+  cr_assert(ran);
+  cr_expect_eq(r.pods_failed, 1);
+  cr_expect_float_eq(r.unallocated_pct_at_100, 19.0, 1e-9);
+  cr_expect_float_eq(r.sliver_floor_pct_at_100, 19.0, 1e-9);
+  sf_replay_result_dispose(&r);
+  sf_replay_trace_dispose(&t);
+}
+
+/* Every policy leaves at least the sliver floor unallocated on the bundled trace (a lower bound, never above). */
+Test(replay_method, sliver_floor_is_below_every_policy)
+{
+  sf_replay_trace_t t;
+  sf_test_load_bundled(&t);
+  const char *pols[] = {"fgd", "fragmentation", "bestfit", "random"};
+  for (size_t i = 0; i < 4; i++) {
+    sf_replay_result_t r;
+    char err[SF_REPLAY_ERR_MAX] = "";
+    sf_replay_opts_t opts = {.policy = pols[i], .device_choice = -1, .seed = 42, .tune = 1.3};
+    cr_assert_eq(sf_replay_run(&t, &opts, &r, err, sizeof err), 0, "%s", err);
+    cr_expect_gt(r.sliver_floor_pct_at_100, 1.0, "%s: the bundled trace has 810-milli pods", pols[i]);
+    cr_expect_leq(r.sliver_floor_pct_at_100, r.unallocated_pct_at_100 + 1e-9, "%s: floor %.3f, unallocated %.3f",
+                  pols[i], r.sliver_floor_pct_at_100, r.unallocated_pct_at_100);
+    sf_replay_result_dispose(&r);
+  }
+  sf_replay_trace_dispose(&t);
+}
+
 /* CPU is checked per node: one 600-milli-CPU pod per 1000-milli node. */
 Test(replay_method, cpu_limits_allocation)
 {
