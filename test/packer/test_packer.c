@@ -489,7 +489,7 @@ static void sliver_pair(bool sliver_first, sf_verdict_t v[2], sf_node_id n[2])
   set("capacity", "memory");
   sf_milli_t six = 600;
   sf_node_id s = n[sliver_first ? 0 : 1];
-  sf_pick_t pk6 = {sf_index_dev_find(idx, DRV, sliver_first ? "p" : "q", "gpu-0"), &six};
+  sf_pick_t pk6 = {sf_index_dev_find(idx, DRV, sliver_first ? "p" : "q", "gpu-0"), &six, false};
   sf_index_alloc_add(idx, "x", s, 0, 0, &pk6, 1, 0, NULL);
   tc_claim_t mix, c;
   tc_claim(&mix, 1, 500);
