@@ -464,6 +464,7 @@ static void unknown_node(const sf_cluster_t *c, const sf_pod_plan_t *p, const ch
   }
   if (p->cpu_only) {
     verdict(v, SF_FIT_YES, "");
+    v->raw = 50.0;  /* FGD's step for an increase of 0 (cap_cpu_only) */
     v->score = SF_SCORE_MAX;
     return;
   }
@@ -512,19 +513,22 @@ static void host_recheck(sf_cluster_t *c, const sf_pod_plan_t *p, const sf_node_
 
 /*
  * A pod without claims can only add fragmentation (FGD's increase is 0 at
- * best, the score of a node without GPUs), so a GPU node whose increase is
- * above 0 is not as good as one without GPUs even when it is the best GPU
- * node: it keeps at most SF_SCORE_MAX - 1. Both strategies score on FGD's
- * integer steps (score.c fgd_step): an increase of 0 is step 50, any
- * increase above 0 a step below it. binpack and spread do not measure
- * fragmentation and are left alone.
+ * best, the score of a node without GPUs). Every node where it adds none
+ * (a node without GPUs, or one that leaves each typical pod its CPU) is as
+ * good as any other and gets SF_SCORE_MAX; a GPU node whose increase is
+ * above 0 keeps at most SF_SCORE_MAX - 1 even when it is the best GPU node.
+ * Both strategies score on FGD's integer steps (score.c fgd_step): an
+ * increase of 0 is step 50, any increase above 0 a step below it. binpack
+ * and spread do not measure fragmentation and are left alone.
  */
 static void cap_cpu_only(const sf_cluster_t *c, const sf_pod_plan_t *p, size_t n, sf_verdict_t *out) {
   sf_strategy_t st = c->pol.strategy;
   if (!p->cpu_only || (st != SF_STRATEGY_FRAGMENTATION && st != SF_STRATEGY_FGD)) return;
-  for (size_t i = 0; i < n; i++)
-    if (out[i].fit == SF_FIT_YES && out[i].score == SF_SCORE_MAX && floor(out[i].raw) < 50.0)
-      out[i].score = SF_SCORE_MAX - 1;
+  for (size_t i = 0; i < n; i++) {
+    if (out[i].fit != SF_FIT_YES) continue;
+    if (floor(out[i].raw) >= 50.0) out[i].score = SF_SCORE_MAX;
+    else if (out[i].score == SF_SCORE_MAX) out[i].score = SF_SCORE_MAX - 1;
+  }
 }
 
 int sf_cluster_evaluate(sf_cluster_t *c, const sf_pod_plan_t *p, const char *const *names,
