@@ -97,6 +97,7 @@ void sf__fast_prepare(sf_packer_t *p)
   f->sig = f->kind == FAST_NONE ? 0 : signature(p, true);
   const sf_policy_t *pol = p->pol;
   bool linear = f->kind == FAST_SIMPLE && pol->device_choice != SF_CHOICE_PACKER &&
+                !(pol->strategy == SF_STRATEGY_FGD && pol->nmix > 0) &&  /* a learned mix: weights move */
                 (pol->strategy == SF_STRATEGY_FGD || pol->strategy == SF_STRATEGY_FRAGMENTATION);
   f->wsig = linear && f->sig != 0 ? signature(p, false) : 0;
 }
@@ -207,7 +208,9 @@ bool sf__fast_eval(sf_packer_t *p, sf_node_id node, sf_verdict_t *v)
     v->raw = sf__score_again(p, w->dv, w->rest_isl, w->mbit, w->mtaken);
     return true;
   }
-  p->score.dv = f->wsig != 0 ? f->dv : NULL;
+  /* A linear verdict is written where it will be kept: its dF straight into the way. */
+  w = f->evaluating && f->wsig != 0 ? way_slot(f, m) : NULL;
+  p->score.dv = w != NULL ? w->dv : NULL;
   sf__search_begin(p, h);
   uint32_t largest = place(p, v);
   sf__search_end(p);
@@ -216,11 +219,14 @@ bool sf__fast_eval(sf_packer_t *p, sf_node_id node, sf_verdict_t *v)
   m->sig = f->evaluating ? f->sig : 0;
   m->raw = v->raw;
   m->fit = (uint8_t)v->fit;
-  if (f->evaluating && f->wsig != 0 && v->fit == SF_FIT_YES) {
-    w = way_slot(f, m);
-    *w = (lway_t){f->wsig, h->version, ++f->clock, p->score.mbit, (float)p->score.mtaken, p->score.rest_isl, {0}};
-    for (size_t i = 0; i < p->mix.nmix; i++)
-      w->dv[i] = (int32_t)f->dv[i];
+  if (w != NULL) {
+    bool lin = v->fit == SF_FIT_YES;
+    w->wsig = lin ? f->wsig : 0;
+    w->version = h->version;
+    w->used = ++f->clock;
+    w->mbit = p->score.mbit;
+    w->mtaken = (float)p->score.mtaken;
+    w->rest_isl = p->score.rest_isl;
   }
   if (v->fit == SF_FIT_NO) {  /* what its reason is made from */
     m->st = p->search.st[0];

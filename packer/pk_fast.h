@@ -48,7 +48,6 @@ typedef struct {
   fmemo_t *memo; size_t memocap;  /* per node */
   uint64_t clock;          /* linear verdicts read or written */
   uint32_t nways;          /* linear verdicts per node (sf_packer_set_linear_memo); 0 is 1 */
-  int64_t dv[SF__MIX_MAX + 1];     /* scratch: the placement's dF while a node is evaluated */
 } pk_fast_t;
 
 /* Which fast path serves this call, if any, and its signature. */

@@ -27,7 +27,7 @@ typedef struct {  /* scratch */
   int32_t *icnt; size_t icntcap;         /* per island */
   uint32_t *dk; size_t dkcap;            /* distinct devices of a placement */
   sf_milli_t *afa; int32_t *afp; size_t acap;
-  int64_t *dv;                           /* set: sf__score writes each shape's dF there (borrowed) */
+  int32_t *dv;                           /* set: sf__score writes each shape's dF there (borrowed) */
   /* the last sf__score's cost besides weight_frag x dF: islands, and a one-device placement's model and share */
   double rest_isl, mtaken;
   int mbit;

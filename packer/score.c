@@ -182,13 +182,14 @@ static void shape_after(sf_packer_t *p, const hnode_t *h, size_t i, const after_
  */
 static double frag_delta(sf_packer_t *p, hnode_t *h, const after_t *af, int64_t total, int64_t cpu_free)
 {
-  int64_t q = 0, *dv = p->score.dv;
+  int64_t q = 0;
+  int32_t *dv = p->score.dv;
   for (size_t i = 0; i < p->mix.nmix; i++) {
     fstat_t s;
     shape_after(p, h, i, af, &s);
     int64_t d = fshape(&p->mix.mix[i], &s, total, cpu_free) - h->fs[i].f;
     if (dv != NULL)
-      dv[i] = d;
+      dv[i] = (int32_t)d;  /* |dF| <= the node's milli-GPUs */
     q += p->mix.mix[i].q * d;
   }
   return (double)q / WEIGHT_ONE;

@@ -214,9 +214,9 @@ Test(image, pinned_digest_is_the_digest_the_build_produces)
     /* Other sources or other Debian packages give another digest: the pin is of another build. */
     char *diff = run(&st, "diff '%s/manifests/image-inputs.txt' '%s.inputs' | grep '^[<>]' | head -n 6",
                      top(), l);
-    cr_log_warn("SKIPPED: image::pinned_digest: the pin %s was built from other inputs than this "
-                "build (%s); make image-pin at a release pins this one:\n%s",
-                pin, built, diff);
+    /* On stderr: cr_log_warn here made Criterion 2.4.1's runner exit 1 with every test passed. */
+    fprintf(stderr, "[WARN] SKIPPED: image::pinned_digest: the pin %s was built from other inputs than "
+            "this build (%s); make image-pin at a release pins this one:\n%s", pin, built, diff);
     free(diff);
   }
   free(pin);
