@@ -13,15 +13,6 @@
  * the pods of one workload, alike in all but their names, one after
  * another, and between two of them only the nodes that changed are
  * evaluated again. Reasons are written anew for each call's claim.
- *
- * A learned mix moves its weights every few arrivals, and each move changes
- * the signature. Under fgd and fragmentation with the first-fit device
- * choice, the placement on a node does not depend on the weights and its
- * score is a step of a sum linear in them (plus, for a demand that could
- * use several models, the scarcity of the device's model, also read from
- * the mix), so the memo also keeps the placement's per-shape dF and its
- * device's model and share: a call that differs only in the weights scores
- * the node again from them in O(shapes), with no search (sf__score_again).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -41,7 +32,7 @@ static void sig_add(uint64_t *h, const void *data, size_t n)
  * the models' scarcity. Names are not in it: reasons are written per call.
  * 0 (nothing remembered) when a selector has no cache.
  */
-static uint64_t signature(const sf_packer_t *p, bool weights)
+static uint64_t signature(const sf_packer_t *p)
 {
   const slot_t *sl = &p->dem.slot[0];
   const sf_request_t *s = sl->s;
@@ -69,12 +60,9 @@ static uint64_t signature(const sf_packer_t *p, bool weights)
   sig_add(&h, &pol->max_sharers, sizeof(pol->max_sharers));
   sig_add(&h, &pol->headroom_pct, sizeof(pol->headroom_pct));
   sig_add(&h, &p->dem.dem->cpu_milli, sizeof(p->dem.dem->cpu_milli));
-  if (weights)
-    sig_add(&h, &p->mix.mixhash, sizeof(p->mix.mixhash));
-  else
-    sig_add(&h, &p->mix.shapehash, sizeof(p->mix.shapehash));
+  sig_add(&h, &p->mix.mixhash, sizeof(p->mix.mixhash));
   sig_add(&h, &p->dem.flexible, sizeof(p->dem.flexible));
-  if (p->dem.flexible && weights)
+  if (p->dem.flexible)
     sig_add(&h, p->mix.scarcity, sizeof(p->mix.scarcity));
   return h ? h : 1;
 }
@@ -94,12 +82,7 @@ void sf__fast_prepare(sf_packer_t *p)
     f->kind = FAST_SIMPLE;
   else if (d->ncs == 1 && d->cs[0].c->kind == SF_CONSTRAINT_ISLAND && sf__demand_refers(d->cs[0].c, d->fr[0].req, -1))
     f->kind = FAST_ISLAND;
-  f->sig = f->kind == FAST_NONE ? 0 : signature(p, true);
-  const sf_policy_t *pol = p->pol;
-  bool linear = f->kind == FAST_SIMPLE && pol->device_choice != SF_CHOICE_PACKER &&
-                !(pol->strategy == SF_STRATEGY_FGD && pol->nmix > 0) &&  /* a learned mix: weights move */
-                (pol->strategy == SF_STRATEGY_FGD || pol->strategy == SF_STRATEGY_FRAGMENTATION);
-  f->wsig = linear && f->sig != 0 ? signature(p, false) : 0;
+  f->sig = f->kind == FAST_NONE ? 0 : signature(p);
 }
 
 static fmemo_t *memo_of(pk_fast_t *f, sf_node_id node, size_t nnodes)
@@ -163,33 +146,6 @@ static uint32_t place(sf_packer_t *p, sf_verdict_t *v)
   return largest;
 }
 
-/* The node's linear verdict for the call's wsig at the node's version, or NULL. */
-static lway_t *way_find(pk_fast_t *f, const fmemo_t *m, uint64_t version)
-{
-  uint32_t n = f->nways ? f->nways : 1;
-  for (size_t i = 0; m->ways != NULL && i < n; i++)
-    if (m->ways[i].wsig == f->wsig && m->ways[i].version == version)
-      return &m->ways[i];
-  return NULL;
-}
-
-/* Where to keep a new linear verdict: its wsig's old one, an empty way, else the least recently read. */
-static lway_t *way_slot(pk_fast_t *f, fmemo_t *m)
-{
-  uint32_t n = f->nways ? f->nways : 1;
-  if (m->ways == NULL)
-    m->ways = sf_xcalloc(n, sizeof(*m->ways));
-  lway_t *w = &m->ways[0];
-  for (size_t i = 0; i < n; i++) {
-    lway_t *c = &m->ways[i];
-    if (c->wsig == f->wsig || c->wsig == 0)
-      return c;
-    if (c->used < w->used)
-      w = c;
-  }
-  return w;
-}
-
 bool sf__fast_eval(sf_packer_t *p, sf_node_id node, sf_verdict_t *v)
 {
   pk_fast_t *f = &p->fast;
@@ -201,33 +157,13 @@ bool sf__fast_eval(sf_packer_t *p, sf_node_id node, sf_verdict_t *v)
     replay(p, m, v);
     return true;
   }
-  lway_t *w = f->evaluating && f->wsig != 0 ? way_find(f, m, h->version) : NULL;
-  if (w != NULL) {
-    w->used = ++f->clock;
-    v->fit = SF_FIT_YES;
-    v->raw = sf__score_again(p, w->dv, w->rest_isl, w->mbit, w->mtaken);
-    return true;
-  }
-  /* A linear verdict is written where it will be kept: its dF straight into the way. */
-  w = f->evaluating && f->wsig != 0 ? way_slot(f, m) : NULL;
-  p->score.dv = w != NULL ? w->dv : NULL;
   sf__search_begin(p, h);
   uint32_t largest = place(p, v);
   sf__search_end(p);
-  p->score.dv = NULL;
   m->version = h->version;
   m->sig = f->evaluating ? f->sig : 0;
   m->raw = v->raw;
   m->fit = (uint8_t)v->fit;
-  if (w != NULL) {
-    bool lin = v->fit == SF_FIT_YES;
-    w->wsig = lin ? f->wsig : 0;
-    w->version = h->version;
-    w->used = ++f->clock;
-    w->mbit = p->score.mbit;
-    w->mtaken = (float)p->score.mtaken;
-    w->rest_isl = p->score.rest_isl;
-  }
   if (v->fit == SF_FIT_NO) {  /* what its reason is made from */
     m->st = p->search.st[0];
     m->n = h->n;
@@ -235,22 +171,4 @@ bool sf__fast_eval(sf_packer_t *p, sf_node_id node, sf_verdict_t *v)
     m->largest = largest;
   }
   return true;
-}
-
-void sf__fast_ways(pk_fast_t *f, uint32_t nways)
-{
-  if (nways == (f->nways ? f->nways : 1))
-    return;
-  for (size_t i = 0; i < f->memocap; i++) {
-    free(f->memo[i].ways);
-    f->memo[i].ways = NULL;
-  }
-  f->nways = nways;
-}
-
-void sf__fast_dispose(pk_fast_t *f)
-{
-  for (size_t i = 0; i < f->memocap; i++)
-    free(f->memo[i].ways);
-  free(f->memo);
 }

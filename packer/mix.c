@@ -72,14 +72,10 @@ static void load_shapes(pk_mix_t *mx, const sf__shape_t *src, size_t n, bool lea
   double total = 0.0;
   for (size_t i = 0; learned && i < n; i++)
     total += src[i].weight;
-  /* A learned shape whose weight rounds to nothing stays, with weight 0: the
-   * set of shapes then moves only when a new one comes or one leaves, and the
-   * per-shape statistics and the fast path's per-shape dF stay valid while
-   * only weights move. It adds nothing to any F. */
   for (size_t i = 0; i < n; i++) {
     double w = src[i].weight;
-    if (learned)
-      w = floor(w * MIX_STEPS / total + 0.5);
+    if (learned && (w = floor(w * MIX_STEPS / total + 0.5)) <= 0.0)
+      continue;
     mx->mix[mx->nmix++] = (shape_t){src[i].cpu_milli, src[i].amount, src[i].count, src[i].island,
                                     src[i].models, w, 0};
   }

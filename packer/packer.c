@@ -39,7 +39,7 @@ void sf_packer_destroy(sf_packer_t *p)
   sf__view_dispose(&p->view);
   sf__search_dispose(&p->search);
   sf__score_dispose(&p->score);
-  sf__fast_dispose(&p->fast);
+  free(p->fast.memo);
   free(p);
 }
 
@@ -232,9 +232,4 @@ void sf_packer_set_fast_path(sf_packer_t *p, bool on)
 void sf_packer_set_reasons(sf_packer_t *p, bool on)
 {
   p->reason.off = !on;
-}
-
-void sf_packer_set_linear_memo(sf_packer_t *p, unsigned ways)
-{
-  sf__fast_ways(&p->fast, ways < 1 ? 1 : ways > LWAYS_MAX ? LWAYS_MAX : ways);
 }

@@ -11,23 +11,6 @@
 
 enum { FAST_NONE = 0, FAST_SIMPLE, FAST_ISLAND };
 
-/*
- * A FIT verdict remembered in linear form (see fast.c): for one call
- * signature but the mix's weights, raw = sf__score_again(dv, ...) under any
- * weights.
- */
-typedef struct {
-  uint64_t wsig;           /* 0: empty */
-  uint64_t version;
-  uint64_t used;           /* the packer's clock when last read: the least recent goes first */
-  int32_t mbit;
-  float mtaken;            /* a share in per-mille: exact */
-  double rest_isl;
-  int32_t dv[SF__MIX_MAX + 1];  /* per shape of the mix: the placement's dF (|dF| <= the node's milli-GPUs) */
-} lway_t;
-
-enum { LWAYS_MAX = 64 };
-
 /* A node's remembered verdict. */
 typedef struct {
   uint64_t version;        /* the node version it holds for */
@@ -36,25 +19,19 @@ typedef struct {
   stats_t st;              /* NO: what the reason is made from */
   uint32_t n, clen, largest;
   uint8_t fit;
-  lway_t *ways;            /* pk_fast_t.nways, allocated at the first linear verdict */
 } fmemo_t;
 
 typedef struct {
   bool on;                 /* sf_packer_set_fast_path */
   int kind;
   uint64_t sig;            /* what a node's verdict depends on besides the node; 0: no memo */
-  uint64_t wsig;           /* the same but for the mix's weights, when the score is linear in them; 0: not */
   bool evaluating;         /* in sf_packer_evaluate, where verdicts may come from the memo */
   fmemo_t *memo; size_t memocap;  /* per node */
-  uint64_t clock;          /* linear verdicts read or written */
-  uint32_t nways;          /* linear verdicts per node (sf_packer_set_linear_memo); 0 is 1 */
 } pk_fast_t;
 
 /* Which fast path serves this call, if any, and its signature. */
 void sf__fast_prepare(sf_packer_t *p);
 /* Filters and scores one node on the fast path; false, having done nothing, when it cannot serve it. */
 bool sf__fast_eval(sf_packer_t *p, sf_node_id node, sf_verdict_t *v);
-void sf__fast_ways(pk_fast_t *f, uint32_t nways);
-void sf__fast_dispose(pk_fast_t *f);
 
 #endif

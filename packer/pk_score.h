@@ -27,10 +27,6 @@ typedef struct {  /* scratch */
   int32_t *icnt; size_t icntcap;         /* per island */
   uint32_t *dk; size_t dkcap;            /* distinct devices of a placement */
   sf_milli_t *afa; int32_t *afp; size_t acap;
-  int32_t *dv;                           /* set: sf__score writes each shape's dF there (borrowed) */
-  /* the last sf__score's cost besides weight_frag x dF: islands, and a one-device placement's model and share */
-  double rest_isl, mtaken;
-  int mbit;
 } pk_score_t;
 
 /* F(before) of the node against the call's mix; caches its per-shape statistics. */
@@ -40,14 +36,6 @@ double sf__score_frag(sf_packer_t *p, hnode_t *h);
  * node: devices may repeat (several requests on one shared device).
  */
 double sf__score(sf_packer_t *p, hnode_t *h, const pick_t *picks, size_t n);
-/*
- * The fragmentation strategies' raw score of a one-device placement again,
- * from its per-shape dF (dv) and the rest of its cost (rest_isl, mbit,
- * mtaken), as sf__score left them, under the call's weights and models'
- * scarcity: the same value sf__score gives for the same node state, shapes
- * and policy, in O(shapes).
- */
-double sf__score_again(const sf_packer_t *p, const int32_t *dv, double rest_isl, int mbit, double mtaken);
 void sf__score_dispose(pk_score_t *s);
 
 #endif

@@ -174,23 +174,14 @@ static void shape_after(sf_packer_t *p, const hnode_t *h, size_t i, const after_
     s->bi = s->bi - lost > s->bi2 ? s->bi - lost : s->bi2;
 }
 
-/*
- * Σ w (F(after) - F(before)), summed in int64 before the one division; each
- * shape's F(after) - F(before) also goes to p->score.dv when it is set (the
- * fast path's memo scores the placement again from them when only the
- * weights move).
- */
-static double frag_delta(sf_packer_t *p, hnode_t *h, const after_t *af, int64_t total, int64_t cpu_free)
+/* Σ w F(after). */
+static double frag_after(sf_packer_t *p, hnode_t *h, const after_t *af, int64_t total, int64_t cpu_free)
 {
   int64_t q = 0;
-  int32_t *dv = p->score.dv;
   for (size_t i = 0; i < p->mix.nmix; i++) {
     fstat_t s;
     shape_after(p, h, i, af, &s);
-    int64_t d = fshape(&p->mix.mix[i], &s, total, cpu_free) - h->fs[i].f;
-    if (dv != NULL)
-      dv[i] = (int32_t)d;  /* |dF| <= the node's milli-GPUs */
-    q += p->mix.mix[i].q * d;
+    q += p->mix.mix[i].q * fshape(&p->mix.mix[i], &s, total, cpu_free);
   }
   return (double)q / WEIGHT_ONE;
 }
@@ -214,9 +205,8 @@ static double fgd_step(const sf_packer_t *p, double cost)
 }
 
 /* Islands kept whole: each intact island the placement takes part of, not all of, pays. */
-static double island_penalty(const sf_packer_t *p, const hnode_t *h, const after_t *af)
+static double island_penalty(const sf_packer_t *p, const hnode_t *h, const after_t *af, double raw)
 {
-  double pen = 0.0;
   for (size_t j = 0; j < af->n; j++) {
     int16_t isl = h->d[af->k[j]].island;
     bool first = sf__view_intact(h, isl);
@@ -228,48 +218,21 @@ static double island_penalty(const sf_packer_t *p, const hnode_t *h, const after
     for (size_t e = j; e < af->n; e++)
       used += h->d[af->k[e]].island == isl;
     if (used < sf__view_isize(h)[isl])
-      pen += p->pol->weight_island * 1000.0;
+      raw -= p->pol->weight_island * 1000.0;
   }
-  return pen;
+  return raw;
 }
 
-/*
- * fragmentation's cost besides weight_frag x dF: islands broken, and scarce
- * models taken by a flexible demand. Kept in p->score for the fast path's
- * memo: the island part, and the one device's model and share taken.
- */
-static double cost_rest(sf_packer_t *p, const hnode_t *h, const after_t *af)
+/* The fragmentation strategy: FGD's dF weighted, then islands and scarce models kept, on FGD's scale. */
+static double score_fragmentation(const sf_packer_t *p, const hnode_t *h, const after_t *af, double df)
 {
-  pk_score_t *sc = &p->score;
-  sc->rest_isl = island_penalty(p, h, af);
-  sc->mbit = af->n == 1 ? h->d[af->k[0]].model_bit : -1;
-  sc->mtaken = af->n == 1 ? (double)(h->d[af->k[0]].fp - af->fp[0]) : 0.0;
-  double rest = sc->rest_isl;
+  double raw = island_penalty(p, h, af, -p->pol->weight_frag * df);
   if (p->dem.flexible)
     for (size_t j = 0; j < af->n; j++) {
       const hdev_t *d = &h->d[af->k[j]];
-      rest += p->pol->weight_model * p->mix.scarcity[d->model_bit] * (double)(d->fp - af->fp[j]);
+      raw -= p->pol->weight_model * p->mix.scarcity[d->model_bit] * (double)(d->fp - af->fp[j]);
     }
-  return rest;
-}
-
-/* The score of the fragmentation strategies from dF and the rest of the cost. */
-static double frag_score(const sf_packer_t *p, double df, double rest)
-{
-  if (p->pol->strategy == SF_STRATEGY_FGD)
-    return fgd_step(p, df);
-  return fgd_step(p, p->pol->weight_frag * df + rest);
-}
-
-double sf__score_again(const sf_packer_t *p, const int32_t *dv, double rest_isl, int mbit, double mtaken)
-{
-  int64_t q = 0;
-  for (size_t i = 0; i < p->mix.nmix; i++)
-    q += p->mix.mix[i].q * (int64_t)dv[i];
-  double rest = rest_isl;
-  if (p->pol->strategy != SF_STRATEGY_FGD && p->dem.flexible && mbit >= 0)
-    rest += p->pol->weight_model * p->mix.scarcity[mbit] * mtaken;
-  return frag_score(p, (double)q / WEIGHT_ONE, rest);
+  return fgd_step(p, -raw);
 }
 
 /* The distinct devices of picks[0..n) and their state after. */
@@ -331,11 +294,10 @@ double sf__score(sf_packer_t *p, hnode_t *h, const pick_t *picks, size_t n)
   }
   int64_t cpu = h->cpu_free >= 0 ? h->cpu_free - p->dem.dem->cpu_milli : h->cpu_free;
   fstats(p, h);
-  double df = frag_delta(p, h, &af, total, cpu);
-  p->score.rest_isl = 0.0;
-  p->score.mbit = -1;
-  double rest = p->pol->strategy == SF_STRATEGY_FGD ? 0.0 : cost_rest(p, h, &af);
-  return frag_score(p, df, rest);
+  double df = frag_after(p, h, &af, total, cpu) - h->fb;
+  if (p->pol->strategy == SF_STRATEGY_FGD)
+    return fgd_step(p, df);
+  return score_fragmentation(p, h, &af, df);
 }
 
 void sf__score_dispose(pk_score_t *s)

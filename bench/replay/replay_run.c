@@ -1342,9 +1342,6 @@ int sf_replay_run(const sf_replay_trace_t *t, const sf_replay_opts_t *opts,
 
   r->pk = sf_packer_create();
   sf_packer_set_reasons(r->pk, false);  /* the replay reads fit and score only */
-  /* A trace's pods come in a few dozen shapes, interleaved: keep each node's
-   * placement per shape to score again when only the learned mix's weights move. */
-  sf_packer_set_linear_memo(r->pk, 64);
   sf_rng_seed(&r->rng, opts->seed ^ 0x243f6a8885a308d3ull);
   run_policies(r, strategy);
   if ((rc = open_index(r, err, errlen)) != 0 || (rc = build_index(r, err, errlen)) != 0)

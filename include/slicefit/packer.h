@@ -108,15 +108,4 @@ void sf_packer_set_fast_path(sf_packer_t *p, bool on);
  */
 void sf_packer_set_reasons(sf_packer_t *p, bool on);
 
-/**
- * How many placements per node the fast path keeps in a form it can score
- * again in O(shapes) when only the learned mix's weights move (fgd and
- * fragmentation with first-fit device choice): one per pod shape, the
- * least recently read going first. 1 (the default) serves a daemon that
- * sees one workload's pods in turn, at about 300 bytes per node; a replay
- * of a trace whose pods come in a few dozen shapes interleaved keeps more.
- * 1..64 (larger values are taken as 64); answers are the same for any value.
- */
-void sf_packer_set_linear_memo(sf_packer_t *p, unsigned ways);
-
 #endif

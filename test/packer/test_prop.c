@@ -199,19 +199,13 @@ static void same_verdicts(const sf_verdict_t *a, const sf_verdict_t *b, int step
   }
 }
 
-/*
- * `ways` placements per node kept to be scored again when only the learned
- * mix's weights move (sf_packer_set_linear_memo): one, as the daemon keeps,
- * and several, as the replay does, where interleaved shapes find theirs.
- */
-static void remembered(unsigned ways, uint64_t seed)
+Test(prop, remembered_verdicts_match_fresh_ones)
 {
   static const char *const strategies[] = {"fragmentation", "fgd", "binpack", "spread"};
   static const char *const names[] = {"default/claim", "tenants/agent-1", "tenants/agent-2"};
-  rng = seed;
+  rng = 77;
   sf_index_t *idx = sf_index_create();
   sf_packer_t *pk = sf_packer_create();
-  sf_packer_set_linear_memo(pk, ways);
   sf_policy_t pol;
   sf_policy_init(&pol);
   char err[200], holder[32], num[16];
@@ -282,9 +276,6 @@ static void remembered(unsigned ways, uint64_t seed)
   sf_packer_destroy(pk);
   sf_index_destroy(idx);
 }
-
-Test(prop, remembered_verdicts_match_fresh_ones) { remembered(1, 77); }
-Test(prop, remembered_linear_verdicts_match_fresh_ones) { remembered(8, 78); }
 
 /*
  * The one kernel against the reference kept in test/ (reference.c): on
