@@ -14,12 +14,7 @@ void sf__index_mirror_unlink(sf_index_t *idx, sf_node_id node, sf_dev_id d, bool
 {
   sf__node_t *n = &idx->nodes[node];
   sf__dev_t *dv = &idx->devs[d];
-  for (size_t k = 0; k < n->nmdevs; k++)
-    if (n->mdevs[k] == d) {
-      memmove(n->mdevs + k, n->mdevs + k + 1, (n->nmdevs - k - 1) * sizeof(*n->mdevs));
-      n->nmdevs--;
-      break;
-    }
+  sf__i32_remove(n->mdevs, &n->nmdevs, d);
   for (uint32_t k = 0; k < dv->nmirrors; k++)
     if (dv->mirrors[k] == node) {
       dv->mirrors[k] = dv->mirrors[--dv->nmirrors];

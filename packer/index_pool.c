@@ -389,12 +389,7 @@ int sf_index_pool_remove(sf_index_t *idx, sf_node_id node, const char *driver, c
   free(pl->devs);
   memset(pl, 0, sizeof(*pl));
   sf__node_t *n = &idx->nodes[node];
-  for (size_t i = 0; i < n->npools; i++)
-    if (n->pools[i] == p) {
-      memmove(n->pools + i, n->pools + i + 1, (n->npools - i - 1) * sizeof(*n->pools));
-      n->npools--;
-      break;
-    }
+  sf__i32_remove(n->pools, &n->npools, p);
   GIVE_SLOT(idx, free_pools, nfree_pools, fp_cap, p);
   sf__index_node_reorder(idx, node);
   return 0;

@@ -27,6 +27,7 @@
 #ifndef SF_PACKER_INDEX_PRIV_H
 #define SF_PACKER_INDEX_PRIV_H
 
+#include <string.h>
 #include "index_int.h"
 
 #define GROW(arr, cap, need) sf_xgrow(&(arr), &(cap), (need), sizeof(*(arr)))
@@ -87,5 +88,17 @@ bool sf__index_dev_on(const sf_index_t *idx, sf_dev_id d, sf_node_id node);
 /* index_policy.c */
 /* Recomputes model, primary capacity and islands for every device of a node. */
 void sf__index_derive_node(sf_index_t *idx, sf_node_id node);
+
+/* Takes the first v out of a[0..*n), keeping the order of the rest; false if absent. */
+static inline bool sf__i32_remove(int32_t *a, size_t *n, int32_t v)
+{
+  for (size_t k = 0; k < *n; k++)
+    if (a[k] == v) {
+      memmove(a + k, a + k + 1, (*n - k - 1) * sizeof(*a));
+      (*n)--;
+      return true;
+    }
+  return false;
+}
 
 #endif
