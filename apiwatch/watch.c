@@ -31,6 +31,7 @@
  * resourceVersion. sf_apiwatch_synced is false while any resource has gone
  * unconfirmed for longer than staleness_ms. Retry-After is honoured up to
  * backoff_max_ms; a watch-list that fell back to LIST is tried again after
+ * stream_retry_ms.
  *
  * The parts: watch.c (the helpers they share, libcurl on libuv, lifecycle),
  * watch_http.c (requests and the bytes of their responses), watch_sync.c

@@ -257,7 +257,7 @@ static int cmp_rank(const void *a, const void *b)
   size_t x = *(const size_t *)a, y = *(const size_t *)b;
   if (x == y)
     return 0;
-  return sf__search_better(rank_s, x, y, rank_part, rank_upto) ? -1 : 1;
+  return sf__replay_search_better(rank_s, x, y, rank_part, rank_upto) ? -1 : 1;
 }
 
 /* Sorts the entries in v best first on part over the first `upto` seeds. */
@@ -333,14 +333,14 @@ static void make_entries(search_t *s)
   char name[48];
   s->e = sf_xcalloc(SF_SEARCH_BUILTINS + o->ncandidates, sizeof(*s->e));
   for (size_t b = 0; b < SF_SEARCH_BUILTINS; b++) {
-    sf__search_builtin_policy(s, builtins[b], &pol);
-    sf__search_add_entry(s, sf_strategy_name(builtins[b]), -1, &pol);
+    sf__replay_search_builtin_policy(s, builtins[b], &pol);
+    sf__replay_search_add_entry(s, sf_strategy_name(builtins[b]), -1, &pol);
   }
   s->nbuiltin = s->ne;
   for (size_t i = 0; i < o->ncandidates; i++) {
     sf_search_candidate(&s->base, s->ks, s->nk, o->search_seed, o->ncandidates, i, &pol);
     snprintf(name, sizeof(name), i ? "candidate %zu" : "candidate 0 (base)", i);
-    sf__search_add_entry(s, name, (long)i, &pol);
+    sf__replay_search_add_entry(s, name, (long)i, &pol);
   }
 }
 
@@ -360,12 +360,12 @@ static int train_stages(search_t *s, size_t *order, size_t *n)
   size_t nc = o->ncandidates, k1 = (nc + 3) / 4, S = o->nseeds;
   size_t fin = SF_SEARCH_FINALISTS + 1 + SF_SEARCH_BUILTINS;
   for (size_t i = 0; i < nc; i++)
-    sf__search_queue(s, s->nbuiltin + i, TRAIN, 0, true);
+    sf__replay_search_queue(s, s->nbuiltin + i, TRAIN, 0, true);
   for (size_t b = 0; b < s->nbuiltin; b++)
     for (size_t k = 0; k < S; k++)
-      sf__search_queue(s, b, TRAIN, k, false);
+      sf__replay_search_queue(s, b, TRAIN, k, false);
   stage_start(s, 1, (k1 + 1) * (S - 1) + fin * S);
-  if (sf__search_run_stage(s) != 0)
+  if (sf__replay_search_run_stage(s) != 0)
     return s->rc;
   for (size_t i = 0; i < nc; i++)
     order[i] = s->nbuiltin + i;
@@ -377,9 +377,9 @@ static int train_stages(search_t *s, size_t *order, size_t *n)
       order[(*n)++] = order[i];
   for (size_t i = 0; i < *n; i++)
     for (size_t k = 1; k < S; k++)
-      sf__search_queue(s, order[i], TRAIN, k, false);
+      sf__replay_search_queue(s, order[i], TRAIN, k, false);
   stage_start(s, 2, fin * S);
-  if (sf__search_run_stage(s) != 0)
+  if (sf__replay_search_run_stage(s) != 0)
     return s->rc;
   rank(s, order, *n, TRAIN, S);
   return 0;
@@ -397,10 +397,10 @@ static void add_row(const search_t *s, sf_search_result_t *res, size_t entry)
     r->ntrain += c->done[TRAIN][k];
     r->nholdout += c->done[HOLDOUT][k];
   }
-  r->train100 = sf__search_mean(s, entry, TRAIN, false, s->o->nseeds);
-  r->train130 = sf__search_mean(s, entry, TRAIN, true, s->o->nseeds);
-  r->holdout100 = sf__search_mean(s, entry, HOLDOUT, false, s->o->nseeds);
-  r->holdout130 = sf__search_mean(s, entry, HOLDOUT, true, s->o->nseeds);
+  r->train100 = sf__replay_search_mean(s, entry, TRAIN, false, s->o->nseeds);
+  r->train130 = sf__replay_search_mean(s, entry, TRAIN, true, s->o->nseeds);
+  r->holdout100 = sf__replay_search_mean(s, entry, HOLDOUT, false, s->o->nseeds);
+  r->holdout130 = sf__replay_search_mean(s, entry, HOLDOUT, true, s->o->nseeds);
 }
 
 /* Stage 3: the finalists, candidate 0 and the built-ins on the holdout; then the rows. */
@@ -411,13 +411,13 @@ static int holdout_stage(search_t *s, const size_t *order, size_t n, sf_search_r
   for (size_t i = 0; i < nf; i++) {
     base_in = base_in || order[i] == base;
     for (size_t k = 0; k < s->o->nseeds; k++)
-      sf__search_queue(s, order[i], HOLDOUT, k, false);
+      sf__replay_search_queue(s, order[i], HOLDOUT, k, false);
   }
   for (size_t b = 0; b <= s->nbuiltin; b++)   /* b == nbuiltin: candidate 0 */
     for (size_t k = 0; k < s->o->nseeds; k++)
-      sf__search_queue(s, b, HOLDOUT, k, false);
+      sf__replay_search_queue(s, b, HOLDOUT, k, false);
   stage_start(s, 3, 0);
-  if (sf__search_run_stage(s) != 0)
+  if (sf__replay_search_run_stage(s) != 0)
     return s->rc;
   res->rows = sf_xcalloc(s->nbuiltin + nf + 1, sizeof(*res->rows));
   for (size_t b = 0; b < s->nbuiltin; b++)
@@ -471,7 +471,7 @@ int sf_search_run(const sf_replay_trace_t *t, const sf_search_opts_t *o, sf_sear
     res->knobs[res->nknobs++] = s.ks[k]->key;
   make_entries(&s);
   order = sf_xcalloc(o->ncandidates, sizeof(*order));
-  s.t0 = sf__search_now_s();
+  s.t0 = sf__replay_search_now_s();
   if ((rc = train_stages(&s, order, &n)) != 0 || (rc = holdout_stage(&s, order, n, res)) != 0) {
     snprintf(err, errlen, "%s", s.err);
     goto out;

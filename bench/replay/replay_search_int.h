@@ -50,12 +50,12 @@ typedef struct {
   char err[SF_REPLAY_ERR_MAX + 128];
 } search_t;
 
-double sf__search_now_s(void);
-void sf__search_add_entry(search_t *s, const char *name, long candidate, sf_policy_t *pol);
-void sf__search_builtin_policy(const search_t *s, sf_strategy_t st, sf_policy_t *out);
-double sf__search_mean(const search_t *s, size_t entry, int part, bool at130, size_t upto);
-bool sf__search_better(const search_t *s, size_t a, size_t b, int part, size_t upto);
-void sf__search_queue(search_t *s, size_t entry, int part, size_t k, bool may_stop);
-int sf__search_run_stage(search_t *s);
+double sf__replay_search_now_s(void);
+void sf__replay_search_add_entry(search_t *s, const char *name, long candidate, sf_policy_t *pol);
+void sf__replay_search_builtin_policy(const search_t *s, sf_strategy_t st, sf_policy_t *out);
+double sf__replay_search_mean(const search_t *s, size_t entry, int part, bool at130, size_t upto);
+bool sf__replay_search_better(const search_t *s, size_t a, size_t b, int part, size_t upto);
+void sf__replay_search_queue(search_t *s, size_t entry, int part, size_t k, bool may_stop);
+int sf__replay_search_run_stage(search_t *s);
 
 #endif

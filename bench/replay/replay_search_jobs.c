@@ -13,7 +13,7 @@
 
 /* ---- entries ---- */
 
-double sf__search_now_s(void)
+double sf__replay_search_now_s(void)
 {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -63,7 +63,7 @@ static char *knob_values(const search_t *s, const sf_policy_t *pol)
   return out;
 }
 
-void sf__search_add_entry(search_t *s, const char *name, long candidate, sf_policy_t *pol)
+void sf__replay_search_add_entry(search_t *s, const char *name, long candidate, sf_policy_t *pol)
 {
   entry_t *e = &s->e[s->ne];
   snprintf(e->name, sizeof(e->name), "%s", name);
@@ -81,7 +81,7 @@ void sf__search_add_entry(search_t *s, const char *name, long candidate, sf_poli
 }
 
 /* The base with strategy `st` and every varied knob at its default: a built-in strategy. */
-void sf__search_builtin_policy(const search_t *s, sf_strategy_t st, sf_policy_t *out)
+void sf__replay_search_builtin_policy(const search_t *s, sf_strategy_t st, sf_policy_t *out)
 {
   size_t nkeys;
   const sf_policy_key_t *keys = sf_policy_keys(&nkeys);
@@ -172,7 +172,7 @@ static int replay(search_t *s, const job_t *j, double *a100, double *a130, bool 
 }
 
 /* Mean over the first `upto` seeds done on `part` (the entry's canonical results); NAN when none. */
-double sf__search_mean(const search_t *s, size_t entry, int part, bool at130, size_t upto)
+double sf__replay_search_mean(const search_t *s, size_t entry, int part, bool at130, size_t upto)
 {
   const entry_t *c = &s->e[s->e[entry].canon];
   double sum = 0;
@@ -190,13 +190,13 @@ double sf__search_mean(const search_t *s, size_t entry, int part, bool at130, si
  * allocation @100, then @130, then the lower index (so among equals the base
  * and the earlier draws win, whatever order the threads finished in).
  */
-bool sf__search_better(const search_t *s, size_t a, size_t b, int part, size_t upto)
+bool sf__replay_search_better(const search_t *s, size_t a, size_t b, int part, size_t upto)
 {
-  double x = sf__search_mean(s, a, part, false, upto), y = sf__search_mean(s, b, part, false, upto);
+  double x = sf__replay_search_mean(s, a, part, false, upto), y = sf__replay_search_mean(s, b, part, false, upto);
   if (x != y)
     return x > y || isnan(y);
-  x = sf__search_mean(s, a, part, true, upto);
-  y = sf__search_mean(s, b, part, true, upto);
+  x = sf__replay_search_mean(s, a, part, true, upto);
+  y = sf__replay_search_mean(s, b, part, true, upto);
   if (x != y)
     return x > y || isnan(y);
   return a < b;
@@ -210,14 +210,14 @@ static void report(search_t *s, const job_t *j, double a100, bool stopped)
   bool have = false;
   /* The best candidate so far: by its mean over the train seeds it has finished. */
   for (size_t i = s->nbuiltin; i < s->ne; i++)
-    if (!isnan(sf__search_mean(s, i, TRAIN, false, s->o->nseeds)) && (!have || sf__search_better(s, i, bi, TRAIN, s->o->nseeds))) {
+    if (!isnan(sf__replay_search_mean(s, i, TRAIN, false, s->o->nseeds)) && (!have || sf__replay_search_better(s, i, bi, TRAIN, s->o->nseeds))) {
       bi = i;
       have = true;
     }
   if (have)
     snprintf(best, sizeof(best), "; best so far %s %.2f", s->e[bi].name,
-             sf__search_mean(s, bi, TRAIN, false, s->o->nseeds));
-  double el = sf__search_now_s() - s->t0;
+             sf__replay_search_mean(s, bi, TRAIN, false, s->o->nseeds));
+  double el = sf__replay_search_now_s() - s->t0;
   double eta = s->finished ? el / (double)s->finished * (double)(s->planned - s->finished) : NAN;
   if (stopped)
     snprintf(got, sizeof(got), "stopped, cannot make the best quarter");
@@ -267,7 +267,7 @@ static void *worker(void *arg)
  * policy. may_stop: the run may end early when it cannot make the best
  * quarter; never for a built-in or the base, whose figures are reported.
  */
-void sf__search_queue(search_t *s, size_t entry, int part, size_t k, bool may_stop)
+void sf__replay_search_queue(search_t *s, size_t entry, int part, size_t k, bool may_stop)
 {
   size_t canon = s->e[entry].canon;
   entry_t *c = &s->e[canon];
@@ -279,7 +279,7 @@ void sf__search_queue(search_t *s, size_t entry, int part, size_t k, bool may_st
 }
 
 /* Runs the queued jobs on the worker threads and empties the queue. */
-int sf__search_run_stage(search_t *s)
+int sf__replay_search_run_stage(search_t *s)
 {
   unsigned nt = s->o->threads;
   pthread_t th[64];
