@@ -163,12 +163,16 @@ $(B)/$(call test_name,$(1)): $(patsubst %.c,$(B)/%.o,$(wildcard test/$(1)/*.c)) 
 endef
 $(foreach d,$(TEST_DIRS),$(eval $(call test_rule,$(d))))
 
-# test/tools/NAME.c: helper programs the tests start (the fake kube-apiserver, ...).
+# test/tools/NAME.c: helper programs the tests start (the fake kube-apiserver, ...);
+# test/tools/NAME/*.c, when present, are more of NAME's parts.
 TOOL_SRC  := $(wildcard test/tools/*.c)
 TOOL_BINS := $(TOOL_SRC:test/tools/%.c=$(B)/tools/%)
-$(B)/tools/%: $(B)/test/tools/%.o $(SHELL_LIB) $(CORE_LIB)
-	@mkdir -p $(@D)
-	$(CC) $(OPT) $(LDSAN_$(V)) -o $@ $^ $(PKG_LIBS) -lm
+define tool_rule
+$(B)/tools/$(1): $(B)/test/tools/$(1).o $(patsubst %.c,$(B)/%.o,$(wildcard test/tools/$(1)/*.c)) $(SHELL_LIB) $(CORE_LIB)
+	@mkdir -p $$(@D)
+	$$(CC) $$(OPT) $$(LDSAN_$$(V)) -o $$@ $$^ $$(PKG_LIBS) -lm
+endef
+$(foreach t,$(TOOL_SRC:test/tools/%.c=%),$(eval $(call tool_rule,$(t))))
 
 # Tests find shared/ and the repository's data relative to the top.
 export SLICEFIT_TOP := $(CURDIR)

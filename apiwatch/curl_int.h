@@ -1,4 +1,4 @@
-/* apiwatch's own helpers for its libcurl users (watch.c, discovery.c). Not a public header. */
+/* apiwatch's own helpers for its libcurl users (watch_http.c, discovery.c). Not a public header. */
 #ifndef SF_APIWATCH_CURL_INT_H
 #define SF_APIWATCH_CURL_INT_H
 

@@ -1,0 +1,266 @@
+/*
+ * Pod shapes and the verdict cache, the order that breaks ties, and the
+ * learned mix of the fragmentation policy (replay_run.c has the run).
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "replay_run_int.h"
+
+/* ---- pod shapes: pods that the core cannot tell apart, memory aside ---- */
+
+static bool same_shape(const sf_replay_pod_t *a, const sf_replay_pod_t *b)
+{
+  if (a->cpu_milli != b->cpu_milli || a->num_gpu != b->num_gpu || a->gpu_milli != b->gpu_milli ||
+      a->nclaims != b->nclaims)
+    return false;
+  for (size_t c = 0; c < a->nclaims; c++) {
+    const sf_replay_claim_t *x = &a->claims[c], *y = &b->claims[c];
+    if (x->island != y->island || x->nreqs != y->nreqs)
+      return false;
+    for (size_t q = 0; q < x->nreqs; q++)
+      if (x->reqs[q].count != y->reqs[q].count || x->reqs[q].amount != y->reqs[q].amount ||
+          x->reqs[q].spec != y->reqs[q].spec)
+        return false;
+  }
+  return true;
+}
+
+static uint64_t mix64(uint64_t h, int64_t v)
+{
+  return (h ^ (uint64_t)v) * 0x100000001b3ull;
+}
+
+static uint64_t shape_hash(const sf_replay_pod_t *p)
+{
+  uint64_t h = mix64(mix64(mix64(0xcbf29ce484222325ull, p->cpu_milli), p->num_gpu), p->gpu_milli);
+  for (size_t c = 0; c < p->nclaims; c++)
+    for (size_t q = 0; q < p->claims[c].nreqs; q++) {
+      const sf_replay_req_t *rq = &p->claims[c].reqs[q];
+      h = mix64(mix64(mix64(h, rq->count), rq->amount), rq->spec);
+    }
+  return h;
+}
+
+#define CACHE_MAX_ENTRIES (4u << 20)   /* shapes x nodes; beyond, no cache (about 96 MiB) */
+
+static bool extender(const run_t *r)
+{
+  return r->o->extender_scores && r->kind == SF_REPLAY_CORE;
+}
+
+/* Gives every trace pod a shape id (open addressing on the shape hash). */
+static void assign_shapes(run_t *r)
+{
+  const sf_replay_trace_t *t = r->t;
+  size_t cap = 64;
+  while (cap < 2 * t->npods)
+    cap *= 2;
+  uint32_t *slot = sf_xcalloc(cap, sizeof(*slot));   /* 1 + representative pod, 0 = empty */
+  uint32_t *id_of = sf_xcalloc(cap, sizeof(*id_of));
+  r->shape_of = sf_xcalloc(t->npods + 1, sizeof(*r->shape_of));
+  r->nshapes = 0;
+  for (uint32_t i = 0; i < t->npods; i++) {
+    size_t h = (size_t)shape_hash(&t->pods[i]) & (cap - 1);
+    while (slot[h] != 0 && !same_shape(&t->pods[slot[h] - 1], &t->pods[i]))
+      h = (h + 1) & (cap - 1);
+    if (slot[h] == 0) {
+      slot[h] = i + 1;
+      id_of[h] = (uint32_t)r->nshapes++;
+    }
+    r->shape_of[i] = id_of[h];
+  }
+  free(slot);
+  free(id_of);
+  r->cached = !r->o->no_cache && !extender(r) && r->nshapes > 0 && r->nshapes * (r->nnodes + 1) <= CACHE_MAX_ENTRIES;
+  r->vc = sf_xcalloc((r->cached ? r->nshapes : 1) * (r->nnodes + 1), sizeof(*r->vc));
+}
+
+/* The node's state changed: its cached verdicts are stale, its free memory is re-read. */
+void sf__replay_touch(run_t *r, size_t pos)
+{
+  int64_t ca, cu, ma, mu;
+  r->stamp[pos]++;
+  sf_index_node_cpu_mem(r->idx, r->nodes[pos], &ca, &cu, &ma, &mu);
+  r->mem_free[pos] = ma > 0 ? ma - mu : INT64_MAX;
+}
+
+/* rank[0..n) = a permutation of 0..n-1 drawn from its own stream of the seed (Fisher-Yates). */
+static void permute_ranks(uint32_t *rank, size_t n, uint64_t seed)
+{
+  sf_rng_t rng;
+  sf_rng_seed(&rng, seed ^ 0x9e3779b97f4a7c15ull);
+  for (size_t i = 0; i < n; i++)
+    rank[i] = (uint32_t)i;
+  for (size_t i = n; i > 1; i--) {
+    size_t j = (size_t)sf_rng_below(&rng, i);
+    uint32_t x = rank[i - 1];
+    rank[i - 1] = rank[j];
+    rank[j] = x;
+  }
+}
+
+/*
+ * The order in which equal scores are broken (--ties), as a rank per node
+ * position: the lowest rank wins, equal ranks at random.
+ *   perm: the FGD simulator. Its syncClusterResourceList sorts the nodes by
+ *     name and renames node i "%04d-" + name with rand.Perm(n)[i] (seeded
+ *     with the tune seed), and the first highest score by name wins (the
+ *     authors' kube-scheduler fork; docs/replay.md), so the rank of node i is
+ *     a seeded random permutation, fixed for the whole run.
+ *   sched: kube-scheduler 1.20's own order. Its filter runs
+ *     16 workers over chunks of min(sqrt(n), n/16 + 1) nodes and appends each
+ *     node that passes to the feasible list as it goes, so that list runs in
+ *     waves of 16 chunks, interleaved node by node at random; selectHost then
+ *     takes the first highest score (the authors' fork; docs/replay.md).
+ *   first: the node list order (by name). random: any, as upstream selectHost.
+ */
+static void rank_nodes(run_t *r)
+{
+  size_t n = r->nnodes, chunk = (size_t)sqrt((double)n);
+  if (chunk > n / 16 + 1)
+    chunk = n / 16 + 1;
+  if (chunk < 1)
+    chunk = 1;
+  r->rank = sf_xcalloc(n + 1, sizeof(*r->rank));
+  if (r->o->ties == SF_REPLAY_TIES_PERM) {
+    permute_ranks(r->rank, n, r->o->seed);
+    return;
+  }
+  for (size_t i = 0; i < n; i++) {
+    if (r->o->ties == SF_REPLAY_TIES_SCHED)
+      r->rank[i] = (uint32_t)(i / (chunk * 16) * chunk + i % chunk);
+    else
+      r->rank[i] = r->o->ties == SF_REPLAY_TIES_FIRST ? (uint32_t)i : 0;
+  }
+}
+
+void sf__replay_cache_init(run_t *r)
+{
+  r->stamp = sf_xcalloc(r->nnodes + 1, sizeof(*r->stamp));
+  r->mem_free = sf_xcalloc(r->nnodes + 1, sizeof(*r->mem_free));
+  for (size_t i = 0; i < r->nnodes; i++)
+    sf__replay_touch(r, i);
+  r->stale_ids = sf_xcalloc(r->nnodes + 1, sizeof(*r->stale_ids));
+  r->stale_pos = sf_xcalloc(r->nnodes + 1, sizeof(*r->stale_pos));
+  r->stale_v = sf_xcalloc(r->nnodes + 1, sizeof(*r->stale_v));
+  assign_shapes(r);
+  rank_nodes(r);
+}
+
+/* The demand as the learned mix sees it: without CPU under --cpu-blind. */
+static sf_demand_t learned(const run_t *r, const sf_demand_t *d)
+{
+  sf_demand_t ld = *d;
+  if (r->o->cpu_blind)
+    ld.cpu_milli = 0;
+  return ld;
+}
+
+/* Adds (+1) or takes back (-1) pod p in the learned mix. */
+static void learn(run_t *r, const sf_replay_pod_t *p, int sign)
+{
+  sf_demand_t d;
+  sf__replay_build_demand(r, p, &d);
+  sf_demand_t ld = learned(r, &d);
+  sf_mix_learn(r->pk, r->idx, &r->pol, &ld, sign);
+}
+
+/*
+ * An arrival in the learned mix: it joins; under a window, the arrival
+ * mix_window ago leaves; every mix_every arrivals the mix is published
+ * (each of the first mix_every, so that scoring starts from the first pod).
+ */
+void sf__replay_learn_arrival(run_t *r, const sf_replay_pod_t *p)
+{
+  size_t w = r->o->mix_window, k = r->o->mix_every;
+  r->narrived++;
+  learn(r, p, +1);
+  if (w > 0) {
+    if (r->narrived > w)
+      learn(r, r->win[r->narrived % w], -1);
+    r->win[r->narrived % w] = p;
+  }
+  if (k > 1 && (r->narrived <= k || r->narrived % k == 0))
+    sf_mix_publish(r->idx);
+}
+
+/* A failed or departed pod leaves the mix of present pods (not a window of arrivals). */
+void sf__replay_learn_leave(run_t *r, const sf_replay_pod_t *p)
+{
+  if (r->learn && r->o->mix_window == 0)
+    learn(r, p, -1);
+}
+
+/*
+ * kube-scheduler 1.20's NodeResourcesLeastAllocated for the pod on the node:
+ * per resource, (capacity - requested with the pod) x 100 / capacity, in
+ * integers, then the mean of CPU and memory.
+ */
+static double least_allocated(const run_t *r, size_t pos, const sf_replay_pod_t *p)
+{
+  int64_t ca, cu, ma, mu;
+  sf_index_node_cpu_mem(r->idx, r->nodes[pos], &ca, &cu, &ma, &mu);
+  int64_t c = ca > 0 && cu + p->cpu_milli <= ca ? (ca - cu - p->cpu_milli) * 100 / ca : 0;
+  int64_t m = ma > 0 && mu + p->mem_bytes <= ma ? (ma - mu - p->mem_bytes) * 100 / ma : 0;
+  return (double)((c + m) / 2);
+}
+
+/*
+ * The verdicts of every node for the pod, as a cache row. Only the nodes whose
+ * state changed since this shape was last evaluated go through the core
+ * (with the pod's memory left out: memory only filters, checked by the
+ * caller); between two pods of a shape only a few nodes change, so a replay
+ * costs about (shapes x pods) node evaluations instead of (nodes x pods).
+ */
+const vcache_t *sf__replay_evaluate(run_t *r, const sf_replay_pod_t *p, sf_demand_t *d)
+{
+  vcache_t *row = r->vc + (r->cached ? r->shape_of[p - r->t->pods] : 0) * (r->nnodes + 1);
+  size_t n = 0;
+  if (r->learn) {
+    /* The pod is present from now on, as its claim is for the daemon; when the
+     * mix it is scored with moves, every cached verdict is stale. */
+    sf_demand_t ld = learned(r, d);
+    uint64_t h = sf_mix_hash(r->pk, r->idx, &r->pol, &ld);
+    if (h != r->mixhash)
+      for (uint32_t pos = 0; pos < r->nnodes; pos++)
+        r->stamp[pos]++;
+    r->mixhash = h;
+  }
+  for (uint32_t pos = 0; pos < r->nnodes; pos++) {
+    if (!r->cached || row[pos].stamp != r->stamp[pos] + 1) {
+      r->stale_pos[n] = pos;
+      r->stale_ids[n++] = r->nodes[pos];
+    }
+  }
+  int64_t mem = d->mem_bytes;
+  if (!extender(r))
+    d->mem_bytes = 0;
+  int64_t t0 = sf__replay_now_ns();
+  int rc = n ? sf_packer_evaluate(r->pk, r->idx, &r->pol, d, r->stale_ids, n, 0, r->stale_v) : 0;
+  r->eval_ns += sf__replay_now_ns() - t0;
+  r->eval_nodes += n;
+  d->mem_bytes = mem;
+  if (rc != 0)
+    return NULL;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t pos = r->stale_pos[i];
+    bool fit = r->stale_v[i].fit == SF_FIT_YES;
+    double key = extender(r) ? r->stale_v[i].score : sf__replay_node_key(r, pos, p, r->stale_v[i].raw);
+    row[pos] = (vcache_t){r->stamp[pos] + 1, fit, fit ? key : 0};
+  }
+  /* Memory is not part of a shape, so these keys are not cached: every pod of the shape sets them. */
+  if (r->o->cpu_only_least_allocated && p->nclaims == 0)
+    for (uint32_t pos = 0; pos < r->nnodes; pos++)
+      if (row[pos].fit)
+        row[pos].key = least_allocated(r, pos, p);
+  return row;
+}
+
+/*
+ * The FIT node a policy takes, as a position in r->nodes, or -1: the highest
+ * key, ties broken by rank_nodes(). The random baseline takes any FIT node
+ * (the simulator's RandomScore plugin gives one random node the top score).
+ */
