@@ -79,7 +79,8 @@ static bool lists_resource(const json_t *rl, const char *resource)
 {
   size_t i;
   const json_t *r;
-  json_array_foreach(json_object_get(rl, "resources"), i, r) {
+  json_array_foreach(json_object_get(rl, "resources"), i, r)
+  {
     const char *name = json_string_value(json_object_get(r, "name"));
     if (name && strcmp(name, resource) == 0)
       return true;
@@ -92,7 +93,8 @@ static const json_t *group_of(const json_t *list, const char *group)
 {
   size_t i;
   const json_t *g;
-  json_array_foreach(json_object_get(list, "groups"), i, g) {
+  json_array_foreach(json_object_get(list, "groups"), i, g)
+  {
     const char *name = json_string_value(json_object_get(g, "name"));
     if (name && strcmp(name, group) == 0)
       return g;
@@ -116,7 +118,8 @@ int sf_apiwatch_discover(const sf_kubeconfig_t *kc, const char *group, const cha
   /* The server lists a group's versions preferred first. */
   size_t i;
   const json_t *v;
-  json_array_foreach(json_object_get(group_of(groups, group), "versions"), i, v) {
+  json_array_foreach(json_object_get(group_of(groups, group), "versions"), i, v)
+  {
     const char *ver = json_string_value(json_object_get(v, "version"));
     json_t *rl = NULL;
     if (ver == NULL || strlen(ver) >= cap || strchr(ver, '/') || strchr(ver, '?'))

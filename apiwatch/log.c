@@ -18,9 +18,18 @@
 static int verbosity;
 static sf_log_format_t format = SF_LOG_TEXT;
 
-void sf_log_set_verbosity(int v) { verbosity = v; }
-int sf_log_verbosity(void) { return verbosity; }
-void sf_log_set_format(sf_log_format_t f) { format = f; }
+void sf_log_set_verbosity(int v)
+{
+  verbosity = v;
+}
+int sf_log_verbosity(void)
+{
+  return verbosity;
+}
+void sf_log_set_format(sf_log_format_t f)
+{
+  format = f;
+}
 
 int sf_log_format_parse(const char *name, sf_log_format_t *out)
 {
@@ -33,7 +42,10 @@ int sf_log_format_parse(const char *name, sf_log_format_t *out)
   return 0;
 }
 
-int sf_log_v(int v) { return v <= verbosity; }
+int sf_log_v(int v)
+{
+  return v <= verbosity;
+}
 
 int sf_log_enabled(sf_log_level_t level)
 {
@@ -60,7 +72,10 @@ static void put(out_t *o, const char *s, size_t len)
   o->n += len;
 }
 
-static void puts_(out_t *o, const char *s) { put(o, s, strlen(s)); }
+static void puts_(out_t *o, const char *s)
+{
+  put(o, s, strlen(s));
+}
 
 /* The closing bytes go into the room TAIL kept. */
 static void put_tail(out_t *o, const char *s)
@@ -112,9 +127,9 @@ static void put_quoted(out_t *o, const char *s, size_t len)
 typedef struct {
   const char *key;
   size_t klen;
-  char val[LINE_MAX_BYTES];  /* unescaped */
+  char val[LINE_MAX_BYTES]; /* unescaped */
   size_t vlen;
-  bool quoted;               /* the caller quoted it: always a string */
+  bool quoted; /* the caller quoted it: always a string */
 } pair_t;
 
 /*
@@ -135,7 +150,7 @@ static bool next_pair(const char **s, pair_t *p)
   p->klen = (size_t)(c - p->key);
   p->vlen = 0;
   p->quoted = *c == '=' && c[1] == '"';
-  if (*c != '=') {  /* a word without a key: keep it as the value of "msg2"-less text */
+  if (*c != '=') { /* a word without a key: keep it as the value of "msg2"-less text */
     p->vlen = p->klen < sizeof p->val ? p->klen : sizeof p->val - 1;
     memcpy(p->val, p->key, p->vlen);
     p->key = "detail";
@@ -169,7 +184,7 @@ static bool next_pair(const char **s, pair_t *p)
         w++;
       c = sp;
       if (*w == '=' && w > sp + 1)
-        break;  /* " word=": the next pair */
+        break; /* " word=": the next pair */
       c = sp + 1;
     }
     p->vlen = (size_t)(c - start) < sizeof p->val - 1 ? (size_t)(c - start) : sizeof p->val - 1;
@@ -212,7 +227,7 @@ static void put_key(out_t *o, const pair_t *p)
 
 static void put_pairs(out_t *o, sf_log_format_t f, const char *kv)
 {
-  pair_t p;  /* on the stack: any thread may log */
+  pair_t p; /* on the stack: any thread may log */
   while (kv && !o->full && next_pair(&kv, &p)) {
     if (f == SF_LOG_JSON) {
       put(o, ",\"", 2);
@@ -237,8 +252,8 @@ static const char *base_name(const char *file)
 }
 
 size_t sf_log_render(char *buf, size_t cap, sf_log_format_t f, sf_log_level_t level, int v,
-                     long long sec, long usec, int pid, const char *file, int line,
-                     const char *msg, const char *kv)
+                     long long sec, long usec, int pid, const char *file, int line, const char *msg,
+                     const char *kv)
 {
   out_t o = {buf, cap, 0, cap < 64};
   char head[160];
@@ -255,9 +270,9 @@ size_t sf_log_render(char *buf, size_t cap, sf_log_format_t f, sf_log_level_t le
     time_t t = (time_t)sec;
     struct tm tm;
     gmtime_r(&t, &tm);
-    snprintf(head, sizeof head, "%c%02d%02d %02d:%02d:%02d.%06ld %7d %s:%d] ",
-             "EWII"[level], tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, usec,
-             pid, base_name(file), line);
+    snprintf(head, sizeof head, "%c%02d%02d %02d:%02d:%02d.%06ld %7d %s:%d] ", "EWII"[level],
+             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, usec, pid, base_name(file),
+             line);
     puts_(&o, head);
   }
   put_quoted(&o, msg ? msg : "", msg ? strlen(msg) : 0);
@@ -277,8 +292,8 @@ static void vlog(const char *file, int line, sf_log_level_t level, int v, const 
   if (fmt && *fmt)
     vsnprintf(kv, sizeof kv, fmt, ap);
   clock_gettime(CLOCK_REALTIME, &ts);
-  size_t n = sf_log_render(out, sizeof out, format, level, v, (long long)ts.tv_sec,
-                           ts.tv_nsec / 1000, (int)getpid(), file, line, msg, kv);
+  size_t n = sf_log_render(out, sizeof out, format, level, v, (long long)ts.tv_sec, ts.tv_nsec / 1000,
+                           (int)getpid(), file, line, msg, kv);
   fwrite(out, 1, n, stderr);
 }
 
@@ -305,12 +320,12 @@ void sf_log(sf_log_level_t level, const char *msg, const char *fmt, ...)
 
 const char *sf_log_quote(char *buf, size_t cap, const char *s)
 {
-  if (cap < TAIL + 2) {  /* no room for a value: an empty one */
+  if (cap < TAIL + 2) { /* no room for a value: an empty one */
     if (cap > 0)
       snprintf(buf, cap, "%s", cap >= 3 ? "\"\"" : "");
     return buf;
   }
-  out_t o = {buf, cap - 1, 0, false};  /* put keeps TAIL bytes for the closing quote */
+  out_t o = {buf, cap - 1, 0, false}; /* put keeps TAIL bytes for the closing quote */
   put_quoted(&o, s ? s : "", s ? strlen(s) : 0);
   buf[o.n] = '\0';
   return buf;

@@ -47,7 +47,8 @@
 
 /* ---- small helpers ---- */
 
-uint64_t sf__watch_next_rand(sf_apiwatch_t *w) {
+uint64_t sf__watch_next_rand(sf_apiwatch_t *w)
+{
   w->rng ^= w->rng << 13;
   w->rng ^= w->rng >> 7;
   w->rng ^= w->rng << 17;
@@ -56,7 +57,8 @@ uint64_t sf__watch_next_rand(sf_apiwatch_t *w) {
 
 /* A copy of `s` fit for a quoted log value: double quotes become single ones, backslashes
  * slashes, and control bytes '?', so the value can neither end early nor break the line. */
-const char *sf__watch_logq(const char *s, char *out, size_t n) {
+const char *sf__watch_logq(const char *s, char *out, size_t n)
+{
   size_t i = 0;
   for (; s && s[i] && i + 1 < n; i++) {
     unsigned char ch = (unsigned char)s[i];
@@ -66,52 +68,71 @@ const char *sf__watch_logq(const char *s, char *out, size_t n) {
   return out;
 }
 
-void sf__watch_confirm(res_t *r) { r->confirmed_ms = uv_now(r->w->loop) | 1; }
+void sf__watch_confirm(res_t *r)
+{
+  r->confirmed_ms = uv_now(r->w->loop) | 1;
+}
 
 /* ---- libcurl on libuv ---- */
 
-static void drain(sf_apiwatch_t *w) {
+static void drain(sf_apiwatch_t *w)
+{
   CURLMsg *m;
   int left;
   while ((m = curl_multi_info_read(w->multi, &left))) {
-    if (m->msg != CURLMSG_DONE) continue;
+    if (m->msg != CURLMSG_DONE)
+      continue;
     res_t *r = NULL;
     curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&r);
-    if (r && !w->stopping) sf__watch_finished(r, m->data.result);
+    if (r && !w->stopping)
+      sf__watch_finished(r, m->data.result);
   }
 }
 
-static void on_poll(uv_poll_t *h, int status, int events) {
+static void on_poll(uv_poll_t *h, int status, int events)
+{
   poll_ctx_t *pc = h->data;
   int flags = 0, running;
-  if (status < 0) flags = CURL_CSELECT_ERR;
-  if (events & UV_READABLE) flags |= CURL_CSELECT_IN;
-  if (events & UV_WRITABLE) flags |= CURL_CSELECT_OUT;
+  if (status < 0)
+    flags = CURL_CSELECT_ERR;
+  if (events & UV_READABLE)
+    flags |= CURL_CSELECT_IN;
+  if (events & UV_WRITABLE)
+    flags |= CURL_CSELECT_OUT;
   curl_multi_socket_action(pc->w->multi, pc->s, flags, &running);
   drain(pc->w);
 }
 
 /* Poll handles carry their poll_ctx_t, timers (once closing) the watcher. */
-static void on_closed(uv_handle_t *h) {
+static void on_closed(uv_handle_t *h)
+{
   sf_apiwatch_t *w = h->type == UV_POLL ? ((poll_ctx_t *)h->data)->w : h->data;
-  if (h->type == UV_POLL) free(h->data);
-  if (--w->open_handles == 0 && w->stopping && w->done) w->done(w->done_ud);
+  if (h->type == UV_POLL)
+    free(h->data);
+  if (--w->open_handles == 0 && w->stopping && w->done)
+    w->done(w->done_ud);
 }
 
-static void close_poll(sf_apiwatch_t *w, poll_ctx_t *pc) {
-  if (pc->prev) pc->prev->next = pc->next;
-  else w->polls = pc->next;
-  if (pc->next) pc->next->prev = pc->prev;
+static void close_poll(sf_apiwatch_t *w, poll_ctx_t *pc)
+{
+  if (pc->prev)
+    pc->prev->next = pc->next;
+  else
+    w->polls = pc->next;
+  if (pc->next)
+    pc->next->prev = pc->prev;
   uv_poll_stop(&pc->h);
   uv_close((uv_handle_t *)&pc->h, on_closed);
 }
 
-static int on_socket(CURL *e, curl_socket_t s, int what, void *ud, void *sockp) {
+static int on_socket(CURL *e, curl_socket_t s, int what, void *ud, void *sockp)
+{
   sf_apiwatch_t *w = ud;
   poll_ctx_t *pc = sockp;
   (void)e;
   if (what == CURL_POLL_REMOVE) {
-    if (pc) close_poll(w, pc);
+    if (pc)
+      close_poll(w, pc);
     curl_multi_assign(w->multi, s, NULL);
     return 0;
   }
@@ -122,7 +143,8 @@ static int on_socket(CURL *e, curl_socket_t s, int what, void *ud, void *sockp) 
     uv_poll_init_socket(w->loop, &pc->h, s);
     pc->h.data = pc;
     pc->next = w->polls;
-    if (w->polls) w->polls->prev = pc;
+    if (w->polls)
+      w->polls->prev = pc;
     w->polls = pc;
     w->open_handles++;
     curl_multi_assign(w->multi, s, pc);
@@ -132,24 +154,29 @@ static int on_socket(CURL *e, curl_socket_t s, int what, void *ud, void *sockp) 
   return 0;
 }
 
-static void on_curl_timer(uv_timer_t *t) {
+static void on_curl_timer(uv_timer_t *t)
+{
   sf_apiwatch_t *w = t->data;
   int running;
   curl_multi_socket_action(w->multi, CURL_SOCKET_TIMEOUT, 0, &running);
   drain(w);
 }
 
-static int on_timer_set(CURLM *m, long ms, void *ud) {
+static int on_timer_set(CURLM *m, long ms, void *ud)
+{
   sf_apiwatch_t *w = ud;
   (void)m;
-  if (ms < 0) uv_timer_stop(&w->curl_timer);
-  else uv_timer_start(&w->curl_timer, on_curl_timer, (uint64_t)ms, 0);
+  if (ms < 0)
+    uv_timer_stop(&w->curl_timer);
+  else
+    uv_timer_start(&w->curl_timer, on_curl_timer, (uint64_t)ms, 0);
   return 0;
 }
 
 /* ---- lifecycle ---- */
 
-static res_t *add_res(sf_apiwatch_t *w, const char *name, const char *path, sf_kind_t kind) {
+static res_t *add_res(sf_apiwatch_t *w, const char *name, const char *path, sf_kind_t kind)
+{
   assert(w->nres < MAX_RES);
   res_t *r = &w->res[w->nres++];
   r->w = w;
@@ -162,10 +189,10 @@ static res_t *add_res(sf_apiwatch_t *w, const char *name, const char *path, sf_k
   return r;
 }
 
-static int add_policy_res(sf_apiwatch_t *w, const char *nsname, char *err, size_t errlen) {
+static int add_policy_res(sf_apiwatch_t *w, const char *nsname, char *err, size_t errlen)
+{
   const char *slash = strchr(nsname, '/');
-  if (!slash || slash == nsname || !slash[1] || strchr(slash + 1, '/') ||
-      strlen(nsname) > 60 + 253) {
+  if (!slash || slash == nsname || !slash[1] || strchr(slash + 1, '/') || strlen(nsname) > 60 + 253) {
     snprintf(err, errlen, "--policy-configmap: '%s' is not NAMESPACE/NAME", nsname);
     return SF_EINVAL;
   }
@@ -181,20 +208,31 @@ static int add_policy_res(sf_apiwatch_t *w, const char *nsname, char *err, size_
   return 0;
 }
 
-static void defaults(sf_apiwatch_opts_t *o) {
-  if (!o->page_size) o->page_size = 500;
-  if (!o->staleness_ms) o->staleness_ms = 30000;
-  if (!o->backoff_min_ms) o->backoff_min_ms = 200;
-  if (!o->backoff_max_ms) o->backoff_max_ms = 30000;
-  if (o->backoff_max_ms < o->backoff_min_ms) o->backoff_max_ms = o->backoff_min_ms;
-  if (!o->request_timeout_ms) o->request_timeout_ms = 60000;
-  if (!o->silent_ms) o->silent_ms = 30000;
-  if (!o->stream_retry_ms) o->stream_retry_ms = 600000;
-  if (!o->max_list_bytes) o->max_list_bytes = (size_t)1 << 30;
+static void defaults(sf_apiwatch_opts_t *o)
+{
+  if (!o->page_size)
+    o->page_size = 500;
+  if (!o->staleness_ms)
+    o->staleness_ms = 30000;
+  if (!o->backoff_min_ms)
+    o->backoff_min_ms = 200;
+  if (!o->backoff_max_ms)
+    o->backoff_max_ms = 30000;
+  if (o->backoff_max_ms < o->backoff_min_ms)
+    o->backoff_max_ms = o->backoff_min_ms;
+  if (!o->request_timeout_ms)
+    o->request_timeout_ms = 60000;
+  if (!o->silent_ms)
+    o->silent_ms = 30000;
+  if (!o->stream_retry_ms)
+    o->stream_retry_ms = 600000;
+  if (!o->max_list_bytes)
+    o->max_list_bytes = (size_t)1 << 30;
 }
 
 sf_apiwatch_t *sf_apiwatch_create_sink(uv_loop_t *loop, const sf_apiwatch_opts_t *opts, char *err,
-                                       size_t errlen) {
+                                       size_t errlen)
+{
   if (!opts->sink || !opts->sink->apply || !opts->sink->remove || !opts->sink->replace ||
       !opts->kube.server) {
     snprintf(err, errlen, "apiwatch: %s", opts->kube.server ? "no sink" : "no API server");
@@ -239,8 +277,10 @@ sf_apiwatch_t *sf_apiwatch_create_sink(uv_loop_t *loop, const sf_apiwatch_opts_t
   return w;
 }
 
-int sf_apiwatch_start(sf_apiwatch_t *w) {
-  if (w->started) return SF_EINVAL;
+int sf_apiwatch_start(sf_apiwatch_t *w)
+{
+  if (w->started)
+    return SF_EINVAL;
   w->started = true;
   curl_global_init(CURL_GLOBAL_DEFAULT);
   w->multi = curl_multi_init();
@@ -257,23 +297,30 @@ int sf_apiwatch_start(sf_apiwatch_t *w) {
     w->open_handles++;
   }
   for (size_t i = 0; i < w->nres; i++)
-    if (w->res[i].after < 0) sf__watch_relist(&w->res[i]);
+    if (w->res[i].after < 0)
+      sf__watch_relist(&w->res[i]);
   return 0;
 }
 
-bool sf_apiwatch_synced(const sf_apiwatch_t *w) {
+bool sf_apiwatch_synced(const sf_apiwatch_t *w)
+{
   uint64_t now = uv_now(w->loop);
-  if (!w->started || w->stopping) return false;
+  if (!w->started || w->stopping)
+    return false;
   for (size_t i = 0; i < w->nres; i++) {
     const res_t *r = &w->res[i];
-    if (!r->synced) return false;
-    if (r->broken_since && now - r->broken_since > w->o.staleness_ms) return false;
-    if (now - r->confirmed_ms > w->o.staleness_ms) return false;
+    if (!r->synced)
+      return false;
+    if (r->broken_since && now - r->broken_since > w->o.staleness_ms)
+      return false;
+    if (now - r->confirmed_ms > w->o.staleness_ms)
+      return false;
   }
   return true;
 }
 
-size_t sf_apiwatch_ages(const sf_apiwatch_t *w, sf_apiwatch_age_t *out, size_t cap) {
+size_t sf_apiwatch_ages(const sf_apiwatch_t *w, sf_apiwatch_age_t *out, size_t cap)
+{
   uint64_t now = uv_now(w->loop);
   size_t n = 0;
   for (size_t i = 0; i < w->nres && n < cap; i++, n++) {
@@ -284,11 +331,16 @@ size_t sf_apiwatch_ages(const sf_apiwatch_t *w, sf_apiwatch_age_t *out, size_t c
   return n;
 }
 
-void sf_apiwatch_stats(const sf_apiwatch_t *w, sf_apiwatch_stats_t *out) { *out = w->st; }
+void sf_apiwatch_stats(const sf_apiwatch_t *w, sf_apiwatch_stats_t *out)
+{
+  *out = w->st;
+}
 
-void sf_apiwatch_stop(sf_apiwatch_t *w, void (*done)(void *ud), void *ud) {
+void sf_apiwatch_stop(sf_apiwatch_t *w, void (*done)(void *ud), void *ud)
+{
   if (!w->started || w->stopping) {
-    if (done) done(ud);
+    if (done)
+      done(ud);
     return;
   }
   w->stopping = true;
@@ -301,12 +353,15 @@ void sf_apiwatch_stop(sf_apiwatch_t *w, void (*done)(void *ud), void *ud) {
   }
   curl_multi_cleanup(w->multi);
   w->multi = NULL;
-  while (w->polls) close_poll(w, w->polls);
+  while (w->polls)
+    close_poll(w, w->polls);
   uv_close((uv_handle_t *)&w->curl_timer, on_closed);
 }
 
-void sf_apiwatch_destroy(sf_apiwatch_t *w) {
-  if (!w) return;
+void sf_apiwatch_destroy(sf_apiwatch_t *w)
+{
+  if (!w)
+    return;
   for (size_t i = 0; i < w->nres; i++) {
     res_t *r = &w->res[i];
     free(r->path);
@@ -317,6 +372,7 @@ void sf_apiwatch_destroy(sf_apiwatch_t *w) {
     sf_framer_dispose(&r->framer);
   }
   free(w->cm_name);
-  if (w->started) curl_global_cleanup();
+  if (w->started)
+    curl_global_cleanup();
   free(w);
 }

@@ -9,8 +9,10 @@
 #include <string.h>
 #include "watch_int.h"
 
-static bool buf_add(buf_t *b, const char *p, size_t n, size_t cap) {
-  if (b->len + n > cap) return false;
+static bool buf_add(buf_t *b, const char *p, size_t n, size_t cap)
+{
+  if (b->len + n > cap)
+    return false;
   sf_xgrow(&b->p, &b->cap, b->len + n + 1, 1);
   memcpy(b->p + b->len, p, n);
   b->len += n;
@@ -18,25 +20,29 @@ static bool buf_add(buf_t *b, const char *p, size_t n, size_t cap) {
   return true;
 }
 
-static size_t on_data(char *p, size_t sz, size_t n, void *ud) {
+static size_t on_data(char *p, size_t sz, size_t n, void *ud)
+{
   res_t *r = ud;
   size_t len = sz * n;
   long code = 0;
   curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &code);
   if (code != 200 || r->phase == PH_LIST) {
     size_t cap = code == 200 ? r->w->o.max_list_bytes : MAX_ERR_BODY;
-    if (buf_add(&r->body, p, len, cap)) return len;
+    if (buf_add(&r->body, p, len, cap))
+      return len;
     sf__watch_fail_event(r, ACT_FAIL, "response larger than the cap");
     return 0;
   }
-  if (len) sf__watch_confirm(r);
+  if (len)
+    sf__watch_confirm(r);
   for (size_t off = 0; off < len;) {
     const char *ev;
     size_t evlen;
     long used = sf_framer_feed(&r->framer, p + off, len - off, &ev, &evlen);
     if (used < 0) {
       r->w->st.framing_errors++;
-      sf__watch_fail_event(r, ACT_FAIL, used == SF_E2BIG ? "an event larger than the cap" : "malformed stream");
+      sf__watch_fail_event(r, ACT_FAIL,
+                           used == SF_E2BIG ? "an event larger than the cap" : "malformed stream");
       return 0;
     }
     off += (size_t)used;
@@ -44,42 +50,51 @@ static size_t on_data(char *p, size_t sz, size_t n, void *ud) {
       /* Going on would skip the cut event: start again from the last whole one. */
       r->truncated = r->framer.truncated;
       r->w->st.framing_errors++;
-      sf__watch_fail_event(r, ACT_FAIL, "an event cut short by a line break; watching again from the last "
-                              "whole event");
+      sf__watch_fail_event(r, ACT_FAIL,
+                           "an event cut short by a line break; watching again from the last "
+                           "whole event");
       return 0;
     }
-    if (ev && sf__watch_on_event(r, ev, evlen)) return 0;
+    if (ev && sf__watch_on_event(r, ev, evlen))
+      return 0;
   }
   return len;
 }
 
 /* The end of the headers of a good watch: the stream is healthy again. */
-static size_t on_header(char *p, size_t sz, size_t n, void *ud) {
+static size_t on_header(char *p, size_t sz, size_t n, void *ud)
+{
   res_t *r = ud;
   long code = 0;
   if (sz * n <= 2 && (p[0] == '\r' || p[0] == '\n')) {
     curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &code);
-    if (code == 200 && r->phase == PH_WATCH) r->broken_since = 0;
-    if (code == 200 && r->phase != PH_LIST && !r->in_initial) sf__watch_confirm(r);
+    if (code == 200 && r->phase == PH_WATCH)
+      r->broken_since = 0;
+    if (code == 200 && r->phase != PH_LIST && !r->in_initial)
+      sf__watch_confirm(r);
   }
   return sz * n;
 }
 
 /* ---- requests ---- */
 
-static char *build_url(res_t *r, phase_t ph) {
+static char *build_url(res_t *r, phase_t ph)
+{
   sf_apiwatch_t *w = r->w;
   char q[1024];
   int n = 0;
   char *sel = r->selector ? curl_easy_escape(NULL, r->selector, 0) : NULL;
   char *cont = r->cont ? curl_easy_escape(NULL, r->cont, 0) : NULL;
-  uint32_t t = w->o.watch_timeout_s ? w->o.watch_timeout_s : 10 + (uint32_t)(sf__watch_next_rand(w) % 11);
+  uint32_t t = w->o.watch_timeout_s ? w->o.watch_timeout_s
+                                    : 10 + (uint32_t)(sf__watch_next_rand(w) % 11);
   if (ph == PH_LIST)
     n = snprintf(q, sizeof q, "limit=%u%s%s", w->o.page_size, cont ? "&continue=" : "",
                  cont ? cont : "");
   else if (ph == PH_STREAM)
-    n = snprintf(q, sizeof q, "watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"
-                              "&allowWatchBookmarks=true&timeoutSeconds=%u", t);
+    n = snprintf(q, sizeof q,
+                 "watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"
+                 "&allowWatchBookmarks=true&timeoutSeconds=%u",
+                 t);
   else
     n = snprintf(q, sizeof q, "watch=1&allowWatchBookmarks=true&resourceVersion=%s&timeoutSeconds=%u",
                  r->rv, t);
@@ -93,7 +108,8 @@ static char *build_url(res_t *r, phase_t ph) {
   return url;
 }
 
-void sf__curl_set_tls(CURL *e, const sf_kubeconfig_t *kc) {
+void sf__curl_set_tls(CURL *e, const sf_kubeconfig_t *kc)
+{
   if (kc->ca_data) {
     struct curl_blob b = {kc->ca_data, kc->ca_len, CURL_BLOB_COPY};
     curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &b);
@@ -119,7 +135,8 @@ void sf__curl_set_tls(CURL *e, const sf_kubeconfig_t *kc) {
 }
 
 /* Headers of one request; the token is read now, so a rotated file is picked up. */
-static int make_headers(res_t *r, struct curl_slist **out) {
+static int make_headers(res_t *r, struct curl_slist **out)
+{
   char err[SF_ERR_MAX];
   char *tok = sf_kubeconfig_token(&r->w->o.kube, err, sizeof err);
   struct curl_slist *h = curl_slist_append(NULL, "Accept: application/json");
@@ -147,24 +164,28 @@ static int make_headers(res_t *r, struct curl_slist **out) {
  * the gate off but not refusing) sends the objects and never the end
  * bookmark: after the request timeout, list and watch instead.
  */
-static void on_stream_deadline(uv_timer_t *t) {
+static void on_stream_deadline(uv_timer_t *t)
+{
   res_t *r = t->data;
-  if (r->phase != PH_STREAM || !r->in_initial) return;
+  if (r->phase != PH_STREAM || !r->in_initial)
+    return;
   r->w->st.streaming_fallbacks++;
-  sf_log_warn("watch-list sent no initial-events-end bookmark; using LIST and WATCH",
-              "resource=%s", r->name);
+  sf_log_warn("watch-list sent no initial-events-end bookmark; using LIST and WATCH", "resource=%s",
+              r->name);
   sf__watch_detach(r);
   sf__watch_stream_off(r);
   sf__watch_relist(r);
 }
 
 /* Watch-list off for this resource, to be tried again after stream_retry_ms. */
-void sf__watch_stream_off(res_t *r) {
+void sf__watch_stream_off(res_t *r)
+{
   r->streaming = false;
   r->stream_again_ms = uv_now(r->w->loop) + r->w->o.stream_retry_ms;
 }
 
-void sf__watch_issue(res_t *r, phase_t ph) {
+void sf__watch_issue(res_t *r, phase_t ph)
+{
   sf_apiwatch_t *w = r->w;
   r->phase = ph;
   r->action = ACT_NONE;
@@ -192,7 +213,8 @@ void sf__watch_issue(res_t *r, phase_t ph) {
   curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
   curl_easy_setopt(e, CURLOPT_USERAGENT, "slicefit/apiwatch");
   long limit = (long)w->o.request_timeout_ms;
-  if (ph != PH_LIST) limit += (long)(w->o.watch_timeout_s ? w->o.watch_timeout_s : 20) * 1000;
+  if (ph != PH_LIST)
+    limit += (long)(w->o.watch_timeout_s ? w->o.watch_timeout_s : 20) * 1000;
   curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, limit);
   /* No byte at all for silent_ms: the server or the path to it is gone. */
   curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
@@ -202,11 +224,14 @@ void sf__watch_issue(res_t *r, phase_t ph) {
   free(url);
   r->easy = e;
   curl_multi_add_handle(w->multi, e);
-  if (ph == PH_STREAM) uv_timer_start(&r->timer, on_stream_deadline, w->o.request_timeout_ms, 0);
+  if (ph == PH_STREAM)
+    uv_timer_start(&r->timer, on_stream_deadline, w->o.request_timeout_ms, 0);
 }
 
-void sf__watch_detach(res_t *r) {
-  if (!r->easy) return;
+void sf__watch_detach(res_t *r)
+{
+  if (!r->easy)
+    return;
   curl_multi_remove_handle(r->w->multi, r->easy);
   curl_easy_cleanup(r->easy);
   curl_slist_free_all(r->hdrs);

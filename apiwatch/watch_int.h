@@ -35,25 +35,25 @@ typedef struct poll_ctx {
 
 typedef struct {
   sf_apiwatch_t *w;
-  char name[80];            /* for logs: "resourceslices", "configmap ns/name" */
-  char *path;               /* "/apis/resource.k8s.io/v1/resourceslices" */
-  char *selector;           /* fieldSelector, or NULL */
+  char name[80];  /* for logs: "resourceslices", "configmap ns/name" */
+  char *path;     /* "/apis/resource.k8s.io/v1/resourceslices" */
+  char *selector; /* fieldSelector, or NULL */
   sf_kind_t kind;
-  bool policy;              /* the policy ConfigMap, not an object of the cluster */
-  bool streaming;           /* try watch-list */
+  bool policy;    /* the policy ConfigMap, not an object of the cluster */
+  bool streaming; /* try watch-list */
   phase_t phase;
   char rv[64];
-  json_t *items;            /* the list being gathered */
+  json_t *items; /* the list being gathered */
   char *cont;
   CURL *easy;
   struct curl_slist *hdrs;
   buf_t body;
   sf_framer_t framer;
-  bool in_initial;          /* streaming, before the initial-events-end bookmark */
-  bool direct;              /* this list applies objects as they come (see relist) */
-  bool touched;             /* the sink has seen objects of this resource */
-  size_t listed;            /* objects in the list so far */
-  int after;                /* index of the resource whose first sync starts this one; -1 none */
+  bool in_initial; /* streaming, before the initial-events-end bookmark */
+  bool direct;     /* this list applies objects as they come (see relist) */
+  bool touched;    /* the sink has seen objects of this resource */
+  size_t listed;   /* objects in the list so far */
+  int after;       /* index of the resource whose first sync starts this one; -1 none */
   action_t action;
   char action_why[160];
   bool synced;
@@ -62,8 +62,8 @@ typedef struct {
   uint64_t stream_again_ms; /* loop ms from which watch-list is tried again; 0 = not off */
   uint64_t truncated;       /* framer's count when the current transfer started */
   uint64_t started_ms;
-  uint32_t events_now;      /* events in the current watch */
-  uint32_t attempt;         /* failures in a row */
+  uint32_t events_now; /* events in the current watch */
+  uint32_t attempt;    /* failures in a row */
   uv_timer_t timer;
 } res_t;
 
@@ -82,7 +82,7 @@ struct sf_apiwatch {
   void (*done)(void *ud);
   void *done_ud;
   uint64_t rng;
-  char *cm_name;            /* the policy ConfigMap's name */
+  char *cm_name; /* the policy ConfigMap's name */
 };
 
 uint64_t sf__watch_next_rand(sf_apiwatch_t *w);

@@ -24,30 +24,38 @@
 static const struct {
   const char *name, *expr;
 } cases[] = {
-  {"nvidia gpu class", "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'"},
-  {"example model", "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA A100-SXM4-40GB'"},
-  {"memory compareTo", "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('4Gi')) >= 0"},
-  {"gpu-test6 regex", "device.attributes['gpu.nvidia.com'].productName.lowerAscii().matches('^.*a100.*$') && "
-                      "(device.attributes['gpu.nvidia.com'].index == 0 || device.attributes['gpu.nvidia.com'].index == 2 || "
-                      "device.attributes['gpu.nvidia.com'].index == 4 || device.attributes['gpu.nvidia.com'].index == 6)"},
-  {"semver", "device.attributes['gpu.nvidia.com'].driverVersion.isGreaterThan(semver('550.0.0'))"},
+    {"nvidia gpu class",
+     "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'"},
+    {"example model", "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA A100-SXM4-40GB'"},
+    {"memory compareTo", "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('4Gi')) >= 0"},
+    {"gpu-test6 regex",
+     "device.attributes['gpu.nvidia.com'].productName.lowerAscii().matches('^.*a100.*$') && "
+     "(device.attributes['gpu.nvidia.com'].index == 0 || device.attributes['gpu.nvidia.com'].index == 2 || "
+     "device.attributes['gpu.nvidia.com'].index == 4 || device.attributes['gpu.nvidia.com'].index == 6)"},
+    {"semver", "device.attributes['gpu.nvidia.com'].driverVersion.isGreaterThan(semver('550.0.0'))"},
 };
 
 static sf_dev_id a100(sf_index_t *idx)
 {
-  static const sf_attr_t a[] = {
-    {NV "type", SF_ATTR_STRING, 0, "gpu"}, {NV "productName", SF_ATTR_STRING, 0, "NVIDIA A100-SXM4-40GB"},
-    {NV "brand", SF_ATTR_STRING, 0, "Nvidia"}, {NV "architecture", SF_ATTR_STRING, 0, "Ampere"},
-    {NV "uuid", SF_ATTR_STRING, 0, "GPU-4cf8db2d-06c0-7d70-1a51-e59b25b2c16c"},
-    {NV "index", SF_ATTR_INT, 0, NULL}, {NV "minor", SF_ATTR_INT, 0, NULL},
-    {NV "cudaComputeCapability", SF_ATTR_VERSION, 0, "8.0.0"}, {NV "driverVersion", SF_ATTR_VERSION, 0, "550.54.15"},
-    {NV "cudaDriverVersion", SF_ATTR_VERSION, 0, "12.4.0"}, {NV "addressingMode", SF_ATTR_STRING, 0, "None"},
-    {"resource.kubernetes.io/pcieRoot", SF_ATTR_STRING, 0, "pci0000:00"}};
+  static const sf_attr_t a[] = {{NV "type", SF_ATTR_STRING, 0, "gpu"},
+                                {NV "productName", SF_ATTR_STRING, 0, "NVIDIA A100-SXM4-40GB"},
+                                {NV "brand", SF_ATTR_STRING, 0, "Nvidia"},
+                                {NV "architecture", SF_ATTR_STRING, 0, "Ampere"},
+                                {NV "uuid", SF_ATTR_STRING, 0,
+                                 "GPU-4cf8db2d-06c0-7d70-1a51-e59b25b2c16c"},
+                                {NV "index", SF_ATTR_INT, 0, NULL},
+                                {NV "minor", SF_ATTR_INT, 0, NULL},
+                                {NV "cudaComputeCapability", SF_ATTR_VERSION, 0, "8.0.0"},
+                                {NV "driverVersion", SF_ATTR_VERSION, 0, "550.54.15"},
+                                {NV "cudaDriverVersion", SF_ATTR_VERSION, 0, "12.4.0"},
+                                {NV "addressingMode", SF_ATTR_STRING, 0, "None"},
+                                {"resource.kubernetes.io/pcieRoot", SF_ATTR_STRING, 0, "pci0000:00"}};
   static const sf_capacity_t mem = {NV "memory", 40 * GI, false, {0}};
   sf_device_spec_t d = {"gpu-0", a, sizeof a / sizeof a[0], &mem, 1, NULL, 0, NULL, 0, false};
   sf_node_spec_t ns = {"node-0", 0, 0};
   sf_node_id n;
-  if (sf_index_node_upsert(idx, &ns, &n) != 0 || sf_index_pool_set(idx, n, "gpu.nvidia.com", "node-0", &d, 1, NULL, 0) != 0)
+  if (sf_index_node_upsert(idx, &ns, &n) != 0 ||
+      sf_index_pool_set(idx, n, "gpu.nvidia.com", "node-0", &d, 1, NULL, 0) != 0)
     abort();
   return sf_index_dev_find(idx, "gpu.nvidia.com", "node-0", "gpu-0");
 }
@@ -66,7 +74,8 @@ static int cmp_double(const void *a, const void *b)
 }
 
 /* Median nanoseconds per evaluation over `runs` runs of `reps`. */
-static double median_ns(const sf_cel_prog_t *p, const sf_index_t *idx, sf_dev_id dev, long reps, int runs)
+static double median_ns(const sf_cel_prog_t *p, const sf_index_t *idx, sf_dev_id dev, long reps,
+                        int runs)
 {
   double t[64];
   volatile int sink = 0;
@@ -92,15 +101,18 @@ int main(int argc, char **argv)
   sf_index_t *idx = sf_index_create();
   sf_cel_cache_t *cache = sf_cel_cache_create();
   sf_dev_id dev = a100(idx);
-  printf("%-18s %10s %8s   (median of %d runs x %ld evaluations)\n", "selector", "ns/eval", "answer", runs, reps);
+  printf("%-18s %10s %8s   (median of %d runs x %ld evaluations)\n", "selector", "ns/eval", "answer",
+         runs, reps);
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     const sf_cel_prog_t *p = sf_cel_compile(cache, cases[k].expr);
     char why[128] = "";
     sf_match_t m = sf_cel_eval(p, idx, dev, why, sizeof why);
     double ns = median_ns(p, idx, dev, k == 0 ? reps : reps / 4 + 1, runs);
     printf("%-18s %10.1f %8s%s%s%s\n", cases[k].name, ns,
-           m == SF_MATCH_YES ? "yes" : m == SF_MATCH_NO ? "no" : "unknown", k == 0 ? "   target < 1000 ns" : "",
-           why[0] ? "  " : "", why);
+           m == SF_MATCH_YES  ? "yes"
+           : m == SF_MATCH_NO ? "no"
+                              : "unknown",
+           k == 0 ? "   target < 1000 ns" : "", why[0] ? "  " : "", why);
   }
   sf_cel_cache_destroy(cache);
   sf_index_destroy(idx);

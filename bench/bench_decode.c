@@ -25,14 +25,16 @@
 
 #define NDEV 128
 
-static double now_us(clockid_t id) {
+static double now_us(clockid_t id)
+{
   struct timespec ts;
   clock_gettime(id, &ts);
   return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
 /* The 128-device slice built from the fixture's first device; NULL when the fixture is missing. */
-static json_t *big_slice(void) {
+static json_t *big_slice(void)
+{
   const char *top = getenv("SLICEFIT_TOP");
   char path[1024];
   snprintf(path, sizeof path, "%s/test/fixtures/nvidia-slices.json", top ? top : ".");
@@ -58,7 +60,8 @@ static json_t *big_slice(void) {
   return s;
 }
 
-static int cmp(const void *a, const void *b) {
+static int cmp(const void *a, const void *b)
+{
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
 }
@@ -66,27 +69,32 @@ static int cmp(const void *a, const void *b) {
 typedef enum { ROW_DECODE, ROW_PARSE, ROW_BOTH } row_t;
 
 /* One round: reps operations of `row`; returns wall us per operation, *cpu the CPU us. */
-static double round_us(row_t row, const json_t *s, const char *text, int reps, double *cpu) {
+static double round_us(row_t row, const json_t *s, const char *text, int reps, double *cpu)
+{
   double t0 = now_us(CLOCK_MONOTONIC), c0 = now_us(CLOCK_PROCESS_CPUTIME_ID);
   for (int i = 0; i < reps; i++) {
     json_t *j = row == ROW_DECODE ? (json_t *)(uintptr_t)s : json_loads(text, 0, NULL);
     sf_object_t *o = NULL;
-    if (row != ROW_PARSE && sf_decode(j, SF_OBJ_RESOURCE_SLICE, &o, NULL, 0) != 0) abort();
+    if (row != ROW_PARSE && sf_decode(j, SF_OBJ_RESOURCE_SLICE, &o, NULL, 0) != 0)
+      abort();
     sf_object_free(o);
-    if (row != ROW_DECODE) json_decref(j);
+    if (row != ROW_DECODE)
+      json_decref(j);
   }
   *cpu = (now_us(CLOCK_PROCESS_CPUTIME_ID) - c0) / reps;
   return (now_us(CLOCK_MONOTONIC) - t0) / reps;
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char **argv)
+{
   int reps = argc > 1 ? atoi(argv[1]) : 500, runs = argc > 2 ? atoi(argv[2]) : 9;
   if (reps < 1 || runs < 1 || runs > 101) {
     fprintf(stderr, "usage: bench_decode [REPS [RUNS<=101]]\n");
     return 2;
   }
   json_t *s = big_slice();
-  if (!s) return 0;
+  if (!s)
+    return 0;
   char *text = json_dumps(s, JSON_COMPACT);
   static const char *const names[] = {"decode", "parse", "both"};
   printf("slice: %d devices, %zu bytes of JSON; %d runs of %d\n", NDEV, strlen(text), runs, reps);
@@ -94,8 +102,9 @@ int main(int argc, char **argv) {
          "target");
   for (int r = 0; r < 3; r++) {
     double t[101], c[101];
-    round_us((row_t)r, s, text, reps / 10 + 1, &c[0]);  /* warm-up */
-    for (int k = 0; k < runs; k++) t[k] = round_us((row_t)r, s, text, reps, &c[k]);
+    round_us((row_t)r, s, text, reps / 10 + 1, &c[0]); /* warm-up */
+    for (int k = 0; k < runs; k++)
+      t[k] = round_us((row_t)r, s, text, reps, &c[k]);
     qsort(t, (size_t)runs, sizeof t[0], cmp);
     qsort(c, (size_t)runs, sizeof c[0], cmp);
     printf("%-7s %10.1f %9.1f %9.1f %11.1f   %s\n", names[r], t[runs / 2], t[runs / 10],

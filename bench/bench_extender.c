@@ -58,7 +58,8 @@ static json_t *scan(const json_t *list, const char *pod, char *claim, size_t cap
   json_t *names = json_array();
   size_t i;
   const json_t *it;
-  json_array_foreach(json_object_get(list, "items"), i, it) {
+  json_array_foreach(json_object_get(list, "items"), i, it)
+  {
     const char *kind = json_string_value(json_object_get(it, "kind"));
     const json_t *md = json_object_get(it, "metadata");
     if (kind && strcmp(kind, "ResourceSlice") == 0)
@@ -87,7 +88,7 @@ static char *build_body(const char *snapshot, const char *name, bool nodelist, s
   json_t *md = json_object_get(pod, "metadata");
   json_object_set_new(md, "namespace", json_string(POD_NS));
   json_object_set_new(md, "name", json_string(name));
-  json_object_set_new(md, "uid", json_string(name));  /* the verdict cache tells pods apart */
+  json_object_set_new(md, "uid", json_string(name)); /* the verdict cache tells pods apart */
   json_object_set_new(json_object_get(pod, "status"), "resourceClaimStatuses",
                       json_pack("[{s:s,s:s}]", "name", "gpu", "resourceClaimName", claim));
   *nnodes = json_array_size(names);
@@ -96,9 +97,10 @@ static char *build_body(const char *snapshot, const char *name, bool nodelist, s
     json_t *items = json_array();
     size_t i;
     const json_t *n;
-    json_array_foreach(names, i, n) json_array_append_new(
-        items, json_pack("{s:{s:O,s:{s:O}},s:{},s:{}}", "metadata", "name", n, "labels",
-                         "kubernetes.io/hostname", n, "spec", "status"));
+    json_array_foreach(names, i, n)
+        json_array_append_new(items,
+                              json_pack("{s:{s:O,s:{s:O}},s:{},s:{}}", "metadata", "name", n,
+                                        "labels", "kubernetes.io/hostname", n, "spec", "status"));
     args = json_pack("{s:o,s:{s:{},s:o},s:n}", "Pod", pod, "Nodes", "metadata", "items", items,
                      "NodeNames");
     json_decref(names);
@@ -119,8 +121,10 @@ static void write_alternate(const char *snapshot)
     die(je.text);
   size_t i;
   json_t *it;
-  json_array_foreach(json_object_get(list, "items"), i, it) {
-    json_t *own = json_array_get(json_object_get(json_object_get(it, "metadata"), "ownerReferences"), 0);
+  json_array_foreach(json_object_get(list, "items"), i, it)
+  {
+    json_t *own = json_array_get(json_object_get(json_object_get(it, "metadata"), "ownerReferences"),
+                                 0);
     const char *on = json_string_value(json_object_get(own, "name"));
     if (on && strcmp(on, POD_NAME) == 0)
       copy = json_deep_copy(it);
@@ -133,7 +137,8 @@ static void write_alternate(const char *snapshot)
   json_object_set_new(json_array_get(json_object_get(md, "ownerReferences"), 0), "name",
                       json_string(POD_B));
   const json_t *devices = json_object_get(json_object_get(copy, "spec"), "devices");
-  const json_t *req = json_object_get(json_array_get(json_object_get(devices, "requests"), 0), "exactly");
+  const json_t *req = json_object_get(json_array_get(json_object_get(devices, "requests"), 0),
+                                      "exactly");
   json_t *caps = json_object_get(json_object_get(req, "capacity"), "requests");
   if (caps == NULL || json_object_set_new(caps, "memory", json_string("2Gi")) != 0)
     die("the claim of " POD_NAME " asks no memory");
@@ -157,7 +162,7 @@ static pid_t spawn(const char *snapshot, unsigned *port)
           "extender/example-policy.json", "--listen", "127.0.0.1:0", (char *)NULL);
     _exit(127);
   }
-  for (int i = 0; i < 6000 && *port == 0; i++) {  /* loading 5,000 nodes takes a while */
+  for (int i = 0; i < 6000 && *port == 0; i++) { /* loading 5,000 nodes takes a while */
     struct timespec ts = {0, 10000000L};
     nanosleep(&ts, NULL);
     FILE *f = fopen(log, "r");
@@ -187,8 +192,8 @@ static double cpu_s(pid_t pid)
   buf[n] = '\0';
   const char *p = strrchr(buf, ')');
   unsigned long ut = 0, st = 0;
-  if (p == NULL || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut,
-                          &st) != 2)
+  if (p == NULL ||
+      sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
     return -1;
   return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
@@ -265,8 +270,8 @@ static int cmp_d(const void *a, const void *b)
 static void report(const char *verb, double *v, size_t n)
 {
   qsort(v, n, sizeof *v, cmp_d);
-  printf("  %-10s p50 %7.3f ms   p99 %7.3f ms   max %7.3f ms   (%zu calls)\n", verb,
-         v[n / 2] * 1e3, v[n * 99 / 100] * 1e3, v[n - 1] * 1e3, n);
+  printf("  %-10s p50 %7.3f ms   p99 %7.3f ms   max %7.3f ms   (%zu calls)\n", verb, v[n / 2] * 1e3,
+         v[n * 99 / 100] * 1e3, v[n - 1] * 1e3, n);
 }
 
 static void write_bodies(const char *dir, const char *body)
@@ -338,8 +343,8 @@ static void run(client_t *cl, char *const *body, size_t nbodies, size_t pairs, p
     printf("  daemon CPU: %.3f ms per pair (user+system; steadier than wall time)\n",
            (c1 - c0) * 1e3 / (double)pairs);
   if (rss0 > 0)
-    printf("  daemon RSS: %ld KiB after %zu warm-up pairs, %ld KiB after %zu more (%+ld KiB)\n",
-           rss0, warm, rss1, pairs, rss1 - rss0);
+    printf("  daemon RSS: %ld KiB after %zu warm-up pairs, %ld KiB after %zu more (%+ld KiB)\n", rss0,
+           warm, rss1, pairs, rss1 - rss0);
   free(tf);
   free(tp);
   for (size_t k = 0; k < nbodies; k++)
@@ -368,7 +373,7 @@ int main(int argc, char **argv)
   char *body[2] = {build_body(snapshot, POD_NAME, nodelist, &nnodes), NULL};
   if (alternate)
     body[1] = build_body(snapshot, POD_B, nodelist, &nnodes);
-  if (getenv("BENCH_BODIES")) {  /* only write the body, for wrk */
+  if (getenv("BENCH_BODIES")) { /* only write the body, for wrk */
     write_bodies(getenv("BENCH_BODIES"), body[0]);
     free(body[0]);
     free(body[1]);

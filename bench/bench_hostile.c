@@ -74,7 +74,7 @@ static unsigned log_port(const char *key)
   char line[4096];
   unsigned port = 0;
   while (f && fgets(line, sizeof line, f)) {
-    const char *p = strstr(line, "] \"serving\"");  /* klog: the message follows the source */
+    const char *p = strstr(line, "] \"serving\""); /* klog: the message follows the source */
     const char *q = p ? strstr(p, key) : NULL;
     if (q)
       port = (unsigned)atoi(q + strlen(key));
@@ -92,8 +92,8 @@ static pid_t spawn(unsigned *port, unsigned *probe)
     if (freopen(LOG, "w", stderr) == NULL)
       _exit(127);
     execl("bin/slicefit", "slicefit", "--snapshot", "extender/example-cluster.json", "--policy",
-          "extender/example-policy.json", "--listen", "127.0.0.1:0", "--probe-listen",
-          "127.0.0.1:0", (char *)NULL);
+          "extender/example-policy.json", "--listen", "127.0.0.1:0", "--probe-listen", "127.0.0.1:0",
+          (char *)NULL);
     _exit(127);
   }
   for (int i = 0; i < 1000 && *port == 0; i++) {
@@ -185,7 +185,7 @@ static int read_reply(int fd)
     }
     if (body && dropped + got >= need)
       return status;
-    if (body && got == sizeof buf - 1) {  /* a large body: keep counting, drop the bytes */
+    if (body && got == sizeof buf - 1) { /* a large body: keep counting, drop the bytes */
       dropped += got;
       got = 0;
     }
@@ -195,7 +195,7 @@ static int read_reply(int fd)
 
 typedef struct {
   unsigned port;
-  int fd;                      /* keep-alive, from 127.0.0.2 */
+  int fd; /* keep-alive, from 127.0.0.2 */
   const char *req;
   size_t len;
 } client_t;
@@ -272,7 +272,7 @@ static void attack(unsigned port, double secs)
           read(pf[i].fd, b, sizeof b) <= 0) {
         close(pf[i].fd);
         pf[i].fd = -1;
-        next[i] = t + 0.2;  /* open it again a little later, not in a tight loop */
+        next[i] = t + 0.2; /* open it again a little later, not in a tight loop */
       }
       if (pf[i].fd < 0) {
         if (t < next[i])
@@ -370,9 +370,10 @@ static int post_big(unsigned port, const char *body, size_t len)
 {
   int fd = dial(port, "127.0.0.3");
   char head[256];
-  int hl = snprintf(head, sizeof head,
-                    "POST /filter HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: %zu\r\n\r\n",
-                    len);
+  int hl =
+      snprintf(head, sizeof head,
+               "POST /filter HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: %zu\r\n\r\n",
+               len);
   int st = -1;
   /* A refusal comes before the body is all sent: read the answer even when sending failed. */
   if (fd >= 0 && send_all(fd, head, (size_t)hl))
@@ -471,8 +472,8 @@ static void phase_bodies(pid_t daemon, unsigned port)
   long hwm = status_kib(daemon, "VmHWM:"), after = status_kib(daemon, "VmRSS:");
   printf("bodies   10 x %zu-byte bodies at once: 200=%d 503=%d 413=%d other=%d; RSS %ld KiB "
          "before, peak (VmHWM) %ld KiB, %ld KiB after\n",
-         len, codes[200], codes[503], codes[413], 10 - codes[200] - codes[503] - codes[413],
-         before, hwm, after);
+         len, codes[200], codes[503], codes[413], 10 - codes[200] - codes[503] - codes[413], before,
+         hwm, after);
   free(body);
 }
 
@@ -502,7 +503,7 @@ int main(int argc, char **argv)
   pid_t att = fork();
   if (att == 0)
     attack(port, 40);
-  sleep_ms(3000);  /* the connections are open, the slow ones have sent a byte or two */
+  sleep_ms(3000); /* the connections are open, the slow ones have sent a byte or two */
   worst(&worst_health_p99, series("attack", "/healthz (extender)", &health, n));
   series("attack", "/healthz (probe port)", &probes, n);
   worst(&worst_filter_p99, series("attack", "/filter", &filter, n));

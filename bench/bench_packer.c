@@ -49,7 +49,7 @@
 #include "slicefit/packer.h"
 
 #define DRIVER "gpu.nvidia.com"
-#define GI ((sf_milli_t)1073741824 * 1000)  /* 1Gi in milli-units */
+#define GI ((sf_milli_t)1073741824 * 1000) /* 1Gi in milli-units */
 #define NDEV 8
 #define SEED 0x5eedf17ull
 
@@ -86,34 +86,35 @@ static uint32_t below(uint32_t n)
 
 typedef struct {
   sf_index_t *idx;
-  sf_policy_t pol;            /* island_map; strategies are set per run on copies */
-  sf_node_id *nodes;          /* new */
+  sf_policy_t pol;   /* island_map; strategies are set per run on copies */
+  sf_node_id *nodes; /* new */
   size_t n;
   size_t nallocs;
-  sf_milli_t used, total;     /* GPU memory, milli-units */
+  sf_milli_t used, total; /* GPU memory, milli-units */
 } cluster_t;
 
 static void add_node(cluster_t *c, size_t i)
 {
   char name[32], dname[NDEV][8], uuid[NDEV][48];
-  const model_t *m = &models[i % 5 < 2 ? 0 : i % 5 < 4 ? 1 : 2];  /* 40% H100, 40% A100, 20% RTX */
+  const model_t *m = &models[i % 5 < 2 ? 0 : i % 5 < 4 ? 1 : 2]; /* 40% H100, 40% A100, 20% RTX */
   sf_attr_t attrs[NDEV][3];
   sf_capacity_t cap[NDEV];
   sf_device_spec_t devs[NDEV];
   snprintf(name, sizeof(name), "gpu-node-%05zu", i);
-  sf_node_spec_t spec = {name, 0, 0};  /* the extender's demands carry no CPU/memory */
+  sf_node_spec_t spec = {name, 0, 0}; /* the extender's demands carry no CPU/memory */
   if (sf_index_node_upsert(c->idx, &spec, &c->nodes[c->n]) != 0)
     abort();
   for (size_t k = 0; k < NDEV; k++) {
     uint64_t u = next64();
     snprintf(dname[k], sizeof(dname[k]), "gpu-%zu", k);
     snprintf(uuid[k], sizeof(uuid[k]), "GPU-%08" PRIx32 "-%04" PRIx32 "-%04" PRIx32 "-%012" PRIx64,
-             (uint32_t)u, (uint32_t)(u >> 32) & 0xffff, (uint32_t)(u >> 48), (uint64_t)(next64() & 0xffffffffffffull));
+             (uint32_t)u, (uint32_t)(u >> 32) & 0xffff, (uint32_t)(u >> 48),
+             (uint64_t)(next64() & 0xffffffffffffull));
     attrs[k][0] = (sf_attr_t){DRIVER "/productName", SF_ATTR_STRING, 0, m->product};
     attrs[k][1] = (sf_attr_t){DRIVER "/uuid", SF_ATTR_STRING, 0, uuid[k]};
     attrs[k][2] = (sf_attr_t){DRIVER "/type", SF_ATTR_STRING, 0, "gpu"};
-    cap[k] = (sf_capacity_t){DRIVER "/memory", m->mem, true,
-                             {false, 0, NULL, 0, true, GI, GI, m->mem}};
+    cap[k] =
+        (sf_capacity_t){DRIVER "/memory", m->mem, true, {false, 0, NULL, 0, true, GI, GI, m->mem}};
     devs[k] = (sf_device_spec_t){dname[k], attrs[k], 3, &cap[k], 1, NULL, 0, NULL, 0, true};
   }
   if (sf_index_pool_set(c->idx, c->nodes[c->n], DRIVER, name, devs, NDEV, NULL, 0) != 0)
@@ -206,7 +207,8 @@ static void cluster_init(cluster_t *c, size_t nnodes, size_t max_allocs, double 
   for (size_t i = 0; i < nnodes; i++)
     fill_node(c, i, max_allocs, scale);
   /* The memory case asks for an exact count: top up with small slices anywhere. */
-  for (size_t tries = 0; max_allocs != SIZE_MAX && c->nallocs < max_allocs && tries < 20 * max_allocs; tries++)
+  for (size_t tries = 0; max_allocs != SIZE_MAX && c->nallocs < max_allocs && tries < 20 * max_allocs;
+       tries++)
     c->used += try_alloc(c, below((uint32_t)nnodes), GI, 1);
 }
 
@@ -242,7 +244,8 @@ static const sf_demand_t *demand_init(demand_t *d, sf_milli_t amount, uint32_t c
 {
   memset(d, 0, sizeof(*d));
   d->cap = (sf_cap_request_t){DRIVER "/memory", amount};
-  d->req = (sf_request_t){"gpu", &gpu_class, 1, false, count, &d->cap, amount ? 1 : 0, NULL, 0, NULL, 0, false};
+  d->req = (sf_request_t){"gpu",          &gpu_class, 1, false, count, &d->cap,
+                          amount ? 1 : 0, NULL,       0, NULL,  0,     false};
   d->con = (sf_constraint_t){SF_CONSTRAINT_ISLAND, NULL, NULL, 0};
   d->claim = (sf_claim_t){"bench/claim", &d->req, 1, &d->con, island ? 1 : 0};
   d->dem = (sf_demand_t){&d->claim, 1, 0, 0};
@@ -276,7 +279,12 @@ static void eval(sf_packer_t *p, cluster_t *c, const sf_policy_t *pol, const sf_
 /* Seeds the index's learned mix with a realistic workload (weights by repetition). */
 static void learn_mix(sf_packer_t *p, cluster_t *c, const sf_policy_t *pol)
 {
-  static const struct { sf_milli_t amount; uint32_t count; bool island; int times; } shapes[] = {
+  static const struct {
+    sf_milli_t amount;
+    uint32_t count;
+    bool island;
+    int times;
+  } shapes[] = {
       {1 * GI, 1, false, 4}, {2 * GI, 1, false, 3}, {4 * GI, 1, false, 4}, {8 * GI, 1, false, 2},
       {0, 1, false, 3},      {0, 2, true, 2},       {0, 8, true, 1},
   };
@@ -284,8 +292,8 @@ static void learn_mix(sf_packer_t *p, cluster_t *c, const sf_policy_t *pol)
   demand_t d;
   for (size_t s = 0; s < sizeof(shapes) / sizeof(*shapes); s++)
     for (int t = 0; t < shapes[s].times; t++)
-      eval(p, c, pol, demand_init(&d, shapes[s].amount, shapes[s].count, shapes[s].island), c->nodes, 4,
-           SF_EVAL_LEARN, v);
+      eval(p, c, pol, demand_init(&d, shapes[s].amount, shapes[s].count, shapes[s].island), c->nodes,
+           4, SF_EVAL_LEARN, v);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -304,7 +312,7 @@ static void run(const char *label, const char *polname, cluster_t *c, const sf_p
   sf_packer_t *p = sf_packer_create();
   learn_mix(p, c, pol);
   eval(p, c, pol, d, c->nodes, c->n, SF_EVAL_LEARN, out);
-  sf_demand_t twin = *d;  /* the same but for its CPU, which these nodes do not track */
+  sf_demand_t twin = *d; /* the same but for its CPU, which these nodes do not track */
   twin.cpu_milli = d->cpu_milli + 1;
   for (int r = 0; r < reps; r++) {
     if (mode == RUN_COLD) {
@@ -325,9 +333,12 @@ static void run(const char *label, const char *polname, cluster_t *c, const sf_p
   qsort(cpu, (size_t)reps, sizeof(*cpu), cmp_double);
   double med = t[reps / 2], p10 = t[reps / 10], p90 = t[reps - 1 - reps / 10];
   printf("%-7s %-24s %-6s %10.1f %9.1f %9.1f %8.1f %10.1f   %zu/%zu/%zu\n", label, polname,
-         mode == RUN_COLD ? "cold" : mode == RUN_LEARN ? "learn" : mode == RUN_AGAIN ? "again" : "warm",
-         med, p10, p90,
-         med * 1000.0 / (double)c->n, cpu[reps / 2], fit[SF_FIT_YES], fit[SF_FIT_NO], fit[SF_FIT_UNSURE]);
+         mode == RUN_COLD    ? "cold"
+         : mode == RUN_LEARN ? "learn"
+         : mode == RUN_AGAIN ? "again"
+                             : "warm",
+         med, p10, p90, med * 1000.0 / (double)c->n, cpu[reps / 2], fit[SF_FIT_YES], fit[SF_FIT_NO],
+         fit[SF_FIT_UNSURE]);
   sf_packer_destroy(p);
   free(cpu);
   free(t);
@@ -360,7 +371,8 @@ static void policy_of(const cluster_t *c, const polspec_t *ps, sf_policy_t *out)
   }
 }
 
-static void run_case(const char *label, cluster_t *c, const sf_demand_t *d, const char *which, int reps)
+static void run_case(const char *label, cluster_t *c, const sf_demand_t *d, const char *which,
+                     int reps)
 {
   for (size_t i = 0; i < NPOL; i++) {
     if (strcmp(which, "all") != 0 && strcmp(which, policies[i].name) != 0)
@@ -403,7 +415,7 @@ static void case_mem(void)
   cluster_t c;
   long rss0 = status_kib("VmRSS"), hwm0 = status_kib("VmHWM");
   double t0 = now_us();
-  cluster_init(&c, 10000, 50000, 0.8);  /* 0.8: the count runs out near the last node */
+  cluster_init(&c, 10000, 50000, 0.8); /* 0.8: the count runs out near the last node */
   double built = now_us() - t0;
   long rss1 = status_kib("VmRSS"), hwm1 = status_kib("VmHWM");
   printf("mem: %zu nodes x %d GPUs, %zu allocations, %.1f%% of GPU memory used, built in %.0f ms\n",
@@ -411,7 +423,8 @@ static void case_mem(void)
          100.0 * (double)c.used / (double)c.total, built / 1000.0);
   printf("mem: sf_index_mem_bytes %.1f MiB (%.0f B per node, %.0f B per allocation overall)\n",
          (double)sf_index_mem_bytes(c.idx) / 1048576.0,
-         (double)sf_index_mem_bytes(c.idx) / (double)c.n, (double)sf_index_mem_bytes(c.idx) / (double)c.nallocs);
+         (double)sf_index_mem_bytes(c.idx) / (double)c.n,
+         (double)sf_index_mem_bytes(c.idx) / (double)c.nallocs);
   printf("mem: RSS delta %.1f MiB, peak RSS (VmHWM) delta %.1f MiB  [target < 100 MiB]\n",
          (double)(rss1 - rss0) / 1024.0, (double)(hwm1 - (hwm0 > rss0 ? hwm0 : rss0)) / 1024.0);
   /* A daemon also holds a packer's scratch, fragmentation caches and selector caches. */
@@ -440,8 +453,8 @@ static void timed_cases(bool frac, bool island, int reps, const char *which, siz
   printf("cluster: %zu nodes x %d GPUs (40%% H100 island 8, 40%% A100 islands of 2, 20%% RTX 4000), "
          "%zu allocations, %.1f%% of GPU memory used, built in %.0f ms\n",
          c.n, NDEV, c.nallocs, 100.0 * (double)c.used / (double)c.total, (now_us() - t0) / 1000.0);
-  printf("%-7s %-24s %-6s %10s %9s %9s %8s %10s   %s\n", "case", "policy", "cache", "median_us", "p10_us",
-         "p90_us", "ns/node", "cpu_med_us", "fit/no/unsure");
+  printf("%-7s %-24s %-6s %10s %9s %9s %8s %10s   %s\n", "case", "policy", "cache", "median_us",
+         "p10_us", "p90_us", "ns/node", "cpu_med_us", "fit/no/unsure");
   if (frac)
     run_case("frac", &c, demand_init(&d, 4 * GI, 1, false), which, reps);
   if (island)
@@ -456,15 +469,19 @@ int main(int argc, char **argv)
   const char *pol = argc > 3 ? argv[3] : argc > 1 && strcmp(which, "all") != 0 ? "default" : "all";
   size_t nnodes = argc > 4 ? (size_t)atol(argv[4]) : 5000;
   bool all = strcmp(which, "all") == 0;
-  if (reps < 1 || nnodes < 4 || (!all && strcmp(which, "frac") && strcmp(which, "island") && strcmp(which, "mem"))) {
-    fprintf(stderr, "usage: bench_packer [frac|island|mem|all [REPS [default|fragpack|fgd|binpack|spread|all [NODES]]]]\n");
+  if (reps < 1 || nnodes < 4 ||
+      (!all && strcmp(which, "frac") && strcmp(which, "island") && strcmp(which, "mem"))) {
+    fprintf(
+        stderr,
+        "usage: bench_packer [frac|island|mem|all [REPS [default|fragpack|fgd|binpack|spread|all [NODES]]]]\n");
     return 2;
   }
   /* Memory first, so the peak RSS is not the timed cases' high-water mark. */
   if (all || strcmp(which, "mem") == 0)
     case_mem();
   if (all || strcmp(which, "frac") == 0 || strcmp(which, "island") == 0)
-    timed_cases(all || strcmp(which, "frac") == 0, all || strcmp(which, "island") == 0, reps, pol, nnodes);
+    timed_cases(all || strcmp(which, "frac") == 0, all || strcmp(which, "island") == 0, reps, pol,
+                nnodes);
   printf("evaluate calls: %zu\n", eval_calls);
   return 0;
 }

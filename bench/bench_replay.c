@@ -52,7 +52,8 @@ int main(int argc, char **argv)
   sf_replay_trace_t t;
   int runs = argc >= 4 ? atoi(argv[3]) : 5;
   const char *policy = argc >= 5 ? argv[4] : "fgd";
-  int choice = argc >= 6 ? (strcmp(argv[5], "packer") == 0 ? SF_CHOICE_PACKER : SF_CHOICE_FIRST_FIT) : -1;
+  int choice = argc >= 6 ? (strcmp(argv[5], "packer") == 0 ? SF_CHOICE_PACKER : SF_CHOICE_FIRST_FIT)
+                         : -1;
   double wall[MAX_RUNS];
   sf_replay_result_t last = {0};
   if (runs < 1 || runs > MAX_RUNS)

@@ -35,58 +35,68 @@
 #define CLAIMS 40000u
 #define MAXRUNS 15
 
-static double now_s(clockid_t clk) {
+static double now_s(clockid_t clk)
+{
   struct timespec ts;
   clock_gettime(clk, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static long minor_faults(void) {
+static long minor_faults(void)
+{
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
   return ru.ru_minflt;
 }
 
-static int cmp_double(const void *a, const void *b) {
+static int cmp_double(const void *a, const void *b)
+{
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
 }
 
-static double median(double *v, int n) {
+static double median(double *v, int n)
+{
   qsort(v, (size_t)n, sizeof *v, cmp_double);
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 /* ---- objects ---- */
 
-static void slice(FILE *f, unsigned i) {
-  fprintf(f, "{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceSlice\",\"metadata\":{"
-             "\"name\":\"node-%u-gpu.nvidia.com-x1\",\"resourceVersion\":\"1\"},\"spec\":{"
-             "\"driver\":\"gpu.nvidia.com\",\"nodeName\":\"node-%u\",\"pool\":{\"name\":"
-             "\"node-%u\",\"generation\":1,\"resourceSliceCount\":1},\"devices\":[",
+static void slice(FILE *f, unsigned i)
+{
+  fprintf(f,
+          "{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceSlice\",\"metadata\":{"
+          "\"name\":\"node-%u-gpu.nvidia.com-x1\",\"resourceVersion\":\"1\"},\"spec\":{"
+          "\"driver\":\"gpu.nvidia.com\",\"nodeName\":\"node-%u\",\"pool\":{\"name\":"
+          "\"node-%u\",\"generation\":1,\"resourceSliceCount\":1},\"devices\":[",
           i, i, i);
   for (unsigned d = 0; d < DEVS; d++)
-    fprintf(f, "%s{\"name\":\"gpu-%u\",\"attributes\":{\"productName\":{\"string\":"
-               "\"NVIDIA H100 80GB HBM3\"},\"index\":{\"int\":%u},\"uuid\":{\"string\":"
-               "\"GPU-%08x-%04x\"},\"driverVersion\":{\"version\":\"550.54.15\"}},"
-               "\"capacity\":{\"memory\":{\"value\":\"80Gi\"}}}",
+    fprintf(f,
+            "%s{\"name\":\"gpu-%u\",\"attributes\":{\"productName\":{\"string\":"
+            "\"NVIDIA H100 80GB HBM3\"},\"index\":{\"int\":%u},\"uuid\":{\"string\":"
+            "\"GPU-%08x-%04x\"},\"driverVersion\":{\"version\":\"550.54.15\"}},"
+            "\"capacity\":{\"memory\":{\"value\":\"80Gi\"}}}",
             d ? "," : "", d, d, i, d);
   fputs("]}}", f);
 }
 
 /* A claim; allocated on its node's device when `alloc`. */
-static void claim(FILE *f, unsigned j, bool alloc, unsigned rv) {
+static void claim(FILE *f, unsigned j, bool alloc, unsigned rv)
+{
   unsigned node = j % NODES, dev = (j / NODES) % DEVS;
-  fprintf(f, "{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceClaim\",\"metadata\":{"
-             "\"name\":\"claim-%u\",\"namespace\":\"team-%u\",\"uid\":\"u-%u\","
-             "\"resourceVersion\":\"%u\"},\"spec\":{\"devices\":{\"requests\":[{\"name\":\"gpu\","
-             "\"exactly\":{\"deviceClassName\":\"gpu.nvidia.com\",\"count\":1}}]}}",
+  fprintf(f,
+          "{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceClaim\",\"metadata\":{"
+          "\"name\":\"claim-%u\",\"namespace\":\"team-%u\",\"uid\":\"u-%u\","
+          "\"resourceVersion\":\"%u\"},\"spec\":{\"devices\":{\"requests\":[{\"name\":\"gpu\","
+          "\"exactly\":{\"deviceClassName\":\"gpu.nvidia.com\",\"count\":1}}]}}",
           j, j % 50, j, rv);
   if (alloc)
-    fprintf(f, ",\"status\":{\"allocation\":{\"devices\":{\"results\":[{\"request\":\"gpu\","
-               "\"driver\":\"gpu.nvidia.com\",\"pool\":\"node-%u\",\"device\":\"gpu-%u\"}]},"
-               "\"nodeSelector\":{\"nodeSelectorTerms\":[{\"matchFields\":[{\"key\":"
-               "\"metadata.name\",\"operator\":\"In\",\"values\":[\"node-%u\"]}]}]}}}",
+    fprintf(f,
+            ",\"status\":{\"allocation\":{\"devices\":{\"results\":[{\"request\":\"gpu\","
+            "\"driver\":\"gpu.nvidia.com\",\"pool\":\"node-%u\",\"device\":\"gpu-%u\"}]},"
+            "\"nodeSelector\":{\"nodeSelectorTerms\":[{\"matchFields\":[{\"key\":"
+            "\"metadata.name\",\"operator\":\"In\",\"values\":[\"node-%u\"]}]}]}}}",
             node, dev, node);
   fputc('}', f);
 }
@@ -97,7 +107,8 @@ static const char CLASS[] = "{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"D
 
 /* ---- 1: the event apply rate ---- */
 
-static char *event_stream(unsigned n, size_t *len) {
+static char *event_stream(unsigned n, size_t *len)
+{
   char *s = NULL;
   FILE *f = open_memstream(&s, len);
   static const char *const types[] = {"ADDED", "MODIFIED", "DELETED"};
@@ -111,14 +122,16 @@ static char *event_stream(unsigned n, size_t *len) {
   return s;
 }
 
-static sf_cluster_t *base_cluster(void) {
+static sf_cluster_t *base_cluster(void)
+{
   sf_cluster_t *c = sf_cluster_create(NULL);
   char err[SF_ERR_MAX], *s = NULL;
   size_t len;
   FILE *f = open_memstream(&s, &len);
   fputc('[', f);
   for (unsigned i = 0; i < NODES; i++) {
-    if (i) fputc(',', f);
+    if (i)
+      fputc(',', f);
     slice(f, i);
   }
   fputc(']', f);
@@ -136,7 +149,8 @@ static sf_cluster_t *base_cluster(void) {
 }
 
 /* Frames, parses and applies the stream (c NULL: parse only); returns events seen. */
-static unsigned apply_stream(sf_cluster_t *c, const char *s, size_t len) {
+static unsigned apply_stream(sf_cluster_t *c, const char *s, size_t len)
+{
   sf_framer_t fr;
   sf_framer_init(&fr, 0);
   unsigned n = 0;
@@ -147,15 +161,24 @@ static unsigned apply_stream(sf_cluster_t *c, const char *s, size_t len) {
       const char *ev;
       size_t evlen;
       long used = sf_framer_feed(&fr, s + pos + off, chunk - off, &ev, &evlen);
-      if (used <= 0) { fprintf(stderr, "bench_watch: framing error\n"); exit(1); }
+      if (used <= 0) {
+        fprintf(stderr, "bench_watch: framing error\n");
+        exit(1);
+      }
       off += (size_t)used;
-      if (!ev) continue;
+      if (!ev)
+        continue;
       json_t *e = json_loadb(ev, evlen, 0, NULL);
       const char *type = json_string_value(json_object_get(e, "type"));
       json_t *obj = json_object_get(e, "object");
-      int rc = !c ? 0 : !strcmp(type, "DELETED") ? sf_cluster_delete(c, SF_KIND_RESOURCE_CLAIM, obj, err, sizeof err)
-                                        : sf_cluster_apply(c, SF_KIND_RESOURCE_CLAIM, obj, err, sizeof err);
-      if (rc) { fprintf(stderr, "bench_watch: %s\n", err); exit(1); }
+      int rc = !c ? 0
+               : !strcmp(type, "DELETED")
+                   ? sf_cluster_delete(c, SF_KIND_RESOURCE_CLAIM, obj, err, sizeof err)
+                   : sf_cluster_apply(c, SF_KIND_RESOURCE_CLAIM, obj, err, sizeof err);
+      if (rc) {
+        fprintf(stderr, "bench_watch: %s\n", err);
+        exit(1);
+      }
       json_decref(e);
       n++;
     }
@@ -170,7 +193,8 @@ static unsigned apply_stream(sf_cluster_t *c, const char *s, size_t len) {
  * and every claim event after it adds or takes back its shapes (a cluster never filtered
  * skips that work).
  */
-static void filter_once(sf_cluster_t *c) {
+static void filter_once(sf_cluster_t *c)
+{
   static const char pod[] = "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":"
                             "\"p\",\"namespace\":\"team-0\"},\"spec\":{\"containers\":[]}}";
   json_t *j = json_loads(pod, 0, NULL);
@@ -184,7 +208,8 @@ static void filter_once(sf_cluster_t *c) {
   json_decref(j);
 }
 
-static void bench_events(int runs, unsigned nevents) {
+static void bench_events(int runs, unsigned nevents)
+{
   size_t len;
   char *s = event_stream(nevents, &len);
   double rate[MAXRUNS], cpu[MAXRUNS], faults[MAXRUNS];
@@ -215,7 +240,8 @@ static void bench_events(int runs, unsigned nevents) {
   printf("events: %u claim events (%.0f bytes each) on %u nodes x %u GPUs\n", nevents,
          (double)len / nevents, NODES, DEVS);
   printf("  apply rate: median %.0f events/s wall (min %.0f, max %.0f), %.0f events/s CPU "
-         "(best %.0f), %d runs\n", median(rate, runs), lo, hi, median(cpu, runs), best, runs);
+         "(best %.0f), %d runs\n",
+         median(rate, runs), lo, hi, median(cpu, runs), best, runs);
   printf("  page faults: median %.2f per event\n", median(faults, runs));
   printf("  of which framer + jansson alone: median %.0f events/s CPU\n", median(parse, runs));
   free(s);
@@ -226,7 +252,8 @@ static void bench_events(int runs, unsigned nevents) {
  * republishes one node's slice (a new generation of the same devices), which
  * re-records only the claims on that pool.
  */
-static void bench_slice_events(int runs, unsigned nevents) {
+static void bench_slice_events(int runs, unsigned nevents)
+{
   char *s = NULL, err[SF_ERR_MAX];
   size_t len;
   FILE *f = open_memstream(&s, &len);
@@ -263,7 +290,8 @@ static void bench_slice_events(int runs, unsigned nevents) {
   }
   printf("slice events: %u slices republished among %u allocated claims: median %.0f events/s CPU, %d runs\n",
          nevents, CLAIMS, median(rate, runs), runs);
-  for (unsigned e = 0; e < nevents; e++) json_decref(ev[e]);
+  for (unsigned e = 0; e < nevents; e++)
+    json_decref(ev[e]);
   free(ev);
   free(s);
 }
@@ -276,7 +304,8 @@ typedef struct {
   char url[64];
 } fake_t;
 
-static void fake_send(fake_t *f, const char *line) {
+static void fake_send(fake_t *f, const char *line)
+{
   char ans[256];
   fprintf(f->in, "%s\n", line);
   fflush(f->in);
@@ -286,11 +315,13 @@ static void fake_send(fake_t *f, const char *line) {
   }
 }
 
-static void fake_spawn(fake_t *f, const char *bin) {
+static void fake_spawn(fake_t *f, const char *bin)
+{
   int to[2], from[2];
   unsigned port = 0;
   char line[64];
-  if (pipe(to) || pipe(from)) exit(1);
+  if (pipe(to) || pipe(from))
+    exit(1);
   if ((f->pid = fork()) == 0) {
     dup2(to[0], 0);
     dup2(from[1], 1);
@@ -310,22 +341,30 @@ static void fake_spawn(fake_t *f, const char *bin) {
   snprintf(f->url, sizeof f->url, "http://127.0.0.1:%u", port);
 }
 
-static void write_items(const char *path, bool slices) {
+static void write_items(const char *path, bool slices)
+{
   FILE *f = fopen(path, "w");
   fputc('[', f);
   for (unsigned i = 0; i < (slices ? NODES : CLAIMS); i++) {
-    if (i) fputc(',', f);
-    if (slices) slice(f, i);
-    else claim(f, i, i % 2 == 0, 1);
+    if (i)
+      fputc(',', f);
+    if (slices)
+      slice(f, i);
+    else
+      claim(f, i, i % 2 == 0, 1);
   }
   fputs("]\n", f);
   fclose(f);
 }
 
-static void on_stopped(void *ud) { *(bool *)ud = true; }
+static void on_stopped(void *ud)
+{
+  *(bool *)ud = true;
+}
 
 /* One sync: seconds from start to synced, or a negative number on failure. */
-static double sync_once(const char *url, bool streaming, double *cpu) {
+static double sync_once(const char *url, bool streaming, double *cpu)
+{
   uv_loop_t loop;
   uv_loop_init(&loop);
   sf_cluster_t *c = sf_cluster_create(NULL);
@@ -337,7 +376,10 @@ static double sync_once(const char *url, bool streaming, double *cpu) {
   sf_apiwatch_start(w);
   while (now_s(CLOCK_MONOTONIC) - t0 < 60) {
     uv_run(&loop, UV_RUN_ONCE);
-    if (sf_apiwatch_synced(w)) { t = now_s(CLOCK_MONOTONIC) - t0; break; }
+    if (sf_apiwatch_synced(w)) {
+      t = now_s(CLOCK_MONOTONIC) - t0;
+      break;
+    }
   }
   *cpu = now_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
   if (getenv("SF_BENCH_V")) {
@@ -356,17 +398,20 @@ static double sync_once(const char *url, bool streaming, double *cpu) {
   }
   bool done = false;
   sf_apiwatch_stop(w, on_stopped, &done);
-  while (!done) uv_run(&loop, UV_RUN_ONCE);
+  while (!done)
+    uv_run(&loop, UV_RUN_ONCE);
   sf_apiwatch_destroy(w);
   sf_cluster_destroy(c);
   uv_loop_close(&loop);
   return t;
 }
 
-static void bench_sync(int runs) {
+static void bench_sync(int runs)
+{
   fake_t f;
   char dir[] = "/tmp/bench-watch-XXXXXX", sl[64], cl[64], cmd[512];
-  if (!mkdtemp(dir)) exit(1);
+  if (!mkdtemp(dir))
+    exit(1);
   snprintf(sl, sizeof sl, "%s/slices.json", dir);
   snprintf(cl, sizeof cl, "%s/claims.json", dir);
   write_items(sl, true);
@@ -380,13 +425,17 @@ static void bench_sync(int runs) {
   fake_send(&f, cmd);
   printf("initial sync: %u slices of %u devices, %u claims (half allocated), fake-apiserver on loopback\n",
          NODES, DEVS, CLAIMS);
-  const char *only = getenv("SF_BENCH_SYNC");  /* "stream" or "list": one mode only */
+  const char *only = getenv("SF_BENCH_SYNC"); /* "stream" or "list": one mode only */
   for (int mode = 0; mode < 2; mode++) {
-    if (only && strcmp(only, mode == 0 ? "stream" : "list")) continue;
+    if (only && strcmp(only, mode == 0 ? "stream" : "list"))
+      continue;
     double t[MAXRUNS], cpu[MAXRUNS];
     for (int r = 0; r < runs; r++) {
       t[r] = sync_once(f.url, mode == 0, &cpu[r]);
-      if (t[r] < 0) { fprintf(stderr, "bench_watch: a sync failed\n"); exit(1); }
+      if (t[r] < 0) {
+        fprintf(stderr, "bench_watch: a sync failed\n");
+        exit(1);
+      }
     }
     printf("  %-18s median %.2f s wall, %.2f s CPU of the watcher's process (%d runs)\n",
            mode == 0 ? "watch-list:" : "paged LIST (500):", median(t, runs), median(cpu, runs), runs);
@@ -400,15 +449,20 @@ static void bench_sync(int runs) {
   rmdir(dir);
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char **argv)
+{
   int runs = argc > 1 ? atoi(argv[1]) : 5;
   unsigned nevents = argc > 2 ? (unsigned)atoi(argv[2]) : 3 * CLAIMS;
-  if (runs < 1 || runs > MAXRUNS) runs = 5;
+  if (runs < 1 || runs > MAXRUNS)
+    runs = 5;
   sf_log_set_verbosity(getenv("SF_BENCH_V") ? atoi(getenv("SF_BENCH_V")) : -1);
   const char *only = argc > 3 ? argv[3] : "";
   bool all = !*only;
-  if (all || !strcmp(only, "events")) bench_events(runs, nevents);
-  if (all || !strcmp(only, "slices")) bench_slice_events(runs < 3 ? runs : 3, 2000);
-  if (all || !strcmp(only, "sync")) bench_sync(runs < 3 ? runs : 3);
+  if (all || !strcmp(only, "events"))
+    bench_events(runs, nevents);
+  if (all || !strcmp(only, "slices"))
+    bench_slice_events(runs < 3 ? runs : 3, 2000);
+  if (all || !strcmp(only, "sync"))
+    bench_sync(runs < 3 ? runs : 3);
   return 0;
 }

@@ -18,7 +18,10 @@ void sf__buf_put(sf__buf_t *b, const char *s, size_t n)
   b->p[b->len] = '\0';
 }
 
-void sf__buf_puts(sf__buf_t *b, const char *s) { sf__buf_put(b, s, strlen(s)); }
+void sf__buf_puts(sf__buf_t *b, const char *s)
+{
+  sf__buf_put(b, s, strlen(s));
+}
 
 void sf__buf_printf(sf__buf_t *b, const char *fmt, ...)
 {
@@ -37,12 +40,14 @@ void sf__buf_printf(sf__buf_t *b, const char *fmt, ...)
 
 #define ROW0 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
 #define ROW1 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1
-const unsigned char sf__json_plain[256] = {
-    ROW0, ROW0,                                        /* 0x00-0x1f */
-    1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,    /* 0x20-0x2f: '"' */
-    ROW1, ROW1,                                        /* 0x30-0x4f */
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1,    /* 0x50-0x5f: '\\' */
-    ROW1, ROW1, ROW1, ROW1, ROW1, ROW1, ROW1, ROW1, ROW1, ROW1};  /* 0x60-0xff */
+const unsigned char sf__json_plain[256] = {ROW0, ROW0, /* 0x00-0x1f */
+                                           1,    1,    0,    1,    1,    1,    1,    1,    1,
+                                           1,    1,    1,    1,    1,    1,    1, /* 0x20-0x2f: '"' */
+                                           ROW1, ROW1,                            /* 0x30-0x4f */
+                                           1,    1,    1,    1,    1,    1,    1,    1,    1,
+                                           1,    1,    1,    0,    1,    1,    1, /* 0x50-0x5f: '\\' */
+                                           ROW1, ROW1, ROW1, ROW1, ROW1, ROW1, ROW1, ROW1, ROW1,
+                                           ROW1}; /* 0x60-0xff */
 #undef ROW0
 #undef ROW1
 
@@ -50,14 +55,14 @@ void sf__buf_json_str(sf__buf_t *b, const char *s)
 {
   static const char hex[] = "0123456789abcdef";
   size_t n = strlen(s);
-  sf__buf_reserve(b, n * 6 + 2);  /* the worst case: every byte a \u00XX escape */
+  sf__buf_reserve(b, n * 6 + 2); /* the worst case: every byte a \u00XX escape */
   char *o = b->p + b->len;
   *o++ = '"';
   const unsigned char *u = (const unsigned char *)s, *run = u;
   for (;; u++) {
     if (sf__json_plain[*u])
       continue;
-    memcpy(o, run, (size_t)(u - run));  /* the plain bytes before this one, at once */
+    memcpy(o, run, (size_t)(u - run)); /* the plain bytes before this one, at once */
     o += u - run;
     run = u + 1;
     if (*u == '\0')

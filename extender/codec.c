@@ -44,7 +44,8 @@ json_t *sf__json_get_ci(const json_t *obj, const char *key)
     return v;
   const char *k;
   json_t *val;
-  json_object_foreach((json_t *)(uintptr_t)obj, k, val) {
+  json_object_foreach((json_t *)(uintptr_t)obj, k, val)
+  {
     if (strcasecmp(k, key) == 0)
       return val;
   }
@@ -93,8 +94,8 @@ static int take_items(sf__args_t *a, const json_t *list, const sf__limits_t *lim
     return fail(err, errlen, SF_EINVAL, "Nodes: expected a NodeList object with items");
   size_t n = json_array_size(items);
   if (n > lim->max_nodes)
-    return fail(err, errlen, SF_E2BIG, "Nodes.items: %zu nodes is more than the limit of %zu",
-                n, lim->max_nodes);
+    return fail(err, errlen, SF_E2BIG, "Nodes.items: %zu nodes is more than the limit of %zu", n,
+                lim->max_nodes);
   a->names = sf_xcalloc(n, sizeof *a->names);
   a->items = sf_xcalloc(n, sizeof *a->items);
   for (size_t i = 0; i < n; i++) {
@@ -102,8 +103,7 @@ static int take_items(sf__args_t *a, const json_t *list, const sf__limits_t *lim
     const json_t *md = json_is_object(node) ? json_object_get(node, "metadata") : NULL;
     a->names[i] = json_string_value(json_object_get(md, "name"));
     if (a->names[i] == NULL)
-      return fail(err, errlen, SF_EINVAL, "Nodes.items[%zu].metadata.name: expected a string",
-                  i);
+      return fail(err, errlen, SF_EINVAL, "Nodes.items[%zu].metadata.name: expected a string", i);
     a->items[i] = node;
   }
   a->n = n;
@@ -189,7 +189,7 @@ static bool skip_string(cur_t *c)
       c->p = (const char *)p + 1;
       return true;
     }
-    p += 2;  /* a backslash and the byte it escapes */
+    p += 2; /* a backslash and the byte it escapes */
   }
 }
 
@@ -208,7 +208,7 @@ static bool skip_value(cur_t *c)
       c->p++;
     } else if (ch == '}' || ch == ']') {
       if (depth == 0)
-        return true;  /* the end of the enclosing object: a scalar ended before it */
+        return true; /* the end of the enclosing object: a scalar ended before it */
       depth--;
       c->p++;
     } else if (ch == ',' && depth == 0) {
@@ -239,7 +239,7 @@ static bool copy_string(cur_t *c, char **o)
       *o = w;
       return true;
     }
-    const char *e = ++p < end ? strchr(esc_in, *p) : NULL;  /* after a backslash */
+    const char *e = ++p < end ? strchr(esc_in, *p) : NULL; /* after a backslash */
     if (e == NULL || *e == '\0')
       return false;
     *w++ = esc_out[e - esc_in];
@@ -279,7 +279,7 @@ static void drop_names(sf__args_t *a)
 
 typedef struct {
   cur_t pod, names, nodes;
-  cur_t key[3];  /* the key each one was taken under */
+  cur_t key[3]; /* the key each one was taken under */
 } spans_t;
 
 /*
@@ -305,8 +305,8 @@ static bool valid_span(cur_t v, const sf__limits_t *lim)
 static bool is_null(cur_t v)
 {
   ws(&v);
-  while (v.end > v.p && (v.end[-1] == ' ' || v.end[-1] == '\t' || v.end[-1] == '\n' ||
-                         v.end[-1] == '\r'))
+  while (v.end > v.p &&
+         (v.end[-1] == ' ' || v.end[-1] == '\t' || v.end[-1] == '\n' || v.end[-1] == '\r'))
     v.end--;
   return v.end - v.p == 4 && memcmp(v.p, "null", 4) == 0;
 }
@@ -330,7 +330,7 @@ static bool fast_member(cur_t *c, spans_t *sp, unsigned seen[3], sf__args_t *a,
     return false;
   size_t klen = (size_t)(c->p - 1 - k);
   for (size_t i = 0; i < klen; i++)
-    if (k[i] == '\\' || (unsigned char)k[i] >= 0x80)  /* escapes, or UTF-8 to be checked */
+    if (k[i] == '\\' || (unsigned char)k[i] >= 0x80) /* escapes, or UTF-8 to be checked */
       return false;
   if (!eat(c, ':'))
     return false;
@@ -338,11 +338,11 @@ static bool fast_member(cur_t *c, spans_t *sp, unsigned seen[3], sf__args_t *a,
   int f = 0;
   while (f < 3 && (strlen(fields[f]) != klen || strncasecmp(k, fields[f], klen) != 0))
     f++;
-  unsigned rank = f < 3 && memcmp(k, fields[f], klen) == 0 ? 2 : 1;  /* exact : other casing */
-  bool keep = f < 3 && (rank == 2 || seen[f] == 0 ||
-                        (seen[f] == 1 && memcmp(sp->key[f].p, k, klen) == 0));
+  unsigned rank = f < 3 && memcmp(k, fields[f], klen) == 0 ? 2 : 1; /* exact : other casing */
+  bool keep = f < 3 &&
+              (rank == 2 || seen[f] == 0 || (seen[f] == 1 && memcmp(sp->key[f].p, k, klen) == 0));
   cur_t v = {c->p, NULL};
-  if (!keep) {  /* an unknown key, or one the general path would not take */
+  if (!keep) { /* an unknown key, or one the general path would not take */
     if (!skip_value(c))
       return false;
     v.end = c->p;
@@ -401,7 +401,7 @@ static int fast_root(sf__args_t *a, cur_t c, const sf__limits_t *lim)
 static int parse_fast(sf__args_t *a, const char *body, size_t len, const sf__limits_t *lim)
 {
   *a = (sf__args_t){0};
-  if (lim->max_depth < 2)  /* the root and the NodeNames array */
+  if (lim->max_depth < 2) /* the root and the NodeNames array */
     return SF_EINVAL;
   int rc = fast_root(a, (cur_t){body, body + len}, lim);
   if (rc)
@@ -409,8 +409,8 @@ static int parse_fast(sf__args_t *a, const char *body, size_t len, const sf__lim
   return rc;
 }
 
-int sf__args_parse(sf__args_t *a, const char *body, size_t len, const sf__limits_t *lim,
-                   char *err, size_t errlen)
+int sf__args_parse(sf__args_t *a, const char *body, size_t len, const sf__limits_t *lim, char *err,
+                   size_t errlen)
 {
   if (parse_fast(a, body, len, lim) == 0)
     return 0;
@@ -452,7 +452,7 @@ void sf__args_detach(sf__args_t *a)
     free(a->items);
     a->items = NULL;
   }
-  if (a->arena == NULL && a->n) {  /* the names point into the tree: copy them */
+  if (a->arena == NULL && a->n) { /* the names point into the tree: copy them */
     size_t total = 0;
     for (size_t i = 0; i < a->n; i++)
       total += strlen(a->names[i]) + 1;
@@ -471,7 +471,10 @@ void sf__args_detach(sf__args_t *a)
   a->root = root;
 }
 
-static bool passes(const sf_verdict_t *v, size_t i) { return !v || v[i].fit != SF_FIT_NO; }
+static bool passes(const sf_verdict_t *v, size_t i)
+{
+  return !v || v[i].fit != SF_FIT_NO;
+}
 
 static void put_passing(sf__buf_t *b, const sf__args_t *a, const sf_verdict_t *v)
 {
@@ -502,8 +505,8 @@ static void put_passing(sf__buf_t *b, const sf__args_t *a, const sf_verdict_t *v
 #define SEEN_REASONS 8
 
 typedef struct {
-  const char *text;  /* the verdict's reason it was escaped from */
-  size_t off, len;   /* where its escaped form sits in the buffer */
+  const char *text; /* the verdict's reason it was escaped from */
+  size_t off, len;  /* where its escaped form sits in the buffer */
 } seen_t;
 
 static void put_reason(sf__buf_t *b, const char *reason, seen_t *seen, size_t *nseen)
@@ -511,7 +514,7 @@ static void put_reason(sf__buf_t *b, const char *reason, seen_t *seen, size_t *n
   for (size_t k = 0; k < *nseen; k++) {
     if (strcmp(seen[k].text, reason) == 0) {
       size_t off = seen[k].off, len = seen[k].len;
-      sf__buf_reserve(b, len);  /* may move the text: hence offsets, not pointers */
+      sf__buf_reserve(b, len); /* may move the text: hence offsets, not pointers */
       memcpy(b->p + b->len, b->p + off, len);
       b->len += len;
       b->p[b->len] = '\0';

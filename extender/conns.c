@@ -29,8 +29,8 @@
 
 sf__conn_t *sf__conn_of(struct MHD_Connection *mc)
 {
-  const union MHD_ConnectionInfo *ci =
-      MHD_get_connection_info(mc, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+  const union MHD_ConnectionInfo *ci = MHD_get_connection_info(mc,
+                                                               MHD_CONNECTION_INFO_SOCKET_CONTEXT);
   return ci ? ci->socket_context : NULL;
 }
 
@@ -41,8 +41,8 @@ void sf__conn_notify(void *cls, struct MHD_Connection *mc, void **socket_context
   sf__conn_t *c = *socket_context;
   if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
     c = sf_xcalloc(1, sizeof *c);
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(mc,
+                                                                 MHD_CONNECTION_INFO_CONNECTION_FD);
     c->mc = mc;
     c->fd = ci ? ci->connect_fd : -1;
     c->since_ms = uv_now(x->loop);
@@ -82,8 +82,7 @@ void *sf__conn_uri(void *cls, const char *uri, struct MHD_Connection *mc)
 
 static void kill_conn(sf_extender_t *x, sf__conn_t *c, int why)
 {
-  static const char *const names[SF__KILL_COUNT] = {"header-deadline", "idle", "timeout",
-                                                    "drain"};
+  static const char *const names[SF__KILL_COUNT] = {"header-deadline", "idle", "timeout", "drain"};
   if (c->killed || c->fd < 0)
     return;
   c->killed = names[why];

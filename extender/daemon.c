@@ -16,19 +16,19 @@
 typedef struct {
   uv_loop_t loop;
   uv_signal_t sigterm, sigint;
-  uv_timer_t sync_timer;           /* live source: follows sf_apiwatch_synced for /readyz */
-  uv_timer_t pending_timer;        /* claims pending too long */
-  json_t *warned;                  /* "ns/name" of the claims counted as pending too long */
+  uv_timer_t sync_timer;    /* live source: follows sf_apiwatch_synced for /readyz */
+  uv_timer_t pending_timer; /* claims pending too long */
+  json_t *warned;           /* "ns/name" of the claims counted as pending too long */
   sf__pending_stats_t pstats;
   sf_cluster_t *cluster;
-  json_t *pending;                 /* claims without an allocation (pending.c) */
+  json_t *pending; /* claims without an allocation (pending.c) */
   sf_extender_t *ext;
-  sf_extender_t *debug;            /* --debug-listen: /debug/state on its own listener, or NULL */
-  sf_extender_t *metrics;          /* --metrics-listen: /metrics on its own listener, or NULL */
+  sf_extender_t *debug;   /* --debug-listen: /debug/state on its own listener, or NULL */
+  sf_extender_t *metrics; /* --metrics-listen: /metrics on its own listener, or NULL */
   char debug_addr[128], metrics_addr[128];
-  char taint_rules_version[16];    /* resource.k8s.io version serving devicetaintrules, or "" */
+  char taint_rules_version[16]; /* resource.k8s.io version serving devicetaintrules, or "" */
   sf_kubeconfig_t kube;
-  sf_apiwatch_t *watch;            /* NULL with a snapshot */
+  sf_apiwatch_t *watch; /* NULL with a snapshot */
   sf_apiwatch_sink_t sink;
 } daemon_t;
 
@@ -70,7 +70,8 @@ static int load_policy(const char *path, sf_policy_t *pol, char *err, size_t err
     snprintf(err, errlen, "%s: %s", path, obj ? "expected a JSON object of policy keys" : je.text);
     goto done;
   }
-  json_object_foreach(obj, k, v) {
+  json_object_foreach(obj, k, v)
+  {
     keys[i] = k;
     vals[i] = value_text(v, bufs[i], sizeof bufs[i]);
     if (vals[i++] == NULL) {
@@ -235,32 +236,41 @@ static void watch_metrics(sf__buf_t *b, const sf_apiwatch_stats_t *st)
   put_counter(b, "slicefit_apiwatch_events_total", "Watch events (ADDED, MODIFIED, DELETED) applied.",
               st->events);
   put_counter(b, "slicefit_apiwatch_bookmarks_total", "Watch bookmarks received.", st->bookmarks);
-  put_counter(b, "slicefit_apiwatch_lists_total", "Complete lists of a resource (the first "
-              "sync and every relist).", st->lists);
-  put_counter(b, "slicefit_apiwatch_relists_expired_total", "Relists forced by 410 Gone: the "
-              "watch fell too far behind.", st->relists_expired);
-  put_counter(b, "slicefit_apiwatch_watch_resumes_total", "Watches restarted from the last "
-              "resourceVersion after they ended.", st->watch_resumes);
+  put_counter(b, "slicefit_apiwatch_lists_total",
+              "Complete lists of a resource (the first "
+              "sync and every relist).",
+              st->lists);
+  put_counter(b, "slicefit_apiwatch_relists_expired_total",
+              "Relists forced by 410 Gone: the "
+              "watch fell too far behind.",
+              st->relists_expired);
+  put_counter(b, "slicefit_apiwatch_watch_resumes_total",
+              "Watches restarted from the last "
+              "resourceVersion after they ended.",
+              st->watch_resumes);
   const struct {
     const char *reason;
     uint64_t v;
   } errs[] = {{"http_5xx", st->err_http_5xx}, {"http_429", st->err_http_429},
-              {"auth", st->err_auth}, {"connect", st->err_connect}, {"tls", st->err_tls},
-              {"other", st->err_other}, {"decode", st->decode_errors},
-              {"framing", st->framing_errors}};
+              {"auth", st->err_auth},         {"connect", st->err_connect},
+              {"tls", st->err_tls},           {"other", st->err_other},
+              {"decode", st->decode_errors},  {"framing", st->framing_errors}};
   sf__buf_puts(b, "# HELP slicefit_apiwatch_errors_total Errors talking to the API server, by "
                   "reason (decode: an object rejected; framing: a malformed event).\n"
                   "# TYPE slicefit_apiwatch_errors_total counter\n");
   for (size_t i = 0; i < sizeof errs / sizeof errs[0]; i++)
     sf__buf_printf(b, "slicefit_apiwatch_errors_total{reason=\"%s\"} %llu\n", errs[i].reason,
                    (unsigned long long)errs[i].v);
-  put_counter(b, "slicefit_apiwatch_silent_restarts_total", "Watches restarted after sending no "
-              "byte (event or bookmark) for the watch-silence bound.", st->silent_restarts);
-  sf__buf_printf(b, "# HELP slicefit_policy_updates_total Policy ConfigMap versions seen, by "
-                    "result (rejected: the last good policy stays).\n"
-                    "# TYPE slicefit_policy_updates_total counter\n"
-                    "slicefit_policy_updates_total{result=\"applied\"} %llu\n"
-                    "slicefit_policy_updates_total{result=\"rejected\"} %llu\n",
+  put_counter(b, "slicefit_apiwatch_silent_restarts_total",
+              "Watches restarted after sending no "
+              "byte (event or bookmark) for the watch-silence bound.",
+              st->silent_restarts);
+  sf__buf_printf(b,
+                 "# HELP slicefit_policy_updates_total Policy ConfigMap versions seen, by "
+                 "result (rejected: the last good policy stays).\n"
+                 "# TYPE slicefit_policy_updates_total counter\n"
+                 "slicefit_policy_updates_total{result=\"applied\"} %llu\n"
+                 "slicefit_policy_updates_total{result=\"rejected\"} %llu\n",
                  (unsigned long long)st->policy_applied, (unsigned long long)st->policy_invalid);
 }
 
@@ -349,10 +359,10 @@ static void log_pending(const char *key, int64_t age_s, void *ud)
     return;
   const char *slash = strchr(key, '/');
   if (slash == NULL)
-    return;  /* pending.c always writes "namespace/name" */
+    return; /* pending.c always writes "namespace/name" */
   json_t *pod = json_pack("{s:{s:s%,s:s,s:s},s:{s:[{s:s,s:s}]}}", "metadata", "namespace", key,
-                          (size_t)(slash - key), "name", "slicefit-pending-check", "uid", "",
-                          "spec", "resourceClaims", "name", "claim", "resourceClaimName", slash + 1);
+                          (size_t)(slash - key), "name", "slicefit-pending-check", "uid", "", "spec",
+                          "resourceClaims", "name", "claim", "resourceClaimName", slash + 1);
   sf_pod_plan_t *plan = NULL;
   char err[SF_ERR_MAX];
   sf__buf_t why = {0};
@@ -377,9 +387,11 @@ static void log_pending(const char *key, int64_t age_s, void *ud)
   }
   for (size_t i = 0; i < why.len; i++)
     why.p[i] = why.p[i] == '"' ? '\'' : why.p[i];
-  sf_log_vinfo(2, "claim pending too long", "claim=\"%s\" age_s=%lld nodes=%zu fit=%zu no=%zu "
-               "unsure=%zu reasons=\"%s\"", key, (long long)age_s, n, counts[SF_FIT_YES],
-               counts[SF_FIT_NO], counts[SF_FIT_UNSURE], why.len ? why.p : "");
+  sf_log_vinfo(2, "claim pending too long",
+               "claim=\"%s\" age_s=%lld nodes=%zu fit=%zu no=%zu "
+               "unsure=%zu reasons=\"%s\"",
+               key, (long long)age_s, n, counts[SF_FIT_YES], counts[SF_FIT_NO], counts[SF_FIT_UNSURE],
+               why.len ? why.p : "");
   sf__buf_dispose(&why);
   free(v);
   free(names);
@@ -432,8 +444,11 @@ static int start_watch(daemon_t *d, const sf_daemon_options_t *opt, char *err, s
     return rc;
   d->sink = sink;
   d->sink.ud = d;
-  sf_apiwatch_opts_t o = {.kube = d->kube, .policy_configmap = opt->policy_configmap,
-                          .policy_cb = on_policy, .policy_ud = d, .sink = &d->sink,
+  sf_apiwatch_opts_t o = {.kube = d->kube,
+                          .policy_configmap = opt->policy_configmap,
+                          .policy_cb = on_policy,
+                          .policy_ud = d,
+                          .sink = &d->sink,
                           .watch_pods = true,
                           .staleness_ms = opt->stale_after_s * 1000u,
                           .silent_ms = opt->watch_silence_s * 1000u};
@@ -492,17 +507,18 @@ static void watch_signals(daemon_t *d)
 static void log_state(const daemon_t *d, const sf_daemon_options_t *opt)
 {
   const sf_index_t *idx = sf_cluster_index(d->cluster);
-  sf_log_info("serving", "listen=%s tls=%s source=%s nodes=%zu allocations=%zu claims=%zu "
+  sf_log_info("serving",
+              "listen=%s tls=%s source=%s nodes=%zu allocations=%zu claims=%zu "
               "strategy=%s port=%u debug_port=%u metrics_port=%u probe_port=%u",
               opt->http.listen, opt->http.tls_cert_file ? "true" : "false",
-              opt->snapshot       ? opt->snapshot
-              : opt->kubeconfig   ? opt->kubeconfig
-                                  : "in-cluster",
+              opt->snapshot     ? opt->snapshot
+              : opt->kubeconfig ? opt->kubeconfig
+                                : "in-cluster",
               sf_index_node_count(idx),
               sf_index_alloc_count(idx) - sf_cluster_pod_allocations(d->cluster),
               sf_cluster_count(d->cluster, SF_KIND_RESOURCE_CLAIM),
-              sf_strategy_name(sf_cluster_policy(d->cluster)->strategy),
-              sf_extender_port(d->ext), d->debug ? sf_extender_port(d->debug) : 0u,
+              sf_strategy_name(sf_cluster_policy(d->cluster)->strategy), sf_extender_port(d->ext),
+              d->debug ? sf_extender_port(d->debug) : 0u,
               d->metrics ? sf_extender_port(d->metrics) : 0u, sf_extender_probe_port(d->ext));
 }
 
@@ -530,8 +546,8 @@ static int start_side(daemon_t *d, const char *addr, char *buf, size_t cap, bool
 
 static int start_debug(daemon_t *d, const sf_daemon_options_t *opt, char *err, size_t errlen)
 {
-  int rc = start_side(d, opt->debug_listen, d->debug_addr, sizeof d->debug_addr, true, &d->debug,
-                      err, errlen);
+  int rc = start_side(d, opt->debug_listen, d->debug_addr, sizeof d->debug_addr, true, &d->debug, err,
+                      errlen);
   if (rc == 0)
     rc = start_side(d, opt->metrics_listen, d->metrics_addr, sizeof d->metrics_addr, false,
                     &d->metrics, err, errlen);

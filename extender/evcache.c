@@ -94,8 +94,7 @@ static bool same_names(const sf__evcache_t *ec, const char *const *names, size_t
 }
 
 sf_verdict_t *sf__evcache_store(sf__evcache_t *ec, const char *key, uint64_t gen,
-                                const char *const *names, size_t n, sf_verdict_t *v,
-                                size_t *vcap)
+                                const char *const *names, size_t n, sf_verdict_t *v, size_t *vcap)
 {
   if (n > UINT32_MAX - 1)
     return v;

@@ -20,7 +20,7 @@
 /* ---- a growable text buffer ---- */
 
 typedef struct {
-  char *p;       /* NUL-terminated when len > 0 or after any append */
+  char *p; /* NUL-terminated when len > 0 or after any append */
   size_t len, cap;
 } sf__buf_t;
 
@@ -42,20 +42,20 @@ void sf__buf_dispose(sf__buf_t *b);
 typedef struct {
   size_t max_nodes;
   unsigned max_depth;
-  size_t max_general_bytes;  /* bodies the jansson path decodes (a NodeList); 0 = any size */
+  size_t max_general_bytes; /* bodies the jansson path decodes (a NodeList); 0 = any size */
 } sf__limits_t;
 
 /* A decoded ExtenderArgs. */
 typedef struct {
-  json_t *root;              /* owned */
-  const json_t *pod;         /* borrowed from root */
-  bool cache_mode;           /* NodeNames given (nodeCacheCapable); else Nodes */
-  const char **names;        /* n names (owned array, strings borrowed from root) */
-  json_t **items;            /* non-cache mode: the n Node objects (owned array, borrowed items) */
-  char *arena;               /* owned: the names' text when decoded without jansson */
+  json_t *root;       /* owned */
+  const json_t *pod;  /* borrowed from root */
+  bool cache_mode;    /* NodeNames given (nodeCacheCapable); else Nodes */
+  const char **names; /* n names (owned array, strings borrowed from root) */
+  json_t **items;     /* non-cache mode: the n Node objects (owned array, borrowed items) */
+  char *arena;        /* owned: the names' text when decoded without jansson */
   size_t n;
-  char *items_text;          /* owned, after sf__args_detach: the Node objects as JSON text, */
-  size_t *items_off;         /* item i is items_text[items_off[i] .. items_off[i + 1]) */
+  char *items_text;  /* owned, after sf__args_detach: the Node objects as JSON text, */
+  size_t *items_off; /* item i is items_text[items_off[i] .. items_off[i + 1]) */
 } sf__args_t;
 
 /** True when the JSON text nests arrays and objects no deeper than `max` (strings skipped). */
@@ -68,8 +68,8 @@ bool sf__json_depth_ok(const char *text, size_t len, unsigned max);
  * malformed JSON, nesting past max_depth or wrong types; SF_E2BIG for more
  * than max_nodes nodes. `err` then says why, naming the JSON path.
  */
-int sf__args_parse(sf__args_t *a, const char *body, size_t len, const sf__limits_t *lim,
-                   char *err, size_t errlen);
+int sf__args_parse(sf__args_t *a, const char *body, size_t len, const sf__limits_t *lim, char *err,
+                   size_t errlen);
 /** The same with jansson over the whole body (sf__args_parse's fallback; the fuzzer compares). */
 int sf__args_parse_general(sf__args_t *a, const char *body, size_t len, const sf__limits_t *lim,
                            char *err, size_t errlen);
@@ -101,7 +101,7 @@ void sf__prioritize_reply(sf__buf_t *b, const sf__args_t *a, const sf_verdict_t 
 
 typedef struct {
   const char *verb;
-  uint64_t buckets[SF__NBUCKETS];  /* cumulative at render time; here per bucket */
+  uint64_t buckets[SF__NBUCKETS]; /* cumulative at render time; here per bucket */
   uint64_t count;
   double sum_s;
   unsigned codes[SF__NCODES];
@@ -142,12 +142,12 @@ void sf__pending_delete(json_t *pending, const json_t *claim);
 void sf__pending_replace(json_t *pending, const json_t *items);
 /** Records the ResourceClaims of a kubectl List. */
 void sf__pending_load_list(json_t *pending, const json_t *list);
-#define SF__PENDING_TOP_NS 10          /* namespaces with their own series; the rest: other */
+#define SF__PENDING_TOP_NS 10 /* namespaces with their own series; the rest: other */
 #define SF__PENDING_TOP_NS_TEXT "10"
 
 typedef struct {
-  int64_t warn_after_s;            /* --pending-warn-after */
-  uint64_t too_long_total;         /* claims that crossed it, each once */
+  int64_t warn_after_s;    /* --pending-warn-after */
+  uint64_t too_long_total; /* claims that crossed it, each once */
 } sf__pending_stats_t;
 
 /** By namespace (top SF__PENDING_TOP_NS, then other), oldest age, too long now and ever. */
@@ -170,14 +170,14 @@ size_t sf__pending_sweep(const json_t *pending, json_t *warned, int64_t now_s,
 
 typedef struct {
   bool valid;
-  char key[SF__EVKEY_MAX];         /* the pod: uid/resourceVersion/namespace/name */
-  uint64_t gen;                    /* the cluster generation evaluated */
+  char key[SF__EVKEY_MAX]; /* the pod: uid/resourceVersion/namespace/name */
+  uint64_t gen;            /* the cluster generation evaluated */
   size_t n, nfit;
-  char *arena;                     /* the names' text */
+  char *arena; /* the names' text */
   const char **names;
   sf_verdict_t *v;
   size_t vcap;
-  uint32_t *slots;                 /* name -> index + 1; 0 = empty */
+  uint32_t *slots; /* name -> index + 1; 0 = empty */
   size_t nslots;
 } sf__evcache_t;
 
@@ -188,8 +188,7 @@ bool sf__evcache_key(const json_t *pod, char *key, size_t cap);
  * returns the cache's previous array (new to the caller, capacity in *vcap).
  */
 sf_verdict_t *sf__evcache_store(sf__evcache_t *ec, const char *key, uint64_t gen,
-                                const char *const *names, size_t n, sf_verdict_t *v,
-                                size_t *vcap);
+                                const char *const *names, size_t n, sf_verdict_t *v, size_t *vcap);
 /** Fills out[i] for names[i] from the cache; false on any miss (out is then garbage). */
 bool sf__evcache_lookup(const sf__evcache_t *ec, const char *key, uint64_t gen,
                         const char *const *names, size_t n, sf_verdict_t *out);
@@ -199,10 +198,10 @@ void sf__evcache_dispose(sf__evcache_t *ec);
 
 typedef struct {
   const char *method, *path;
-  const char *body;          /* NUL-terminated copy of the body */
+  const char *body; /* NUL-terminated copy of the body */
   size_t len;
-  sf__args_t *args;          /* the body already decoded off the loop (moved out), or NULL */
-  int args_rc;               /* with args: sf__args_parse's result, and its error in args_err */
+  sf__args_t *args; /* the body already decoded off the loop (moved out), or NULL */
+  int args_rc;      /* with args: sf__args_parse's result, and its error in args_err */
   const char *args_err;
 } sf__req_t;
 
@@ -211,19 +210,19 @@ typedef struct {
  * has the verdicts; serialising 100,000 nodes is left to the thread pool.
  */
 typedef struct {
-  sf__args_t args;           /* owned (moved from the handler) */
-  sf_verdict_t *v;           /* owned copy, args.n of them, or NULL (every node passes) */
-  bool filter;               /* else prioritize */
+  sf__args_t args; /* owned (moved from the handler) */
+  sf_verdict_t *v; /* owned copy, args.n of them, or NULL (every node passes) */
+  bool filter;     /* else prioritize */
 } sf__later_t;
 
 typedef struct {
   unsigned status;
-  sf__later_t *later;        /* set by a handler of an off-loop request: build the body later */
+  sf__later_t *later; /* set by a handler of an off-loop request: build the body later */
   sf__buf_t body;
-  const char *ctype;         /* static; NULL = application/json */
-  const char *allow;         /* 405: the Allow header */
-  bool close;                /* the connection closes after this answer */
-  char reason[SF_ERR_MAX];   /* errors: logged in one line */
+  const char *ctype;       /* static; NULL = application/json */
+  const char *allow;       /* 405: the Allow header */
+  bool close;              /* the connection closes after this answer */
+  char reason[SF_ERR_MAX]; /* errors: logged in one line */
 } sf__reply_t;
 
 typedef void (*sf__handler_fn)(sf_extender_t *x, const sf__req_t *req, sf__reply_t *rep);
@@ -231,16 +230,24 @@ typedef void (*sf__handler_fn)(sf_extender_t *x, const sf__req_t *req, sf__reply
 typedef struct {
   const char *path, *method;
   sf__handler_fn fn;
-  size_t stats;              /* index into the extender's stats */
-  bool offload;              /* a large body is decoded as ExtenderArgs off the loop */
+  size_t stats; /* index into the extender's stats */
+  bool offload; /* a large body is decoded as ExtenderArgs off the loop */
 } sf__route_t;
 
 /** Sets an error reply: status, {"Error": "..."} body and the logged reason. */
 void sf__reply_error(sf__reply_t *rep, unsigned status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-enum { SF__V_FILTER, SF__V_PRIORITIZE, SF__V_HEALTHZ, SF__V_READYZ, SF__V_METRICS, SF__V_DEBUG,
-       SF__V_OTHER, SF__V_COUNT };
+enum {
+  SF__V_FILTER,
+  SF__V_PRIORITIZE,
+  SF__V_HEALTHZ,
+  SF__V_READYZ,
+  SF__V_METRICS,
+  SF__V_DEBUG,
+  SF__V_OTHER,
+  SF__V_COUNT
+};
 
 /*
  * One accepted connection (conns.c), from MHD's NOTIFY_CONNECTION started to
@@ -251,14 +258,14 @@ typedef struct sf__conn {
   struct sf__conn *next, *prev;
   struct MHD_Connection *mc;
   int fd;
-  uint64_t since_ms;               /* loop ms: opened, or when its last answer completed */
-  uint64_t line_ms;                /* when the current request line arrived */
-  uint64_t req_ms;                 /* when the current request's headers were complete */
-  unsigned requests;               /* requests begun on it */
-  bool line_seen;                  /* a request line arrived since since_ms */
-  bool in_request;                 /* headers parsed, answer not yet completed */
-  bool bad_uri;                    /* the raw request target holds %00 */
-  const char *killed;              /* why we shut it down, or NULL */
+  uint64_t since_ms;  /* loop ms: opened, or when its last answer completed */
+  uint64_t line_ms;   /* when the current request line arrived */
+  uint64_t req_ms;    /* when the current request's headers were complete */
+  unsigned requests;  /* requests begun on it */
+  bool line_seen;     /* a request line arrived since since_ms */
+  bool in_request;    /* headers parsed, answer not yet completed */
+  bool bad_uri;       /* the raw request target holds %00 */
+  const char *killed; /* why we shut it down, or NULL */
 } sf__conn_t;
 
 enum { SF__KILL_HEADERS, SF__KILL_IDLE, SF__KILL_REQUEST, SF__KILL_DRAIN, SF__KILL_COUNT };
@@ -267,13 +274,13 @@ struct sf__tls;
 
 struct sf_extender {
   uv_loop_t *loop;
-  sf_cluster_t *cluster;           /* borrowed */
+  sf_cluster_t *cluster; /* borrowed */
   sf_extender_config_t cfg;
   struct MHD_Daemon *mhd;
   uv_poll_t poll;
   uv_timer_t timer, drain_timer;
-  uv_idle_t again;                 /* MHD_run in the next turn when MHD has work at once (http.c) */
-  int nhandles;                    /* libuv handles still open */
+  uv_idle_t again; /* MHD_run in the next turn when MHD has work at once (http.c) */
+  int nhandles;    /* libuv handles still open */
   bool ready, draining, stopped, destroyed;
   unsigned inflight;
   uint64_t drain_deadline;
@@ -282,32 +289,32 @@ struct sf_extender {
   const sf__route_t *routes;
   size_t nroutes;
   sf__verb_stats_t stats[SF__V_COUNT];
-  sf_packer_t *packer;             /* fragmentation in /metrics */
-  sf_extender_t *metrics_of;       /* a --metrics-listen listener: whose /metrics it serves */
-  void (*metrics_hook)(sf__buf_t *b, void *ud);  /* more /metrics (the daemon's watch), or NULL */
+  sf_packer_t *packer;       /* fragmentation in /metrics */
+  sf_extender_t *metrics_of; /* a --metrics-listen listener: whose /metrics it serves */
+  void (*metrics_hook)(sf__buf_t *b, void *ud); /* more /metrics (the daemon's watch), or NULL */
   void *metrics_ud;
-  sf__buf_t spare[4];              /* request and reply buffers kept for the next requests */
+  sf__buf_t spare[4]; /* request and reply buffers kept for the next requests */
   size_t nspare;
-  sf_verdict_t *verdicts;          /* scratch reused across requests */
+  sf_verdict_t *verdicts; /* scratch reused across requests */
   size_t nverdicts;
-  sf__evcache_t evcache;           /* the last filter's verdicts */
-  uint64_t generation;             /* bumped by sf_extender_invalidate */
+  sf__evcache_t evcache; /* the last filter's verdicts */
+  uint64_t generation;   /* bumped by sf_extender_invalidate */
   uint64_t cache_hits, cache_misses;
-  uint64_t verdicts_total[3][SF__NREASON + 1];  /* filter verdicts by sf_fit_t and reason class */
+  uint64_t verdicts_total[3][SF__NREASON + 1]; /* filter verdicts by sf_fit_t and reason class */
   uint64_t started_ns;
   /* connections and the limits across them (conns.c) */
   sf__conn_t *conns;
   unsigned nconns;
   uv_timer_t reaper;
-  size_t buffered;                 /* body and reply bytes held by live requests */
-  uint64_t busy_rejects;           /* 503s for the buffered-bytes bound */
-  uint64_t kills[SF__KILL_COUNT];  /* connections shut down, by deadline */
-  unsigned jobs;                   /* bodies being decoded on the thread pool (0 or 1) */
-  unsigned queued;                 /* bodies suspended until decoded, that one included */
-  void *decode_head, *decode_tail; /* requests waiting for the pool, in arrival order */
-  struct MHD_Daemon *probe;        /* the probe listener (probe.c), or NULL */
-  struct sf__tls *tls;             /* the serving certificate (tls.c), or NULL */
-  uint64_t last_sweep_ns, max_lag_ns;  /* the sweep timer's lateness: the loop's longest hold */
+  size_t buffered;                    /* body and reply bytes held by live requests */
+  uint64_t busy_rejects;              /* 503s for the buffered-bytes bound */
+  uint64_t kills[SF__KILL_COUNT];     /* connections shut down, by deadline */
+  unsigned jobs;                      /* bodies being decoded on the thread pool (0 or 1) */
+  unsigned queued;                    /* bodies suspended until decoded, that one included */
+  void *decode_head, *decode_tail;    /* requests waiting for the pool, in arrival order */
+  struct MHD_Daemon *probe;           /* the probe listener (probe.c), or NULL */
+  struct sf__tls *tls;                /* the serving certificate (tls.c), or NULL */
+  uint64_t last_sweep_ns, max_lag_ns; /* the sweep timer's lateness: the loop's longest hold */
 };
 
 /* ---- connections (conns.c) ---- */

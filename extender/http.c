@@ -30,25 +30,25 @@
 #include "slicefit/log.h"
 
 typedef struct {
-  const sf__route_t *route;    /* NULL once answered with an error at the headers */
-  sf__conn_t *conn;            /* borrowed; NULL only if MHD gave no socket context */
+  const sf__route_t *route; /* NULL once answered with an error at the headers */
+  sf__conn_t *conn;         /* borrowed; NULL only if MHD gave no socket context */
   sf__buf_t body;
-  sf__buf_t out;               /* the reply MHD is sending: freed or kept once it is done */
-  unsigned long long expect;   /* Content-Length, 0 when not given */
+  sf__buf_t out;             /* the reply MHD is sending: freed or kept once it is done */
+  unsigned long long expect; /* Content-Length, 0 when not given */
   uint64_t t0;
-  size_t seen;                 /* body bytes read */
-  size_t charged;              /* bytes counted in x->buffered for this request */
-  size_t reserved;             /* of which reserved at the headers for the announced body */
+  size_t seen;     /* body bytes read */
+  size_t charged;  /* bytes counted in x->buffered for this request */
+  size_t reserved; /* of which reserved at the headers for the announced body */
   bool answered, too_big, busy;
   /* off-loop decoding */
   uv_work_t work;
   struct MHD_Connection *mc;
   sf_extender_t *x;
   bool decoding, decoded;
-  sf__later_t *later;          /* a reply being built on the pool, then its body is in `built` */
+  sf__later_t *later; /* a reply being built on the pool, then its body is in `built` */
   bool built;
   sf__buf_t built_body;
-  void *next_queued;           /* the next request waiting for the pool (req_t *) */
+  void *next_queued; /* the next request waiting for the pool (req_t *) */
   int args_rc;
   sf__args_t args;
   char args_err[SF_ERR_MAX];
@@ -119,8 +119,8 @@ static const char *quote(char *dst, size_t cap, const char *s)
 
 static const char *remote(struct MHD_Connection *conn, char *buf, size_t cap)
 {
-  const union MHD_ConnectionInfo *ci =
-      MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+  const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn,
+                                                               MHD_CONNECTION_INFO_CLIENT_ADDRESS);
   snprintf(buf, cap, "-");
   if (ci == NULL || ci->client_addr == NULL)
     return buf;
@@ -151,8 +151,8 @@ static void log_reply(struct MHD_Connection *conn, const char *method, const cha
                 quote(why, 32, method), quote(path, sizeof path, url), rep->status,
                 quote(why + 32, sizeof why - 32, rep->reason), remote(conn, peer, sizeof peer));
   else if (sf_log_enabled(SF_LOG_DEBUG))
-    sf_log_debug("request served", "method=%s path=%s status=%u bytes=%zu dur_us=%.0f",
-                 method, quote(path, sizeof path, url), rep->status, rep->body.len, secs * 1e6);
+    sf_log_debug("request served", "method=%s path=%s status=%u bytes=%zu dur_us=%.0f", method,
+                 quote(path, sizeof path, url), rep->status, rep->body.len, secs * 1e6);
 }
 
 /* Counts bytes a live request holds; they are given back when it completes. */
@@ -173,8 +173,10 @@ static enum MHD_Result respond(sf_extender_t *x, struct MHD_Connection *conn, re
   give_spare(x, &r->out);
   r->out = rep->body;
   rep->body = (sf__buf_t){0};
-  struct MHD_Response *resp = MHD_create_response_from_buffer(
-      r->out.len, r->out.p ? r->out.p : (char *)(uintptr_t)"", MHD_RESPMEM_PERSISTENT);
+  struct MHD_Response *resp = MHD_create_response_from_buffer(r->out.len,
+                                                              r->out.p ? r->out.p
+                                                                       : (char *)(uintptr_t) "",
+                                                              MHD_RESPMEM_PERSISTENT);
   MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
                           rep->ctype ? rep->ctype : "application/json");
   if (rep->allow)
@@ -309,8 +311,7 @@ static enum MHD_Result begin(sf_extender_t *x, struct MHD_Connection *conn, cons
 }
 
 static enum MHD_Result take_body(sf_extender_t *x, struct MHD_Connection *conn, req_t *r,
-                                 const char *method, const char *url, const char *data,
-                                 size_t *size)
+                                 const char *method, const char *url, const char *data, size_t *size)
 {
   size_t n = *size;
   *size = 0;
@@ -366,7 +367,7 @@ static void pump(sf_extender_t *x);
 static void decode_work(uv_work_t *w)
 {
   req_t *r = w->data;
-  if (r->later) {  /* the second trip: the reply */
+  if (r->later) { /* the second trip: the reply */
     sf__later_t *l = r->later;
     if (l->filter)
       sf__filter_reply(&r->built_body, &l->args, l->v);
@@ -377,8 +378,8 @@ static void decode_work(uv_work_t *w)
     return;
   }
   sf__limits_t lim = {r->x->cfg.max_nodes, r->x->cfg.max_depth, r->x->cfg.max_nodelist_bytes};
-  r->args_rc = sf__args_parse(&r->args, r->body.p ? r->body.p : "", r->body.len, &lim,
-                              r->args_err, sizeof r->args_err);
+  r->args_rc = sf__args_parse(&r->args, r->body.p ? r->body.p : "", r->body.len, &lim, r->args_err,
+                              sizeof r->args_err);
   if (r->args_rc == 0)
     sf__args_detach(&r->args);
 }
@@ -476,7 +477,7 @@ static enum MHD_Result finish(sf_extender_t *x, struct MHD_Connection *conn, req
     sf__buf_dispose(&rep.body);
     return ok;
   }
-  if (r->built) {  /* the reply the pool built */
+  if (r->built) { /* the reply the pool built */
     rep.body = r->built_body;
     r->built_body = (sf__buf_t){0};
     enum MHD_Result ok = respond(x, conn, r, method, url, &rep);
@@ -485,7 +486,9 @@ static enum MHD_Result finish(sf_extender_t *x, struct MHD_Connection *conn, req
   }
   if (offload(x, conn, r))
     return MHD_YES;
-  sf__req_t req = {.method = method, .path = url, .body = r->body.p ? r->body.p : "",
+  sf__req_t req = {.method = method,
+                   .path = url,
+                   .body = r->body.p ? r->body.p : "",
                    .len = r->body.len};
   if (r->decoded) {
     req.args = &r->args;
@@ -494,7 +497,7 @@ static enum MHD_Result finish(sf_extender_t *x, struct MHD_Connection *conn, req
   }
   rep.body = take_spare(x);
   r->route->fn(x, &req, &rep);
-  r->args = (sf__args_t){0};  /* the handler took them (and freed or moved them) */
+  r->args = (sf__args_t){0}; /* the handler took them (and freed or moved them) */
   give_spare(x, &r->body);
   if (rep.later) {
     r->later = rep.later;
@@ -534,18 +537,18 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     c->since_ms = uv_now(x->loop);
   }
   x->buffered -= r->charged;
-  sf__args_dispose(&r->args);  /* decoded but never handed to a handler (the peer went) */
+  sf__args_dispose(&r->args); /* decoded but never handed to a handler (the peer went) */
   if (r->decoded) {
     uv_work_t *w = sf_xcalloc(1, sizeof *w);
     uv_queue_work(x->loop, w, trim_work, trim_done);
   }
   if (!r->answered || toe == MHD_REQUEST_TERMINATED_TIMEOUT_REACHED)
     sf_log_warn("request aborted", "reason=%s remote=%s",
-                c && c->killed ? c->killed
+                c && c->killed                                  ? c->killed
                 : toe == MHD_REQUEST_TERMINATED_TIMEOUT_REACHED ? "timeout"
                 : toe == MHD_REQUEST_TERMINATED_DAEMON_SHUTDOWN ? "shutdown"
-                : toe == MHD_REQUEST_TERMINATED_CLIENT_ABORT ? "client-closed"
-                                                              : "error",
+                : toe == MHD_REQUEST_TERMINATED_CLIENT_ABORT    ? "client-closed"
+                                                                : "error",
                 remote(conn, peer, sizeof peer));
   give_spare(x, &r->body);
   give_spare(x, &r->out);
@@ -599,9 +602,15 @@ static void pump(sf_extender_t *x)
   }
 }
 
-static void on_timer(uv_timer_t *t) { pump(t->data); }
+static void on_timer(uv_timer_t *t)
+{
+  pump(t->data);
+}
 
-static void on_again(uv_idle_t *h) { pump(h->data); }
+static void on_again(uv_idle_t *h)
+{
+  pump(h->data);
+}
 
 static void on_poll(uv_poll_t *p, int status, int events)
 {
@@ -624,12 +633,14 @@ int sf__resolve(const char *listen, const char *flag, struct sockaddr_storage *s
   }
   memcpy(host, listen, hl);
   host[hl] = '\0';
-  if (hl >= 2 && host[0] == '[' && host[hl - 1] == ']') {  /* [::1]:8888 */
+  if (hl >= 2 && host[0] == '[' && host[hl - 1] == ']') { /* [::1]:8888 */
     memmove(host, host + 1, hl - 2);
     host[hl - 2] = '\0';
   }
-  struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-                           .ai_flags = AI_PASSIVE | AI_NUMERICSERV}, *ai = NULL;
+  struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                           .ai_socktype = SOCK_STREAM,
+                           .ai_flags = AI_PASSIVE | AI_NUMERICSERV},
+                  *ai = NULL;
   int rc = getaddrinfo(host[0] ? host : NULL, colon + 1, &hints, &ai);
   if (rc != 0) {
     snprintf(err, errlen, "%s %s: %s", flag, listen, gai_strerror(rc));
@@ -660,22 +671,23 @@ static size_t unescape(void *cls, struct MHD_Connection *c, char *s)
   return w;
 }
 
-static int start_mhd(sf_extender_t *x, const struct sockaddr_storage *ss,
-                     struct MHD_OptionItem *tls, char *err, size_t errlen)
+static int start_mhd(sf_extender_t *x, const struct sockaddr_storage *ss, struct MHD_OptionItem *tls,
+                     char *err, size_t errlen)
 {
   unsigned flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
   if (ss->ss_family == AF_INET6)
     flags |= MHD_USE_IPv6;
   if (x->tls)
     flags |= MHD_USE_TLS;
-  x->mhd = MHD_start_daemon(
-      flags, 0, NULL, NULL, on_access, x, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, x,
-      MHD_OPTION_SOCK_ADDR, ss,
-      MHD_OPTION_CONNECTION_TIMEOUT, x->cfg.conn_timeout_s, MHD_OPTION_CONNECTION_LIMIT,
-      x->cfg.max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT, x->cfg.max_connections_per_ip,
-      MHD_OPTION_NOTIFY_COMPLETED, on_completed, x, MHD_OPTION_NOTIFY_CONNECTION,
-      sf__conn_notify, x, MHD_OPTION_URI_LOG_CALLBACK, sf__conn_uri, x,
-      MHD_OPTION_UNESCAPE_CALLBACK, unescape, x, MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
+  x->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_access, x, MHD_OPTION_EXTERNAL_LOGGER,
+                            on_mhd_log, x, MHD_OPTION_SOCK_ADDR, ss, MHD_OPTION_CONNECTION_TIMEOUT,
+                            x->cfg.conn_timeout_s, MHD_OPTION_CONNECTION_LIMIT,
+                            x->cfg.max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+                            x->cfg.max_connections_per_ip, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
+                            x, MHD_OPTION_NOTIFY_CONNECTION, sf__conn_notify, x,
+                            MHD_OPTION_URI_LOG_CALLBACK, sf__conn_uri, x,
+                            MHD_OPTION_UNESCAPE_CALLBACK, unescape, x, MHD_OPTION_ARRAY, tls,
+                            MHD_OPTION_END);
   if (x->mhd == NULL) {
     snprintf(err, errlen, "cannot listen on %s (address in use, or not an address of this host)",
              x->cfg.listen);

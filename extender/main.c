@@ -12,30 +12,30 @@
 
 static void usage(FILE *f)
 {
+  fprintf(f, "Usage: slicefit [flags]\n"
+             "\n"
+             "kube-scheduler extender that packs GPU DRA claims (POST /filter, POST /prioritize;\n"
+             "GET /healthz, /readyz, /metrics; /debug/state, see --debug-listen).\n"
+             "\n"
+             "Sources of state. Without --snapshot or --kubeconfig: the in-cluster API server\n"
+             "when KUBERNETES_SERVICE_HOST is set, else the example cluster\n"
+             "  " SF_DAEMON_DEFAULT_SNAPSHOT " (when run from the repository).\n"
+             "      --snapshot FILE             JSON List of ResourceSlices, ResourceClaims and\n"
+             "                                  DeviceClasses, as `kubectl get resourceslices,\n"
+             "                                  resourceclaims,deviceclasses -A -o json` prints it\n"
+             "      --kubeconfig FILE           watch a live cluster (ResourceSlices,\n"
+             "                                  ResourceClaims, DeviceClasses, DeviceTaintRules)\n"
+             "      --policy-configmap NS/NAME  live cluster: watch this ConfigMap for the policy\n"
+             "      --policy FILE               JSON object of policy keys (listed below)\n"
+             "      --stale-after SECS          /readyz fails once a watched resource has not been\n"
+             "                                  confirmed current for this long (default 30)\n"
+             "      --watch-silence SECS        restart a watch that sends no byte for this long\n"
+             "                                  (default 30)\n"
+             "      --allow-token-over-http     tests only: send a kubeconfig's bearer token to an\n"
+             "                                  http:// server (refused by default)\n"
+             "\n");
   fprintf(f,
-          "Usage: slicefit [flags]\n"
-          "\n"
-          "kube-scheduler extender that packs GPU DRA claims (POST /filter, POST /prioritize;\n"
-          "GET /healthz, /readyz, /metrics; /debug/state, see --debug-listen).\n"
-          "\n"
-          "Sources of state. Without --snapshot or --kubeconfig: the in-cluster API server\n"
-          "when KUBERNETES_SERVICE_HOST is set, else the example cluster\n"
-          "  " SF_DAEMON_DEFAULT_SNAPSHOT " (when run from the repository).\n"
-          "      --snapshot FILE             JSON List of ResourceSlices, ResourceClaims and\n"
-          "                                  DeviceClasses, as `kubectl get resourceslices,\n"
-          "                                  resourceclaims,deviceclasses -A -o json` prints it\n"
-          "      --kubeconfig FILE           watch a live cluster (ResourceSlices,\n"
-          "                                  ResourceClaims, DeviceClasses, DeviceTaintRules)\n"
-          "      --policy-configmap NS/NAME  live cluster: watch this ConfigMap for the policy\n"
-          "      --policy FILE               JSON object of policy keys (listed below)\n"
-          "      --stale-after SECS          /readyz fails once a watched resource has not been\n"
-          "                                  confirmed current for this long (default 30)\n"
-          "      --watch-silence SECS        restart a watch that sends no byte for this long\n"
-          "                                  (default 30)\n"
-          "      --allow-token-over-http     tests only: send a kubeconfig's bearer token to an\n"
-          "                                  http:// server (refused by default)\n"
-          "\n");
-  fprintf(f, "Serving:\n"
+          "Serving:\n"
           "      --listen HOST:PORT          address to serve on (default 127.0.0.1:8888)\n"
           "      --tls-cert-file FILE        PEM certificate: serve HTTPS (enableHTTPS)\n"
           "      --tls-private-key-file FILE PEM private key matching --tls-cert-file\n"
@@ -208,24 +208,34 @@ static bool parse_one(int argc, char **argv, int *i, sf_daemon_options_t *o)
 {
   const char *v;
   sf_extender_config_t *h = &o->http;
-  if ((v = flag(argc, argv, i, "listen"))) h->listen = v;
-  else if ((v = flag(argc, argv, i, "snapshot"))) o->snapshot = v;
-  else if ((v = flag(argc, argv, i, "policy-configmap"))) o->policy_configmap = v;
-  else if ((v = flag(argc, argv, i, "policy"))) o->policy = v;
-  else if ((v = flag(argc, argv, i, "kubeconfig"))) o->kubeconfig = v;
-  else if ((v = flag(argc, argv, i, "tls-cert-file"))) h->tls_cert_file = v;
-  else if ((v = flag(argc, argv, i, "tls-private-key-file"))) h->tls_key_file = v;
+  if ((v = flag(argc, argv, i, "listen")))
+    h->listen = v;
+  else if ((v = flag(argc, argv, i, "snapshot")))
+    o->snapshot = v;
+  else if ((v = flag(argc, argv, i, "policy-configmap")))
+    o->policy_configmap = v;
+  else if ((v = flag(argc, argv, i, "policy")))
+    o->policy = v;
+  else if ((v = flag(argc, argv, i, "kubeconfig")))
+    o->kubeconfig = v;
+  else if ((v = flag(argc, argv, i, "tls-cert-file")))
+    h->tls_cert_file = v;
+  else if ((v = flag(argc, argv, i, "tls-private-key-file")))
+    h->tls_key_file = v;
   else if ((v = flag(argc, argv, i, "max-body-bytes")))
     h->max_body_bytes = number("max-body-bytes", v);
-  else if ((v = flag(argc, argv, i, "max-nodes"))) h->max_nodes = number("max-nodes", v);
+  else if ((v = flag(argc, argv, i, "max-nodes")))
+    h->max_nodes = number("max-nodes", v);
   else if ((v = flag(argc, argv, i, "connection-timeout")))
     h->conn_timeout_s = (unsigned)number("connection-timeout", v);
   else if ((v = flag(argc, argv, i, "max-connections")))
     h->max_connections = (unsigned)number("max-connections", v);
   else if ((v = flag(argc, argv, i, "drain-timeout")))
     h->drain_timeout_ms = (unsigned)number("drain-timeout", v) * 1000u;
-  else if ((v = flag(argc, argv, i, "debug-listen"))) o->debug_listen = v;
-  else if ((v = flag(argc, argv, i, "metrics-listen"))) o->metrics_listen = v;
+  else if ((v = flag(argc, argv, i, "debug-listen")))
+    o->debug_listen = v;
+  else if ((v = flag(argc, argv, i, "metrics-listen")))
+    o->metrics_listen = v;
   else if ((v = flag(argc, argv, i, "debug-state-over-tls")))
     h->debug_over_tls = boolean("debug-state-over-tls", v);
   else

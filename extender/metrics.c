@@ -42,8 +42,8 @@ static void put_verb(sf__buf_t *b, const sf__verb_stats_t *st)
     sf__buf_printf(b, "slicefit_http_requests_total{verb=\"%s\",code=\"%u\"} %llu\n", st->verb,
                    st->codes[i], (unsigned long long)st->code_count[i]);
   if (st->code_other)
-    sf__buf_printf(b, "slicefit_http_requests_total{verb=\"%s\",code=\"other\"} %llu\n",
-                   st->verb, (unsigned long long)st->code_other);
+    sf__buf_printf(b, "slicefit_http_requests_total{verb=\"%s\",code=\"other\"} %llu\n", st->verb,
+                   (unsigned long long)st->code_other);
 }
 
 static void put_hist(sf__buf_t *b, const sf__verb_stats_t *st)
@@ -127,7 +127,7 @@ static node_fig_t node_figures(sf_cluster_t *c, sf_packer_t *pk, sf_node_id node
 static void put_node_line(sf__buf_t *b, const char *metric, const char *node, double v)
 {
   sf__buf_printf(b, "%s{node=", metric);
-  sf__buf_json_str(b, node);  /* a node name is a DNS subdomain: no escapes in practice */
+  sf__buf_json_str(b, node); /* a node name is a DNS subdomain: no escapes in practice */
   sf__buf_printf(b, "} %.6g\n", v);
 }
 
@@ -137,10 +137,10 @@ void sf__metrics_cluster(sf__buf_t *b, sf_cluster_t *c, sf_packer_t *pk)
   put_sizes(b, c);
   static const char *const names[3] = {"slicefit_node_devices", "slicefit_node_devices_allocated",
                                        "slicefit_node_fragmentation_devices"};
-  static const char *const helps[3] = {
-      "Devices the node offers.",
-      "Devices allocated on the node, shared devices counted by the share of their capacity used.",
-      "Free device capacity the expected workload cannot use (FGD), in devices."};
+  static const char *const helps[3] =
+      {"Devices the node offers.",
+       "Devices allocated on the node, shared devices counted by the share of their capacity used.",
+       "Free device capacity the expected workload cannot use (FGD), in devices."};
   node_fig_t tot = {0};
   sf__buf_t parts[3] = {{0}};
   for (sf_node_id nd = 0; nd < sf_index_node_end(idx); nd++) {
@@ -182,7 +182,7 @@ static const struct {
     {"selector cannot be evaluated", "selector"},
     {"search passed its budget", "search_budget"},
     {"cannot all be satisfied together", "claims_together"},
-    {"is free", "capacity"},  /* memory, CPU, a capacity, or free devices */
+    {"is free", "capacity"}, /* memory, CPU, a capacity, or free devices */
 };
 
 size_t sf__reason_class(const sf_verdict_t *v)
@@ -192,7 +192,7 @@ size_t sf__reason_class(const sf_verdict_t *v)
   for (size_t i = 0; i < SF__NREASON - 1; i++)
     if (strstr(v->reason, reason_classes[i].needle))
       return i + 1;
-  return SF__NREASON;  /* "other" */
+  return SF__NREASON; /* "other" */
 }
 
 void sf__verdicts_count(uint64_t (*tab)[SF__NREASON + 1], const sf_verdict_t *v, size_t n,

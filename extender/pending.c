@@ -77,7 +77,8 @@ void sf__pending_load_list(json_t *pending, const json_t *list)
 {
   size_t i;
   const json_t *it;
-  json_array_foreach(json_object_get(list, "items"), i, it) {
+  json_array_foreach(json_object_get(list, "items"), i, it)
+  {
     const char *kind = json_string_value(json_object_get(it, "kind"));
     if (kind && strcmp(kind, "ResourceClaim") == 0)
       sf__pending_apply(pending, it);
@@ -109,7 +110,8 @@ static void put_namespaces(sf__buf_t *b, const json_t *pending)
   json_t *by_ns = json_object();
   const char *k;
   const json_t *v;
-  json_object_foreach((json_t *)(uintptr_t)pending, k, v) {
+  json_object_foreach((json_t *)(uintptr_t)pending, k, v)
+  {
     const char *slash = strchr(k, '/');
     char ns[256];
     snprintf(ns, sizeof ns, "%.*s", slash ? (int)(slash - k) : 0, k);
@@ -129,7 +131,7 @@ static void put_namespaces(sf__buf_t *b, const json_t *pending)
       continue;
     }
     sf__buf_puts(b, "slicefit_claims_pending{namespace=");
-    sf__buf_json_str(b, c[i].ns);  /* a namespace is a DNS label: no escapes in practice */
+    sf__buf_json_str(b, c[i].ns); /* a namespace is a DNS label: no escapes in practice */
     sf__buf_printf(b, "} %lld\n", (long long)c[i].n);
   }
   sf__buf_printf(b, "slicefit_claims_pending{namespace=\"other\"} %lld\n", (long long)other);
@@ -150,25 +152,27 @@ void sf__metrics_pending(sf__buf_t *b, const json_t *pending, int64_t now_s,
   size_t too_long = 0;
   const char *k;
   const json_t *v;
-  json_object_foreach((json_t *)(uintptr_t)pending, k, v) {
+  json_object_foreach((json_t *)(uintptr_t)pending, k, v)
+  {
     double age = age_of(v, now_s);
     oldest = age > oldest ? age : oldest;
     too_long += age > (double)st->warn_after_s;
   }
   put_namespaces(b, pending);
-  sf__buf_printf(b, "# HELP slicefit_claims_pending_oldest_seconds Age of the oldest pending "
-                    "claim (0 when none).\n# TYPE slicefit_claims_pending_oldest_seconds gauge\n"
-                    "slicefit_claims_pending_oldest_seconds %.0f\n"
-                    "# HELP slicefit_claims_pending_too_long Claims pending longer than "
-                    "--pending-warn-after now.\n# TYPE slicefit_claims_pending_too_long gauge\n"
-                    "slicefit_claims_pending_too_long %zu\n"
-                    "# HELP slicefit_claims_pending_too_long_total Claims that have been pending "
-                    "longer than --pending-warn-after, each counted once.\n"
-                    "# TYPE slicefit_claims_pending_too_long_total counter\n"
-                    "slicefit_claims_pending_too_long_total %llu\n"
-                    "# HELP slicefit_claims_pending_warn_after_seconds The --pending-warn-after "
-                    "threshold.\n# TYPE slicefit_claims_pending_warn_after_seconds gauge\n"
-                    "slicefit_claims_pending_warn_after_seconds %lld\n",
+  sf__buf_printf(b,
+                 "# HELP slicefit_claims_pending_oldest_seconds Age of the oldest pending "
+                 "claim (0 when none).\n# TYPE slicefit_claims_pending_oldest_seconds gauge\n"
+                 "slicefit_claims_pending_oldest_seconds %.0f\n"
+                 "# HELP slicefit_claims_pending_too_long Claims pending longer than "
+                 "--pending-warn-after now.\n# TYPE slicefit_claims_pending_too_long gauge\n"
+                 "slicefit_claims_pending_too_long %zu\n"
+                 "# HELP slicefit_claims_pending_too_long_total Claims that have been pending "
+                 "longer than --pending-warn-after, each counted once.\n"
+                 "# TYPE slicefit_claims_pending_too_long_total counter\n"
+                 "slicefit_claims_pending_too_long_total %llu\n"
+                 "# HELP slicefit_claims_pending_warn_after_seconds The --pending-warn-after "
+                 "threshold.\n# TYPE slicefit_claims_pending_warn_after_seconds gauge\n"
+                 "slicefit_claims_pending_warn_after_seconds %lld\n",
                  oldest, too_long, (unsigned long long)st->too_long_total,
                  (long long)st->warn_after_s);
 }
@@ -183,7 +187,8 @@ size_t sf__pending_sweep(const json_t *pending, json_t *warned, int64_t now_s,
   /* A claim allocated or deleted since is forgotten: if it comes back, it counts again. */
   json_object_foreach_safe(warned, tmp, k, v) if (!json_object_get(pending, k))
       json_object_del(warned, k);
-  json_object_foreach((json_t *)(uintptr_t)pending, k, v) {
+  json_object_foreach((json_t *)(uintptr_t)pending, k, v)
+  {
     double age = age_of(v, now_s);
     if (age <= (double)st->warn_after_s || json_object_get(warned, k))
       continue;

@@ -47,8 +47,8 @@ uint64_t sf__probe_stall_ms(void)
 
 static enum MHD_Result answer(struct MHD_Connection *conn, unsigned status, const char *text)
 {
-  struct MHD_Response *r =
-      MHD_create_response_from_buffer(strlen(text), (void *)(uintptr_t)text, MHD_RESPMEM_MUST_COPY);
+  struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), (void *)(uintptr_t)text,
+                                                           MHD_RESPMEM_MUST_COPY);
   MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
   enum MHD_Result ok = MHD_queue_response(conn, status, r);
   MHD_destroy_response(r);
@@ -63,11 +63,11 @@ static enum MHD_Result on_probe(void *cls, struct MHD_Connection *conn, const ch
   char msg[128];
   (void)version;
   (void)data;
-  if (*con_cls == NULL) {  /* the headers: answer at the next call */
+  if (*con_cls == NULL) { /* the headers: answer at the next call */
     *con_cls = (void *)1;
     return MHD_YES;
   }
-  if (*size) {  /* a body on a probe is not read */
+  if (*size) { /* a body on a probe is not read */
     *size = 0;
     return MHD_YES;
   }

@@ -60,7 +60,7 @@ static long count_fds(void)
     n += e->d_name[0] != '.';
   if (d)
     closedir(d);
-  return d ? n - 1 : -1;  /* the one opendir holds */
+  return d ? n - 1 : -1; /* the one opendir holds */
 }
 
 static double max_fds(void)
@@ -85,8 +85,8 @@ void sf__metrics_process(sf__buf_t *b)
 {
   stat_t st;
   if (read_stat(&st) == 0) {
-    gauge(b, "process_cpu_seconds_total", "counter", "Total user and system CPU time spent in seconds.",
-          st.cpu_s);
+    gauge(b, "process_cpu_seconds_total", "counter",
+          "Total user and system CPU time spent in seconds.", st.cpu_s);
     gauge(b, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.",
           (double)st.rss_pages * (double)sysconf(_SC_PAGESIZE));
     gauge(b, "process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.",

@@ -81,8 +81,8 @@ static const sf_verdict_t *evaluate(sf_extender_t *x, const sf__args_t *a, bool 
   }
   v = x->verdicts;
   if (filter && keyed) {
-    x->verdicts = sf__evcache_store(&x->evcache, key, x->generation, a->names, a->n,
-                                    x->verdicts, &x->nverdicts);
+    x->verdicts = sf__evcache_store(&x->evcache, key, x->generation, a->names, a->n, x->verdicts,
+                                    &x->nverdicts);
     v = x->evcache.v;
   }
 done:
@@ -153,7 +153,7 @@ static void on_filter(sf_extender_t *x, const sf__req_t *req, sf__reply_t *rep)
   const sf_verdict_t *v = evaluate(x, &a, true, rep);
   size_t counts[3] = {0};
   if (rep->status == 200) {
-    if (v)  /* a pod that asks no devices is not counted: slicefit had nothing to judge */
+    if (v) /* a pod that asks no devices is not counted: slicefit had nothing to judge */
       sf__verdicts_count(x->verdicts_total, v, a.n, counts);
     log_call("filter", &a, v, counts);
     if (!defer(req, &a, v, true, rep))
@@ -194,25 +194,27 @@ static void metrics_conns(sf__buf_t *b, const sf_extender_t *x)
 {
   static const char *const why[SF__KILL_COUNT] = {"header_deadline", "idle", "request_deadline",
                                                   "drain"};
-  sf__buf_printf(b, "# HELP slicefit_http_connections Open connections on the extender port.\n"
-                    "# TYPE slicefit_http_connections gauge\nslicefit_http_connections %u\n"
-                    "# HELP slicefit_http_buffered_bytes Request and reply bytes held now.\n"
-                    "# TYPE slicefit_http_buffered_bytes gauge\nslicefit_http_buffered_bytes %zu\n"
-                    "# HELP slicefit_http_busy_rejections_total Requests refused with 503 "
-                    "because max_buffered_bytes was reached.\n"
-                    "# TYPE slicefit_http_busy_rejections_total counter\n"
-                    "slicefit_http_busy_rejections_total %llu\n"
-                    "# HELP slicefit_http_connections_closed_total Connections closed by a "
-                    "deadline or the drain.\n"
-                    "# TYPE slicefit_http_connections_closed_total counter\n",
+  sf__buf_printf(b,
+                 "# HELP slicefit_http_connections Open connections on the extender port.\n"
+                 "# TYPE slicefit_http_connections gauge\nslicefit_http_connections %u\n"
+                 "# HELP slicefit_http_buffered_bytes Request and reply bytes held now.\n"
+                 "# TYPE slicefit_http_buffered_bytes gauge\nslicefit_http_buffered_bytes %zu\n"
+                 "# HELP slicefit_http_busy_rejections_total Requests refused with 503 "
+                 "because max_buffered_bytes was reached.\n"
+                 "# TYPE slicefit_http_busy_rejections_total counter\n"
+                 "slicefit_http_busy_rejections_total %llu\n"
+                 "# HELP slicefit_http_connections_closed_total Connections closed by a "
+                 "deadline or the drain.\n"
+                 "# TYPE slicefit_http_connections_closed_total counter\n",
                  x->nconns, x->buffered, (unsigned long long)x->busy_rejects);
   for (int i = 0; i < SF__KILL_COUNT; i++)
     sf__buf_printf(b, "slicefit_http_connections_closed_total{reason=\"%s\"} %llu\n", why[i],
                    (unsigned long long)x->kills[i]);
-  sf__buf_printf(b, "# HELP slicefit_event_loop_lag_max_seconds The longest a 100 ms timer of the "
-                    "loop ran late since start: how long one turn held the loop.\n"
-                    "# TYPE slicefit_event_loop_lag_max_seconds gauge\n"
-                    "slicefit_event_loop_lag_max_seconds %.6f\n",
+  sf__buf_printf(b,
+                 "# HELP slicefit_event_loop_lag_max_seconds The longest a 100 ms timer of the "
+                 "loop ran late since start: how long one turn held the loop.\n"
+                 "# TYPE slicefit_event_loop_lag_max_seconds gauge\n"
+                 "slicefit_event_loop_lag_max_seconds %.6f\n",
                  (double)x->max_lag_ns / 1e9);
 }
 
@@ -235,7 +237,7 @@ static void on_metrics(sf_extender_t *x, const sf__req_t *req, sf__reply_t *rep)
   rep->ctype = "text/plain; version=0.0.4; charset=utf-8";
   sf__metrics_requests(&rep->body, x->stats, SF__V_COUNT);
   sf__metrics_cluster(&rep->body, x->cluster, x->packer);
-  sf__metrics_verdicts(&rep->body, (const uint64_t(*)[SF__NREASON + 1])x->verdicts_total);
+  sf__metrics_verdicts(&rep->body, (const uint64_t(*)[SF__NREASON + 1]) x->verdicts_total);
   sf__metrics_build(&rep->body);
   sf__metrics_process(&rep->body);
   if (x->metrics_hook)
@@ -285,7 +287,7 @@ static const sf__route_t routes[] = {
     {"/healthz", "GET", on_healthz, SF__V_HEALTHZ, false},
     {"/readyz", "GET", on_readyz, SF__V_READYZ, false},
     {"/metrics", "GET", on_metrics, SF__V_METRICS, false},
-    {"/debug/state", "GET", on_debug_state, SF__V_DEBUG, false},  /* last: left out when not served */
+    {"/debug/state", "GET", on_debug_state, SF__V_DEBUG, false}, /* last: left out when not served */
 };
 #define NROUTES (sizeof routes / sizeof routes[0])
 
@@ -300,8 +302,8 @@ static const sf__route_t metrics_routes[] = {
     {"/healthz", "GET", on_healthz, SF__V_HEALTHZ, false},
 };
 
-static const char *const verb_names[SF__V_COUNT] = {"filter", "prioritize", "healthz", "readyz",
-                                                     "metrics", "debug_state", "other"};
+static const char *const verb_names[SF__V_COUNT] = {"filter",  "prioritize",  "healthz", "readyz",
+                                                    "metrics", "debug_state", "other"};
 
 /* ---- lifecycle ---- */
 
@@ -325,8 +327,8 @@ int sf_extender_start(uv_loop_t *loop, sf_cluster_t *cluster, const sf_extender_
   x->cfg = *cfg;
   bool tls = cfg->tls_cert_file && cfg->tls_key_file;
   x->routes = cfg->debug_only ? debug_routes : cfg->metrics_only ? metrics_routes : routes;
-  x->nroutes = cfg->debug_only     ? sizeof debug_routes / sizeof debug_routes[0]
-               : cfg->metrics_only ? sizeof metrics_routes / sizeof metrics_routes[0]
+  x->nroutes = cfg->debug_only              ? sizeof debug_routes / sizeof debug_routes[0]
+               : cfg->metrics_only          ? sizeof metrics_routes / sizeof metrics_routes[0]
                : tls && cfg->debug_over_tls ? NROUTES
                                             : NROUTES - 1;
   x->started_ns = uv_hrtime();
@@ -354,9 +356,15 @@ void sf_extender_set_ready(sf_extender_t *x, bool ready)
   sf__probe_set_ready(x, ready && !x->draining);
 }
 
-void sf_extender_invalidate(sf_extender_t *x) { x->generation++; }
+void sf_extender_invalidate(sf_extender_t *x)
+{
+  x->generation++;
+}
 
-void sf_extender_metrics_of(sf_extender_t *x, sf_extender_t *of) { x->metrics_of = of; }
+void sf_extender_metrics_of(sf_extender_t *x, sf_extender_t *of)
+{
+  x->metrics_of = of;
+}
 
 static void finish_drain(sf_extender_t *x)
 {

@@ -32,7 +32,7 @@ typedef struct {
 
 struct sf__tls {
   pair_t cur, old;
-  struct stat cert_st, key_st;     /* the files as last loaded (or last tried) */
+  struct stat cert_st, key_st; /* the files as last loaded (or last tried) */
   char prio[256];
   uint64_t reloads;
 };
@@ -73,8 +73,7 @@ static int check_match(const gnutls_datum_t *c, const gnutls_datum_t *k, char *e
   int rc = gnutls_certificate_set_x509_key_mem(cred, c, k, GNUTLS_X509_FMT_PEM);
   gnutls_certificate_free_credentials(cred);
   if (rc < 0)
-    snprintf(err, errlen, "the certificate and key do not load as a pair: %s",
-             gnutls_strerror(rc));
+    snprintf(err, errlen, "the certificate and key do not load as a pair: %s", gnutls_strerror(rc));
   return rc < 0 ? SF_EINVAL : 0;
 }
 

@@ -12,5 +12,11 @@
 #define SF_REVISION "unknown"
 #endif
 
-const char *sf_version(void) { return SF_VERSION; }
-const char *sf_revision(void) { return SF_REVISION; }
+const char *sf_version(void)
+{
+  return SF_VERSION;
+}
+const char *sf_revision(void)
+{
+  return SF_REVISION;
+}

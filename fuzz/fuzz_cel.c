@@ -31,7 +31,8 @@ static void pool(const char *node, const char *driver, const sf_device_spec_t *d
 {
   sf_node_spec_t ns = {node, 0, 0};
   sf_node_id id;
-  if (sf_index_node_upsert(idx, &ns, &id) != 0 || sf_index_pool_set(idx, id, driver, node, d, n, NULL, 0) != 0)
+  if (sf_index_node_upsert(idx, &ns, &id) != 0 ||
+      sf_index_pool_set(idx, id, driver, node, d, n, NULL, 0) != 0)
     abort();
   for (size_t i = 0; i < n; i++)
     devs[first + (int)i] = sf_index_dev_find(idx, driver, node, d[i].name);
@@ -39,21 +40,27 @@ static void pool(const char *node, const char *driver, const sf_device_spec_t *d
 
 static void setup(void)
 {
-  static const sf_attr_t gpu[] = {
-    {NV "type", SF_ATTR_STRING, 0, "gpu"}, {NV "productName", SF_ATTR_STRING, 0, "NVIDIA A100-SXM4-40GB"},
-    {NV "index", SF_ATTR_INT, 0, NULL}, {NV "driverVersion", SF_ATTR_VERSION, 0, "550.54.15"},
-    {NV "cudaComputeCapability", SF_ATTR_VERSION, 0, "8.0.0-rc.1+b"}, {NV "mig", SF_ATTR_BOOL, 1, NULL},
-    {"resource.kubernetes.io/pcieRoot", SF_ATTR_STRING, 0, "pci0000:00"}};
-  static const sf_attr_t mig[] = {{NV "type", SF_ATTR_STRING, 0, "mig"}, {NV "profile", SF_ATTR_STRING, 0, "1g.5gb"}};
+  static const sf_attr_t gpu[] = {{NV "type", SF_ATTR_STRING, 0, "gpu"},
+                                  {NV "productName", SF_ATTR_STRING, 0, "NVIDIA A100-SXM4-40GB"},
+                                  {NV "index", SF_ATTR_INT, 0, NULL},
+                                  {NV "driverVersion", SF_ATTR_VERSION, 0, "550.54.15"},
+                                  {NV "cudaComputeCapability", SF_ATTR_VERSION, 0, "8.0.0-rc.1+b"},
+                                  {NV "mig", SF_ATTR_BOOL, 1, NULL},
+                                  {"resource.kubernetes.io/pcieRoot", SF_ATTR_STRING, 0,
+                                   "pci0000:00"}};
+  static const sf_attr_t mig[] = {{NV "type", SF_ATTR_STRING, 0, "mig"},
+                                  {NV "profile", SF_ATTR_STRING, 0, "1g.5gb"}};
   static const sf_attr_t ex[] = {{"gpu.example.com/model", SF_ATTR_STRING, 0, "LATEST-GPU-MODEL"},
                                  {"gpu.example.com/index", SF_ATTR_INT, 3, NULL},
                                  {"gpu.example.com/driverVersion", SF_ATTR_VERSION, 0, "1.0.0"}};
-  static const sf_attr_t edge[] = {{"x.io/min", SF_ATTR_INT, INT64_MIN, NULL}, {"x.io/empty", SF_ATTR_STRING, 0, ""},
+  static const sf_attr_t edge[] = {{"x.io/min", SF_ATTR_INT, INT64_MIN, NULL},
+                                   {"x.io/empty", SF_ATTR_STRING, 0, ""},
                                    {"x.io/utf8", SF_ATTR_STRING, 0, "h\xc3\xa9llo \xe2\x82\xac"},
                                    {"x.io/max", SF_ATTR_INT, INT64_MAX, NULL}};
   static const sf_capacity_t mem40 = {NV "memory", 40LL << 40, false, {0}};
   static const sf_capacity_t mem80 = {"gpu.example.com/memory", 80LL << 40, false, {0}};
-  static const sf_capacity_t huge[] = {{"x.io/huge", SF_MILLI_MAX, false, {0}}, {"x.io/half", 1500, false, {0}}};
+  static const sf_capacity_t huge[] = {{"x.io/huge", SF_MILLI_MAX, false, {0}},
+                                       {"x.io/half", 1500, false, {0}}};
   sf_device_spec_t nv[] = {{"gpu-0", gpu, 7, &mem40, 1, NULL, 0, NULL, 0, false},
                            {"mig-0", mig, 2, &mem40, 1, NULL, 0, NULL, 0, true}};
   sf_device_spec_t e[] = {{"gpu-0", ex, 3, &mem80, 1, NULL, 0, NULL, 0, false}};

@@ -23,7 +23,8 @@
 #include "slicefit/log.h"
 
 /* What a failed apply must leave as it was: object counts and devices per node. */
-static char *summary(sf_cluster_t *c) {
+static char *summary(sf_cluster_t *c)
+{
   sf_index_t *idx = sf_cluster_index(c);
   json_t *s = json_object();
   for (int k = 1; k < SF_KIND_COUNT; k++)
@@ -31,7 +32,8 @@ static char *summary(sf_cluster_t *c) {
                         json_integer((json_int_t)sf_cluster_count(c, (sf_kind_t)k)));
   for (sf_node_id n = 0; n < sf_index_node_end(idx); n++) {
     size_t nd = 0;
-    if (!sf_index_node_live(idx, n)) continue;
+    if (!sf_index_node_live(idx, n))
+      continue;
     sf_index_node_devices(idx, n, &nd);
     json_object_set_new(s, sf_index_node_name(idx, n), json_integer((json_int_t)nd));
   }
@@ -40,11 +42,14 @@ static char *summary(sf_cluster_t *c) {
   return text;
 }
 
-static void check_error(int r, const char *err) {
-  if (r < 0) assert(err[0] && strstr(err, ": "));
+static void check_error(int r, const char *err)
+{
+  if (r < 0)
+    assert(err[0] && strstr(err, ": "));
 }
 
-static void check_valid(sf_cluster_t *c) {
+static void check_valid(sf_cluster_t *c)
+{
   char why[256];
   if (sf_index_validate(sf_cluster_index(c), why, sizeof why) != 0) {
     fprintf(stderr, "index invalid: %s\n", why);
@@ -57,17 +62,20 @@ static void check_valid(sf_cluster_t *c) {
   }
 }
 
-static void plan_pod(sf_cluster_t *c, const json_t *pod) {
+static void plan_pod(sf_cluster_t *c, const json_t *pod)
+{
   sf_pod_plan_t *p = NULL;
   char err[SF_ERR_MAX];
   int r = sf_cluster_plan(c, pod, &p, err, sizeof err);
   check_error(r, err);
-  if (r < 0) return;
+  if (r < 0)
+    return;
   sf_index_t *idx = sf_cluster_index(c);
   const char *names[65];
   size_t n = 0;
   for (sf_node_id i = 0; i < sf_index_node_end(idx) && n < 64; i++)
-    if (sf_index_node_live(idx, i)) names[n++] = sf_index_node_name(idx, i);
+    if (sf_index_node_live(idx, i))
+      names[n++] = sf_index_node_name(idx, i);
   names[n++] = "no-such-node";
   sf_verdict_t v[65];
   if (sf_cluster_evaluate(c, p, names, n, v) == 0)
@@ -78,16 +86,20 @@ static void plan_pod(sf_cluster_t *c, const json_t *pod) {
   sf_pod_plan_free(p);
 }
 
-static void operate(sf_cluster_t *c, const json_t *op) {
+static void operate(sf_cluster_t *c, const json_t *op)
+{
   char err[SF_ERR_MAX] = "", *before = summary(c);
   const char *kind = json_string_value(json_object_get(op, "kind"));
   int r = 0;
   /* A Pod is planned and evaluated, or with "$apply": true recorded as a watched pod. */
-  if (kind && !strcmp(kind, "Pod") && !json_is_true(json_object_get(op, "$apply"))) plan_pod(c, op);
-  else if (kind && !strcmp(kind, "List")) r = sf_cluster_load_list(c, op, err, sizeof err);
+  if (kind && !strcmp(kind, "Pod") && !json_is_true(json_object_get(op, "$apply")))
+    plan_pod(c, op);
+  else if (kind && !strcmp(kind, "List"))
+    r = sf_cluster_load_list(c, op, err, sizeof err);
   else if (json_is_true(json_object_get(op, "$delete")))
     r = sf_cluster_delete(c, SF_KIND_UNKNOWN, op, err, sizeof err);
-  else r = sf_cluster_apply(c, SF_KIND_UNKNOWN, op, err, sizeof err);
+  else
+    r = sf_cluster_apply(c, SF_KIND_UNKNOWN, op, err, sizeof err);
   check_error(r, err);
   check_valid(c);
   char *after = summary(c);
@@ -100,9 +112,11 @@ static void operate(sf_cluster_t *c, const json_t *op) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
   json_t *j = json_loadb((const char *)data, size, JSON_REJECT_DUPLICATES, NULL);
-  if (!j) return 0;
+  if (!j)
+    return 0;
   sf_log_set_verbosity(-1);
   if (json_is_object(j)) {
     sf_object_t *o = NULL;

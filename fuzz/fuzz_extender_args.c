@@ -39,7 +39,7 @@ static void check_replies(const sf__args_t *a, const uint8_t *data, size_t size)
   assert(json_array_size(list) == nyes);
   const json_t *failed = json_object_get(r, "FailedNodes");
   assert(json_object_size(failed) <= nno);
-  for (size_t i = 0; i < a->n; i++) {  /* a duplicate name keeps its last entry's reason */
+  for (size_t i = 0; i < a->n; i++) { /* a duplicate name keeps its last entry's reason */
     const char *got = json_string_value(json_object_get(failed, a->names[i]));
     size_t last = i;
     for (size_t j = i + 1; j < a->n; j++)

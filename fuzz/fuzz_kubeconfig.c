@@ -12,7 +12,8 @@
 #include <string.h>
 #include "slicefit/apiwatch.h"
 
-static void check_ok(const sf_kubeconfig_t *kc) {
+static void check_ok(const sf_kubeconfig_t *kc)
+{
   size_t n = strlen(kc->server);
   assert(!strncmp(kc->server, "https://", 8) || !strncmp(kc->server, "http://", 7));
   assert(kc->server[n - 1] != '/');
@@ -23,16 +24,19 @@ static void check_ok(const sf_kubeconfig_t *kc) {
   assert(!(kc->key_data && kc->key_file) && !(kc->token && kc->token_file));
   assert(!(kc->cert_data || kc->cert_file) == !(kc->key_data || kc->key_file));
   const char *paths[] = {kc->ca_file, kc->cert_file, kc->key_file, kc->token_file};
-  for (size_t i = 0; i < 4; i++) assert(!paths[i] || paths[i][0] == '/');
+  for (size_t i = 0; i < 4; i++)
+    assert(!paths[i] || paths[i][0] == '/');
 }
 
-static bool zeroed(const sf_kubeconfig_t *kc) {
+static bool zeroed(const sf_kubeconfig_t *kc)
+{
   static const sf_kubeconfig_t zero;
   return memcmp(kc, &zero, sizeof zero) == 0;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
   sf_kubeconfig_t a, b;
   char ea[SF_ERR_MAX], eb[SF_ERR_MAX];
   int ra = sf_kubeconfig_parse(&a, (const char *)data, size, "fuzz.yaml", "/cfg", ea, sizeof ea);

@@ -136,8 +136,8 @@ static void compare_kv(const pairs_t *pp, const sf_policy_t *seq, int seq_rc)
   sf_policy_t kv, cp;
   char err[512];
   char *a, *b;
-  int rc = sf_policy_from_kv(&kv, (const char *const *)pp->keys, (const char *const *)pp->vals,
-                             pp->n, err, sizeof err);
+  int rc = sf_policy_from_kv(&kv, (const char *const *)pp->keys, (const char *const *)pp->vals, pp->n,
+                             err, sizeof err);
   assert((rc == 0) == (seq_rc == 0));
   if (rc != 0)
     return;
@@ -158,7 +158,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-  pairs_t pp = { .n = 0 };
+  pairs_t pp = {.n = 0};
   sf_policy_t pol;
   int seq_rc = 0;
   if (memchr(data, '\0', size) != NULL)

@@ -151,8 +151,12 @@ size_t sf__demand_shapes(const sf_packer_t *p, uint64_t models, sf__shape_t *out
     out[n++] = (sf__shape_t){d->dem->cpu_milli, 0, 0, false, 0, 1.0};
   for (size_t r = 0; r < d->nfr && n < max; r++) {
     const sf_request_t *s = sf__demand_first(d, r)->s;
-    out[n++] = (sf__shape_t){r == 0 ? d->dem->cpu_milli : 0, primary_request(p, s), s->all ? 1 : s->count,
-                             needs_island(p, &d->fr[r]), models, 1.0};
+    out[n++] = (sf__shape_t){r == 0 ? d->dem->cpu_milli : 0,
+                             primary_request(p, s),
+                             s->all ? 1 : s->count,
+                             needs_island(p, &d->fr[r]),
+                             models,
+                             1.0};
   }
   return n;
 }

@@ -44,7 +44,7 @@ static uint64_t signature(const sf_packer_t *p)
   sig_add(&h, &s->ncaps, sizeof(s->ncaps));
   if (s->ncaps) {
     sig_add(&h, &s->caps[0].value, sizeof(s->caps[0].value));
-    sig_add(&h, &sl->capnames[0], sizeof(sl->capnames[0]));  /* interned */
+    sig_add(&h, &sl->capnames[0], sizeof(sl->capnames[0])); /* interned */
   }
   sig_add(&h, &s->nselectors, sizeof(s->nselectors));
   for (size_t i = 0; i < s->nselectors; i++) {
@@ -76,11 +76,13 @@ void sf__fast_prepare(sf_packer_t *p)
   if (!f->on || d->nfr != 1)
     return;
   const sf_request_t *s = d->fr[0].top;
-  if (s->nalts || s->all || s->admin || s->count < 1 || s->count > SF_CLAIM_RESULTS_MAX || s->ncaps > 1)
-    return;  /* past DRA's limit of results: the general search says so */
+  if (s->nalts || s->all || s->admin || s->count < 1 || s->count > SF_CLAIM_RESULTS_MAX ||
+      s->ncaps > 1)
+    return; /* past DRA's limit of results: the general search says so */
   if (d->ncs == 0 && s->count == 1)
     f->kind = FAST_SIMPLE;
-  else if (d->ncs == 1 && d->cs[0].c->kind == SF_CONSTRAINT_ISLAND && sf__demand_refers(d->cs[0].c, d->fr[0].req, -1))
+  else if (d->ncs == 1 && d->cs[0].c->kind == SF_CONSTRAINT_ISLAND &&
+           sf__demand_refers(d->cs[0].c, d->fr[0].req, -1))
     f->kind = FAST_ISLAND;
   f->sig = f->kind == FAST_NONE ? 0 : signature(p);
 }
@@ -105,7 +107,7 @@ static void replay(sf_packer_t *p, const fmemo_t *m, sf_verdict_t *v)
     sf__reason_say(p, R_UNKNOWN, 0, 0, 0, 0, v->reason, sizeof(v->reason));
   } else if (v->fit == SF_FIT_NO) {
     stats_t st = m->st;
-    st.capname = s->ncaps ? s->caps[0].name : NULL;  /* the remembered one was the last call's */
+    st.capname = s->ncaps ? s->caps[0].name : NULL; /* the remembered one was the last call's */
     if (!sf__reason_request(p, 0, &st, m->n, m->clen, v->reason, sizeof(v->reason)))
       sf__reason_say(p, R_ISLAND, 0, s->count, m->largest, 0, v->reason, sizeof(v->reason));
   }
@@ -164,7 +166,7 @@ bool sf__fast_eval(sf_packer_t *p, sf_node_id node, sf_verdict_t *v)
   m->sig = f->evaluating ? f->sig : 0;
   m->raw = v->raw;
   m->fit = (uint8_t)v->fit;
-  if (v->fit == SF_FIT_NO) {  /* what its reason is made from */
+  if (v->fit == SF_FIT_NO) { /* what its reason is made from */
     m->st = p->search.st[0];
     m->n = h->n;
     m->clen = (uint32_t)p->search.clen[0];

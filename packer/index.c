@@ -58,7 +58,7 @@ const char *sf__index_istr(sf_index_t *idx, const char *s)
 {
   if (s == NULL)
     return "";
-  sf_str_id id = sf_index_intern(idx, s);  /* may grow strs: index after */
+  sf_str_id id = sf_index_intern(idx, s); /* may grow strs: index after */
   return idx->strs[id];
 }
 
@@ -133,16 +133,18 @@ size_t sf_index_mem_bytes(const sf_index_t *idx)
   size_t b = sizeof(*idx) + idx->strcap * sizeof(char *) + idx->nodecap * sizeof(sf__node_t) +
              idx->poolcap * sizeof(sf__pool_t) + idx->devcap * sizeof(sf__dev_t) +
              idx->alloccap * sizeof(sf__alloc_t) +
-             (idx->strings.cap + idx->node_by_name.cap + idx->dev_by_key.cap + idx->alloc_by_holder.cap) *
+             (idx->strings.cap + idx->node_by_name.cap + idx->dev_by_key.cap +
+              idx->alloc_by_holder.cap) *
                  sizeof(sf_map_slot_t);
   for (size_t d = 0; d < idx->ndevs; d++) {
     const sf__dev_t *dv = &idx->devs[d];
-    b += dv->nattrs * sizeof(sf_attr_t) + dv->ncaps * sizeof(sf__cap_t) + dv->ncuses * sizeof(sf__cuse_t) +
-         dv->ntaints * sizeof(sf__taint_t);
+    b += dv->nattrs * sizeof(sf_attr_t) + dv->ncaps * sizeof(sf__cap_t) +
+         dv->ncuses * sizeof(sf__cuse_t) + dv->ntaints * sizeof(sf__taint_t);
   }
   for (size_t a = 0; a < idx->nallocs; a++) {
     const sf__alloc_t *al = &idx->allocs[a];
-    b += al->used ? strlen(al->holder) + 1 + al->npicks * (sizeof(sf_pick_t) + sizeof(void *) + 4) : 0;
+    b += al->used ? strlen(al->holder) + 1 + al->npicks * (sizeof(sf_pick_t) + sizeof(void *) + 4)
+                  : 0;
     for (size_t k = 0; al->used && k < al->npicks; k++)
       b += al->ncons[k] * (sizeof(sf_milli_t) + sizeof(char *));
   }

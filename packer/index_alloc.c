@@ -27,7 +27,10 @@ sf_alloc_id sf_index_alloc_find(const sf_index_t *idx, const char *holder)
   return sf_map_get(&idx->alloc_by_holder, holder, strlen(holder));
 }
 
-size_t sf_index_alloc_count(const sf_index_t *idx) { return idx->live_allocs; }
+size_t sf_index_alloc_count(const sf_index_t *idx)
+{
+  return idx->live_allocs;
+}
 
 sf_node_id sf_index_alloc_node(const sf_index_t *idx, sf_alloc_id a)
 {
@@ -87,7 +90,8 @@ static void alloc_apply(sf_index_t *idx, const sf__alloc_t *a, int sign)
 static bool alloc_over(const sf_index_t *idx, const sf__alloc_t *a)
 {
   const sf__node_t *n = &idx->nodes[a->node];
-  if ((n->cpu_alloc > 0 && n->cpu_used > n->cpu_alloc) || (n->mem_alloc > 0 && n->mem_used > n->mem_alloc))
+  if ((n->cpu_alloc > 0 && n->cpu_used > n->cpu_alloc) ||
+      (n->mem_alloc > 0 && n->mem_used > n->mem_alloc))
     return true;
   for (size_t k = 0; k < a->npicks; k++) {
     const sf__dev_t *dv = &idx->devs[a->picks[k].dev];
@@ -180,7 +184,7 @@ int sf_index_alloc_remove(sf_index_t *idx, sf_alloc_id id)
     sf_dev_id d = a->picks[k].dev;
     sf__dev_t *dv = &idx->devs[d];
     if (dv->retired && dv->holders == 0) {
-      dv->retired = false;  /* sf__index_dev_drop frees it now */
+      dv->retired = false; /* sf__index_dev_drop frees it now */
       sf__index_dev_drop(idx, d, dv->pool < 0);
     }
   }

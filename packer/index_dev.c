@@ -37,7 +37,10 @@ const sf__dev_t *sf__index_dev_at(const sf_index_t *idx, sf_dev_id d)
   return (d >= 0 && (size_t)d < idx->ndevs && idx->devs[d].used) ? &idx->devs[d] : NULL;
 }
 
-sf_dev_id sf_index_dev_end(const sf_index_t *idx) { return (sf_dev_id)idx->ndevs; }
+sf_dev_id sf_index_dev_end(const sf_index_t *idx)
+{
+  return (sf_dev_id)idx->ndevs;
+}
 
 bool sf_index_dev_live(const sf_index_t *idx, sf_dev_id d)
 {
@@ -110,8 +113,10 @@ const char *sf_index_dev_cap(const sf_index_t *idx, sf_dev_id d, size_t i, sf_mi
   const sf__dev_t *dv = sf__index_dev_at(idx, d);
   if (dv == NULL || i >= dv->ncaps)
     return NULL;
-  if (value) *value = dv->caps[i].value;
-  if (free_amount) *free_amount = dv->caps[i].free;
+  if (value)
+    *value = dv->caps[i].value;
+  if (free_amount)
+    *free_amount = dv->caps[i].free;
   return dv->caps[i].name;
 }
 

@@ -53,7 +53,7 @@ int sf_index_mirror_set(sf_index_t *idx, sf_node_id node, const char *driver, co
       have = dv->mirrors[k] == node;
     if (have)
       continue;
-    uint32_t cap = dv->nmirrors;  /* exact-size growth: most devices are offered by few nodes */
+    uint32_t cap = dv->nmirrors; /* exact-size growth: most devices are offered by few nodes */
     dv->mirrors = sf_xrealloc(dv->mirrors, (cap + 1) * sizeof(*dv->mirrors));
     dv->mirrors[dv->nmirrors++] = node;
     GROW(nd->mdevs, nd->mdevcap, nd->nmdevs + 1);

@@ -78,10 +78,14 @@ void sf_index_node_cpu_mem(const sf_index_t *idx, sf_node_id node, int64_t *cpu_
                            int64_t *cpu_used, int64_t *mem_alloc, int64_t *mem_used)
 {
   const sf__node_t *n = &idx->nodes[node];
-  if (cpu_alloc) *cpu_alloc = n->cpu_alloc;
-  if (cpu_used) *cpu_used = n->cpu_used;
-  if (mem_alloc) *mem_alloc = n->mem_alloc;
-  if (mem_used) *mem_used = n->mem_used;
+  if (cpu_alloc)
+    *cpu_alloc = n->cpu_alloc;
+  if (cpu_used)
+    *cpu_used = n->cpu_used;
+  if (mem_alloc)
+    *mem_alloc = n->mem_alloc;
+  if (mem_used)
+    *mem_used = n->mem_used;
 }
 
 int sf_index_node_remove(sf_index_t *idx, sf_node_id node)
@@ -114,7 +118,7 @@ int sf_index_node_remove(sf_index_t *idx, sf_node_id node)
 typedef struct {
   const char *driver, *name;
   int32_t pool;
-  uint32_t pos;  /* the place before sorting: equal keys keep their order */
+  uint32_t pos; /* the place before sorting: equal keys keep their order */
 } pool_key_t;
 
 static int pool_cmp(const void *a, const void *b)
@@ -159,10 +163,10 @@ static void reorder_mirrors(sf_index_t *idx, sf__node_t *n, int32_t p)
 void sf__index_node_reorder(sf_index_t *idx, sf_node_id node)
 {
   sf__node_t *n = &idx->nodes[node];
-  pools_sort(idx, n->pools, n->npools);  /* a node may only mirror devices: no pools of its own */
+  pools_sort(idx, n->pools, n->npools); /* a node may only mirror devices: no pools of its own */
   int32_t *order = n->pools;
   size_t norder = n->npools;
-  if (n->nmdevs > 0) {  /* the mirrored devices' pools take their place among the node's own */
+  if (n->nmdevs > 0) { /* the mirrored devices' pools take their place among the node's own */
     order = sf_xmalloc((n->npools + n->nmdevs) * sizeof(*order));
     if (n->npools > 0)
       memcpy(order, n->pools, n->npools * sizeof(*order));

@@ -21,8 +21,7 @@ void sf__index_dev_free_parts(sf__dev_t *d)
   free(d->taints);
 }
 
-static int32_t pool_find(const sf_index_t *idx, sf_node_id node, const char *driver,
-                         const char *pool)
+static int32_t pool_find(const sf_index_t *idx, sf_node_id node, const char *driver, const char *pool)
 {
   const sf__node_t *n = &idx->nodes[node];
   for (size_t i = 0; i < n->npools; i++) {
@@ -85,12 +84,14 @@ static int pool_check(const sf_device_spec_t *devs, size_t ndevs, const sf_count
       if (d->caps[c].name == NULL || !policy_ok(&d->caps[c]))
         err = SF_EINVAL;
     for (size_t c = 0; c < d->ncounters && err == 0; c++)
-      if (d->counters[c].value < 0 || counter_find(cs, ncs, d->counters[c].set, d->counters[c].counter) < 0)
+      if (d->counters[c].value < 0 ||
+          counter_find(cs, ncs, d->counters[c].set, d->counters[c].counter) < 0)
         err = SF_EINVAL;
     for (size_t a = 0; a < d->nattrs && err == 0; a++)
-      if (d->attrs[a].name == NULL || ((d->attrs[a].type == SF_ATTR_STRING ||
-                                        d->attrs[a].type == SF_ATTR_VERSION ||
-                                        d->attrs[a].type == SF_ATTR_LIST) && d->attrs[a].s == NULL))
+      if (d->attrs[a].name == NULL ||
+          ((d->attrs[a].type == SF_ATTR_STRING || d->attrs[a].type == SF_ATTR_VERSION ||
+            d->attrs[a].type == SF_ATTR_LIST) &&
+           d->attrs[a].s == NULL))
         err = SF_EINVAL;
   }
   sf_map_dispose(&names);
@@ -189,7 +190,7 @@ static void dev_reconsume(sf_index_t *idx, sf_dev_id d)
           if (al->cnames[k][j] == dv->caps[c].name)
             nc[c] = al->picks[k].consumed[j];
         if (al->picks[k].whole)
-          nc[c] = dv->caps[c].value;  /* held whole: all of a new capacity too */
+          nc[c] = dv->caps[c].value; /* held whole: all of a new capacity too */
         dv->caps[c].free -= nc[c];
       }
       sf__cfree(al->picks[k].consumed);
@@ -217,7 +218,7 @@ static void dev_release(sf_index_t *idx, sf_dev_id d)
   sf__dev_t *dv = &idx->devs[d];
   while (dv->nmirrors > 0)
     sf__index_mirror_unlink(idx, dv->mirrors[dv->nmirrors - 1], d, true);
-  free(dv->mirrors);  /* not a part of the spec: dev_fill keeps it */
+  free(dv->mirrors); /* not a part of the spec: dev_fill keeps it */
   char key[1024];
   size_t k = sf__index_dev_key(key, sizeof(key), dv->driver, dv->poolname, dv->name);
   sf_map_del(&idx->dev_by_key, key, k);
@@ -299,7 +300,7 @@ int sf_index_pool_set(sf_index_t *idx, sf_node_id node, const char *driver, cons
       return SF_EINVAL;
     sf_dev_id d = sf_index_dev_find(idx, driver, pool, devs[i].name);
     if (d >= 0 && idx->devs[d].node != node && idx->devs[d].holders > 0)
-      err = SF_EBUSY;  /* the pool moved to another node while allocated */
+      err = SF_EBUSY; /* the pool moved to another node while allocated */
   }
   if (err)
     return err;
@@ -328,7 +329,7 @@ int sf_index_pool_set(sf_index_t *idx, sf_node_id node, const char *driver, cons
   for (size_t i = 0; i < ndevs; i++) {
     sf_dev_id d = sf_index_dev_find(idx, driver, pool, devs[i].name);
     if (d >= 0 && idx->devs[d].node != node) {
-      sf__index_dev_drop(idx, d, false);  /* published by another node before; free there */
+      sf__index_dev_drop(idx, d, false); /* published by another node before; free there */
       d = -1;
     }
     if (d < 0)
@@ -358,7 +359,7 @@ int sf_index_pool_set(sf_index_t *idx, sf_node_id node, const char *driver, cons
   pl->ndevs = (uint32_t)norder;
   for (uint32_t k = 0; k < pl->ndevs; k++)
     if (idx->devs[pl->devs[k]].retired)
-      idx->devs[pl->devs[k]].ncuses = 0;  /* their counter sets are republished anew */
+      idx->devs[pl->devs[k]].ncuses = 0; /* their counter sets are republished anew */
   pool_recount(idx, pl);
   sf__index_node_reorder(idx, node);
   /* Nodes that mirror devices of the pool see them change (or retire) too. */

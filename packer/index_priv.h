@@ -33,20 +33,20 @@
 #define GROW(arr, cap, need) sf_xgrow(&(arr), &(cap), (need), sizeof(*(arr)))
 
 /* Slot allocation from a dense array with a free list. */
-#define TAKE_SLOT(idx, arr, n, cap, fl, nfl, flcap, out)                        \
-  do {                                                                         \
-    if ((idx)->nfl > 0) {                                                      \
-      (out) = (idx)->fl[--(idx)->nfl];                                         \
-    } else {                                                                   \
-      GROW((idx)->arr, (idx)->cap, (idx)->n + 1);                              \
-      (out) = (int32_t)(idx)->n++;                                             \
-    }                                                                          \
-    memset(&(idx)->arr[(out)], 0, sizeof((idx)->arr[0]));                      \
+#define TAKE_SLOT(idx, arr, n, cap, fl, nfl, flcap, out)  \
+  do {                                                    \
+    if ((idx)->nfl > 0) {                                 \
+      (out) = (idx)->fl[--(idx)->nfl];                    \
+    } else {                                              \
+      GROW((idx)->arr, (idx)->cap, (idx)->n + 1);         \
+      (out) = (int32_t)(idx)->n++;                        \
+    }                                                     \
+    memset(&(idx)->arr[(out)], 0, sizeof((idx)->arr[0])); \
   } while (0)
-#define GIVE_SLOT(idx, fl, nfl, flcap, id)                                     \
-  do {                                                                         \
-    GROW((idx)->fl, (idx)->flcap, (idx)->nfl + 1);                             \
-    (idx)->fl[(idx)->nfl++] = (id);                                            \
+#define GIVE_SLOT(idx, fl, nfl, flcap, id)         \
+  do {                                             \
+    GROW((idx)->fl, (idx)->flcap, (idx)->nfl + 1); \
+    (idx)->fl[(idx)->nfl++] = (id);                \
   } while (0)
 
 /* index.c */

@@ -22,7 +22,7 @@ static sf__selcache_t *selcache(sf_index_t *idx, const sf_selector_t *sel)
   for (size_t i = 0; i < idx->ncaches; i++)
     if (idx->caches[i].key == sel->cache_key)
       return &idx->caches[i];
-  if (idx->ncaches >= 256) {  /* bounded: drop all and start again */
+  if (idx->ncaches >= 256) { /* bounded: drop all and start again */
     for (size_t i = 0; i < idx->ncaches; i++)
       free(idx->caches[i].res);
     idx->ncaches = 0;

@@ -14,9 +14,9 @@ int sf_index_taint_rule_add(sf_index_t *idx, const char *rule, sf_dev_id d, cons
     return SF_EINVAL;
   sf__dev_t *dv = &idx->devs[d];
   dv->taints = sf_xrealloc(dv->taints, (dv->ntaints + 1) * sizeof(*dv->taints));
-  dv->taints[dv->ntaints++] =
-      (sf__taint_t){sf_index_intern(idx, rule),
-                    {sf__index_istr(idx, t->key), sf__index_istr(idx, t->value), t->effect}};
+  dv->taints[dv->ntaints++] = (sf__taint_t){sf_index_intern(idx, rule),
+                                            {sf__index_istr(idx, t->key),
+                                             sf__index_istr(idx, t->value), t->effect}};
   sf__index_dev_nodes_touch(idx, dv);
   return 0;
 }

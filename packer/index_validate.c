@@ -112,7 +112,8 @@ static int check_devices(const sf_index_t *idx, recount_t *r)
     if (r->holders[d] != dv->holders)
       return fail(r, "device %s: %u holders counted, %u kept", dv->name, r->holders[d], dv->holders);
     if (r->wholes[d] != dv->wholes)
-      return fail(r, "device %s: %u whole holds counted, %u kept", dv->name, r->wholes[d], dv->wholes);
+      return fail(r, "device %s: %u whole holds counted, %u kept", dv->name, r->wholes[d],
+                  dv->wholes);
     if (dv->retired && dv->holders == 0)
       return fail(r, "device %s retired with no holder", dv->name);
     for (uint32_t c = 0; c < dv->ncaps; c++)
@@ -132,8 +133,8 @@ static int check_counters(const sf_index_t *idx, const recount_t *r)
     const sf__pool_t *pl = &idx->pools[p];
     for (uint32_t c = 0; pl->used && c < pl->ncounters; c++)
       if (r->cntfree[r->cntoff[p] + c] != pl->counters[c].free)
-        return fail(r, "pool %s counter %s/%s: free %lld, expected %lld", pl->name, pl->counters[c].set,
-                    pl->counters[c].name, (long long)pl->counters[c].free,
+        return fail(r, "pool %s counter %s/%s: free %lld, expected %lld", pl->name,
+                    pl->counters[c].set, pl->counters[c].name, (long long)pl->counters[c].free,
                     (long long)r->cntfree[r->cntoff[p] + c]);
   }
   return 0;
@@ -143,7 +144,8 @@ static int check_counters(const sf_index_t *idx, const recount_t *r)
 static int check_nodes(const sf_index_t *idx, const recount_t *r)
 {
   for (size_t n = 0; n < idx->nnodes; n++)
-    if (idx->nodes[n].used && (r->cpu[n] != idx->nodes[n].cpu_used || r->mem[n] != idx->nodes[n].mem_used))
+    if (idx->nodes[n].used &&
+        (r->cpu[n] != idx->nodes[n].cpu_used || r->mem[n] != idx->nodes[n].mem_used))
       return fail(r, "node %s: cpu/memory used disagrees with allocations", idx->nodes[n].name);
   if (r->live != idx->live_allocs)
     return fail(r, "%zu live allocations, %zu counted", r->live, idx->live_allocs);

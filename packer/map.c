@@ -60,9 +60,9 @@ static uint64_t splitmix64(uint64_t x)
 static uint64_t load_le(const unsigned char *p, size_t n)
 {
   uint64_t v = 0;
-  memcpy(&v, p, n);  /* one load for n == 8: no alignment is assumed */
+  memcpy(&v, p, n); /* one load for n == 8: no alignment is assumed */
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-  v = __builtin_bswap64(v);  /* p[0] becomes the low byte; the zero fill stays high */
+  v = __builtin_bswap64(v); /* p[0] becomes the low byte; the zero fill stays high */
 #endif
   return v;
 }

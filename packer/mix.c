@@ -21,9 +21,10 @@
 #include "packer_int.h"
 #include "slicefit/mix.h"
 
-#define MIX_STEPS 256.0  /* resolution of learned weights */
+#define MIX_STEPS 256.0 /* resolution of learned weights */
 
-static uint64_t models_of(sf_index_t *idx, const char (*names)[SF_POLICY_NAME_MAX], uint32_t n, bool *none)
+static uint64_t models_of(sf_index_t *idx, const char (*names)[SF_POLICY_NAME_MAX], uint32_t n,
+                          bool *none)
 {
   uint64_t m = 0;
   for (uint32_t i = 0; i < n; i++) {
@@ -76,8 +77,8 @@ static void load_shapes(pk_mix_t *mx, const sf__shape_t *src, size_t n, bool lea
     double w = src[i].weight;
     if (learned && (w = floor(w * MIX_STEPS / total + 0.5)) <= 0.0)
       continue;
-    mx->mix[mx->nmix++] = (shape_t){src[i].cpu_milli, src[i].amount, src[i].count, src[i].island,
-                                    src[i].models, w, 0};
+    mx->mix[mx->nmix++] =
+        (shape_t){src[i].cpu_milli, src[i].amount, src[i].count, src[i].island, src[i].models, w, 0};
   }
 }
 
@@ -139,7 +140,8 @@ void sf__mix_learn(sf_packer_t *p, int sign)
 {
   uint64_t dm = p->dem.models;
   sf__shape_t own[SF__MIX_MAX];
-  size_t n = sf__demand_shapes(p, __builtin_popcountll(dm) == (int)p->idx->nmodels ? 0 : dm, own, SF__MIX_MAX);
+  size_t n = sf__demand_shapes(p, __builtin_popcountll(dm) == (int)p->idx->nmodels ? 0 : dm, own,
+                               SF__MIX_MAX);
   for (size_t i = 0; i < n; i++)
     sf__mix_observe(&p->idx->mix, &own[i], sign);
 }
@@ -148,7 +150,9 @@ void sf__mix_learn(sf_packer_t *p, int sign)
 
 static int shape_cmp(const sf__shape_t *a, const sf__shape_t *b)
 {
-#define CMP(f) if (a->f != b->f) return a->f < b->f ? -1 : 1
+#define CMP(f)      \
+  if (a->f != b->f) \
+  return a->f < b->f ? -1 : 1
   CMP(cpu_milli);
   CMP(amount);
   CMP(count);
@@ -178,7 +182,7 @@ void sf__mix_observe(sf__mix_t *m, const sf__shape_t *s, int sign)
     m->s[i].weight = sign;
     m->n++;
   } else {
-    return;  /* a shape past SF__MIX_MAX is not tracked; an absent one cannot leave */
+    return; /* a shape past SF__MIX_MAX is not tracked; an absent one cannot leave */
   }
   if (!m->held)
     m->version++;
@@ -252,7 +256,8 @@ int sf_mix_shape(const sf_index_t *idx, size_t i, sf_shape_t *out)
   return 0;
 }
 
-int sf_mix_learn(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol, const sf_demand_t *demand, int sign)
+int sf_mix_learn(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol, const sf_demand_t *demand,
+                 int sign)
 {
   if (p == NULL || idx == NULL || pol == NULL || demand == NULL || (sign != 1 && sign != -1))
     return SF_EINVAL;
@@ -263,11 +268,12 @@ int sf_mix_learn(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol, const 
   return 0;
 }
 
-uint64_t sf_mix_hash(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol, const sf_demand_t *demand)
+uint64_t sf_mix_hash(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol,
+                     const sf_demand_t *demand)
 {
   p->pol = pol;
   sf__demand_prepare(p, idx, demand);
-  sf__mix_load(p);  /* no scarcity or fast-path set-up: only the mix */
+  sf__mix_load(p); /* no scarcity or fast-path set-up: only the mix */
   p->last_node = -1;
   return p->mix.mixhash;
 }

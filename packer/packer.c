@@ -44,7 +44,8 @@ void sf_packer_destroy(sf_packer_t *p)
 }
 
 /* The demand's side of a call: requests, constraints, and the models it can use. */
-static void prepare_demand(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol, const sf_demand_t *d)
+static void prepare_demand(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol,
+                           const sf_demand_t *d)
 {
   p->pol = pol;
   sf__demand_prepare(p, idx, d);
@@ -78,8 +79,8 @@ static bool host_fits(const sf_packer_t *p, sf_node_id node, sf_verdict_t *v)
   const sf_demand_t *d = p->dem.dem;
   if (n->cpu_alloc > 0 && d->cpu_milli > n->cpu_alloc - n->cpu_used) {
     if (!p->reason.off)
-      snprintf(v->reason, sizeof(v->reason), "needs %lldm CPU; %lldm is free", (long long)d->cpu_milli,
-               (long long)(n->cpu_alloc - n->cpu_used));
+      snprintf(v->reason, sizeof(v->reason), "needs %lldm CPU; %lldm is free",
+               (long long)d->cpu_milli, (long long)(n->cpu_alloc - n->cpu_used));
     return false;
   }
   if (n->mem_alloc > 0 && d->mem_bytes > n->mem_alloc - n->mem_used) {
@@ -131,10 +132,12 @@ static void node_eval(sf_packer_t *p, sf_node_id node, sf_verdict_t *v)
 
 /* ---- public entry points ---- */
 
-int sf_packer_evaluate(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol, const sf_demand_t *demand,
-                       const sf_node_id *nodes, size_t n, unsigned flags, sf_verdict_t *out)
+int sf_packer_evaluate(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol,
+                       const sf_demand_t *demand, const sf_node_id *nodes, size_t n, unsigned flags,
+                       sf_verdict_t *out)
 {
-  if (p == NULL || idx == NULL || pol == NULL || demand == NULL || (n > 0 && (nodes == NULL || out == NULL)))
+  if (p == NULL || idx == NULL || pol == NULL || demand == NULL ||
+      (n > 0 && (nodes == NULL || out == NULL)))
     return SF_EINVAL;
   for (size_t i = 0; i < n; i++)
     if (!sf_index_node_live(idx, nodes[i]))
@@ -168,8 +171,9 @@ int sf_packer_evaluate(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol, 
   return 0;
 }
 
-sf_fit_t sf_packer_place(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol, const sf_demand_t *demand,
-                         sf_node_id node, sf_assignment_t *out, sf_verdict_t *verdict)
+sf_fit_t sf_packer_place(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol,
+                         const sf_demand_t *demand, sf_node_id node, sf_assignment_t *out,
+                         sf_verdict_t *verdict)
 {
   sf_verdict_t v;
   pk_search_t *s = &p->search;
@@ -202,8 +206,8 @@ int sf_packer_commit(sf_packer_t *p, sf_index_t *idx, const sf_demand_t *demand,
   sf_pick_t *picks = sf_xcalloc(s->nres + 1, sizeof(*picks));
   for (size_t i = 0; i < s->nres; i++)
     picks[i] = (sf_pick_t){s->res[i].pick.dev, &s->rcons[i * MAXCAPS], false};
-  int err = sf_index_alloc_add(idx, holder, p->last_node, demand->cpu_milli, demand->mem_bytes, picks, s->nres,
-                               0, out);
+  int err = sf_index_alloc_add(idx, holder, p->last_node, demand->cpu_milli, demand->mem_bytes, picks,
+                               s->nres, 0, out);
   free(picks);
   if (err == 0)
     p->last_node = -1;

@@ -27,9 +27,9 @@ struct sf_packer {
   /* the call */
   sf_index_t *idx;
   const sf_policy_t *pol;
-  sf_node_id node;         /* being evaluated */
-  uint64_t stamp;          /* this call */
-  sf_node_id last_node;    /* of the last placement, for commit; -1: none */
+  sf_node_id node;      /* being evaluated */
+  uint64_t stamp;       /* this call */
+  sf_node_id last_node; /* of the last placement, for commit; -1: none */
   pk_demand_t dem;
   pk_view_t view;
   pk_search_t search;

@@ -57,33 +57,38 @@ static bool short_of(sf_milli_t left, sf_milli_t need, stats_t *st)
  * tentative overlay? (Without, as when candidates are gathered and the
  * overlay is empty, the compiler drops its reads.)
  */
-SF_HOT bool avail(const sf_packer_t *p, const lim_t *l, const hdev_t *d, uint32_t k, const sf_milli_t *need,
-                  stats_t *st, bool tent, bool plain)
+SF_HOT bool avail(const sf_packer_t *p, const lim_t *l, const hdev_t *d, uint32_t k,
+                  const sf_milli_t *need, stats_t *st, bool tent, bool plain)
 {
   const pk_search_t *s = &p->search;
   uint32_t holders = d->holders + (tent ? s->tcount[k] : 0);
   if (!(d->fl & HD_SHARED)) {
     if (holders > 0) {
-      if (st) st->busy++;
+      if (st)
+        st->busy++;
       return false;
     }
   } else {
-    if (d->fl & HD_WHOLE) {  /* DRA: allocated (not shared), so in use */
-      if (st) st->busy++;
+    if (d->fl & HD_WHOLE) { /* DRA: allocated (not shared), so in use */
+      if (st)
+        st->busy++;
       return false;
     }
     if (l->max_sharers > 0 && holders >= l->max_sharers) {
-      if (st) st->sharers++;
+      if (st)
+        st->sharers++;
       return false;
     }
     const sf_milli_t *t = &s->tcap[(size_t)k * MAXCAPS];
     if (d->cls >= 0) {
-      if (short_of(d->capfree - (tent ? t[0] : 0) - reserve_of(l, l->cls[d->cls].cap.value), need[0], st))
+      if (short_of(d->capfree - (tent ? t[0] : 0) - reserve_of(l, l->cls[d->cls].cap.value), need[0],
+                   st))
         return false;
     } else if (!plain && (d->fl & HD_CAPS)) {
       const sf__dev_t *dv = &p->idx->devs[d->dev];
       for (uint32_t i = 0; i < dv->ncaps; i++)
-        if (short_of(dv->caps[i].free - (tent ? t[i] : 0) - reserve_of(l, dv->caps[i].value), need[i], st))
+        if (short_of(dv->caps[i].free - (tent ? t[i] : 0) - reserve_of(l, dv->caps[i].value), need[i],
+                     st))
           return false;
     }
   }
@@ -91,9 +96,11 @@ SF_HOT bool avail(const sf_packer_t *p, const lim_t *l, const hdev_t *d, uint32_
     const sf__dev_t *dv = &p->idx->devs[d->dev];
     const sf__pool_t *pl = dv->pool >= 0 ? &p->idx->pools[dv->pool] : NULL;
     for (uint32_t u = 0; pl && u < dv->ncuses; u++)
-      if (pl->counters[dv->cuses[u].counter].free - (tent ? tcounter(s, dv->pool, dv->cuses[u].counter) : 0) <
+      if (pl->counters[dv->cuses[u].counter].free -
+              (tent ? tcounter(s, dv->pool, dv->cuses[u].counter) : 0) <
           dv->cuses[u].value) {
-        if (st) st->counters++;
+        if (st)
+          st->counters++;
         return false;
       }
   }

@@ -10,12 +10,12 @@
 #include "index_int.h"
 #include "slicefit/packer.h"
 
-#define MAXCAPS 32  /* DRA: attributes + capacities per device <= 32 */
+#define MAXCAPS 32 /* DRA: attributes + capacities per device <= 32 */
 /* Grows arr to hold `need` entries; the common case, room already, costs one compare. */
-#define GROW(arr, cap, need)                                   \
-  do {                                                         \
-    if ((need) > (cap))                                        \
-      sf_xgrow(&(arr), &(cap), (need), sizeof(*(arr)));        \
+#define GROW(arr, cap, need)                            \
+  do {                                                  \
+    if ((need) > (cap))                                 \
+      sf_xgrow(&(arr), &(cap), (need), sizeof(*(arr))); \
   } while (0)
 #define SF_HOT static inline __attribute__((always_inline))
 
@@ -23,39 +23,44 @@
 typedef struct {
   uint32_t claim, req;
   const sf_request_t *top;
-  uint32_t slot;           /* its first slot; alternative a is slot + a */
-  uint32_t nslots;         /* 1, or its alternatives */
+  uint32_t slot;   /* its first slot; alternative a is slot + a */
+  uint32_t nslots; /* 1, or its alternatives */
 } freq_t;
 
 /* One (request, alternative): what a device is matched against. */
 typedef struct {
-  uint32_t r;              /* flattened request */
-  int32_t alt;             /* -1: the request itself */
+  uint32_t r;  /* flattened request */
+  int32_t alt; /* -1: the request itself */
   const sf_request_t *s;
-  const char **capnames;   /* interned names of s's capacity requests (NULL: no device has it) */
-  uint8_t **selc;          /* per selector: the index's per-device answers, or NULL (not cacheable) */
+  const char **capnames; /* interned names of s's capacity requests (NULL: no device has it) */
+  uint8_t **selc;        /* per selector: the index's per-device answers, or NULL (not cacheable) */
 } slot_t;
 
 /* A constraint being checked during the search. */
 typedef struct {
   uint32_t claim;
   const sf_constraint_t *c;
-  const char *attr;        /* interned; NULL when no device has it */
-  uint32_t n;              /* values pushed */
+  const char *attr; /* interned; NULL when no device has it */
+  uint32_t n;       /* values pushed */
   const sf_attr_t *vals[64];
-  uint32_t lists;          /* how many of vals are list-type attributes */
+  uint32_t lists; /* how many of vals are list-type attributes */
   int32_t isl;
 } cstate_t;
 
 typedef struct {
   const sf_demand_t *dem;
-  freq_t *fr; size_t nfr, frcap;
-  slot_t *slot; size_t nslot, slotcap;
-  const char **names; size_t nnames, namecap;  /* slots' capnames */
-  uint8_t **selc; size_t nselc, selccap;       /* slots' selector caches */
-  cstate_t *cs; size_t ncs, cscap;
-  uint64_t models;         /* model bits a device of which the first request can take */
-  bool flexible;           /* two or more models: scarce ones are worth keeping */
+  freq_t *fr;
+  size_t nfr, frcap;
+  slot_t *slot;
+  size_t nslot, slotcap;
+  const char **names;
+  size_t nnames, namecap; /* slots' capnames */
+  uint8_t **selc;
+  size_t nselc, selccap; /* slots' selector caches */
+  cstate_t *cs;
+  size_t ncs, cscap;
+  uint64_t models; /* model bits a device of which the first request can take */
+  bool flexible;   /* two or more models: scarce ones are worth keeping */
 } pk_demand_t;
 
 /* Flattens `d` (borrowed until the next call) against idx. */

@@ -13,20 +13,21 @@ enum { FAST_NONE = 0, FAST_SIMPLE, FAST_ISLAND };
 
 /* A node's remembered verdict. */
 typedef struct {
-  uint64_t version;        /* the node version it holds for */
-  uint64_t sig;            /* the call's signature; 0: none */
-  double raw;              /* FIT */
-  stats_t st;              /* NO: what the reason is made from */
+  uint64_t version; /* the node version it holds for */
+  uint64_t sig;     /* the call's signature; 0: none */
+  double raw;       /* FIT */
+  stats_t st;       /* NO: what the reason is made from */
   uint32_t n, clen, largest;
   uint8_t fit;
 } fmemo_t;
 
 typedef struct {
-  bool on;                 /* sf_packer_set_fast_path */
+  bool on; /* sf_packer_set_fast_path */
   int kind;
-  uint64_t sig;            /* what a node's verdict depends on besides the node; 0: no memo */
-  bool evaluating;         /* in sf_packer_evaluate, where verdicts may come from the memo */
-  fmemo_t *memo; size_t memocap;  /* per node */
+  uint64_t sig;    /* what a node's verdict depends on besides the node; 0: no memo */
+  bool evaluating; /* in sf_packer_evaluate, where verdicts may come from the memo */
+  fmemo_t *memo;
+  size_t memocap; /* per node */
 } pk_fast_t;
 
 /* Which fast path serves this call, if any, and its signature. */

@@ -15,19 +15,19 @@
 /* One shape of the mix being scored against. */
 typedef struct {
   sf_milli_t cpu_milli;
-  sf_milli_t amount;       /* 0: whole devices */
-  uint32_t count;          /* 0: asks for no device */
+  sf_milli_t amount; /* 0: whole devices */
+  uint32_t count;    /* 0: asks for no device */
   bool island;
-  uint64_t models;         /* 0: any */
+  uint64_t models; /* 0: any */
   double w;
-  int64_t q;               /* w in steps of 1/WEIGHT_ONE */
+  int64_t q; /* w in steps of 1/WEIGHT_ONE */
 } shape_t;
 
 typedef struct {
   shape_t mix[SF__MIX_MAX + 1];
   size_t nmix;
-  uint64_t mixhash;        /* shapes and weights */
-  uint64_t shapehash;      /* shapes only: what per-shape statistics depend on */
+  uint64_t mixhash;   /* shapes and weights */
+  uint64_t shapehash; /* shapes only: what per-shape statistics depend on */
   double scarcity[SF__MODELS + 1];
   /* the index's learned mix, as last read */
   sf__shape_t learned[SF__MIX_MAX];

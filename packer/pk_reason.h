@@ -9,8 +9,19 @@
 
 #include "pk_search.h"
 
-enum { R_NODEVS = 1, R_NOMATCH, R_TAINT, R_NOCAP, R_SHORT, R_SHARERS, R_COUNTERS, R_FREE, R_ISLAND, R_LIMIT,
-       R_UNKNOWN };
+enum {
+  R_NODEVS = 1,
+  R_NOMATCH,
+  R_TAINT,
+  R_NOCAP,
+  R_SHORT,
+  R_SHARERS,
+  R_COUNTERS,
+  R_FREE,
+  R_ISLAND,
+  R_LIMIT,
+  R_UNKNOWN
+};
 
 #define NSAY 16
 typedef struct {
@@ -24,18 +35,19 @@ typedef struct {
 typedef struct {
   say_t says[NSAY];
   size_t nsay;
-  bool off;                /* callers that read no reason: verdicts only, nothing formatted */
+  bool off; /* callers that read no reason: verdicts only, nothing formatted */
 } pk_reason_t;
 
 /* Writes reason `kind` about request r with numbers a, b, c (memoised for the call). */
-void sf__reason_say(sf_packer_t *p, int kind, size_t r, int64_t a, int64_t b, int64_t c, char *out, size_t len);
+void sf__reason_say(sf_packer_t *p, int kind, size_t r, int64_t a, int64_t b, int64_t c, char *out,
+                    size_t len);
 /*
  * Explains why request r (its first alternative) cannot be placed, from its
  * statistics, the node's device count and its candidate count. False if
  * the request alone could be.
  */
-bool sf__reason_request(sf_packer_t *p, size_t r, const stats_t *st, size_t ndevs, size_t clen, char *out,
-                        size_t len);
+bool sf__reason_request(sf_packer_t *p, size_t r, const stats_t *st, size_t ndevs, size_t clen,
+                        char *out, size_t len);
 /* Fills v (NO or UNSURE) for a search that ended with rc on the current node. */
 void sf__reason_fail(sf_packer_t *p, int rc, sf_verdict_t *v);
 

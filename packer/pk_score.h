@@ -23,10 +23,14 @@ typedef struct {
   sf_milli_t use;
 } pick_t;
 
-typedef struct {  /* scratch */
-  int32_t *icnt; size_t icntcap;         /* per island */
-  uint32_t *dk; size_t dkcap;            /* distinct devices of a placement */
-  sf_milli_t *afa; int32_t *afp; size_t acap;
+typedef struct { /* scratch */
+  int32_t *icnt;
+  size_t icntcap; /* per island */
+  uint32_t *dk;
+  size_t dkcap; /* distinct devices of a placement */
+  sf_milli_t *afa;
+  int32_t *afp;
+  size_t acap;
 } pk_score_t;
 
 /* F(before) of the node against the call's mix; caches its per-shape statistics. */

@@ -13,36 +13,42 @@
 #include "pk_score.h"
 #include "pk_view.h"
 
-enum { SEARCH_FAIL = 0, SEARCH_OK = 1, SEARCH_BUDGET = 2,
-       SEARCH_LIMIT = 3 /* within the search only: a claim past DRA's limit of results */ };
+enum {
+  SEARCH_FAIL = 0,
+  SEARCH_OK = 1,
+  SEARCH_BUDGET = 2,
+  SEARCH_LIMIT = 3 /* within the search only: a claim past DRA's limit of results */
+};
 
 /* A candidate device of one slot on the current node. */
 typedef struct {
-  uint32_t k;              /* index in the node's device list */
-  uint32_t noff;           /* its needs in pk_search_t.needs (the device's capacities, at least one) */
-  int16_t island;          /* the device's, -1: its own */
-  bool avail;              /* available with nothing tentative */
-  bool blocked;            /* All only: a taint the request does not tolerate; never available */
+  uint32_t k;     /* index in the node's device list */
+  uint32_t noff;  /* its needs in pk_search_t.needs (the device's capacities, at least one) */
+  int16_t island; /* the device's, -1: its own */
+  bool avail;     /* available with nothing tentative */
+  bool blocked;   /* All only: a taint the request does not tolerate; never available */
 } cand_t;
 
 /* A candidate with its preference key, while sorting. */
 typedef struct {
-  int64_t key;             /* the packer's preference, lower first */
+  int64_t key; /* the packer's preference, lower first */
   cand_t c;
 } keyed_t;
 
 /* Per-slot candidate statistics, for reasons. */
 typedef struct {
   uint32_t match, unknown, tainted, shape, busy, short_cap, sharers, counters;
-  sf_milli_t best_free, want;   /* best free amount of the first requested capacity */
+  sf_milli_t best_free, want; /* best free amount of the first requested capacity */
   const char *capname;
   const sf_taint_t *taint;
-  uint32_t navail;         /* candidates available with nothing tentative */
-  uint32_t nblocked;       /* candidates blocked by a taint (All keeps them in its set) */
+  uint32_t navail;   /* candidates available with nothing tentative */
+  uint32_t nblocked; /* candidates blocked by a taint (All keeps them in its set) */
 } stats_t;
 
 typedef struct {
-  int32_t pool; uint32_t counter; sf_milli_t v;
+  int32_t pool;
+  uint32_t counter;
+  sf_milli_t v;
 } tcount_t;
 
 /* Capacity rounding of one class for one slot, memoised for the call. */
@@ -54,28 +60,42 @@ typedef struct {
 } hmemo_t;
 
 typedef struct {
-  hnode_t *h;              /* the node being searched */
+  hnode_t *h; /* the node being searched */
   /* the tentative overlay */
-  uint32_t *tcount; size_t tccap;        /* tentative holders per node device */
-  sf_milli_t *tcap; size_t tcapcap;      /* tentative consumption [k*MAXCAPS + c] */
-  tcount_t *tcnt; size_t ntcnt, tcntcap; /* tentative counter use */
+  uint32_t *tcount;
+  size_t tccap; /* tentative holders per node device */
+  sf_milli_t *tcap;
+  size_t tcapcap; /* tentative consumption [k*MAXCAPS + c] */
+  tcount_t *tcnt;
+  size_t ntcnt, tcntcap; /* tentative counter use */
   /* candidates, slot by slot */
-  cand_t *cands; size_t ncands, candcap;
-  sf_milli_t *needs; size_t nneeds, needcap;
-  size_t *coff, *clen; size_t coffcap, clencap;
-  stats_t *st; size_t stcap;
-  keyed_t *keyed; size_t keyedcap;       /* sorting scratch */
-  hmemo_t *memo; size_t memocap;         /* per capacity class */
+  cand_t *cands;
+  size_t ncands, candcap;
+  sf_milli_t *needs;
+  size_t nneeds, needcap;
+  size_t *coff, *clen;
+  size_t coffcap, clencap;
+  stats_t *st;
+  size_t stcap;
+  keyed_t *keyed;
+  size_t keyedcap; /* sorting scratch */
+  hmemo_t *memo;
+  size_t memocap; /* per capacity class */
   /* the placement */
-  sf_result_t *res; size_t nres, rescap;
-  sf_milli_t *rcons; size_t rconscap;    /* consumed arrays of results [i*MAXCAPS] */
-  uint32_t *rk; size_t rkcap;            /* node device index of each result */
-  pick_t *picks; size_t pickcap;         /* the results, as the scoring kernel takes them */
-  uint32_t *icnt; size_t icntcap;        /* per island, scratch */
+  sf_result_t *res;
+  size_t nres, rescap;
+  sf_milli_t *rcons;
+  size_t rconscap; /* consumed arrays of results [i*MAXCAPS] */
+  uint32_t *rk;
+  size_t rkcap; /* node device index of each result */
+  pick_t *picks;
+  size_t pickcap; /* the results, as the scoring kernel takes them */
+  uint32_t *icnt;
+  size_t icntcap; /* per island, scratch */
   size_t steps;
-  bool unknown;            /* a selector could not tell, or a constraint (unknown_attr) */
-  const char *unknown_attr;  /* a constraint's attribute some device has with no readable value */
-  bool taken;              /* the results are in the overlay (sf__search_end takes them back) */
+  bool unknown;             /* a selector could not tell, or a constraint (unknown_attr) */
+  const char *unknown_attr; /* a constraint's attribute some device has with no readable value */
+  bool taken;               /* the results are in the overlay (sf__search_end takes them back) */
 } pk_search_t;
 
 /* Starts a node: empty overlay, no candidates, no results. */

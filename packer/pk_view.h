@@ -11,68 +11,72 @@
 #include "index_int.h"
 #include "slicefit/packer.h"
 
-#define HD_GPU 1u          /* counts in fragmentation */
-#define HD_SHARED 2u       /* multi-allocatable */
-#define HD_IDLE 4u         /* no holder */
-#define HD_MEASURED 8u     /* shared with a primary capacity: a pick lowers its free share */
-#define HD_TAINTED 16u     /* has taints: read them from the index */
-#define HD_COUNTERS 32u    /* uses shared counters */
-#define HD_CAPS 64u        /* capacities not in one class: read them from the index */
-#define HD_WHOLE 128u      /* shared, but held whole by a result without shareID: taken */
+#define HD_GPU 1u       /* counts in fragmentation */
+#define HD_SHARED 2u    /* multi-allocatable */
+#define HD_IDLE 4u      /* no holder */
+#define HD_MEASURED 8u  /* shared with a primary capacity: a pick lowers its free share */
+#define HD_TAINTED 16u  /* has taints: read them from the index */
+#define HD_COUNTERS 32u /* uses shared counters */
+#define HD_CAPS 64u     /* capacities not in one class: read them from the index */
+#define HD_WHOLE 128u   /* shared, but held whole by a result without shareID: taken */
 
 typedef struct {
-  sf_milli_t capfree;      /* free amount of the only capacity (cls >= 0) */
-  sf_milli_t fa;           /* free amount of the primary capacity; INT64_MAX: no primary, idle */
-  sf_milli_t pval;         /* the primary capacity's value (0: none) */
+  sf_milli_t capfree; /* free amount of the only capacity (cls >= 0) */
+  sf_milli_t fa;      /* free amount of the primary capacity; INT64_MAX: no primary, idle */
+  sf_milli_t pval;    /* the primary capacity's value (0: none) */
   sf_dev_id dev;
-  int32_t fp;              /* free share, per-mille */
+  int32_t fp; /* free share, per-mille */
   uint32_t holders;
-  int32_t cls;             /* capacity class of the only capacity; -1: none, or HD_CAPS */
-  int16_t island;          /* -1: its own */
-  int8_t prim;             /* primary capacity's index, or -1 */
+  int32_t cls;    /* capacity class of the only capacity; -1: none, or HD_CAPS */
+  int16_t island; /* -1: its own */
+  int8_t prim;    /* primary capacity's index, or -1 */
   uint8_t ncaps;
-  uint8_t nneed;           /* entries its needs take in a candidate list: ncaps, at least 1 */
+  uint8_t nneed; /* entries its needs take in a candidate list: ncaps, at least 1 */
   uint8_t model_bit, fl;
 } hdev_t;
 
 /* A capacity class: devices whose only capacity has the same name, total and request policy. */
 typedef struct {
-  sf__cap_t cap;           /* valid[] owned */
+  sf__cap_t cap; /* valid[] owned */
   bool shared;
 } hcls_t;
 
 /* One shape's FGD statistics on a node: Σ fp of GPUs too small, hosts, island counts. */
 typedef struct {
-  int64_t f;               /* F_n(m): what the shape finds unusable on the node */
+  int64_t f; /* F_n(m): what the shape finds unusable on the node */
   int32_t small, nh;
-  int32_t bi, bi2, argbi;  /* best and second-best hosts in one island, and which island */
-  int32_t ns1;             /* hosts in no island */
+  int32_t bi, bi2, argbi; /* best and second-best hosts in one island, and which island */
+  int32_t ns1;            /* hosts in no island */
 } fstat_t;
 
-#define NISL_IN 8          /* islands a summary holds without an allocation */
+#define NISL_IN 8 /* islands a summary holds without an allocation */
 
 typedef struct {
-  uint64_t version;        /* node version it was built from; 0: never */
-  hdev_t *d; uint32_t n, cap;
-  bool plain;              /* no taints, counters or extra capacities: the fast path may serve it */
-  int64_t cpu_free;        /* -1: not tracked */
-  int64_t total, used;     /* Σ fp and Σ (1000 - fp) over GPUs */
+  uint64_t version; /* node version it was built from; 0: never */
+  hdev_t *d;
+  uint32_t n, cap;
+  bool plain;          /* no taints, counters or extra capacities: the fast path may serve it */
+  int64_t cpu_free;    /* -1: not tracked */
+  int64_t total, used; /* Σ fp and Σ (1000 - fp) over GPUs */
   uint32_t ngpu;
-  uint16_t *isize;         /* per island: devices (owned past NISL_IN islands; see sf__view_isize) */
-  uint8_t *iheld;          /* per island: 1 when a device of it has a holder */
+  uint16_t *isize; /* per island: devices (owned past NISL_IN islands; see sf__view_isize) */
+  uint8_t *iheld;  /* per island: 1 when a device of it has a holder */
   uint32_t nisl, islcap;
   uint16_t isize_in[NISL_IN];
   uint8_t iheld_in[NISL_IN];
-  uint64_t fversion, shapehash;  /* fs is for this version and the mix's shapes */
-  uint64_t mixhash;        /* fb is for this mix (shapes and weights) */
-  double fb;               /* F(before) = Σ q fs[i].f */
-  fstat_t *fs; size_t fscap;
+  uint64_t fversion, shapehash; /* fs is for this version and the mix's shapes */
+  uint64_t mixhash;             /* fb is for this mix (shapes and weights) */
+  double fb;                    /* F(before) = Σ q fs[i].f */
+  fstat_t *fs;
+  size_t fscap;
 } hnode_t;
 
 typedef struct {
-  hnode_t *hn; size_t hncap;
-  uint64_t serial;         /* index the summaries describe */
-  hcls_t *cls; size_t ncls, clscap;
+  hnode_t *hn;
+  size_t hncap;
+  uint64_t serial; /* index the summaries describe */
+  hcls_t *cls;
+  size_t ncls, clscap;
 } pk_view_t;
 
 /* sf__view_node when the summary must be (re)built. */
@@ -102,13 +106,16 @@ static inline const uint8_t *sf__view_iheld(const hnode_t *h)
 /* Is island isl whole (two devices or more) and unheld? */
 static inline bool sf__view_intact(const hnode_t *h, int32_t isl)
 {
-  return isl >= 0 && (uint32_t)isl < h->nisl && sf__view_isize(h)[isl] >= 2 && !sf__view_iheld(h)[isl];
+  return isl >= 0 && (uint32_t)isl < h->nisl && sf__view_isize(h)[isl] >= 2 &&
+         !sf__view_iheld(h)[isl];
 }
 
 /* The node's summary, rebuilt when its version moved. Borrowed until the node changes. */
-static inline hnode_t *sf__view_node(sf_packer_t *p, sf_node_id node, const sf_index_t *idx, pk_view_t *v)
+static inline hnode_t *sf__view_node(sf_packer_t *p, sf_node_id node, const sf_index_t *idx,
+                                     pk_view_t *v)
 {
-  if (v->serial == idx->serial && (size_t)node < v->hncap && v->hn[node].version == idx->nodes[node].version)
+  if (v->serial == idx->serial && (size_t)node < v->hncap &&
+      v->hn[node].version == idx->nodes[node].version)
     return &v->hn[node];
   return sf__view_build(p, node);
 }

@@ -32,7 +32,7 @@
 #include <assert.h>
 #include <math.h>
 #include <stdbool.h>
-#include <stdio.h>  /* snprintf only: make check-pure allows no other stdio symbol */
+#include <stdio.h> /* snprintf only: make check-pure allows no other stdio symbol */
 #include <stdlib.h>
 #include <string.h>
 #include "slicefit/policy.h"
@@ -47,8 +47,8 @@ typedef enum { K_STRATEGY, K_CHOICE, K_CPU_ONLY, K_NAME, K_ISLANDS, K_MIX, K_WEI
 
 typedef struct {
   kind_t kind;
-  size_t off;                 /* of the field, for names, weights and integers */
-  uint32_t lo, hi;            /* integers: range; names: least length */
+  size_t off;      /* of the field, for names, weights and integers */
+  uint32_t lo, hi; /* integers: range; names: least length */
 } rule_t;
 
 typedef struct {
@@ -63,53 +63,53 @@ typedef struct {
 } out_t;
 
 static const sf_policy_key_t keys[] = {
-  { "strategy", "fragmentation", "how nodes are scored: fragmentation | fgd | binpack | spread" },
-  { "device_choice", "first-fit",
-    "first-fit scores the device the in-tree DRA allocator takes; packer lets the core pick" },
-  { "capacity", "memory", "the shared capacity that measures a device's share" },
-  { "model_attribute", "productName", "device attribute naming the GPU model" },
-  { "island_attribute", "", "device attribute whose equal values form an NVLink island" },
-  { "island_map", "", "islands by model when no attribute says: [NODEPREFIX:]MODEL=SIZE,..." },
-  { "fgd_mix", "", "target workload for strategy fgd: [CPU:]AMOUNTxCOUNT[@M1|M2][!]=WEIGHT,..." },
-  { "weight_frag", "1", "weight of the fragmentation term" },
-  { "weight_island", "1", "penalty for breaking an intact NVLink island, in GPUs of fragmentation" },
-  { "weight_model", "0.5", "penalty for using a scarce model a flexible claim does not need" },
-  { "max_sharers", "0", "most allocations on one shared device, 0 = unlimited" },
-  { "headroom_pct", "0", "percent of each shared device's capacity kept free" },
-  { "search_budget", "4096", "most search steps per node before a node is passed as unsure" },
-  { "cpu_only_pods", "score",
-    "pods without claims: score places them by the strategy (FGD keeps a typical pod's CPU free); pass leaves them to kube-scheduler" },
+    {"strategy", "fragmentation", "how nodes are scored: fragmentation | fgd | binpack | spread"},
+    {"device_choice", "first-fit",
+     "first-fit scores the device the in-tree DRA allocator takes; packer lets the core pick"},
+    {"capacity", "memory", "the shared capacity that measures a device's share"},
+    {"model_attribute", "productName", "device attribute naming the GPU model"},
+    {"island_attribute", "", "device attribute whose equal values form an NVLink island"},
+    {"island_map", "", "islands by model when no attribute says: [NODEPREFIX:]MODEL=SIZE,..."},
+    {"fgd_mix", "", "target workload for strategy fgd: [CPU:]AMOUNTxCOUNT[@M1|M2][!]=WEIGHT,..."},
+    {"weight_frag", "1", "weight of the fragmentation term"},
+    {"weight_island", "1", "penalty for breaking an intact NVLink island, in GPUs of fragmentation"},
+    {"weight_model", "0.5", "penalty for using a scarce model a flexible claim does not need"},
+    {"max_sharers", "0", "most allocations on one shared device, 0 = unlimited"},
+    {"headroom_pct", "0", "percent of each shared device's capacity kept free"},
+    {"search_budget", "4096", "most search steps per node before a node is passed as unsure"},
+    {"cpu_only_pods", "score",
+     "pods without claims: score places them by the strategy (FGD keeps a typical pod's CPU free); pass leaves them to kube-scheduler"},
 };
 
 static const rule_t rules[] = {
-  { K_STRATEGY, 0, 0, 0 },
-  { K_CHOICE, 0, 0, 0 },
-  { K_NAME, offsetof(sf_policy_t, capacity), 1, 0 },
-  { K_NAME, offsetof(sf_policy_t, model_attribute), 1, 0 },
-  { K_NAME, offsetof(sf_policy_t, island_attribute), 0, 0 },
-  { K_ISLANDS, 0, 0, 0 },
-  { K_MIX, 0, 0, 0 },
-  { K_WEIGHT, offsetof(sf_policy_t, weight_frag), 0, 0 },
-  { K_WEIGHT, offsetof(sf_policy_t, weight_island), 0, 0 },
-  { K_WEIGHT, offsetof(sf_policy_t, weight_model), 0, 0 },
-  { K_UINT, offsetof(sf_policy_t, max_sharers), 0, 100000 },
-  { K_UINT, offsetof(sf_policy_t, headroom_pct), 0, 99 },
-  { K_UINT, offsetof(sf_policy_t, search_budget), 16, 10000000 },
-  { K_CPU_ONLY, 0, 0, 0 },
+    {K_STRATEGY, 0, 0, 0},
+    {K_CHOICE, 0, 0, 0},
+    {K_NAME, offsetof(sf_policy_t, capacity), 1, 0},
+    {K_NAME, offsetof(sf_policy_t, model_attribute), 1, 0},
+    {K_NAME, offsetof(sf_policy_t, island_attribute), 0, 0},
+    {K_ISLANDS, 0, 0, 0},
+    {K_MIX, 0, 0, 0},
+    {K_WEIGHT, offsetof(sf_policy_t, weight_frag), 0, 0},
+    {K_WEIGHT, offsetof(sf_policy_t, weight_island), 0, 0},
+    {K_WEIGHT, offsetof(sf_policy_t, weight_model), 0, 0},
+    {K_UINT, offsetof(sf_policy_t, max_sharers), 0, 100000},
+    {K_UINT, offsetof(sf_policy_t, headroom_pct), 0, 99},
+    {K_UINT, offsetof(sf_policy_t, search_budget), 16, 10000000},
+    {K_CPU_ONLY, 0, 0, 0},
 };
 
 #define NKEYS (sizeof keys / sizeof keys[0])
 _Static_assert(sizeof rules / sizeof rules[0] == NKEYS, "one rule per key");
 
-static const char *const strategies[] = { "fragmentation", "fgd", "binpack", "spread" };
-static const char *const choices[] = { "first-fit", "packer" };
-static const char *const cpu_only[] = { "score", "pass" };
+static const char *const strategies[] = {"fragmentation", "fgd", "binpack", "spread"};
+static const char *const choices[] = {"first-fit", "packer"};
+static const char *const cpu_only[] = {"score", "pass"};
 
 /* ---- text spans ---- */
 
 static span_t mkspan(const char *s)
 {
-  return (span_t){ s, strlen(s) };
+  return (span_t){s, strlen(s)};
 }
 
 static bool isspc(char c)
@@ -134,8 +134,8 @@ static bool cut(span_t s, char c, span_t *left, span_t *right)
   const char *at = s.n > 0 ? memchr(s.p, c, s.n) : NULL;
   if (at == NULL)
     return false;
-  *left = trim((span_t){ s.p, (size_t)(at - s.p) });
-  *right = trim((span_t){ at + 1, s.n - (size_t)(at - s.p) - 1 });
+  *left = trim((span_t){s.p, (size_t)(at - s.p)});
+  *right = trim((span_t){at + 1, s.n - (size_t)(at - s.p) - 1});
   return true;
 }
 
@@ -265,8 +265,8 @@ static const char *mix_size(span_t s, sf_shape_t *sh)
     x--;
   if (x == s.p)
     return "expected AMOUNTxCOUNT";
-  amt = trim((span_t){ s.p, (size_t)(x - 1 - s.p) });
-  cnt = trim((span_t){ x, s.n - (size_t)(x - s.p) });
+  amt = trim((span_t){s.p, (size_t)(x - 1 - s.p)});
+  cnt = trim((span_t){x, s.n - (size_t)(x - s.p)});
   if (!eq(amt, "whole") && (sf_quantity_parse_n(amt.p, amt.n, &sh->amount) != 0 || sh->amount <= 0))
     return "AMOUNT must be a positive quantity or whole";
   if (uint_in(cnt, 1, 64, &sh->count) != 0)
@@ -285,7 +285,7 @@ static const char *mix_item(span_t it, sf_shape_t *sh)
     return "WEIGHT must be a positive number";
   if (spec.n > 0 && spec.p[spec.n - 1] == '!') {
     sh->island = true;
-    spec = trim((span_t){ spec.p, spec.n - 1 });
+    spec = trim((span_t){spec.p, spec.n - 1});
   }
   head = spec;
   if (cut(spec, '@', &head, &models) && (why = mix_models(models, sh)) != NULL)
@@ -366,7 +366,8 @@ static int set_list(sf_policy_t *pol, kind_t kind, span_t v, char *err, size_t e
 
 /* ---- setting ---- */
 
-static int set_enum(const char *const *names, size_t count, span_t v, int *out, char *err, size_t errlen)
+static int set_enum(const char *const *names, size_t count, span_t v, int *out, char *err,
+                    size_t errlen)
 {
   for (size_t i = 0; i < count; i++) {
     if (eq(v, names[i])) {
@@ -430,10 +431,8 @@ static int apply(sf_policy_t *pol, const rule_t *r, span_t v, char *err, size_t 
       pol->cpu_only_pods = (sf_cpu_only_t)e;
     return rc;
   case K_ISLANDS:
-  case K_MIX:
-    return set_list(pol, r->kind, v, err, errlen);
-  default:
-    return set_scalar(pol, r, v, err, errlen);
+  case K_MIX: return set_list(pol, r->kind, v, err, errlen);
+  default: return set_scalar(pol, r, v, err, errlen);
   }
 }
 
@@ -502,8 +501,8 @@ void sf_policy_copy(sf_policy_t *dst, const sf_policy_t *src)
   dst->mix = dup(src->mix, src->nmix, sizeof *src->mix);
 }
 
-int sf_policy_from_kv(sf_policy_t *out, const char *const *keys_, const char *const *values,
-                      size_t n, char *err, size_t errlen)
+int sf_policy_from_kv(sf_policy_t *out, const char *const *keys_, const char *const *values, size_t n,
+                      char *err, size_t errlen)
 {
   sf_policy_t tmp;
   int rc = 0;
@@ -609,21 +608,15 @@ static void put_value(out_t *o, const sf_policy_t *pol, const rule_t *r)
   double d;
   uint32_t u;
   switch (r->kind) {
-  case K_STRATEGY:
-    puts_(o, sf_strategy_name(pol->strategy));
-    break;
+  case K_STRATEGY: puts_(o, sf_strategy_name(pol->strategy)); break;
   case K_CHOICE:
     puts_(o, (unsigned)pol->device_choice < 2 ? choices[pol->device_choice] : "unknown");
     break;
   case K_CPU_ONLY:
     puts_(o, (unsigned)pol->cpu_only_pods < 2 ? cpu_only[pol->cpu_only_pods] : "unknown");
     break;
-  case K_NAME:
-    puts_(o, field);
-    break;
-  case K_ISLANDS:
-    put_islands(o, pol);
-    break;
+  case K_NAME: puts_(o, field); break;
+  case K_ISLANDS: put_islands(o, pol); break;
   case K_MIX:
     for (size_t i = 0; i < pol->nmix; i++) {
       if (i > 0)
@@ -644,7 +637,7 @@ static void put_value(out_t *o, const sf_policy_t *pol, const rule_t *r)
 
 int sf_policy_get(const sf_policy_t *pol, const char *key, char *buf, size_t len)
 {
-  out_t o = { buf, len, 0 };
+  out_t o = {buf, len, 0};
   int k = find(key);
   assert(buf != NULL || len == 0);
   if (len > 0)

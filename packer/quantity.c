@@ -47,16 +47,16 @@
 /* A clamp on exponents: far beyond anything that fits, far below overflow. */
 #define EXP_CLAMP 1000000000LL
 #define LIMB_BASE 1000000000u
-#define LIMBS 12         /* 80 digits times 2^60: under 99 digits */
-#define KEEP 80          /* significant digits that decide the value */
+#define LIMBS 12 /* 80 digits times 2^60: under 99 digits */
+#define KEEP 80  /* significant digits that decide the value */
 
 /* The syntax, split; digits point into the caller's string. */
 typedef struct {
   bool neg;
-  const char *ip, *fp;        /* integer and fraction digits */
+  const char *ip, *fp; /* integer and fraction digits */
   size_t ni, nf;
-  int64_t exp10;              /* from the suffix */
-  unsigned b;                 /* power of two from a binary suffix */
+  int64_t exp10; /* from the suffix */
+  unsigned b;    /* power of two from a binary suffix */
 } parts_t;
 
 /* The significant digits: indexes [first, last] into ip ++ fp. */
@@ -201,7 +201,8 @@ static int big_to_u64(const big_t *x, uint64_t *out)
 {
   uint64_t v = 0;
   for (size_t i = x->n; i-- > 0;)
-    if (__builtin_mul_overflow(v, (uint64_t)LIMB_BASE, &v) || __builtin_add_overflow(v, x->limb[i], &v))
+    if (__builtin_mul_overflow(v, (uint64_t)LIMB_BASE, &v) ||
+        __builtin_add_overflow(v, x->limb[i], &v))
       return SF_ERANGE;
   *out = v;
   return 0;
@@ -308,8 +309,8 @@ static char *utoa(uint64_t u, char *end)
 
 int sf_quantity_format(sf_milli_t v, int binary, char *buf, size_t len)
 {
-  static const char *const dec[] = { "", "k", "M", "G", "T", "P", "E" };
-  static const char *const bin[] = { "", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei" };
+  static const char *const dec[] = {"", "k", "M", "G", "T", "P", "E"};
+  static const char *const bin[] = {"", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"};
   uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
   const char *suf = "";
   char tmp[32], *s;

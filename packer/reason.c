@@ -25,7 +25,8 @@ static void qty(sf_milli_t v, char *buf, size_t len)
 }
 
 /* Formats reason `kind` about request r with numbers a, b, c into out[SF_REASON_MAX]. */
-static void format(const sf_packer_t *p, int kind, size_t r, int64_t a, int64_t b, int64_t c, char *out)
+static void format(const sf_packer_t *p, int kind, size_t r, int64_t a, int64_t b, int64_t c,
+                   char *out)
 {
   const size_t len = SF_REASON_MAX;
   const pk_demand_t *d = &p->dem;
@@ -36,53 +37,55 @@ static void format(const sf_packer_t *p, int kind, size_t r, int64_t a, int64_t 
   const sf_taint_t *t = (const sf_taint_t *)(uintptr_t)b;
   char qa[32], qb[32];
   switch (kind) {
-  case R_NODEVS:
-    snprintf(out, len, "node has no DRA devices for claim %s", claim);
-    break;
+  case R_NODEVS: snprintf(out, len, "node has no DRA devices for claim %s", claim); break;
   case R_NOMATCH:
     snprintf(out, len, "no device on the node matches request %s of claim %s", rn, claim);
     break;
   case R_TAINT:
-    snprintf(out, len, "request %s of claim %s does not tolerate taint %s=%s:%s on %u matching device(s)", rn,
+    snprintf(out, len,
+             "request %s of claim %s does not tolerate taint %s=%s:%s on %u matching device(s)", rn,
              claim, t->key, t->value, effect_name(t->effect), (unsigned)a);
     break;
   case R_NOCAP:
-    snprintf(out, len, "no matching device offers the capacity request %s of claim %s asks for", rn, claim);
+    snprintf(out, len, "no matching device offers the capacity request %s of claim %s asks for", rn,
+             claim);
     break;
   case R_SHORT: {
     const char *cn = s->caps[0].name, *sl = strrchr(cn, '/');
     qty(a, qa, sizeof(qa));
     qty(b, qb, sizeof(qb));
-    snprintf(out, len, "request %s of claim %s needs %s of %s; the most free on a matching device is %s", rn,
+    snprintf(out, len,
+             "request %s of claim %s needs %s of %s; the most free on a matching device is %s", rn,
              claim, qa, sl ? sl + 1 : cn, qb);
     break;
   }
   case R_SHARERS:
-    snprintf(out, len, "matching devices already have %u sharers (policy max_sharers)", p->pol->max_sharers);
+    snprintf(out, len, "matching devices already have %u sharers (policy max_sharers)",
+             p->pol->max_sharers);
     break;
   case R_COUNTERS:
-    snprintf(out, len, "request %s of claim %s: the shared counters of the partitionable devices are used up",
+    snprintf(out, len,
+             "request %s of claim %s: the shared counters of the partitionable devices are used up",
              rn, claim);
     break;
   case R_FREE:
-    snprintf(out, len, "request %s of claim %s needs %u device(s); %u of %zu matching are free", rn, claim,
-             (unsigned)a, (unsigned)b, (size_t)c);
+    snprintf(out, len, "request %s of claim %s needs %u device(s); %u of %zu matching are free", rn,
+             claim, (unsigned)a, (unsigned)b, (size_t)c);
     break;
   case R_LIMIT:
-    snprintf(out, len, "claim %s would get %u devices on this node; DRA allows %d per claim", claim, (unsigned)a,
-             SF_CLAIM_RESULTS_MAX);
+    snprintf(out, len, "claim %s would get %u devices on this node; DRA allows %d per claim", claim,
+             (unsigned)a, SF_CLAIM_RESULTS_MAX);
     break;
   case R_ISLAND:
-    snprintf(out, len, "needs %u GPUs in one NVLink island; the largest free island has %u", (unsigned)a,
-             (unsigned)b);
+    snprintf(out, len, "needs %u GPUs in one NVLink island; the largest free island has %u",
+             (unsigned)a, (unsigned)b);
     break;
-  default:
-    snprintf(out, len, "a selector cannot be evaluated here; left to the DRA plugin");
-    break;
+  default: snprintf(out, len, "a selector cannot be evaluated here; left to the DRA plugin"); break;
   }
 }
 
-void sf__reason_say(sf_packer_t *p, int kind, size_t r, int64_t a, int64_t b, int64_t c, char *out, size_t len)
+void sf__reason_say(sf_packer_t *p, int kind, size_t r, int64_t a, int64_t b, int64_t c, char *out,
+                    size_t len)
 {
   pk_reason_t *rs = &p->reason;
   say_t *e = NULL;
@@ -106,8 +109,8 @@ void sf__reason_say(sf_packer_t *p, int kind, size_t r, int64_t a, int64_t b, in
   out[n] = '\0';
 }
 
-bool sf__reason_request(sf_packer_t *p, size_t r, const stats_t *st, size_t ndevs, size_t clen, char *out,
-                        size_t len)
+bool sf__reason_request(sf_packer_t *p, size_t r, const stats_t *st, size_t ndevs, size_t clen,
+                        char *out, size_t len)
 {
   const sf_request_t *s = sf__demand_first(&p->dem, r)->s;
   uint32_t want = s->all ? (uint32_t)(clen ? clen : 1) : s->count, avail = st->navail;
@@ -119,7 +122,7 @@ bool sf__reason_request(sf_packer_t *p, size_t r, const stats_t *st, size_t ndev
     sf__reason_say(p, R_TAINT, r, st->tainted, (int64_t)(uintptr_t)st->taint, 0, out, len);
   else if (clen == 0)
     sf__reason_say(p, R_NOCAP, r, 0, 0, 0, out, len);
-  else if (st->nblocked)  /* All: a device in its set is tainted */
+  else if (st->nblocked) /* All: a device in its set is tainted */
     sf__reason_say(p, R_TAINT, r, st->tainted, (int64_t)(uintptr_t)st->taint, 0, out, len);
   else if (avail >= want)
     return false;
@@ -145,7 +148,8 @@ static bool limit_reason(sf_packer_t *p, char *out, size_t len)
   for (size_t r = 0; r < d->nfr;) {
     size_t first = r, total = 0;
     bool placeable = true;
-    for (; r < d->nfr && d->fr[r].claim == d->fr[first].claim; r++) {  /* a claim's requests are adjacent */
+    for (; r < d->nfr && d->fr[r].claim == d->fr[first].claim;
+         r++) { /* a claim's requests are adjacent */
       uint32_t least = 0;
       for (uint32_t a = 0; a < d->fr[r].nslots; a++) {
         uint32_t want = sf__search_want(p, d->fr[r].slot + a);
@@ -183,13 +187,15 @@ static void constraint_reason(sf_packer_t *p, char *out, size_t len)
   for (size_t i = 0; i < d->ncs; i++) {
     const sf_constraint_t *c = d->cs[i].c;
     const char *claim = d->dem->claims[d->cs[i].claim].name;
-    snprintf(out, len, c->kind == SF_CONSTRAINT_MATCH
-                           ? "no set of free devices shares one value of %s as claim %s requires"
-                           : "not enough free devices with distinct values of %s for claim %s",
+    snprintf(out, len,
+             c->kind == SF_CONSTRAINT_MATCH
+                 ? "no set of free devices shares one value of %s as claim %s requires"
+                 : "not enough free devices with distinct values of %s for claim %s",
              c->attr ? c->attr : "", claim ? claim : "");
     return;
   }
-  snprintf(out, len, "the requests of the pod's claims cannot all be satisfied together on this node");
+  snprintf(out, len,
+           "the requests of the pod's claims cannot all be satisfied together on this node");
 }
 
 void sf__reason_fail(sf_packer_t *p, int rc, sf_verdict_t *v)
@@ -200,7 +206,8 @@ void sf__reason_fail(sf_packer_t *p, int rc, sf_verdict_t *v)
     v->fit = SF_FIT_UNSURE;
     if (!p->reason.off)
       snprintf(v->reason, sizeof(v->reason),
-               "placement search passed its budget of %u steps; left to the DRA plugin", p->pol->search_budget);
+               "placement search passed its budget of %u steps; left to the DRA plugin",
+               p->pol->search_budget);
     return;
   }
   if (s->unknown) {

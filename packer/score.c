@@ -61,7 +61,8 @@ typedef struct {
 } after_t;
 
 /* A shape's statistics over the node, the devices of `af` (may be NULL) in their state after. */
-static void shape_stats(sf_packer_t *p, const hnode_t *h, const shape_t *m, const after_t *af, fstat_t *s)
+static void shape_stats(sf_packer_t *p, const hnode_t *h, const shape_t *m, const after_t *af,
+                        fstat_t *s)
 {
   memset(s, 0, sizeof(*s));
   s->argbi = -1;
@@ -155,7 +156,8 @@ static void shape_after(sf_packer_t *p, const hnode_t *h, size_t i, const after_
     const hdev_t *d = &h->d[af->k[j]];
     if (!(d->fl & HD_GPU))
       continue;
-    bool hb = hosts(m, d, d->fl & HD_IDLE, d->fp, d->fa), ha = hosts(m, d, false, af->fp[j], af->fa[j]);
+    bool hb = hosts(m, d, d->fl & HD_IDLE, d->fp, d->fa),
+         ha = hosts(m, d, false, af->fp[j], af->fa[j]);
     s->small += (hb ? 0 : -d->fp) + (ha ? 0 : af->fp[j]);
     s->nh += (int32_t)ha - (int32_t)hb;
     if (!m->island || !hb || ha)
@@ -175,7 +177,8 @@ static void shape_after(sf_packer_t *p, const hnode_t *h, size_t i, const after_
 }
 
 /* Σ w F(after). */
-static double frag_after(sf_packer_t *p, hnode_t *h, const after_t *af, int64_t total, int64_t cpu_free)
+static double frag_after(sf_packer_t *p, hnode_t *h, const after_t *af, int64_t total,
+                         int64_t cpu_free)
 {
   int64_t q = 0;
   for (size_t i = 0; i < p->mix.nmix; i++) {
@@ -200,7 +203,7 @@ static double frag_after(sf_packer_t *p, hnode_t *h, const after_t *af, int64_t 
  */
 static double fgd_step(const sf_packer_t *p, double cost)
 {
-  double rank = (double)(p->idx->nodes[p->node].order >> 11) / 9007199254740992.0;  /* [0, 1) */
+  double rank = (double)(p->idx->nodes[p->node].order >> 11) / 9007199254740992.0; /* [0, 1) */
   return floor(100.0 / (1.0 + exp(cost / 1000.0))) + 0.001 * (1.0 - rank);
 }
 
@@ -224,7 +227,8 @@ static double island_penalty(const sf_packer_t *p, const hnode_t *h, const after
 }
 
 /* The fragmentation strategy: FGD's dF weighted, then islands and scarce models kept, on FGD's scale. */
-static double score_fragmentation(const sf_packer_t *p, const hnode_t *h, const after_t *af, double df)
+static double score_fragmentation(const sf_packer_t *p, const hnode_t *h, const after_t *af,
+                                  double df)
 {
   double raw = island_penalty(p, h, af, -p->pol->weight_frag * df);
   if (p->dem.flexible)
@@ -285,12 +289,9 @@ double sf__score(sf_packer_t *p, hnode_t *h, const pick_t *picks, size_t n)
   touched = n ? touched / (double)n : 0.0;
   double u = h->ngpu ? (double)used / (double)((int64_t)h->ngpu * 1000) : 0.0;
   switch (p->pol->strategy) {
-  case SF_STRATEGY_BINPACK:
-    return u + 0.1 * touched;
-  case SF_STRATEGY_SPREAD:
-    return -u - 0.1 * touched;
-  default:
-    break;
+  case SF_STRATEGY_BINPACK: return u + 0.1 * touched;
+  case SF_STRATEGY_SPREAD: return -u - 0.1 * touched;
+  default: break;
   }
   int64_t cpu = h->cpu_free >= 0 ? h->cpu_free - p->dem.dem->cpu_milli : h->cpu_free;
   fstats(p, h);

@@ -80,7 +80,7 @@ static sf_milli_t cap_default(const sf__cap_t *c)
 /* The needs of a device with one capacity of class `cls`, memoised per class and call. */
 SF_HOT bool class_need(sf_packer_t *p, uint32_t slot, int32_t cls, sf_milli_t *need)
 {
-  hmemo_t *mo = &p->search.memo[cls];  /* sized for every class by sf__search_gather */
+  hmemo_t *mo = &p->search.memo[cls]; /* sized for every class by sf__search_gather */
   if (mo->stamp != p->stamp || mo->slot != slot) {
     const slot_t *sl = &p->dem.slot[slot];
     const hcls_t *c = &p->view.cls[cls];
@@ -99,8 +99,8 @@ SF_HOT bool class_need(sf_packer_t *p, uint32_t slot, int32_t cls, sf_milli_t *n
 }
 
 /* need_of for a device with taints or capacities not in one class, or a request of several capacities. */
-static bool need_slow(sf_packer_t *p, uint32_t slot, const slot_t *sl, const hdev_t *d, sf_milli_t *need,
-                      stats_t *st)
+static bool need_slow(sf_packer_t *p, uint32_t slot, const slot_t *sl, const hdev_t *d,
+                      sf_milli_t *need, stats_t *st)
 {
   const sf_request_t *s = sl->s;
   const sf__dev_t *dv = &p->idx->devs[d->dev];
@@ -128,7 +128,9 @@ static bool need_slow(sf_packer_t *p, uint32_t slot, const slot_t *sl, const hde
       for (uint32_t j = 0; j < dv->ncaps && c < 0; j++)
         if (dv->caps[j].name == sl->capnames[r])
           c = (int32_t)j;
-      sf_milli_t v = c < 0 ? -1 : dv->shared ? round_request(&dv->caps[c], s->caps[r].value) : s->caps[r].value;
+      sf_milli_t v = c < 0        ? -1
+                     : dv->shared ? round_request(&dv->caps[c], s->caps[r].value)
+                                  : s->caps[r].value;
       ok = c >= 0 && v >= 0 && v <= dv->caps[c].value;
       if (ok)
         need[c] = v;
@@ -148,9 +150,9 @@ typedef struct {
   sf_packer_t *p;
   uint32_t slot;
   const slot_t *sl;
-  bool several;            /* the slot requests several capacities */
-  bool nocaps;             /* ... none */
-  int32_t cls;             /* the class met last; -1: none yet */
+  bool several; /* the slot requests several capacities */
+  bool nocaps;  /* ... none */
+  int32_t cls;  /* the class met last; -1: none yet */
   sf_milli_t need;
   bool ok;
 } slotneed_t;

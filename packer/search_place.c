@@ -53,7 +53,8 @@ static int64_t key_of(const sf_packer_t *p, const cand_t *c)
   const hdev_t *d = &p->search.h->d[c->k];
   int64_t after;
   if (d->fl & HD_MEASURED)
-    after = sf__permille(d->fa - p->search.needs[(size_t)c->noff + (size_t)(uint8_t)d->prim], d->pval);
+    after = sf__permille(d->fa - p->search.needs[(size_t)c->noff + (size_t)(uint8_t)d->prim],
+                         d->pval);
   else
     after = (!(d->fl & HD_SHARED) || d->holders > 0) ? 0 : 1000;
   int64_t key = p->pol->strategy == SF_STRATEGY_SPREAD ? -after : after;
@@ -82,7 +83,7 @@ void sf__search_order(sf_packer_t *p, uint32_t slot)
   if (n > 32) {
     qsort(kc, n, sizeof(*kc), keyed_cmp);
   } else {
-    for (size_t i = 1; i < n; i++)  /* insertion sort: short lists */
+    for (size_t i = 1; i < n; i++) /* insertion sort: short lists */
       for (size_t j = i; j > 0 && kc[j].key < kc[j - 1].key; j--) {
         keyed_t t = kc[j];
         kc[j] = kc[j - 1];
@@ -151,8 +152,9 @@ double sf__search_score(sf_packer_t *p)
 static bool same_state(const hdev_t *a, const hdev_t *b)
 {
   return !(a->fl & HD_CAPS) && a->capfree == b->capfree && a->fa == b->fa && a->fp == b->fp &&
-         a->holders == b->holders && a->cls == b->cls && a->island == b->island && a->model_bit == b->model_bit &&
-         a->fl == b->fl && a->pval == b->pval && a->prim == b->prim && a->ncaps == b->ncaps;
+         a->holders == b->holders && a->cls == b->cls && a->island == b->island &&
+         a->model_bit == b->model_bit && a->fl == b->fl && a->pval == b->pval && a->prim == b->prim &&
+         a->ncaps == b->ncaps;
 }
 
 int sf__search_one(sf_packer_t *p, double *raw)
@@ -160,7 +162,8 @@ int sf__search_one(sf_packer_t *p, double *raw)
   pk_search_t *s = &p->search;
   const cand_t *cs = s->cands + s->coff[0];
   bool packer = p->pol->device_choice == SF_CHOICE_PACKER;
-  bool all = packer && (p->pol->strategy == SF_STRATEGY_FGD || p->pol->strategy == SF_STRATEGY_FRAGMENTATION);
+  bool all = packer &&
+             (p->pol->strategy == SF_STRATEGY_FGD || p->pol->strategy == SF_STRATEGY_FRAGMENTATION);
   int64_t best = -1, bkey = 0;
   double bs = 0.0;
   for (size_t i = 0; i < s->clen[0]; i++) {
@@ -195,7 +198,7 @@ int sf__search_one(sf_packer_t *p, double *raw)
   if (best < 0)
     return SEARCH_FAIL;
   const cand_t *c = &cs[best];
-  push_result(p, 0, c);  /* nothing is searched after it: no overlay to keep */
+  push_result(p, 0, c); /* nothing is searched after it: no overlay to keep */
   if (!all) {
     pick_t pk = pick_of(p, c->k, &s->needs[c->noff]);
     bs = sf__score(p, s->h, &pk, 1);
@@ -213,7 +216,7 @@ int sf__search_island(sf_packer_t *p, uint32_t want)
   size_t n = s->clen[0];
   uint32_t nisl = s->h->nisl;
   if (want == 0 || want > s->st[0].navail)
-    return SEARCH_FAIL;  /* fewer available than wanted, in any island */
+    return SEARCH_FAIL; /* fewer available than wanted, in any island */
   /*
    * The first available candidate, in order, whose island has `want`
    * available (a device in none: when one is wanted). All of its island's
@@ -276,7 +279,7 @@ static const sf_attr_t *dev_attr_named(const sf__dev_t *dv, const char *name)
 
 static int32_t island_of(const hdev_t *d, uint32_t k)
 {
-  return d->island >= 0 ? d->island : -2 - (int32_t)k;  /* no island: its own */
+  return d->island >= 0 ? d->island : -2 - (int32_t)k; /* no island: its own */
 }
 
 /* Would device k keep constraint cs satisfied? An attribute slicefit cannot read: no, and the
@@ -293,7 +296,7 @@ static bool cons_ok(sf_packer_t *p, const cstate_t *cs, uint32_t k)
   }
   if (a == NULL || a->type == SF_ATTR_UNKNOWN || cs->n >= 64)
     return false;
-  if (a->type == SF_ATTR_LIST || cs->lists)  /* DRAListTypeAttributes: compared as sets */
+  if (a->type == SF_ATTR_LIST || cs->lists) /* DRAListTypeAttributes: compared as sets */
     return cs->c->kind == SF_CONSTRAINT_MATCH ? sf__attrs_match(cs->vals, cs->n, a)
                                               : sf__attrs_distinct(cs->vals, cs->n, a);
   for (uint32_t j = 0; j < cs->n; j++) {
@@ -378,7 +381,7 @@ static int search_dev(sf_packer_t *p, uint32_t slot, uint32_t m, uint32_t want, 
       return SEARCH_BUDGET;
     bool ok = c->blocked ? false
               : admin    ? admin_avail(p, sl, c->k)
-                         : avail(p, &lim, &s->h->d[c->k], c->k, &s->needs[c->noff], NULL, true, false);
+                      : avail(p, &lim, &s->h->d[c->k], c->k, &s->needs[c->noff], NULL, true, false);
     if (!ok || !cons_push(p, sl, c->k))
       continue;
     if (!admin)
@@ -392,7 +395,7 @@ static int search_dev(sf_packer_t *p, uint32_t slot, uint32_t m, uint32_t want, 
       take(p, c, -1);
     cons_pop(p, sl);
     if (rc == SEARCH_LIMIT)
-      return rc;  /* the claim's count is past the limit whichever devices this request takes */
+      return rc; /* the claim's count is past the limit whichever devices this request takes */
   }
   return SEARCH_FAIL;
 }
@@ -401,7 +404,8 @@ uint32_t sf__search_want(const sf_packer_t *p, uint32_t slot)
 {
   const sf_request_t *s = p->dem.slot[slot].s;
   uint32_t want = s->all ? (uint32_t)p->search.clen[slot] : s->count;
-  size_t can = s->admin ? p->search.clen[slot] - p->search.st[slot].nblocked : p->search.st[slot].navail;
+  size_t can = s->admin ? p->search.clen[slot] - p->search.st[slot].nblocked
+                        : p->search.st[slot].navail;
   /* All needs one device at least; ExactCount, enough available (the overlay only takes) */
   return want > can ? 0 : want;
 }
@@ -430,7 +434,7 @@ static int search_req(sf_packer_t *p, size_t r)
   const freq_t *f = &p->dem.fr[r];
   size_t have = claim_results(&p->search, f->claim);
   int rc = SEARCH_FAIL;
-  bool limited = true;   /* every alternative so far ended past the limit */
+  bool limited = true; /* every alternative so far ended past the limit */
   for (uint32_t a = 0; a < f->nslots; a++) {
     uint32_t slot = f->slot + a;
     uint32_t want = sf__search_want(p, slot);
@@ -453,7 +457,19 @@ int sf__search_all(sf_packer_t *p)
 
 void sf__search_dispose(pk_search_t *s)
 {
-  free(s->tcount); free(s->tcap); free(s->tcnt); free(s->cands); free(s->needs);
-  free(s->coff); free(s->clen); free(s->st); free(s->memo);
-  free(s->res); free(s->rcons); free(s->rk); free(s->picks); free(s->icnt); free(s->keyed);
+  free(s->tcount);
+  free(s->tcap);
+  free(s->tcnt);
+  free(s->cands);
+  free(s->needs);
+  free(s->coff);
+  free(s->clen);
+  free(s->st);
+  free(s->memo);
+  free(s->res);
+  free(s->rcons);
+  free(s->rk);
+  free(s->picks);
+  free(s->icnt);
+  free(s->keyed);
 }

@@ -26,7 +26,8 @@ static int32_t cls_of(pk_view_t *v, const sf__dev_t *dv)
   for (size_t i = 0; i < v->ncls; i++) {
     const hcls_t *h = &v->cls[i];
     if (h->cap.name == c->name && h->cap.value == c->value && h->shared == dv->shared &&
-        h->cap.has_policy == c->has_policy && (!c->has_policy || policy_eq(&h->cap.policy, &c->policy)))
+        h->cap.has_policy == c->has_policy &&
+        (!c->has_policy || policy_eq(&h->cap.policy, &c->policy)))
       return (int32_t)i;
   }
   if (v->ncls >= MAXCLS)
@@ -71,7 +72,7 @@ static void hdev_fill(pk_view_t *v, hdev_t *h, const sf__dev_t *dv, sf_dev_id d)
     h->cls = cls_of(v, dv);
   }
   if (dv->ncaps > 1 || (dv->ncaps == 1 && h->cls < 0))
-    fl |= HD_CAPS;  /* and so past MAXCAPS */
+    fl |= HD_CAPS; /* and so past MAXCAPS */
   if (h->prim >= 0)
     h->pval = dv->caps[h->prim].value;
   if (h->prim >= 0 && dv->shared) {
@@ -148,7 +149,8 @@ hnode_t *sf__view_build(sf_packer_t *p, sf_node_id node)
   }
   if ((size_t)node >= v->hncap) {
     size_t old = v->hncap;
-    GROW(v->hn, v->hncap, p->idx->nnodes > (size_t)node ? p->idx->nnodes : (size_t)node + 1);  /* all at once */
+    GROW(v->hn, v->hncap,
+         p->idx->nnodes > (size_t)node ? p->idx->nnodes : (size_t)node + 1); /* all at once */
     memset(v->hn + old, 0, (v->hncap - old) * sizeof(*v->hn));
   }
   hnode_t *h = &v->hn[node];

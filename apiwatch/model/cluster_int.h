@@ -18,38 +18,51 @@
 #include "slicefit/map.h"
 
 /* A claim's place in one pool's claim set: the set, and its index there. */
-typedef struct { uint32_t set, pos; } cplace_t;
+typedef struct {
+  uint32_t set, pos;
+} cplace_t;
 /* What a slot's object is in besides the store (claims: the pool sets). */
-typedef struct { cplace_t *places; uint32_t n; } slot_ext_t;
+typedef struct {
+  cplace_t *places;
+  uint32_t n;
+} slot_ext_t;
 
 typedef struct {
-  sf_map_t keys;        /* key -> slot */
+  sf_map_t keys; /* key -> slot */
   sf_object_t **objs;
-  slot_ext_t *ext;       /* per slot, alongside objs */
+  slot_ext_t *ext; /* per slot, alongside objs */
   size_t n, cap;
 } store_t;
 
 /* Claim-store slots of the claims whose allocation takes a device of one pool. */
-typedef struct { uint32_t *slots; size_t n, cap; } cset_t;
+typedef struct {
+  uint32_t *slots;
+  size_t n, cap;
+} cset_t;
 
 typedef struct {
   char *driver, *name;
-  sf_object_t **slices; size_t nslices, capslices;  /* borrowed from the slice store */
-  char **nodes; size_t nnodes;                      /* owned: nodes the pool is published on */
+  sf_object_t **slices;
+  size_t nslices, capslices; /* borrowed from the slice store */
+  char **nodes;
+  size_t nnodes; /* owned: nodes the pool is published on */
   int64_t generation;
   bool complete;
-  bool reaches_many;    /* a slice or device reaches nodes by selector or allNodes */
-  bool spans;           /* devices are homed on "@driver/pool" and mirrored to the nodes reaching them */
-  size_t skipped;       /* devices of the newest generation published on no node */
-  char *invalid;        /* owned: why the pool is invalid for some node, or NULL */
-  char **invalid_nodes; size_t ninvalid_nodes, capinvalid;  /* owned: the nodes it is invalid for */
-  char **incomplete_nodes; size_t nincomplete_nodes, capincomplete;  /* owned: nodes it is incomplete for */
+  bool reaches_many; /* a slice or device reaches nodes by selector or allNodes */
+  bool spans;        /* devices are homed on "@driver/pool" and mirrored to the nodes reaching them */
+  size_t skipped;    /* devices of the newest generation published on no node */
+  char *invalid;     /* owned: why the pool is invalid for some node, or NULL */
+  char **invalid_nodes;
+  size_t ninvalid_nodes, capinvalid; /* owned: the nodes it is invalid for */
+  char **incomplete_nodes;
+  size_t nincomplete_nodes, capincomplete; /* owned: nodes it is incomplete for */
 } pool_t;
 
 /* A Node as the cluster keeps it: its name and labels (owned copies), its allocatable amounts. */
 typedef struct {
   char *name;
-  char **keys, **vals; size_t nlabels;
+  char **keys, **vals;
+  size_t nlabels;
   int64_t cpu_milli, mem_bytes;
 } cnode_t;
 
@@ -76,29 +89,36 @@ struct sf_cluster {
   sf_index_t *idx;
   sf_cel_cache_t *cel;
   sf_packer_t *packer;
-  uint64_t hash_seed;    /* of every map (names come from the API server) */
+  uint64_t hash_seed; /* of every map (names come from the API server) */
   store_t stores[SF_KIND_COUNT];
-  sf_map_t pool_keys;    /* pool key -> slot in pools */
-  pool_t **pools; size_t npools, cappools;
-  sf_map_t logged;       /* expressions already logged as not compiling (a set, bounded) */
-  json_t *node_refs;     /* node name -> how many pools list it in their nodes */
-  bool mix_dirty;        /* the learned mix must be rebuilt from every claim */
-  sf_map_t cset_keys;   /* "driver\x1fpool" -> index in csets (a set is never dropped) */
-  cset_t *csets; size_t ncsets, capcsets;
-  struct sf_arena *scratch;  /* the learned mix's plans, reset after each */
-  sf_claim_t *lclaims; size_t caplclaims;
-  sf_map_t node_keys;   /* Node name -> index in cnodes */
-  cnode_t *cnodes; size_t ncnodes, capcnodes;
-  bool nodes_tracked;    /* Nodes come in (a Node list or watch): unknown names are not nodes */
-  sf_map_t pod_keys;    /* pod "ns/name" -> index in pods */
-  cpod_t *pods; size_t npods, cappods;
-  sf_map_t host_keys;   /* node name -> slot in hosts */
-  chost_t *hosts; size_t nhosts, caphosts;
-  int32_t *free_hosts; size_t nfree_hosts, capfree_hosts;
+  sf_map_t pool_keys; /* pool key -> slot in pools */
+  pool_t **pools;
+  size_t npools, cappools;
+  sf_map_t logged;    /* expressions already logged as not compiling (a set, bounded) */
+  json_t *node_refs;  /* node name -> how many pools list it in their nodes */
+  bool mix_dirty;     /* the learned mix must be rebuilt from every claim */
+  sf_map_t cset_keys; /* "driver\x1fpool" -> index in csets (a set is never dropped) */
+  cset_t *csets;
+  size_t ncsets, capcsets;
+  struct sf_arena *scratch; /* the learned mix's plans, reset after each */
+  sf_claim_t *lclaims;
+  size_t caplclaims;
+  sf_map_t node_keys; /* Node name -> index in cnodes */
+  cnode_t *cnodes;
+  size_t ncnodes, capcnodes;
+  bool nodes_tracked; /* Nodes come in (a Node list or watch): unknown names are not nodes */
+  sf_map_t pod_keys;  /* pod "ns/name" -> index in pods */
+  cpod_t *pods;
+  size_t npods, cappods;
+  sf_map_t host_keys; /* node name -> slot in hosts */
+  chost_t *hosts;
+  size_t nhosts, caphosts;
+  int32_t *free_hosts;
+  size_t nfree_hosts, capfree_hosts;
   sf_map_t claim_pods;  /* claim "ns/name" -> index in pods of the pod whose CPU it carries */
-  uint64_t pod_changes;  /* pods kept or forgotten, moved, resized (sf_cluster_pod_changes) */
-  size_t npod_allocs;    /* index allocations "pods on NODE" */
-  size_t ninvalid;       /* pools invalid for some node */
+  uint64_t pod_changes; /* pods kept or forgotten, moved, resized (sf_cluster_pod_changes) */
+  size_t npod_allocs;   /* index allocations "pods on NODE" */
+  size_t ninvalid;      /* pools invalid for some node */
 };
 
 /** The Node named `name`, or NULL. */

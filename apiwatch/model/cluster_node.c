@@ -16,7 +16,8 @@
 #include <string.h>
 #include "cluster_int.h"
 
-static void cnode_free(cnode_t *n) {
+static void cnode_free(cnode_t *n)
+{
   for (size_t i = 0; i < n->nlabels; i++) {
     free(n->keys[i]);
     free(n->vals[i]);
@@ -26,37 +27,46 @@ static void cnode_free(cnode_t *n) {
   free(n->name);
 }
 
-const cnode_t *sf__node_get(const sf_cluster_t *c, const char *name) {
+const cnode_t *sf__node_get(const sf_cluster_t *c, const char *name)
+{
   int32_t i = sf_map_get(&c->node_keys, name, strlen(name));
   return i >= 0 ? &c->cnodes[i] : NULL;
 }
 
-static bool same_labels(const cnode_t *n, const sf_node_t *o) {
-  if (n->nlabels != o->nlabels) return false;
+static bool same_labels(const cnode_t *n, const sf_node_t *o)
+{
+  if (n->nlabels != o->nlabels)
+    return false;
   for (size_t i = 0; i < o->nlabels; i++) {
     const char *v = sf__node_label(n, o->labels[i].key);
-    if (!v || strcmp(v, o->labels[i].value)) return false;
+    if (!v || strcmp(v, o->labels[i].value))
+      return false;
   }
   return true;
 }
 
-const char *sf__node_label(const cnode_t *n, const char *key) {
+const char *sf__node_label(const cnode_t *n, const char *key)
+{
   for (size_t i = 0; i < n->nlabels; i++)
-    if (!strcmp(n->keys[i], key)) return n->vals[i];
+    if (!strcmp(n->keys[i], key))
+      return n->vals[i];
   return NULL;
 }
 
-bool sf__node_set(sf_cluster_t *c, const sf_node_t *o) {
+bool sf__node_set(sf_cluster_t *c, const sf_node_t *o)
+{
   const char *name = o->meta.name;
   int32_t i = sf_map_get(&c->node_keys, name, strlen(name));
   c->nodes_tracked = true;
-  bool alloc = i < 0 || c->cnodes[i].cpu_milli != o->cpu_milli || c->cnodes[i].mem_bytes != o->mem_bytes;
+  bool alloc = i < 0 || c->cnodes[i].cpu_milli != o->cpu_milli ||
+               c->cnodes[i].mem_bytes != o->mem_bytes;
   if (i >= 0 && alloc) {
     c->cnodes[i].cpu_milli = o->cpu_milli;
     c->cnodes[i].mem_bytes = o->mem_bytes;
     sf__host_sync(c, name);
   }
-  if (i >= 0 && same_labels(&c->cnodes[i], o)) return false;
+  if (i >= 0 && same_labels(&c->cnodes[i], o))
+    return false;
   if (i < 0) {
     sf_xgrow(&c->cnodes, &c->capcnodes, c->ncnodes + 1, sizeof(*c->cnodes));
     i = (int32_t)c->ncnodes++;
@@ -76,13 +86,16 @@ bool sf__node_set(sf_cluster_t *c, const sf_node_t *o) {
   n->nlabels = o->nlabels;
   n->cpu_milli = o->cpu_milli;
   n->mem_bytes = o->mem_bytes;
-  if (alloc) sf__host_sync(c, name);
+  if (alloc)
+    sf__host_sync(c, name);
   return true;
 }
 
-bool sf__node_del(sf_cluster_t *c, const char *name) {
+bool sf__node_del(sf_cluster_t *c, const char *name)
+{
   int32_t i = sf_map_get(&c->node_keys, name, strlen(name));
-  if (i < 0) return false;
+  if (i < 0)
+    return false;
   sf_map_del(&c->node_keys, name, strlen(name));
   char *gone = c->cnodes[i].name;
   c->cnodes[i].name = NULL;
@@ -92,13 +105,15 @@ bool sf__node_del(sf_cluster_t *c, const char *name) {
     const char *moved = c->cnodes[i].name;
     sf_map_put(&c->node_keys, moved, strlen(moved), i);
   }
-  sf__host_sync(c, gone);  /* no allocatable amounts known any more */
+  sf__host_sync(c, gone); /* no allocatable amounts known any more */
   free(gone);
   return true;
 }
 
-void sf__nodes_free(sf_cluster_t *c) {
-  for (size_t i = 0; i < c->ncnodes; i++) cnode_free(&c->cnodes[i]);
+void sf__nodes_free(sf_cluster_t *c)
+{
+  for (size_t i = 0; i < c->ncnodes; i++)
+    cnode_free(&c->cnodes[i]);
   free(c->cnodes);
   c->cnodes = NULL;
   c->ncnodes = c->capcnodes = 0;
@@ -108,30 +123,40 @@ void sf__nodes_free(sf_cluster_t *c) {
 
 /* ---- NodeSelector (core/v1), as nodeaffinity.NewNodeSelector evaluates it ---- */
 
-static bool in_values(const json_t *vals, const char *v) {
+static bool in_values(const json_t *vals, const char *v)
+{
   size_t i;
   const json_t *x;
-  json_array_foreach(vals, i, x) if (json_is_string(x) && !strcmp(json_string_value(x), v)) return true;
+  json_array_foreach(vals, i,
+                     x) if (json_is_string(x) && !strcmp(json_string_value(x), v)) return true;
   return false;
 }
 
-static bool int_of(const char *s, long long *out) {
+static bool int_of(const char *s, long long *out)
+{
   char *end;
-  if (!s || !*s) return false;
+  if (!s || !*s)
+    return false;
   *out = strtoll(s, &end, 10);
   return *end == '\0';
 }
 
 /* One requirement on `have` (NULL: the key is absent). */
-static bool requirement(const json_t *r, const char *have) {
+static bool requirement(const json_t *r, const char *have)
+{
   const char *op = json_string_value(json_object_get(r, "operator"));
   const json_t *vals = json_object_get(r, "values");
   long long a, b;
-  if (!op) return false;
-  if (!strcmp(op, "In")) return have && in_values(vals, have);
-  if (!strcmp(op, "NotIn")) return !have || !in_values(vals, have);
-  if (!strcmp(op, "Exists")) return have != NULL;
-  if (!strcmp(op, "DoesNotExist")) return have == NULL;
+  if (!op)
+    return false;
+  if (!strcmp(op, "In"))
+    return have && in_values(vals, have);
+  if (!strcmp(op, "NotIn"))
+    return !have || !in_values(vals, have);
+  if (!strcmp(op, "Exists"))
+    return have != NULL;
+  if (!strcmp(op, "DoesNotExist"))
+    return have == NULL;
   if (!strcmp(op, "Gt") || !strcmp(op, "Lt")) {
     if (!int_of(have, &a) || json_array_size(vals) != 1 ||
         !int_of(json_string_value(json_array_get(vals, 0)), &b))
@@ -142,26 +167,35 @@ static bool requirement(const json_t *r, const char *have) {
 }
 
 /* A term matches when all its requirements do; an empty term matches nothing. */
-static bool term(const json_t *t, const cnode_t *n) {
-  const json_t *exprs = json_object_get(t, "matchExpressions"), *fields = json_object_get(t, "matchFields");
+static bool term(const json_t *t, const cnode_t *n)
+{
+  const json_t *exprs = json_object_get(t, "matchExpressions"),
+               *fields = json_object_get(t, "matchFields");
   size_t i, total = json_array_size(exprs) + json_array_size(fields);
   const json_t *r;
-  if (total == 0) return false;
-  json_array_foreach(exprs, i, r) {
+  if (total == 0)
+    return false;
+  json_array_foreach(exprs, i, r)
+  {
     const char *key = json_string_value(json_object_get(r, "key"));
-    if (!requirement(r, key ? sf__node_label(n, key) : NULL)) return false;
+    if (!requirement(r, key ? sf__node_label(n, key) : NULL))
+      return false;
   }
-  json_array_foreach(fields, i, r) {
+  json_array_foreach(fields, i, r)
+  {
     const char *key = json_string_value(json_object_get(r, "key"));
-    if (!key || strcmp(key, "metadata.name") || !requirement(r, n->name)) return false;
+    if (!key || strcmp(key, "metadata.name") || !requirement(r, n->name))
+      return false;
   }
   return true;
 }
 
-bool sf__nodesel_match(const json_t *sel, const cnode_t *n) {
+bool sf__nodesel_match(const json_t *sel, const cnode_t *n)
+{
   size_t i;
   const json_t *t;
-  if (!n) return false;
+  if (!n)
+    return false;
   json_array_foreach(json_object_get(sel, "nodeSelectorTerms"), i, t) if (term(t, n)) return true;
   return false;
 }

@@ -27,43 +27,48 @@ struct sf_pod_plan {
   sf_arena_t *a;
   sf_object_t *pod;
   bool unsure, conflict, failed;
-  bool cpu_only;                 /* no claim, some CPU or memory, and the policy scores such pods */
-  char why[SF_REASON_MAX];       /* unsure or conflict */
-  char fail_why[SF_REASON_MAX];  /* failed: why DRA fails a claim of the pod */
-  char all_who[SF_REASON_MAX];   /* "claim C, request R" of the first All request, or "" */
-  const char *pin;               /* node every claim allocated so far is on */
+  bool cpu_only;                /* no claim, some CPU or memory, and the policy scores such pods */
+  char why[SF_REASON_MAX];      /* unsure or conflict */
+  char fail_why[SF_REASON_MAX]; /* failed: why DRA fails a claim of the pod */
+  char all_who[SF_REASON_MAX];  /* "claim C, request R" of the first All request, or "" */
+  const char *pin;              /* node every claim allocated so far is on */
   char pin_why[SF_REASON_MAX];
-  sf_claim_t *claims; size_t nclaims, capclaims;
-  sf_map_t seen;                 /* claim keys already planned */
+  sf_claim_t *claims;
+  size_t nclaims, capclaims;
+  sf_map_t seen; /* claim keys already planned */
   sf_demand_t demand;
-  sf_cel_cache_t *cel;           /* borrowed: where progs go back */
-  const sf_cel_prog_t **progs;   /* references held by the selectors */
+  sf_cel_cache_t *cel;         /* borrowed: where progs go back */
+  const sf_cel_prog_t **progs; /* references held by the selectors */
   size_t nprogs, capprogs;
 };
 
 /* A reason sentence, cut to the verdict's size (names can be long). */
 static void say(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void say(char *buf, size_t len, const char *fmt, ...) {
+static void say(char *buf, size_t len, const char *fmt, ...)
+{
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(buf, len, fmt, ap);
   va_end(ap);
 }
 
-#define unsure(p, ...)                                 \
-  do {                                                 \
-    if (!(p)->unsure) say((p)->why, sizeof (p)->why, __VA_ARGS__); \
-    (p)->unsure = true;                                \
+#define unsure(p, ...)                            \
+  do {                                            \
+    if (!(p)->unsure)                             \
+      say((p)->why, sizeof(p)->why, __VA_ARGS__); \
+    (p)->unsure = true;                           \
   } while (0)
 
 /* A claim DRA itself fails (an unknown class, invalid CEL, too many results): NO on every node. */
-#define fail(p, ...)                                             \
-  do {                                                           \
-    if (!(p)->failed) say((p)->fail_why, sizeof (p)->fail_why, __VA_ARGS__); \
-    (p)->failed = true;                                          \
+#define fail(p, ...)                                        \
+  do {                                                      \
+    if (!(p)->failed)                                       \
+      say((p)->fail_why, sizeof(p)->fail_why, __VA_ARGS__); \
+    (p)->failed = true;                                     \
   } while (0)
 
-static void pin(sf_pod_plan_t *p, const char *node, const char *claim) {
+static void pin(sf_pod_plan_t *p, const char *node, const char *claim)
+{
   if (!p->pin) {
     p->pin = node;
     say(p->pin_why, sizeof p->pin_why, "claim %s is allocated on node %s", claim, node);
@@ -77,7 +82,8 @@ static void pin(sf_pod_plan_t *p, const char *node, const char *claim) {
 
 /* The driver an unqualified capacity name of `cls`'s requests belongs to: the one its selectors
  * name in quotes (CEL takes 'single' and "double" alike). */
-static const char *class_driver(const sf_cluster_t *c, const sf_device_class_t *cls) {
+static const char *class_driver(const sf_cluster_t *c, const sf_device_class_t *cls)
+{
   char single[KEY_MAX], dbl[KEY_MAX];
   for (size_t i = 0; i < c->npools; i++) {
     snprintf(single, sizeof single, "'%s'", c->pools[i]->driver);
@@ -89,8 +95,9 @@ static const char *class_driver(const sf_cluster_t *c, const sf_device_class_t *
   return c->npools ? c->pools[0]->driver : "";
 }
 
-static void caps(sf_cluster_t *c, sf_pod_plan_t *p, const sf_device_class_t *cls,
-                 const sf_dreq_t *d, sf_request_t *out) {
+static void caps(sf_cluster_t *c, sf_pod_plan_t *p, const sf_device_class_t *cls, const sf_dreq_t *d,
+                 sf_request_t *out)
+{
   sf_cap_request_t *v = sf__arena_alloc(p->a, d->ncaps * sizeof(*v));
   for (size_t i = 0; i < d->ncaps; i++) {
     v[i].value = d->caps[i].value;
@@ -102,8 +109,9 @@ static void caps(sf_cluster_t *c, sf_pod_plan_t *p, const sf_device_class_t *cls
   out->ncaps = d->ncaps;
 }
 
-static void selectors(sf_cluster_t *c, sf_pod_plan_t *p, const char **cs, size_t ncs,
-                      const char **rs, size_t nrs, sf_request_t *out) {
+static void selectors(sf_cluster_t *c, sf_pod_plan_t *p, const char **cs, size_t ncs, const char **rs,
+                      size_t nrs, sf_request_t *out)
+{
   sf_selector_t *v = sf__arena_alloc(p->a, (ncs + nrs) * sizeof(*v));
   for (size_t i = 0; i < ncs + nrs; i++) {
     const char *text = i < ncs ? cs[i] : rs[i - ncs];
@@ -112,15 +120,17 @@ static void selectors(sf_cluster_t *c, sf_pod_plan_t *p, const char **cs, size_t
     p->progs[p->nprogs++] = prog;
     p->cel = c->cel;
     sf_cel_selector(prog, &v[i]);
-    if (!*text) fail(p, "CEL expression empty (unsupported selector type?)");
-    else if (sf_cel_prog_invalid(prog)) fail(p, "selector %s: %s", text, sf_cel_prog_error(prog));
+    if (!*text)
+      fail(p, "CEL expression empty (unsupported selector type?)");
+    else if (sf_cel_prog_invalid(prog))
+      fail(p, "selector %s: %s", text, sf_cel_prog_error(prog));
   }
   out->selectors = v;
   out->nselectors = ncs + nrs;
 }
 
-static void request_body(sf_cluster_t *c, sf_pod_plan_t *p, const sf_dreq_t *d,
-                         sf_request_t *out) {
+static void request_body(sf_cluster_t *c, sf_pod_plan_t *p, const sf_dreq_t *d, sf_request_t *out)
+{
   const sf_object_t *co = sf__store_get(&c->stores[SF_KIND_DEVICE_CLASS], d->class_name);
   out->name = d->name;
   /* What DRA refuses outright fails the claim on every node, as upstream's allocator does. */
@@ -146,13 +156,15 @@ static void request_body(sf_cluster_t *c, sf_pod_plan_t *p, const sf_dreq_t *d,
   out->admin = d->admin_access;
 }
 
-static void request(sf_cluster_t *c, sf_pod_plan_t *p, const sf_dreq_t *d, sf_request_t *out) {
+static void request(sf_cluster_t *c, sf_pod_plan_t *p, const sf_dreq_t *d, sf_request_t *out)
+{
   if (d->nalts == 0) {
     request_body(c, p, d, out);
     return;
   }
   sf_request_t *alts = sf__arena_alloc(p->a, d->nalts * sizeof(*alts));
-  for (size_t i = 0; i < d->nalts; i++) request_body(c, p, &d->alts[i], &alts[i]);
+  for (size_t i = 0; i < d->nalts; i++)
+    request_body(c, p, &d->alts[i], &alts[i]);
   out->name = d->name;
   out->alts = alts;
   out->nalts = d->nalts;
@@ -160,37 +172,44 @@ static void request(sf_cluster_t *c, sf_pod_plan_t *p, const sf_dreq_t *d, sf_re
 
 /* ---- constraints ---- */
 
-static bool find_ref(const sf_claim_spec_t *s, const char *ref, sf_ref_t *out) {
+static bool find_ref(const sf_claim_spec_t *s, const char *ref, sf_ref_t *out)
+{
   const char *sl = strchr(ref, '/');
   size_t len = sl ? (size_t)(sl - ref) : strlen(ref);
   for (size_t i = 0; i < s->nreqs; i++) {
-    if (strlen(s->reqs[i].name) != len || strncmp(s->reqs[i].name, ref, len)) continue;
+    if (strlen(s->reqs[i].name) != len || strncmp(s->reqs[i].name, ref, len))
+      continue;
     out->req = (uint32_t)i;
     out->alt = -1;
     for (size_t k = 0; sl && k < s->reqs[i].nalts; k++)
-      if (!strcmp(s->reqs[i].alts[k].name, sl + 1)) out->alt = (int32_t)k;
+      if (!strcmp(s->reqs[i].alts[k].name, sl + 1))
+        out->alt = (int32_t)k;
     return !sl || out->alt >= 0;
   }
   return false;
 }
 
 static void constraint(sf_pod_plan_t *p, const sf_claim_spec_t *s, const sf_dcons_t *d,
-                       const char *attr, sf_constraint_kind_t kind, sf_constraint_t *out) {
+                       const char *attr, sf_constraint_kind_t kind, sf_constraint_t *out)
+{
   sf_ref_t *refs = sf__arena_alloc(p->a, d->nreqs * sizeof(*refs));
   for (size_t i = 0; i < d->nreqs; i++)
     if (!find_ref(s, d->reqs[i], &refs[i]))
       unsure(p, "a constraint names request %s, which the claim does not have", d->reqs[i]);
-  if (!strchr(attr, '/')) unsure(p, "constraint attribute %s is not fully qualified", attr);
+  if (!strchr(attr, '/'))
+    unsure(p, "constraint attribute %s is not fully qualified", attr);
   *out = (sf_constraint_t){.kind = kind, .attr = attr, .refs = refs, .nrefs = d->nreqs};
 }
 
-static void constraints(sf_pod_plan_t *p, const sf_claim_spec_t *s, sf_claim_t *cl) {
+static void constraints(sf_pod_plan_t *p, const sf_claim_spec_t *s, sf_claim_t *cl)
+{
   sf_constraint_t *v = sf__arena_alloc(p->a, 2 * s->ncons * sizeof(*v));
   size_t n = 0;
   for (size_t i = 0; i < s->ncons; i++) {
     if (!s->cons[i].match && !s->cons[i].distinct)
       fail(p, "empty constraint (unsupported constraint type?)");
-    if (s->cons[i].match) constraint(p, s, &s->cons[i], s->cons[i].match, SF_CONSTRAINT_MATCH, &v[n++]);
+    if (s->cons[i].match)
+      constraint(p, s, &s->cons[i], s->cons[i].match, SF_CONSTRAINT_MATCH, &v[n++]);
     if (s->cons[i].distinct)
       constraint(p, s, &s->cons[i], s->cons[i].distinct, SF_CONSTRAINT_DISTINCT, &v[n++]);
   }
@@ -200,7 +219,8 @@ static void constraints(sf_pod_plan_t *p, const sf_claim_spec_t *s, sf_claim_t *
 
 /* ---- claims ---- */
 
-static sf_claim_t *new_claim(sf_pod_plan_t *p, const char *name) {
+static sf_claim_t *new_claim(sf_pod_plan_t *p, const char *name)
+{
   sf_xgrow(&p->claims, &p->capclaims, p->nclaims + 1, sizeof(*p->claims));
   sf_claim_t *cl = &p->claims[p->nclaims++];
   memset(cl, 0, sizeof *cl);
@@ -211,14 +231,16 @@ static sf_claim_t *new_claim(sf_pod_plan_t *p, const char *name) {
 
 /* The fewest results the claim can have: each request's count (All: at least one device), the
  * smallest of its alternatives'. */
-static int64_t fewest_results(const sf_claim_spec_t *s) {
+static int64_t fewest_results(const sf_claim_spec_t *s)
+{
   int64_t total = 0;
   for (size_t i = 0; i < s->nreqs; i++) {
     const sf_dreq_t *r = &s->reqs[i];
     int64_t least = r->nalts ? INT64_MAX : (r->mode == SF_MODE_ALL ? 1 : r->count);
     for (size_t k = 0; k < r->nalts; k++) {
       int64_t n = r->alts[k].mode == SF_MODE_ALL ? 1 : r->alts[k].count;
-      if (n < least) least = n;
+      if (n < least)
+        least = n;
     }
     total += least;
   }
@@ -226,20 +248,23 @@ static int64_t fewest_results(const sf_claim_spec_t *s) {
 }
 
 /* Remembers the first request (or subrequest) of the pod in allocation mode All. */
-static void note_all(sf_pod_plan_t *p, const char *key, const sf_claim_spec_t *s) {
+static void note_all(sf_pod_plan_t *p, const char *key, const sf_claim_spec_t *s)
+{
   for (size_t i = 0; i < s->nreqs && !p->all_who[0]; i++) {
     const sf_dreq_t *r = &s->reqs[i];
-    if (!r->nalts && r->mode == SF_MODE_ALL) say(p->all_who, sizeof p->all_who, "claim %s, request %s", key, r->name);
+    if (!r->nalts && r->mode == SF_MODE_ALL)
+      say(p->all_who, sizeof p->all_who, "claim %s, request %s", key, r->name);
     for (size_t k = 0; k < r->nalts && !p->all_who[0]; k++)
       if (r->alts[k].mode == SF_MODE_ALL)
         say(p->all_who, sizeof p->all_who, "claim %s, request %s", key, r->alts[k].name);
   }
 }
 
-static void plan_spec(sf_cluster_t *c, sf_pod_plan_t *p, const char *key,
-                      const sf_claim_spec_t *s) {
+static void plan_spec(sf_cluster_t *c, sf_pod_plan_t *p, const char *key, const sf_claim_spec_t *s)
+{
   sf_request_t *reqs = sf__arena_alloc(p->a, s->nreqs * sizeof(*reqs));
-  for (size_t i = 0; i < s->nreqs; i++) request(c, p, &s->reqs[i], &reqs[i]);
+  for (size_t i = 0; i < s->nreqs; i++)
+    request(c, p, &s->reqs[i], &reqs[i]);
   note_all(p, key, s);
   if (fewest_results(s) > SF_CLAIM_RESULTS_MAX)
     fail(p, "claim %s: the requests exceed the claim limit of %d results", key, SF_CLAIM_RESULTS_MAX);
@@ -249,10 +274,12 @@ static void plan_spec(sf_cluster_t *c, sf_pod_plan_t *p, const char *key,
   constraints(p, s, cl);
 }
 
-static void plan_claim(sf_cluster_t *c, sf_pod_plan_t *p, const char *ns, const char *name) {
+static void plan_claim(sf_cluster_t *c, sf_pod_plan_t *p, const char *ns, const char *name)
+{
   char key[KEY_MAX];
   snprintf(key, sizeof key, "%s/%s", ns, name);
-  if (!sf_map_put(&p->seen, key, strlen(key), 1)) return;
+  if (!sf_map_put(&p->seen, key, strlen(key), 1))
+    return;
   const sf_object_t *o = sf__store_get(&c->stores[SF_KIND_RESOURCE_CLAIM], key);
   if (!o) {
     unsure(p, "claim %s is not known yet", key);
@@ -265,13 +292,16 @@ static void plan_claim(sf_cluster_t *c, sf_pod_plan_t *p, const char *ns, const 
   }
   const char *node = cl->alloc_node;
   sf_alloc_id a = sf_index_alloc_find(c->idx, key);
-  if (!node && a >= 0) node = sf_index_node_name(c->idx, sf_index_alloc_node(c->idx, a));
+  if (!node && a >= 0)
+    node = sf_index_node_name(c->idx, sf_index_alloc_node(c->idx, a));
   /* A pool's home ("@driver/pool") is no node: an allocation of devices several nodes reach does
    * not pin the pod (its nodeSelector, which slicefit does not evaluate, would). */
-  if (node && node[0] != '@') pin(p, node, key);
+  if (node && node[0] != '@')
+    pin(p, node, key);
 }
 
-static const char *status_claim(const sf_pod_t *pod, const char *name, bool *found) {
+static const char *status_claim(const sf_pod_t *pod, const char *name, bool *found)
+{
   *found = false;
   for (size_t i = 0; i < pod->nstatuses; i++)
     if (!strcmp(pod->statuses[i].name, name)) {
@@ -281,7 +311,8 @@ static const char *status_claim(const sf_pod_t *pod, const char *name, bool *fou
   return NULL;
 }
 
-static void plan_pod_claims(sf_cluster_t *c, sf_pod_plan_t *p, const sf_pod_t *pod) {
+static void plan_pod_claims(sf_cluster_t *c, sf_pod_plan_t *p, const sf_pod_t *pod)
+{
   for (size_t i = 0; i < pod->nclaims; i++) {
     const sf_pod_claim_t *pc = &pod->claims[i];
     bool found = true;
@@ -290,13 +321,15 @@ static void plan_pod_claims(sf_cluster_t *c, sf_pod_plan_t *p, const sf_pod_t *p
       unsure(p, "the claim for %s (template %s) is not created yet", pc->name, pc->template_name);
       continue;
     }
-    if (name) plan_claim(c, p, pod->meta.ns, name);  /* no name: no claim was needed */
+    if (name)
+      plan_claim(c, p, pod->meta.ns, name); /* no name: no claim was needed */
   }
 }
 
 /* ---- extended resources ---- */
 
-static const sf_device_class_t *ext_class(const sf_cluster_t *c, const char *res) {
+static const sf_device_class_t *ext_class(const sf_cluster_t *c, const char *res)
+{
   const store_t *s = &c->stores[SF_KIND_DEVICE_CLASS];
   size_t plen = strlen(EXT_PREFIX);
   for (size_t i = 0; i < s->n; i++) {
@@ -309,33 +342,39 @@ static const sf_device_class_t *ext_class(const sf_cluster_t *c, const char *res
 }
 
 static void ext_request(sf_cluster_t *c, sf_pod_plan_t *p, const sf_device_class_t *cls,
-                        const sf_cap_request_t *res, size_t ci, size_t ri, sf_request_t *out) {
+                        const sf_cap_request_t *res, size_t ci, size_t ri, sf_request_t *out)
+{
   char name[64];
   snprintf(name, sizeof name, "container-%zu-request-%zu", ci, ri);
   size_t len = strlen(name) + 1;
   out->name = memcpy(sf__arena_alloc(p->a, len), name, len);
-  if (res->value % 1000) unsure(p, "extended resource %s asks for a fraction of a device", res->name);
+  if (res->value % 1000)
+    unsure(p, "extended resource %s asks for a fraction of a device", res->name);
   out->count = (uint32_t)(res->value / 1000);
   selectors(c, p, cls->selectors, cls->nselectors, NULL, 0, out);
 }
 
 /* Container requests of extended resources a DeviceClass names: one implicit claim. */
-static void plan_ext(sf_cluster_t *c, sf_pod_plan_t *p, const sf_pod_t *pod) {
+static void plan_ext(sf_cluster_t *c, sf_pod_plan_t *p, const sf_pod_t *pod)
+{
   size_t total = 0, n = 0;
-  for (size_t i = 0; i < pod->nctrs; i++) total += pod->ctrs[i].next;
+  for (size_t i = 0; i < pod->nctrs; i++)
+    total += pod->ctrs[i].next;
   sf_request_t *reqs = sf__arena_alloc(p->a, total * sizeof(*reqs));
   for (size_t i = 0; i < pod->nctrs; i++)
     for (size_t k = 0; k < pod->ctrs[i].next; k++) {
       const sf_cap_request_t *res = &pod->ctrs[i].ext[k];
       const sf_device_class_t *cls = ext_class(c, res->name);
-      if (!cls || res->value <= 0) continue;
+      if (!cls || res->value <= 0)
+        continue;
       if (pod->ext_claim) {
         plan_claim(c, p, pod->meta.ns, pod->ext_claim);
         return;
       }
       ext_request(c, p, cls, res, i, k, &reqs[n++]);
     }
-  if (n == 0) return;
+  if (n == 0)
+    return;
   char name[KEY_MAX];
   snprintf(name, sizeof name, "%s/%s (extended resources)", pod->meta.ns, pod->meta.name);
   sf_claim_t *cl = new_claim(p, name);
@@ -345,12 +384,14 @@ static void plan_ext(sf_cluster_t *c, sf_pod_plan_t *p, const sf_pod_t *pod) {
 
 /* ---- the learned mix ---- */
 
-void sf__claim_learn(sf_cluster_t *c, const sf_object_t *o, int sign) {
-  if (c->mix_dirty) return;  /* rebuilt from every claim before the next use */
+void sf__claim_learn(sf_cluster_t *c, const sf_object_t *o, int sign)
+{
+  if (c->mix_dirty)
+    return; /* rebuilt from every claim before the next use */
   sf_pod_plan_t p;
   char key[KEY_MAX];
   memset(&p, 0, sizeof p);
-  p.a = c->scratch;  /* one arena and claims buffer for every plan learnt */
+  p.a = c->scratch; /* one arena and claims buffer for every plan learnt */
   p.claims = c->lclaims;
   p.capclaims = c->caplclaims;
   plan_spec(c, &p, sf__obj_key(&o->u.meta, key, sizeof key), &o->u.claim.spec);
@@ -363,29 +404,34 @@ void sf__claim_learn(sf_cluster_t *c, const sf_object_t *o, int sign) {
     sf_mix_learn(c->packer, c->idx, &c->pol, &d, sign);
   }
   /* The mix keeps shapes, not selectors: the programs go back now. */
-  for (size_t i = 0; i < p.nprogs; i++) sf_cel_release(c->cel, p.progs[i]);
+  for (size_t i = 0; i < p.nprogs; i++)
+    sf_cel_release(c->cel, p.progs[i]);
   free(p.progs);
   sf__arena_reset(p.a);
   c->lclaims = p.claims;
   c->caplclaims = p.capclaims;
 }
 
-void sf__mix_refresh(sf_cluster_t *c) {
-  if (!c->mix_dirty) return;
+void sf__mix_refresh(sf_cluster_t *c)
+{
+  if (!c->mix_dirty)
+    return;
   c->mix_dirty = false;
   sf_mix_clear(c->idx);
   const store_t *s = &c->stores[SF_KIND_RESOURCE_CLAIM];
-  for (size_t i = 0; i < s->n; i++) sf__claim_learn(c, s->objs[i], +1);
+  for (size_t i = 0; i < s->n; i++)
+    sf__claim_learn(c, s->objs[i], +1);
 }
 
 /* ---- the plan ---- */
 
-int sf_cluster_plan(sf_cluster_t *c, const json_t *pod, sf_pod_plan_t **out, char *err,
-                    size_t errlen) {
+int sf_cluster_plan(sf_cluster_t *c, const json_t *pod, sf_pod_plan_t **out, char *err, size_t errlen)
+{
   sf_object_t *o = NULL;
   int r = sf_decode(pod, SF_OBJ_POD, &o, err, errlen);
   *out = NULL;
-  if (r < 0) return r;
+  if (r < 0)
+    return r;
   sf_pod_plan_t *p = sf_xcalloc(1, sizeof(*p));
   p->a = sf__arena_create();
   p->pod = o;
@@ -404,9 +450,12 @@ int sf_cluster_plan(sf_cluster_t *c, const json_t *pod, sf_pod_plan_t **out, cha
   return 0;
 }
 
-void sf_pod_plan_free(sf_pod_plan_t *p) {
-  if (!p) return;
-  for (size_t i = 0; i < p->nprogs; i++) sf_cel_release(p->cel, p->progs[i]);
+void sf_pod_plan_free(sf_pod_plan_t *p)
+{
+  if (!p)
+    return;
+  for (size_t i = 0; i < p->nprogs; i++)
+    sf_cel_release(p->cel, p->progs[i]);
   free(p->progs);
   sf__arena_destroy(p->a);
   sf_object_free(p->pod);
@@ -415,12 +464,14 @@ void sf_pod_plan_free(sf_pod_plan_t *p) {
   free(p);
 }
 
-bool sf_pod_plan_empty(const sf_pod_plan_t *p) {
+bool sf_pod_plan_empty(const sf_pod_plan_t *p)
+{
   return p->nclaims == 0 && !p->pin && !p->unsure && !p->conflict && !p->failed && !p->cpu_only;
 }
 
 /* One verdict without formatting: thousands of nodes share one reason. */
-static void verdict(sf_verdict_t *v, sf_fit_t fit, const char *why) {
+static void verdict(sf_verdict_t *v, sf_fit_t fit, const char *why)
+{
   size_t len = strnlen(why, SF_REASON_MAX - 1);
   v->fit = fit;
   v->raw = 0;
@@ -431,10 +482,12 @@ static void verdict(sf_verdict_t *v, sf_fit_t fit, const char *why) {
 
 #define NO_DEVICES "the node publishes no device slicefit knows"
 #define NO_POOL "no complete, valid resource pool reaches the node"
-#define NO_POOL_INVALID "no complete, valid resource pool reaches the node (invalid resource pools were encountered)"
+#define NO_POOL_INVALID \
+  "no complete, valid resource pool reaches the node (invalid resource pools were encountered)"
 
 #define NO_GPUS_CPU_ONLY "the node has no GPU to strand: the best place for a pod without claims"
-#define HOST_SHORT "kube-scheduler judges CPU and memory (its view counts the pods it has just placed)"
+#define HOST_SHORT \
+  "kube-scheduler judges CPU and memory (its view counts the pods it has just placed)"
 
 /*
  * DRA refuses allocation mode All on a node that a pool reaches incomplete or invalid, whatever
@@ -442,10 +495,12 @@ static void verdict(sf_verdict_t *v, sf_fit_t fit, const char *why) {
  * upstream's reason in v.
  */
 static bool all_unsettled(const sf_cluster_t *c, const sf_pod_plan_t *p, const sf_map_t *unsettled,
-                          const char *node, sf_verdict_t *v) {
+                          const char *node, sf_verdict_t *v)
+{
   char pool[KEY_MAX], why[SF_REASON_MAX];
   int32_t k = p->all_who[0] ? sf_map_get(unsettled, node, strlen(node)) : -1;
-  if (k < 0) return false;
+  if (k < 0)
+    return false;
   say(why, sizeof why, "%s: asks for all devices, but resource pool %s is currently %s", p->all_who,
       sf__pool_name(c, (size_t)k / 2, pool, sizeof pool), k % 2 ? "invalid" : "being updated");
   verdict(v, SF_FIT_NO, why);
@@ -457,14 +512,16 @@ static bool all_unsettled(const sf_cluster_t *c, const sf_pod_plan_t *p, const s
  * For a pod without claims a known Node without devices is the best place there is: FGD's
  * fragmentation cannot grow there (its increase is 0, the least any node can have).
  */
-static void unknown_node(const sf_cluster_t *c, const sf_pod_plan_t *p, const char *name, sf_verdict_t *v) {
+static void unknown_node(const sf_cluster_t *c, const sf_pod_plan_t *p, const char *name,
+                         sf_verdict_t *v)
+{
   if (!c->nodes_tracked || !sf__node_get(c, name)) {
     verdict(v, SF_FIT_UNSURE, NO_DEVICES);
     return;
   }
   if (p->cpu_only) {
     verdict(v, SF_FIT_YES, "");
-    v->raw = 50.0;  /* FGD's step for an increase of 0 (cap_cpu_only) */
+    v->raw = 50.0; /* FGD's step for an increase of 0 (cap_cpu_only) */
     v->score = SF_SCORE_MAX;
     return;
   }
@@ -483,13 +540,15 @@ static void unknown_node(const sf_cluster_t *c, const sf_pod_plan_t *p, const ch
  * devices fit. The devices alone still reject (a GPU reason), and the node
  * gets no score over the nodes where the pod's CPU fits.
  */
-static void host_recheck(sf_cluster_t *c, const sf_pod_plan_t *p, const sf_node_id *ids, const size_t *pos,
-                         size_t m, sf_verdict_t *out) {
+static void host_recheck(sf_cluster_t *c, const sf_pod_plan_t *p, const sf_node_id *ids,
+                         const size_t *pos, size_t m, sf_verdict_t *out)
+{
   sf_node_id *short_ids = sf_xmalloc(m * sizeof(*short_ids));
   size_t *short_pos = sf_xmalloc(m * sizeof(*short_pos)), k = 0;
   for (size_t i = 0; i < m; i++) {
     int64_t ca, cu, ma, mu;
-    if (out[pos[i]].fit != SF_FIT_NO) continue;
+    if (out[pos[i]].fit != SF_FIT_NO)
+      continue;
     sf_index_node_cpu_mem(c->idx, ids[i], &ca, &cu, &ma, &mu);
     if ((ca > 0 && p->demand.cpu_milli > ca - cu) || (ma > 0 && p->demand.mem_bytes > ma - mu)) {
       short_ids[k] = ids[i];
@@ -502,8 +561,10 @@ static void host_recheck(sf_cluster_t *c, const sf_pod_plan_t *p, const sf_node_
     d.cpu_milli = d.mem_bytes = 0;
     if (sf_packer_evaluate(c->packer, c->idx, &c->pol, &d, short_ids, k, 0, v) == 0)
       for (size_t i = 0; i < k; i++) {
-        if (v[i].fit == SF_FIT_NO) out[short_pos[i]] = v[i];
-        else verdict(&out[short_pos[i]], SF_FIT_UNSURE, HOST_SHORT);
+        if (v[i].fit == SF_FIT_NO)
+          out[short_pos[i]] = v[i];
+        else
+          verdict(&out[short_pos[i]], SF_FIT_UNSURE, HOST_SHORT);
       }
     free(v);
   }
@@ -521,35 +582,48 @@ static void host_recheck(sf_cluster_t *c, const sf_pod_plan_t *p, const sf_node_
  * increase of 0 is step 50, any increase above 0 a step below it. binpack
  * and spread do not measure fragmentation and are left alone.
  */
-static void cap_cpu_only(const sf_cluster_t *c, const sf_pod_plan_t *p, size_t n, sf_verdict_t *out) {
+static void cap_cpu_only(const sf_cluster_t *c, const sf_pod_plan_t *p, size_t n, sf_verdict_t *out)
+{
   sf_strategy_t st = c->pol.strategy;
-  if (!p->cpu_only || (st != SF_STRATEGY_FRAGMENTATION && st != SF_STRATEGY_FGD)) return;
+  if (!p->cpu_only || (st != SF_STRATEGY_FRAGMENTATION && st != SF_STRATEGY_FGD))
+    return;
   for (size_t i = 0; i < n; i++) {
-    if (out[i].fit != SF_FIT_YES) continue;
-    if (floor(out[i].raw) >= 50.0) out[i].score = SF_SCORE_MAX;
-    else if (out[i].score == SF_SCORE_MAX) out[i].score = SF_SCORE_MAX - 1;
+    if (out[i].fit != SF_FIT_YES)
+      continue;
+    if (floor(out[i].raw) >= 50.0)
+      out[i].score = SF_SCORE_MAX;
+    else if (out[i].score == SF_SCORE_MAX)
+      out[i].score = SF_SCORE_MAX - 1;
   }
 }
 
-int sf_cluster_evaluate(sf_cluster_t *c, const sf_pod_plan_t *p, const char *const *names,
-                        size_t n, sf_verdict_t *out) {
+int sf_cluster_evaluate(sf_cluster_t *c, const sf_pod_plan_t *p, const char *const *names, size_t n,
+                        sf_verdict_t *out)
+{
   sf__mix_refresh(c);
   if (sf_pod_plan_empty(p)) {
-    for (size_t i = 0; i < n; i++) verdict(&out[i], SF_FIT_YES, "");
+    for (size_t i = 0; i < n; i++)
+      verdict(&out[i], SF_FIT_YES, "");
     return 0;
   }
   sf_node_id *ids = sf_xmalloc((n ? n : 1) * sizeof(*ids));
   size_t *pos = sf_xmalloc((n ? n : 1) * sizeof(*pos)), m = 0;
   sf_map_t unsettled;
   sf_map_init(&unsettled, c->hash_seed);
-  if (p->all_who[0]) sf__pools_unsettled(c, &unsettled);
+  if (p->all_who[0])
+    sf__pools_unsettled(c, &unsettled);
   for (size_t i = 0; i < n; i++) {
     sf_node_id id = -1;
-    if (p->failed) verdict(&out[i], SF_FIT_NO, p->fail_why);
-    else if (p->conflict) verdict(&out[i], SF_FIT_NO, p->why);
-    else if (p->pin && strcmp(p->pin, names[i])) verdict(&out[i], SF_FIT_NO, p->pin_why);
-    else if (p->unsure) verdict(&out[i], SF_FIT_UNSURE, p->why);
-    else if (all_unsettled(c, p, &unsettled, names[i], &out[i])) continue;
+    if (p->failed)
+      verdict(&out[i], SF_FIT_NO, p->fail_why);
+    else if (p->conflict)
+      verdict(&out[i], SF_FIT_NO, p->why);
+    else if (p->pin && strcmp(p->pin, names[i]))
+      verdict(&out[i], SF_FIT_NO, p->pin_why);
+    else if (p->unsure)
+      verdict(&out[i], SF_FIT_UNSURE, p->why);
+    else if (all_unsettled(c, p, &unsettled, names[i], &out[i]))
+      continue;
     else if ((id = sf_index_node_find(c->idx, names[i])) < 0)
       unknown_node(c, p, names[i], &out[i]);
     else {
@@ -558,16 +632,19 @@ int sf_cluster_evaluate(sf_cluster_t *c, const sf_pod_plan_t *p, const char *con
     }
   }
   int r = 0;
-  if (m == n) {  /* every node known and evaluated (the usual call): no scatter needed */
+  if (m == n) { /* every node known and evaluated (the usual call): no scatter needed */
     r = sf_packer_evaluate(c->packer, c->idx, &c->pol, &p->demand, ids, m, 0, out);
   } else if (m > 0) {
     sf_verdict_t *sub = sf_xmalloc(m * sizeof(*sub));
     r = sf_packer_evaluate(c->packer, c->idx, &c->pol, &p->demand, ids, m, 0, sub);
-    for (size_t k = 0; r == 0 && k < m; k++) out[pos[k]] = sub[k];
+    for (size_t k = 0; r == 0 && k < m; k++)
+      out[pos[k]] = sub[k];
     free(sub);
   }
-  if (r == 0 && m > 0 && (p->demand.cpu_milli > 0 || p->demand.mem_bytes > 0)) host_recheck(c, p, ids, pos, m, out);
-  if (r == 0) cap_cpu_only(c, p, n, out);
+  if (r == 0 && m > 0 && (p->demand.cpu_milli > 0 || p->demand.mem_bytes > 0))
+    host_recheck(c, p, ids, pos, m, out);
+  if (r == 0)
+    cap_cpu_only(c, p, n, out);
   sf_map_dispose(&unsettled);
   free(ids);
   free(pos);

@@ -31,18 +31,21 @@
 #define KEY_MAX 512
 #define HOLDER_PREFIX "pods on "
 
-void sf__pods_init(sf_cluster_t *c) {
+void sf__pods_init(sf_cluster_t *c)
+{
   sf_map_init(&c->pod_keys, c->hash_seed);
   sf_map_init(&c->host_keys, c->hash_seed);
   sf_map_init(&c->claim_pods, c->hash_seed);
 }
 
-static void pods_clear(sf_cluster_t *c) {
+static void pods_clear(sf_cluster_t *c)
+{
   for (size_t i = 0; i < c->npods; i++) {
     free(c->pods[i].key);
     free(c->pods[i].claim);
   }
-  for (size_t i = 0; i < c->nhosts; i++) free(c->hosts[i].name);
+  for (size_t i = 0; i < c->nhosts; i++)
+    free(c->hosts[i].name);
   c->npods = c->nhosts = c->nfree_hosts = 0;
   sf_map_dispose(&c->pod_keys);
   sf_map_dispose(&c->host_keys);
@@ -50,7 +53,8 @@ static void pods_clear(sf_cluster_t *c) {
   sf__pods_init(c);
 }
 
-void sf__pods_free(sf_cluster_t *c) {
+void sf__pods_free(sf_cluster_t *c)
+{
   pods_clear(c);
   sf_map_dispose(&c->pod_keys);
   sf_map_dispose(&c->host_keys);
@@ -62,27 +66,36 @@ void sf__pods_free(sf_cluster_t *c) {
 
 /* ---- the index side ---- */
 
-static const char *holder(const char *node, char *buf, size_t len) {
+static const char *holder(const char *node, char *buf, size_t len)
+{
   snprintf(buf, len, HOLDER_PREFIX "%s", node);
   return buf;
 }
 
-static const chost_t *host_get(const sf_cluster_t *c, const char *name) {
+static const chost_t *host_get(const sf_cluster_t *c, const char *name)
+{
   int32_t h = sf_map_get(&c->host_keys, name, strlen(name));
   return h >= 0 ? &c->hosts[h] : NULL;
 }
 
-void sf__host_unrecord(sf_cluster_t *c, const char *name) {
+void sf__host_unrecord(sf_cluster_t *c, const char *name)
+{
   char buf[KEY_MAX];
   sf_alloc_id a = sf_index_alloc_find(c->idx, holder(name, buf, sizeof buf));
-  if (a >= 0 && sf_index_alloc_remove(c->idx, a) == 0) c->npod_allocs--;
+  if (a >= 0 && sf_index_alloc_remove(c->idx, a) == 0)
+    c->npod_allocs--;
 }
 
-size_t sf_cluster_pod_allocations(const sf_cluster_t *c) { return c->npod_allocs; }
+size_t sf_cluster_pod_allocations(const sf_cluster_t *c)
+{
+  return c->npod_allocs;
+}
 
-void sf__host_sync(sf_cluster_t *c, const char *name) {
+void sf__host_sync(sf_cluster_t *c, const char *name)
+{
   sf_node_id id = sf_index_node_find(c->idx, name);
-  if (id < 0) return;
+  if (id < 0)
+    return;
   const cnode_t *n = sf__node_get(c, name);
   int64_t cpu = 0, mem = 0;
   sf_index_node_cpu_mem(c->idx, id, &cpu, NULL, &mem, NULL);
@@ -95,15 +108,18 @@ void sf__host_sync(sf_cluster_t *c, const char *name) {
   sf__host_unrecord(c, name);
   holder(name, buf, sizeof buf);
   if (h && (h->cpu_milli > 0 || h->mem_bytes > 0) &&
-      sf_index_alloc_add(c->idx, buf, id, h->cpu_milli, h->mem_bytes, NULL, 0, SF_ALLOC_FORCE, NULL) == 0)
+      sf_index_alloc_add(c->idx, buf, id, h->cpu_milli, h->mem_bytes, NULL, 0, SF_ALLOC_FORCE,
+                         NULL) == 0)
     c->npod_allocs++;
 }
 
 /* ---- hosts ---- */
 
-static int32_t host_ref(sf_cluster_t *c, const char *name) {
+static int32_t host_ref(sf_cluster_t *c, const char *name)
+{
   int32_t h = sf_map_get(&c->host_keys, name, strlen(name));
-  if (h >= 0) return h;
+  if (h >= 0)
+    return h;
   if (c->nfree_hosts > 0) {
     h = c->free_hosts[--c->nfree_hosts];
   } else {
@@ -116,12 +132,14 @@ static int32_t host_ref(sf_cluster_t *c, const char *name) {
 }
 
 /* Adds (sign +1) or takes back (-1) a pod's requests on its host; a host left empty is freed. */
-static void host_add(sf_cluster_t *c, const cpod_t *p, int sign) {
+static void host_add(sf_cluster_t *c, const cpod_t *p, int sign)
+{
   chost_t *h = &c->hosts[p->host];
   h->cpu_milli += sign * p->cpu_milli;
   h->mem_bytes += sign * p->mem_bytes;
   h->npods = sign > 0 ? h->npods + 1 : h->npods - 1;
-  if (h->npods > 0) return;
+  if (h->npods > 0)
+    return;
   sf_map_del(&c->host_keys, h->name, strlen(h->name));
   free(h->name);
   *h = (chost_t){NULL, 0, 0, 0};
@@ -131,23 +149,31 @@ static void host_add(sf_cluster_t *c, const cpod_t *p, int sign) {
 
 /* ---- claims' CPU in the learned mix ---- */
 
-uint64_t sf_cluster_pod_changes(const sf_cluster_t *c) { return c->pod_changes; }
+uint64_t sf_cluster_pod_changes(const sf_cluster_t *c)
+{
+  return c->pod_changes;
+}
 
-int64_t sf__claim_cpu(const sf_cluster_t *c, const char *claim_key) {
+int64_t sf__claim_cpu(const sf_cluster_t *c, const char *claim_key)
+{
   int32_t i = sf_map_get(&c->claim_pods, claim_key, strlen(claim_key));
   return i >= 0 ? c->pods[i].cpu_milli : 0;
 }
 
 /* Takes back (-1) or teaches again (+1) the learned shapes of the stored claim `key`. */
-static void relearn(sf_cluster_t *c, const char *key, int sign) {
+static void relearn(sf_cluster_t *c, const char *key, int sign)
+{
   const sf_object_t *o = sf__store_get(&c->stores[SF_KIND_RESOURCE_CLAIM], key);
-  if (o) sf__claim_learn(c, o, sign);
+  if (o)
+    sf__claim_learn(c, o, sign);
 }
 
 /* Pod i carries its claim's CPU unless another pod does already; false when it does not. */
-static bool claim_take(sf_cluster_t *c, size_t i) {
+static bool claim_take(sf_cluster_t *c, size_t i)
+{
   const char *k = c->pods[i].claim;
-  if (!k || sf_map_get(&c->claim_pods, k, strlen(k)) >= 0) return false;
+  if (!k || sf_map_get(&c->claim_pods, k, strlen(k)) >= 0)
+    return false;
   relearn(c, k, -1);
   sf_map_put(&c->claim_pods, k, strlen(k), (int32_t)i);
   relearn(c, k, +1);
@@ -155,9 +181,11 @@ static bool claim_take(sf_cluster_t *c, size_t i) {
 }
 
 /* Pod i no longer carries its claim's CPU (if it did). */
-static void claim_drop(sf_cluster_t *c, size_t i) {
+static void claim_drop(sf_cluster_t *c, size_t i)
+{
   const char *k = c->pods[i].claim;
-  if (!k || sf_map_get(&c->claim_pods, k, strlen(k)) != (int32_t)i) return;
+  if (!k || sf_map_get(&c->claim_pods, k, strlen(k)) != (int32_t)i)
+    return;
   relearn(c, k, -1);
   sf_map_del(&c->claim_pods, k, strlen(k));
   relearn(c, k, +1);
@@ -166,21 +194,26 @@ static void claim_drop(sf_cluster_t *c, size_t i) {
 /* ---- pods ---- */
 
 /* The key of the pod's first claim ("ns/name"), in buf; NULL when it names none yet. */
-static const char *first_claim(const sf_pod_t *p, char *buf, size_t len) {
+static const char *first_claim(const sf_pod_t *p, char *buf, size_t len)
+{
   const char *name = NULL;
   for (size_t i = 0; i < p->nclaims && !name; i++) {
     name = p->claims[i].claim_name;
     for (size_t k = 0; !name && k < p->nstatuses; k++)
-      if (!strcmp(p->statuses[k].name, p->claims[i].name)) name = p->statuses[k].claim_name;
+      if (!strcmp(p->statuses[k].name, p->claims[i].name))
+        name = p->statuses[k].claim_name;
   }
-  if (!name || !*name) name = p->ext_claim;
-  if (!name || !*name) return NULL;
+  if (!name || !*name)
+    name = p->ext_claim;
+  if (!name || !*name)
+    return NULL;
   snprintf(buf, len, "%s/%s", p->meta.ns ? p->meta.ns : "", name);
   return buf;
 }
 
 /* Removes pods[i]: its host's sums, its claim's CPU, its slot (the last pod moves there). */
-static void pod_remove(sf_cluster_t *c, size_t i, char *touched, size_t len) {
+static void pod_remove(sf_cluster_t *c, size_t i, char *touched, size_t len)
+{
   cpod_t *p = &c->pods[i];
   c->pod_changes++;
   touched[0] = '\0';
@@ -201,17 +234,21 @@ static void pod_remove(sf_cluster_t *c, size_t i, char *touched, size_t len) {
   }
 }
 
-void sf__pod_del(sf_cluster_t *c, const char *key) {
+void sf__pod_del(sf_cluster_t *c, const char *key)
+{
   int32_t i = sf_map_get(&c->pod_keys, key, strlen(key));
   char node[KEY_MAX];
-  if (i < 0) return;
+  if (i < 0)
+    return;
   pod_remove(c, (size_t)i, node, sizeof node);
-  if (node[0]) sf__host_sync(c, node);
+  if (node[0])
+    sf__host_sync(c, node);
 }
 
 /* Records pod `p` (not yet known); returns its host's name in node ("" when not bound). */
 static void pod_add(sf_cluster_t *c, const sf_pod_t *p, const char *key, const char *claim,
-                    char *node, size_t len) {
+                    char *node, size_t len)
+{
   sf_xgrow(&c->pods, &c->cappods, c->npods + 1, sizeof(*c->pods));
   size_t i = c->npods++;
   c->pod_changes++;
@@ -227,7 +264,8 @@ static void pod_add(sf_cluster_t *c, const sf_pod_t *p, const char *key, const c
   claim_take(c, i);
 }
 
-void sf__pod_set(sf_cluster_t *c, const sf_pod_t *p) {
+void sf__pod_set(sf_cluster_t *c, const sf_pod_t *p)
+{
   char key[KEY_MAX], cbuf[KEY_MAX], before[KEY_MAX] = "", after[KEY_MAX] = "";
   sf__obj_key(&p->meta, key, sizeof key);
   const char *claim = first_claim(p, cbuf, sizeof cbuf);
@@ -238,19 +276,26 @@ void sf__pod_set(sf_cluster_t *c, const sf_pod_t *p) {
     const char *node = o->host >= 0 ? c->hosts[o->host].name : NULL;
     bool same_node = node && p->node_name ? !strcmp(node, p->node_name) : node == p->node_name;
     bool same_claim = o->claim && claim ? !strcmp(o->claim, claim) : o->claim == claim;
-    if (same_node && same_claim && o->cpu_milli == p->cpu_milli && o->mem_bytes == p->mem_bytes) return;
+    if (same_node && same_claim && o->cpu_milli == p->cpu_milli && o->mem_bytes == p->mem_bytes)
+      return;
   }
-  if (i >= 0) pod_remove(c, (size_t)i, before, sizeof before);
-  if (!p->terminal && (p->node_name || claim)) pod_add(c, p, key, claim, after, sizeof after);
-  if (before[0]) sf__host_sync(c, before);
-  if (after[0] && strcmp(before, after)) sf__host_sync(c, after);
+  if (i >= 0)
+    pod_remove(c, (size_t)i, before, sizeof before);
+  if (!p->terminal && (p->node_name || claim))
+    pod_add(c, p, key, claim, after, sizeof after);
+  if (before[0])
+    sf__host_sync(c, before);
+  if (after[0] && strcmp(before, after))
+    sf__host_sync(c, after);
 }
 
-void sf__pods_install(sf_cluster_t *c, sf_object_t **objs, size_t n, bool merge) {
+void sf__pods_install(sf_cluster_t *c, sf_object_t **objs, size_t n, bool merge)
+{
   char **nodes = sf_xcalloc(c->nhosts + 1, sizeof(*nodes));
   size_t nn = 0;
   for (size_t h = 0; h < c->nhosts; h++)
-    if (c->hosts[h].name) nodes[nn++] = sf_xstrdup(c->hosts[h].name);
+    if (c->hosts[h].name)
+      nodes[nn++] = sf_xstrdup(c->hosts[h].name);
   if (!merge) {
     /* Every claim's CPU may change: the mix is rebuilt from every claim before its next use. */
     pods_clear(c);
@@ -266,26 +311,32 @@ void sf__pods_install(sf_cluster_t *c, sf_object_t **objs, size_t n, bool merge)
     free(nodes[k]);
   }
   for (size_t h = 0; h < c->nhosts; h++)
-    if (c->hosts[h].name) sf__host_sync(c, c->hosts[h].name);
+    if (c->hosts[h].name)
+      sf__host_sync(c, c->hosts[h].name);
   free(nodes);
 }
 
 /* ---- the check ---- */
 
-static int bad(char *err, size_t len, const char *what, const char *node, int64_t want, int64_t have) {
-  if (err && len) snprintf(err, len, "node %s: %s is %lld, recomputed %lld", node, what,
-                           (long long)have, (long long)want);
+static int bad(char *err, size_t len, const char *what, const char *node, int64_t want, int64_t have)
+{
+  if (err && len)
+    snprintf(err, len, "node %s: %s is %lld, recomputed %lld", node, what, (long long)have,
+             (long long)want);
   return SF_EINVAL;
 }
 
-int sf_cluster_pods_validate(const sf_cluster_t *c, char *err, size_t errlen) {
-  int64_t *cpu = sf_xcalloc(c->nhosts + 1, sizeof(*cpu)), *mem = sf_xcalloc(c->nhosts + 1, sizeof(*mem));
+int sf_cluster_pods_validate(const sf_cluster_t *c, char *err, size_t errlen)
+{
+  int64_t *cpu = sf_xcalloc(c->nhosts + 1, sizeof(*cpu)),
+          *mem = sf_xcalloc(c->nhosts + 1, sizeof(*mem));
   uint32_t *cnt = sf_xcalloc(c->nhosts + 1, sizeof(*cnt));
   int r = 0;
   size_t nalloc = 0;
   for (size_t i = 0; i < c->npods; i++) {
     const cpod_t *p = &c->pods[i];
-    if (p->host < 0) continue;
+    if (p->host < 0)
+      continue;
     cpu[p->host] += p->cpu_milli;
     mem[p->host] += p->mem_bytes;
     cnt[p->host]++;
@@ -293,28 +344,38 @@ int sf_cluster_pods_validate(const sf_cluster_t *c, char *err, size_t errlen) {
   for (size_t h = 0; h < c->nhosts && r == 0; h++) {
     const chost_t *x = &c->hosts[h];
     if (!x->name) {
-      if (cnt[h]) r = bad(err, errlen, "a freed slot's pod count", "?", cnt[h], 0);
+      if (cnt[h])
+        r = bad(err, errlen, "a freed slot's pod count", "?", cnt[h], 0);
       continue;
     }
-    if (x->cpu_milli != cpu[h]) r = bad(err, errlen, "CPU requested", x->name, cpu[h], x->cpu_milli);
-    else if (x->mem_bytes != mem[h]) r = bad(err, errlen, "memory requested", x->name, mem[h], x->mem_bytes);
-    else if (x->npods != cnt[h]) r = bad(err, errlen, "the pod count", x->name, cnt[h], x->npods);
+    if (x->cpu_milli != cpu[h])
+      r = bad(err, errlen, "CPU requested", x->name, cpu[h], x->cpu_milli);
+    else if (x->mem_bytes != mem[h])
+      r = bad(err, errlen, "memory requested", x->name, mem[h], x->mem_bytes);
+    else if (x->npods != cnt[h])
+      r = bad(err, errlen, "the pod count", x->name, cnt[h], x->npods);
   }
   for (sf_node_id id = 0; r == 0 && id < sf_index_node_end(c->idx); id++) {
-    if (!sf_index_node_live(c->idx, id)) continue;
+    if (!sf_index_node_live(c->idx, id))
+      continue;
     const char *name = sf_index_node_name(c->idx, id);
     const chost_t *h = host_get(c, name);
     const cnode_t *n = sf__node_get(c, name);
     int64_t ca, cu, ma, mu;
     sf_index_node_cpu_mem(c->idx, id, &ca, &cu, &ma, &mu);
     nalloc += h && (h->cpu_milli > 0 || h->mem_bytes > 0);
-    if (cu != (h ? h->cpu_milli : 0)) r = bad(err, errlen, "the index's CPU in use", name, h ? h->cpu_milli : 0, cu);
-    else if (mu != (h ? h->mem_bytes : 0)) r = bad(err, errlen, "the index's memory in use", name, h ? h->mem_bytes : 0, mu);
-    else if (ca != (n ? n->cpu_milli : 0)) r = bad(err, errlen, "the index's allocatable CPU", name, n ? n->cpu_milli : 0, ca);
-    else if (ma != (n ? n->mem_bytes : 0)) r = bad(err, errlen, "the index's allocatable memory", name, n ? n->mem_bytes : 0, ma);
+    if (cu != (h ? h->cpu_milli : 0))
+      r = bad(err, errlen, "the index's CPU in use", name, h ? h->cpu_milli : 0, cu);
+    else if (mu != (h ? h->mem_bytes : 0))
+      r = bad(err, errlen, "the index's memory in use", name, h ? h->mem_bytes : 0, mu);
+    else if (ca != (n ? n->cpu_milli : 0))
+      r = bad(err, errlen, "the index's allocatable CPU", name, n ? n->cpu_milli : 0, ca);
+    else if (ma != (n ? n->mem_bytes : 0))
+      r = bad(err, errlen, "the index's allocatable memory", name, n ? n->mem_bytes : 0, ma);
   }
   if (r == 0 && nalloc != c->npod_allocs)
-    r = bad(err, errlen, "the count of pods' allocations", "(all)", (int64_t)nalloc, (int64_t)c->npod_allocs);
+    r = bad(err, errlen, "the count of pods' allocations", "(all)", (int64_t)nalloc,
+            (int64_t)c->npod_allocs);
   free(cpu);
   free(mem);
   free(cnt);

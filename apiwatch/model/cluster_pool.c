@@ -18,25 +18,31 @@
 
 #define KEY_MAX 512
 
-const char *sf__qualify(const char *driver, const char *name, char *buf, size_t len) {
-  if (strchr(name, '/')) return name;
+const char *sf__qualify(const char *driver, const char *name, char *buf, size_t len)
+{
+  if (strchr(name, '/'))
+    return name;
   snprintf(buf, len, "%s/%s", driver, name);
   return buf;
 }
 
 /* ---- pool membership ---- */
 
-size_t sf__pool_keylen(const char *driver, const char *pool, char *buf, size_t len) {
+size_t sf__pool_keylen(const char *driver, const char *pool, char *buf, size_t len)
+{
   int n = snprintf(buf, len, "%s\x1f%s", driver, pool);
   return n < 0 ? 0 : (size_t)n < len ? (size_t)n : len - 1;
 }
 
-static pool_t *pool_get(sf_cluster_t *c, const char *driver, const char *name, bool create) {
+static pool_t *pool_get(sf_cluster_t *c, const char *driver, const char *name, bool create)
+{
   char key[KEY_MAX];
   size_t klen = sf__pool_keylen(driver, name, key, sizeof key);
   int32_t v = sf_map_get(&c->pool_keys, key, klen);
-  if (v >= 0) return c->pools[v];
-  if (!create) return NULL;
+  if (v >= 0)
+    return c->pools[v];
+  if (!create)
+    return NULL;
   pool_t *p = sf_xcalloc(1, sizeof(*p));
   p->driver = sf_xstrdup(driver);
   p->name = sf_xstrdup(name);
@@ -47,7 +53,8 @@ static pool_t *pool_get(sf_cluster_t *c, const char *driver, const char *name, b
 }
 
 /* Slices of one pool in name order (names are unique among stored slices). */
-void sf__pool_add_slice(sf_cluster_t *c, sf_object_t *o) {
+void sf__pool_add_slice(sf_cluster_t *c, sf_object_t *o)
+{
   pool_t *p = pool_get(c, o->u.slice.driver, o->u.slice.pool, true);
   sf_xgrow(&p->slices, &p->capslices, p->nslices + 1, sizeof(*p->slices));
   size_t i = p->nslices++;
@@ -56,7 +63,8 @@ void sf__pool_add_slice(sf_cluster_t *c, sf_object_t *o) {
   p->slices[i] = o;
 }
 
-void sf__pool_del_slice(sf_cluster_t *c, sf_object_t *o) {
+void sf__pool_del_slice(sf_cluster_t *c, sf_object_t *o)
+{
   pool_t *p = pool_get(c, o->u.slice.driver, o->u.slice.pool, false);
   for (size_t i = 0; p && i < p->nslices; i++)
     if (p->slices[i] == o) {
@@ -68,20 +76,26 @@ void sf__pool_del_slice(sf_cluster_t *c, sf_object_t *o) {
 
 /* ---- how many pools list each node ---- */
 
-static json_int_t node_refs(sf_cluster_t *c, const char *node) {
+static json_int_t node_refs(sf_cluster_t *c, const char *node)
+{
   return json_integer_value(json_object_get(c->node_refs, node));
 }
 
-static void node_ref(sf_cluster_t *c, const char *node, int delta) {
+static void node_ref(sf_cluster_t *c, const char *node, int delta)
+{
   json_int_t n = node_refs(c, node) + delta;
-  if (n > 0) json_object_set_new(c->node_refs, node, json_integer(n));
-  else json_object_del(c->node_refs, node);
+  if (n > 0)
+    json_object_set_new(c->node_refs, node, json_integer(n));
+  else
+    json_object_del(c->node_refs, node);
 }
 
 /* Forgets the pool's nodes, taking them off the counts (c NULL: the whole cluster goes). */
-static void free_nodes(sf_cluster_t *c, pool_t *p) {
+static void free_nodes(sf_cluster_t *c, pool_t *p)
+{
   for (size_t i = 0; i < p->nnodes; i++) {
-    if (c) node_ref(c, p->nodes[i], -1);
+    if (c)
+      node_ref(c, p->nodes[i], -1);
     free(p->nodes[i]);
   }
   free(p->nodes);
@@ -89,11 +103,14 @@ static void free_nodes(sf_cluster_t *c, pool_t *p) {
   p->nnodes = 0;
 }
 
-static void pool_free(sf_cluster_t *c, pool_t *p) {
+static void pool_free(sf_cluster_t *c, pool_t *p)
+{
   free_nodes(c, p);
-  for (size_t i = 0; i < p->ninvalid_nodes; i++) free(p->invalid_nodes[i]);
+  for (size_t i = 0; i < p->ninvalid_nodes; i++)
+    free(p->invalid_nodes[i]);
   free(p->invalid_nodes);
-  for (size_t i = 0; i < p->nincomplete_nodes; i++) free(p->incomplete_nodes[i]);
+  for (size_t i = 0; i < p->nincomplete_nodes; i++)
+    free(p->incomplete_nodes[i]);
   free(p->incomplete_nodes);
   free(p->invalid);
   free(p->slices);
@@ -102,8 +119,10 @@ static void pool_free(sf_cluster_t *c, pool_t *p) {
   free(p);
 }
 
-void sf__pools_free(sf_cluster_t *c) {
-  for (size_t i = 0; i < c->npools; i++) pool_free(NULL, c->pools[i]);
+void sf__pools_free(sf_cluster_t *c)
+{
+  for (size_t i = 0; i < c->npools; i++)
+    pool_free(NULL, c->pools[i]);
   json_object_clear(c->node_refs);
   free(c->pools);
   c->pools = NULL;
@@ -129,13 +148,18 @@ typedef enum { VIEW_NONE = 0, VIEW_OK, VIEW_INVALID, VIEW_INCOMPLETE } view_t;
 
 /* The devices and counters of a pool that land on one node. */
 typedef struct {
-  sf_device_spec_t *devs; size_t ndevs, capdevs;
-  sf_counter_t *ctrs; size_t nctrs, capctrs;
-  const sf_slice_t **in; size_t nin, capin;       /* the view's slices */
-  const sf_slice_t **rest; size_t nrest, caprest; /* its generation's slices not reaching the node */
+  sf_device_spec_t *devs;
+  size_t ndevs, capdevs;
+  sf_counter_t *ctrs;
+  size_t nctrs, capctrs;
+  const sf_slice_t **in;
+  size_t nin, capin; /* the view's slices */
+  const sf_slice_t **rest;
+  size_t nrest, caprest; /* its generation's slices not reaching the node */
 } node_set_t;
 
-static void ns_free(node_set_t *ns) {
+static void ns_free(node_set_t *ns)
+{
   free(ns->devs);
   free(ns->ctrs);
   free(ns->in);
@@ -143,58 +167,73 @@ static void ns_free(node_set_t *ns) {
   memset(ns, 0, sizeof *ns);
 }
 
-static const json_t *spec_of(const sf_object_t *o) { return json_object_get(o->json, "spec"); }
+static const json_t *spec_of(const sf_object_t *o)
+{
+  return json_object_get(o->json, "spec");
+}
 
 /* Does device i of slice o reach `node` (cn: its Node, or NULL when unknown)? */
-static bool dev_reaches(const sf_object_t *o, size_t i, const char *node, const cnode_t *cn) {
+static bool dev_reaches(const sf_object_t *o, size_t i, const char *node, const cnode_t *cn)
+{
   const sf_slice_t *s = &o->u.slice;
   switch (s->dev_nodesel[i]) {
-    case SF_NODESEL_NAME: return !strcmp(s->dev_node[i], node);
-    case SF_NODESEL_ALL: return true;
-    case SF_NODESEL_SELECTOR:
-      return sf__nodesel_match(
-          json_object_get(json_array_get(json_object_get(spec_of(o), "devices"), i), "nodeSelector"), cn);
-    default: return false;
+  case SF_NODESEL_NAME: return !strcmp(s->dev_node[i], node);
+  case SF_NODESEL_ALL: return true;
+  case SF_NODESEL_SELECTOR:
+    return sf__nodesel_match(json_object_get(json_array_get(json_object_get(spec_of(o), "devices"),
+                                                            i),
+                                             "nodeSelector"),
+                             cn);
+  default: return false;
   }
 }
 
-static bool relevant(const sf_object_t *o, const char *node, const cnode_t *cn) {
+static bool relevant(const sf_object_t *o, const char *node, const cnode_t *cn)
+{
   const sf_slice_t *s = &o->u.slice;
-  if (s->ncounters > 0 || json_array_size(json_object_get(spec_of(o), "sharedCounters")) > 0) return true;
+  if (s->ncounters > 0 || json_array_size(json_object_get(spec_of(o), "sharedCounters")) > 0)
+    return true;
   switch (s->nodesel) {
-    case SF_NODESEL_NAME: return !strcmp(s->node, node);
-    case SF_NODESEL_ALL: return true;
-    case SF_NODESEL_SELECTOR: return sf__nodesel_match(json_object_get(spec_of(o), "nodeSelector"), cn);
-    case SF_NODESEL_PER_DEVICE:
-      for (size_t i = 0; i < s->ndevs; i++)
-        if (dev_reaches(o, i, node, cn)) return true;
-      return false;
-    default: return false;
+  case SF_NODESEL_NAME: return !strcmp(s->node, node);
+  case SF_NODESEL_ALL: return true;
+  case SF_NODESEL_SELECTOR: return sf__nodesel_match(json_object_get(spec_of(o), "nodeSelector"), cn);
+  case SF_NODESEL_PER_DEVICE:
+    for (size_t i = 0; i < s->ndevs; i++)
+      if (dev_reaches(o, i, node, cn))
+        return true;
+    return false;
+  default: return false;
   }
 }
 
-static bool counter_slice(const sf_object_t *o) {
+static bool counter_slice(const sf_object_t *o)
+{
   return json_array_size(json_object_get(spec_of(o), "sharedCounters")) > 0;
 }
 
-static void push(const sf_slice_t ***v, size_t *n, size_t *cap, const sf_slice_t *s) {
+static void push(const sf_slice_t ***v, size_t *n, size_t *cap, const sf_slice_t *s)
+{
   sf_xgrow(v, cap, *n + 1, sizeof(**v));
   (*v)[(*n)++] = s;
 }
 
 /* The node's slices: ns->in (and ns->rest); VIEW_NONE when obsolete or empty, VIEW_INCOMPLETE. */
-static view_t gather_slices(const pool_t *p, const char *node, const cnode_t *cn, node_set_t *ns) {
+static view_t gather_slices(const pool_t *p, const char *node, const cnode_t *cn, node_set_t *ns)
+{
   int64_t gen = -1, count = 0;
   size_t nrel = 0;
   for (size_t k = 0; k < p->nslices; k++)
     if (relevant(p->slices[k], node, cn) && p->slices[k]->u.slice.generation > gen)
       gen = p->slices[k]->u.slice.generation;
-  if (gen < 0) return VIEW_NONE;
+  if (gen < 0)
+    return VIEW_NONE;
   for (size_t k = 0; k < p->nslices; k++) {
     const sf_slice_t *s = &p->slices[k]->u.slice;
-    if (s->generation != gen) continue;
+    if (s->generation != gen)
+      continue;
     if (relevant(p->slices[k], node, cn)) {
-      if (nrel++ == 0) count = s->slice_count;
+      if (nrel++ == 0)
+        count = s->slice_count;
       push(&ns->in, &ns->nin, &ns->capin, s);
     } else {
       push(&ns->rest, &ns->nrest, &ns->caprest, s);
@@ -205,19 +244,23 @@ static view_t gather_slices(const pool_t *p, const char *node, const cnode_t *cn
     return VIEW_OK;
   }
   for (size_t k = 0; k < p->nslices; k++)
-    if (p->slices[k]->u.slice.generation > gen) return VIEW_NONE;  /* obsolete for this node */
+    if (p->slices[k]->u.slice.generation > gen)
+      return VIEW_NONE; /* obsolete for this node */
   return (int64_t)(ns->nin + ns->nrest) == count ? VIEW_OK : VIEW_INCOMPLETE;
 }
 
-static const sf_object_t *obj_of(const pool_t *p, const sf_slice_t *s) {
+static const sf_object_t *obj_of(const pool_t *p, const sf_slice_t *s)
+{
   for (size_t k = 0; k < p->nslices; k++)
-    if (&p->slices[k]->u.slice == s) return p->slices[k];
+    if (&p->slices[k]->u.slice == s)
+      return p->slices[k];
   return NULL;
 }
 
 /* Checks names and counter references of the view; NULL or why it is invalid (in buf). */
 static const char *validate(const pool_t *p, const node_set_t *ns, uint64_t seed, char *buf,
-                            size_t len) {
+                            size_t len)
+{
   sf_map_t devs, sets;
   const char *why = NULL;
   sf_map_init(&devs, seed);
@@ -235,9 +278,11 @@ static const char *validate(const pool_t *p, const node_set_t *ns, uint64_t seed
       }
       continue;
     }
-    json_array_foreach(json_object_get(spec_of(o), "sharedCounters"), i, cs) {
+    json_array_foreach(json_object_get(spec_of(o), "sharedCounters"), i, cs)
+    {
       const char *name = json_string_value(json_object_get(cs, "name"));
-      if (!name || why) continue;
+      if (!name || why)
+        continue;
       if (sf_map_get(&sets, name, strlen(name)) >= 0)
         why = (snprintf(buf, len, "duplicate counter set name %s", name), buf);
       sf_map_put(&sets, name, strlen(name), (int32_t)k);
@@ -247,25 +292,29 @@ static const char *validate(const pool_t *p, const node_set_t *ns, uint64_t seed
     const sf_slice_t *s = k < ns->nin ? ns->in[k] : ns->rest[k - ns->nin];
     const json_t *devices = json_object_get(spec_of(obj_of(p, s)), "devices"), *d;
     size_t i;
-    json_array_foreach(devices, i, d) {
+    json_array_foreach(devices, i, d)
+    {
       size_t u;
       const json_t *use;
-      json_array_foreach(json_object_get(d, "consumesCounters"), u, use) {
+      json_array_foreach(json_object_get(d, "consumesCounters"), u, use)
+      {
         const char *set = json_string_value(json_object_get(use, "counterSet"));
         int32_t at = set ? sf_map_get(&sets, set, strlen(set)) : -1;
         if (at < 0) {
-          if (!why) why = (snprintf(buf, len, "counter set %s not found", set ? set : ""), buf);
+          if (!why)
+            why = (snprintf(buf, len, "counter set %s not found", set ? set : ""), buf);
           continue;
         }
         const json_t *have = NULL, *c2;
         size_t j;
-        json_array_foreach(json_object_get(spec_of(obj_of(p, ns->in[at])), "sharedCounters"), j, c2)
-          if (json_is_string(json_object_get(c2, "name")) &&
-              !strcmp(json_string_value(json_object_get(c2, "name")), set))
+        json_array_foreach(json_object_get(spec_of(obj_of(p, ns->in[at])), "sharedCounters"), j,
+                           c2) if (json_is_string(json_object_get(c2, "name")) &&
+                                   !strcmp(json_string_value(json_object_get(c2, "name")), set))
             have = json_object_get(c2, "counters");
         const char *cname;
         const json_t *cv;
-        json_object_foreach((json_t *)(uintptr_t)json_object_get(use, "counters"), cname, cv) {
+        json_object_foreach((json_t *)(uintptr_t)json_object_get(use, "counters"), cname, cv)
+        {
           if (!json_object_get(have, cname) && !why)
             why = (snprintf(buf, len, "counter %s not found in counter set %s", cname, set), buf);
         }
@@ -278,7 +327,8 @@ static const char *validate(const pool_t *p, const node_set_t *ns, uint64_t seed
 }
 
 /* The devices (those reaching the node) and counters of the view. */
-static void gather(const pool_t *p, const char *node, const cnode_t *cn, node_set_t *ns) {
+static void gather(const pool_t *p, const char *node, const cnode_t *cn, node_set_t *ns)
+{
   for (size_t k = 0; k < ns->nin; k++) {
     const sf_slice_t *s = ns->in[k];
     const sf_object_t *o = obj_of(p, s);
@@ -289,7 +339,8 @@ static void gather(const pool_t *p, const char *node, const cnode_t *cn, node_se
       continue;
     }
     for (size_t i = 0; i < s->ndevs; i++) {
-      if (s->nodesel == SF_NODESEL_PER_DEVICE && !dev_reaches(o, i, node, cn)) continue;
+      if (s->nodesel == SF_NODESEL_PER_DEVICE && !dev_reaches(o, i, node, cn))
+        continue;
       sf_xgrow(&ns->devs, &ns->capdevs, ns->ndevs + 1, sizeof(*ns->devs));
       ns->devs[ns->ndevs++] = s->devs[i];
     }
@@ -297,11 +348,13 @@ static void gather(const pool_t *p, const char *node, const cnode_t *cn, node_se
 }
 
 /* Remembers that the pool is invalid for `node`, and why; logs it the first time. */
-static void mark_invalid(sf_cluster_t *c, pool_t *p, const char *node, const char *why) {
+static void mark_invalid(sf_cluster_t *c, pool_t *p, const char *node, const char *why)
+{
   if (!p->invalid || strcmp(p->invalid, why)) {
     sf_log_warn("resource pool invalid, it offers no device", "pool=%s/%s node=%s reason=\"%s\"",
                 p->driver, p->name, node, why);
-    if (!p->invalid) c->ninvalid++;
+    if (!p->invalid)
+      c->ninvalid++;
     free(p->invalid);
     p->invalid = sf_xstrdup(why);
   }
@@ -309,12 +362,13 @@ static void mark_invalid(sf_cluster_t *c, pool_t *p, const char *node, const cha
   p->invalid_nodes[p->ninvalid_nodes++] = sf_xstrdup(node);
 }
 
-static int publish(sf_cluster_t *c, pool_t *p, const char *node, node_set_t *ns) {
+static int publish(sf_cluster_t *c, pool_t *p, const char *node, node_set_t *ns)
+{
   sf_node_id id;
   sf_node_spec_t spec = {.name = node};
   if (sf_index_node_find(c->idx, node) < 0) {
     sf_index_node_upsert(c->idx, &spec, &id);
-    sf__host_sync(c, node);  /* its Node's CPU and memory, and its pods' */
+    sf__host_sync(c, node); /* its Node's CPU and memory, and its pods' */
   }
   id = sf_index_node_find(c->idx, node);
   return sf_index_pool_set(c->idx, id, p->driver, p->name, ns->devs, ns->ndevs, ns->ctrs, ns->nctrs);
@@ -322,7 +376,8 @@ static int publish(sf_cluster_t *c, pool_t *p, const char *node, node_set_t *ns)
 
 /* What the node sees of the pool, gathered into ns; VIEW_INVALID records why, VIEW_INCOMPLETE
  * that it is (allocation mode All cannot be judged on such a node). */
-static view_t view_node(sf_cluster_t *c, pool_t *p, const char *node, node_set_t *ns) {
+static view_t view_node(sf_cluster_t *c, pool_t *p, const char *node, node_set_t *ns)
+{
   const cnode_t *cn = sf__node_get(c, node);
   char buf[SF_REASON_MAX];
   view_t v = gather_slices(p, node, cn, ns);
@@ -335,17 +390,20 @@ static view_t view_node(sf_cluster_t *c, pool_t *p, const char *node, node_set_t
     mark_invalid(c, p, node, why);
     return VIEW_INVALID;
   }
-  if (v == VIEW_OK) gather(p, node, cn, ns);
+  if (v == VIEW_OK)
+    gather(p, node, cn, ns);
   return v;
 }
 
-static const char *publish_error(int r) {
+static const char *publish_error(int r)
+{
   return r == SF_E2BIG ? "a device has too many attributes and capacities"
                        : "a bad request policy or counter reference";
 }
 
 /* The pool on one node, its devices homed there: VIEW_OK when it published there. */
-static view_t sync_node(sf_cluster_t *c, pool_t *p, const char *node) {
+static view_t sync_node(sf_cluster_t *c, pool_t *p, const char *node)
+{
   node_set_t ns = {0};
   view_t v = view_node(c, p, node, &ns);
   int r = v == VIEW_OK ? publish(c, p, node, &ns) : 0;
@@ -357,21 +415,26 @@ static view_t sync_node(sf_cluster_t *c, pool_t *p, const char *node) {
   return v;
 }
 
-static bool has_node(char **nodes, size_t n, const char *node) {
+static bool has_node(char **nodes, size_t n, const char *node)
+{
   for (size_t i = 0; i < n; i++)
-    if (!strcmp(nodes[i], node)) return true;
+    if (!strcmp(nodes[i], node))
+      return true;
   return false;
 }
 
-static void add_name(char ***v, size_t *n, size_t *cap, const char *name) {
-  if (has_node(*v, *n, name)) return;
+static void add_name(char ***v, size_t *n, size_t *cap, const char *name)
+{
+  if (has_node(*v, *n, name))
+    return;
   sf_xgrow(v, cap, *n + 1, sizeof(**v));
   (*v)[(*n)++] = sf_xstrdup(name);
 }
 
 /* Nodes the pool may reach: those its slices and devices name, and every known Node when a
  * slice or device reaches nodes by selector or allNodes. */
-static void candidates(const sf_cluster_t *c, pool_t *p, char ***out, size_t *n) {
+static void candidates(const sf_cluster_t *c, pool_t *p, char ***out, size_t *n)
+{
   size_t cap = 0;
   *out = NULL;
   *n = 0;
@@ -382,23 +445,30 @@ static void candidates(const sf_cluster_t *c, pool_t *p, char ***out, size_t *n)
     const sf_slice_t *s = &p->slices[k]->u.slice;
     counters |= counter_slice(p->slices[k]);
     if (s->nodesel == SF_NODESEL_NAME && s->ndevs > 0 && !counter_slice(p->slices[k])) {
-      if (first && strcmp(first, s->node)) p->spans = true;
+      if (first && strcmp(first, s->node))
+        p->spans = true;
       first = s->node;
     }
-    if (s->nodesel == SF_NODESEL_NAME) add_name(out, n, &cap, s->node);
-    else if (s->nodesel != SF_NODESEL_PER_DEVICE) p->reaches_many = true;
+    if (s->nodesel == SF_NODESEL_NAME)
+      add_name(out, n, &cap, s->node);
+    else if (s->nodesel != SF_NODESEL_PER_DEVICE)
+      p->reaches_many = true;
     for (size_t i = 0; s->nodesel == SF_NODESEL_PER_DEVICE && i < s->ndevs; i++) {
-      if (s->dev_nodesel[i] == SF_NODESEL_NAME) add_name(out, n, &cap, s->dev_node[i]);
-      else p->reaches_many = true;
+      if (s->dev_nodesel[i] == SF_NODESEL_NAME)
+        add_name(out, n, &cap, s->dev_node[i]);
+      else
+        p->reaches_many = true;
     }
   }
-  for (size_t i = 0; p->reaches_many && i < c->ncnodes; i++) add_name(out, n, &cap, c->cnodes[i].name);
+  for (size_t i = 0; p->reaches_many && i < c->ncnodes; i++)
+    add_name(out, n, &cap, c->cnodes[i].name);
   p->spans = p->reaches_many || (p->spans && counters);
 }
 
 /* The node that holds the devices of a pool that several nodes reach ("@driver/pool": no Node
  * is named so), in buf. */
-static const char *home_of(const pool_t *p, char *buf, size_t len) {
+static const char *home_of(const pool_t *p, char *buf, size_t len)
+{
   snprintf(buf, len, "@%s/%s", p->driver, p->name);
   return buf;
 }
@@ -409,7 +479,8 @@ static const char *home_of(const pool_t *p, char *buf, size_t len) {
  * onto every node whose view holds it, so that one allocation counts for all of them.
  */
 static void sync_spanning(sf_cluster_t *c, pool_t *p, char **cand, size_t ncand, char ***nodes,
-                          size_t *n, size_t *cap) {
+                          size_t *n, size_t *cap)
+{
   node_set_t *views = sf_xcalloc(ncand + 1, sizeof(*views)), all = {0};
   view_t *v = sf_xcalloc(ncand + 1, sizeof(*v));
   sf_map_t seen;
@@ -419,7 +490,8 @@ static void sync_spanning(sf_cluster_t *c, pool_t *p, char **cand, size_t ncand,
     v[i] = view_node(c, p, cand[i], &views[i]);
     for (size_t k = 0; v[i] == VIEW_OK && k < views[i].ndevs; k++) {
       const char *name = views[i].devs[k].name;
-      if (sf_map_get(&seen, name, strlen(name)) >= 0) continue;
+      if (sf_map_get(&seen, name, strlen(name)) >= 0)
+        continue;
       sf_map_put(&seen, name, strlen(name), 1);
       sf_xgrow(&all.devs, &all.capdevs, all.ndevs + 1, sizeof(*all.devs));
       all.devs[all.ndevs++] = views[i].devs[k];
@@ -431,15 +503,18 @@ static void sync_spanning(sf_cluster_t *c, pool_t *p, char **cand, size_t ncand,
     }
   }
   int r = all.ndevs > 0 ? publish(c, p, home_of(p, home, sizeof home), &all) : 0;
-  if (all.ndevs > 0 && r == 0) add_name(nodes, n, cap, home);
+  if (all.ndevs > 0 && r == 0)
+    add_name(nodes, n, cap, home);
   for (size_t i = 0; i < ncand; i++) {
-    if (v[i] != VIEW_OK) continue;
+    if (v[i] != VIEW_OK)
+      continue;
     if (r < 0) {
       mark_invalid(c, p, cand[i], publish_error(r));
       continue;
     }
     const char **names = sf_xmalloc((views[i].ndevs + 1) * sizeof(*names));
-    for (size_t k = 0; k < views[i].ndevs; k++) names[k] = views[i].devs[k].name;
+    for (size_t k = 0; k < views[i].ndevs; k++)
+      names[k] = views[i].devs[k].name;
     sf_node_id id = sf_index_node_find(c->idx, cand[i]);
     sf_node_spec_t spec = {.name = cand[i]};
     if (id < 0) {
@@ -450,7 +525,8 @@ static void sync_spanning(sf_cluster_t *c, pool_t *p, char **cand, size_t ncand,
     free(names);
     add_name(nodes, n, cap, cand[i]);
   }
-  for (size_t i = 0; i < ncand; i++) ns_free(&views[i]);
+  for (size_t i = 0; i < ncand; i++)
+    ns_free(&views[i]);
   ns_free(&all);
   free(views);
   free(v);
@@ -462,22 +538,26 @@ static void sync_spanning(sf_cluster_t *c, pool_t *p, char **cand, size_t ncand,
  * and no other pool lists it (the index must not depend on the order pools
  * came and went in).
  */
-static void unpublish(sf_cluster_t *c, const pool_t *p, const char *node) {
+static void unpublish(sf_cluster_t *c, const pool_t *p, const char *node)
+{
   sf_node_id id = sf_index_node_find(c->idx, node);
   size_t ndev = 0;
-  if (id < 0) return;
+  if (id < 0)
+    return;
   sf_index_pool_remove(c->idx, id, p->driver, p->name);
   sf_index_mirror_set(c->idx, id, p->driver, p->name, NULL, 0);
   sf_index_node_devices(c->idx, id, &ndev);
   if (ndev == 0 && node_refs(c, node) <= 1) {
     /* The pods' CPU would keep the node; it comes back with the node's first device. */
     sf__host_unrecord(c, node);
-    if (sf_index_node_remove(c->idx, id) < 0) sf__host_sync(c, node);  /* SF_EBUSY while claimed: kept */
+    if (sf_index_node_remove(c->idx, id) < 0)
+      sf__host_sync(c, node); /* SF_EBUSY while claimed: kept */
   }
 }
 
 /* The pool as a whole (its newest generation anywhere), for /debug/state. */
-static void pool_state(pool_t *p) {
+static void pool_state(pool_t *p)
+{
   size_t have = 0;
   int64_t need = 0;
   p->generation = -1;
@@ -486,25 +566,31 @@ static void pool_state(pool_t *p) {
       p->generation = p->slices[k]->u.slice.generation;
   for (size_t k = 0; k < p->nslices; k++) {
     const sf_slice_t *s = &p->slices[k]->u.slice;
-    if (s->generation != p->generation) continue;
+    if (s->generation != p->generation)
+      continue;
     have++;
-    if (s->slice_count > need) need = s->slice_count;
+    if (s->slice_count > need)
+      need = s->slice_count;
   }
   p->complete = p->nslices > 0 && (int64_t)have == need;
 }
 
-static void clear_invalid(pool_t *p) {
-  for (size_t i = 0; i < p->ninvalid_nodes; i++) free(p->invalid_nodes[i]);
+static void clear_invalid(pool_t *p)
+{
+  for (size_t i = 0; i < p->ninvalid_nodes; i++)
+    free(p->invalid_nodes[i]);
   free(p->invalid_nodes);
   p->invalid_nodes = NULL;
   p->ninvalid_nodes = p->capinvalid = 0;
-  for (size_t i = 0; i < p->nincomplete_nodes; i++) free(p->incomplete_nodes[i]);
+  for (size_t i = 0; i < p->nincomplete_nodes; i++)
+    free(p->incomplete_nodes[i]);
   free(p->incomplete_nodes);
   p->incomplete_nodes = NULL;
   p->nincomplete_nodes = p->capincomplete = 0;
 }
 
-void sf__pools_unsettled(const sf_cluster_t *c, sf_map_t *out) {
+void sf__pools_unsettled(const sf_cluster_t *c, sf_map_t *out)
+{
   for (size_t i = 0; i < c->npools; i++) {
     const pool_t *p = c->pools[i];
     for (size_t k = 0; k < p->ninvalid_nodes; k++)
@@ -514,12 +600,14 @@ void sf__pools_unsettled(const sf_cluster_t *c, sf_map_t *out) {
   }
 }
 
-const char *sf__pool_name(const sf_cluster_t *c, size_t i, char *buf, size_t len) {
+const char *sf__pool_name(const sf_cluster_t *c, size_t i, char *buf, size_t len)
+{
   snprintf(buf, len, "%s/%s", c->pools[i]->driver, c->pools[i]->name);
   return buf;
 }
 
-static int pool_sync(sf_cluster_t *c, pool_t *p, char *err, size_t errlen) {
+static int pool_sync(sf_cluster_t *c, pool_t *p, char *err, size_t errlen)
+{
   char **cand = NULL, **nodes = NULL;
   size_t ncand = 0, n = 0, cap = 0;
   (void)err;
@@ -530,34 +618,41 @@ static int pool_sync(sf_cluster_t *c, pool_t *p, char *err, size_t errlen) {
   if (p->spans)
     sync_spanning(c, p, cand, ncand, &nodes, &n, &cap);
   for (size_t i = 0; !p->spans && i < ncand; i++)
-    if (sync_node(c, p, cand[i]) == VIEW_OK) add_name(&nodes, &n, &cap, cand[i]);
+    if (sync_node(c, p, cand[i]) == VIEW_OK)
+      add_name(&nodes, &n, &cap, cand[i]);
   for (size_t i = 0; i < p->nnodes; i++)
-    if (!has_node(nodes, n, p->nodes[i])) unpublish(c, p, p->nodes[i]);
-  if (p->ninvalid_nodes == 0 && p->invalid) {  /* valid again everywhere */
+    if (!has_node(nodes, n, p->nodes[i]))
+      unpublish(c, p, p->nodes[i]);
+  if (p->ninvalid_nodes == 0 && p->invalid) { /* valid again everywhere */
     free(p->invalid);
     p->invalid = NULL;
     c->ninvalid--;
   }
   p->skipped = p->reaches_many && c->ncnodes == 0;
-  for (size_t i = 0; i < ncand; i++) free(cand[i]);
+  for (size_t i = 0; i < ncand; i++)
+    free(cand[i]);
   free(cand);
   free_nodes(c, p);
   p->nodes = nodes;
   p->nnodes = n;
-  for (size_t i = 0; i < n; i++) node_ref(c, nodes[i], +1);
+  for (size_t i = 0; i < n; i++)
+    node_ref(c, nodes[i], +1);
   return 0;
 }
 
-int sf__pool_sync(sf_cluster_t *c, const sf_slice_t *s, char *err, size_t errlen) {
+int sf__pool_sync(sf_cluster_t *c, const sf_slice_t *s, char *err, size_t errlen)
+{
   pool_t *p = pool_get(c, s->driver, s->pool, false);
   return p ? pool_sync(c, p, err, errlen) : 0;
 }
 
-int sf__pools_sync_all(sf_cluster_t *c, char *err, size_t errlen) {
+int sf__pools_sync_all(sf_cluster_t *c, char *err, size_t errlen)
+{
   int r = 0;
   for (size_t i = 0; i < c->npools; i++) {
     int e = pool_sync(c, c->pools[i], r < 0 ? NULL : err, errlen);
-    if (r == 0) r = e;
+    if (r == 0)
+      r = e;
   }
   /* Pools without slices are gone from the index now: forget them. */
   size_t kept = 0;
@@ -577,10 +672,12 @@ int sf__pools_sync_all(sf_cluster_t *c, char *err, size_t errlen) {
   return r;
 }
 
-void sf__pools_sync_reaching(sf_cluster_t *c) {
+void sf__pools_sync_reaching(sf_cluster_t *c)
+{
   for (size_t i = 0; i < c->npools; i++) {
     pool_t *p = c->pools[i];
-    if (!p->reaches_many || p->nslices == 0) continue;
+    if (!p->reaches_many || p->nslices == 0)
+      continue;
     const sf_slice_t *s = &p->slices[0]->u.slice;
     sf__claims_unrecord_pool(c, s);
     pool_sync(c, p, NULL, 0);

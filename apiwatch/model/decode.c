@@ -28,12 +28,19 @@ typedef struct chunk {
   max_align_t data[];
 } chunk_t;
 
-struct sf_arena { chunk_t *head; };
+struct sf_arena {
+  chunk_t *head;
+};
 
-sf_arena_t *sf__arena_create(void) { return sf_xcalloc(1, sizeof(sf_arena_t)); }
+sf_arena_t *sf__arena_create(void)
+{
+  return sf_xcalloc(1, sizeof(sf_arena_t));
+}
 
-void sf__arena_destroy(sf_arena_t *a) {
-  if (!a) return;
+void sf__arena_destroy(sf_arena_t *a)
+{
+  if (!a)
+    return;
   for (chunk_t *c = a->head, *n; c; c = n) {
     n = c->next;
     free(c);
@@ -41,9 +48,11 @@ void sf__arena_destroy(sf_arena_t *a) {
   free(a);
 }
 
-void sf__arena_reset(sf_arena_t *a) {
+void sf__arena_reset(sf_arena_t *a)
+{
   chunk_t *keep = a->head;
-  if (!keep) return;
+  if (!keep)
+    return;
   for (chunk_t *c = keep->next, *n; c; c = n) {
     n = c->next;
     free(c);
@@ -53,13 +62,15 @@ void sf__arena_reset(sf_arena_t *a) {
 }
 
 /* Like sf__arena_alloc, without zeroing. */
-static void *alloc_raw(sf_arena_t *a, size_t n) {
+static void *alloc_raw(sf_arena_t *a, size_t n)
+{
   size_t al = sizeof(max_align_t);
   n = (n + al - 1) / al * al;
   chunk_t *c = a->head;
   if (!c || c->cap - c->used < n) {
     size_t cap = !c ? CHUNK_FIRST : c->cap < CHUNK_MAX ? 2 * c->cap : CHUNK_MAX;
-    if (cap < n) cap = n;
+    if (cap < n)
+      cap = n;
     c = sf_xmalloc(sizeof(chunk_t) + cap);
     c->used = 0;
     c->cap = cap;
@@ -71,13 +82,15 @@ static void *alloc_raw(sf_arena_t *a, size_t n) {
   return p;
 }
 
-void *sf__arena_alloc(sf_arena_t *a, size_t n) {
+void *sf__arena_alloc(sf_arena_t *a, size_t n)
+{
   void *p = alloc_raw(a, n);
   memset(p, 0, n);
   return p;
 }
 
-char *sf__arena_join(sf_arena_t *a, const char *x, const char *y) {
+char *sf__arena_join(sf_arena_t *a, const char *x, const char *y)
+{
   size_t lx = strlen(x), ly = strlen(y);
   char *s = alloc_raw(a, lx + ly + 2);
   memcpy(s, x, lx);
@@ -86,8 +99,10 @@ char *sf__arena_join(sf_arena_t *a, const char *x, const char *y) {
   return s;
 }
 
-const char *sf__dkeep(dctx_t *d, const char *s, size_t len) {
-  if (!d->own || !s) return s;
+const char *sf__dkeep(dctx_t *d, const char *s, size_t len)
+{
+  if (!d->own || !s)
+    return s;
   char *c = alloc_raw(d->a, len + 1);
   memcpy(c, s, len);
   c[len] = '\0';
@@ -96,12 +111,15 @@ const char *sf__dkeep(dctx_t *d, const char *s, size_t len) {
 
 /* ---- path and errors ---- */
 
-size_t sf__dpush(dctx_t *d, const char *key) {
-  if (d->depth < DPATH_DEPTH) d->seg[d->depth].key = key;
+size_t sf__dpush(dctx_t *d, const char *key)
+{
+  if (d->depth < DPATH_DEPTH)
+    d->seg[d->depth].key = key;
   return d->depth++;
 }
 
-size_t sf__dpush_i(dctx_t *d, size_t i) {
+size_t sf__dpush_i(dctx_t *d, size_t i)
+{
   if (d->depth < DPATH_DEPTH) {
     d->seg[d->depth].key = NULL;
     d->seg[d->depth].i = i;
@@ -109,10 +127,14 @@ size_t sf__dpush_i(dctx_t *d, size_t i) {
   return d->depth++;
 }
 
-void sf__dpop(dctx_t *d, size_t len) { d->depth = len; }
+void sf__dpop(dctx_t *d, size_t len)
+{
+  d->depth = len;
+}
 
 /* "spec.devices[3].attributes['resource.kubernetes.io/pciBusID']" into buf. */
-static void format_path(const dctx_t *d, char *buf, size_t len) {
+static void format_path(const dctx_t *d, char *buf, size_t len)
+{
   size_t n = 0, depth = d->depth < DPATH_DEPTH ? d->depth : DPATH_DEPTH;
   buf[0] = '\0';
   for (size_t k = 0; k < depth && n < len; k++) {
@@ -122,15 +144,19 @@ static void format_path(const dctx_t *d, char *buf, size_t len) {
                                : snprintf(buf + n, len - n, "%s%s", n ? "." : "", key);
     n += w > 0 ? (size_t)w : 0;
   }
-  if (n == 0) snprintf(buf, len, "(object)");
+  if (n == 0)
+    snprintf(buf, len, "(object)");
 }
 
-int sf__dfail(dctx_t *d, const char *fmt, ...) {
+int sf__dfail(dctx_t *d, const char *fmt, ...)
+{
   char path[DPATH_MAX];
-  if (!d->err || !d->errlen) return SF_EINVAL;
+  if (!d->err || !d->errlen)
+    return SF_EINVAL;
   format_path(d, path, sizeof path);
   int n = snprintf(d->err, d->errlen, "%s: ", path);
-  if (n < 0 || (size_t)n >= d->errlen) return SF_EINVAL;
+  if (n < 0 || (size_t)n >= d->errlen)
+    return SF_EINVAL;
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(d->err + n, d->errlen - (size_t)n, fmt, ap);
@@ -138,16 +164,17 @@ int sf__dfail(dctx_t *d, const char *fmt, ...) {
   return SF_EINVAL;
 }
 
-const char *sf__dtype_name(const json_t *v) {
+const char *sf__dtype_name(const json_t *v)
+{
   switch (json_typeof(v)) {
-    case JSON_OBJECT: return "an object";
-    case JSON_ARRAY: return "an array";
-    case JSON_STRING: return "a string";
-    case JSON_INTEGER: return "an integer";
-    case JSON_REAL: return "a number";
-    case JSON_TRUE:
-    case JSON_FALSE: return "a boolean";
-    default: return "null";
+  case JSON_OBJECT: return "an object";
+  case JSON_ARRAY: return "an array";
+  case JSON_STRING: return "a string";
+  case JSON_INTEGER: return "an integer";
+  case JSON_REAL: return "a number";
+  case JSON_TRUE:
+  case JSON_FALSE: return "a boolean";
+  default: return "null";
   }
 }
 
@@ -156,32 +183,39 @@ const char *sf__dtype_name(const json_t *v) {
  * time, each once: iterating a small object once and comparing names is several times cheaper
  * than hashing every key looked up (most of a slice's decoding time otherwise).
  */
-static json_t *get(dctx_t *d, const json_t *obj, const char *key) {
+static json_t *get(dctx_t *d, const json_t *obj, const char *key)
+{
   dview_t *v = NULL;
   for (int i = 0; i < 2; i++)
-    if (d->views[i].obj == obj) v = &d->views[i];
+    if (d->views[i].obj == obj)
+      v = &d->views[i];
   if (!v) {
-    if (!json_is_object(obj) || json_object_size(obj) > DVIEW_KEYS) return json_object_get(obj, key);
+    if (!json_is_object(obj) || json_object_size(obj) > DVIEW_KEYS)
+      return json_object_get(obj, key);
     v = &d->views[d->next_view++ & 1];
     v->obj = obj;
     v->n = 0;
     const char *k;
     json_t *e;
-    json_object_foreach(unconst(obj), k, e) {
+    json_object_foreach(unconst(obj), k, e)
+    {
       v->keys[v->n] = k;
       v->vals[v->n++] = e;
     }
   }
   for (size_t i = 0; i < v->n; i++)
-    if (v->keys[i][0] == key[0] && !strcmp(v->keys[i], key)) return v->vals[i];
+    if (v->keys[i][0] == key[0] && !strcmp(v->keys[i], key))
+      return v->vals[i];
   return NULL;
 }
 
 /* Fetches `key`; 0 if absent or null, 1 if of type `t`, else fails at its path. */
 static int field(dctx_t *d, const json_t *obj, const char *key, json_type t, const char *want,
-                 json_t **out) {
+                 json_t **out)
+{
   json_t *v = get(d, obj, key);
-  if (!v || json_is_null(v)) return 0;
+  if (!v || json_is_null(v))
+    return 0;
   if (json_typeof(v) == t || (t == JSON_TRUE && json_is_boolean(v))) {
     *out = v;
     return 1;
@@ -192,17 +226,21 @@ static int field(dctx_t *d, const json_t *obj, const char *key, json_type t, con
 
 /* ---- field readers ---- */
 
-int sf__dstr(dctx_t *d, const json_t *obj, const char *key, const char **out) {
+int sf__dstr(dctx_t *d, const json_t *obj, const char *key, const char **out)
+{
   json_t *v = NULL;
   int r = field(d, obj, key, JSON_STRING, "a string", &v);
-  if (r == 1) *out = sf__dkeep(d, json_string_value(v), json_string_length(v));
+  if (r == 1)
+    *out = sf__dkeep(d, json_string_value(v), json_string_length(v));
   return r;
 }
 
-int sf__dstr_req(dctx_t *d, const json_t *obj, const char *key, const char **out) {
+int sf__dstr_req(dctx_t *d, const json_t *obj, const char *key, const char **out)
+{
   const char *s = NULL;
   int r = sf__dstr(d, obj, key, &s);
-  if (r < 0) return r;
+  if (r < 0)
+    return r;
   if (!s || !*s) {
     size_t at = sf__dpush(d, key);
     r = sf__dfail(d, "is required");
@@ -213,29 +251,36 @@ int sf__dstr_req(dctx_t *d, const json_t *obj, const char *key, const char **out
   return 1;
 }
 
-int sf__dint(dctx_t *d, const json_t *obj, const char *key, int64_t *out) {
+int sf__dint(dctx_t *d, const json_t *obj, const char *key, int64_t *out)
+{
   json_t *v = NULL;
   int r = field(d, obj, key, JSON_INTEGER, "an integer", &v);
-  if (r == 1) *out = (int64_t)json_integer_value(v);
+  if (r == 1)
+    *out = (int64_t)json_integer_value(v);
   return r;
 }
 
-int sf__dbool(dctx_t *d, const json_t *obj, const char *key, bool *out) {
+int sf__dbool(dctx_t *d, const json_t *obj, const char *key, bool *out)
+{
   json_t *v = NULL;
   int r = field(d, obj, key, JSON_TRUE, "a boolean", &v);
-  if (r == 1) *out = json_is_true(v);
+  if (r == 1)
+    *out = json_is_true(v);
   return r;
 }
 
-int sf__dobj(dctx_t *d, const json_t *obj, const char *key, const json_t **out) {
+int sf__dobj(dctx_t *d, const json_t *obj, const char *key, const json_t **out)
+{
   json_t *v = NULL;
   *out = NULL;
   int r = field(d, obj, key, JSON_OBJECT, "an object", &v);
-  if (r == 1) *out = v;
+  if (r == 1)
+    *out = v;
   return r;
 }
 
-int sf__darr(dctx_t *d, const json_t *obj, const char *key, const json_t **out, size_t *n) {
+int sf__darr(dctx_t *d, const json_t *obj, const char *key, const json_t **out, size_t *n)
+{
   json_t *v = NULL;
   *out = NULL;
   *n = 0;
@@ -247,42 +292,51 @@ int sf__darr(dctx_t *d, const json_t *obj, const char *key, const json_t **out, 
   return r;
 }
 
-static int qty_text(dctx_t *d, const char *s, size_t len, sf_milli_t *out) {
+static int qty_text(dctx_t *d, const char *s, size_t len, sf_milli_t *out)
+{
   int r = sf_quantity_parse_n(s, len, out);
-  if (r == SF_ERANGE) return sf__dfail(d, "'%.*s' is out of range", (int)len, s);
-  if (r < 0) return sf__dfail(d, "'%.*s' is not a quantity", (int)len, s);
+  if (r == SF_ERANGE)
+    return sf__dfail(d, "'%.*s' is out of range", (int)len, s);
+  if (r < 0)
+    return sf__dfail(d, "'%.*s' is not a quantity", (int)len, s);
   return 1;
 }
 
-int sf__dqty_val(dctx_t *d, const json_t *v, sf_milli_t *out) {
+int sf__dqty_val(dctx_t *d, const json_t *v, sf_milli_t *out)
+{
   char buf[64];
   switch (json_typeof(v)) {
-    case JSON_NULL: return 0;
-    case JSON_STRING: return qty_text(d, json_string_value(v), json_string_length(v), out);
-    case JSON_INTEGER:
-      snprintf(buf, sizeof buf, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-      return qty_text(d, buf, strlen(buf), out);
-    case JSON_REAL:
-      /* %.17g round-trips a double; the parser rejects what is finer than milli. */
-      snprintf(buf, sizeof buf, "%.17g", json_real_value(v));
-      return qty_text(d, buf, strlen(buf), out);
-    default: return sf__dfail(d, "expected a quantity, got %s", sf__dtype_name(v));
+  case JSON_NULL: return 0;
+  case JSON_STRING: return qty_text(d, json_string_value(v), json_string_length(v), out);
+  case JSON_INTEGER:
+    snprintf(buf, sizeof buf, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+    return qty_text(d, buf, strlen(buf), out);
+  case JSON_REAL:
+    /* %.17g round-trips a double; the parser rejects what is finer than milli. */
+    snprintf(buf, sizeof buf, "%.17g", json_real_value(v));
+    return qty_text(d, buf, strlen(buf), out);
+  default: return sf__dfail(d, "expected a quantity, got %s", sf__dtype_name(v));
   }
 }
 
-int sf__dqty(dctx_t *d, const json_t *obj, const char *key, sf_milli_t *out) {
+int sf__dqty(dctx_t *d, const json_t *obj, const char *key, sf_milli_t *out)
+{
   json_t *v = get(d, obj, key);
-  if (!v) return 0;
+  if (!v)
+    return 0;
   size_t at = sf__dpush(d, key);
   int r = sf__dqty_val(d, v, out);
-  if (r >= 0) sf__dpop(d, at);
+  if (r >= 0)
+    sf__dpop(d, at);
   return r;
 }
 
-int sf__dstrs(dctx_t *d, const json_t *obj, const char *key, const char ***out, size_t *n) {
+int sf__dstrs(dctx_t *d, const json_t *obj, const char *key, const char ***out, size_t *n)
+{
   const json_t *arr;
   int r = sf__darr(d, obj, key, &arr, n);
-  if (r <= 0) return r;
+  if (r <= 0)
+    return r;
   size_t at = sf__dpush(d, key);
   const char **v = sf__arena_alloc(d->a, *n * sizeof(*v));
   for (size_t i = 0; i < *n; i++) {
@@ -298,18 +352,22 @@ int sf__dstrs(dctx_t *d, const json_t *obj, const char *key, const char ***out, 
   return 1;
 }
 
-int sf__dqmap(dctx_t *d, const json_t *obj, const char *key, sf_cap_request_t **out, size_t *n) {
+int sf__dqmap(dctx_t *d, const json_t *obj, const char *key, sf_cap_request_t **out, size_t *n)
+{
   const json_t *m;
   int r = sf__dobj(d, obj, key, &m);
-  if (r <= 0) return r;
+  if (r <= 0)
+    return r;
   size_t at = sf__dpush(d, key), i = 0;
   sf_cap_request_t *v = sf__arena_alloc(d->a, json_object_size(m) * sizeof(*v));
   const char *k;
   json_t *e;
-  json_object_foreach(unconst(m), k, e) {
+  json_object_foreach(unconst(m), k, e)
+  {
     size_t at2 = sf__dpush(d, k);
     r = sf__dqty_val(d, e, &v[i].value);
-    if (r < 0) return r;
+    if (r < 0)
+      return r;
     sf__dpop(d, at2);
     v[i++].name = sf__dkeep(d, k, strlen(k));
   }
@@ -319,24 +377,29 @@ int sf__dqmap(dctx_t *d, const json_t *obj, const char *key, sf_cap_request_t **
   return 1;
 }
 
-int sf__dselectors(dctx_t *d, const json_t *obj, const char *key, const char ***out, size_t *n) {
+int sf__dselectors(dctx_t *d, const json_t *obj, const char *key, const char ***out, size_t *n)
+{
   const json_t *arr;
   int r = sf__darr(d, obj, key, &arr, n);
-  if (r <= 0) return r;
+  if (r <= 0)
+    return r;
   size_t at = sf__dpush(d, key);
   const char **v = sf__arena_alloc(d->a, *n * sizeof(*v));
   for (size_t i = 0; i < *n; i++) {
     const json_t *s = json_array_get(arr, i), *cel;
     size_t ati = sf__dpush_i(d, i);
-    if (!json_is_object(s)) return sf__dfail(d, "expected an object, got %s", sf__dtype_name(s));
-    if ((r = sf__dobj(d, s, "cel", &cel)) < 0) return r;
-    if (!cel) {  /* a selector type of a later release: kept as "", which the claim cannot use */
+    if (!json_is_object(s))
+      return sf__dfail(d, "expected an object, got %s", sf__dtype_name(s));
+    if ((r = sf__dobj(d, s, "cel", &cel)) < 0)
+      return r;
+    if (!cel) { /* a selector type of a later release: kept as "", which the claim cannot use */
       v[i] = "";
       sf__dpop(d, ati);
       continue;
     }
     sf__dpush(d, "cel");
-    if ((r = sf__dstr_req(d, cel, "expression", &v[i])) < 0) return r;
+    if ((r = sf__dstr_req(d, cel, "expression", &v[i])) < 0)
+      return r;
     sf__dpop(d, ati);
   }
   sf__dpop(d, at);
@@ -344,18 +407,22 @@ int sf__dselectors(dctx_t *d, const json_t *obj, const char *key, const char ***
   return 1;
 }
 
-int sf__deach(dctx_t *d, const json_t *obj, const char *key, size_t size, sf__delem_fn fn,
-              char *out, size_t *n) {
+int sf__deach(dctx_t *d, const json_t *obj, const char *key, size_t size, sf__delem_fn fn, char *out,
+              size_t *n)
+{
   const json_t *arr;
   size_t len;
   int r = sf__darr(d, obj, key, &arr, &len);
-  if (r <= 0) return r;
+  if (r <= 0)
+    return r;
   size_t at = sf__dpush(d, key);
   for (size_t i = 0; i < len; i++) {
     const json_t *e = json_array_get(arr, i);
     size_t ati = sf__dpush_i(d, i);
-    if (!json_is_object(e)) return sf__dfail(d, "expected an object, got %s", sf__dtype_name(e));
-    if ((r = fn(d, e, out + *n * size)) < 0) return r;
+    if (!json_is_object(e))
+      return sf__dfail(d, "expected an object, got %s", sf__dtype_name(e));
+    if ((r = fn(d, e, out + *n * size)) < 0)
+      return r;
     *n += 1;
     sf__dpop(d, ati);
   }
@@ -364,83 +431,107 @@ int sf__deach(dctx_t *d, const json_t *obj, const char *key, size_t size, sf__de
 }
 
 int sf__darray(dctx_t *d, const json_t *obj, const char *key, size_t size, sf__delem_fn fn,
-               void **out, size_t *n) {
+               void **out, size_t *n)
+{
   size_t len = json_array_size(json_object_get(obj, key));
   char *v = sf__arena_alloc(d->a, len * size);
   *n = 0;
   int r = sf__deach(d, obj, key, size, fn, v, n);
-  if (r > 0) *out = v;
+  if (r > 0)
+    *out = v;
   return r;
 }
 
-int sf__dtaint(dctx_t *d, const json_t *t, sf_taint_t *out) {
+int sf__dtaint(dctx_t *d, const json_t *t, sf_taint_t *out)
+{
   const char *eff = NULL;
   int r;
-  if (!json_is_object(t)) return sf__dfail(d, "expected an object, got %s", sf__dtype_name(t));
-  if ((r = sf__dstr_req(d, t, "key", &out->key)) < 0) return r;
+  if (!json_is_object(t))
+    return sf__dfail(d, "expected an object, got %s", sf__dtype_name(t));
+  if ((r = sf__dstr_req(d, t, "key", &out->key)) < 0)
+    return r;
   out->value = "";
-  if ((r = sf__dstr(d, t, "value", &out->value)) < 0) return r;
-  if ((r = sf__dstr(d, t, "effect", &eff)) < 0) return r;
+  if ((r = sf__dstr(d, t, "value", &out->value)) < 0)
+    return r;
+  if ((r = sf__dstr(d, t, "effect", &eff)) < 0)
+    return r;
   out->effect = SF_TAINT_NONE;
-  if (eff && !strcmp(eff, "NoSchedule")) out->effect = SF_TAINT_NOSCHEDULE;
-  if (eff && !strcmp(eff, "NoExecute")) out->effect = SF_TAINT_NOEXECUTE;
+  if (eff && !strcmp(eff, "NoSchedule"))
+    out->effect = SF_TAINT_NOSCHEDULE;
+  if (eff && !strcmp(eff, "NoExecute"))
+    out->effect = SF_TAINT_NOEXECUTE;
   return 1;
 }
 
 /* ---- metadata and dispatch ---- */
 
-int sf__decode_meta(dctx_t *d, const json_t *j, sf_meta_t *m) {
+int sf__decode_meta(dctx_t *d, const json_t *j, sf_meta_t *m)
+{
   const json_t *md;
   int r = sf__dobj(d, j, "metadata", &md);
-  if (r < 0) return r;
+  if (r < 0)
+    return r;
   m->ns = m->uid = m->rv = "";
   if (!md) {
     sf__dpush(d, "metadata");
     return sf__dfail(d, "is required");
   }
   size_t at = sf__dpush(d, "metadata");
-  if ((r = sf__dstr_req(d, md, "name", &m->name)) < 0) return r;
-  if ((r = sf__dstr(d, md, "namespace", &m->ns)) < 0) return r;
-  if ((r = sf__dstr(d, md, "uid", &m->uid)) < 0) return r;
-  if ((r = sf__dstr(d, md, "resourceVersion", &m->rv)) < 0) return r;
+  if ((r = sf__dstr_req(d, md, "name", &m->name)) < 0)
+    return r;
+  if ((r = sf__dstr(d, md, "namespace", &m->ns)) < 0)
+    return r;
+  if ((r = sf__dstr(d, md, "uid", &m->uid)) < 0)
+    return r;
+  if ((r = sf__dstr(d, md, "resourceVersion", &m->rv)) < 0)
+    return r;
   sf__dpop(d, at);
   return 1;
 }
 
-static const char *const kind_names[SF_OBJ_COUNT] = {
-    [SF_OBJ_RESOURCE_SLICE] = "ResourceSlice",     [SF_OBJ_RESOURCE_CLAIM] = "ResourceClaim",
-    [SF_OBJ_DEVICE_CLASS] = "DeviceClass",         [SF_OBJ_DEVICE_TAINT_RULE] = "DeviceTaintRule",
-    [SF_OBJ_CLAIM_TEMPLATE] = "ResourceClaimTemplate", [SF_OBJ_POD] = "Pod",
-    [SF_OBJ_NODE] = "Node"};
+static const char *const kind_names[SF_OBJ_COUNT] = {[SF_OBJ_RESOURCE_SLICE] = "ResourceSlice",
+                                                     [SF_OBJ_RESOURCE_CLAIM] = "ResourceClaim",
+                                                     [SF_OBJ_DEVICE_CLASS] = "DeviceClass",
+                                                     [SF_OBJ_DEVICE_TAINT_RULE] = "DeviceTaintRule",
+                                                     [SF_OBJ_CLAIM_TEMPLATE] = "ResourceClaimTemplate",
+                                                     [SF_OBJ_POD] = "Pod",
+                                                     [SF_OBJ_NODE] = "Node"};
 
-sf_obj_kind_t sf_obj_kind_from_name(const char *name) {
+sf_obj_kind_t sf_obj_kind_from_name(const char *name)
+{
   for (int k = 1; name && k < SF_OBJ_COUNT; k++)
-    if (!strcmp(kind_names[k], name)) return (sf_obj_kind_t)k;
+    if (!strcmp(kind_names[k], name))
+      return (sf_obj_kind_t)k;
   return SF_OBJ_UNKNOWN;
 }
 
-const char *sf_obj_kind_name(sf_obj_kind_t kind) {
+const char *sf_obj_kind_name(sf_obj_kind_t kind)
+{
   return kind > SF_OBJ_UNKNOWN && kind < SF_OBJ_COUNT ? kind_names[kind] : "Unknown";
 }
 
-static int dispatch(dctx_t *d, const json_t *j, sf_object_t *o) {
+static int dispatch(dctx_t *d, const json_t *j, sf_object_t *o)
+{
   switch (o->kind) {
-    case SF_OBJ_RESOURCE_SLICE: return sf__decode_slice(d, j, &o->u.slice);
-    case SF_OBJ_RESOURCE_CLAIM: return sf__decode_claim(d, j, &o->u.claim);
-    case SF_OBJ_CLAIM_TEMPLATE: return sf__decode_template(d, j, &o->u.tmpl);
-    case SF_OBJ_DEVICE_CLASS: return sf__decode_class(d, j, &o->u.dclass);
-    case SF_OBJ_DEVICE_TAINT_RULE: return sf__decode_rule(d, j, &o->u.rule);
-    case SF_OBJ_POD: return sf__decode_pod(d, j, &o->u.pod);
-    case SF_OBJ_NODE: return sf__decode_node(d, j, &o->u.node);
-    default: return sf__dfail(d, "unsupported kind");
+  case SF_OBJ_RESOURCE_SLICE: return sf__decode_slice(d, j, &o->u.slice);
+  case SF_OBJ_RESOURCE_CLAIM: return sf__decode_claim(d, j, &o->u.claim);
+  case SF_OBJ_CLAIM_TEMPLATE: return sf__decode_template(d, j, &o->u.tmpl);
+  case SF_OBJ_DEVICE_CLASS: return sf__decode_class(d, j, &o->u.dclass);
+  case SF_OBJ_DEVICE_TAINT_RULE: return sf__decode_rule(d, j, &o->u.rule);
+  case SF_OBJ_POD: return sf__decode_pod(d, j, &o->u.pod);
+  case SF_OBJ_NODE: return sf__decode_node(d, j, &o->u.node);
+  default: return sf__dfail(d, "unsupported kind");
   }
 }
 
-static int resolve_kind(dctx_t *d, const json_t *j, sf_obj_kind_t *kind) {
+static int resolve_kind(dctx_t *d, const json_t *j, sf_obj_kind_t *kind)
+{
   const char *name = NULL;
   int r = sf__dstr(d, j, "kind", &name);
-  if (r < 0) return r;
-  if (*kind != SF_OBJ_UNKNOWN) return 1;
+  if (r < 0)
+    return r;
+  if (*kind != SF_OBJ_UNKNOWN)
+    return 1;
   if (!name) {
     sf__dpush(d, "kind");
     return sf__dfail(d, "is required");
@@ -457,29 +548,35 @@ static int resolve_kind(dctx_t *d, const json_t *j, sf_obj_kind_t *kind) {
  * resource.k8s.io/v1beta1 and v1alpha3 slices and claims have another shape (devices under
  * "basic", flat requests): read as v1 they would lose their devices and requests silently.
  */
-static int check_version(dctx_t *d, const json_t *j, sf_obj_kind_t kind) {
+static int check_version(dctx_t *d, const json_t *j, sf_obj_kind_t kind)
+{
   const char *v = NULL;
   int r = sf__dstr(d, j, "apiVersion", &v);
   if (r <= 0 || (kind != SF_OBJ_RESOURCE_SLICE && kind != SF_OBJ_RESOURCE_CLAIM &&
                  kind != SF_OBJ_CLAIM_TEMPLATE))
     return r;
-  if (strcmp(v, "resource.k8s.io/v1beta1") && strcmp(v, "resource.k8s.io/v1alpha3")) return 1;
+  if (strcmp(v, "resource.k8s.io/v1beta1") && strcmp(v, "resource.k8s.io/v1alpha3"))
+    return 1;
   sf__dpush(d, "apiVersion");
   return sf__dfail(d, "%s is not supported (resource.k8s.io/v1 or v1beta2)", v);
 }
 
-int sf_decode(const json_t *j, sf_obj_kind_t kind, sf_object_t **out, char *err, size_t errlen) {
+int sf_decode(const json_t *j, sf_obj_kind_t kind, sf_object_t **out, char *err, size_t errlen)
+{
   dctx_t d = {.err = err, .errlen = errlen};
   sf_object_t *o = NULL;
   int r;
   *out = NULL;
-  if (err && errlen) err[0] = '\0';
+  if (err && errlen)
+    err[0] = '\0';
   if (!j || !json_is_object(j)) {
     r = sf__dfail(&d, "expected an object, got %s", j ? sf__dtype_name(j) : "nothing");
     goto out;
   }
-  if ((r = resolve_kind(&d, j, &kind)) < 0) goto out;
-  if ((r = check_version(&d, j, kind)) < 0) goto out;
+  if ((r = resolve_kind(&d, j, &kind)) < 0)
+    goto out;
+  if ((r = check_version(&d, j, kind)) < 0)
+    goto out;
   o = sf_xcalloc(1, sizeof(*o));
   o->kind = kind;
   o->arena = d.a = sf__arena_create();
@@ -487,8 +584,10 @@ int sf_decode(const json_t *j, sf_obj_kind_t kind, sf_object_t **out, char *err,
    * go with the event (freed while still in cache, and a fraction of the memory). */
   d.own = kind == SF_OBJ_RESOURCE_CLAIM;
   o->json = d.own ? NULL : json_incref(unconst(j));
-  if ((r = sf__decode_meta(&d, j, &o->u.meta)) < 0) goto out;
-  if ((r = dispatch(&d, j, o)) < 0) goto out;
+  if ((r = sf__decode_meta(&d, j, &o->u.meta)) < 0)
+    goto out;
+  if ((r = dispatch(&d, j, o)) < 0)
+    goto out;
   *out = o;
   o = NULL;
   r = 0;
@@ -497,26 +596,33 @@ out:
   return r;
 }
 
-void sf_object_free(sf_object_t *o) {
-  if (!o) return;
+void sf_object_free(sf_object_t *o)
+{
+  if (!o)
+    return;
   sf__arena_destroy(o->arena);
   json_decref(o->json);
   free(o);
 }
 
-int sf_decode_meta(const json_t *j, sf_meta_t *out, char *err, size_t errlen) {
+int sf_decode_meta(const json_t *j, sf_meta_t *out, char *err, size_t errlen)
+{
   dctx_t d = {.err = err, .errlen = errlen};
-  if (!json_is_object(j)) return sf__dfail(&d, "expected an object");
+  if (!json_is_object(j))
+    return sf__dfail(&d, "expected an object");
   int r = sf__decode_meta(&d, j, out);
   return r < 0 ? r : 0;
 }
 
-int sf_decode_list_items(const json_t *j, const json_t **items, char *err, size_t errlen) {
+int sf_decode_list_items(const json_t *j, const json_t **items, char *err, size_t errlen)
+{
   dctx_t d = {.err = err, .errlen = errlen};
   size_t n;
-  if (!json_is_object(j)) return sf__dfail(&d, "expected an object");
+  if (!json_is_object(j))
+    return sf__dfail(&d, "expected an object");
   int r = sf__darr(&d, j, "items", items, &n);
-  if (r < 0) return r;
+  if (r < 0)
+    return r;
   if (!*items) {
     sf__dpush(&d, "items");
     return sf__dfail(&d, "is required");

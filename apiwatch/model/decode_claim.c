@@ -10,36 +10,48 @@
 
 #define COUNT_MAX (1LL << 20)
 
-static int toleration(dctx_t *d, const json_t *t, sf_toleration_t *o, bool *unknown_op) {
+static int toleration(dctx_t *d, const json_t *t, sf_toleration_t *o, bool *unknown_op)
+{
   const char *op = NULL, *eff = NULL;
   int r;
-  if (!json_is_object(t)) return sf__dfail(d, "expected an object");
+  if (!json_is_object(t))
+    return sf__dfail(d, "expected an object");
   o->value = "";
-  if ((r = sf__dstr(d, t, "key", &o->key)) < 0) return r;
-  if ((r = sf__dstr(d, t, "operator", &op)) < 0) return r;
-  if ((r = sf__dstr(d, t, "value", &o->value)) < 0) return r;
-  if ((r = sf__dstr(d, t, "effect", &eff)) < 0) return r;
+  if ((r = sf__dstr(d, t, "key", &o->key)) < 0)
+    return r;
+  if ((r = sf__dstr(d, t, "operator", &op)) < 0)
+    return r;
+  if ((r = sf__dstr(d, t, "value", &o->value)) < 0)
+    return r;
+  if ((r = sf__dstr(d, t, "effect", &eff)) < 0)
+    return r;
   o->exists = op && !strcmp(op, "Exists");
   /* An operator Kubernetes does not know tolerates nothing. */
-  if (op && *op && !o->exists && strcmp(op, "Equal")) *unknown_op = true;
+  if (op && *op && !o->exists && strcmp(op, "Equal"))
+    *unknown_op = true;
   o->any_effect = !eff || !*eff;
   o->effect = SF_TAINT_NONE;
-  if (eff && !strcmp(eff, "NoSchedule")) o->effect = SF_TAINT_NOSCHEDULE;
-  if (eff && !strcmp(eff, "NoExecute")) o->effect = SF_TAINT_NOEXECUTE;
+  if (eff && !strcmp(eff, "NoSchedule"))
+    o->effect = SF_TAINT_NOSCHEDULE;
+  if (eff && !strcmp(eff, "NoExecute"))
+    o->effect = SF_TAINT_NOEXECUTE;
   return 1;
 }
 
-static int tolerations(dctx_t *d, const json_t *req, sf_dreq_t *o) {
+static int tolerations(dctx_t *d, const json_t *req, sf_dreq_t *o)
+{
   const json_t *arr;
   size_t n;
   int r = sf__darr(d, req, "tolerations", &arr, &n);
-  if (r <= 0) return r;
+  if (r <= 0)
+    return r;
   size_t at = sf__dpush(d, "tolerations");
   o->tols = sf__arena_alloc(d->a, n * sizeof(*o->tols));
   for (size_t i = 0; i < n; i++) {
     bool unknown = false;
     size_t ati = sf__dpush_i(d, i);
-    if ((r = toleration(d, json_array_get(arr, i), &o->tols[o->ntols], &unknown)) < 0) return r;
+    if ((r = toleration(d, json_array_get(arr, i), &o->tols[o->ntols], &unknown)) < 0)
+      return r;
     o->tol_unknown_op |= unknown;
     o->ntols += !unknown;
     sf__dpop(d, ati);
@@ -48,15 +60,18 @@ static int tolerations(dctx_t *d, const json_t *req, sf_dreq_t *o) {
   return 1;
 }
 
-static int alloc_mode(dctx_t *d, const json_t *req, sf_dreq_t *o) {
+static int alloc_mode(dctx_t *d, const json_t *req, sf_dreq_t *o)
+{
   int r;
   o->mode_text = "ExactCount";
-  if ((r = sf__dstr(d, req, "allocationMode", &o->mode_text)) < 0) return r;
+  if ((r = sf__dstr(d, req, "allocationMode", &o->mode_text)) < 0)
+    return r;
   o->mode = !strcmp(o->mode_text, "ExactCount") || !*o->mode_text ? SF_MODE_EXACT
             : !strcmp(o->mode_text, "All")                        ? SF_MODE_ALL
                                                                   : SF_MODE_UNKNOWN;
   o->count = 1;
-  if ((r = sf__dint(d, req, "count", &o->count)) < 0) return r;
+  if ((r = sf__dint(d, req, "count", &o->count)) < 0)
+    return r;
   if (o->mode == SF_MODE_EXACT && (o->count < 1 || o->count > COUNT_MAX)) {
     sf__dpush(d, "count");
     return sf__dfail(d, "%lld is not a device count (1..%lld)", (long long)o->count, COUNT_MAX);
@@ -65,21 +80,31 @@ static int alloc_mode(dctx_t *d, const json_t *req, sf_dreq_t *o) {
 }
 
 /* The fields an "exactly" request and a firstAvailable subrequest share. */
-static int request_body(dctx_t *d, const json_t *req, sf_dreq_t *o) {
+static int request_body(dctx_t *d, const json_t *req, sf_dreq_t *o)
+{
   const json_t *cap;
   int r;
-  if (!json_is_object(req)) return sf__dfail(d, "expected an object");
+  if (!json_is_object(req))
+    return sf__dfail(d, "expected an object");
   /* A request without a class is a request type of a later release: kept, the plan refuses it. */
-  if ((r = sf__dstr(d, req, "deviceClassName", &o->class_name)) < 0) return r;
-  if (!o->class_name) o->class_name = "";
-  if ((r = sf__dselectors(d, req, "selectors", &o->selectors, &o->nselectors)) < 0) return r;
-  if ((r = alloc_mode(d, req, o)) < 0) return r;
-  if ((r = sf__dbool(d, req, "adminAccess", &o->admin_access)) < 0) return r;
-  if ((r = tolerations(d, req, o)) < 0) return r;
-  if ((r = sf__dobj(d, req, "capacity", &cap)) < 0) return r;
+  if ((r = sf__dstr(d, req, "deviceClassName", &o->class_name)) < 0)
+    return r;
+  if (!o->class_name)
+    o->class_name = "";
+  if ((r = sf__dselectors(d, req, "selectors", &o->selectors, &o->nselectors)) < 0)
+    return r;
+  if ((r = alloc_mode(d, req, o)) < 0)
+    return r;
+  if ((r = sf__dbool(d, req, "adminAccess", &o->admin_access)) < 0)
+    return r;
+  if ((r = tolerations(d, req, o)) < 0)
+    return r;
+  if ((r = sf__dobj(d, req, "capacity", &cap)) < 0)
+    return r;
   if (cap) {
     size_t at = sf__dpush(d, "capacity");
-    if ((r = sf__dqmap(d, cap, "requests", &o->caps, &o->ncaps)) < 0) return r;
+    if ((r = sf__dqmap(d, cap, "requests", &o->caps, &o->ncaps)) < 0)
+      return r;
     for (size_t i = 0; i < o->ncaps; i++)
       if (o->caps[i].value < 0) {
         sf__dpush(d, "requests");
@@ -91,101 +116,143 @@ static int request_body(dctx_t *d, const json_t *req, sf_dreq_t *o) {
   return 1;
 }
 
-static int first_available(dctx_t *d, const json_t *arr, sf_dreq_t *o) {
+static int first_available(dctx_t *d, const json_t *arr, sf_dreq_t *o)
+{
   size_t at = sf__dpush(d, "firstAvailable");
   o->nalts = json_array_size(arr);
-  if (o->nalts == 0) return sf__dfail(d, "is empty");
+  if (o->nalts == 0)
+    return sf__dfail(d, "is empty");
   o->alts = sf__arena_alloc(d->a, o->nalts * sizeof(*o->alts));
   for (size_t i = 0; i < o->nalts; i++) {
     const json_t *e = json_array_get(arr, i);
     int r;
     size_t ati = sf__dpush_i(d, i);
-    if ((r = request_body(d, e, &o->alts[i])) < 0) return r;
-    if ((r = sf__dstr_req(d, e, "name", &o->alts[i].name)) < 0) return r;
+    if ((r = request_body(d, e, &o->alts[i])) < 0)
+      return r;
+    if ((r = sf__dstr_req(d, e, "name", &o->alts[i].name)) < 0)
+      return r;
     sf__dpop(d, ati);
   }
   sf__dpop(d, at);
   return 1;
 }
 
-static int request(dctx_t *d, const json_t *req, sf_dreq_t *o) {
+static int request(dctx_t *d, const json_t *req, sf_dreq_t *o)
+{
   const json_t *ex, *fa;
   size_t n;
   int r;
-  if (!json_is_object(req)) return sf__dfail(d, "expected an object");
-  if ((r = sf__dstr_req(d, req, "name", &o->name)) < 0) return r;
-  if ((r = sf__dobj(d, req, "exactly", &ex)) < 0) return r;
-  if ((r = sf__darr(d, req, "firstAvailable", &fa, &n)) < 0) return r;
+  if (!json_is_object(req))
+    return sf__dfail(d, "expected an object");
+  if ((r = sf__dstr_req(d, req, "name", &o->name)) < 0)
+    return r;
+  if ((r = sf__dobj(d, req, "exactly", &ex)) < 0)
+    return r;
+  if ((r = sf__darr(d, req, "firstAvailable", &fa, &n)) < 0)
+    return r;
   if (ex) {
     size_t at = sf__dpush(d, "exactly");
-    if ((r = request_body(d, ex, o)) < 0) return r;
+    if ((r = request_body(d, ex, o)) < 0)
+      return r;
     sf__dpop(d, at);
     return 1;
   }
-  if (fa) return first_available(d, fa, o);
+  if (fa)
+    return first_available(d, fa, o);
   return sf__dfail(d, "one of exactly or firstAvailable is required");
 }
 
-static int constraint(dctx_t *d, const json_t *c, sf_dcons_t *o) {
+static int constraint(dctx_t *d, const json_t *c, sf_dcons_t *o)
+{
   int r;
-  if (!json_is_object(c)) return sf__dfail(d, "expected an object");
-  if ((r = sf__dstrs(d, c, "requests", &o->reqs, &o->nreqs)) < 0) return r;
-  if ((r = sf__dstr(d, c, "matchAttribute", &o->match)) < 0) return r;
-  if ((r = sf__dstr(d, c, "distinctAttribute", &o->distinct)) < 0) return r;
+  if (!json_is_object(c))
+    return sf__dfail(d, "expected an object");
+  if ((r = sf__dstrs(d, c, "requests", &o->reqs, &o->nreqs)) < 0)
+    return r;
+  if ((r = sf__dstr(d, c, "matchAttribute", &o->match)) < 0)
+    return r;
+  if ((r = sf__dstr(d, c, "distinctAttribute", &o->distinct)) < 0)
+    return r;
   return 1;
 }
 
-static int request_elem(dctx_t *d, const json_t *e, void *o) { return request(d, e, o); }
-static int constraint_elem(dctx_t *d, const json_t *e, void *o) { return constraint(d, e, o); }
+static int request_elem(dctx_t *d, const json_t *e, void *o)
+{
+  return request(d, e, o);
+}
+static int constraint_elem(dctx_t *d, const json_t *e, void *o)
+{
+  return constraint(d, e, o);
+}
 
 /* A ResourceClaimSpec: {"devices": {"requests": [...], "constraints": [...]}}. */
-static int claim_spec(dctx_t *d, const json_t *spec, sf_claim_spec_t *o) {
+static int claim_spec(dctx_t *d, const json_t *spec, sf_claim_spec_t *o)
+{
   const json_t *dev;
   int r = sf__dobj(d, spec, "devices", &dev);
-  if (r <= 0) return r;
+  if (r <= 0)
+    return r;
   size_t at = sf__dpush(d, "devices");
   if ((r = sf__darray(d, dev, "requests", sizeof(sf_dreq_t), request_elem, (void **)&o->reqs,
-                    &o->nreqs)) < 0)
+                      &o->nreqs)) < 0)
     return r;
-  if ((r = sf__darray(d, dev, "constraints", sizeof(sf_dcons_t), constraint_elem,
-                    (void **)&o->cons, &o->ncons)) < 0)
+  if ((r = sf__darray(d, dev, "constraints", sizeof(sf_dcons_t), constraint_elem, (void **)&o->cons,
+                      &o->ncons)) < 0)
     return r;
   sf__dpop(d, at);
   return 1;
 }
 
-static int result(dctx_t *d, const json_t *e, void *out) {
+static int result(dctx_t *d, const json_t *e, void *out)
+{
   sf_dresult_t *o = out;
   int r;
-  if (!json_is_object(e)) return sf__dfail(d, "expected an object");
-  if ((r = sf__dstr_req(d, e, "request", &o->request)) < 0) return r;
-  if ((r = sf__dstr_req(d, e, "driver", &o->driver)) < 0) return r;
-  if ((r = sf__dstr_req(d, e, "pool", &o->pool)) < 0) return r;
-  if ((r = sf__dstr_req(d, e, "device", &o->device)) < 0) return r;
-  if ((r = sf__dstr(d, e, "shareID", &o->share_id)) < 0) return r;
-  if ((r = sf__dbool(d, e, "adminAccess", &o->admin_access)) < 0) return r;
-  if ((r = sf__dqmap(d, e, "consumedCapacity", &o->consumed, &o->nconsumed)) < 0) return r;
+  if (!json_is_object(e))
+    return sf__dfail(d, "expected an object");
+  if ((r = sf__dstr_req(d, e, "request", &o->request)) < 0)
+    return r;
+  if ((r = sf__dstr_req(d, e, "driver", &o->driver)) < 0)
+    return r;
+  if ((r = sf__dstr_req(d, e, "pool", &o->pool)) < 0)
+    return r;
+  if ((r = sf__dstr_req(d, e, "device", &o->device)) < 0)
+    return r;
+  if ((r = sf__dstr(d, e, "shareID", &o->share_id)) < 0)
+    return r;
+  if ((r = sf__dbool(d, e, "adminAccess", &o->admin_access)) < 0)
+    return r;
+  if ((r = sf__dqmap(d, e, "consumedCapacity", &o->consumed, &o->nconsumed)) < 0)
+    return r;
   return 1;
 }
 
-static int reserved(dctx_t *d, const json_t *e, void *out) {
+static int reserved(dctx_t *d, const json_t *e, void *out)
+{
   sf_dref_t *o = out;
   int r;
-  if (!json_is_object(e)) return sf__dfail(d, "expected an object");
+  if (!json_is_object(e))
+    return sf__dfail(d, "expected an object");
   o->api_group = o->resource = o->uid = "";
-  if ((r = sf__dstr(d, e, "apiGroup", &o->api_group)) < 0) return r;
-  if ((r = sf__dstr(d, e, "resource", &o->resource)) < 0) return r;
-  if ((r = sf__dstr_req(d, e, "name", &o->name)) < 0) return r;
-  if ((r = sf__dstr(d, e, "uid", &o->uid)) < 0) return r;
+  if ((r = sf__dstr(d, e, "apiGroup", &o->api_group)) < 0)
+    return r;
+  if ((r = sf__dstr(d, e, "resource", &o->resource)) < 0)
+    return r;
+  if ((r = sf__dstr_req(d, e, "name", &o->name)) < 0)
+    return r;
+  if ((r = sf__dstr(d, e, "uid", &o->uid)) < 0)
+    return r;
   return 1;
 }
 
 /* The node of a node-local allocation: matchFields metadata.name In [node]. */
-static const char *selector_node(const json_t *ns) {
+static const char *selector_node(const json_t *ns)
+{
   const json_t *terms = json_object_get(ns, "nodeSelectorTerms"), *t, *f;
   size_t i, k;
-  json_array_foreach(terms, i, t) {
-    json_array_foreach(json_object_get(t, "matchFields"), k, f) {
+  json_array_foreach(terms, i, t)
+  {
+    json_array_foreach(json_object_get(t, "matchFields"), k, f)
+    {
       const json_t *vals = json_object_get(f, "values");
       if (json_is_string(json_object_get(f, "key")) &&
           !strcmp(json_string_value(json_object_get(f, "key")), "metadata.name") &&
@@ -197,91 +264,119 @@ static const char *selector_node(const json_t *ns) {
   return NULL;
 }
 
-static int allocation(dctx_t *d, const json_t *al, sf_rclaim_t *c) {
+static int allocation(dctx_t *d, const json_t *al, sf_rclaim_t *c)
+{
   const json_t *dev, *ns;
   int r;
   size_t at = sf__dpush(d, "allocation");
   c->allocated = true;
-  if ((r = sf__dobj(d, al, "devices", &dev)) < 0) return r;
+  if ((r = sf__dobj(d, al, "devices", &dev)) < 0)
+    return r;
   if (dev) {
     size_t at2 = sf__dpush(d, "devices");
     if ((r = sf__darray(d, dev, "results", sizeof(sf_dresult_t), result, (void **)&c->results,
-                      &c->nresults)) < 0)
+                        &c->nresults)) < 0)
       return r;
     sf__dpop(d, at2);
   }
-  if ((r = sf__dobj(d, al, "nodeSelector", &ns)) < 0) return r;
+  if ((r = sf__dobj(d, al, "nodeSelector", &ns)) < 0)
+    return r;
   if (ns && (c->alloc_node = selector_node(ns)))
     c->alloc_node = sf__dkeep(d, c->alloc_node, strlen(c->alloc_node));
   sf__dpop(d, at);
   return 1;
 }
 
-int sf__decode_claim(dctx_t *d, const json_t *j, sf_rclaim_t *c) {
+int sf__decode_claim(dctx_t *d, const json_t *j, sf_rclaim_t *c)
+{
   const json_t *spec, *st, *al;
   int r;
-  if ((r = sf__dobj(d, j, "spec", &spec)) < 0) return r;
+  if ((r = sf__dobj(d, j, "spec", &spec)) < 0)
+    return r;
   if (spec) {
     size_t at = sf__dpush(d, "spec");
-    if ((r = claim_spec(d, spec, &c->spec)) < 0) return r;
+    if ((r = claim_spec(d, spec, &c->spec)) < 0)
+      return r;
     sf__dpop(d, at);
   }
-  if ((r = sf__dobj(d, j, "status", &st)) < 0 || !st) return r;
+  if ((r = sf__dobj(d, j, "status", &st)) < 0 || !st)
+    return r;
   size_t at = sf__dpush(d, "status");
-  if ((r = sf__dobj(d, st, "allocation", &al)) < 0) return r;
-  if (al && (r = allocation(d, al, c)) < 0) return r;
+  if ((r = sf__dobj(d, st, "allocation", &al)) < 0)
+    return r;
+  if (al && (r = allocation(d, al, c)) < 0)
+    return r;
   if ((r = sf__darray(d, st, "reservedFor", sizeof(sf_dref_t), reserved, (void **)&c->reserved,
-                    &c->nreserved)) < 0)
+                      &c->nreserved)) < 0)
     return r;
   sf__dpop(d, at);
   return 1;
 }
 
-int sf__decode_template(dctx_t *d, const json_t *j, sf_claim_template_t *t) {
+int sf__decode_template(dctx_t *d, const json_t *j, sf_claim_template_t *t)
+{
   const json_t *spec, *inner;
   int r;
-  if ((r = sf__dobj(d, j, "spec", &spec)) < 0 || !spec) return r;
+  if ((r = sf__dobj(d, j, "spec", &spec)) < 0 || !spec)
+    return r;
   size_t at = sf__dpush(d, "spec");
-  if ((r = sf__dobj(d, spec, "spec", &inner)) < 0) return r;
+  if ((r = sf__dobj(d, spec, "spec", &inner)) < 0)
+    return r;
   if (inner) {
     sf__dpush(d, "spec");
-    if ((r = claim_spec(d, inner, &t->spec)) < 0) return r;
+    if ((r = claim_spec(d, inner, &t->spec)) < 0)
+      return r;
   }
   sf__dpop(d, at);
   return 1;
 }
 
-int sf__decode_class(dctx_t *d, const json_t *j, sf_device_class_t *c) {
+int sf__decode_class(dctx_t *d, const json_t *j, sf_device_class_t *c)
+{
   const json_t *spec;
   int r;
-  if ((r = sf__dobj(d, j, "spec", &spec)) < 0 || !spec) return r;
+  if ((r = sf__dobj(d, j, "spec", &spec)) < 0 || !spec)
+    return r;
   size_t at = sf__dpush(d, "spec");
-  if ((r = sf__dselectors(d, spec, "selectors", &c->selectors, &c->nselectors)) < 0) return r;
-  if ((r = sf__dstr(d, spec, "extendedResourceName", &c->ext_resource)) < 0) return r;
-  if (c->ext_resource && !*c->ext_resource) c->ext_resource = NULL;
+  if ((r = sf__dselectors(d, spec, "selectors", &c->selectors, &c->nselectors)) < 0)
+    return r;
+  if ((r = sf__dstr(d, spec, "extendedResourceName", &c->ext_resource)) < 0)
+    return r;
+  if (c->ext_resource && !*c->ext_resource)
+    c->ext_resource = NULL;
   sf__dpop(d, at);
   return 1;
 }
 
-int sf__decode_rule(dctx_t *d, const json_t *j, sf_taint_rule_t *t) {
+int sf__decode_rule(dctx_t *d, const json_t *j, sf_taint_rule_t *t)
+{
   const json_t *spec, *sel, *taint;
   int r;
-  if ((r = sf__dobj(d, j, "spec", &spec)) < 0) return r;
+  if ((r = sf__dobj(d, j, "spec", &spec)) < 0)
+    return r;
   size_t at = sf__dpush(d, "spec");
-  if (!spec) return sf__dfail(d, "is required");
-  if ((r = sf__dobj(d, spec, "deviceSelector", &sel)) < 0) return r;
+  if (!spec)
+    return sf__dfail(d, "is required");
+  if ((r = sf__dobj(d, spec, "deviceSelector", &sel)) < 0)
+    return r;
   if (sel) {
     size_t at2 = sf__dpush(d, "deviceSelector");
-    if ((r = sf__dstr(d, sel, "driver", &t->driver)) < 0) return r;
-    if ((r = sf__dstr(d, sel, "pool", &t->pool)) < 0) return r;
-    if ((r = sf__dstr(d, sel, "device", &t->device)) < 0) return r;
+    if ((r = sf__dstr(d, sel, "driver", &t->driver)) < 0)
+      return r;
+    if ((r = sf__dstr(d, sel, "pool", &t->pool)) < 0)
+      return r;
+    if ((r = sf__dstr(d, sel, "device", &t->device)) < 0)
+      return r;
     t->by_class = json_object_get(sel, "deviceClassName") || json_object_get(sel, "selectors");
     sf__dpop(d, at2);
   }
-  if ((r = sf__dobj(d, spec, "taint", &taint)) < 0) return r;
+  if ((r = sf__dobj(d, spec, "taint", &taint)) < 0)
+    return r;
   sf__dpush(d, "taint");
-  if (!taint) return sf__dfail(d, "is required");
-  if ((r = sf__dtaint(d, taint, &t->taint)) < 0) return r;
+  if (!taint)
+    return sf__dfail(d, "is required");
+  if ((r = sf__dtaint(d, taint, &t->taint)) < 0)
+    return r;
   sf__dpop(d, at);
   return 1;
 }
@@ -292,24 +387,34 @@ int sf__decode_rule(dctx_t *d, const json_t *j, sf_taint_rule_t *t) {
  * (on LP64 targets), rather than making two different specs look equal. */
 _Static_assert(sizeof(void *) != 8 || sizeof(sf_dreq_t) == 112, "spec_equal: compare every field");
 _Static_assert(sizeof(void *) != 8 || sizeof(sf_dcons_t) == 32, "spec_equal: compare every field");
-_Static_assert(sizeof(void *) != 8 || sizeof(sf_toleration_t) == 24, "spec_equal: compare every field");
+_Static_assert(sizeof(void *) != 8 || sizeof(sf_toleration_t) == 24,
+               "spec_equal: compare every field");
 
-static bool str_eq(const char *a, const char *b) { return a == b || (a && b && !strcmp(a, b)); }
+static bool str_eq(const char *a, const char *b)
+{
+  return a == b || (a && b && !strcmp(a, b));
+}
 
-static bool strs_eq(const char *const *a, size_t na, const char *const *b, size_t nb) {
-  if (na != nb) return false;
+static bool strs_eq(const char *const *a, size_t na, const char *const *b, size_t nb)
+{
+  if (na != nb)
+    return false;
   for (size_t i = 0; i < na; i++)
-    if (!str_eq(a[i], b[i])) return false;
+    if (!str_eq(a[i], b[i]))
+      return false;
   return true;
 }
 
-static bool caps_eq(const sf_cap_request_t *a, const sf_cap_request_t *b, size_t n) {
+static bool caps_eq(const sf_cap_request_t *a, const sf_cap_request_t *b, size_t n)
+{
   for (size_t i = 0; i < n; i++)
-    if (a[i].value != b[i].value || !str_eq(a[i].name, b[i].name)) return false;
+    if (a[i].value != b[i].value || !str_eq(a[i].name, b[i].name))
+      return false;
   return true;
 }
 
-static bool tols_eq(const sf_toleration_t *a, const sf_toleration_t *b, size_t n) {
+static bool tols_eq(const sf_toleration_t *a, const sf_toleration_t *b, size_t n)
+{
   for (size_t i = 0; i < n; i++)
     if (!str_eq(a[i].key, b[i].key) || !str_eq(a[i].value, b[i].value) ||
         a[i].exists != b[i].exists || a[i].any_effect != b[i].any_effect ||
@@ -318,7 +423,8 @@ static bool tols_eq(const sf_toleration_t *a, const sf_toleration_t *b, size_t n
   return true;
 }
 
-static bool req_eq(const sf_dreq_t *a, const sf_dreq_t *b) {
+static bool req_eq(const sf_dreq_t *a, const sf_dreq_t *b)
+{
   if (!str_eq(a->name, b->name) || !str_eq(a->class_name, b->class_name) || a->mode != b->mode ||
       !str_eq(a->mode_text, b->mode_text) || a->count != b->count || a->ncaps != b->ncaps ||
       a->ntols != b->ntols || a->tol_unknown_op != b->tol_unknown_op ||
@@ -327,14 +433,18 @@ static bool req_eq(const sf_dreq_t *a, const sf_dreq_t *b) {
       !caps_eq(a->caps, b->caps, a->ncaps) || !tols_eq(a->tols, b->tols, a->ntols))
     return false;
   for (size_t i = 0; i < a->nalts; i++)
-    if (!req_eq(&a->alts[i], &b->alts[i])) return false;
+    if (!req_eq(&a->alts[i], &b->alts[i]))
+      return false;
   return true;
 }
 
-bool sf__claim_spec_equal(const sf_claim_spec_t *a, const sf_claim_spec_t *b) {
-  if (a->nreqs != b->nreqs || a->ncons != b->ncons) return false;
+bool sf__claim_spec_equal(const sf_claim_spec_t *a, const sf_claim_spec_t *b)
+{
+  if (a->nreqs != b->nreqs || a->ncons != b->ncons)
+    return false;
   for (size_t i = 0; i < a->nreqs; i++)
-    if (!req_eq(&a->reqs[i], &b->reqs[i])) return false;
+    if (!req_eq(&a->reqs[i], &b->reqs[i]))
+      return false;
   for (size_t i = 0; i < a->ncons; i++)
     if (!strs_eq(a->cons[i].reqs, a->cons[i].nreqs, b->cons[i].reqs, b->cons[i].nreqs) ||
         !str_eq(a->cons[i].match, b->cons[i].match) ||

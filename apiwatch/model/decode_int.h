@@ -13,7 +13,10 @@
 typedef struct sf_arena sf_arena_t;
 
 /* jansson's iterators take non-const values; the decoders never modify them. */
-static inline json_t *unconst(const json_t *j) { return (json_t *)(uintptr_t)j; }
+static inline json_t *unconst(const json_t *j)
+{
+  return (json_t *)(uintptr_t)j;
+}
 
 /** New empty arena (chunks grow on demand). */
 sf_arena_t *sf__arena_create(void);
@@ -45,14 +48,17 @@ typedef struct {
 
 typedef struct {
   sf_arena_t *a;
-  dview_t views[2];     /* the two objects read last */
+  dview_t views[2]; /* the two objects read last */
   unsigned next_view;
-  const char *qname[64], *qval[64];  /* qualified names made so far (devices repeat them) */
-  struct { const char *key; size_t i; } seg[DPATH_DEPTH];
-  size_t depth;   /* may exceed DPATH_DEPTH: deeper segments are not kept */
+  const char *qname[64], *qval[64]; /* qualified names made so far (devices repeat them) */
+  struct {
+    const char *key;
+    size_t i;
+  } seg[DPATH_DEPTH];
+  size_t depth; /* may exceed DPATH_DEPTH: deeper segments are not kept */
   char *err;
   size_t errlen;
-  bool own;       /* strings are copied into the arena: the object keeps no reference to its JSON */
+  bool own; /* strings are copied into the arena: the object keeps no reference to its JSON */
 } dctx_t;
 
 /** `s` (len bytes) as the decoded object keeps it: borrowed from the JSON, or an arena copy. */
@@ -98,8 +104,8 @@ typedef int (*sf__delem_fn)(dctx_t *d, const json_t *e, void *out);
  * Decodes the array `key` of `obj` with `fn` into `size`-byte elements
  * appended at out + *n * size (room for them is the caller's).
  */
-int sf__deach(dctx_t *d, const json_t *obj, const char *key, size_t size, sf__delem_fn fn,
-              char *out, size_t *n);
+int sf__deach(dctx_t *d, const json_t *obj, const char *key, size_t size, sf__delem_fn fn, char *out,
+              size_t *n);
 /** Same into a new arena array: *out, *n. */
 int sf__darray(dctx_t *d, const json_t *obj, const char *key, size_t size, sf__delem_fn fn,
                void **out, size_t *n);

@@ -8,45 +8,60 @@
 #include <string.h>
 #include "decode_int.h"
 
-static size_t arr_len(const json_t *obj, const char *key) {
+static size_t arr_len(const json_t *obj, const char *key)
+{
   return json_array_size(json_object_get(obj, key));
 }
 
-static int pod_claim(dctx_t *d, const json_t *e, void *out) {
+static int pod_claim(dctx_t *d, const json_t *e, void *out)
+{
   sf_pod_claim_t *o = out;
   int r;
-  if ((r = sf__dstr_req(d, e, "name", &o->name)) < 0) return r;
-  if ((r = sf__dstr(d, e, "resourceClaimName", &o->claim_name)) < 0) return r;
-  if ((r = sf__dstr(d, e, "resourceClaimTemplateName", &o->template_name)) < 0) return r;
-  if (o->claim_name && !*o->claim_name) o->claim_name = NULL;
-  if (o->template_name && !*o->template_name) o->template_name = NULL;
+  if ((r = sf__dstr_req(d, e, "name", &o->name)) < 0)
+    return r;
+  if ((r = sf__dstr(d, e, "resourceClaimName", &o->claim_name)) < 0)
+    return r;
+  if ((r = sf__dstr(d, e, "resourceClaimTemplateName", &o->template_name)) < 0)
+    return r;
+  if (o->claim_name && !*o->claim_name)
+    o->claim_name = NULL;
+  if (o->template_name && !*o->template_name)
+    o->template_name = NULL;
   if (!o->claim_name && !o->template_name)
     return sf__dfail(d, "one of resourceClaimName or resourceClaimTemplateName is required");
   return 1;
 }
 
-static int ctr_claim(dctx_t *d, const json_t *e, void *out) {
+static int ctr_claim(dctx_t *d, const json_t *e, void *out)
+{
   sf_ctr_claim_t *o = out;
   int r;
-  if ((r = sf__dstr_req(d, e, "name", &o->name)) < 0) return r;
-  if ((r = sf__dstr(d, e, "request", &o->request)) < 0) return r;
+  if ((r = sf__dstr_req(d, e, "name", &o->name)) < 0)
+    return r;
+  if ((r = sf__dstr(d, e, "request", &o->request)) < 0)
+    return r;
   return 1;
 }
 
 /* Extended resources: names with a '/'; a request wins over its limit. */
 static int ext_resources(dctx_t *d, const json_t *res, const sf_cap_request_t *req, size_t nreq,
-                         sf_container_t *c) {
+                         sf_container_t *c)
+{
   sf_cap_request_t *lim = NULL;
   size_t nlim = 0;
   int r;
-  if ((r = sf__dqmap(d, res, "limits", &lim, &nlim)) < 0) return r;
+  if ((r = sf__dqmap(d, res, "limits", &lim, &nlim)) < 0)
+    return r;
   c->ext = sf__arena_alloc(d->a, (nreq + nlim) * sizeof(*c->ext));
   for (size_t i = 0; i < nreq; i++)
-    if (strchr(req[i].name, '/')) c->ext[c->next++] = req[i];
+    if (strchr(req[i].name, '/'))
+      c->ext[c->next++] = req[i];
   for (size_t i = 0; i < nlim; i++) {
     bool dup = false;
-    for (size_t k = 0; k < nreq; k++) dup |= !strcmp(req[k].name, lim[i].name);
-    if (!dup && strchr(lim[i].name, '/')) c->ext[c->next++] = lim[i];
+    for (size_t k = 0; k < nreq; k++)
+      dup |= !strcmp(req[k].name, lim[i].name);
+    if (!dup && strchr(lim[i].name, '/'))
+      c->ext[c->next++] = lim[i];
   }
   return 1;
 }
@@ -57,10 +72,12 @@ static int ext_resources(dctx_t *d, const json_t *res, const sf_cap_request_t *r
  * met one anyway says so rather than let it free CPU on a node.
  */
 static int cpu_mem(dctx_t *d, const char *key, const sf_cap_request_t *q, size_t n, int64_t *cpu,
-                   int64_t *mem) {
+                   int64_t *mem)
+{
   for (size_t i = 0; i < n; i++) {
     bool is_cpu = !strcmp(q[i].name, "cpu"), is_mem = !strcmp(q[i].name, "memory");
-    if (!is_cpu && !is_mem) continue;
+    if (!is_cpu && !is_mem)
+      continue;
     if (q[i].value < 0) {
       size_t at = sf__dpush(d, key);
       sf__dpush(d, q[i].name);
@@ -68,82 +85,109 @@ static int cpu_mem(dctx_t *d, const char *key, const sf_cap_request_t *q, size_t
       sf__dpop(d, at);
       return r;
     }
-    if (is_cpu) *cpu = q[i].value;
-    else *mem = q[i].value / 1000 + (q[i].value % 1000 != 0);
+    if (is_cpu)
+      *cpu = q[i].value;
+    else
+      *mem = q[i].value / 1000 + (q[i].value % 1000 != 0);
   }
   return 1;
 }
 
-static int container(dctx_t *d, const json_t *e, sf_container_t *o) {
+static int container(dctx_t *d, const json_t *e, sf_container_t *o)
+{
   const json_t *res;
   const char *restart = NULL;
   sf_cap_request_t *req = NULL;
   size_t nreq = 0;
   int r;
-  if ((r = sf__dstr_req(d, e, "name", &o->name)) < 0) return r;
-  if (o->init && (r = sf__dstr(d, e, "restartPolicy", &restart)) < 0) return r;
+  if ((r = sf__dstr_req(d, e, "name", &o->name)) < 0)
+    return r;
+  if (o->init && (r = sf__dstr(d, e, "restartPolicy", &restart)) < 0)
+    return r;
   o->sidecar = restart && !strcmp(restart, "Always");
-  if ((r = sf__dobj(d, e, "resources", &res)) < 0 || !res) return r;
+  if ((r = sf__dobj(d, e, "resources", &res)) < 0 || !res)
+    return r;
   size_t at = sf__dpush(d, "resources");
   o->claims = sf__arena_alloc(d->a, arr_len(res, "claims") * sizeof(*o->claims));
   if ((r = sf__deach(d, res, "claims", sizeof(*o->claims), ctr_claim, (char *)o->claims,
-                &o->nclaims)) < 0)
+                     &o->nclaims)) < 0)
     return r;
-  if ((r = sf__dqmap(d, res, "requests", &req, &nreq)) < 0) return r;
-  if ((r = cpu_mem(d, "requests", req, nreq, &o->cpu_milli, &o->mem_bytes)) < 0) return r;
-  if ((r = ext_resources(d, res, req, nreq, o)) < 0) return r;
+  if ((r = sf__dqmap(d, res, "requests", &req, &nreq)) < 0)
+    return r;
+  if ((r = cpu_mem(d, "requests", req, nreq, &o->cpu_milli, &o->mem_bytes)) < 0)
+    return r;
+  if ((r = ext_resources(d, res, req, nreq, o)) < 0)
+    return r;
   sf__dpop(d, at);
   return 1;
 }
 
-static int init_ctr(dctx_t *d, const json_t *e, void *out) {
+static int init_ctr(dctx_t *d, const json_t *e, void *out)
+{
   ((sf_container_t *)out)->init = true;
   return container(d, e, out);
 }
-static int main_ctr(dctx_t *d, const json_t *e, void *out) { return container(d, e, out); }
+static int main_ctr(dctx_t *d, const json_t *e, void *out)
+{
+  return container(d, e, out);
+}
 
-static int claim_status(dctx_t *d, const json_t *e, void *out) {
+static int claim_status(dctx_t *d, const json_t *e, void *out)
+{
   sf_claim_status_t *o = out;
   int r;
-  if ((r = sf__dstr_req(d, e, "name", &o->name)) < 0) return r;
-  if ((r = sf__dstr(d, e, "resourceClaimName", &o->claim_name)) < 0) return r;
+  if ((r = sf__dstr_req(d, e, "name", &o->name)) < 0)
+    return r;
+  if ((r = sf__dstr(d, e, "resourceClaimName", &o->claim_name)) < 0)
+    return r;
   return 1;
 }
 
-static int ext_mapping(dctx_t *d, const json_t *e, void *out) {
+static int ext_mapping(dctx_t *d, const json_t *e, void *out)
+{
   sf_ext_mapping_t *o = out;
   int r;
-  if ((r = sf__dstr_req(d, e, "containerName", &o->container)) < 0) return r;
-  if ((r = sf__dstr_req(d, e, "resourceName", &o->resource)) < 0) return r;
-  if ((r = sf__dstr_req(d, e, "requestName", &o->request)) < 0) return r;
+  if ((r = sf__dstr_req(d, e, "containerName", &o->container)) < 0)
+    return r;
+  if ((r = sf__dstr_req(d, e, "resourceName", &o->resource)) < 0)
+    return r;
+  if ((r = sf__dstr_req(d, e, "requestName", &o->request)) < 0)
+    return r;
   return 1;
 }
 
 /* Requests past this are no real pod's; summing them could overflow. */
 #define REQ_MAX ((int64_t)1 << 60)
 
-static int add(dctx_t *d, int64_t a, int64_t b, int64_t *out) {
-  if (a > REQ_MAX - b) return sf__dfail(d, "the pod's requests add up past %lld", (long long)REQ_MAX);
+static int add(dctx_t *d, int64_t a, int64_t b, int64_t *out)
+{
+  if (a > REQ_MAX - b)
+    return sf__dfail(d, "the pod's requests add up past %lld", (long long)REQ_MAX);
   *out = a + b;
   return 1;
 }
 
 /* PodRequests over the containers (the spec's; resize status is not read). */
-static int aggregate(dctx_t *d, const sf_pod_t *p, int64_t *cpu, int64_t *mem) {
+static int aggregate(dctx_t *d, const sf_pod_t *p, int64_t *cpu, int64_t *mem)
+{
   int64_t c = 0, m = 0, side_c = 0, side_m = 0, init_c = 0, init_m = 0, ic = 0, im = 0;
   int r;
   for (size_t i = 0; i < p->nctrs; i++) {
     const sf_container_t *k = &p->ctrs[i];
     if (!k->init || k->sidecar) {
-      if ((r = add(d, c, k->cpu_milli, &c)) < 0 || (r = add(d, m, k->mem_bytes, &m)) < 0) return r;
+      if ((r = add(d, c, k->cpu_milli, &c)) < 0 || (r = add(d, m, k->mem_bytes, &m)) < 0)
+        return r;
     }
-    if (!k->init) continue;
+    if (!k->init)
+      continue;
     if (k->sidecar) {
-      if ((r = add(d, side_c, k->cpu_milli, &side_c)) < 0 || (r = add(d, side_m, k->mem_bytes, &side_m)) < 0)
+      if ((r = add(d, side_c, k->cpu_milli, &side_c)) < 0 ||
+          (r = add(d, side_m, k->mem_bytes, &side_m)) < 0)
         return r;
       ic = side_c;
       im = side_m;
-    } else if ((r = add(d, side_c, k->cpu_milli, &ic)) < 0 || (r = add(d, side_m, k->mem_bytes, &im)) < 0) {
+    } else if ((r = add(d, side_c, k->cpu_milli, &ic)) < 0 ||
+               (r = add(d, side_m, k->mem_bytes, &im)) < 0) {
       return r;
     }
     init_c = ic > init_c ? ic : init_c;
@@ -155,93 +199,116 @@ static int aggregate(dctx_t *d, const sf_pod_t *p, int64_t *cpu, int64_t *mem) {
 }
 
 /* The pod's CPU and memory requests: containers, pod-level requests, overhead. */
-static int pod_requests(dctx_t *d, const json_t *spec, sf_pod_t *p) {
+static int pod_requests(dctx_t *d, const json_t *spec, sf_pod_t *p)
+{
   const json_t *res;
   sf_cap_request_t *q = NULL;
   size_t nq = 0;
   int64_t oc = 0, om = 0;
   int r;
-  if ((r = aggregate(d, p, &p->cpu_milli, &p->mem_bytes)) < 0) return r;
-  if ((r = sf__dobj(d, spec, "resources", &res)) < 0) return r;
+  if ((r = aggregate(d, p, &p->cpu_milli, &p->mem_bytes)) < 0)
+    return r;
+  if ((r = sf__dobj(d, spec, "resources", &res)) < 0)
+    return r;
   if (res) {
     size_t at = sf__dpush(d, "resources");
-    if ((r = sf__dqmap(d, res, "requests", &q, &nq)) < 0) return r;
-    if ((r = cpu_mem(d, "requests", q, nq, &p->cpu_milli, &p->mem_bytes)) < 0) return r;
+    if ((r = sf__dqmap(d, res, "requests", &q, &nq)) < 0)
+      return r;
+    if ((r = cpu_mem(d, "requests", q, nq, &p->cpu_milli, &p->mem_bytes)) < 0)
+      return r;
     sf__dpop(d, at);
   }
-  q = NULL;  /* an absent map leaves the pointers alone */
+  q = NULL; /* an absent map leaves the pointers alone */
   nq = 0;
-  if ((r = sf__dqmap(d, spec, "overhead", &q, &nq)) < 0) return r;
-  if ((r = cpu_mem(d, "overhead", q, nq, &oc, &om)) < 0) return r;
-  if ((r = add(d, p->cpu_milli, oc, &p->cpu_milli)) < 0) return r;
+  if ((r = sf__dqmap(d, spec, "overhead", &q, &nq)) < 0)
+    return r;
+  if ((r = cpu_mem(d, "overhead", q, nq, &oc, &om)) < 0)
+    return r;
+  if ((r = add(d, p->cpu_milli, oc, &p->cpu_milli)) < 0)
+    return r;
   return add(d, p->mem_bytes, om, &p->mem_bytes);
 }
 
-static int pod_spec(dctx_t *d, const json_t *spec, sf_pod_t *p) {
+static int pod_spec(dctx_t *d, const json_t *spec, sf_pod_t *p)
+{
   int r;
-  if ((r = sf__dstr(d, spec, "nodeName", &p->node_name)) < 0) return r;
-  if (p->node_name && !*p->node_name) p->node_name = NULL;
+  if ((r = sf__dstr(d, spec, "nodeName", &p->node_name)) < 0)
+    return r;
+  if (p->node_name && !*p->node_name)
+    p->node_name = NULL;
   p->claims = sf__arena_alloc(d->a, arr_len(spec, "resourceClaims") * sizeof(*p->claims));
   if ((r = sf__deach(d, spec, "resourceClaims", sizeof(*p->claims), pod_claim, (char *)p->claims,
-                &p->nclaims)) < 0)
+                     &p->nclaims)) < 0)
     return r;
   size_t nc = arr_len(spec, "initContainers") + arr_len(spec, "containers");
   p->ctrs = sf__arena_alloc(d->a, nc * sizeof(*p->ctrs));
   if ((r = sf__deach(d, spec, "initContainers", sizeof(*p->ctrs), init_ctr, (char *)p->ctrs,
-                &p->nctrs)) < 0)
-    return r;
-  if ((r = sf__deach(d, spec, "containers", sizeof(*p->ctrs), main_ctr, (char *)p->ctrs,
                      &p->nctrs)) < 0)
+    return r;
+  if ((r = sf__deach(d, spec, "containers", sizeof(*p->ctrs), main_ctr, (char *)p->ctrs, &p->nctrs)) <
+      0)
     return r;
   return pod_requests(d, spec, p);
 }
 
-static int pod_status(dctx_t *d, const json_t *st, sf_pod_t *p) {
+static int pod_status(dctx_t *d, const json_t *st, sf_pod_t *p)
+{
   const json_t *ext;
   const char *phase = NULL;
   int r;
-  if ((r = sf__dstr(d, st, "phase", &phase)) < 0) return r;
+  if ((r = sf__dstr(d, st, "phase", &phase)) < 0)
+    return r;
   p->terminal = phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"));
   p->statuses = sf__arena_alloc(d->a, arr_len(st, "resourceClaimStatuses") * sizeof(*p->statuses));
   if ((r = sf__deach(d, st, "resourceClaimStatuses", sizeof(*p->statuses), claim_status,
-                (char *)p->statuses, &p->nstatuses)) < 0)
+                     (char *)p->statuses, &p->nstatuses)) < 0)
     return r;
-  if ((r = sf__dobj(d, st, "extendedResourceClaimStatus", &ext)) < 0 || !ext) return r;
+  if ((r = sf__dobj(d, st, "extendedResourceClaimStatus", &ext)) < 0 || !ext)
+    return r;
   size_t at = sf__dpush(d, "extendedResourceClaimStatus");
-  if ((r = sf__dstr(d, ext, "resourceClaimName", &p->ext_claim)) < 0) return r;
+  if ((r = sf__dstr(d, ext, "resourceClaimName", &p->ext_claim)) < 0)
+    return r;
   p->ext_maps = sf__arena_alloc(d->a, arr_len(ext, "requestMappings") * sizeof(*p->ext_maps));
-  if ((r = sf__deach(d, ext, "requestMappings", sizeof(*p->ext_maps), ext_mapping, (char *)p->ext_maps,
-                &p->next_maps)) < 0)
+  if ((r = sf__deach(d, ext, "requestMappings", sizeof(*p->ext_maps), ext_mapping,
+                     (char *)p->ext_maps, &p->next_maps)) < 0)
     return r;
   sf__dpop(d, at);
   return 1;
 }
 
-int sf__decode_pod(dctx_t *d, const json_t *j, sf_pod_t *p) {
+int sf__decode_pod(dctx_t *d, const json_t *j, sf_pod_t *p)
+{
   const json_t *spec, *st;
   int r;
-  if ((r = sf__dobj(d, j, "spec", &spec)) < 0) return r;
+  if ((r = sf__dobj(d, j, "spec", &spec)) < 0)
+    return r;
   if (spec) {
     size_t at = sf__dpush(d, "spec");
-    if ((r = pod_spec(d, spec, p)) < 0) return r;
+    if ((r = pod_spec(d, spec, p)) < 0)
+      return r;
     sf__dpop(d, at);
   }
-  if ((r = sf__dobj(d, j, "status", &st)) < 0 || !st) return r;
+  if ((r = sf__dobj(d, j, "status", &st)) < 0 || !st)
+    return r;
   size_t at = sf__dpush(d, "status");
-  if ((r = pod_status(d, st, p)) < 0) return r;
+  if ((r = pod_status(d, st, p)) < 0)
+    return r;
   sf__dpop(d, at);
   return 1;
 }
 
-static int labels(dctx_t *d, const json_t *md, sf_node_t *n) {
+static int labels(dctx_t *d, const json_t *md, sf_node_t *n)
+{
   const json_t *m;
   int r = sf__dobj(d, md, "labels", &m);
-  if (r <= 0) return r;
+  if (r <= 0)
+    return r;
   size_t at = sf__dpush(d, "labels");
   n->labels = sf__arena_alloc(d->a, json_object_size(m) * sizeof(*n->labels));
   const char *k;
   json_t *v;
-  json_object_foreach(unconst(m), k, v) {
+  json_object_foreach(unconst(m), k, v)
+  {
     if (!json_is_string(v)) {
       sf__dpush(d, k);
       return sf__dfail(d, "expected a string");
@@ -252,18 +319,24 @@ static int labels(dctx_t *d, const json_t *md, sf_node_t *n) {
   return 1;
 }
 
-int sf__decode_node(dctx_t *d, const json_t *j, sf_node_t *n) {
+int sf__decode_node(dctx_t *d, const json_t *j, sf_node_t *n)
+{
   const json_t *md = json_object_get(j, "metadata"), *st;
   int r;
   size_t at = sf__dpush(d, "metadata");
-  if ((r = labels(d, md, n)) < 0) return r;
+  if ((r = labels(d, md, n)) < 0)
+    return r;
   sf__dpop(d, at);
-  if ((r = sf__dobj(d, j, "status", &st)) < 0 || !st) return r;
+  if ((r = sf__dobj(d, j, "status", &st)) < 0 || !st)
+    return r;
   at = sf__dpush(d, "status");
-  if ((r = sf__dqmap(d, st, "allocatable", &n->alloc, &n->nalloc)) < 0) return r;
+  if ((r = sf__dqmap(d, st, "allocatable", &n->alloc, &n->nalloc)) < 0)
+    return r;
   for (size_t i = 0; i < n->nalloc; i++) {
-    if (!strcmp(n->alloc[i].name, "cpu")) n->cpu_milli = n->alloc[i].value;
-    if (!strcmp(n->alloc[i].name, "memory")) n->mem_bytes = n->alloc[i].value / 1000;
+    if (!strcmp(n->alloc[i].name, "cpu"))
+      n->cpu_milli = n->alloc[i].value;
+    if (!strcmp(n->alloc[i].name, "memory"))
+      n->mem_bytes = n->alloc[i].value / 1000;
   }
   sf__dpop(d, at);
   return 1;

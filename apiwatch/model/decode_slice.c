@@ -17,9 +17,11 @@
 #define DEVICE_FIELDS_MAX SF_DEVICE_FIELDS_MAX
 
 /* "name" in the driver's domain unless it already has one. */
-static int qualify(dctx_t *d, const char *driver, const char *name, const char **out) {
+static int qualify(dctx_t *d, const char *driver, const char *name, const char **out)
+{
   const char *sl = strchr(name, '/');
-  if (!*name) return sf__dfail(d, "empty name");
+  if (!*name)
+    return sf__dfail(d, "empty name");
   if (sl && (sl == name || !sl[1] || strchr(sl + 1, '/')))
     return sf__dfail(d, "'%s' is not a qualified name", name);
   if (sl) {
@@ -37,13 +39,14 @@ static int qualify(dctx_t *d, const char *driver, const char *name, const char *
 }
 
 /* Rank of an attribute value key: the lower wins when several are set (0: not a value). */
-static int value_rank(const char *k) {
-  switch (k[0]) {  /* one comparison per key: attributes are most of a slice */
-    case 'i': return strcmp(k, "int") ? 0 : 1;
-    case 'b': return strcmp(k, "bool") ? 0 : 2;
-    case 's': return strcmp(k, "string") ? 0 : 3;
-    case 'v': return strcmp(k, "version") ? 0 : 4;
-    default: return 0;
+static int value_rank(const char *k)
+{
+  switch (k[0]) { /* one comparison per key: attributes are most of a slice */
+  case 'i': return strcmp(k, "int") ? 0 : 1;
+  case 'b': return strcmp(k, "bool") ? 0 : 2;
+  case 's': return strcmp(k, "string") ? 0 : 3;
+  case 'v': return strcmp(k, "version") ? 0 : 4;
+  default: return 0;
   }
 }
 
@@ -52,20 +55,26 @@ static int value_rank(const char *k) {
  * its elements "i:1", "b:1", "s:text", "v:1.2.3" joined by '\x1e'. Returns 1, or 0 (left out,
  * so constraints on it cannot be met) for an empty list or elements of the wrong type.
  */
-static int attr_list(dctx_t *d, const char *key, const json_t *arr, sf_attr_t *a) {
+static int attr_list(dctx_t *d, const char *key, const json_t *arr, sf_attr_t *a)
+{
   char tag = key[0] == 'i' ? 'i' : key[0] == 'b' ? 'b' : key[0] == 's' ? 's' : 'v';
   size_t i, len = 1;
   const json_t *e;
-  if (!json_is_array(arr) || json_array_size(arr) == 0) return 0;
-  json_array_foreach(arr, i, e) {
+  if (!json_is_array(arr) || json_array_size(arr) == 0)
+    return 0;
+  json_array_foreach(arr, i, e)
+  {
     bool ok = tag == 'i' ? json_is_integer(e) : tag == 'b' ? json_is_boolean(e) : json_is_string(e);
-    if (!ok) return 0;
+    if (!ok)
+      return 0;
     len += 24 + (json_is_string(e) ? strlen(json_string_value(e)) : 0);
   }
   char *buf = sf__arena_alloc(d->a, len), *at = buf;
-  json_array_foreach(arr, i, e) {
+  json_array_foreach(arr, i, e)
+  {
     size_t room = len - (size_t)(at - buf);
-    int n = tag == 'i'   ? snprintf(at, room, "%si:%lld", i ? "\x1e" : "", (long long)json_integer_value(e))
+    int n = tag == 'i'
+                ? snprintf(at, room, "%si:%lld", i ? "\x1e" : "", (long long)json_integer_value(e))
             : tag == 'b' ? snprintf(at, room, "%sb:%d", i ? "\x1e" : "", json_is_true(e) ? 1 : 0)
                          : snprintf(at, room, "%s%c:%s", i ? "\x1e" : "", tag, json_string_value(e));
     at += n;
@@ -77,30 +86,33 @@ static int attr_list(dctx_t *d, const char *key, const json_t *arr, sf_attr_t *a
 
 /* One attribute value: returns 1 when set (SF_ATTR_UNKNOWN when it has no value slicefit can
  * read), 0 when it has only an empty or unreadable list. */
-static int attr_value(dctx_t *d, const json_t *v, sf_attr_t *a) {
+static int attr_value(dctx_t *d, const json_t *v, sf_attr_t *a)
+{
   const char *k, *best = NULL, *list = NULL;
   json_t *e, *bv = NULL, *lv = NULL;
   bool lists = false;
   int rank = 5;
-  if (!json_is_object(v)) return sf__dfail(d, "expected an object, got another type");
+  if (!json_is_object(v))
+    return sf__dfail(d, "expected an object, got another type");
   /* One pass over the (usually single) keys instead of a lookup per type; the winner is then
    * read with its type checked. */
-  json_object_foreach(unconst(v), k, e) {
+  json_object_foreach(unconst(v), k, e)
+  {
     int rk = value_rank(k);
     if (!rk && (!strcmp(k, "ints") || !strcmp(k, "bools") || !strcmp(k, "strings") ||
                 !strcmp(k, "versions"))) {
       lists = true;
       list = k;
       lv = e;
-    }
-    else if (rk && rk < rank && !json_is_null(e)) {  /* a key of no known kind is no value */
+    } else if (rk && rk < rank && !json_is_null(e)) { /* a key of no known kind is no value */
       rank = rk;
       best = k;
       bv = e;
     }
   }
-  if (!best && lists) return attr_list(d, list, lv, a);
-  if (!best) {  /* issue 12: what the decoder cannot read makes the reader unsure, never a no */
+  if (!best && lists)
+    return attr_list(d, list, lv, a);
+  if (!best) { /* issue 12: what the decoder cannot read makes the reader unsure, never a no */
     a->type = SF_ATTR_UNKNOWN;
     return 1;
   }
@@ -113,24 +125,32 @@ static int attr_value(dctx_t *d, const json_t *v, sf_attr_t *a) {
     return sf__dfail(d, "expected %s, got %s", wants[rank], sf__dtype_name(bv));
   }
   a->type = types[rank];
-  if (rank == 1) a->i = (int64_t)json_integer_value(bv);
-  else if (rank == 2) a->i = json_is_true(bv);
-  else a->s = json_string_value(bv);
+  if (rank == 1)
+    a->i = (int64_t)json_integer_value(bv);
+  else if (rank == 2)
+    a->i = json_is_true(bv);
+  else
+    a->s = json_string_value(bv);
   return 1;
 }
 
-static int attributes(dctx_t *d, const char *driver, const json_t *dev, sf_device_spec_t *o) {
+static int attributes(dctx_t *d, const char *driver, const json_t *dev, sf_device_spec_t *o)
+{
   const json_t *m;
   int r = sf__dobj(d, dev, "attributes", &m);
-  if (r <= 0) return r;
+  if (r <= 0)
+    return r;
   size_t at = sf__dpush(d, "attributes"), n = 0;
   sf_attr_t *v = sf__arena_alloc(d->a, json_object_size(m) * sizeof(*v));
   const char *k;
   json_t *e;
-  json_object_foreach(unconst(m), k, e) {
+  json_object_foreach(unconst(m), k, e)
+  {
     size_t at2 = sf__dpush(d, k);
-    if ((r = qualify(d, driver, k, &v[n].name)) < 0) return r;
-    if ((r = attr_value(d, e, &v[n])) < 0) return r;
+    if ((r = qualify(d, driver, k, &v[n].name)) < 0)
+      return r;
+    if ((r = attr_value(d, e, &v[n])) < 0)
+      return r;
     n += (size_t)r;
     sf__dpop(d, at2);
   }
@@ -140,19 +160,23 @@ static int attributes(dctx_t *d, const char *driver, const json_t *dev, sf_devic
   return 1;
 }
 
-static int valid_values(dctx_t *d, const json_t *pol, sf_request_policy_t *p) {
+static int valid_values(dctx_t *d, const json_t *pol, sf_request_policy_t *p)
+{
   const json_t *arr;
   size_t n;
   int r = sf__darr(d, pol, "validValues", &arr, &n);
-  if (r <= 0 || n == 0) return r;
+  if (r <= 0 || n == 0)
+    return r;
   size_t at = sf__dpush(d, "validValues");
   sf_milli_t *v = sf__arena_alloc(d->a, n * sizeof(*v));
   for (size_t i = 0; i < n; i++) {
     size_t ati = sf__dpush_i(d, i);
     if ((r = sf__dqty_val(d, json_array_get(arr, i), &v[i])) <= 0)
       return r < 0 ? r : sf__dfail(d, "is null");
-    if (v[i] < 0) return sf__dfail(d, "is negative");
-    if (i > 0 && v[i] <= v[i - 1]) return sf__dfail(d, "values are not strictly ascending");
+    if (v[i] < 0)
+      return sf__dfail(d, "is negative");
+    if (i > 0 && v[i] <= v[i - 1])
+      return sf__dfail(d, "values are not strictly ascending");
     sf__dpop(d, ati);
   }
   sf__dpop(d, at);
@@ -161,57 +185,78 @@ static int valid_values(dctx_t *d, const json_t *pol, sf_request_policy_t *p) {
   return 1;
 }
 
-static int valid_range(dctx_t *d, const json_t *pol, sf_request_policy_t *p) {
+static int valid_range(dctx_t *d, const json_t *pol, sf_request_policy_t *p)
+{
   const json_t *rg;
   int r = sf__dobj(d, pol, "validRange", &rg);
-  if (r <= 0) return r;
+  if (r <= 0)
+    return r;
   size_t at = sf__dpush(d, "validRange");
-  if ((r = sf__dqty(d, rg, "min", &p->min)) < 0) return r;
-  if ((r = sf__dqty(d, rg, "step", &p->step)) < 0) return r;
-  if ((r = sf__dqty(d, rg, "max", &p->max)) < 0) return r;
-  if (p->min < 0 || p->step < 0 || p->max < 0) return sf__dfail(d, "bounds must not be negative");
-  if (p->max > 0 && p->max < p->min) return sf__dfail(d, "max is below min");
+  if ((r = sf__dqty(d, rg, "min", &p->min)) < 0)
+    return r;
+  if ((r = sf__dqty(d, rg, "step", &p->step)) < 0)
+    return r;
+  if ((r = sf__dqty(d, rg, "max", &p->max)) < 0)
+    return r;
+  if (p->min < 0 || p->step < 0 || p->max < 0)
+    return sf__dfail(d, "bounds must not be negative");
+  if (p->max > 0 && p->max < p->min)
+    return sf__dfail(d, "max is below min");
   sf__dpop(d, at);
   p->has_range = true;
   return 1;
 }
 
-static int request_policy(dctx_t *d, const json_t *cap, sf_capacity_t *c) {
+static int request_policy(dctx_t *d, const json_t *cap, sf_capacity_t *c)
+{
   const json_t *pol;
   int r = sf__dobj(d, cap, "requestPolicy", &pol);
-  if (r <= 0) return r;
+  if (r <= 0)
+    return r;
   size_t at = sf__dpush(d, "requestPolicy");
   sf_request_policy_t *p = &c->policy;
-  if ((r = sf__dqty(d, pol, "default", &p->def)) < 0) return r;
+  if ((r = sf__dqty(d, pol, "default", &p->def)) < 0)
+    return r;
   p->has_default = r > 0;
   if (p->has_default && p->def < 0) {
     sf__dpush(d, "default");
     return sf__dfail(d, "is negative");
   }
-  if ((r = valid_values(d, pol, p)) < 0) return r;
-  if (p->nvalid == 0 && (r = valid_range(d, pol, p)) < 0) return r;
+  if ((r = valid_values(d, pol, p)) < 0)
+    return r;
+  if (p->nvalid == 0 && (r = valid_range(d, pol, p)) < 0)
+    return r;
   sf__dpop(d, at);
   c->has_policy = true;
   return 1;
 }
 
-static int capacities(dctx_t *d, const char *driver, const json_t *dev, sf_device_spec_t *o) {
+static int capacities(dctx_t *d, const char *driver, const json_t *dev, sf_device_spec_t *o)
+{
   const json_t *m;
   int r = sf__dobj(d, dev, "capacity", &m);
-  if (r <= 0) return r;
+  if (r <= 0)
+    return r;
   size_t at = sf__dpush(d, "capacity"), n = 0;
   sf_capacity_t *v = sf__arena_alloc(d->a, json_object_size(m) * sizeof(*v));
   const char *k;
   json_t *e;
-  json_object_foreach(unconst(m), k, e) {
+  json_object_foreach(unconst(m), k, e)
+  {
     size_t at2 = sf__dpush(d, k);
     sf_capacity_t *c = &v[n++];
-    if ((r = qualify(d, driver, k, &c->name)) < 0) return r;
-    if (!json_is_object(e)) return sf__dfail(d, "expected an object");
-    if ((r = sf__dqty(d, e, "value", &c->value)) < 0) return r;
-    if (r == 0) return sf__dfail(d, "has no value");
-    if (c->value < 0) return sf__dfail(d, "value is negative");
-    if ((r = request_policy(d, e, c)) < 0) return r;
+    if ((r = qualify(d, driver, k, &c->name)) < 0)
+      return r;
+    if (!json_is_object(e))
+      return sf__dfail(d, "expected an object");
+    if ((r = sf__dqty(d, e, "value", &c->value)) < 0)
+      return r;
+    if (r == 0)
+      return sf__dfail(d, "has no value");
+    if (c->value < 0)
+      return sf__dfail(d, "value is negative");
+    if ((r = request_policy(d, e, c)) < 0)
+      return r;
     sf__dpop(d, at2);
   }
   sf__dpop(d, at);
@@ -221,17 +266,23 @@ static int capacities(dctx_t *d, const char *driver, const json_t *dev, sf_devic
 }
 
 /* {"name": {"value": q}, ...} of counter set `set`, appended to out[*n]. */
-static int counter_map(dctx_t *d, const json_t *m, const char *set, sf_counter_t *out, size_t *n) {
+static int counter_map(dctx_t *d, const json_t *m, const char *set, sf_counter_t *out, size_t *n)
+{
   const char *k;
   json_t *e;
   size_t at = sf__dpush(d, "counters");
-  json_object_foreach(unconst(m), k, e) {
+  json_object_foreach(unconst(m), k, e)
+  {
     size_t at2 = sf__dpush(d, k);
     int r;
-    if (!json_is_object(e)) return sf__dfail(d, "expected an object");
-    if ((r = sf__dqty(d, e, "value", &out[*n].value)) < 0) return r;
-    if (r == 0) return sf__dfail(d, "has no value");
-    if (out[*n].value < 0) return sf__dfail(d, "value is negative");
+    if (!json_is_object(e))
+      return sf__dfail(d, "expected an object");
+    if ((r = sf__dqty(d, e, "value", &out[*n].value)) < 0)
+      return r;
+    if (r == 0)
+      return sf__dfail(d, "has no value");
+    if (out[*n].value < 0)
+      return sf__dfail(d, "value is negative");
     out[*n].set = set;
     out[(*n)++].counter = k;
     sf__dpop(d, at2);
@@ -242,11 +293,13 @@ static int counter_map(dctx_t *d, const json_t *m, const char *set, sf_counter_t
 
 /* sharedCounters (key "sharedCounters", set field "name") or consumesCounters ("counterSet"). */
 static int counter_sets(dctx_t *d, const json_t *obj, const char *key, const char *setkey,
-                        sf_counter_t **out, size_t *nout) {
+                        sf_counter_t **out, size_t *nout)
+{
   const json_t *arr;
   size_t n, total = 0;
   int r = sf__darr(d, obj, key, &arr, &n);
-  if (r <= 0) return r;
+  if (r <= 0)
+    return r;
   size_t at = sf__dpush(d, key);
   for (size_t i = 0; i < n; i++) {
     const json_t *cs = json_object_get(json_array_get(arr, i), "counters");
@@ -258,10 +311,14 @@ static int counter_sets(dctx_t *d, const json_t *obj, const char *key, const cha
     const json_t *e = json_array_get(arr, i), *m;
     const char *set;
     size_t ati = sf__dpush_i(d, i);
-    if (!json_is_object(e)) return sf__dfail(d, "expected an object");
-    if ((r = sf__dstr_req(d, e, setkey, &set)) < 0) return r;
-    if ((r = sf__dobj(d, e, "counters", &m)) < 0) return r;
-    if (m && (r = counter_map(d, m, set, v, nout)) < 0) return r;
+    if (!json_is_object(e))
+      return sf__dfail(d, "expected an object");
+    if ((r = sf__dstr_req(d, e, setkey, &set)) < 0)
+      return r;
+    if ((r = sf__dobj(d, e, "counters", &m)) < 0)
+      return r;
+    if (m && (r = counter_map(d, m, set, v, nout)) < 0)
+      return r;
     sf__dpop(d, ati);
   }
   sf__dpop(d, at);
@@ -269,16 +326,19 @@ static int counter_sets(dctx_t *d, const json_t *obj, const char *key, const cha
   return 1;
 }
 
-static int taints(dctx_t *d, const json_t *dev, sf_device_spec_t *o) {
+static int taints(dctx_t *d, const json_t *dev, sf_device_spec_t *o)
+{
   const json_t *arr;
   size_t n;
   int r = sf__darr(d, dev, "taints", &arr, &n);
-  if (r <= 0) return r;
+  if (r <= 0)
+    return r;
   size_t at = sf__dpush(d, "taints");
   sf_taint_t *v = sf__arena_alloc(d->a, n * sizeof(*v));
   for (size_t i = 0; i < n; i++) {
     size_t ati = sf__dpush_i(d, i);
-    if ((r = sf__dtaint(d, json_array_get(arr, i), &v[i])) < 0) return r;
+    if ((r = sf__dtaint(d, json_array_get(arr, i), &v[i])) < 0)
+      return r;
     sf__dpop(d, ati);
   }
   sf__dpop(d, at);
@@ -289,32 +349,48 @@ static int taints(dctx_t *d, const json_t *dev, sf_device_spec_t *o) {
 
 /* nodeName | allNodes | nodeSelector (| perDeviceNodeSelection at slice level). */
 static int node_selection(dctx_t *d, const json_t *o, bool slice, sf_nodesel_t *sel,
-                          const char **node) {
+                          const char **node)
+{
   bool b = false;
   const json_t *ns;
   int r;
   *sel = SF_NODESEL_NONE;
-  if ((r = sf__dstr(d, o, "nodeName", node)) < 0) return r;
-  if (r && **node) return (int)(*sel = SF_NODESEL_NAME);
+  if ((r = sf__dstr(d, o, "nodeName", node)) < 0)
+    return r;
+  if (r && **node)
+    return (int)(*sel = SF_NODESEL_NAME);
   *node = NULL;
-  if ((r = sf__dbool(d, o, "allNodes", &b)) < 0) return r;
-  if (b) return (int)(*sel = SF_NODESEL_ALL);
-  if ((r = sf__dobj(d, o, "nodeSelector", &ns)) < 0) return r;
-  if (ns) return (int)(*sel = SF_NODESEL_SELECTOR);
-  if (!slice) return 0;
-  if ((r = sf__dbool(d, o, "perDeviceNodeSelection", &b)) < 0) return r;
-  if (b) return (int)(*sel = SF_NODESEL_PER_DEVICE);
-  return sf__dfail(d, "one of nodeName, allNodes, nodeSelector or perDeviceNodeSelection is required");
+  if ((r = sf__dbool(d, o, "allNodes", &b)) < 0)
+    return r;
+  if (b)
+    return (int)(*sel = SF_NODESEL_ALL);
+  if ((r = sf__dobj(d, o, "nodeSelector", &ns)) < 0)
+    return r;
+  if (ns)
+    return (int)(*sel = SF_NODESEL_SELECTOR);
+  if (!slice)
+    return 0;
+  if ((r = sf__dbool(d, o, "perDeviceNodeSelection", &b)) < 0)
+    return r;
+  if (b)
+    return (int)(*sel = SF_NODESEL_PER_DEVICE);
+  return sf__dfail(d,
+                   "one of nodeName, allNodes, nodeSelector or perDeviceNodeSelection is required");
 }
 
-static int device(dctx_t *d, const json_t *dev, sf_slice_t *s, size_t i) {
+static int device(dctx_t *d, const json_t *dev, sf_slice_t *s, size_t i)
+{
   sf_device_spec_t *o = &s->devs[i];
   int r;
   sf_counter_t *uses = NULL;
-  if (!json_is_object(dev)) return sf__dfail(d, "expected an object");
-  if ((r = sf__dstr_req(d, dev, "name", &o->name)) < 0) return r;
-  if ((r = attributes(d, s->driver, dev, o)) < 0) return r;
-  if ((r = capacities(d, s->driver, dev, o)) < 0) return r;
+  if (!json_is_object(dev))
+    return sf__dfail(d, "expected an object");
+  if ((r = sf__dstr_req(d, dev, "name", &o->name)) < 0)
+    return r;
+  if ((r = attributes(d, s->driver, dev, o)) < 0)
+    return r;
+  if ((r = capacities(d, s->driver, dev, o)) < 0)
+    return r;
   if (o->nattrs + o->ncaps > DEVICE_FIELDS_MAX)
     return sf__dfail(d, "%zu attributes and capacities, more than %d", o->nattrs + o->ncaps,
                      DEVICE_FIELDS_MAX);
@@ -324,40 +400,51 @@ static int device(dctx_t *d, const json_t *dev, sf_slice_t *s, size_t i) {
   for (size_t k = 0; k < o->ncounters; k++)
     cu[k] = (sf_counter_use_t){uses[k].set, uses[k].counter, uses[k].value};
   o->counters = cu;
-  if ((r = taints(d, dev, o)) < 0) return r;
-  if ((r = sf__dbool(d, dev, "allowMultipleAllocations", &o->allow_multiple)) < 0) return r;
+  if ((r = taints(d, dev, o)) < 0)
+    return r;
+  if ((r = sf__dbool(d, dev, "allowMultipleAllocations", &o->allow_multiple)) < 0)
+    return r;
   if (s->nodesel == SF_NODESEL_PER_DEVICE &&
       (r = node_selection(d, dev, false, &s->dev_nodesel[i], &s->dev_node[i])) < 0)
     return r;
   return 1;
 }
 
-static int devices(dctx_t *d, const json_t *spec, sf_slice_t *s) {
+static int devices(dctx_t *d, const json_t *spec, sf_slice_t *s)
+{
   const json_t *arr;
   int r = sf__darr(d, spec, "devices", &arr, &s->ndevs);
-  if (r <= 0) return r;
+  if (r <= 0)
+    return r;
   size_t at = sf__dpush(d, "devices");
   s->devs = sf__arena_alloc(d->a, s->ndevs * sizeof(*s->devs));
   s->dev_nodesel = sf__arena_alloc(d->a, s->ndevs * sizeof(*s->dev_nodesel));
   s->dev_node = sf__arena_alloc(d->a, s->ndevs * sizeof(*s->dev_node));
   for (size_t i = 0; i < s->ndevs; i++) {
     size_t ati = sf__dpush_i(d, i);
-    if ((r = device(d, json_array_get(arr, i), s, i)) < 0) return r;
+    if ((r = device(d, json_array_get(arr, i), s, i)) < 0)
+      return r;
     sf__dpop(d, ati);
   }
   sf__dpop(d, at);
   return 1;
 }
 
-static int pool(dctx_t *d, const json_t *spec, sf_slice_t *s) {
+static int pool(dctx_t *d, const json_t *spec, sf_slice_t *s)
+{
   const json_t *p;
   int r = sf__dobj(d, spec, "pool", &p);
-  if (r < 0) return r;
+  if (r < 0)
+    return r;
   size_t at = sf__dpush(d, "pool");
-  if (!p) return sf__dfail(d, "is required");
-  if ((r = sf__dstr_req(d, p, "name", &s->pool)) < 0) return r;
-  if ((r = sf__dint(d, p, "generation", &s->generation)) < 0) return r;
-  if ((r = sf__dint(d, p, "resourceSliceCount", &s->slice_count)) < 0) return r;
+  if (!p)
+    return sf__dfail(d, "is required");
+  if ((r = sf__dstr_req(d, p, "name", &s->pool)) < 0)
+    return r;
+  if ((r = sf__dint(d, p, "generation", &s->generation)) < 0)
+    return r;
+  if ((r = sf__dint(d, p, "resourceSliceCount", &s->slice_count)) < 0)
+    return r;
   if (s->generation < 0) {
     sf__dpush(d, "generation");
     return sf__dfail(d, "%lld is negative", (long long)s->generation);
@@ -370,16 +457,23 @@ static int pool(dctx_t *d, const json_t *spec, sf_slice_t *s) {
   return 1;
 }
 
-int sf__decode_slice(dctx_t *d, const json_t *j, sf_slice_t *s) {
+int sf__decode_slice(dctx_t *d, const json_t *j, sf_slice_t *s)
+{
   const json_t *spec;
   int r = sf__dobj(d, j, "spec", &spec);
-  if (r < 0) return r;
+  if (r < 0)
+    return r;
   size_t at = sf__dpush(d, "spec");
-  if (!spec) return sf__dfail(d, "is required");
-  if ((r = sf__dstr_req(d, spec, "driver", &s->driver)) < 0) return r;
-  if ((r = pool(d, spec, s)) < 0) return r;
-  if ((r = node_selection(d, spec, true, &s->nodesel, &s->node)) < 0) return r;
-  if ((r = devices(d, spec, s)) < 0) return r;
+  if (!spec)
+    return sf__dfail(d, "is required");
+  if ((r = sf__dstr_req(d, spec, "driver", &s->driver)) < 0)
+    return r;
+  if ((r = pool(d, spec, s)) < 0)
+    return r;
+  if ((r = node_selection(d, spec, true, &s->nodesel, &s->node)) < 0)
+    return r;
+  if ((r = devices(d, spec, s)) < 0)
+    return r;
   if ((r = counter_sets(d, spec, "sharedCounters", "name", &s->counters, &s->ncounters)) < 0)
     return r;
   sf__dpop(d, at);

@@ -54,7 +54,7 @@ const char *sf_replay_policy_names(void)
 
 typedef struct {
   int64_t cpu_free;
-  int64_t gpu_free;            /* milli-GPUs over the node's devices */
+  int64_t gpu_free; /* milli-GPUs over the node's devices */
   int64_t free[SF_REPLAY_MAX_GPUS];
   uint32_t ngpu, fully_free;
 } nodeview_t;
@@ -103,7 +103,7 @@ static int64_t score_dotprod(const nodeview_t *v, const sf_replay_pod_t *p)
 uint32_t sf__replay_affinity_tag(const sf_replay_pod_t *p)
 {
   if (p->num_gpu == 1 && p->gpu_milli < 1000)
-    return 0;   /* "share" */
+    return 0; /* "share" */
   return p->num_gpu < SF_REPLAY_MAX_GPUS ? p->num_gpu : SF_REPLAY_MAX_GPUS;
 }
 

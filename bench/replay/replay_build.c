@@ -45,15 +45,17 @@ static int build_node(run_t *r, const sf_replay_node_t *n, char *err, size_t err
                                 n->island_of ? n->island_of[g] : 0, NULL};
       caps[g].name = SF_REPLAY_CAP_MEMORY;
       caps[g].value = n->gpu_mem > 0 ? n->gpu_mem : 1000;
-      devs[g] = (sf_device_spec_t){.name = names[g], .attrs = attrs[g],
-                                   .nattrs = n->island_of ? 2 : 1, .caps = &caps[g], .ncaps = 1,
+      devs[g] = (sf_device_spec_t){.name = names[g],
+                                   .attrs = attrs[g],
+                                   .nattrs = n->island_of ? 2 : 1,
+                                   .caps = &caps[g],
+                                   .ncaps = 1,
                                    .allow_multiple = true};
     }
     rc = sf_index_pool_set(r->idx, id, SF_REPLAY_DRIVER, n->name, devs, n->ngpu, NULL, 0);
   }
   if (rc != 0)
-    snprintf(err, errlen, "node %s: the index refused it: %s", n->name,
-             sf_strerror(rc));
+    snprintf(err, errlen, "node %s: the index refused it: %s", n->name, sf_strerror(rc));
   return rc;
 }
 
@@ -100,8 +102,7 @@ int sf__replay_open_index(run_t *r, char *err, size_t errlen)
   r->cluster = sf_cluster_create(&r->pol);
   int rc = sf_cluster_load_list(r->cluster, r->o->snapshot, msg, sizeof(msg));
   if (rc != 0) {
-    snprintf(err, errlen, "%s: %s", r->o->snapshot_name ? r->o->snapshot_name : "snapshot",
-             msg);
+    snprintf(err, errlen, "%s: %s", r->o->snapshot_name ? r->o->snapshot_name : "snapshot", msg);
     return rc;
   }
   r->idx = sf_cluster_index(r->cluster);

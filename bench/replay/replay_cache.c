@@ -44,7 +44,7 @@ static uint64_t shape_hash(const sf_replay_pod_t *p)
   return h;
 }
 
-#define CACHE_MAX_ENTRIES (4u << 20)   /* shapes x nodes; beyond, no cache (about 96 MiB) */
+#define CACHE_MAX_ENTRIES (4u << 20) /* shapes x nodes; beyond, no cache (about 96 MiB) */
 
 static bool extender(const run_t *r)
 {
@@ -58,7 +58,7 @@ static void assign_shapes(run_t *r)
   size_t cap = 64;
   while (cap < 2 * t->npods)
     cap *= 2;
-  uint32_t *slot = sf_xcalloc(cap, sizeof(*slot));   /* 1 + representative pod, 0 = empty */
+  uint32_t *slot = sf_xcalloc(cap, sizeof(*slot)); /* 1 + representative pod, 0 = empty */
   uint32_t *id_of = sf_xcalloc(cap, sizeof(*id_of));
   r->shape_of = sf_xcalloc(t->npods + 1, sizeof(*r->shape_of));
   r->nshapes = 0;
@@ -74,7 +74,8 @@ static void assign_shapes(run_t *r)
   }
   free(slot);
   free(id_of);
-  r->cached = !r->o->no_cache && !extender(r) && r->nshapes > 0 && r->nshapes * (r->nnodes + 1) <= CACHE_MAX_ENTRIES;
+  r->cached = !r->o->no_cache && !extender(r) && r->nshapes > 0 &&
+              r->nshapes * (r->nnodes + 1) <= CACHE_MAX_ENTRIES;
   r->vc = sf_xcalloc((r->cached ? r->nshapes : 1) * (r->nnodes + 1), sizeof(*r->vc));
 }
 
@@ -248,7 +249,8 @@ const vcache_t *sf__replay_evaluate(run_t *r, const sf_replay_pod_t *p, sf_deman
   for (size_t i = 0; i < n; i++) {
     uint32_t pos = r->stale_pos[i];
     bool fit = r->stale_v[i].fit == SF_FIT_YES;
-    double key = extender(r) ? r->stale_v[i].score : sf__replay_node_key(r, pos, p, r->stale_v[i].raw);
+    double key = extender(r) ? r->stale_v[i].score
+                             : sf__replay_node_key(r, pos, p, r->stale_v[i].raw);
     row[pos] = (vcache_t){r->stamp[pos] + 1, fit, fit ? key : 0};
   }
   /* Memory is not part of a shape, so these keys are not cached: every pod of the shape sets them. */

@@ -24,9 +24,9 @@ typedef struct {
   char *buf;
   size_t cap;
   char *fields[MAX_FIELDS];
-  size_t cols[MAX_FIELDS];     /* 1-based byte column of each field */
+  size_t cols[MAX_FIELDS]; /* 1-based byte column of each field */
   size_t n;
-  size_t len;                  /* length of the line before it was split */
+  size_t len; /* length of the line before it was split */
 } csv_t;
 
 /* Reads and splits the next non-blank line: 1, 0 at end of file, or -1 (err filled). */
@@ -54,7 +54,8 @@ static int csv_next(csv_t *c, FILE *f, char *err, size_t errlen)
     char *p = c->buf;
     for (;;) {
       if (c->n == MAX_FIELDS) {
-        sf__replay_fail(err, errlen, c->file, c->line, (size_t)(p - c->buf) + 1, "more than %d fields", MAX_FIELDS);
+        sf__replay_fail(err, errlen, c->file, c->line, (size_t)(p - c->buf) + 1,
+                        "more than %d fields", MAX_FIELDS);
         return -1;
       }
       c->fields[c->n] = p;
@@ -69,7 +70,7 @@ static int csv_next(csv_t *c, FILE *f, char *err, size_t errlen)
       char *q = strchr(c->fields[i], '"');
       if (q != NULL) {
         sf__replay_fail(err, errlen, c->file, c->line, c->cols[i] + (size_t)(q - c->fields[i]),
-             "quoted fields are not supported in trace CSVs");
+                        "quoted fields are not supported in trace CSVs");
         return -1;
       }
     }
@@ -97,17 +98,18 @@ static int parse_uint(const char *s, int64_t max, int64_t *out)
 typedef struct {
   const char *name;
   bool required;
-  int at;                      /* column index in the file, or -1 */
+  int at; /* column index in the file, or -1 */
 } col_t;
 
-static int csv_header(csv_t *c, FILE *f, col_t *cols, size_t ncols, const char *what,
-                      char *err, size_t errlen)
+static int csv_header(csv_t *c, FILE *f, col_t *cols, size_t ncols, const char *what, char *err,
+                      size_t errlen)
 {
   int r = csv_next(c, f, err, errlen);
   if (r < 0)
     return SF_EINVAL;
   if (r == 0) {
-    sf__replay_fail(err, errlen, c->file, 0, 0, "empty file: expected a %s CSV with a header row", what);
+    sf__replay_fail(err, errlen, c->file, 0, 0, "empty file: expected a %s CSV with a header row",
+                    what);
     return SF_EINVAL;
   }
   for (size_t k = 0; k < ncols; k++)
@@ -117,7 +119,8 @@ static int csv_header(csv_t *c, FILE *f, col_t *cols, size_t ncols, const char *
       if (strcmp(c->fields[i], cols[k].name) != 0)
         continue;
       if (cols[k].at >= 0) {
-        sf__replay_fail(err, errlen, c->file, c->line, c->cols[i], "column '%s' appears twice", cols[k].name);
+        sf__replay_fail(err, errlen, c->file, c->line, c->cols[i], "column '%s' appears twice",
+                        cols[k].name);
         return SF_EINVAL;
       }
       cols[k].at = (int)i;
@@ -125,8 +128,8 @@ static int csv_header(csv_t *c, FILE *f, col_t *cols, size_t ncols, const char *
   }
   for (size_t k = 0; k < ncols; k++) {
     if (cols[k].required && cols[k].at < 0) {
-      sf__replay_fail(err, errlen, c->file, c->line, 1, "missing column '%s' in the header of a %s CSV", cols[k].name,
-           what);
+      sf__replay_fail(err, errlen, c->file, c->line, 1,
+                      "missing column '%s' in the header of a %s CSV", cols[k].name, what);
       return SF_EINVAL;
     }
   }
@@ -139,7 +142,8 @@ static int csv_int(csv_t *c, const col_t *col, int64_t max, int64_t *out, char *
   const char *s = c->fields[col->at];
   if (parse_uint(s, max, out) != 0) {
     sf__replay_fail(err, errlen, c->file, c->line, c->cols[col->at],
-         "column '%s': expected an integer from 0 to %" PRId64 ", got '%s'", col->name, max, s);
+                    "column '%s': expected an integer from 0 to %" PRId64 ", got '%s'", col->name,
+                    max, s);
     return SF_EINVAL;
   }
   return 0;
@@ -150,14 +154,14 @@ static int csv_width(csv_t *c, size_t want, char *err, size_t errlen)
   if (c->n == want)
     return 0;
   sf__replay_fail(err, errlen, c->file, c->line, c->n > want ? c->cols[want] : c->len + 1,
-       "expected %zu fields as in the header, found %zu", want, c->n);
+                  "expected %zu fields as in the header, found %zu", want, c->n);
   return SF_EINVAL;
 }
 
 enum { N_SN, N_CPU, N_MEM, N_GPU, N_MODEL };
 
-static int node_row(sf_replay_trace_t *t, csv_t *c, const col_t *cols, size_t width,
-                    char *err, size_t errlen)
+static int node_row(sf_replay_trace_t *t, csv_t *c, const col_t *cols, size_t width, char *err,
+                    size_t errlen)
 {
   int64_t cpu, mem, gpu;
   int rc;
@@ -166,7 +170,8 @@ static int node_row(sf_replay_trace_t *t, csv_t *c, const col_t *cols, size_t wi
   const char *name = c->fields[cols[N_SN].at];
   const char *model = cols[N_MODEL].at >= 0 ? c->fields[cols[N_MODEL].at] : "";
   if (!sf__replay_name_ok(name)) {
-    sf__replay_fail(err, errlen, c->file, c->line, c->cols[cols[N_SN].at], "column 'sn': bad node name '%s'", name);
+    sf__replay_fail(err, errlen, c->file, c->line, c->cols[cols[N_SN].at],
+                    "column 'sn': bad node name '%s'", name);
     return SF_EINVAL;
   }
   if ((rc = csv_int(c, &cols[N_CPU], INT64_MAX / 4, &cpu, err, errlen)) != 0 ||
@@ -174,18 +179,21 @@ static int node_row(sf_replay_trace_t *t, csv_t *c, const col_t *cols, size_t wi
       (rc = csv_int(c, &cols[N_GPU], SF_REPLAY_MAX_GPUS, &gpu, err, errlen)) != 0)
     return rc;
   if (gpu > 0 && !sf__replay_name_ok(model)) {
-    sf__replay_fail(err, errlen, c->file, c->line, cols[N_MODEL].at >= 0 ? c->cols[cols[N_MODEL].at] : 1,
-         "column 'model': a node with %" PRId64 " GPUs needs a model name, got '%s'", gpu, model);
+    sf__replay_fail(err, errlen, c->file, c->line,
+                    cols[N_MODEL].at >= 0 ? c->cols[cols[N_MODEL].at] : 1,
+                    "column 'model': a node with %" PRId64 " GPUs needs a model name, got '%s'", gpu,
+                    model);
     return SF_EINVAL;
   }
   if (gpu == 0 && *model != '\0') {
     sf__replay_fail(err, errlen, c->file, c->line, c->cols[cols[N_MODEL].at],
-         "column 'model': '%s' given for a node with no GPU", model);
+                    "column 'model': '%s' given for a node with no GPU", model);
     return SF_EINVAL;
   }
   for (size_t i = 0; i < t->nnodes; i++) {
     if (strcmp(t->nodes[i].name, name) == 0) {
-      sf__replay_fail(err, errlen, c->file, c->line, c->cols[cols[N_SN].at], "node '%s' appears twice", name);
+      sf__replay_fail(err, errlen, c->file, c->line, c->cols[cols[N_SN].at],
+                      "node '%s' appears twice", name);
       return SF_EINVAL;
     }
   }
@@ -200,8 +208,8 @@ static int node_row(sf_replay_trace_t *t, csv_t *c, const col_t *cols, size_t wi
   return 0;
 }
 
-typedef int (*row_fn)(sf_replay_trace_t *t, csv_t *c, const col_t *cols, size_t width,
-                      char *err, size_t errlen);
+typedef int (*row_fn)(sf_replay_trace_t *t, csv_t *c, const col_t *cols, size_t width, char *err,
+                      size_t errlen);
 
 /* Reads a header naming `cols`, then every row through `row`; at least one row is required. */
 static int parse_csv(sf_replay_trace_t *t, FILE *f, const char *name, col_t *cols, size_t ncols,
@@ -231,11 +239,16 @@ out:
   return rc;
 }
 
-int sf_replay_parse_nodes_csv(sf_replay_trace_t *t, FILE *f, const char *name, char *err, size_t errlen)
+int sf_replay_parse_nodes_csv(sf_replay_trace_t *t, FILE *f, const char *name, char *err,
+                              size_t errlen)
 {
-  col_t cols[] = {{"sn", true, -1}, {"cpu_milli", true, -1}, {"memory_mib", true, -1},
-                  {"gpu", true, -1}, {"model", false, -1}};
-  return parse_csv(t, f, name, cols, sizeof(cols) / sizeof(cols[0]), "node", node_row, &t->nnodes, err, errlen);
+  col_t cols[] = {{"sn", true, -1},
+                  {"cpu_milli", true, -1},
+                  {"memory_mib", true, -1},
+                  {"gpu", true, -1},
+                  {"model", false, -1}};
+  return parse_csv(t, f, name, cols, sizeof(cols) / sizeof(cols[0]), "node", node_row, &t->nnodes,
+                   err, errlen);
 }
 
 enum { P_NAME, P_CPU, P_MEM, P_NGPU, P_MILLI, P_SPEC, P_CREATED };
@@ -253,8 +266,8 @@ static void pod_claims_alibaba(sf_replay_pod_t *p)
   p->claims[0].reqs[0].spec = p->spec;
 }
 
-static int pod_row(sf_replay_trace_t *t, csv_t *c, const col_t *cols, size_t width,
-                   char *err, size_t errlen)
+static int pod_row(sf_replay_trace_t *t, csv_t *c, const col_t *cols, size_t width, char *err,
+                   size_t errlen)
 {
   int64_t cpu, mem, ngpu, milli, created = 0;
   int rc;
@@ -262,7 +275,8 @@ static int pod_row(sf_replay_trace_t *t, csv_t *c, const col_t *cols, size_t wid
     return rc;
   const char *name = c->fields[cols[P_NAME].at];
   if (!sf__replay_name_ok(name)) {
-    sf__replay_fail(err, errlen, c->file, c->line, c->cols[cols[P_NAME].at], "column 'name': bad pod name '%s'", name);
+    sf__replay_fail(err, errlen, c->file, c->line, c->cols[cols[P_NAME].at],
+                    "column 'name': bad pod name '%s'", name);
     return SF_EINVAL;
   }
   if ((rc = csv_int(c, &cols[P_CPU], INT64_MAX / 4, &cpu, err, errlen)) != 0 ||
@@ -276,26 +290,27 @@ static int pod_row(sf_replay_trace_t *t, csv_t *c, const col_t *cols, size_t wid
     return rc;
   size_t mcol = c->cols[cols[P_MILLI].at];
   if (ngpu == 0 && milli != 0) {
-    sf__replay_fail(err, errlen, c->file, c->line, mcol, "column 'gpu_milli': %" PRId64 " for a pod with num_gpu 0",
-         milli);
+    sf__replay_fail(err, errlen, c->file, c->line, mcol,
+                    "column 'gpu_milli': %" PRId64 " for a pod with num_gpu 0", milli);
     return SF_EINVAL;
   }
   if (ngpu > 0 && milli == 0) {
-    sf__replay_fail(err, errlen, c->file, c->line, mcol, "column 'gpu_milli': 0 for a pod with num_gpu %" PRId64,
-         ngpu);
+    sf__replay_fail(err, errlen, c->file, c->line, mcol,
+                    "column 'gpu_milli': 0 for a pod with num_gpu %" PRId64, ngpu);
     return SF_EINVAL;
   }
   if (ngpu > 1 && milli != 1000) {
     sf__replay_fail(err, errlen, c->file, c->line, mcol,
-         "column 'gpu_milli': a multi-GPU pod (num_gpu %" PRId64 ") must take whole GPUs (1000), got %" PRId64,
-         ngpu, milli);
+                    "column 'gpu_milli': a multi-GPU pod (num_gpu %" PRId64
+                    ") must take whole GPUs (1000), got %" PRId64,
+                    ngpu, milli);
     return SF_EINVAL;
   }
   const char *spec = cols[P_SPEC].at >= 0 ? c->fields[cols[P_SPEC].at] : "";
   for (const char *s = spec; *s; s++) {
     if ((unsigned char)*s <= ' ' || (unsigned char)*s >= 0x7f) {
       sf__replay_fail(err, errlen, c->file, c->line, c->cols[cols[P_SPEC].at] + (size_t)(s - spec),
-           "column 'gpu_spec': unexpected character in '%s'", spec);
+                      "column 'gpu_spec': unexpected character in '%s'", spec);
       return SF_EINVAL;
     }
   }
@@ -315,12 +330,14 @@ static int pod_row(sf_replay_trace_t *t, csv_t *c, const col_t *cols, size_t wid
   return 0;
 }
 
-int sf_replay_parse_pods_csv(sf_replay_trace_t *t, FILE *f, const char *name, char *err, size_t errlen)
+int sf_replay_parse_pods_csv(sf_replay_trace_t *t, FILE *f, const char *name, char *err,
+                             size_t errlen)
 {
-  col_t cols[] = {{"name", true, -1},    {"cpu_milli", true, -1}, {"memory_mib", true, -1},
-                  {"num_gpu", true, -1}, {"gpu_milli", true, -1}, {"gpu_spec", false, -1},
+  col_t cols[] = {{"name", true, -1},          {"cpu_milli", true, -1}, {"memory_mib", true, -1},
+                  {"num_gpu", true, -1},       {"gpu_milli", true, -1}, {"gpu_spec", false, -1},
                   {"creation_time", false, -1}};
-  return parse_csv(t, f, name, cols, sizeof(cols) / sizeof(cols[0]), "pod", pod_row, &t->npods, err, errlen);
+  return parse_csv(t, f, name, cols, sizeof(cols) / sizeof(cols[0]), "pod", pod_row, &t->npods, err,
+                   errlen);
 }
 
 static char *join_source(const char *a, const char *b)
@@ -331,8 +348,8 @@ static char *join_source(const char *a, const char *b)
   return s;
 }
 
-int sf_replay_load_csv(sf_replay_trace_t *t, const char *nodes_path, const char *pods_path,
-                       char *err, size_t errlen)
+int sf_replay_load_csv(sf_replay_trace_t *t, const char *nodes_path, const char *pods_path, char *err,
+                       size_t errlen)
 {
   FILE *f = NULL;
   int rc = SF_ENOENT;

@@ -84,7 +84,7 @@ typedef struct {
   bool tune_set, json, seeds_set, policy_set;
   double node_price;
   uint64_t search, search_seed, search_train, search_threads;
-  const char *search_out, *search_opt;   /* search_opt: the first --search-* option given */
+  const char *search_out, *search_opt; /* search_opt: the first --search-* option given */
   char *search_keys;
 } flags_t;
 
@@ -165,28 +165,33 @@ static int check_search_flags(flags_t *f)
 
 static int parse_flags(int argc, char **argv, flags_t *f)
 {
-  static const struct option opts[] = {
-      {"nodes", required_argument, NULL, 'n'},  {"pods", required_argument, NULL, 'p'},
-      {"trace", required_argument, NULL, 't'},  {"policy", required_argument, NULL, 'P'},
-      {"policy-file", required_argument, NULL, 'F'},
-      {"device-choice", required_argument, NULL, 'd'},
-      {"seed", required_argument, NULL, 's'},   {"seeds", required_argument, NULL, 'S'},
-      {"tune", required_argument, NULL, 'u'},   {"json", no_argument, NULL, 'j'},
-      {"svg", required_argument, NULL, 'g'},    {"node-price", required_argument, NULL, 'c'},
-      {"ties", required_argument, NULL, 'T'},
-      {"extender-scores", no_argument, NULL, 'E'},
-      {"cpu-blind", no_argument, NULL, 'B'},
-      {"cpu-only-pods", required_argument, NULL, 'C'},
-      {"snapshot", required_argument, NULL, 'Z'},
-      {"mix-window", required_argument, NULL, 'W'},
-      {"mix-every", required_argument, NULL, 'K'},
-      {"search", required_argument, NULL, 'X'},
-      {"search-seed", required_argument, NULL, 'Y'},
-      {"search-keys", required_argument, NULL, 'k'},
-      {"search-train", required_argument, NULL, 'r'},
-      {"search-threads", required_argument, NULL, 'x'},
-      {"search-out", required_argument, NULL, 'o'},
-      {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+  static const struct option opts[] = {{"nodes", required_argument, NULL, 'n'},
+                                       {"pods", required_argument, NULL, 'p'},
+                                       {"trace", required_argument, NULL, 't'},
+                                       {"policy", required_argument, NULL, 'P'},
+                                       {"policy-file", required_argument, NULL, 'F'},
+                                       {"device-choice", required_argument, NULL, 'd'},
+                                       {"seed", required_argument, NULL, 's'},
+                                       {"seeds", required_argument, NULL, 'S'},
+                                       {"tune", required_argument, NULL, 'u'},
+                                       {"json", no_argument, NULL, 'j'},
+                                       {"svg", required_argument, NULL, 'g'},
+                                       {"node-price", required_argument, NULL, 'c'},
+                                       {"ties", required_argument, NULL, 'T'},
+                                       {"extender-scores", no_argument, NULL, 'E'},
+                                       {"cpu-blind", no_argument, NULL, 'B'},
+                                       {"cpu-only-pods", required_argument, NULL, 'C'},
+                                       {"snapshot", required_argument, NULL, 'Z'},
+                                       {"mix-window", required_argument, NULL, 'W'},
+                                       {"mix-every", required_argument, NULL, 'K'},
+                                       {"search", required_argument, NULL, 'X'},
+                                       {"search-seed", required_argument, NULL, 'Y'},
+                                       {"search-keys", required_argument, NULL, 'k'},
+                                       {"search-train", required_argument, NULL, 'r'},
+                                       {"search-threads", required_argument, NULL, 'x'},
+                                       {"search-out", required_argument, NULL, 'o'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
   int c;
   opterr = 0;
   while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -194,7 +199,11 @@ static int parse_flags(int argc, char **argv, flags_t *f)
     case 'n': f->nodes = optarg; break;
     case 'p': f->pods = optarg; break;
     case 't': f->trace = optarg; break;
-    case 'P': free(f->policies); f->policies = sf_xstrdup(optarg); f->policy_set = true; break;
+    case 'P':
+      free(f->policies);
+      f->policies = sf_xstrdup(optarg);
+      f->policy_set = true;
+      break;
     case 'F': f->policy_file = optarg; break;
     case 'g': f->svg = optarg; break;
     case 'j': f->json = true; break;
@@ -269,7 +278,8 @@ static int parse_flags(int argc, char **argv, flags_t *f)
       break;
     case 'x':
       f->search_opt = f->search_opt ? f->search_opt : "--search-threads";
-      if (parse_u64(optarg, &f->search_threads) != 0 || f->search_threads < 1 || f->search_threads > 64)
+      if (parse_u64(optarg, &f->search_threads) != 0 || f->search_threads < 1 ||
+          f->search_threads > 64)
         return bad("--search-threads: expected 1 to 64 threads, got '%s'", optarg);
       break;
     case 'o':
@@ -328,7 +338,8 @@ static int load_policy_file(const char *path, sf_policy_t *pol, char **strategy)
   }
   const char *k;
   json_t *v;
-  json_object_foreach(o, k, v) {
+  json_object_foreach(o, k, v)
+  {
     keys[n] = k;
     if (json_is_string(v))
       vals[n] = json_string_value(v);
@@ -472,13 +483,21 @@ static int replay_all(const flags_t *f, const sf_replay_trace_t *t, const sf_pol
     runs[p] = sf_xcalloc(nseeds, sizeof(**runs));
     for (size_t s = 0; s < nseeds && rc == 0; s++) {
       progress_t pr = {names[p], f->seed_lo + s, ++done, np * nseeds};
-      sf_replay_opts_t o = {.policy = names[p], .base = base, .device_choice = f->device_choice,
-                            .seed = f->seed_lo + s, .tune = f->trace ? 0 : f->tune,
-                            .progress = tty ? progress : NULL, .progress_ctx = &pr, .ties = f->ties,
-                            .extender_scores = f->extender, .snapshot = snapshot,
-                            .snapshot_name = f->snapshot, .cpu_blind = f->cpu_blind,
+      sf_replay_opts_t o = {.policy = names[p],
+                            .base = base,
+                            .device_choice = f->device_choice,
+                            .seed = f->seed_lo + s,
+                            .tune = f->trace ? 0 : f->tune,
+                            .progress = tty ? progress : NULL,
+                            .progress_ctx = &pr,
+                            .ties = f->ties,
+                            .extender_scores = f->extender,
+                            .snapshot = snapshot,
+                            .snapshot_name = f->snapshot,
+                            .cpu_blind = f->cpu_blind,
                             .cpu_only_least_allocated = f->cpu_only_la,
-                            .mix_window = (size_t)f->mix_window, .mix_every = (size_t)f->mix_every};
+                            .mix_window = (size_t)f->mix_window,
+                            .mix_every = (size_t)f->mix_every};
       char err[SF_REPLAY_ERR_MAX] = "";
       if ((rc = sf_replay_run(t, &o, &runs[p][s], err, sizeof err)) != 0) {
         fprintf(stderr, "%sslicefit-replay: %s\n", tty ? "\n" : "", err);
@@ -498,8 +517,7 @@ static int replay_all(const flags_t *f, const sf_replay_trace_t *t, const sf_pol
   if (rc == 0 && !f->json) {
     printf("trace: %s\n%zu nodes, %u GPUs, %zu pods; tune %.2f; seeds %llu-%llu\n",
            t->source ? t->source : "-", t->nnodes, runs[0][0].gpus, t->npods,
-           t->native ? 0.0 : f->tune, (unsigned long long)f->seed_lo,
-           (unsigned long long)f->seed_hi);
+           t->native ? 0.0 : f->tune, (unsigned long long)f->seed_lo, (unsigned long long)f->seed_hi);
     sf_replay_table(stdout, (const sf_replay_result_t *const *)runs, nruns, np, f->node_price);
   }
   if (rc == 0 && f->svg != NULL)
@@ -519,7 +537,8 @@ static void search_progress(void *ctx, const char *line)
 }
 
 /* The ConfigMap of the winner, on stdout after the table or in --search-out. */
-static int write_configmap(const flags_t *f, const sf_replay_trace_t *t, const sf_search_result_t *res)
+static int write_configmap(const flags_t *f, const sf_replay_trace_t *t,
+                           const sf_search_result_t *res)
 {
   const sf_search_row_t *w = &res->rows[res->winner], *b = &res->rows[res->reference];
   char head[2048];
@@ -557,8 +576,8 @@ static int search(const flags_t *f, const sf_replay_trace_t *t, const sf_policy_
   sf_strategy_t st = SF_STRATEGY_FRAGMENTATION;
   size_t nkeys = 0;
   int rc;
-  if (f->policy_set && (np != 1 || !sf_replay_policy_valid(names[0], &kind, &st) ||
-                        kind != SF_REPLAY_CORE))
+  if (f->policy_set &&
+      (np != 1 || !sf_replay_policy_valid(names[0], &kind, &st) || kind != SF_REPLAY_CORE))
     return bad("%s", "--search: --policy names the base's strategy, one of fragmentation, fgd, "
                      "binpack or spread");
   for (char *k = f->search_keys ? strtok_r(f->search_keys, ",", &save) : NULL; k != NULL;
@@ -577,15 +596,24 @@ static int search(const flags_t *f, const sf_replay_trace_t *t, const sf_policy_
     pol.strategy = st;
   for (uint64_t s = f->seed_lo; s <= f->seed_hi; s++)
     seeds[s - f->seed_lo] = s;
-  sf_search_opts_t o = {
-      .ncandidates = (size_t)f->search, .search_seed = f->search_seed, .base = &pol,
-      .keys = f->search_keys ? keys : NULL, .nkeys = nkeys, .seeds = seeds,
-      .nseeds = (size_t)(f->seed_hi - f->seed_lo + 1), .train_pct = (unsigned)f->search_train,
-      .threads = (unsigned)f->search_threads, .tune = f->trace ? 0 : f->tune,
-      .device_choice = f->device_choice, .ties = f->ties, .cpu_blind = f->cpu_blind,
-      .cpu_only_least_allocated = f->cpu_only_la, .extender_scores = f->extender,
-      .mix_window = (size_t)f->mix_window, .mix_every = (size_t)f->mix_every,
-      .progress = search_progress};
+  sf_search_opts_t o = {.ncandidates = (size_t)f->search,
+                        .search_seed = f->search_seed,
+                        .base = &pol,
+                        .keys = f->search_keys ? keys : NULL,
+                        .nkeys = nkeys,
+                        .seeds = seeds,
+                        .nseeds = (size_t)(f->seed_hi - f->seed_lo + 1),
+                        .train_pct = (unsigned)f->search_train,
+                        .threads = (unsigned)f->search_threads,
+                        .tune = f->trace ? 0 : f->tune,
+                        .device_choice = f->device_choice,
+                        .ties = f->ties,
+                        .cpu_blind = f->cpu_blind,
+                        .cpu_only_least_allocated = f->cpu_only_la,
+                        .extender_scores = f->extender,
+                        .mix_window = (size_t)f->mix_window,
+                        .mix_every = (size_t)f->mix_every,
+                        .progress = search_progress};
   rc = sf_search_run(t, &o, &res, err, sizeof(err));
   sf_policy_dispose(&pol);
   if (rc != 0) {

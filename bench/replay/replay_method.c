@@ -63,14 +63,16 @@ double sf_rng_unit(sf_rng_t *r)
 
 /* ---- FGD's order of arrivals ---- */
 
-static _Thread_local const sf_replay_trace_t *sort_trace;  /* qsort has no context argument in C11 */
+static _Thread_local const sf_replay_trace_t *sort_trace; /* qsort has no context argument in C11 */
 
 static int cmp_pod_name(const void *a, const void *b)
 {
   const sf_replay_pod_t *p = &sort_trace->pods[*(const uint32_t *)a];
   const sf_replay_pod_t *q = &sort_trace->pods[*(const uint32_t *)b];
   int c = strcmp(p->name, q->name);
-  return c != 0 ? c : (*(const uint32_t *)a > *(const uint32_t *)b) - (*(const uint32_t *)a < *(const uint32_t *)b);
+  return c != 0 ? c
+                : (*(const uint32_t *)a > *(const uint32_t *)b) -
+                      (*(const uint32_t *)a < *(const uint32_t *)b);
 }
 
 static int cmp_pod_time(const void *a, const void *b)

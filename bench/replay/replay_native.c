@@ -18,7 +18,7 @@
 typedef struct {
   const char *file;
   size_t line;
-  const char *text;            /* the raw line, to point at a key's column */
+  const char *text; /* the raw line, to point at a key's column */
   char *err;
   size_t errlen;
 } jctx_t;
@@ -50,7 +50,8 @@ static int check_keys(const jctx_t *j, json_t *obj, const char *const *known, co
 {
   const char *k;
   json_t *v;
-  json_object_foreach(obj, k, v) {
+  json_object_foreach(obj, k, v)
+  {
     bool ok = false;
     for (size_t i = 0; known[i] != NULL && !ok; i++)
       ok = strcmp(k, known[i]) == 0;
@@ -126,8 +127,8 @@ static int native_islands(const jctx_t *j, json_t *obj, sf_replay_node_t *n)
     json_t *s = json_array_get(v, i);
     if (!json_is_integer(s) || json_integer_value(s) < 1 ||
         json_integer_value(s) > (json_int_t)(n->ngpu - g))
-      return jfail(j, "islands", "'islands'[%zu]: island sizes must be >= 1 and add up to 'gpus' (%u)",
-                   i, n->ngpu);
+      return jfail(j, "islands",
+                   "'islands'[%zu]: island sizes must be >= 1 and add up to 'gpus' (%u)", i, n->ngpu);
     for (json_int_t k = 0; k < json_integer_value(s); k++)
       n->island_of[g++] = (uint32_t)i;
   }
@@ -138,8 +139,8 @@ static int native_islands(const jctx_t *j, json_t *obj, sf_replay_node_t *n)
 
 static int native_node(sf_replay_trace_t *t, const jctx_t *j, json_t *obj)
 {
-  static const char *const known[] = {"kind", "name", "cpu", "memory", "gpus", "model",
-                                      "gpu_memory", "islands", NULL};
+  static const char *const known[] = {"kind",  "name",       "cpu",     "memory", "gpus",
+                                      "model", "gpu_memory", "islands", NULL};
   const char *name, *model = "";
   sf_milli_t cpu, mem, gmem;
   int64_t gpus;
@@ -273,8 +274,8 @@ static int native_line(sf_replay_trace_t *t, const jctx_t *j, size_t len)
   json_t *obj = json_loadb(j->text, len, JSON_REJECT_DUPLICATES, &jerr);
   int rc;
   if (obj == NULL) {
-    sf__replay_fail(j->err, j->errlen, j->file, j->line, jerr.column > 0 ? (size_t)jerr.column : 1, "bad JSON: %s",
-         jerr.text);
+    sf__replay_fail(j->err, j->errlen, j->file, j->line, jerr.column > 0 ? (size_t)jerr.column : 1,
+                    "bad JSON: %s", jerr.text);
     return SF_EINVAL;
   }
   json_t *kind = json_object_get(obj, "kind");
@@ -287,7 +288,8 @@ static int native_line(sf_replay_trace_t *t, const jctx_t *j, size_t len)
   else if (strcmp(json_string_value(kind), "pod") == 0)
     rc = native_pod(t, j, obj);
   else
-    rc = jfail(j, "kind", "'kind': expected \"node\" or \"pod\", got \"%s\"", json_string_value(kind));
+    rc = jfail(j, "kind", "'kind': expected \"node\" or \"pod\", got \"%s\"",
+               json_string_value(kind));
   json_decref(obj);
   return rc;
 }
@@ -350,8 +352,9 @@ int sf_replay_parse_native(sf_replay_trace_t *t, FILE *f, const char *name, char
     sf__replay_fail(err, errlen, name, 0, 0, "empty file: expected JSON lines of nodes and pods");
     rc = SF_EINVAL;
   } else if (rc == 0 && (t->nnodes == 0 || t->npods == 0)) {
-    sf__replay_fail(err, errlen, name, 0, 0, "the trace needs at least one node and one pod (found %zu and %zu)",
-         t->nnodes, t->npods);
+    sf__replay_fail(err, errlen, name, 0, 0,
+                    "the trace needs at least one node and one pod (found %zu and %zu)", t->nnodes,
+                    t->npods);
     rc = SF_EINVAL;
   }
   if (rc == 0)

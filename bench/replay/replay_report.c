@@ -77,7 +77,8 @@ void sf_replay_json_run(FILE *out, const sf_replay_result_t *r, double node_pric
   json_object_set_new(o, "node_eval_us", num(r->node_eval_us));
   json_object_set_new(o, "wall_s", num(r->wall_s));
   if (node_price > 0)
-    json_object_set_new(o, "cost", cost_obj((double)r->tenants_at_100, r->gpus, r->nodes, node_price));
+    json_object_set_new(o, "cost",
+                        cost_obj((double)r->tenants_at_100, r->gpus, r->nodes, node_price));
   emit(out, o);
 }
 
@@ -158,8 +159,9 @@ void sf_replay_json_medians(FILE *out, const sf_replay_result_t *runs, size_t n,
   json_object_set_new(m, "node_eval_us", num(MED(runs, n, node_eval_us)));
   json_object_set_new(m, "wall_s", num(MED(runs, n, wall_s)));
   if (node_price > 0)
-    json_object_set_new(m, "cost", cost_obj(MEDZ(runs, n, tenants_at_100), runs[0].gpus,
-                                            runs[0].nodes, node_price));
+    json_object_set_new(m, "cost",
+                        cost_obj(MEDZ(runs, n, tenants_at_100), runs[0].gpus, runs[0].nodes,
+                                 node_price));
   json_object_set_new(o, "medians", m);
   emit(out, o);
 }
@@ -232,7 +234,7 @@ static double curve_q(const sf_replay_result_t *r, size_t n, size_t i, double q)
     return NAN;
   if (q == 0.5)
     return sf_replay_median(v, m);
-  sf_replay_median(v, m);   /* sorts */
+  sf_replay_median(v, m); /* sorts */
   double pos = q * (double)(m - 1);
   size_t lo = (size_t)floor(pos);
   size_t hi = lo + 1 < m ? lo + 1 : lo;
@@ -291,7 +293,10 @@ static double tick_step(double span)
   return 1000;
 }
 
-static double ideal(double x) { return x < 100 ? x : 100; }
+static double ideal(double x)
+{
+  return x < 100 ? x : 100;
+}
 
 /*
  * Bottom of the y axis: the lowest quartile any policy reaches from the
@@ -322,8 +327,10 @@ static double y_floor(const sf_replay_result_t *const *runs, const size_t *nruns
 static void svg_axes(FILE *out, const frame_t *f, const char *title)
 {
   fprintf(out, "<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\" fill=\"white\"/>\n", W, H);
-  fprintf(out, "<clipPath id=\"plot\"><rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\"/>"
-               "</clipPath>\n", ML, MT, W - ML - MR, H - MT - MB);
+  fprintf(out,
+          "<clipPath id=\"plot\"><rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\"/>"
+          "</clipPath>\n",
+          ML, MT, W - ML - MR, H - MT - MB);
   fprintf(out, "<text x=\"%.0f\" y=\"24\" font-size=\"15\" text-anchor=\"middle\">", W / 2);
   xml_text(out, title);
   fputs("</text>\n", out);
@@ -339,14 +346,18 @@ static void svg_axes(FILE *out, const frame_t *f, const char *title)
     fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">%.0f</text>\n",
             ML - 6, sy(f, y) + 4, y);
   }
-  fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" text-anchor=\"middle\">arrived GPU "
-               "request (%% of capacity)</text>\n", (ML + W - MR) / 2, H - 12);
-  fprintf(out, "<text x=\"16\" y=\"%.1f\" font-size=\"12\" text-anchor=\"middle\" "
-               "transform=\"rotate(-90 16 %.1f)\">GPU allocation (%%)</text>\n",
+  fprintf(out,
+          "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" text-anchor=\"middle\">arrived GPU "
+          "request (%% of capacity)</text>\n",
+          (ML + W - MR) / 2, H - 12);
+  fprintf(out,
+          "<text x=\"16\" y=\"%.1f\" font-size=\"12\" text-anchor=\"middle\" "
+          "transform=\"rotate(-90 16 %.1f)\">GPU allocation (%%)</text>\n",
           (MT + H - MB) / 2, (MT + H - MB) / 2);
   /* The ideal: everything that arrived is allocated, up to capacity. */
-  fprintf(out, "<polyline clip-path=\"url(#plot)\" fill=\"none\" stroke=\"#888\" "
-               "stroke-dasharray=\"5,4\" points=\"%.1f,%.1f %.1f,%.1f %.1f,%.1f\"/>\n",
+  fprintf(out,
+          "<polyline clip-path=\"url(#plot)\" fill=\"none\" stroke=\"#888\" "
+          "stroke-dasharray=\"5,4\" points=\"%.1f,%.1f %.1f,%.1f %.1f,%.1f\"/>\n",
           sx(f, 0), sy(f, 0), sx(f, 100), sy(f, 100), sx(f, f->xmax), sy(f, 100));
 }
 
@@ -369,18 +380,23 @@ static void svg_policy(FILE *out, const frame_t *f, const sf_replay_result_t *r,
 {
   const char *color = palette[slot % 10], *dash = dashes[slot % 5];
   /* The interquartile band over seeds, then the median line, both clipped to the frame. */
-  fprintf(out, "<g clip-path=\"url(#plot)\">\n<polygon fill=\"%s\" fill-opacity=\"0.12\" "
-               "stroke=\"none\" points=\"", color);
+  fprintf(out,
+          "<g clip-path=\"url(#plot)\">\n<polygon fill=\"%s\" fill-opacity=\"0.12\" "
+          "stroke=\"none\" points=\"",
+          color);
   svg_points(out, f, r, n, npts, 0.75, false);
   svg_points(out, f, r, n, npts, 0.25, true);
-  fprintf(out, "\"/>\n<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.6\" "
-               "stroke-dasharray=\"%s\" points=\"", color, dash);
+  fprintf(out,
+          "\"/>\n<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.6\" "
+          "stroke-dasharray=\"%s\" points=\"",
+          color, dash);
   svg_points(out, f, r, n, npts, 0.5, false);
   fputs("\"/>\n</g>\n", out);
   double ly = MT + 14 + (double)slot * 20;
-  fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
-               "stroke-width=\"3\" stroke-dasharray=\"%s\"/>\n", W - MR + 14, ly, W - MR + 38, ly,
-          color, dash);
+  fprintf(out,
+          "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
+          "stroke-width=\"3\" stroke-dasharray=\"%s\"/>\n",
+          W - MR + 14, ly, W - MR + 38, ly, color, dash);
   fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\">", W - MR + 44, ly + 4);
   xml_text(out, r[0].policy);
   fputs("</text>\n", out);
@@ -405,15 +421,19 @@ int sf_replay_svg(FILE *out, const sf_replay_result_t *const *runs, const size_t
   f.ymin = floor(f.ymin / f.ystep) * f.ystep;
   f.xstep = tick_step(f.xmax - f.ymin);
   f.xmin = floor(f.ymin / f.xstep) * f.xstep;
-  fprintf(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
-               "viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\">\n", W, H, W, H);
+  fprintf(out,
+          "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+          "viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\">\n",
+          W, H, W, H);
   svg_axes(out, &f, title);
   for (size_t p = 0; p < npolicies; p++)
     if (nruns[p] > 0)
       svg_policy(out, &f, runs[p], nruns[p], npts, p);
   double ly = MT + 14 + (double)npolicies * 20;
-  fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#888\" "
-               "stroke-dasharray=\"5,4\"/>\n", W - MR + 14, ly, W - MR + 38, ly);
+  fprintf(out,
+          "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#888\" "
+          "stroke-dasharray=\"5,4\"/>\n",
+          W - MR + 14, ly, W - MR + 38, ly);
   fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\">ideal</text>\n", W - MR + 44, ly + 4);
   fputs("</svg>\n", out);
   return 0;

@@ -42,9 +42,11 @@ static long choose_node(run_t *r, const sf_replay_pod_t *p, const vcache_t *row)
   for (size_t i = 0; i < r->nnodes; i++) {
     if (!row[i].fit || p->mem_bytes > r->mem_free[i])
       continue;
-    bool above = best >= 0 && !random && (row[i].key > row[best].key ||
-                 (row[i].key == row[best].key && r->rank[i] < r->rank[best]));
-    bool equal = best >= 0 && (random || (row[i].key == row[best].key && r->rank[i] == r->rank[best]));
+    bool above = best >= 0 && !random &&
+                 (row[i].key > row[best].key ||
+                  (row[i].key == row[best].key && r->rank[i] < r->rank[best]));
+    bool equal = best >= 0 &&
+                 (random || (row[i].key == row[best].key && r->rank[i] == r->rank[best]));
     if (best < 0 || above) {
       best = (long)i;
       ties = 1;
@@ -118,7 +120,7 @@ static sf_alloc_id schedule(run_t *r, const sf_replay_pod_t *p, const char *hold
   sf_assignment_t asg;
   sf_alloc_id aid = -1;
   if (r->learn)
-    sf__replay_learn_arrival(r, p);  /* before the demand: it builds other pods' demands */
+    sf__replay_learn_arrival(r, p); /* before the demand: it builds other pods' demands */
   sf__replay_build_demand(r, p, &d);
   const vcache_t *row = sf__replay_evaluate(r, p, &d);
   long pos = row != NULL ? choose_node(r, p, row) : -1;
@@ -141,7 +143,7 @@ static sf_alloc_id schedule(run_t *r, const sf_replay_pod_t *p, const char *hold
   sf__replay_touch(r, (size_t)pos);
   return aid;
 fail:
-  sf__replay_learn_leave(r, p);  /* a dropped pod is no longer present */
+  sf__replay_learn_leave(r, p); /* a dropped pod is no longer present */
   return -1;
 }
 
@@ -182,8 +184,8 @@ static double sliver_floor(const run_t *r)
 {
   int64_t left = 0, small = 0, best = 0;
   for (int t = 1; t <= 500; t++) {
-    left += r->left_at[t - 1];    /* leftovers L < t */
-    small += r->small_at[t - 1];  /* pods s < t */
+    left += r->left_at[t - 1];   /* leftovers L < t */
+    small += r->small_at[t - 1]; /* pods s < t */
     best = left - small > best ? left - small : best;
   }
   return pct(best, r->cap_milli);
@@ -252,7 +254,7 @@ double sf_replay_median(double *v, size_t n)
 
 typedef struct {
   int64_t time;
-  uint32_t slot;               /* position in the arrival order */
+  uint32_t slot; /* position in the arrival order */
   bool leave;
 } event_t;
 
@@ -262,7 +264,7 @@ static int cmp_event(const void *a, const void *b)
   if (x->time != y->time)
     return x->time < y->time ? -1 : 1;
   if (x->leave != y->leave)
-    return x->leave ? -1 : 1;   /* departures first: their capacity is free at that instant */
+    return x->leave ? -1 : 1; /* departures first: their capacity is free at that instant */
   return (x->slot > y->slot) - (x->slot < y->slot);
 }
 
@@ -297,8 +299,7 @@ static bool hopeless(const run_t *r, const marks_t *m, int64_t maxload)
   return pct(best, r->cap_milli) < r->o->stop_below_100;
 }
 
-static void run_events(run_t *r, const sf_replay_order_t *o, sf_replay_result_t *res,
-                       double *times)
+static void run_events(run_t *r, const sf_replay_order_t *o, sf_replay_result_t *res, double *times)
 {
   size_t nev, ntimes = 0;
   event_t *ev = make_events(r->t, o, &nev);
@@ -356,7 +357,7 @@ static void run_events(run_t *r, const sf_replay_order_t *o, sf_replay_result_t 
     mark(r, &m, res);
   }
   r->arrived_milli = arrived;
-  if (m.next_thresh <= 4)      /* never reached 100%: report the state at the end */
+  if (m.next_thresh <= 4) /* never reached 100%: report the state at the end */
     res->tenants_at_100 = r->gpu_pods_present;
   res->decision_us_p50 = quantile(times, ntimes, 0.50);
   res->decision_us_p99 = quantile(times, ntimes, 0.99);
@@ -398,7 +399,7 @@ static void run_policies(run_t *r, sf_strategy_t strategy)
     memcpy(r->pol.mix, mix, nmix * sizeof(*mix));
     r->pol.nmix = nmix;
   }
-  if (r->o->cpu_blind)  /* the scoring mix only: the fragmentation metric stays FGD's */
+  if (r->o->cpu_blind) /* the scoring mix only: the fragmentation metric stays FGD's */
     for (size_t i = 0; i < r->pol.nmix; i++)
       r->pol.mix[i].cpu_milli = 0;
 }
@@ -429,8 +430,8 @@ static void run_dispose(run_t *r)
   free(r->naff);
 }
 
-int sf_replay_run(const sf_replay_trace_t *t, const sf_replay_opts_t *opts,
-                  sf_replay_result_t *res, char *err, size_t errlen)
+int sf_replay_run(const sf_replay_trace_t *t, const sf_replay_opts_t *opts, sf_replay_result_t *res,
+                  char *err, size_t errlen)
 {
   run_t *r = sf_xcalloc(1, sizeof(*r));
   sf_replay_order_t order = {0};
@@ -442,18 +443,18 @@ int sf_replay_run(const sf_replay_trace_t *t, const sf_replay_opts_t *opts,
     res->alloc_pct_at[k] = NAN;
   res->unallocated_pct_at_100 = res->frag_pct_at_100 = res->sliver_floor_pct_at_100 = NAN;
   if (!sf_replay_policy_valid(opts->policy, &r->kind, &strategy)) {
-    snprintf(err, errlen, "unknown policy '%s' (known: %s)", opts->policy,
-             sf_replay_policy_names());
+    snprintf(err, errlen, "unknown policy '%s' (known: %s)", opts->policy, sf_replay_policy_names());
     goto out;
   }
   r->t = t;
   r->o = opts;
 
   r->pk = sf_packer_create();
-  sf_packer_set_reasons(r->pk, false);  /* the replay reads fit and score only */
+  sf_packer_set_reasons(r->pk, false); /* the replay reads fit and score only */
   sf_rng_seed(&r->rng, opts->seed ^ 0x243f6a8885a308d3ull);
   run_policies(r, strategy);
-  if ((rc = sf__replay_open_index(r, err, errlen)) != 0 || (rc = sf__replay_build_index(r, err, errlen)) != 0)
+  if ((rc = sf__replay_open_index(r, err, errlen)) != 0 ||
+      (rc = sf__replay_build_index(r, err, errlen)) != 0)
     goto out;
   sf__replay_cache_init(r);
   if (r->learn && opts->mix_every > 1)

@@ -14,7 +14,7 @@
 
 #define MAX_CLAIMS 16
 #define MAX_REQS 16
-#define SPEC_CACHE_BASE 0x5f5e0000u   /* selector cache keys: distinct from the CEL layer's ids */
+#define SPEC_CACHE_BASE 0x5f5e0000u /* selector cache keys: distinct from the CEL layer's ids */
 
 /*
  * One node's verdict for one pod shape, valid while the node's stamp is
@@ -23,9 +23,9 @@
  * is left out of the shape and checked against mem_free instead.
  */
 typedef struct {
-  uint32_t stamp;              /* the node's stamp + 1 when filled; 0 = empty */
+  uint32_t stamp; /* the node's stamp + 1 when filled; 0 = empty */
   bool fit;
-  double key;                  /* what the choice compares, higher wins */
+  double key; /* what the choice compares, higher wins */
 } vcache_t;
 
 typedef struct {
@@ -37,26 +37,26 @@ typedef struct {
   const sf_replay_trace_t *t;
   const sf_replay_opts_t *o;
   sf_replay_kind_t kind;
-  sf_cluster_t *cluster;       /* --snapshot: owns idx */
+  sf_cluster_t *cluster; /* --snapshot: owns idx */
   sf_index_t *idx;
   sf_packer_t *pk;
-  sf_policy_t pol;             /* what the core runs (binpack + packer for baselines) */
-  sf_policy_t fragpol;         /* the typical pods, for the fragmentation metric */
-  sf_node_id *nodes;           /* sorted by name */
+  sf_policy_t pol;     /* what the core runs (binpack + packer for baselines) */
+  sf_policy_t fragpol; /* the typical pods, for the fragmentation metric */
+  sf_node_id *nodes;   /* sorted by name */
   size_t nnodes;
-  int32_t *pos_of;             /* node id -> position in nodes[] */
+  int32_t *pos_of; /* node id -> position in nodes[] */
   specsel_t *specsel;
-  sf_selector_t *sels;         /* one per model set */
-  sf_rng_t rng;                /* baselines' own randomness */
-  uint32_t (*aff)[SF_REPLAY_MAX_GPUS + 1];  /* clustering: GPU pods on a node by affinity tag */
+  sf_selector_t *sels;                     /* one per model set */
+  sf_rng_t rng;                            /* baselines' own randomness */
+  uint32_t (*aff)[SF_REPLAY_MAX_GPUS + 1]; /* clustering: GPU pods on a node by affinity tag */
   uint32_t *naff;
   /* The verdict cache (see sf__replay_evaluate()): per node position, per pod shape. */
-  uint32_t *stamp;             /* bumped whenever an allocation lands on or leaves the node */
-  int64_t *mem_free;           /* bytes; INT64_MAX when the node does not track memory */
-  uint32_t *shape_of;          /* trace pod -> shape id */
+  uint32_t *stamp;    /* bumped whenever an allocation lands on or leaves the node */
+  int64_t *mem_free;  /* bytes; INT64_MAX when the node does not track memory */
+  uint32_t *shape_of; /* trace pod -> shape id */
   size_t nshapes;
-  bool cached;                 /* false: one row, re-evaluated for every pod */
-  vcache_t *vc;                /* nshapes (or 1) rows of nnodes */
+  bool cached;  /* false: one row, re-evaluated for every pod */
+  vcache_t *vc; /* nshapes (or 1) rows of nnodes */
   sf_node_id *stale_ids;
   uint32_t *stale_pos;
   sf_verdict_t *stale_v;
@@ -65,7 +65,7 @@ typedef struct {
   uint64_t mixhash;            /* the learned mix the cached verdicts were scored with */
   const sf_replay_pod_t **win; /* --mix-window: the last mix_window arrivals, a ring */
   size_t narrived;
-  int64_t eval_ns;             /* core time in sf_packer_evaluate, and nodes it evaluated */
+  int64_t eval_ns; /* core time in sf_packer_evaluate, and nodes it evaluated */
   size_t eval_nodes;
   /* demand scratch */
   sf_claim_t claims[MAX_CLAIMS];

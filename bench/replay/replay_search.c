@@ -44,7 +44,8 @@ static const char *islands_idle(const sf_replay_trace_t *t, const sf_policy_t *b
 {
   if (frag_only(t, base) != NULL)
     return frag_only(t, base);
-  return t->has_islands || base->nisland_rules > 0 ? NULL : "no NVLink island in the trace or island_map";
+  return t->has_islands || base->nisland_rules > 0 ? NULL
+                                                   : "no NVLink island in the trace or island_map";
 }
 
 /* Scarcity comes from claims that name models (packer/mix.c): none, and the term is 0. */
@@ -79,8 +80,8 @@ static const sf_search_knob_t knobs[] = {
 #define NKNOBS (sizeof(knobs) / sizeof(knobs[0]))
 _Static_assert(NKNOBS <= SF_SEARCH_MAX_KNOBS, "raise SF_SEARCH_MAX_KNOBS");
 
-static const sf_strategy_t builtins[SF_SEARCH_BUILTINS] = {
-    SF_STRATEGY_FGD, SF_STRATEGY_FRAGMENTATION, SF_STRATEGY_BINPACK, SF_STRATEGY_SPREAD};
+static const sf_strategy_t builtins[SF_SEARCH_BUILTINS] = {SF_STRATEGY_FGD, SF_STRATEGY_FRAGMENTATION,
+                                                           SF_STRATEGY_BINPACK, SF_STRATEGY_SPREAD};
 
 const sf_search_knob_t *sf_search_knobs(size_t *n)
 {
@@ -126,7 +127,7 @@ static double lhs_unit(const char *key, uint64_t seed, size_t n, size_t i)
     perm[j - 1] = perm[r];
     perm[r] = x;
   }
-  for (size_t j = 1; j < i; j++)   /* the jitters of the candidates before i */
+  for (size_t j = 1; j < i; j++) /* the jitters of the candidates before i */
     sf_rng_unit(&rng);
   u = ((double)perm[i - 1] + sf_rng_unit(&rng)) / (double)m;
   free(perm);
@@ -213,7 +214,7 @@ static void subset(const sf_replay_trace_t *t, const uint32_t *idx, size_t n, co
   out->source = sf_xstrdup(src);
 }
 
-static _Thread_local const sf_replay_trace_t *split_trace;  /* qsort has no context argument in C11 */
+static _Thread_local const sf_replay_trace_t *split_trace; /* qsort has no context argument in C11 */
 
 static int cmp_arrival(const void *a, const void *b)
 {
@@ -248,7 +249,7 @@ int sf_search_split(const sf_replay_trace_t *t, unsigned train_pct, sf_replay_tr
 
 /* ---- the stages ---- */
 
-static _Thread_local const search_t *rank_s;   /* qsort has no context argument in C11 */
+static _Thread_local const search_t *rank_s; /* qsort has no context argument in C11 */
 static _Thread_local int rank_part;
 static _Thread_local size_t rank_upto;
 
@@ -413,7 +414,7 @@ static int holdout_stage(search_t *s, const size_t *order, size_t n, sf_search_r
     for (size_t k = 0; k < s->o->nseeds; k++)
       sf__replay_search_queue(s, order[i], HOLDOUT, k, false);
   }
-  for (size_t b = 0; b <= s->nbuiltin; b++)   /* b == nbuiltin: candidate 0 */
+  for (size_t b = 0; b <= s->nbuiltin; b++) /* b == nbuiltin: candidate 0 */
     for (size_t k = 0; k < s->o->nseeds; k++)
       sf__replay_search_queue(s, b, HOLDOUT, k, false);
   stage_start(s, 3, 0);
@@ -458,8 +459,8 @@ int sf_search_run(const sf_replay_trace_t *t, const sf_search_opts_t *o, sf_sear
   sf_replay_trace_dispose(&train);
   sf_replay_trace_dispose(&holdout);
   if ((rc = sf_search_split(t, o->train_pct, &train, &holdout)) != 0) {
-    snprintf(err, errlen, "%zu pods cannot be split %u%% / %u%% with a pod in each part",
-             t->npods, o->train_pct, 100 - o->train_pct);
+    snprintf(err, errlen, "%zu pods cannot be split %u%% / %u%% with a pod in each part", t->npods,
+             o->train_pct, 100 - o->train_pct);
     goto out;
   }
   s.parts[TRAIN] = &train;

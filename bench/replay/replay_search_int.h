@@ -14,36 +14,36 @@ enum { TRAIN = 0, HOLDOUT = 1 };
 
 typedef struct {
   char name[48];
-  long candidate;              /* -1 for a built-in */
+  long candidate; /* -1 for a built-in */
   sf_policy_t pol;
-  char *sig;                   /* every key's value: equal policies have equal signatures */
-  char *knobs;                 /* the varied knobs' values, "k=v k=v", for progress lines */
-  size_t canon;                /* the first entry with this signature: it holds the results */
+  char *sig;    /* every key's value: equal policies have equal signatures */
+  char *knobs;  /* the varied knobs' values, "k=v k=v", for progress lines */
+  size_t canon; /* the first entry with this signature: it holds the results */
   double a100[2][SF_SEARCH_MAX_SEEDS], a130[2][SF_SEARCH_MAX_SEEDS];
   bool done[2][SF_SEARCH_MAX_SEEDS], queued[2][SF_SEARCH_MAX_SEEDS];
-  bool stopped[2][SF_SEARCH_MAX_SEEDS];   /* ended early: below the bar, a100 and a130 are -1 */
+  bool stopped[2][SF_SEARCH_MAX_SEEDS]; /* ended early: below the bar, a100 and a130 are -1 */
 } entry_t;
 
 typedef struct {
   size_t entry;
   int part;
   size_t seed;
-  bool may_stop;               /* stage 1: may end once it cannot make the best quarter */
+  bool may_stop; /* stage 1: may end once it cannot make the best quarter */
 } job_t;
 
 typedef struct {
   const sf_search_opts_t *o;
-  sf_policy_t base;            /* o->base (or the defaults) with the device choice applied */
+  sf_policy_t base; /* o->base (or the defaults) with the device choice applied */
   const sf_replay_trace_t *parts[2];
   entry_t *e;
-  size_t ne, nbuiltin;         /* built-ins are e[0..nbuiltin), candidate i is e[nbuiltin + i] */
+  size_t ne, nbuiltin; /* built-ins are e[0..nbuiltin), candidate i is e[nbuiltin + i] */
   const sf_search_knob_t *ks[SF_SEARCH_MAX_KNOBS];
   size_t nk;
   /* the running stage */
   job_t *jobs;
   size_t njobs, jobcap;
   atomic_size_t next;
-  pthread_mutex_t lock;        /* progress, the counters below and the first error */
+  pthread_mutex_t lock; /* progress, the counters below and the first error */
   size_t finished, planned, stage;
   double t0;
   int rc;

@@ -68,7 +68,7 @@ void sf__replay_search_add_entry(search_t *s, const char *name, long candidate, 
   entry_t *e = &s->e[s->ne];
   snprintf(e->name, sizeof(e->name), "%s", name);
   e->candidate = candidate;
-  e->pol = *pol;               /* steals pol's arrays */
+  e->pol = *pol; /* steals pol's arrays */
   e->sig = signature(&e->pol);
   e->knobs = knob_values(s, &e->pol);
   e->canon = s->ne;
@@ -92,7 +92,7 @@ void sf__replay_search_builtin_policy(const search_t *s, sf_strategy_t st, sf_po
     for (size_t j = 0; j < nkeys; j++)
       if (strcmp(keys[j].key, s->ks[k]->key) == 0 &&
           sf_policy_set(out, keys[j].key, keys[j].def, err, sizeof(err)) != 0)
-        abort();   /* a default the policy refuses: a bug in policy.c */
+        abort(); /* a default the policy refuses: a bug in policy.c */
 }
 
 /* ---- replays on worker threads ---- */
@@ -150,12 +150,17 @@ static int replay(search_t *s, const job_t *j, double *a100, double *a130, bool 
   const entry_t *e = &s->e[j->entry];
   const sf_search_opts_t *o = s->o;
   sf_replay_result_t res;
-  sf_replay_opts_t ro = {
-      .policy = sf_strategy_name(e->pol.strategy), .base = &e->pol, .device_choice = -1,
-      .seed = o->seeds[j->seed], .tune = o->tune, .ties = o->ties,
-      .extender_scores = o->extender_scores, .cpu_blind = o->cpu_blind,
-      .cpu_only_least_allocated = o->cpu_only_least_allocated, .mix_window = o->mix_window,
-      .mix_every = o->mix_every};
+  sf_replay_opts_t ro = {.policy = sf_strategy_name(e->pol.strategy),
+                         .base = &e->pol,
+                         .device_choice = -1,
+                         .seed = o->seeds[j->seed],
+                         .tune = o->tune,
+                         .ties = o->ties,
+                         .extender_scores = o->extender_scores,
+                         .cpu_blind = o->cpu_blind,
+                         .cpu_only_least_allocated = o->cpu_only_least_allocated,
+                         .mix_window = o->mix_window,
+                         .mix_every = o->mix_every};
   if (j->may_stop) {
     pthread_mutex_lock(&s->lock);
     ro.stop_below_100 = bar(s);
@@ -192,7 +197,8 @@ double sf__replay_search_mean(const search_t *s, size_t entry, int part, bool at
  */
 bool sf__replay_search_better(const search_t *s, size_t a, size_t b, int part, size_t upto)
 {
-  double x = sf__replay_search_mean(s, a, part, false, upto), y = sf__replay_search_mean(s, b, part, false, upto);
+  double x = sf__replay_search_mean(s, a, part, false, upto),
+         y = sf__replay_search_mean(s, b, part, false, upto);
   if (x != y)
     return x > y || isnan(y);
   x = sf__replay_search_mean(s, a, part, true, upto);
@@ -210,7 +216,8 @@ static void report(search_t *s, const job_t *j, double a100, bool stopped)
   bool have = false;
   /* The best candidate so far: by its mean over the train seeds it has finished. */
   for (size_t i = s->nbuiltin; i < s->ne; i++)
-    if (!isnan(sf__replay_search_mean(s, i, TRAIN, false, s->o->nseeds)) && (!have || sf__replay_search_better(s, i, bi, TRAIN, s->o->nseeds))) {
+    if (!isnan(sf__replay_search_mean(s, i, TRAIN, false, s->o->nseeds)) &&
+        (!have || sf__replay_search_better(s, i, bi, TRAIN, s->o->nseeds))) {
       bi = i;
       have = true;
     }
@@ -223,7 +230,8 @@ static void report(search_t *s, const job_t *j, double a100, bool stopped)
     snprintf(got, sizeof(got), "stopped, cannot make the best quarter");
   else
     snprintf(got, sizeof(got), "%.2f @100", a100);
-  snprintf(line, sizeof(line), "search: stage %zu/3, %zu/%zu: %s (%s) on %s, seed %llu: %s%s; "
+  snprintf(line, sizeof(line),
+           "search: stage %zu/3, %zu/%zu: %s (%s) on %s, seed %llu: %s%s; "
            "%.0fs elapsed, about %.0fs left",
            s->stage, s->finished, s->planned, s->e[j->entry].name, s->e[j->entry].knobs,
            j->part == TRAIN ? "train" : "holdout", (unsigned long long)s->o->seeds[j->seed], got,
@@ -292,7 +300,7 @@ int sf__replay_search_run_stage(search_t *s)
   for (unsigned t = 1; t < nt; t++)
     if (pthread_create(&th[started], NULL, worker, s) == 0)
       started++;
-  worker(s);                   /* the calling thread is a worker too */
+  worker(s); /* the calling thread is a worker too */
   for (size_t t = 0; t < started; t++)
     pthread_join(th[t], NULL);
   free(s->jobs);

@@ -39,24 +39,28 @@ static void seeds_text(FILE *out, const sf_search_opts_t *o)
 
 static void header(FILE *out, const sf_search_result_t *res, const sf_search_opts_t *o)
 {
-  fprintf(out, "search: %zu candidates (search seed %llu; candidate 0 is the base policy), "
-               "varying", o->ncandidates, (unsigned long long)o->search_seed);
+  fprintf(out,
+          "search: %zu candidates (search seed %llu; candidate 0 is the base policy), "
+          "varying",
+          o->ncandidates, (unsigned long long)o->search_seed);
   for (size_t k = 0; k < res->nknobs; k++)
     fprintf(out, "%s %s", k ? "," : "", res->knobs[k]);
   fprintf(out, "%s\n", res->nknobs ? "" : " nothing");
   for (size_t k = 0; k < res->nidle; k++)
     fprintf(out, "not varied: %s (%s)\n", res->idle[k][0], res->idle[k][1]);
-  fprintf(out, "split: by arrival (a native trace's times, an Alibaba list's creation_time): "
-               "train = the first %u%% (%zu pods), holdout = the last %u%% (%zu pods); each part "
-               "is replayed on its own",
+  fprintf(out,
+          "split: by arrival (a native trace's times, an Alibaba list's creation_time): "
+          "train = the first %u%% (%zu pods), holdout = the last %u%% (%zu pods); each part "
+          "is replayed on its own",
           o->train_pct, res->ntrain_pods, 100 - o->train_pct, res->nholdout_pods);
   if (o->tune > 0)
     fprintf(out, ", its pods resampled to %.2f x GPU capacity", o->tune);
   fprintf(out, "\nseeds ");
   seeds_text(out, o);
-  fprintf(out, ": every candidate on train with seed %llu; the best %zu (with the base) on train "
-               "with every seed; the best %d, the base and the built-ins on the holdout with every "
-               "seed (%zu replays)\n",
+  fprintf(out,
+          ": every candidate on train with seed %llu; the best %zu (with the base) on train "
+          "with every seed; the best %d, the base and the built-ins on the holdout with every "
+          "seed (%zu replays)\n",
           (unsigned long long)o->seeds[0], res->rung1, SF_SEARCH_FINALISTS, res->replays);
   fprintf(out, "objective: GPU allocation %% when the arrived GPU request reaches 100%% of "
                "capacity (130%% breaks ties), mean over the seeds; the winner is chosen on train "
@@ -94,8 +98,9 @@ void sf_search_table(FILE *out, const sf_search_result_t *res, const sf_search_o
     row(out, &res->rows[r], res);
   }
   const sf_search_row_t *w = &res->rows[res->winner], *b = &res->rows[res->reference];
-  fprintf(out, "\nwinner: %s: %+.2f points @100 on train and %+.2f on the holdout against the base "
-               "(%s)\n",
+  fprintf(out,
+          "\nwinner: %s: %+.2f points @100 on train and %+.2f on the holdout against the base "
+          "(%s)\n",
           w->name, w->train100 - b->train100, w->holdout100 - b->holdout100, b->name);
 }
 
@@ -130,8 +135,9 @@ void sf_search_configmap(FILE *out, const sf_policy_t *pol, const char *head)
   const sf_policy_key_t *keys = sf_policy_keys(&nkeys);
   if (head != NULL)
     comment_lines(out, "", head);
-  fprintf(out, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: %s\n"
-               "  labels:\n    app.kubernetes.io/name: slicefit\ndata:\n",
+  fprintf(out,
+          "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: %s\n"
+          "  labels:\n    app.kubernetes.io/name: slicefit\ndata:\n",
           SF_SEARCH_CONFIGMAP_NAME, SF_SEARCH_CONFIGMAP_NAMESPACE);
   for (size_t k = 0; k < nkeys; k++) {
     char *val = sf_search_value(pol, keys[k].key);

@@ -22,7 +22,8 @@
 
 const int sf_replay_thresholds[SF_REPLAY_NTHRESH] = {50, 80, 90, 95, 100, 105, 110, 120, 130};
 
-void sf__replay_fail(char *err, size_t errlen, const char *file, size_t line, size_t col, const char *fmt, ...)
+void sf__replay_fail(char *err, size_t errlen, const char *file, size_t line, size_t col,
+                     const char *fmt, ...)
 {
   int n;
   va_list ap;

@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include "slicefit/replay.h"
 
-void sf__replay_fail(char *err, size_t errlen, const char *file, size_t line, size_t col, const char *fmt, ...)
-    __attribute__((format(printf, 6, 7)));
+void sf__replay_fail(char *err, size_t errlen, const char *file, size_t line, size_t col,
+                     const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 void sf__replay_trace_reset(sf_replay_trace_t *t);
 bool sf__replay_name_ok(const char *s);
 FILE *sf__replay_open_input(const char *path, char *err, size_t errlen);

@@ -35,19 +35,22 @@
  * kubeconfig's base64 *-data fields), *_file fields paths.
  */
 typedef struct {
-  char *server;            /* "https://host:port" or "http://..." without a trailing '/' */
-  char *ca_file, *ca_data; size_t ca_len;
-  bool insecure;           /* insecure-skip-tls-verify */
-  char *token;             /* a fixed token, or */
-  char *token_file;        /* a file re-read before each request (rotation) */
-  char *cert_file, *cert_data; size_t cert_len;
-  char *key_file, *key_data; size_t key_len;
+  char *server; /* "https://host:port" or "http://..." without a trailing '/' */
+  char *ca_file, *ca_data;
+  size_t ca_len;
+  bool insecure;    /* insecure-skip-tls-verify */
+  char *token;      /* a fixed token, or */
+  char *token_file; /* a file re-read before each request (rotation) */
+  char *cert_file, *cert_data;
+  size_t cert_len;
+  char *key_file, *key_data;
+  size_t key_len;
 } sf_kubeconfig_t;
 
 /* Paths in-cluster config reads; tests point them elsewhere. NULL: the defaults. */
 typedef struct {
-  const char *token_file;  /* /var/run/secrets/kubernetes.io/serviceaccount/token */
-  const char *ca_file;     /* /var/run/secrets/kubernetes.io/serviceaccount/ca.crt */
+  const char *token_file; /* /var/run/secrets/kubernetes.io/serviceaccount/token */
+  const char *ca_file;    /* /var/run/secrets/kubernetes.io/serviceaccount/ca.crt */
 } sf_incluster_paths_t;
 
 /**
@@ -104,50 +107,51 @@ typedef struct {
 typedef void (*sf_apiwatch_policy_cb)(void *ud, const sf_policy_t *pol);
 
 typedef struct {
-  sf_kubeconfig_t kube;          /* borrowed; must outlive the watcher */
-  const char *policy_configmap;  /* "NAMESPACE/NAME" or NULL */
-  sf_apiwatch_policy_cb policy_cb; void *policy_ud;
-  const char *device_taint_rules;  /* version to watch devicetaintrules at ("v1",
+  sf_kubeconfig_t kube;         /* borrowed; must outlive the watcher */
+  const char *policy_configmap; /* "NAMESPACE/NAME" or NULL */
+  sf_apiwatch_policy_cb policy_cb;
+  void *policy_ud;
+  const char *device_taint_rules; /* version to watch devicetaintrules at ("v1",
                                     "v1beta2", "v1alpha3"); NULL = not watched */
-  bool watch_pods;               /* watch pods that have not ended (status.phase!=Succeeded,
+  bool watch_pods;                /* watch pods that have not ended (status.phase!=Succeeded,
                                     status.phase!=Failed): node CPU in use, claims' CPU */
-  bool no_streaming_list;        /* never try sendInitialEvents */
-  uint32_t page_size;            /* LIST limit; 0 = 500 */
-  uint32_t staleness_ms;         /* synced() is false while a resource has gone unconfirmed
+  bool no_streaming_list;         /* never try sendInitialEvents */
+  uint32_t page_size;             /* LIST limit; 0 = 500 */
+  uint32_t staleness_ms;          /* synced() is false while a resource has gone unconfirmed
                                     (or its watch broken) this long; 0 = 30000 */
-  uint32_t silent_ms;            /* a transfer with no byte for this long is restarted; 0 = 30000 */
-  uint32_t stream_retry_ms;      /* watch-list is tried again this long after a fallback to
+  uint32_t silent_ms;             /* a transfer with no byte for this long is restarted; 0 = 30000 */
+  uint32_t stream_retry_ms;       /* watch-list is tried again this long after a fallback to
                                     LIST; 0 = 600000 */
-  uint32_t backoff_min_ms;       /* first retry delay; 0 = 200 */
-  uint32_t backoff_max_ms;       /* cap, also of a 429's Retry-After; 0 = 30000 */
-  uint32_t watch_timeout_s;      /* timeoutSeconds of each watch; 0 = random 10..20 */
-  uint32_t request_timeout_ms;   /* a LIST page's limit, and a watch's past its timeoutSeconds
+  uint32_t backoff_min_ms;        /* first retry delay; 0 = 200 */
+  uint32_t backoff_max_ms;        /* cap, also of a 429's Retry-After; 0 = 30000 */
+  uint32_t watch_timeout_s;       /* timeoutSeconds of each watch; 0 = random 10..20 */
+  uint32_t request_timeout_ms;    /* a LIST page's limit, and a watch's past its timeoutSeconds
                                     (a stalled server); 0 = 60000 */
-  size_t max_event_bytes;        /* framer cap per event; 0 = 64 MiB */
-  size_t max_list_bytes;         /* cap on one LIST page body; 0 = 1 GiB */
-  const sf_apiwatch_sink_t *sink;  /* NULL: the cluster */
+  size_t max_event_bytes;         /* framer cap per event; 0 = 64 MiB */
+  size_t max_list_bytes;          /* cap on one LIST page body; 0 = 1 GiB */
+  const sf_apiwatch_sink_t *sink; /* NULL: the cluster */
 } sf_apiwatch_opts_t;
 
 /** Counters for /metrics; monotonic since create. */
 typedef struct {
-  uint64_t events;               /* ADDED/MODIFIED/DELETED applied */
+  uint64_t events; /* ADDED/MODIFIED/DELETED applied */
   uint64_t bookmarks;
-  uint64_t lists;                /* completed full lists (paged or streaming) */
-  uint64_t stream_lists;         /* of which by watch-list */
-  uint64_t relists_expired;      /* 410 Gone/Expired seen */
-  uint64_t watch_resumes;        /* watches restarted from the last rv after an end */
+  uint64_t lists;           /* completed full lists (paged or streaming) */
+  uint64_t stream_lists;    /* of which by watch-list */
+  uint64_t relists_expired; /* 410 Gone/Expired seen */
+  uint64_t watch_resumes;   /* watches restarted from the last rv after an end */
   uint64_t err_http_5xx, err_http_429, err_auth, err_connect, err_tls, err_other;
-  uint64_t decode_errors;        /* objects the sink rejected */
-  uint64_t framing_errors;       /* a malformed or oversized event */
+  uint64_t decode_errors;  /* objects the sink rejected */
+  uint64_t framing_errors; /* a malformed or oversized event */
   uint64_t policy_applied, policy_invalid;
-  uint64_t streaming_fallbacks;  /* servers without watch-list */
-  uint64_t silent_restarts;      /* transfers restarted after silent_ms without a byte */
+  uint64_t streaming_fallbacks; /* servers without watch-list */
+  uint64_t silent_restarts;     /* transfers restarted after silent_ms without a byte */
 } sf_apiwatch_stats_t;
 
 /* How long ago a resource was last confirmed current (for a gauge). */
 typedef struct {
-  const char *resource;          /* borrowed: "resourceslices", "configmap ns/name", ... */
-  uint64_t age_ms;               /* UINT64_MAX: never */
+  const char *resource; /* borrowed: "resourceslices", "configmap ns/name", ... */
+  uint64_t age_ms;      /* UINT64_MAX: never */
 } sf_apiwatch_age_t;
 
 /**
@@ -202,14 +206,15 @@ void sf_apiwatch_destroy(sf_apiwatch_t *w);
 #define SF_FRAMER_MAX_DEPTH 512
 
 typedef struct {
-  char *buf; size_t len, cap;    /* the current, incomplete event */
-  size_t max;                    /* cap per event */
-  uint32_t depth;                /* nesting of braces and brackets scanned so far */
-  uint8_t open[SF_FRAMER_MAX_DEPTH / 8 + 1];  /* bit per level: 1 = '[' */
+  char *buf;
+  size_t len, cap;                           /* the current, incomplete event */
+  size_t max;                                /* cap per event */
+  uint32_t depth;                            /* nesting of braces and brackets scanned so far */
+  uint8_t open[SF_FRAMER_MAX_DEPTH / 8 + 1]; /* bit per level: 1 = '[' */
   bool in_str, esc;
-  bool emitted;                  /* buf holds an event returned by the last call */
-  size_t cut;                    /* internal: where the line after a cut event starts */
-  uint64_t truncated;            /* events dropped because a line break cut them short */
+  bool emitted;       /* buf holds an event returned by the last call */
+  size_t cut;         /* internal: where the line after a cut event starts */
+  uint64_t truncated; /* events dropped because a line break cut them short */
 } sf_framer_t;
 
 void sf_framer_init(sf_framer_t *f, size_t max_event);

@@ -30,8 +30,8 @@ typedef enum {
   SF_KIND_RESOURCE_CLAIM,
   SF_KIND_DEVICE_CLASS,
   SF_KIND_DEVICE_TAINT_RULE,
-  SF_KIND_NODE,          /* core/v1 Node: its name, labels and allocatable CPU and memory */
-  SF_KIND_POD,           /* core/v1 Pod: its node, CPU and memory requests and first claim */
+  SF_KIND_NODE, /* core/v1 Node: its name, labels and allocatable CPU and memory */
+  SF_KIND_POD,  /* core/v1 Pod: its node, CPU and memory requests and first claim */
   SF_KIND_COUNT
 } sf_kind_t;
 
@@ -67,8 +67,7 @@ const sf_policy_t *sf_cluster_policy(const sf_cluster_t *c);
  */
 int sf_cluster_apply(sf_cluster_t *c, sf_kind_t kind, const json_t *obj, char *err, size_t errlen);
 /** Removes one object, given the object (or any object with its metadata). */
-int sf_cluster_delete(sf_cluster_t *c, sf_kind_t kind, const json_t *obj, char *err,
-                      size_t errlen);
+int sf_cluster_delete(sf_cluster_t *c, sf_kind_t kind, const json_t *obj, char *err, size_t errlen);
 /**
  * Replaces every object of `kind` with the `items` array (a relist) in one
  * step: objects absent from it are deleted. All-or-nothing.
@@ -115,8 +114,8 @@ bool sf_pod_plan_empty(const sf_pod_plan_t *p);
  * known Node (no complete, valid pool reaches it), else UNSURE (the in-tree
  * plugin judges it).
  */
-int sf_cluster_evaluate(sf_cluster_t *c, const sf_pod_plan_t *p, const char *const *names,
-                        size_t n, sf_verdict_t *out);
+int sf_cluster_evaluate(sf_cluster_t *c, const sf_pod_plan_t *p, const char *const *names, size_t n,
+                        sf_verdict_t *out);
 
 /**
  * Checks the pods' bookkeeping: each node's CPU and memory in use equal the

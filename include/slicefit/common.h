@@ -23,13 +23,13 @@
 #include <stdint.h>
 
 /* Error codes: a fallible function returns 0 or one of these (negative). */
-#define SF_EINVAL   (-22)  /* bad argument or value */
-#define SF_ENOENT   (-2)   /* a named object does not exist */
-#define SF_EEXIST   (-17)  /* the object already exists */
-#define SF_ENOSPC   (-28)  /* would exceed a capacity, counter or limit */
-#define SF_ERANGE   (-34)  /* a number is out of range */
-#define SF_EBUSY    (-16)  /* the object is in use */
-#define SF_E2BIG    (-7)   /* an input exceeds a size limit */
+#define SF_EINVAL (-22) /* bad argument or value */
+#define SF_ENOENT (-2)  /* a named object does not exist */
+#define SF_EEXIST (-17) /* the object already exists */
+#define SF_ENOSPC (-28) /* would exceed a capacity, counter or limit */
+#define SF_ERANGE (-34) /* a number is out of range */
+#define SF_EBUSY (-16)  /* the object is in use */
+#define SF_E2BIG (-7)   /* an input exceeds a size limit */
 
 /** Static, readable text for an SF_E* code (or "unknown error"). */
 const char *sf_strerror(int err);

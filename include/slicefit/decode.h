@@ -42,19 +42,19 @@ typedef enum {
 } sf_obj_kind_t;
 
 typedef struct {
-  const char *ns;        /* "" for cluster-scoped objects */
+  const char *ns; /* "" for cluster-scoped objects */
   const char *name;
-  const char *uid, *rv;  /* "" when absent */
+  const char *uid, *rv; /* "" when absent */
 } sf_meta_t;
 
 /* ---- ResourceSlice ---- */
 
 typedef enum {
-  SF_NODESEL_NONE = 0,   /* nothing set (only legal per device) */
-  SF_NODESEL_NAME,       /* nodeName */
-  SF_NODESEL_ALL,        /* allNodes */
-  SF_NODESEL_SELECTOR,   /* nodeSelector */
-  SF_NODESEL_PER_DEVICE  /* perDeviceNodeSelection (slice level only) */
+  SF_NODESEL_NONE = 0,  /* nothing set (only legal per device) */
+  SF_NODESEL_NAME,      /* nodeName */
+  SF_NODESEL_ALL,       /* allNodes */
+  SF_NODESEL_SELECTOR,  /* nodeSelector */
+  SF_NODESEL_PER_DEVICE /* perDeviceNodeSelection (slice level only) */
 } sf_nodesel_t;
 
 typedef struct {
@@ -62,12 +62,14 @@ typedef struct {
   const char *driver, *pool;
   int64_t generation, slice_count;
   sf_nodesel_t nodesel;
-  const char *node;                 /* SF_NODESEL_NAME */
+  const char *node; /* SF_NODESEL_NAME */
   /* Devices in published order; names qualified, policies in the arena. */
-  sf_device_spec_t *devs; size_t ndevs;
-  sf_nodesel_t *dev_nodesel;        /* per device (SF_NODESEL_NONE unless per-device) */
-  const char **dev_node;            /* per device nodeName, or NULL */
-  sf_counter_t *counters; size_t ncounters;  /* sharedCounters, flattened */
+  sf_device_spec_t *devs;
+  size_t ndevs;
+  sf_nodesel_t *dev_nodesel; /* per device (SF_NODESEL_NONE unless per-device) */
+  const char **dev_node;     /* per device nodeName, or NULL */
+  sf_counter_t *counters;
+  size_t ncounters; /* sharedCounters, flattened */
 } sf_slice_t;
 
 /* ---- ResourceClaim / ResourceClaimTemplate ---- */
@@ -77,26 +79,32 @@ typedef enum { SF_MODE_EXACT = 0, SF_MODE_ALL, SF_MODE_UNKNOWN } sf_alloc_mode_t
 typedef struct sf_dreq {
   const char *name;
   const char *class_name;
-  const char **selectors; size_t nselectors;   /* CEL texts */
+  const char **selectors;
+  size_t nselectors; /* CEL texts */
   sf_alloc_mode_t mode;
-  const char *mode_text;                       /* as written, for reasons */
+  const char *mode_text; /* as written, for reasons */
   int64_t count;
-  sf_cap_request_t *caps; size_t ncaps;        /* names as written (maybe unqualified) */
-  sf_toleration_t *tols; size_t ntols;
-  bool tol_unknown_op;                         /* an operator other than Exists/Equal */
+  sf_cap_request_t *caps;
+  size_t ncaps; /* names as written (maybe unqualified) */
+  sf_toleration_t *tols;
+  size_t ntols;
+  bool tol_unknown_op; /* an operator other than Exists/Equal */
   bool admin_access;
-  struct sf_dreq *alts; size_t nalts;          /* firstAvailable */
+  struct sf_dreq *alts;
+  size_t nalts; /* firstAvailable */
 } sf_dreq_t;
 
 typedef struct {
-  const char **reqs; size_t nreqs;             /* "req" or "req/sub"; 0: every request */
-  const char *match, *distinct;                /* matchAttribute, distinctAttribute, or NULL */
+  const char **reqs;
+  size_t nreqs;                 /* "req" or "req/sub"; 0: every request */
+  const char *match, *distinct; /* matchAttribute, distinctAttribute, or NULL */
 } sf_dcons_t;
 
 typedef struct {
   const char *request, *driver, *pool, *device;
-  const char *share_id;                         /* NULL when absent */
-  sf_cap_request_t *consumed; size_t nconsumed; /* names as written */
+  const char *share_id; /* NULL when absent */
+  sf_cap_request_t *consumed;
+  size_t nconsumed; /* names as written */
   bool admin_access;
 } sf_dresult_t;
 
@@ -105,17 +113,21 @@ typedef struct {
 } sf_dref_t;
 
 typedef struct {
-  sf_dreq_t *reqs; size_t nreqs;
-  sf_dcons_t *cons; size_t ncons;
+  sf_dreq_t *reqs;
+  size_t nreqs;
+  sf_dcons_t *cons;
+  size_t ncons;
 } sf_claim_spec_t;
 
 typedef struct {
   sf_meta_t meta;
   sf_claim_spec_t spec;
-  bool allocated;                               /* status.allocation present */
-  sf_dresult_t *results; size_t nresults;
-  const char *alloc_node;                       /* from allocation.nodeSelector, or NULL */
-  sf_dref_t *reserved; size_t nreserved;
+  bool allocated; /* status.allocation present */
+  sf_dresult_t *results;
+  size_t nresults;
+  const char *alloc_node; /* from allocation.nodeSelector, or NULL */
+  sf_dref_t *reserved;
+  size_t nreserved;
 } sf_rclaim_t;
 
 typedef struct {
@@ -127,14 +139,15 @@ typedef struct {
 
 typedef struct {
   sf_meta_t meta;
-  const char **selectors; size_t nselectors;
-  const char *ext_resource;                     /* extendedResourceName, or NULL */
+  const char **selectors;
+  size_t nselectors;
+  const char *ext_resource; /* extendedResourceName, or NULL */
 } sf_device_class_t;
 
 typedef struct {
   sf_meta_t meta;
-  const char *driver, *pool, *device;           /* NULL: any */
-  bool by_class;   /* v1alpha3 deviceClassName / selectors: not evaluated, so the rule taints nothing */
+  const char *driver, *pool, *device; /* NULL: any */
+  bool by_class; /* v1alpha3 deviceClassName / selectors: not evaluated, so the rule taints nothing */
   sf_taint_t taint;
 } sf_taint_rule_t;
 
@@ -142,32 +155,44 @@ typedef struct {
 
 typedef struct {
   const char *name;
-  const char *claim_name, *template_name;       /* at least one non-NULL (claim_name wins) */
+  const char *claim_name, *template_name; /* at least one non-NULL (claim_name wins) */
 } sf_pod_claim_t;
 
-typedef struct { const char *name, *request; } sf_ctr_claim_t;
+typedef struct {
+  const char *name, *request;
+} sf_ctr_claim_t;
 
 typedef struct {
   const char *name;
   bool init;
-  bool sidecar;                                 /* an init container with restartPolicy Always */
-  int64_t cpu_milli, mem_bytes;                 /* resources.requests cpu, memory; 0 when absent */
-  sf_ctr_claim_t *claims; size_t nclaims;
+  bool sidecar;                 /* an init container with restartPolicy Always */
+  int64_t cpu_milli, mem_bytes; /* resources.requests cpu, memory; 0 when absent */
+  sf_ctr_claim_t *claims;
+  size_t nclaims;
   /* Extended resources (names with a '/'): requests, else limits. */
-  sf_cap_request_t *ext; size_t next;
+  sf_cap_request_t *ext;
+  size_t next;
 } sf_container_t;
 
-typedef struct { const char *name, *claim_name; } sf_claim_status_t;
-typedef struct { const char *container, *resource, *request; } sf_ext_mapping_t;
+typedef struct {
+  const char *name, *claim_name;
+} sf_claim_status_t;
+typedef struct {
+  const char *container, *resource, *request;
+} sf_ext_mapping_t;
 
 typedef struct {
   sf_meta_t meta;
-  const char *node_name;                        /* spec.nodeName, or NULL */
-  sf_pod_claim_t *claims; size_t nclaims;
-  sf_container_t *ctrs; size_t nctrs;           /* initContainers first */
-  sf_claim_status_t *statuses; size_t nstatuses;
-  const char *ext_claim;                        /* extendedResourceClaimStatus.resourceClaimName */
-  sf_ext_mapping_t *ext_maps; size_t next_maps;
+  const char *node_name; /* spec.nodeName, or NULL */
+  sf_pod_claim_t *claims;
+  size_t nclaims;
+  sf_container_t *ctrs;
+  size_t nctrs; /* initContainers first */
+  sf_claim_status_t *statuses;
+  size_t nstatuses;
+  const char *ext_claim; /* extendedResourceClaimStatus.resourceClaimName */
+  sf_ext_mapping_t *ext_maps;
+  size_t next_maps;
   /*
    * What the pod requests of its node, as kube-scheduler's NodeResourcesFit
    * counts it (k8s.io/component-helpers resource.PodRequests from the spec):
@@ -176,16 +201,20 @@ typedef struct {
    * plus spec.overhead. A missing request counts 0.
    */
   int64_t cpu_milli, mem_bytes;
-  bool terminal;                                /* status.phase Succeeded or Failed */
+  bool terminal; /* status.phase Succeeded or Failed */
 } sf_pod_t;
 
-typedef struct { const char *key, *value; } sf_label_t;
+typedef struct {
+  const char *key, *value;
+} sf_label_t;
 
 typedef struct {
   sf_meta_t meta;
-  sf_label_t *labels; size_t nlabels;
-  int64_t cpu_milli, mem_bytes;                 /* allocatable; 0 when absent */
-  sf_cap_request_t *alloc; size_t nalloc;       /* every allocatable entry */
+  sf_label_t *labels;
+  size_t nlabels;
+  int64_t cpu_milli, mem_bytes; /* allocatable; 0 when absent */
+  sf_cap_request_t *alloc;
+  size_t nalloc; /* every allocatable entry */
 } sf_node_t;
 
 /* ---- the decoded object ---- */
@@ -193,7 +222,7 @@ typedef struct {
 typedef struct sf_object {
   sf_obj_kind_t kind;
   union {
-    sf_meta_t meta;                             /* every member starts with it */
+    sf_meta_t meta; /* every member starts with it */
     sf_slice_t slice;
     sf_rclaim_t claim;
     sf_claim_template_t tmpl;
@@ -202,8 +231,8 @@ typedef struct sf_object {
     sf_pod_t pod;
     sf_node_t node;
   } u;
-  struct sf_arena *arena;                       /* private */
-  json_t *json;                                 /* private: the source, referenced (NULL: claims) */
+  struct sf_arena *arena; /* private */
+  json_t *json;           /* private: the source, referenced (NULL: claims) */
 } sf_object_t;
 
 /** Kind of a "kind" name ("ResourceSlice", "Pod", ...), or SF_OBJ_UNKNOWN. */

@@ -19,31 +19,31 @@
 #include "slicefit/cluster.h"
 
 typedef struct {
-  const char *listen;            /* "HOST:PORT"; port 0 picks a free one (borrowed) */
-  const char *tls_cert_file;     /* PEM; with tls_key_file enables HTTPS (borrowed, may be NULL) */
+  const char *listen;        /* "HOST:PORT"; port 0 picks a free one (borrowed) */
+  const char *tls_cert_file; /* PEM; with tls_key_file enables HTTPS (borrowed, may be NULL) */
   const char *tls_key_file;
-  size_t max_body_bytes;         /* a larger request body gets 413 */
-  size_t max_nodelist_bytes;     /* a larger body that is not NodeNames (a NodeList) gets 413;
+  size_t max_body_bytes;     /* a larger request body gets 413 */
+  size_t max_nodelist_bytes; /* a larger body that is not NodeNames (a NodeList) gets 413;
                                     0 = max_body_bytes */
-  size_t max_nodes;              /* more nodes in one request gets 413 */
-  unsigned max_depth;            /* deeper JSON nesting gets 400 */
-  unsigned conn_timeout_s;       /* keep-alive: an idle connection is closed after this */
+  size_t max_nodes;          /* more nodes in one request gets 413 */
+  unsigned max_depth;        /* deeper JSON nesting gets 400 */
+  unsigned conn_timeout_s;   /* keep-alive: an idle connection is closed after this */
   unsigned max_connections;
-  unsigned drain_timeout_ms;     /* SIGTERM: most time given to in-flight requests */
-  bool debug_only;               /* the --debug-listen listener: /debug/state and /healthz only */
-  bool metrics_only;             /* the --metrics-listen listener: /metrics and /healthz only */
-  bool debug_over_tls;           /* a TLS listener serves /debug/state too (default true) */
-  unsigned header_timeout_s;     /* a request's headers must be complete within this */
-  unsigned request_timeout_s;    /* headers complete to answer sent */
-  unsigned keepalive_requests;   /* answers per connection; the last says Connection: close */
+  unsigned drain_timeout_ms;   /* SIGTERM: most time given to in-flight requests */
+  bool debug_only;             /* the --debug-listen listener: /debug/state and /healthz only */
+  bool metrics_only;           /* the --metrics-listen listener: /metrics and /healthz only */
+  bool debug_over_tls;         /* a TLS listener serves /debug/state too (default true) */
+  unsigned header_timeout_s;   /* a request's headers must be complete within this */
+  unsigned request_timeout_s;  /* headers complete to answer sent */
+  unsigned keepalive_requests; /* answers per connection; the last says Connection: close */
   unsigned max_connections_per_ip;
-  size_t max_buffered_bytes;     /* bodies and replies held across all requests; 503 past it */
-  unsigned retry_after_s;        /* Retry-After of that 503 */
-  size_t offload_bytes;          /* filter/prioritize bodies larger are decoded off the loop */
-  const char *probe_listen;      /* "HOST:PORT" of the /healthz, /readyz listener, or NULL */
-  unsigned liveness_stall_ms;    /* /healthz fails once the loop has not turned for this */
-  const char *tls_min_version;   /* "1.2" or "1.3" */
-  unsigned tls_reload_s;         /* how often the certificate files are checked for changes */
+  size_t max_buffered_bytes;   /* bodies and replies held across all requests; 503 past it */
+  unsigned retry_after_s;      /* Retry-After of that 503 */
+  size_t offload_bytes;        /* filter/prioritize bodies larger are decoded off the loop */
+  const char *probe_listen;    /* "HOST:PORT" of the /healthz, /readyz listener, or NULL */
+  unsigned liveness_stall_ms;  /* /healthz fails once the loop has not turned for this */
+  const char *tls_min_version; /* "1.2" or "1.3" */
+  unsigned tls_reload_s;       /* how often the certificate files are checked for changes */
 } sf_extender_config_t;
 
 /*

@@ -24,7 +24,7 @@ typedef struct sf_policy sf_policy_t;
 typedef int32_t sf_node_id;
 typedef int32_t sf_dev_id;
 typedef int32_t sf_alloc_id;
-typedef uint32_t sf_str_id;  /* an interned string; 0 is the empty string */
+typedef uint32_t sf_str_id; /* an interned string; 0 is the empty string */
 
 typedef enum {
   SF_ATTR_INT = 1,
@@ -41,8 +41,8 @@ typedef enum {
 typedef struct {
   const char *name;
   sf_attr_type_t type;
-  int64_t i;          /* SF_ATTR_INT; SF_ATTR_BOOL as 0/1 */
-  const char *s;      /* SF_ATTR_STRING, SF_ATTR_VERSION (text), SF_ATTR_LIST (elements) */
+  int64_t i;     /* SF_ATTR_INT; SF_ATTR_BOOL as 0/1 */
+  const char *s; /* SF_ATTR_STRING, SF_ATTR_VERSION (text), SF_ATTR_LIST (elements) */
 } sf_attr_t;
 
 /* How requests for a consumable capacity are rounded (KEP-5075). */
@@ -50,23 +50,24 @@ typedef struct {
   bool has_default;
   sf_milli_t def;
   /* Either valid values (ascending) ... */
-  const sf_milli_t *valid; size_t nvalid;
+  const sf_milli_t *valid;
+  size_t nvalid;
   /* ... or a range; step 0 means any value, max 0 means no upper bound. */
   bool has_range;
   sf_milli_t min, step, max;
 } sf_request_policy_t;
 
 typedef struct {
-  const char *name;             /* fully qualified */
+  const char *name; /* fully qualified */
   sf_milli_t value;
   bool has_policy;
-  sf_request_policy_t policy;   /* borrowed arrays; the index copies them */
+  sf_request_policy_t policy; /* borrowed arrays; the index copies them */
 } sf_capacity_t;
 
 /* A counter consumed from a shared counter set of the same pool. */
 typedef struct {
-  const char *set;              /* counter set name */
-  const char *counter;          /* counter name within the set */
+  const char *set;     /* counter set name */
+  const char *counter; /* counter name within the set */
   sf_milli_t value;
 } sf_counter_use_t;
 
@@ -77,27 +78,31 @@ typedef struct {
   sf_taint_effect_t effect;
 } sf_taint_t;
 
-#define SF_DEVICE_FIELDS_MAX 32  /* DRA: attributes + capacities per device */
+#define SF_DEVICE_FIELDS_MAX 32 /* DRA: attributes + capacities per device */
 
 typedef struct {
-  const char *name;             /* device name, unique within the pool */
-  const sf_attr_t *attrs; size_t nattrs;
-  const sf_capacity_t *caps; size_t ncaps;
-  const sf_counter_use_t *counters; size_t ncounters;
-  const sf_taint_t *taints; size_t ntaints;
-  bool allow_multiple;          /* allowMultipleAllocations: a shared device */
+  const char *name; /* device name, unique within the pool */
+  const sf_attr_t *attrs;
+  size_t nattrs;
+  const sf_capacity_t *caps;
+  size_t ncaps;
+  const sf_counter_use_t *counters;
+  size_t ncounters;
+  const sf_taint_t *taints;
+  size_t ntaints;
+  bool allow_multiple; /* allowMultipleAllocations: a shared device */
 } sf_device_spec_t;
 
 typedef struct {
-  const char *set;              /* counter set name */
+  const char *set; /* counter set name */
   const char *counter;
   sf_milli_t value;
 } sf_counter_t;
 
 typedef struct {
   const char *name;
-  int64_t cpu_milli;            /* allocatable CPU; 0 = not tracked (no CPU check) */
-  int64_t mem_bytes;            /* allocatable memory; 0 = not tracked */
+  int64_t cpu_milli; /* allocatable CPU; 0 = not tracked (no CPU check) */
+  int64_t mem_bytes; /* allocatable memory; 0 = not tracked */
 } sf_node_spec_t;
 
 /* One device taken by an allocation, and what it consumes. */
@@ -117,7 +122,7 @@ typedef struct {
   bool whole;
 } sf_pick_t;
 
-#define SF_ALLOC_FORCE 1u  /* record even if it overcommits (the API server is the truth) */
+#define SF_ALLOC_FORCE 1u /* record even if it overcommits (the API server is the truth) */
 
 /* ---- lifecycle ---- */
 
@@ -175,8 +180,8 @@ void sf_index_node_cpu_mem(const sf_index_t *idx, sf_node_id node, int64_t *cpu_
  * Cost: O(devices of the node).
  */
 int sf_index_pool_set(sf_index_t *idx, sf_node_id node, const char *driver, const char *pool,
-                      const sf_device_spec_t *devs, size_t ndevs,
-                      const sf_counter_t *counters, size_t ncounters);
+                      const sf_device_spec_t *devs, size_t ndevs, const sf_counter_t *counters,
+                      size_t ncounters);
 /** Removes the pool (same rules for allocated devices). SF_ENOENT if absent. */
 int sf_index_pool_remove(sf_index_t *idx, sf_node_id node, const char *driver, const char *pool);
 
@@ -198,7 +203,7 @@ int sf_index_mirror_set(sf_index_t *idx, sf_node_id node, const char *driver, co
 sf_dev_id sf_index_dev_find(const sf_index_t *idx, const char *driver, const char *pool,
                             const char *name);
 sf_dev_id sf_index_dev_end(const sf_index_t *idx);
-bool sf_index_dev_live(const sf_index_t *idx, sf_dev_id dev);  /* present and not retired */
+bool sf_index_dev_live(const sf_index_t *idx, sf_dev_id dev); /* present and not retired */
 sf_node_id sf_index_dev_node(const sf_index_t *idx, sf_dev_id dev);
 const char *sf_index_dev_name(const sf_index_t *idx, sf_dev_id dev);
 const char *sf_index_dev_driver(const sf_index_t *idx, sf_dev_id dev);

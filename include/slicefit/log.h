@@ -47,8 +47,8 @@ int sf_log_v(int v);
  * (seconds, microseconds), pid and caller are arguments. For the tests.
  */
 size_t sf_log_render(char *out, size_t cap, sf_log_format_t f, sf_log_level_t level, int v,
-                     long long sec, long usec, int pid, const char *file, int line,
-                     const char *msg, const char *kv);
+                     long long sec, long usec, int pid, const char *file, int line, const char *msg,
+                     const char *kv);
 
 /** Prints one line if enabled; `file` and `line` name the caller (the macros pass them). */
 void sf_log_at(const char *file, int line, sf_log_level_t level, int v, const char *msg,

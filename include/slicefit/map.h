@@ -21,21 +21,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SF_MAP_INLINE 20  /* key bytes kept in the slot: most lookups never follow `key` */
+#define SF_MAP_INLINE 20 /* key bytes kept in the slot: most lookups never follow `key` */
 
 /* A slot of the table; the fields are the map's, visible only for the struct's size. */
 typedef struct {
-  char *key;       /* NULL: empty; the map's tombstone: deleted */
+  char *key; /* NULL: empty; the map's tombstone: deleted */
   uint32_t klen;
   uint32_t hash;
   int32_t val;
-  char head[SF_MAP_INLINE];  /* the key's first bytes (zero-padded) */
+  char head[SF_MAP_INLINE]; /* the key's first bytes (zero-padded) */
 } sf_map_slot_t;
 
 typedef struct {
   sf_map_slot_t *slots;
-  size_t cap;      /* power of two or 0 */
-  size_t used;     /* live + tombstones */
+  size_t cap;  /* power of two or 0 */
+  size_t used; /* live + tombstones */
   size_t live;
   uint64_t k0, k1; /* the hash key, derived from the seed */
 } sf_map_t;

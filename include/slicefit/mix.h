@@ -24,14 +24,16 @@
  * the demand as an evaluate would. SF_EINVAL for a bad argument. Cost: as
  * evaluating no node.
  */
-int sf_mix_learn(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol, const sf_demand_t *demand, int sign);
+int sf_mix_learn(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol, const sf_demand_t *demand,
+                 int sign);
 
 /**
  * The hash of the mix an evaluate of `demand` would score with now (the
  * policy's, the learned one, or the demand's own); a caller that caches
  * verdicts drops them when it moves.
  */
-uint64_t sf_mix_hash(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol, const sf_demand_t *demand);
+uint64_t sf_mix_hash(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol,
+                     const sf_demand_t *demand);
 
 /**
  * Holds (on) the learned mix that scoring reads at its present state while

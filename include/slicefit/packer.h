@@ -22,27 +22,27 @@
 typedef enum { SF_FIT_NO = 0, SF_FIT_YES = 1, SF_FIT_UNSURE = 2 } sf_fit_t;
 
 #define SF_REASON_MAX 160
-#define SF_SCORE_MAX 10   /* kube-scheduler's MaxExtenderPriority */
+#define SF_SCORE_MAX 10 /* kube-scheduler's MaxExtenderPriority */
 
 typedef struct {
   sf_fit_t fit;
-  double raw;           /* strategy's score of the placement, higher is better (FIT only) */
-  int score;            /* 0..SF_SCORE_MAX over the evaluated FIT nodes: the best raw score (and
+  double raw;                 /* strategy's score of the placement, higher is better (FIT only) */
+  int score;                  /* 0..SF_SCORE_MAX over the evaluated FIT nodes: the best raw score (and
                            only it) gets SF_SCORE_MAX, the others min-max over 0..SF_SCORE_MAX-1 */
-  char reason[SF_REASON_MAX];  /* NO and UNSURE: one sentence */
+  char reason[SF_REASON_MAX]; /* NO and UNSURE: one sentence */
 } sf_verdict_t;
 
 /* One device chosen for one request. */
 typedef struct {
   uint32_t claim, req;
-  int32_t alt;          /* firstAvailable alternative, or -1 */
-  sf_pick_t pick;       /* consumed points into the packer's scratch */
+  int32_t alt;    /* firstAvailable alternative, or -1 */
+  sf_pick_t pick; /* consumed points into the packer's scratch */
 } sf_result_t;
 
 typedef struct {
   sf_node_id node;
   size_t n;
-  const sf_result_t *results;  /* borrowed from the packer until its next call */
+  const sf_result_t *results; /* borrowed from the packer until its next call */
 } sf_assignment_t;
 
 typedef struct sf_packer sf_packer_t;
@@ -66,8 +66,8 @@ void sf_packer_destroy(sf_packer_t *p);
  * demand has several requests or constraints.
  */
 int sf_packer_evaluate(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol,
-                       const sf_demand_t *demand, const sf_node_id *nodes, size_t n,
-                       unsigned flags, sf_verdict_t *out);
+                       const sf_demand_t *demand, const sf_node_id *nodes, size_t n, unsigned flags,
+                       sf_verdict_t *out);
 
 /**
  * Finds the placement the policy chooses on one node (the device DRA would
@@ -82,16 +82,15 @@ sf_fit_t sf_packer_place(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol
  * Records the last FIT assignment of sf_packer_place (and the demand's CPU
  * and memory) as one allocation of `holder`. Errors as sf_index_alloc_add.
  */
-int sf_packer_commit(sf_packer_t *p, sf_index_t *idx, const sf_demand_t *demand,
-                     const char *holder, sf_alloc_id *out);
+int sf_packer_commit(sf_packer_t *p, sf_index_t *idx, const sf_demand_t *demand, const char *holder,
+                     sf_alloc_id *out);
 
 /**
  * FGD's fragmentation of one node against a target mix (policy's fgd_mix
  * when nmix > 0, else the index's learned mix), in milli-GPUs. Cost:
  * O(shapes × devices of the node).
  */
-double sf_packer_node_frag(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol,
-                           sf_node_id node);
+double sf_packer_node_frag(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol, sf_node_id node);
 
 /**
  * Turns the fast path (plain nodes, one request of one device or of N

@@ -54,12 +54,12 @@ typedef enum { SF_CPU_ONLY_SCORE = 0, SF_CPU_ONLY_PASS } sf_cpu_only_t;
 /* A typical pod of the target workload (FGD's "typical pods"). */
 typedef struct {
   int64_t cpu_milli;
-  sf_milli_t amount;          /* of the primary capacity per device; 0 = whole devices */
-  uint32_t count;             /* devices */
-  bool island;                /* all in one NVLink island */
-  char models[SF_POLICY_MODELS_MAX][SF_POLICY_NAME_MAX];  /* allowed models; none = any */
+  sf_milli_t amount; /* of the primary capacity per device; 0 = whole devices */
+  uint32_t count;    /* devices */
+  bool island;       /* all in one NVLink island */
+  char models[SF_POLICY_MODELS_MAX][SF_POLICY_NAME_MAX]; /* allowed models; none = any */
   uint32_t nmodels;
-  double weight;              /* > 0; normalised when used */
+  double weight; /* > 0; normalised when used */
 } sf_shape_t;
 
 typedef struct {
@@ -74,8 +74,10 @@ typedef struct sf_policy {
   char capacity[SF_POLICY_NAME_MAX];
   char model_attribute[SF_POLICY_NAME_MAX];
   char island_attribute[SF_POLICY_NAME_MAX];
-  sf_island_rule_t *island_rules; size_t nisland_rules;   /* the policy's (sf_policy_dispose) */
-  sf_shape_t *mix; size_t nmix;                           /* the policy's (sf_policy_dispose) */
+  sf_island_rule_t *island_rules;
+  size_t nisland_rules; /* the policy's (sf_policy_dispose) */
+  sf_shape_t *mix;
+  size_t nmix; /* the policy's (sf_policy_dispose) */
   double weight_frag, weight_island, weight_model;
   uint32_t max_sharers;
   uint32_t headroom_pct;
@@ -85,8 +87,8 @@ typedef struct sf_policy {
 
 typedef struct {
   const char *key;
-  const char *def;            /* default, as text */
-  const char *doc;            /* one line */
+  const char *def; /* default, as text */
+  const char *doc; /* one line */
 } sf_policy_key_t;
 
 /** Every key with its default and meaning; *n gets the count (static data). */
@@ -111,8 +113,8 @@ int sf_policy_set(sf_policy_t *pol, const char *key, const char *value, char *er
  * success *out is overwritten without being disposed: pass an uninitialised
  * or disposed struct.
  */
-int sf_policy_from_kv(sf_policy_t *out, const char *const *keys, const char *const *values,
-                      size_t n, char *err, size_t errlen);
+int sf_policy_from_kv(sf_policy_t *out, const char *const *keys, const char *const *values, size_t n,
+                      char *err, size_t errlen);
 
 /**
  * Writes the current value of `key` as text (what sf_policy_set accepts).

@@ -34,9 +34,9 @@
 #define SF_REPLAY_ATTR_ISLAND "gpu.slicefit.io/island"
 #define SF_REPLAY_CAP_MEMORY "gpu.slicefit.io/memory"
 
-#define SF_REPLAY_ERR_MAX 512    /* an err buffer for any message: "FILE:LINE:COL: problem" */
-#define SF_REPLAY_NTHRESH 9      /* 50,80,90,95,100,105,110,120,130 */
-#define SF_REPLAY_MAX_GPUS 64    /* per node */
+#define SF_REPLAY_ERR_MAX 512 /* an err buffer for any message: "FILE:LINE:COL: problem" */
+#define SF_REPLAY_NTHRESH 9   /* 50,80,90,95,100,105,110,120,130 */
+#define SF_REPLAY_MAX_GPUS 64 /* per node */
 
 /** The arrived-load thresholds (percent of GPU capacity) at which allocation is reported. */
 extern const int sf_replay_thresholds[SF_REPLAY_NTHRESH];
@@ -47,28 +47,28 @@ typedef struct {
   int64_t cpu_milli;
   int64_t mem_bytes;
   uint32_t ngpu;
-  char *model;                 /* "" when the node has no GPU */
-  sf_milli_t gpu_mem;          /* per GPU, milli-units; 0 = "1" (Alibaba: shares of one GPU) */
-  uint32_t *island_of;         /* ngpu entries: island index within the node, or NULL = none */
+  char *model;         /* "" when the node has no GPU */
+  sf_milli_t gpu_mem;  /* per GPU, milli-units; 0 = "1" (Alibaba: shares of one GPU) */
+  uint32_t *island_of; /* ngpu entries: island index within the node, or NULL = none */
 } sf_replay_node_t;
 
 /* A set of allowed GPU models (gpu_spec, a selector). Id 0 = any model. */
 typedef struct {
   char **models;
   size_t n;
-  char *key;                   /* sorted, deduplicated, '|'-joined: the set's identity */
+  char *key; /* sorted, deduplicated, '|'-joined: the set's identity */
 } sf_replay_spec_t;
 
 typedef struct {
-  uint32_t count;              /* devices */
-  sf_milli_t amount;           /* per device, of the memory capacity; 0 = the whole device */
-  uint32_t spec;               /* model set id; 0 = any */
+  uint32_t count;    /* devices */
+  sf_milli_t amount; /* per device, of the memory capacity; 0 = the whole device */
+  uint32_t spec;     /* model set id; 0 = any */
 } sf_replay_req_t;
 
 typedef struct {
   sf_replay_req_t *reqs;
   size_t nreqs;
-  bool island;                 /* all devices in one NVLink island */
+  bool island; /* all devices in one NVLink island */
 } sf_replay_claim_t;
 
 typedef struct {
@@ -93,12 +93,15 @@ typedef struct {
 } sf_replay_pod_t;
 
 typedef struct {
-  sf_replay_node_t *nodes; size_t nnodes;
-  sf_replay_pod_t *pods; size_t npods;
-  sf_replay_spec_t *specs; size_t nspecs;  /* specs[0] is "any" */
-  bool native;                 /* timed events, departures (no FGD tuning) */
+  sf_replay_node_t *nodes;
+  size_t nnodes;
+  sf_replay_pod_t *pods;
+  size_t npods;
+  sf_replay_spec_t *specs;
+  size_t nspecs; /* specs[0] is "any" */
+  bool native;   /* timed events, departures (no FGD tuning) */
   bool has_islands;
-  char *source;                /* readable origin, for reports */
+  char *source; /* readable origin, for reports */
 } sf_replay_trace_t;
 
 void sf_replay_trace_init(sf_replay_trace_t *t);
@@ -110,11 +113,13 @@ void sf_replay_trace_dispose(sf_replay_trace_t *t);
  * the problem; the trace is then empty. An empty file, a header-only file
  * or a missing column is an error.
  */
-int sf_replay_load_csv(sf_replay_trace_t *t, const char *nodes_path, const char *pods_path,
-                       char *err, size_t errlen);
+int sf_replay_load_csv(sf_replay_trace_t *t, const char *nodes_path, const char *pods_path, char *err,
+                       size_t errlen);
 /** Same, from streams already open (`name` for messages). */
-int sf_replay_parse_nodes_csv(sf_replay_trace_t *t, FILE *f, const char *name, char *err, size_t errlen);
-int sf_replay_parse_pods_csv(sf_replay_trace_t *t, FILE *f, const char *name, char *err, size_t errlen);
+int sf_replay_parse_nodes_csv(sf_replay_trace_t *t, FILE *f, const char *name, char *err,
+                              size_t errlen);
+int sf_replay_parse_pods_csv(sf_replay_trace_t *t, FILE *f, const char *name, char *err,
+                             size_t errlen);
 
 /** Loads a native JSON-lines trace (docs/replay-format.md). Errors as above. */
 int sf_replay_load_native(sf_replay_trace_t *t, const char *path, char *err, size_t errlen);
@@ -129,7 +134,9 @@ int64_t sf_replay_gpu_milli(const sf_replay_trace_t *t);
 /* ---- FGD's experiment method ---- */
 
 /** A seeded generator (xoshiro256**, seeded by splitmix64). Never rand(). */
-typedef struct { uint64_t s[4]; } sf_rng_t;
+typedef struct {
+  uint64_t s[4];
+} sf_rng_t;
 void sf_rng_seed(sf_rng_t *r, uint64_t seed);
 uint64_t sf_rng_next(sf_rng_t *r);
 /** Uniform in [0, n), unbiased; n > 0. */
@@ -144,7 +151,7 @@ double sf_rng_unit(sf_rng_t *r);
 typedef struct {
   uint32_t *idx;
   size_t n, norig;
-  int64_t load_milli;          /* total arrived GPU request */
+  int64_t load_milli; /* total arrived GPU request */
 } sf_replay_order_t;
 
 /**
@@ -167,7 +174,7 @@ size_t sf_replay_typical_mix(const sf_replay_trace_t *t, sf_shape_t **mix);
 /* ---- runs ---- */
 
 typedef enum {
-  SF_REPLAY_CORE = 0,          /* a core strategy: fragmentation, fgd, binpack, spread */
+  SF_REPLAY_CORE = 0, /* a core strategy: fragmentation, fgd, binpack, spread */
   SF_REPLAY_RANDOM,
   SF_REPLAY_DOTPROD,
   SF_REPLAY_CLUSTERING,
@@ -192,16 +199,16 @@ typedef enum {
 } sf_replay_ties_t;
 
 typedef struct {
-  const char *policy;          /* a policy name (sf_replay_policy_valid) */
-  const sf_policy_t *base;     /* --policy-file keys, or NULL for defaults (borrowed) */
-  int device_choice;           /* -1 = the base's, else SF_CHOICE_* */
+  const char *policy;      /* a policy name (sf_replay_policy_valid) */
+  const sf_policy_t *base; /* --policy-file keys, or NULL for defaults (borrowed) */
+  int device_choice;       /* -1 = the base's, else SF_CHOICE_* */
   uint64_t seed;
-  double tune;                 /* FGD tuning ratio; <= 0: none */
+  double tune; /* FGD tuning ratio; <= 0: none */
   /* Called every few pods; may be NULL. */
   void (*progress)(void *ctx, size_t done, size_t total);
   void *progress_ctx;
-  sf_replay_ties_t ties;       /* how equal node scores are broken */
-  bool no_cache;               /* re-evaluate every node for every pod (slow; checks the cache) */
+  sf_replay_ties_t ties; /* how equal node scores are broken */
+  bool no_cache;         /* re-evaluate every node for every pod (slow; checks the cache) */
   /*
    * Core strategies: compare nodes by the 0..SF_SCORE_MAX score the extender
    * would send kube-scheduler (sf_packer_evaluate over every node, the pod's
@@ -247,7 +254,7 @@ typedef struct {
   double stop_below_100;
 } sf_replay_opts_t;
 
-#define SF_REPLAY_CURVE_STEP 1   /* percent of capacity between curve points */
+#define SF_REPLAY_CURVE_STEP 1 /* percent of capacity between curve points */
 
 typedef struct {
   char policy[32];
@@ -255,13 +262,13 @@ typedef struct {
   double tune;
   uint32_t gpus;
   uint32_t nodes;
-  int64_t gpu_milli;           /* capacity */
+  int64_t gpu_milli; /* capacity */
   size_t pods_arrived, pods_failed, pods_departed;
   size_t gpu_pods_failed;
-  double alloc_pct_at[SF_REPLAY_NTHRESH];   /* NAN when the load never got there */
+  double alloc_pct_at[SF_REPLAY_NTHRESH]; /* NAN when the load never got there */
   double alloc_pct_final, arrived_pct_final;
   double unallocated_pct_at_100;
-  double frag_pct_at_100;      /* FGD's fragmentation amount, % of all GPUs */
+  double frag_pct_at_100; /* FGD's fragmentation amount, % of all GPUs */
   /*
    * A floor under unallocated_pct_at_100 that no device choice on the same
    * nodes could go below: the GPUs holding a one-GPU pod with leftover
@@ -271,13 +278,14 @@ typedef struct {
    * for native ones).
    */
   double sliver_floor_pct_at_100;
-  double decision_us_p50, decision_us_p99;   /* per pod, with the replay's verdict cache */
-  double node_eval_us;         /* mean core time per node evaluated: x nodes = an uncached decision */
+  double decision_us_p50, decision_us_p99; /* per pod, with the replay's verdict cache */
+  double node_eval_us; /* mean core time per node evaluated: x nodes = an uncached decision */
   double wall_s;
-  size_t tenants_at_100;       /* GPU pods placed and present at 100% load (or at the end) */
-  bool stopped;                /* ended early by stop_below_100 */
+  size_t tenants_at_100; /* GPU pods placed and present at 100% load (or at the end) */
+  bool stopped;          /* ended early by stop_below_100 */
   /* Allocation % at arrived = 0, STEP, 2 STEP ... % (the curve for --svg). */
-  double *curve; size_t ncurve;
+  double *curve;
+  size_t ncurve;
 } sf_replay_result_t;
 
 void sf_replay_result_dispose(sf_replay_result_t *r);
@@ -291,8 +299,8 @@ const char *sf_replay_policy_names(void);
  * Replays the trace once. Returns 0, or a negative SF_E* with err filled
  * (an unknown policy, a trace the index refuses).
  */
-int sf_replay_run(const sf_replay_trace_t *t, const sf_replay_opts_t *opts,
-                  sf_replay_result_t *res, char *err, size_t errlen);
+int sf_replay_run(const sf_replay_trace_t *t, const sf_replay_opts_t *opts, sf_replay_result_t *res,
+                  char *err, size_t errlen);
 
 /* ---- reports ---- */
 

@@ -33,8 +33,8 @@
 #define SF_SEARCH_CONFIGMAP_NAMESPACE "slicefit-system"
 #define SF_SEARCH_CONFIGMAP_NAME "slicefit-policy"
 
-#define SF_SEARCH_BUILTINS 4     /* fgd, fragmentation, binpack, spread */
-#define SF_SEARCH_FINALISTS 3    /* candidates replayed on the holdout */
+#define SF_SEARCH_BUILTINS 4  /* fgd, fragmentation, binpack, spread */
+#define SF_SEARCH_FINALISTS 3 /* candidates replayed on the holdout */
 #define SF_SEARCH_MAX_KNOBS 32
 #define SF_SEARCH_MAX_SEEDS 64
 
@@ -50,9 +50,9 @@
 typedef struct {
   const char *key;
   double lo, hi;
-  bool log;                    /* drawn uniformly in log(lo)..log(hi) (lo > 0) */
-  bool integer;                /* whole numbers lo..hi, each about equally likely */
-  double keep;                 /* 0..1 */
+  bool log;     /* drawn uniformly in log(lo)..log(hi) (lo > 0) */
+  bool integer; /* whole numbers lo..hi, each about equally likely */
+  double keep;  /* 0..1 */
   const char *(*idle)(const sf_replay_trace_t *t, const sf_policy_t *base);
 } sf_search_knob_t;
 
@@ -68,8 +68,8 @@ const sf_search_knob_t *sf_search_knob(const char *key);
  * ConfigMap written for it reads back as the very policy replayed. *out is
  * new (sf_policy_dispose). Candidate 0 is `base` itself.
  */
-void sf_search_candidate(const sf_policy_t *base, const sf_search_knob_t *const *knobs,
-                         size_t nknobs, uint64_t search_seed, size_t n, size_t i, sf_policy_t *out);
+void sf_search_candidate(const sf_policy_t *base, const sf_search_knob_t *const *knobs, size_t nknobs,
+                         uint64_t search_seed, size_t n, size_t i, sf_policy_t *out);
 
 /**
  * Splits the history by arrival: pods ordered by arrival time (a native
@@ -82,18 +82,18 @@ int sf_search_split(const sf_replay_trace_t *t, unsigned train_pct, sf_replay_tr
                     sf_replay_trace_t *holdout);
 
 typedef struct {
-  size_t ncandidates;          /* >= 1; candidate 0 is the base policy */
+  size_t ncandidates; /* >= 1; candidate 0 is the base policy */
   uint64_t search_seed;
-  const sf_policy_t *base;     /* its strategy and device choice are fixed inputs; NULL = defaults */
-  const char *const *keys;     /* the knobs to vary (table keys); NULL = the whole table */
+  const sf_policy_t *base; /* its strategy and device choice are fixed inputs; NULL = defaults */
+  const char *const *keys; /* the knobs to vary (table keys); NULL = the whole table */
   size_t nkeys;
-  const uint64_t *seeds;       /* replay seeds, 1..SF_SEARCH_MAX_SEEDS */
+  const uint64_t *seeds; /* replay seeds, 1..SF_SEARCH_MAX_SEEDS */
   size_t nseeds;
-  unsigned train_pct;          /* 1..99 */
-  unsigned threads;            /* >= 1 */
+  unsigned train_pct; /* 1..99 */
+  unsigned threads;   /* >= 1 */
   /* Passed to every replay (sf_replay_opts_t): tune, ties and the live-cluster switches. */
   double tune;
-  int device_choice;           /* -1 = the base's */
+  int device_choice; /* -1 = the base's */
   sf_replay_ties_t ties;
   bool cpu_blind, cpu_only_least_allocated, extender_scores;
   size_t mix_window, mix_every;
@@ -104,26 +104,26 @@ typedef struct {
 
 /* One row of the result: a built-in strategy or a candidate. */
 typedef struct {
-  char name[48];               /* "fgd", "candidate 17", ... */
-  long candidate;              /* -1 for a built-in */
+  char name[48];  /* "fgd", "candidate 17", ... */
+  long candidate; /* -1 for a built-in */
   sf_policy_t pol;
-  size_t ntrain, nholdout;     /* seeds replayed on each part (0 = not replayed there) */
-  double train100, train130;   /* means over those seeds */
+  size_t ntrain, nholdout;   /* seeds replayed on each part (0 = not replayed there) */
+  double train100, train130; /* means over those seeds */
   double holdout100, holdout130;
 } sf_search_row_t;
 
 typedef struct {
-  sf_search_row_t *rows;       /* the built-ins, then the finalists best first */
+  sf_search_row_t *rows; /* the built-ins, then the finalists best first */
   size_t nrows;
-  size_t winner;               /* the row of the best candidate on train */
-  size_t reference;            /* the row of the base's built-in strategy */
+  size_t winner;    /* the row of the best candidate on train */
+  size_t reference; /* the row of the base's built-in strategy */
   size_t ntrain_pods, nholdout_pods;
-  size_t rung1;                /* candidates replayed on every seed */
-  const char *knobs[SF_SEARCH_MAX_KNOBS];   /* the varied keys (static strings) */
+  size_t rung1;                           /* candidates replayed on every seed */
+  const char *knobs[SF_SEARCH_MAX_KNOBS]; /* the varied keys (static strings) */
   size_t nknobs;
   const char *idle[SF_SEARCH_MAX_KNOBS][2]; /* asked for but not varied: key, why (static) */
   size_t nidle;
-  size_t replays;              /* replays run (duplicates of a policy are run once) */
+  size_t replays; /* replays run (duplicates of a policy are run once) */
 } sf_search_result_t;
 
 /**

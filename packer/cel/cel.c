@@ -75,10 +75,12 @@
 
 struct sf_cel_cache {
   sf_map_t by_text;
-  sf_cel_prog_t **progs; size_t nprogs, cap;   /* slots; NULL when free */
-  int32_t *free_slots; size_t nfree, capfree;
+  sf_cel_prog_t **progs;
+  size_t nprogs, cap; /* slots; NULL when free */
+  int32_t *free_slots;
+  size_t nfree, capfree;
   uint64_t next_id;
-  sf_cel_prog_t *idle_head, *idle_tail;        /* oldest first */
+  sf_cel_prog_t *idle_head, *idle_tail; /* oldest first */
   size_t nidle, max_idle, live;
 };
 
@@ -162,7 +164,10 @@ static void idle_push(sf_cel_cache_t *c, sf_cel_prog_t *p)
   c->nidle++;
 }
 
-static bool is_idle(const sf_cel_prog_t *p) { return p->refs == 0 && !p->pinned; }
+static bool is_idle(const sf_cel_prog_t *p)
+{
+  return p->refs == 0 && !p->pinned;
+}
 
 static void trim(sf_cel_cache_t *c)
 {
@@ -235,7 +240,10 @@ void sf_cel_cache_set_max_idle(sf_cel_cache_t *c, size_t max_idle)
   trim(c);
 }
 
-size_t sf_cel_cache_size(const sf_cel_cache_t *c) { return c->live; }
+size_t sf_cel_cache_size(const sf_cel_cache_t *c)
+{
+  return c->live;
+}
 
 const char *sf_cel_prog_error(const sf_cel_prog_t *p)
 {
@@ -261,7 +269,8 @@ static bool namespace_call(const char *err, const char *text)
     if (*c != '.')
       continue;
     c++;
-    while ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_')
+    while ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+           *c == '_')
       c++;
     if (*c == '(')
       return true;
@@ -304,7 +313,8 @@ static void explain(const sf_cel_prog_t *p, const cel_val_t *r, char *err, size_
   snprintf(err, errlen, "%u:%u: %s", line, col, r->v.s);
 }
 
-sf_match_t sf_cel_eval(const sf_cel_prog_t *p, const sf_index_t *idx, sf_dev_id dev, char *err, size_t errlen)
+sf_match_t sf_cel_eval(const sf_cel_prog_t *p, const sf_index_t *idx, sf_dev_id dev, char *err,
+                       size_t errlen)
 {
   if (p->err != NULL) {
     if (err != NULL && errlen > 0)

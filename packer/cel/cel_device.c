@@ -26,7 +26,8 @@ const char *sf__cel_field_name(const cel_ctx_t *c, bool attrs, size_t i)
     const sf_attr_t *a = sf_index_dev_attr_at(c->idx, c->dev, i);
     return a ? a->name : NULL;
   }
-  return i < sf_index_dev_ncaps(c->idx, c->dev) ? sf_index_dev_cap(c->idx, c->dev, i, NULL, NULL) : NULL;
+  return i < sf_index_dev_ncaps(c->idx, c->dev) ? sf_index_dev_cap(c->idx, c->dev, i, NULL, NULL)
+                                                : NULL;
 }
 
 size_t sf__cel_nfields(const cel_ctx_t *c, bool attrs)
@@ -123,8 +124,8 @@ int sf__cel_lookup(cel_ctx_t *c, uint32_t n, const cel_val_t *m, const char *key
   }
 }
 
-int sf__cel_dev_field(cel_ctx_t *c, uint32_t n, bool attrs, const cel_val_t *dom, const char *key, size_t kn,
-                      cel_val_t *out)
+int sf__cel_dev_field(cel_ctx_t *c, uint32_t n, bool attrs, const cel_val_t *dom, const char *key,
+                      size_t kn, cel_val_t *out)
 {
   size_t nf = sf__cel_nfields(c, attrs);
   memset(out, 0, sizeof *out);

@@ -145,8 +145,8 @@ static cel_val_t ev_has(cel_ctx_t *c, uint32_t n)
   if (m.flags & CV_OPT || m.t == V_NONE)
     return sf__cel_unk(n, "has() on an optional value is not supported");
   int r = m.t == V_ATTRS || m.t == V_CAPS
-            ? sf__cel_has_domain(c, m.t == V_ATTRS, c->p->pool + nd->v.s.off, nd->v.s.len)
-            : sf__cel_lookup(c, n, &m, c->p->pool + nd->v.s.off, nd->v.s.len, &out);
+              ? sf__cel_has_domain(c, m.t == V_ATTRS, c->p->pool + nd->v.s.off, nd->v.s.len)
+              : sf__cel_lookup(c, n, &m, c->p->pool + nd->v.s.off, nd->v.s.len, &out);
   return r < 0 ? out : sf__cel_bool(r == 1);
 }
 
@@ -205,13 +205,16 @@ static cel_val_t arith_integer(uint32_t n, int op, cel_val_t a, cel_val_t b)
     return sf__cel_err(n, op == N_DIV ? "division by zero" : "modulus by zero");
   switch (op) {
   case N_ADD:
-    over = u ? __builtin_add_overflow(a.v.u, b.v.u, &v.v.u) : __builtin_add_overflow(a.v.i, b.v.i, &v.v.i);
+    over = u ? __builtin_add_overflow(a.v.u, b.v.u, &v.v.u)
+             : __builtin_add_overflow(a.v.i, b.v.i, &v.v.i);
     break;
   case N_SUB:
-    over = u ? __builtin_sub_overflow(a.v.u, b.v.u, &v.v.u) : __builtin_sub_overflow(a.v.i, b.v.i, &v.v.i);
+    over = u ? __builtin_sub_overflow(a.v.u, b.v.u, &v.v.u)
+             : __builtin_sub_overflow(a.v.i, b.v.i, &v.v.i);
     break;
   case N_MUL:
-    over = u ? __builtin_mul_overflow(a.v.u, b.v.u, &v.v.u) : __builtin_mul_overflow(a.v.i, b.v.i, &v.v.i);
+    over = u ? __builtin_mul_overflow(a.v.u, b.v.u, &v.v.u)
+             : __builtin_mul_overflow(a.v.i, b.v.i, &v.v.i);
     break;
   default:
     if (u)
@@ -260,7 +263,8 @@ static cel_val_t ev_unary(cel_ctx_t *c, uint32_t n, int op)
   if (a.flags & CV_OPT)
     return sf__cel_err(n, "no such overload: unary operator on an optional");
   if (op == N_NOT)
-    return a.t == V_BOOL ? sf__cel_bool(!a.v.b) : sf__cel_err(n, "no such overload: '!' on a non-bool");
+    return a.t == V_BOOL ? sf__cel_bool(!a.v.b)
+                         : sf__cel_err(n, "no such overload: '!' on a non-bool");
   if (a.t == V_INT)
     return a.v.i == INT64_MIN ? sf__cel_err(n, "integer overflow") : sf__cel_int(-a.v.i);
   if (a.t == V_DOUBLE) {
@@ -377,8 +381,9 @@ static cel_val_t ev_compr(cel_ctx_t *c, uint32_t n)
   if (BAD(r))
     return r;
   if (r.flags & CV_OPT || (r.t != V_LIST && r.t != V_ADOM && r.t != V_CDOM))
-    return r.t == V_ATTRS || r.t == V_CAPS ? sf__cel_unk(n, "macros over device.attributes are not supported")
-                                           : sf__cel_err(n, "no such overload: macro on a non-list");
+    return r.t == V_ATTRS || r.t == V_CAPS
+               ? sf__cel_unk(n, "macros over device.attributes are not supported")
+               : sf__cel_err(n, "no such overload: macro on a non-list");
   return compr(c, n, &r);
 }
 
@@ -392,13 +397,30 @@ cel_val_t sf__cel_ev(cel_ctx_t *c, uint32_t n)
   case N_NULL: return r;
   case N_BOOL: return sf__cel_bool(nd->v.b);
   case N_INT: return sf__cel_int(nd->v.i);
-  case N_UINT: r.t = V_UINT; r.v.u = nd->v.u; return r;
-  case N_DOUBLE: r.t = V_DOUBLE; r.v.d = nd->v.d; return r;
-  case N_STR: r.t = V_STR; r.v.s = c->p->pool + nd->v.s.off; r.n = nd->v.s.len; return r;
+  case N_UINT:
+    r.t = V_UINT;
+    r.v.u = nd->v.u;
+    return r;
+  case N_DOUBLE:
+    r.t = V_DOUBLE;
+    r.v.d = nd->v.d;
+    return r;
+  case N_STR:
+    r.t = V_STR;
+    r.v.s = c->p->pool + nd->v.s.off;
+    r.n = nd->v.s.len;
+    return r;
   case N_LIST: return ev_list(c, n);
   case N_DEVICE: r.t = V_DEVICE; return r;
-  case N_QTY: r.t = V_QTY; r.v.q = nd->v.i; return r;
-  case N_SEMVER: r.t = V_SEMVER; r.v.s = c->p->pool + nd->v.s.off; r.n = nd->v.s.len; return r;
+  case N_QTY:
+    r.t = V_QTY;
+    r.v.q = nd->v.i;
+    return r;
+  case N_SEMVER:
+    r.t = V_SEMVER;
+    r.v.s = c->p->pool + nd->v.s.off;
+    r.n = nd->v.s.len;
+    return r;
   case N_VAR: return c->slots[nd->v.u];
   case N_SELECT: return ev_select(c, n);
   case N_INDEX: return ev_index(c, n);
@@ -408,8 +430,17 @@ cel_val_t sf__cel_ev(cel_ctx_t *c, uint32_t n)
   case N_AND:
   case N_OR: return ev_logic(c, n, nd->op == N_AND);
   case N_COND: return ev_cond(c, n);
-  case N_ADD: case N_SUB: case N_MUL: case N_DIV: case N_MOD: return ev_arith(c, n, nd->op);
-  case N_EQ: case N_NE: case N_LT: case N_LE: case N_GT: case N_GE: return ev_cmp(c, n, nd->op);
+  case N_ADD:
+  case N_SUB:
+  case N_MUL:
+  case N_DIV:
+  case N_MOD: return ev_arith(c, n, nd->op);
+  case N_EQ:
+  case N_NE:
+  case N_LT:
+  case N_LE:
+  case N_GT:
+  case N_GE: return ev_cmp(c, n, nd->op);
   case N_IN: return ev_in(c, n);
   case N_CALL: return ev_call(c, n);
   case N_BIND: return ev_bind(c, n);

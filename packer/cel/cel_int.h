@@ -14,39 +14,89 @@
 #include <stdbool.h>
 #include "slicefit/cel.h"
 
-#define CEL_TEXT_MAX   10240    /* DRA's limit on an expression's length */
-#define CEL_DEPTH_MAX  200      /* deepest expression tree */
-#define CEL_SLOTS_MAX  32       /* variables (cel.bind, macros) in one program */
-#define CEL_COST_MAX   1000000u /* evaluation steps (DRA's cost limit is 1e6 too) */
-#define CEL_ARENA      512      /* values built during one evaluation (list elements) */
-#define CEL_SCRATCH    8192     /* bytes of strings built during one evaluation */
+#define CEL_TEXT_MAX 10240    /* DRA's limit on an expression's length */
+#define CEL_DEPTH_MAX 200     /* deepest expression tree */
+#define CEL_SLOTS_MAX 32      /* variables (cel.bind, macros) in one program */
+#define CEL_COST_MAX 1000000u /* evaluation steps (DRA's cost limit is 1e6 too) */
+#define CEL_ARENA 512         /* values built during one evaluation (list elements) */
+#define CEL_SCRATCH 8192      /* bytes of strings built during one evaluation */
 
 /* AST node kinds. */
 enum {
-  N_NULL, N_BOOL, N_INT, N_UINT, N_DOUBLE, N_STR, N_LIST, N_DEVICE, N_VAR,
-  N_SELECT,   /* kid0 . str ; flags F_OPT for .? */
-  N_INDEX,    /* kid0 [ kid1 ] ; flags F_OPT for [? */
-  N_HAS,      /* has(kid0 . str) */
-  N_NOT, N_NEG, N_AND, N_OR, N_COND,
-  N_ADD, N_SUB, N_MUL, N_DIV, N_MOD,
-  N_EQ, N_NE, N_LT, N_LE, N_GT, N_GE, N_IN,
-  N_CALL,     /* fn; kids: [target] args (F_TARGET); v.i: regex index or -1 */
-  N_BIND,     /* slot v.u; kids: init, body */
-  N_COMPR,    /* fn: macro kind; slot v.u; kids: range, a [, b] */
-  N_QTY,      /* quantity('literal'), parsed at compile time: v.i milli-units */
-  N_SEMVER    /* semver('literal'), checked at compile time: v.s */
+  N_NULL,
+  N_BOOL,
+  N_INT,
+  N_UINT,
+  N_DOUBLE,
+  N_STR,
+  N_LIST,
+  N_DEVICE,
+  N_VAR,
+  N_SELECT, /* kid0 . str ; flags F_OPT for .? */
+  N_INDEX,  /* kid0 [ kid1 ] ; flags F_OPT for [? */
+  N_HAS,    /* has(kid0 . str) */
+  N_NOT,
+  N_NEG,
+  N_AND,
+  N_OR,
+  N_COND,
+  N_ADD,
+  N_SUB,
+  N_MUL,
+  N_DIV,
+  N_MOD,
+  N_EQ,
+  N_NE,
+  N_LT,
+  N_LE,
+  N_GT,
+  N_GE,
+  N_IN,
+  N_CALL,  /* fn; kids: [target] args (F_TARGET); v.i: regex index or -1 */
+  N_BIND,  /* slot v.u; kids: init, body */
+  N_COMPR, /* fn: macro kind; slot v.u; kids: range, a [, b] */
+  N_QTY,   /* quantity('literal'), parsed at compile time: v.i milli-units */
+  N_SEMVER /* semver('literal'), checked at compile time: v.s */
 };
 
-#define F_OPT    1u
+#define F_OPT 1u
 #define F_TARGET 2u
 
 /* Functions and methods (N_CALL's fn) and macros (N_COMPR's fn). */
 enum {
-  FN_SIZE, FN_STARTS, FN_ENDS, FN_CONTAINS, FN_MATCHES, FN_LOWER, FN_UPPER,
-  FN_QUANTITY, FN_ISQUANTITY, FN_COMPARE, FN_GT, FN_LT, FN_ADD, FN_SUB, FN_ASINT,
-  FN_ASFLOAT, FN_ISINT, FN_SIGN, FN_SEMVER, FN_ISSEMVER, FN_MAJOR, FN_MINOR, FN_PATCH,
-  FN_ORVALUE, FN_HASVALUE, FN_VALUE, FN_OPT_OF, FN_OPT_NONE,
-  FN_INT, FN_UINT, FN_DOUBLE, FN_STRING, FN_DYN,
+  FN_SIZE,
+  FN_STARTS,
+  FN_ENDS,
+  FN_CONTAINS,
+  FN_MATCHES,
+  FN_LOWER,
+  FN_UPPER,
+  FN_QUANTITY,
+  FN_ISQUANTITY,
+  FN_COMPARE,
+  FN_GT,
+  FN_LT,
+  FN_ADD,
+  FN_SUB,
+  FN_ASINT,
+  FN_ASFLOAT,
+  FN_ISINT,
+  FN_SIGN,
+  FN_SEMVER,
+  FN_ISSEMVER,
+  FN_MAJOR,
+  FN_MINOR,
+  FN_PATCH,
+  FN_ORVALUE,
+  FN_HASVALUE,
+  FN_VALUE,
+  FN_OPT_OF,
+  FN_OPT_NONE,
+  FN_INT,
+  FN_UINT,
+  FN_DOUBLE,
+  FN_STRING,
+  FN_DYN,
   FN__COUNT
 };
 enum { M_EXISTS, M_ALL, M_EXISTS_ONE, M_MAP, M_FILTER };
@@ -54,55 +104,76 @@ enum { M_EXISTS, M_ALL, M_EXISTS_ONE, M_MAP, M_FILTER };
 typedef struct {
   uint8_t op, flags;
   uint16_t fn;
-  uint32_t pos;            /* byte offset in the text */
-  uint32_t k0, nk;         /* children: prog->kids[k0 .. k0+nk) */
+  uint32_t pos;    /* byte offset in the text */
+  uint32_t k0, nk; /* children: prog->kids[k0 .. k0+nk) */
   union {
     bool b;
     int64_t i;
     uint64_t u;
     double d;
-    struct { uint32_t off, len; } s;  /* in prog->pool, NUL-terminated */
+    struct {
+      uint32_t off, len;
+    } s; /* in prog->pool, NUL-terminated */
   } v;
 } cel_node_t;
 
 typedef struct {
   regex_t re;
-  bool ok;                 /* translated and compiled; else matches() is UNKNOWN */
-  bool bytewise;           /* '.' or a negated class: unsafe on non-ASCII text */
+  bool ok;       /* translated and compiled; else matches() is UNKNOWN */
+  bool bytewise; /* '.' or a negated class: unsafe on non-ASCII text */
 } cel_re_t;
 
 struct sf_cel_prog {
   char *text;
   uint64_t id;
-  uint32_t refs;           /* sf_cel_acquire references not yet released */
-  bool pinned;             /* returned by sf_cel_compile: kept as long as the cache */
-  int32_t slot;            /* index in the cache's progs */
-  struct sf_cel_prog *prev, *next;  /* the idle list (refs 0, not pinned), oldest first */
-  char *err;               /* NULL when compiled */
-  cel_node_t *nodes; uint32_t nnodes;
-  uint32_t *kids; uint32_t nkids;
-  char *pool; uint32_t npool;
-  cel_re_t *res; uint32_t nres;
+  uint32_t refs;                   /* sf_cel_acquire references not yet released */
+  bool pinned;                     /* returned by sf_cel_compile: kept as long as the cache */
+  int32_t slot;                    /* index in the cache's progs */
+  struct sf_cel_prog *prev, *next; /* the idle list (refs 0, not pinned), oldest first */
+  char *err;                       /* NULL when compiled */
+  cel_node_t *nodes;
+  uint32_t nnodes;
+  uint32_t *kids;
+  uint32_t nkids;
+  char *pool;
+  uint32_t npool;
+  cel_re_t *res;
+  uint32_t nres;
   uint32_t root, nslots;
 };
 
 /* Values. ERR and UNK carry a static message and the node that raised it. */
 enum {
-  V_ERR, V_UNK, V_NULL, V_BOOL, V_INT, V_UINT, V_DOUBLE, V_STR, V_QTY, V_SEMVER, V_LIST,
-  V_DEVICE, V_ATTRS, V_CAPS, V_ADOM, V_CDOM, V_NONE
+  V_ERR,
+  V_UNK,
+  V_NULL,
+  V_BOOL,
+  V_INT,
+  V_UINT,
+  V_DOUBLE,
+  V_STR,
+  V_QTY,
+  V_SEMVER,
+  V_LIST,
+  V_DEVICE,
+  V_ATTRS,
+  V_CAPS,
+  V_ADOM,
+  V_CDOM,
+  V_NONE
 };
-#define CV_OPT 1u          /* optional.of(the value) */
+#define CV_OPT 1u /* optional.of(the value) */
 
 typedef struct cel_val {
   uint8_t t, flags;
-  uint32_t n;              /* STR/SEMVER/ADOM/CDOM length; LIST count; ERR/UNK node */
+  uint32_t n; /* STR/SEMVER/ADOM/CDOM length; LIST count; ERR/UNK node */
   union {
     bool b;
     int64_t i;
     uint64_t u;
     double d;
     sf_milli_t q;
-    const char *s;         /* STR, SEMVER, ADOM/CDOM domain, ERR/UNK message */
+    const char *s; /* STR, SEMVER, ADOM/CDOM domain, ERR/UNK message */
     const struct cel_val *l;
   } v;
 } cel_val_t;

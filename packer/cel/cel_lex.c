@@ -73,7 +73,8 @@ static int hexval(char c)
 
 bool sf__cel_isident(char c, bool first)
 {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || (!first && c >= '0' && c <= '9');
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+         (!first && c >= '0' && c <= '9');
 }
 
 /* Reads `digits` hex digits at ps->at into *cp. */
@@ -139,7 +140,8 @@ static void lex_string(parser_t *ps, tok_t *t, bool raw)
       return;
     }
     char c = ps->src[ps->at];
-    if (c == q && (!triple || (ps->at + 2 < ps->len && ps->src[ps->at + 1] == q && ps->src[ps->at + 2] == q))) {
+    if (c == q &&
+        (!triple || (ps->at + 2 < ps->len && ps->src[ps->at + 1] == q && ps->src[ps->at + 2] == q))) {
       ps->at += triple ? 3 : 1;
       break;
     }
@@ -283,7 +285,8 @@ void sf__cel_next(parser_t *ps)
     lex_string(ps, t, true);
   } else if ((s[0] == 'b' || s[0] == 'B') && left > 1 && strchr("\"'rR", s[1]) != NULL && s[1]) {
     sf__cel_fail(ps, t->pos, "bytes literals are not supported");
-  } else if ((s[0] >= '0' && s[0] <= '9') || (s[0] == '.' && left > 1 && s[1] >= '0' && s[1] <= '9')) {
+  } else if ((s[0] >= '0' && s[0] <= '9') ||
+             (s[0] == '.' && left > 1 && s[1] >= '0' && s[1] <= '9')) {
     lex_number(ps, t);
   } else if (sf__cel_isident(s[0], true)) {
     while (ps->at < ps->len && sf__cel_isident(ps->src[ps->at], false))

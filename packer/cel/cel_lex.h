@@ -10,15 +10,15 @@
 
 enum { T_EOF, T_INT, T_UINT, T_DOUBLE, T_STR, T_IDENT, T_PUNCT };
 
-#define PP(a, b) ((a) * 256 + (b))
+#define PP(a, b) ((a)*256 + (b))
 
 typedef struct {
   int t;
-  uint32_t pos, len;       /* the token's bytes in the text */
-  uint64_t u;              /* T_INT (magnitude), T_UINT */
+  uint32_t pos, len; /* the token's bytes in the text */
+  uint64_t u;        /* T_INT (magnitude), T_UINT */
   double d;
-  uint32_t soff, slen;     /* T_STR: decoded into the pool */
-  int punct;               /* a char, or PP(c1, c2) */
+  uint32_t soff, slen; /* T_STR: decoded into the pool */
+  int punct;           /* a char, or PP(c1, c2) */
 } tok_t;
 
 typedef struct {
@@ -29,14 +29,16 @@ typedef struct {
 typedef struct {
   sf_cel_prog_t *p;
   const char *src;
-  uint32_t len, at;        /* lexer position */
+  uint32_t len, at; /* lexer position */
   tok_t cur;
   bool failed;
   char err[160];
-  uint32_t rec;            /* parser recursion */
-  uint16_t *depth; size_t depthcap;
+  uint32_t rec; /* parser recursion */
+  uint16_t *depth;
+  size_t depthcap;
   size_t nodecap, kidcap, poolcap;
-  scope_t scope[CEL_SLOTS_MAX]; uint32_t nscope;
+  scope_t scope[CEL_SLOTS_MAX];
+  uint32_t nscope;
 } parser_t;
 
 /* Records the first error at byte `pos` (as "line:col: message"); later ones are dropped. */

@@ -195,8 +195,8 @@ static cel_val_t semver(cel_ctx_t *c, uint32_t n, const cel_val_t *s, bool norma
 /* The resource.Quantity grammar, without range limits. */
 static bool qty_syntax(const char *s, size_t n)
 {
-  static const char *const suffixes[] = {"", "n", "u", "m", "k", "M", "G", "T", "P", "E",
-                                         "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"};
+  static const char *const suffixes[] = {"",  "n", "u",  "m",  "k",  "M",  "G",  "T",
+                                         "P", "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"};
   size_t i = s != NULL && n > 0 && (s[0] == '+' || s[0] == '-'), digits = 0;
   for (; i < n && isdig(s[i]); i++)
     digits++;
@@ -226,7 +226,8 @@ static cel_val_t quantity(uint32_t n, const cel_val_t *s, bool test)
     return sf__cel_bool(rc == 0 || syntax);
   if (rc == 0)
     return qty_val(q);
-  return syntax ? sf__cel_unk(n, "quantity outside int64 milli-units") : sf__cel_err(n, "invalid quantity");
+  return syntax ? sf__cel_unk(n, "quantity outside int64 milli-units")
+                : sf__cel_err(n, "invalid quantity");
 }
 
 static cel_val_t qty_arith(uint32_t n, sf_milli_t a, const cel_val_t *b, bool sub)
@@ -249,7 +250,8 @@ static cel_val_t qty_method(uint32_t n, int fn, const cel_val_t *a, uint32_t na)
   case FN_COMPARE: return sf__cel_int(sign3(q, a[1].v.q));
   case FN_GT: return sf__cel_bool(q > a[1].v.q);
   case FN_LT: return sf__cel_bool(q < a[1].v.q);
-  case FN_ASINT: return q % 1000 == 0 ? sf__cel_int(q / 1000) : sf__cel_err(n, "cannot convert value to integer");
+  case FN_ASINT:
+    return q % 1000 == 0 ? sf__cel_int(q / 1000) : sf__cel_err(n, "cannot convert value to integer");
   case FN_ISINT: return sf__cel_bool(q % 1000 == 0);
   case FN_SIGN: return sf__cel_int(sign3(q, 0));
   case FN_ASFLOAT: {
@@ -267,8 +269,10 @@ static cel_val_t semver_method(uint32_t n, int fn, const cel_val_t *a, uint32_t 
     if (a[1].t != V_SEMVER)
       return overload(n);
     int r = sf__cel_semver_cmp(a[0].v.s, a[0].n, a[1].v.s, a[1].n);
-    return fn == FN_COMPARE ? sf__cel_int(r) : fn == FN_GT ? sf__cel_bool(r > 0)
-         : fn == FN_LT ? sf__cel_bool(r < 0) : overload(n);
+    return fn == FN_COMPARE ? sf__cel_int(r)
+           : fn == FN_GT    ? sf__cel_bool(r > 0)
+           : fn == FN_LT    ? sf__cel_bool(r < 0)
+                            : overload(n);
   }
   if (fn != FN_MAJOR && fn != FN_MINOR && fn != FN_PATCH)
     return overload(n);
@@ -372,7 +376,8 @@ static cel_val_t to_int(uint32_t n, const cel_val_t *a)
   int64_t i;
   switch (a->t) {
   case V_INT: return *a;
-  case V_UINT: return a->v.u > INT64_MAX ? sf__cel_err(n, "integer overflow") : sf__cel_int((int64_t)a->v.u);
+  case V_UINT:
+    return a->v.u > INT64_MAX ? sf__cel_err(n, "integer overflow") : sf__cel_int((int64_t)a->v.u);
   case V_DOUBLE:
     if (!(a->v.d > -9223372036854775808.0 - 1024 && a->v.d < 9223372036854775808.0))
       return sf__cel_err(n, "double out of the int range");
@@ -391,11 +396,13 @@ static cel_val_t to_uint(uint32_t n, const cel_val_t *a)
     r.v.u = a->v.u;
   else if (a->t == V_DOUBLE && a->v.d > -1.0 && a->v.d < 18446744073709551616.0)
     r.v.u = (uint64_t)a->v.d;
-  else if (a->t == V_STR && a->n > 0 && a->v.s[0] != '-' && a->v.s[0] != '+' && parse_i64(a->v.s, a->n, &r.v.i))
-    return r;  /* the int64 parse covers uint values up to INT64_MAX; larger ones are rare */
+  else if (a->t == V_STR && a->n > 0 && a->v.s[0] != '-' && a->v.s[0] != '+' &&
+           parse_i64(a->v.s, a->n, &r.v.i))
+    return r; /* the int64 parse covers uint values up to INT64_MAX; larger ones are rare */
   else
-    return a->t == V_INT || a->t == V_DOUBLE || a->t == V_STR ? sf__cel_err(n, "value out of the uint range")
-                                                             : overload(n);
+    return a->t == V_INT || a->t == V_DOUBLE || a->t == V_STR
+               ? sf__cel_err(n, "value out of the uint range")
+               : overload(n);
   return r;
 }
 
@@ -440,7 +447,8 @@ static cel_val_t optional_fn(uint32_t n, int fn, const cel_val_t *a)
   cel_val_t v = a[0];
   v.flags = 0;
   if (fn == FN_OPT_OF)
-    return some || none ? sf__cel_unk(n, "nested optionals are not supported") : (v.flags = CV_OPT, v);
+    return some || none ? sf__cel_unk(n, "nested optionals are not supported")
+                        : (v.flags = CV_OPT, v);
   if (!some && !none)
     return overload(n);
   switch (fn) {

@@ -92,22 +92,40 @@ static uint32_t exprs(parser_t *ps, int close, uint32_t **out, uint32_t first)
 static const struct {
   const char *name;
   uint16_t fn;
-  uint8_t kind;            /* 1: global, 2: method, 3: both */
-  uint8_t min, max;        /* arguments including the target */
+  uint8_t kind;     /* 1: global, 2: method, 3: both */
+  uint8_t min, max; /* arguments including the target */
 } fns[] = {
-  {"size", FN_SIZE, 3, 1, 1}, {"startsWith", FN_STARTS, 2, 2, 2}, {"endsWith", FN_ENDS, 2, 2, 2},
-  {"contains", FN_CONTAINS, 2, 2, 2}, {"matches", FN_MATCHES, 3, 2, 2},
-  {"lowerAscii", FN_LOWER, 2, 1, 1}, {"upperAscii", FN_UPPER, 2, 1, 1},
-  {"quantity", FN_QUANTITY, 1, 1, 1}, {"isQuantity", FN_ISQUANTITY, 1, 1, 1},
-  {"compareTo", FN_COMPARE, 2, 2, 2}, {"isGreaterThan", FN_GT, 2, 2, 2},
-  {"isLessThan", FN_LT, 2, 2, 2}, {"add", FN_ADD, 2, 2, 2}, {"sub", FN_SUB, 2, 2, 2},
-  {"asInteger", FN_ASINT, 2, 1, 1}, {"asApproximateFloat", FN_ASFLOAT, 2, 1, 1},
-  {"isInteger", FN_ISINT, 2, 1, 1}, {"sign", FN_SIGN, 2, 1, 1},
-  {"semver", FN_SEMVER, 1, 1, 2}, {"isSemver", FN_ISSEMVER, 1, 1, 2},
-  {"major", FN_MAJOR, 2, 1, 1}, {"minor", FN_MINOR, 2, 1, 1}, {"patch", FN_PATCH, 2, 1, 1},
-  {"orValue", FN_ORVALUE, 2, 2, 2}, {"hasValue", FN_HASVALUE, 2, 1, 1}, {"value", FN_VALUE, 2, 1, 1},
-  {"int", FN_INT, 1, 1, 1}, {"uint", FN_UINT, 1, 1, 1}, {"double", FN_DOUBLE, 1, 1, 1},
-  {"string", FN_STRING, 1, 1, 1}, {"dyn", FN_DYN, 1, 1, 1},
+    {"size", FN_SIZE, 3, 1, 1},
+    {"startsWith", FN_STARTS, 2, 2, 2},
+    {"endsWith", FN_ENDS, 2, 2, 2},
+    {"contains", FN_CONTAINS, 2, 2, 2},
+    {"matches", FN_MATCHES, 3, 2, 2},
+    {"lowerAscii", FN_LOWER, 2, 1, 1},
+    {"upperAscii", FN_UPPER, 2, 1, 1},
+    {"quantity", FN_QUANTITY, 1, 1, 1},
+    {"isQuantity", FN_ISQUANTITY, 1, 1, 1},
+    {"compareTo", FN_COMPARE, 2, 2, 2},
+    {"isGreaterThan", FN_GT, 2, 2, 2},
+    {"isLessThan", FN_LT, 2, 2, 2},
+    {"add", FN_ADD, 2, 2, 2},
+    {"sub", FN_SUB, 2, 2, 2},
+    {"asInteger", FN_ASINT, 2, 1, 1},
+    {"asApproximateFloat", FN_ASFLOAT, 2, 1, 1},
+    {"isInteger", FN_ISINT, 2, 1, 1},
+    {"sign", FN_SIGN, 2, 1, 1},
+    {"semver", FN_SEMVER, 1, 1, 2},
+    {"isSemver", FN_ISSEMVER, 1, 1, 2},
+    {"major", FN_MAJOR, 2, 1, 1},
+    {"minor", FN_MINOR, 2, 1, 1},
+    {"patch", FN_PATCH, 2, 1, 1},
+    {"orValue", FN_ORVALUE, 2, 2, 2},
+    {"hasValue", FN_HASVALUE, 2, 1, 1},
+    {"value", FN_VALUE, 2, 1, 1},
+    {"int", FN_INT, 1, 1, 1},
+    {"uint", FN_UINT, 1, 1, 1},
+    {"double", FN_DOUBLE, 1, 1, 1},
+    {"string", FN_STRING, 1, 1, 1},
+    {"dyn", FN_DYN, 1, 1, 1},
 };
 
 /* A regular expression compiled once when the pattern is a literal. */
@@ -139,7 +157,8 @@ static void fold(parser_t *ps, cel_node_t *call)
   if (call->fn == FN_QUANTITY && sf_quantity_parse_n(p->pool + arg->v.s.off, arg->v.s.len, &q) == 0) {
     call->op = N_QTY;
     call->v.i = q;
-  } else if (call->fn == FN_SEMVER && sf__cel_semver(p->pool + arg->v.s.off, arg->v.s.len, NULL) == 0) {
+  } else if (call->fn == FN_SEMVER &&
+             sf__cel_semver(p->pool + arg->v.s.off, arg->v.s.len, NULL) == 0) {
     call->op = N_SEMVER;
     call->v.s = arg->v.s;
   }
@@ -247,9 +266,9 @@ static uint32_t member_call(parser_t *ps, uint32_t target, const tok_t *name)
 
 static bool reserved(const tok_t *t, const char *src)
 {
-  static const char *const words[] = {"as", "break", "const", "continue", "else", "for", "function", "if",
-                                      "import", "let", "loop", "package", "namespace", "return", "var",
-                                      "void", "while", "in"};
+  static const char *const words[] = {"as",        "break",  "const",  "continue", "else",  "for",
+                                      "function",  "if",     "import", "let",      "loop",  "package",
+                                      "namespace", "return", "var",    "void",     "while", "in"};
   for (size_t k = 0; k < sizeof words / sizeof words[0]; k++)
     if (sf__cel_tok_is(t, src, words[k]))
       return true;
@@ -342,13 +361,15 @@ static bool peek_namespaced(const parser_t *ps)
 {
   /* IDENT '.' IDENT '(' with the dot at the lexer's position. */
   uint32_t i = ps->at;
-  while (i < ps->len && (ps->src[i] == ' ' || ps->src[i] == '\n' || ps->src[i] == '\t' || ps->src[i] == '\r'))
+  while (i < ps->len &&
+         (ps->src[i] == ' ' || ps->src[i] == '\n' || ps->src[i] == '\t' || ps->src[i] == '\r'))
     i++;
   if (!sf__cel_is_punct(ps, '.') || i >= ps->len || !sf__cel_isident(ps->src[i], true))
     return false;
   while (i < ps->len && sf__cel_isident(ps->src[i], false))
     i++;
-  while (i < ps->len && (ps->src[i] == ' ' || ps->src[i] == '\n' || ps->src[i] == '\t' || ps->src[i] == '\r'))
+  while (i < ps->len &&
+         (ps->src[i] == ' ' || ps->src[i] == '\n' || ps->src[i] == '\t' || ps->src[i] == '\r'))
     i++;
   return i < ps->len && ps->src[i] == '(';
 }
@@ -464,10 +485,12 @@ static uint32_t unary(parser_t *ps)
 
 static int binop(const parser_t *ps, int level)
 {
-  static const struct { int punct, op, level; } ops[] = {
-    {'*', N_MUL, 3}, {'/', N_DIV, 3}, {'%', N_MOD, 3}, {'+', N_ADD, 2}, {'-', N_SUB, 2},
-    {'<', N_LT, 1}, {PP('<', '='), N_LE, 1}, {'>', N_GT, 1}, {PP('>', '='), N_GE, 1},
-    {PP('=', '='), N_EQ, 1}, {PP('!', '='), N_NE, 1},
+  static const struct {
+    int punct, op, level;
+  } ops[] = {
+      {'*', N_MUL, 3},         {'/', N_DIV, 3},         {'%', N_MOD, 3},         {'+', N_ADD, 2},
+      {'-', N_SUB, 2},         {'<', N_LT, 1},          {PP('<', '='), N_LE, 1}, {'>', N_GT, 1},
+      {PP('>', '='), N_GE, 1}, {PP('=', '='), N_EQ, 1}, {PP('!', '='), N_NE, 1},
   };
   if (level == 1 && sf__cel_tok_is(&ps->cur, ps->src, "in"))
     return N_IN;
@@ -492,7 +515,8 @@ static uint32_t binary(parser_t *ps, int level)
 }
 
 /* Builds a balanced tree of && or || over ops[lo, hi), as cel-go does. */
-static uint32_t balance(parser_t *ps, int op, const uint32_t *ops, const uint32_t *pos, uint32_t lo, uint32_t hi)
+static uint32_t balance(parser_t *ps, int op, const uint32_t *ops, const uint32_t *pos, uint32_t lo,
+                        uint32_t hi)
 {
   if (hi - lo == 1)
     return ops[lo];

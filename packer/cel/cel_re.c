@@ -30,23 +30,26 @@
 #include "cel_int.h"
 
 #define RE_SPECIAL ".[\\()*+?{|^$"
-#define RE_DEPTH 64          /* nested groups */
-#define RE_COUNT_MAX 2000    /* sum of counted repetitions: bounds the POSIX automaton */
+#define RE_DEPTH 64       /* nested groups */
+#define RE_COUNT_MAX 2000 /* sum of counted repetitions: bounds the POSIX automaton */
 
 typedef struct {
   const char *s;
   size_t n, i;
-  char *out; size_t len, cap;
+  char *out;
+  size_t len, cap;
   bool bad, bytewise, icase;
-  bool atom;               /* a quantifier may follow */
-  bool atom_counted;       /* ... and the atom is a group holding a {n,m} */
-  bool empty;              /* the current branch has nothing yet */
+  bool atom;         /* a quantifier may follow */
+  bool atom_counted; /* ... and the atom is a group holding a {n,m} */
+  bool empty;        /* the current branch has nothing yet */
   int depth;
-  bool counted[RE_DEPTH + 1];  /* the group at each depth holds a {n,m} */
-  long count_total;        /* sum of the {n,m} bounds */
+  bool counted[RE_DEPTH + 1]; /* the group at each depth holds a {n,m} */
+  long count_total;           /* sum of the {n,m} bounds */
 } re_t;
 
-typedef struct { uint64_t w[2]; } set_t;  /* ASCII characters */
+typedef struct {
+  uint64_t w[2];
+} set_t; /* ASCII characters */
 
 static void put(re_t *r, char c)
 {
@@ -98,7 +101,7 @@ static bool perl_class(char c, set_t *st)
   }
   for (int k = 0; k < 2; k++)
     st->w[k] |= c == l ? t.w[k] : ~t.w[k];
-  st->w[0] &= ~1ull;       /* never NUL */
+  st->w[0] &= ~1ull; /* never NUL */
   return true;
 }
 
@@ -140,8 +143,10 @@ static bool posix_class(re_t *r, set_t *st)
       continue;
     for (unsigned c = 1; c < 128; c++) {
       int ch = (int)c;
-      bool in[] = {isalnum(ch), isalpha(ch), ch == ' ' || ch == '\t', iscntrl(ch), isdigit(ch), isgraph(ch),
-                   islower(ch), isprint(ch), ispunct(ch), isspace(ch), isupper(ch), isxdigit(ch)};
+      bool in[] = {isalnum(ch), isalpha(ch), ch == ' ' || ch == '\t',
+                   iscntrl(ch), isdigit(ch), isgraph(ch),
+                   islower(ch), isprint(ch), ispunct(ch),
+                   isspace(ch), isupper(ch), isxdigit(ch)};
       if (in[k])
         set_add(st, c);
     }
@@ -379,12 +384,18 @@ static void step(re_t *r)
   switch (c) {
   case '\\': escape(r); break;
   case '[': parse_class(r); break;
-  case '.': puts_(r, "[^\n]"); r->bytewise = true; break;
+  case '.':
+    puts_(r, "[^\n]");
+    r->bytewise = true;
+    break;
   case '(': group(r); return;
   case ')':
   case '|': branch_end(r, c); return;
   case '^':
-  case '$': put(r, c); r->atom = false; break;
+  case '$':
+    put(r, c);
+    r->atom = false;
+    break;
   case '*':
   case '+':
   case '?':
@@ -392,7 +403,7 @@ static void step(re_t *r)
     quantifier(r, c);
     r->atom = false;
     if (r->i < r->n && r->s[r->i] == '?')
-      r->i++;  /* lazy: the same match/no-match answer */
+      r->i++; /* lazy: the same match/no-match answer */
     return;
   case '{':
     r->atom = was_atom;
@@ -426,7 +437,7 @@ void sf__cel_re_compile(cel_re_t *out, const char *pat, size_t len)
   while (!r.bad && r.i < r.n)
     step(&r);
   if (r.len == 0)
-    puts_(&r, "^");  /* the empty pattern matches every text */
+    puts_(&r, "^"); /* the empty pattern matches every text */
   else if (r.empty || r.depth != 0)
     r.bad = true;
   memset(out, 0, sizeof *out);

@@ -65,7 +65,7 @@ static int cmp_int_double(int64_t i, double d)
     return 1;
   int64_t t = (int64_t)d;
   if (i != t)
-    return cmp3(i < t, i > t);
+    return cmp3(i<t, i> t);
   double frac = d - (double)t;
   return cmp3(frac > 0, frac < 0);
 }
@@ -80,20 +80,20 @@ static int cmp_uint_double(uint64_t u, double d)
     return 1;
   uint64_t t = (uint64_t)d;
   if (u != t)
-    return cmp3(u < t, u > t);
+    return cmp3(u<t, u> t);
   return cmp3(d - (double)t > 0, false);
 }
 
 static int cmp_num(const cel_val_t *a, const cel_val_t *b)
 {
   if (a->t == V_INT && b->t == V_INT)
-    return cmp3(a->v.i < b->v.i, a->v.i > b->v.i);
+    return cmp3(a->v.i<b->v.i, a->v.i> b->v.i);
   if (a->t == V_UINT && b->t == V_UINT)
-    return cmp3(a->v.u < b->v.u, a->v.u > b->v.u);
+    return cmp3(a->v.u<b->v.u, a->v.u> b->v.u);
   if (a->t == V_DOUBLE && b->t == V_DOUBLE)
-    return a->v.d != a->v.d || b->v.d != b->v.d ? 2 : cmp3(a->v.d < b->v.d, a->v.d > b->v.d);
+    return a->v.d != a->v.d || b->v.d != b->v.d ? 2 : cmp3(a->v.d<b->v.d, a->v.d> b->v.d);
   if (a->t == V_INT && b->t == V_UINT)
-    return a->v.i < 0 ? -1 : cmp3((uint64_t)a->v.i < b->v.u, (uint64_t)a->v.i > b->v.u);
+    return a->v.i < 0 ? -1 : cmp3((uint64_t)a->v.i<b->v.u, (uint64_t)a->v.i> b->v.u);
   if (a->t == V_INT)
     return cmp_int_double(a->v.i, b->v.d);
   if (a->t == V_UINT && b->t == V_INT)
@@ -117,7 +117,7 @@ int sf__cel_order(const cel_val_t *a, const cel_val_t *b)
   if (a->t != V_STR)
     return 3;
   int r = memcmp(a->v.s, b->v.s, a->n < b->n ? a->n : b->n);
-  return r != 0 ? cmp3(r < 0, r > 0) : cmp3(a->n < b->n, a->n > b->n);
+  return r != 0 ? cmp3(r<0, r> 0) : cmp3(a->n<b->n, a->n> b->n);
 }
 
 static cel_val_t list_eq(uint32_t n, const cel_val_t *a, const cel_val_t *b)
@@ -151,7 +151,7 @@ cel_val_t sf__cel_eq(uint32_t n, const cel_val_t *a, const cel_val_t *b)
   switch (a->t) {
   case V_NULL:
   case V_NONE:
-  case V_DEVICE: return sf__cel_bool(true);  /* there is one device per evaluation */
+  case V_DEVICE: return sf__cel_bool(true); /* there is one device per evaluation */
   case V_BOOL: return sf__cel_bool(a->v.b == b->v.b);
   case V_STR: return sf__cel_bool(a->n == b->n && memcmp(a->v.s, b->v.s, a->n) == 0);
   case V_QTY: return sf__cel_bool(a->v.q == b->v.q);

@@ -27,7 +27,7 @@ void fake_stop(fake_t *f);
 const char *tool_path(const char *name);
 
 typedef struct {
-  json_t *objs;      /* "kind|ns/name" -> rv */
+  json_t *objs; /* "kind|ns/name" -> rv */
   unsigned applies, removes, replaces;
   unsigned duplicates, unknown_deletes;
 } rec_t;

@@ -18,7 +18,8 @@
 #define MAXOBJ 12
 
 static uint64_t rng;
-static unsigned rnd(unsigned n) {
+static unsigned rnd(unsigned n)
+{
   rng = rng * 6364136223846793005ull + 1442695040888963407ull;
   return (unsigned)((rng >> 33) % n);
 }
@@ -28,7 +29,8 @@ static const char *const DRIVERS[2] = {"gpu.example.com", "other.example.com"};
 
 /* A slice: its pool is (driver, pool-<node>-<p>), one or two slices per pool. */
 static json_t *slice(const char *name, unsigned drv, unsigned node, unsigned pool, unsigned part,
-                     unsigned count, unsigned ndev, bool dup) {
+                     unsigned count, unsigned ndev, bool dup)
+{
   json_t *devs = json_array();
   for (unsigned i = 0; i < ndev; i++) {
     char dn[64];
@@ -39,21 +41,22 @@ static json_t *slice(const char *name, unsigned drv, unsigned node, unsigned poo
   char pn[32];
   snprintf(pn, sizeof pn, "pool-%s-%u", NODES[node], pool);
   return json_pack("{s:s,s:{s:s},s:{s:s,s:s,s:{s:s,s:i,s:i},s:o}}", "kind", "ResourceSlice",
-                   "metadata", "name", name, "spec", "driver", DRIVERS[drv], "nodeName",
-                   NODES[node], "pool", "name", pn, "generation", 1, "resourceSliceCount",
-                   (int)count, "devices", devs);
+                   "metadata", "name", name, "spec", "driver", DRIVERS[drv], "nodeName", NODES[node],
+                   "pool", "name", pn, "generation", 1, "resourceSliceCount", (int)count, "devices",
+                   devs);
 }
 
 typedef struct {
-  json_t *keep[MAXOBJ];   /* the final set */
+  json_t *keep[MAXOBJ]; /* the final set */
   size_t nkeep;
-  json_t *temp[MAXOBJ];   /* applied, then deleted */
+  json_t *temp[MAXOBJ]; /* applied, then deleted */
   size_t ntemp;
-  json_t *bad[4];         /* applies that fail */
+  json_t *bad[4]; /* applies that fail */
   size_t nbad;
 } set_t;
 
-static void make_set(set_t *s) {
+static void make_set(set_t *s)
+{
   memset(s, 0, sizeof *s);
   unsigned n = 2 + rnd(MAXOBJ - 2);
   char name[32];
@@ -81,19 +84,25 @@ static void make_set(set_t *s) {
   }
 }
 
-static void free_set(set_t *s) {
-  for (size_t i = 0; i < s->nkeep; i++) json_decref(s->keep[i]);
-  for (size_t i = 0; i < s->ntemp; i++) json_decref(s->temp[i]);
-  for (size_t i = 0; i < s->nbad; i++) json_decref(s->bad[i]);
+static void free_set(set_t *s)
+{
+  for (size_t i = 0; i < s->nkeep; i++)
+    json_decref(s->keep[i]);
+  for (size_t i = 0; i < s->ntemp; i++)
+    json_decref(s->temp[i]);
+  for (size_t i = 0; i < s->nbad; i++)
+    json_decref(s->bad[i]);
 }
 
-static void apply_ok(sf_cluster_t *c, json_t *o) {
+static void apply_ok(sf_cluster_t *c, json_t *o)
+{
   char err[SF_ERR_MAX];
   cr_assert_eq(sf_cluster_apply(c, SF_KIND_UNKNOWN, o, err, sizeof err), 0, "%s", err);
 }
 
 /* The class and a pending claim for two devices of gpu.example.com, then the pod's verdicts. */
-static void verdicts(sf_cluster_t *c, sf_verdict_t *v) {
+static void verdicts(sf_cluster_t *c, sf_verdict_t *v)
+{
   static const char *const cls =
       "{\"kind\":\"DeviceClass\",\"metadata\":{\"name\":\"gpu.example.com\"},\"spec\":{\"selectors\":"
       "[{\"cel\":{\"expression\":\"device.driver == 'gpu.example.com'\"}}]}}";
@@ -119,7 +128,8 @@ static void verdicts(sf_cluster_t *c, sf_verdict_t *v) {
 }
 
 /* Applies the set in a random order with transient objects and failing applies mixed in. */
-static void shuffled(sf_cluster_t *c, set_t *s) {
+static void shuffled(sf_cluster_t *c, set_t *s)
+{
   json_t *order[MAXOBJ];
   size_t n = s->nkeep;
   char err[SF_ERR_MAX];
@@ -132,22 +142,27 @@ static void shuffled(sf_cluster_t *c, set_t *s) {
   }
   size_t nt = 0, nb = 0;
   for (size_t i = 0; i < n; i++) {
-    if (nt < s->ntemp && rnd(2)) apply_ok(c, s->temp[nt++]);
+    if (nt < s->ntemp && rnd(2))
+      apply_ok(c, s->temp[nt++]);
     if (nb < s->nbad && rnd(2)) {
       /* An invalid pool (issue 12: duplicate device names) is applied and offers nothing; it goes
        * again at once, and must leave no trace. */
       apply_ok(c, s->bad[nb]);
-      cr_assert_eq(sf_cluster_delete(c, SF_KIND_UNKNOWN, s->bad[nb++], err, sizeof err), 0, "%s", err);
+      cr_assert_eq(sf_cluster_delete(c, SF_KIND_UNKNOWN, s->bad[nb++], err, sizeof err), 0, "%s",
+                   err);
     }
     apply_ok(c, order[i]);
     /* A transient object goes again; so, now and then, does one of the set, to come back. */
-    if (nt && rnd(2)) cr_assert_eq(sf_cluster_delete(c, SF_KIND_UNKNOWN, s->temp[nt - 1], err, sizeof err), 0, "%s", err);
+    if (nt && rnd(2))
+      cr_assert_eq(sf_cluster_delete(c, SF_KIND_UNKNOWN, s->temp[nt - 1], err, sizeof err), 0, "%s",
+                   err);
     if (rnd(4) == 0) {
       cr_assert_eq(sf_cluster_delete(c, SF_KIND_UNKNOWN, order[i], err, sizeof err), 0, "%s", err);
       apply_ok(c, order[i]);
     }
   }
-  for (; nt < s->ntemp; nt++) apply_ok(c, s->temp[nt]);
+  for (; nt < s->ntemp; nt++)
+    apply_ok(c, s->temp[nt]);
   for (size_t i = 0; i < s->ntemp; i++)
     sf_cluster_delete(c, SF_KIND_UNKNOWN, s->temp[i], err, sizeof err);
   for (; nb < s->nbad; nb++) {
@@ -156,7 +171,8 @@ static void shuffled(sf_cluster_t *c, set_t *s) {
   }
 }
 
-static int by_text(const void *a, const void *b) {
+static int by_text(const void *a, const void *b)
+{
   char *x = json_dumps(*(json_t *const *)a, JSON_COMPACT | JSON_SORT_KEYS);
   char *y = json_dumps(*(json_t *const *)b, JSON_COMPACT | JSON_SORT_KEYS);
   int r = strcmp(x, y);
@@ -165,33 +181,39 @@ static int by_text(const void *a, const void *b) {
   return r;
 }
 
-static void sort_array(json_t *st, const char *key) {
+static void sort_array(json_t *st, const char *key)
+{
   json_t *arr = json_object_get(st, key);
   size_t n = json_array_size(arr);
   json_t **v = calloc(n + 1, sizeof *v), *sorted = json_array();
-  for (size_t i = 0; i < n; i++) v[i] = json_array_get(arr, i);
+  for (size_t i = 0; i < n; i++)
+    v[i] = json_array_get(arr, i);
   qsort(v, n, sizeof *v, by_text);
-  for (size_t i = 0; i < n; i++) json_array_append(sorted, v[i]);
+  for (size_t i = 0; i < n; i++)
+    json_array_append(sorted, v[i]);
   json_object_set_new(st, key, sorted);
   free(v);
 }
 
 /* The state with its node and pool lists sorted: their order (node ids, pool slots) is internal. */
-static json_t *state(sf_cluster_t *c) {
+static json_t *state(sf_cluster_t *c)
+{
   json_t *st = sf_cluster_state_json(c);
   sort_array(st, "nodes");
   sort_array(st, "pools");
   return st;
 }
 
-Test(cluster_order, state_and_verdicts_are_a_function_of_the_set) {
+Test(cluster_order, state_and_verdicts_are_a_function_of_the_set)
+{
   sf_log_set_verbosity(-1);
   for (uint64_t seed = 1; seed <= 300; seed++) {
     rng = seed;
     set_t s;
     make_set(&s);
     sf_cluster_t *ref = sf_cluster_create(NULL), *got = sf_cluster_create(NULL);
-    for (size_t i = 0; i < s.nkeep; i++) apply_ok(ref, s.keep[i]);
+    for (size_t i = 0; i < s.nkeep; i++)
+      apply_ok(ref, s.keep[i]);
     shuffled(got, &s);
     char why[256];
     cr_assert_eq(sf_index_validate(sf_cluster_index(got), why, sizeof why), 0, "%s", why);
@@ -212,7 +234,8 @@ Test(cluster_order, state_and_verdicts_are_a_function_of_the_set) {
         }
       const char *k;
       json_t *v;
-      json_object_foreach(a, k, v) if (!json_equal(v, json_object_get(b, k))) {
+      json_object_foreach(a, k, v) if (!json_equal(v, json_object_get(b, k)))
+      {
         char *x = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS);
         char *y = json_dumps(json_object_get(b, k), JSON_COMPACT | JSON_SORT_KEYS);
         cr_assert_fail("seed %llu: %s differs\nin order: %.900s\nshuffled: %.900s",
@@ -236,7 +259,8 @@ Test(cluster_order, state_and_verdicts_are_a_function_of_the_set) {
   }
 }
 
-Test(cluster_order, a_node_stays_while_any_pool_lists_it) {
+Test(cluster_order, a_node_stays_while_any_pool_lists_it)
+{
   /* The issue's sequence: a device-less slice of another driver keeps n1 present. */
   sf_cluster_t *c = sf_cluster_create(NULL);
   char err[SF_ERR_MAX];
@@ -249,7 +273,8 @@ Test(cluster_order, a_node_stays_while_any_pool_lists_it) {
   /* An invalid pool on it, applied and deleted again, leaves it too. */
   apply_ok(c, bad);
   cr_assert_eq(sf_cluster_delete(c, SF_KIND_UNKNOWN, bad, err, sizeof err), 0, "%s", err);
-  cr_assert_geq(sf_index_node_find(sf_cluster_index(c), "n1"), 0, "n1 stays after an invalid pool came and went");
+  cr_assert_geq(sf_index_node_find(sf_cluster_index(c), "n1"), 0,
+                "n1 stays after an invalid pool came and went");
   cr_assert_eq(sf_cluster_delete(c, SF_KIND_UNKNOWN, empty, err, sizeof err), 0, "%s", err);
   cr_assert_lt(sf_index_node_find(sf_cluster_index(c), "n1"), 0, "and goes with the last pool");
   json_decref(empty);
@@ -260,10 +285,14 @@ Test(cluster_order, a_node_stays_while_any_pool_lists_it) {
 
 #if defined(__SANITIZE_ADDRESS__)
 /* ASan keeps freed memory in quarantine, so RSS says nothing: count the live heap instead. */
-size_t __sanitizer_get_current_allocated_bytes(void);  /* libasan's allocator interface */
-static long rss_kib(void) { return (long)(__sanitizer_get_current_allocated_bytes() / 1024); }
+size_t __sanitizer_get_current_allocated_bytes(void); /* libasan's allocator interface */
+static long rss_kib(void)
+{
+  return (long)(__sanitizer_get_current_allocated_bytes() / 1024);
+}
 #else
-static long rss_kib(void) {
+static long rss_kib(void)
+{
   FILE *f = fopen("/proc/self/statm", "r");
   long pages = 0, rss = 0;
   cr_assert(f && fscanf(f, "%ld %ld", &pages, &rss) == 2);
@@ -272,20 +301,23 @@ static long rss_kib(void) {
 }
 #endif
 
-Test(cluster_order, twenty_thousand_distinct_claim_selectors_leave_little_behind) {
+Test(cluster_order, twenty_thousand_distinct_claim_selectors_leave_little_behind)
+{
   /* Each claim has its own CEL selector; its pod is planned once, then the claim goes. */
   sf_log_set_verbosity(-1);
   sf_cluster_t *c = sf_cluster_create(NULL);
   char err[SF_ERR_MAX], buf[1024];
   json_t *cls = json_loads("{\"kind\":\"DeviceClass\",\"metadata\":{\"name\":\"gpu.example.com\"},"
                            "\"spec\":{\"selectors\":[{\"cel\":{\"expression\":\"device.driver == "
-                           "'gpu.example.com'\"}}]}}", 0, NULL);
+                           "'gpu.example.com'\"}}]}}",
+                           0, NULL);
   apply_ok(c, cls);
   json_t *s = slice("s", 0, 0, 0, 0, 1, 2, false);
   apply_ok(c, s);
   long before = 0;
   for (int i = 0; i < 20000; i++) {
-    if (i == 2000) before = rss_kib();  /* after the bounded part has filled */
+    if (i == 2000)
+      before = rss_kib(); /* after the bounded part has filled */
     snprintf(buf, sizeof buf,
              "{\"kind\":\"ResourceClaim\",\"metadata\":{\"name\":\"c%d\",\"namespace\":\"t\"},"
              "\"spec\":{\"devices\":{\"requests\":[{\"name\":\"gpu\",\"exactly\":{"
@@ -296,7 +328,8 @@ Test(cluster_order, twenty_thousand_distinct_claim_selectors_leave_little_behind
     apply_ok(c, claim);
     snprintf(buf, sizeof buf,
              "{\"metadata\":{\"namespace\":\"t\",\"name\":\"p%d\",\"uid\":\"u%d\"},\"spec\":"
-             "{\"resourceClaims\":[{\"name\":\"gpu\",\"resourceClaimName\":\"c%d\"}]}}", i, i, i);
+             "{\"resourceClaims\":[{\"name\":\"gpu\",\"resourceClaimName\":\"c%d\"}]}}",
+             i, i, i);
     json_t *pod = json_loads(buf, 0, NULL);
     sf_pod_plan_t *plan = NULL;
     cr_assert_eq(sf_cluster_plan(c, pod, &plan, err, sizeof err), 0, "%s", err);

@@ -12,7 +12,8 @@ typedef struct {
 } got_t;
 
 /* Feeds `s` in chunks of `step` bytes (0: whole). */
-static got_t frame(const char *s, size_t step, size_t cap) {
+static got_t frame(const char *s, size_t step, size_t cap)
+{
   got_t g = {0};
   sf_framer_t f;
   sf_framer_init(&f, cap);
@@ -23,7 +24,10 @@ static got_t frame(const char *s, size_t step, size_t cap) {
       const char *ev;
       size_t evlen;
       long used = sf_framer_feed(&f, s + pos + off, n - off, &ev, &evlen);
-      if (used < 0) { g.err = used; break; }
+      if (used < 0) {
+        g.err = used;
+        break;
+      }
       cr_assert_gt(used, 0);
       off += (size_t)used;
       if (ev) {
@@ -45,7 +49,8 @@ static const char STREAM[] =
     "{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":{\"resourceVersion\":\"7\"}}}\r\n"
     "  {\"type\":\"DELETED\",\"object\":{}}";
 
-Test(framer, three_events_whole) {
+Test(framer, three_events_whole)
+{
   got_t g = frame(STREAM, 0, 0);
   cr_assert_eq(g.err, 0);
   cr_assert_eq(g.n, 3);
@@ -53,16 +58,19 @@ Test(framer, three_events_whole) {
   cr_assert_str_eq(g.ev[2], "{\"type\":\"DELETED\",\"object\":{}}");
 }
 
-Test(framer, every_split_gives_the_same_events) {
+Test(framer, every_split_gives_the_same_events)
+{
   got_t whole = frame(STREAM, 0, 0);
   for (size_t step = 1; step < sizeof STREAM; step++) {
     got_t g = frame(STREAM, step, 0);
     cr_assert_eq(g.n, whole.n, "step %zu", step);
-    for (int i = 0; i < g.n; i++) cr_assert_str_eq(g.ev[i], whole.ev[i], "step %zu", step);
+    for (int i = 0; i < g.n; i++)
+      cr_assert_str_eq(g.ev[i], whole.ev[i], "step %zu", step);
   }
 }
 
-Test(framer, partial_event_is_pending) {
+Test(framer, partial_event_is_pending)
+{
   sf_framer_t f;
   const char *ev;
   size_t evlen;
@@ -77,14 +85,16 @@ Test(framer, partial_event_is_pending) {
   sf_framer_dispose(&f);
 }
 
-Test(framer, oversized_event_is_refused) {
+Test(framer, oversized_event_is_refused)
+{
   got_t g = frame("{\"x\":\"0123456789012345678901234567890123456789\"}", 7, 32);
   cr_assert_eq(g.err, SF_E2BIG);
   g = frame("{\"x\":\"0123456789012345678901234567890123456789\"}", 0, 32);
   cr_assert_eq(g.err, SF_E2BIG);
 }
 
-Test(framer, stray_bytes_and_depth_are_errors) {
+Test(framer, stray_bytes_and_depth_are_errors)
+{
   cr_assert_eq(frame("{} x {}", 0, 0).err, SF_EINVAL);
   cr_assert_eq(frame("[1]", 0, 0).err, SF_EINVAL, "an event is an object");
   cr_assert_eq(frame("{\"a\":[1}]}", 0, 0).err, SF_EINVAL, "a bracket closed by a brace");
@@ -95,7 +105,8 @@ Test(framer, stray_bytes_and_depth_are_errors) {
   cr_assert_eq(frame(deep, 3, 0).err, SF_EINVAL);
 }
 
-Test(framer, an_event_cut_by_a_line_break_is_dropped_and_framing_resumes) {
+Test(framer, an_event_cut_by_a_line_break_is_dropped_and_framing_resumes)
+{
   /* A truncated event, then two whole ones: only the whole ones come out, at any split. */
   static const char cut[] =
       "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\",\"x\":\"half\n"

@@ -7,7 +7,8 @@
 #include <unistd.h>
 #include "slicefit/apiwatch.h"
 
-static int parse(sf_kubeconfig_t *kc, const char *yaml, char *err) {
+static int parse(sf_kubeconfig_t *kc, const char *yaml, char *err)
+{
   return sf_kubeconfig_parse(kc, yaml, strlen(yaml), "kc.yaml", "/etc/kube", err, SF_ERR_MAX);
 }
 
@@ -23,7 +24,8 @@ static const char FULL[] =
     "- name: admin\n  user:\n    client-certificate: certs/admin.crt\n"
     "    client-key: /abs/admin.key\n    tokenFile: tok\n";
 
-Test(kubeconfig, resolves_the_current_context) {
+Test(kubeconfig, resolves_the_current_context)
+{
   sf_kubeconfig_t kc;
   char err[SF_ERR_MAX] = "";
   cr_assert_eq(parse(&kc, FULL, err), 0, "%s", err);
@@ -38,7 +40,8 @@ Test(kubeconfig, resolves_the_current_context) {
   sf_kubeconfig_dispose(&kc);
 }
 
-Test(kubeconfig, insecure_and_fixed_token) {
+Test(kubeconfig, insecure_and_fixed_token)
+{
   sf_kubeconfig_t kc;
   char err[SF_ERR_MAX] = "";
   const char *y = "current-context: c\nclusters:\n- name: k\n  cluster:\n    server: https://h\n"
@@ -52,7 +55,8 @@ Test(kubeconfig, insecure_and_fixed_token) {
   sf_kubeconfig_dispose(&kc);
 }
 
-static void bad(const char *yaml, const char *want) {
+static void bad(const char *yaml, const char *want)
+{
   sf_kubeconfig_t kc;
   char err[SF_ERR_MAX] = "";
   cr_assert_neq(parse(&kc, yaml, err), 0, "accepted: %s", yaml);
@@ -61,14 +65,16 @@ static void bad(const char *yaml, const char *want) {
   cr_assert_null(kc.server, "zeroed on error");
 }
 
-Test(kubeconfig, errors_name_the_field) {
+Test(kubeconfig, errors_name_the_field)
+{
   bad("- a list", "not a YAML mapping");
   bad("a: [1", "line");
   bad("kind: Config\n", "current-context: missing");
   bad("current-context: nope\ncontexts: []\n", "contexts: no entry named \"nope\"");
   bad("current-context: c\ncontexts:\n- name: c\n  context:\n    cluster: k\n", "clusters: no entry");
   bad("current-context: c\ncontexts:\n- name: c\n  context:\n    cluster: k\nclusters:\n- name: k\n"
-      "  cluster:\n    server: ftp://x\n", "clusters[name=k].cluster.server");
+      "  cluster:\n    server: ftp://x\n",
+      "clusters[name=k].cluster.server");
   bad("current-context: c\ncontexts:\n- name: c\n  context:\n    cluster: k\nclusters:\n- name: k\n"
       "  cluster:\n    server: http://x\n    insecure-skip-tls-verify: maybe\n",
       "insecure-skip-tls-verify: 'maybe' is not a boolean");
@@ -77,21 +83,25 @@ Test(kubeconfig, errors_name_the_field) {
       "certificate-authority-data: not base64");
   bad("current-context: c\ncontexts:\n- name: c\n  context:\n    cluster: k\n    user: u\n"
       "clusters:\n- name: k\n  cluster:\n    server: http://x\nusers:\n- name: u\n  user:\n"
-      "    exec: {command: aws}\n", "users[name=u].user.exec: not supported");
+      "    exec: {command: aws}\n",
+      "users[name=u].user.exec: not supported");
   bad("current-context: c\ncontexts:\n- name: c\n  context:\n    cluster: k\n    user: u\n"
       "clusters:\n- name: k\n  cluster:\n    server: http://x\nusers:\n- name: u\n  user:\n"
-      "    client-certificate: a.crt\n", "client-key: missing");
+      "    client-certificate: a.crt\n",
+      "client-key: missing");
   bad("current-context: [x]\n", "current-context: not a string");
 }
 
-Test(kubeconfig, load_names_a_missing_file) {
+Test(kubeconfig, load_names_a_missing_file)
+{
   sf_kubeconfig_t kc;
   char err[SF_ERR_MAX] = "";
   cr_assert_eq(sf_kubeconfig_load(&kc, "/nonexistent/kc", err, sizeof err), SF_ENOENT);
   cr_assert(strstr(err, "/nonexistent/kc"), "%s", err);
 }
 
-Test(kubeconfig, in_cluster_rereads_the_rotated_token) {
+Test(kubeconfig, in_cluster_rereads_the_rotated_token)
+{
   char dir[] = "/tmp/sf-sa-XXXXXX", tok[64], ca[64];
   cr_assert(mkdtemp(dir));
   snprintf(tok, sizeof tok, "%s/token", dir);
@@ -123,7 +133,8 @@ Test(kubeconfig, in_cluster_rereads_the_rotated_token) {
   rmdir(dir);
 }
 
-Test(kubeconfig, in_cluster_needs_both_variables) {
+Test(kubeconfig, in_cluster_needs_both_variables)
+{
   unsetenv("KUBERNETES_SERVICE_PORT");
   setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1", 1);
   sf_kubeconfig_t kc;
@@ -132,7 +143,8 @@ Test(kubeconfig, in_cluster_needs_both_variables) {
   cr_assert(strstr(err, "KUBERNETES_SERVICE_PORT"), "%s", err);
 }
 
-Test(kubeconfig, token_with_a_newline_inside_is_refused) {
+Test(kubeconfig, token_with_a_newline_inside_is_refused)
+{
   sf_kubeconfig_t kc = {0};
   char err[SF_ERR_MAX] = "";
   kc.token = (char[]){"abc\r\nX-Evil: 1"};
@@ -142,7 +154,8 @@ Test(kubeconfig, token_with_a_newline_inside_is_refused) {
 
 /* ---- inputs refused at start (issue 16) ---- */
 
-static const char *cluster_only(char *buf, size_t cap, const char *cluster_lines) {
+static const char *cluster_only(char *buf, size_t cap, const char *cluster_lines)
+{
   snprintf(buf, cap,
            "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
            "clusters:\n- name: k\n  cluster:\n%s"
@@ -152,7 +165,8 @@ static const char *cluster_only(char *buf, size_t cap, const char *cluster_lines
   return buf;
 }
 
-Test(kubeconfig, server_without_a_host_is_refused) {
+Test(kubeconfig, server_without_a_host_is_refused)
+{
   const char *bad[] = {"    server: https://\n", "    server: https:///\n",
                        "    server: https:///api\n", "    server: http://:6443\n"};
   char y[1024], err[SF_ERR_MAX];
@@ -163,7 +177,8 @@ Test(kubeconfig, server_without_a_host_is_refused) {
   }
 }
 
-Test(kubeconfig, insecure_skip_verify_with_a_ca_is_refused) {
+Test(kubeconfig, insecure_skip_verify_with_a_ca_is_refused)
+{
   char y[1024], err[SF_ERR_MAX];
   sf_kubeconfig_t kc;
   cr_assert_eq(parse(&kc,
@@ -183,7 +198,8 @@ Test(kubeconfig, insecure_skip_verify_with_a_ca_is_refused) {
   sf_kubeconfig_dispose(&kc);
 }
 
-Test(kubeconfig, bearer_token_over_plain_http_is_refused_unless_allowed) {
+Test(kubeconfig, bearer_token_over_plain_http_is_refused_unless_allowed)
+{
   char y[1024], err[SF_ERR_MAX];
   sf_kubeconfig_t kc;
   cr_assert_eq(parse(&kc, cluster_only(y, sizeof y, "    server: http://10.0.0.1:8080\n"), err), 0);

@@ -16,7 +16,8 @@ static fake_t F;
 static char dir[] = "/tmp/sf-kubectl-XXXXXX";
 static char kc[128], cache[128];
 
-static void setup(void) {
+static void setup(void)
+{
   if (system("command -v kubectl >/dev/null 2>&1") != 0) {
     /* A skip's reason is not printed by Criterion without --verbose: a warning is. */
     cr_log_warn("SKIPPED: %s: kubectl is not on PATH (it talks to the fake API server here)",
@@ -28,9 +29,11 @@ static void setup(void) {
   snprintf(kc, sizeof kc, "%s/kubeconfig", dir);
   snprintf(cache, sizeof cache, "%s/cache", dir);
   FILE *f = fopen(kc, "w");
-  fprintf(f, "apiVersion: v1\nkind: Config\ncurrent-context: fake\nclusters:\n- name: fake\n"
-             "  cluster:\n    server: %s\ncontexts:\n- name: fake\n  context:\n    cluster: fake\n"
-             "    user: u\nusers:\n- name: u\n  user: {}\n", F.url);
+  fprintf(f,
+          "apiVersion: v1\nkind: Config\ncurrent-context: fake\nclusters:\n- name: fake\n"
+          "  cluster:\n    server: %s\ncontexts:\n- name: fake\n  context:\n    cluster: fake\n"
+          "    user: u\nusers:\n- name: u\n  user: {}\n",
+          F.url);
   fclose(f);
   for (unsigned i = 0; i < 3; i++) {
     char *s = slice_json(i, 2, 1);
@@ -42,15 +45,18 @@ static void setup(void) {
   free(c);
 }
 
-static void teardown(void) {
+static void teardown(void)
+{
   fake_stop(&F);
   char *cmd = NULL;
-  if (asprintf(&cmd, "rm -rf %s", dir) > 0 && system(cmd)) {}
+  if (asprintf(&cmd, "rm -rf %s", dir) > 0 && system(cmd)) {
+  }
   free(cmd);
 }
 
 /* Runs kubectl with `args` and returns its stdout (new string). */
-static char *kubectl(const char *args) {
+static char *kubectl(const char *args)
+{
   char *cmd = NULL, *out = NULL;
   size_t len = 0;
   cr_assert(asprintf(&cmd, "timeout 20 kubectl --kubeconfig %s --cache-dir %s %s 2>&1", kc, cache,
@@ -59,7 +65,8 @@ static char *kubectl(const char *args) {
   FILE *m = open_memstream(&out, &len);
   char buf[4096];
   size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) fwrite(buf, 1, n, m);
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0)
+    fwrite(buf, 1, n, m);
   int st = pclose(p);
   fclose(m);
   cr_assert_eq(st, 0, "kubectl %s failed:\n%s", args, out);
@@ -69,7 +76,8 @@ static char *kubectl(const char *args) {
 
 TestSuite(kubectl, .init = setup, .fini = teardown, .timeout = 60);
 
-Test(kubectl, get_resourceslices_in_pages) {
+Test(kubectl, get_resourceslices_in_pages)
+{
   char *out = kubectl("get resourceslices --chunk-size=2");
   cr_assert(strstr(out, "NAME"), "%s", out);
   for (unsigned i = 0; i < 3; i++) {
@@ -80,7 +88,8 @@ Test(kubectl, get_resourceslices_in_pages) {
   free(out);
 }
 
-Test(kubectl, get_one_as_json_and_claims_by_namespace) {
+Test(kubectl, get_one_as_json_and_claims_by_namespace)
+{
   char *out = kubectl("get resourceslice node-1-gpu.nvidia.com -o jsonpath={.spec.nodeName}");
   cr_assert_str_eq(out, "node-1");
   free(out);
@@ -89,19 +98,23 @@ Test(kubectl, get_one_as_json_and_claims_by_namespace) {
   free(out);
 }
 
-Test(kubectl, watch_sees_a_new_slice) {
+Test(kubectl, watch_sees_a_new_slice)
+{
   char *cmd = NULL;
-  cr_assert(asprintf(&cmd, "exec timeout 20 kubectl --kubeconfig %s --cache-dir %s get "
-                           "resourceslices --watch -o name", kc, cache) > 0);
+  cr_assert(asprintf(&cmd,
+                     "exec timeout 20 kubectl --kubeconfig %s --cache-dir %s get "
+                     "resourceslices --watch -o name",
+                     kc, cache) > 0);
   FILE *p = popen(cmd, "r");
   char line[256];
-  for (int i = 0; i < 3; i++) cr_assert(fgets(line, sizeof line, p), "the initial list");
+  for (int i = 0; i < 3; i++)
+    cr_assert(fgets(line, sizeof line, p), "the initial list");
   char *s = slice_json(7, 1, 1);
   fake_cmd(&F, "put resourceslices %s", s);
   free(s);
   cr_assert(fgets(line, sizeof line, p), "no watch event");
   cr_assert_str_eq(line, "resourceslice.resource.k8s.io/node-7-gpu.nvidia.com\n");
-  fake_cmd(&F, "close");  /* ends the watch; kubectl then exits */
+  fake_cmd(&F, "close"); /* ends the watch; kubectl then exits */
   pclose(p);
   free(cmd);
 }

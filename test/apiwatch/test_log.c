@@ -11,8 +11,7 @@
 
 static char line[4200];
 
-static size_t render(sf_log_format_t f, sf_log_level_t level, int v, const char *msg,
-                     const char *kv)
+static size_t render(sf_log_format_t f, sf_log_level_t level, int v, const char *msg, const char *kv)
 {
   return sf_log_render(line, sizeof line, f, level, v, 1764754200LL, 123456, 4242,
                        "extender/daemon.c", 280, msg, kv);
@@ -125,15 +124,16 @@ static char *captured(void)
 static int lines(const char *s)
 {
   int n = 0;
-  for (; *s; s++) n += *s == '\n';
+  for (; *s; s++)
+    n += *s == '\n';
   return n;
 }
 
 Test(log, a_newline_in_a_value_cannot_forge_a_line)
 {
   capture();
-  sf_log_warn("object rejected", "name=%s error=%s", "x\n2026-12-02T00:00:00.000Z level=error msg=\"forged\"",
-              "a\rb\x01");
+  sf_log_warn("object rejected", "name=%s error=%s",
+              "x\n2026-12-02T00:00:00.000Z level=error msg=\"forged\"", "a\rb\x01");
   char q[256];
   sf_log_warn("quoted", "v=%s", sf_log_quote(q, sizeof q, "say \"hi\"\\\nlevel=error"));
   char *out = captured();
@@ -147,10 +147,10 @@ Test(log, a_device_class_with_a_newline_in_its_cel_logs_one_line)
 {
   sf_log_set_verbosity(0);
   sf_cluster_t *c = sf_cluster_create(NULL);
-  json_t *cls = json_pack(
-      "{s:s,s:{s:s},s:{s:[{s:{s:s}}]}}", "kind", "DeviceClass", "metadata", "name", "evil",
-      "spec", "selectors", "cel", "expression",
-      "nosuchfn(1)\n2026-12-02T00:00:00.000Z level=error msg=\"node n1 is on fire\" x=\"");
+  json_t *cls =
+      json_pack("{s:s,s:{s:s},s:{s:[{s:{s:s}}]}}", "kind", "DeviceClass", "metadata", "name", "evil",
+                "spec", "selectors", "cel", "expression",
+                "nosuchfn(1)\n2026-12-02T00:00:00.000Z level=error msg=\"node n1 is on fire\" x=\"");
   char err[SF_ERR_MAX];
   capture();
   cr_assert_eq(sf_cluster_apply(c, SF_KIND_UNKNOWN, cls, err, sizeof err), 0, "%s", err);

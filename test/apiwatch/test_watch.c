@@ -22,10 +22,12 @@ typedef struct {
 
 static env_t E;
 
-static void setup_with(const char *const *args) {
+static void setup_with(const char *const *args)
+{
   memset(&E, 0, sizeof E);
   sf_log_set_verbosity(getenv("SF_TEST_V") ? atoi(getenv("SF_TEST_V")) : -1);
-  if (!getenv("SF_TEST_V")) cr_assert(freopen("/dev/null", "w", stderr));  /* the fault logs */
+  if (!getenv("SF_TEST_V"))
+    cr_assert(freopen("/dev/null", "w", stderr)); /* the fault logs */
   uv_loop_init(&E.loop);
   fake_start(&E.fake, args);
   rec_init(&E.rec);
@@ -38,16 +40,22 @@ static void setup_with(const char *const *args) {
   E.opts.request_timeout_ms = 2000;
 }
 
-static void setup(void) { setup_with(NULL); }
+static void setup(void)
+{
+  setup_with(NULL);
+}
 
-static void teardown(void) {
-  if (E.w) watcher_free(&E.loop, E.w);
+static void teardown(void)
+{
+  if (E.w)
+    watcher_free(&E.loop, E.w);
   fake_stop(&E.fake);
   rec_dispose(&E.rec);
   uv_loop_close(&E.loop);
 }
 
-static void seed(unsigned slices, unsigned claims) {
+static void seed(unsigned slices, unsigned claims)
+{
   for (unsigned i = 0; i < slices; i++) {
     char *s = slice_json(i, 2, 1);
     fake_cmd(&E.fake, "put resourceslices %s", s);
@@ -58,41 +66,58 @@ static void seed(unsigned slices, unsigned claims) {
     fake_cmd(&E.fake, "put resourceclaims %s", s);
     free(s);
   }
-  fake_cmd(&E.fake, "put deviceclasses {\"metadata\":{\"name\":\"gpu.nvidia.com\"},\"spec\":"
-                    "{\"selectors\":[{\"cel\":{\"expression\":\"device.driver == 'gpu.nvidia.com'\"}}]}}");
+  fake_cmd(&E.fake,
+           "put deviceclasses {\"metadata\":{\"name\":\"gpu.nvidia.com\"},\"spec\":"
+           "{\"selectors\":[{\"cel\":{\"expression\":\"device.driver == 'gpu.nvidia.com'\"}}]}}");
 }
 
-static void start(void) {
+static void start(void)
+{
   char err[SF_ERR_MAX];
   E.w = sf_apiwatch_create_sink(&E.loop, &E.opts, err, sizeof err);
   cr_assert(E.w, "%s", err);
   cr_assert_eq(sf_apiwatch_start(E.w), 0);
 }
 
-static bool synced(void *ud) { (void)ud; return sf_apiwatch_synced(E.w); }
-static bool equal(void *ud) { (void)ud; return sf_apiwatch_synced(E.w) && rec_equals_all(&E.rec, &E.fake); }
+static bool synced(void *ud)
+{
+  (void)ud;
+  return sf_apiwatch_synced(E.w);
+}
+static bool equal(void *ud)
+{
+  (void)ud;
+  return sf_apiwatch_synced(E.w) && rec_equals_all(&E.rec, &E.fake);
+}
 
-static sf_apiwatch_stats_t stats(void) {
+static sf_apiwatch_stats_t stats(void)
+{
   sf_apiwatch_stats_t st;
   sf_apiwatch_stats(E.w, &st);
   return st;
 }
 
-static bool watching(void *ud) { return atoi(fake_cmd(&E.fake, "watches") + 3) >= *(int *)ud; }
+static bool watching(void *ud)
+{
+  return atoi(fake_cmd(&E.fake, "watches") + 3) >= *(int *)ud;
+}
 
 /* Waits until the watcher's watches are open on the server (events then reach them). */
-static void wait_watches(int n) {
+static void wait_watches(int n)
+{
   cr_assert(run_until(&E.loop, watching, &n, 5000), "the watches did not open");
 }
 
-static void assert_converges(void) {
+static void assert_converges(void)
+{
   cr_assert(run_until(&E.loop, equal, NULL, 20000), "the watcher's state differs from the server's");
   cr_assert_eq(E.rec.duplicates, 0, "an event was applied twice");
   cr_assert_eq(E.rec.unknown_deletes, 0, "a delete for an object never seen: an event was lost");
 }
 
 /* Modifies slice i (a new generation) and deletes claim j. */
-static void churn(unsigned i, unsigned j) {
+static void churn(unsigned i, unsigned j)
+{
   char *s = slice_json(i, 3, 2);
   fake_cmd(&E.fake, "put resourceslices %s", s);
   free(s);
@@ -101,7 +126,8 @@ static void churn(unsigned i, unsigned j) {
 
 TestSuite(watch, .init = setup, .fini = teardown, .timeout = 60);
 
-Test(watch, initial_sync_by_watch_list) {
+Test(watch, initial_sync_by_watch_list)
+{
   seed(5, 4);
   start();
   cr_assert_not(sf_apiwatch_synced(E.w));
@@ -112,7 +138,8 @@ Test(watch, initial_sync_by_watch_list) {
   cr_assert_eq(E.rec.replaces, 0, "a first list goes to the sink object by object");
 }
 
-Test(watch, events_after_sync) {
+Test(watch, events_after_sync)
+{
   seed(3, 3);
   start();
   assert_converges();
@@ -125,9 +152,13 @@ Test(watch, events_after_sync) {
   cr_assert_geq(stats().events, 3);
 }
 
-static bool bookmarks_past(void *ud) { return stats().bookmarks >= *(uint64_t *)ud; }
+static bool bookmarks_past(void *ud)
+{
+  return stats().bookmarks >= *(uint64_t *)ud;
+}
 
-Test(watch, bookmark_moves_rv_without_objects) {
+Test(watch, bookmark_moves_rv_without_objects)
+{
   seed(2, 0);
   start();
   assert_converges();
@@ -136,13 +167,15 @@ Test(watch, bookmark_moves_rv_without_objects) {
   wait_watches(4);
   fake_cmd(&E.fake, "bookmark");
   fake_cmd(&E.fake, "bookmark");
-  cr_assert(run_until(&E.loop, bookmarks_past, &want, 5000), "two bookmarks on each of three watches");
+  cr_assert(run_until(&E.loop, bookmarks_past, &want, 5000),
+            "two bookmarks on each of three watches");
   cr_assert_eq(E.rec.applies, applies, "a bookmark is not an object");
 }
 
 TestSuite(fallback, .init = setup, .fini = teardown, .timeout = 60);
 
-Test(fallback, paged_list_when_watch_list_is_refused) {
+Test(fallback, paged_list_when_watch_list_is_refused)
+{
   fake_cmd(&E.fake, "watchlist off");
   seed(7, 5);
   E.opts.page_size = 2;
@@ -156,7 +189,8 @@ Test(fallback, paged_list_when_watch_list_is_refused) {
   assert_converges();
 }
 
-Test(fallback, server_ignoring_watch_list_is_detected) {
+Test(fallback, server_ignoring_watch_list_is_detected)
+{
   fake_cmd(&E.fake, "watchlist ignore");
   E.opts.request_timeout_ms = 300;
   seed(3, 2);
@@ -167,7 +201,8 @@ Test(fallback, server_ignoring_watch_list_is_detected) {
   assert_converges();
 }
 
-Test(fallback, no_streaming_option_lists) {
+Test(fallback, no_streaming_option_lists)
+{
   E.opts.no_streaming_list = true;
   seed(2, 2);
   start();
@@ -177,7 +212,8 @@ Test(fallback, no_streaming_option_lists) {
 
 TestSuite(faults, .init = setup, .fini = teardown, .timeout = 90);
 
-Test(faults, drop_mid_event_resumes_without_loss_or_duplicate) {
+Test(faults, drop_mid_event_resumes_without_loss_or_duplicate)
+{
   seed(4, 4);
   start();
   assert_converges();
@@ -192,18 +228,21 @@ Test(faults, drop_mid_event_resumes_without_loss_or_duplicate) {
   cr_assert_eq(st.lists, 4, "a dropped watch resumes from its rv, without a relist");
 }
 
-Test(faults, events_split_at_every_byte) {
+Test(faults, events_split_at_every_byte)
+{
   seed(2, 6);
   start();
   assert_converges();
   wait_watches(4);
   fake_cmd(&E.fake, "split 8");
-  for (unsigned k = 0; k < 4; k++) churn(k % 2, k);
+  for (unsigned k = 0; k < 4; k++)
+    churn(k % 2, k);
   assert_converges();
   cr_assert_eq(stats().framing_errors, 0);
 }
 
-Test(faults, initial_events_split_at_every_byte) {
+Test(faults, initial_events_split_at_every_byte)
+{
   seed(3, 3);
   E.opts.no_streaming_list = true;
   fake_cmd(&E.fake, "split 4");
@@ -211,9 +250,13 @@ Test(faults, initial_events_split_at_every_byte) {
   assert_converges();
 }
 
-static bool expired_seen(void *ud) { return stats().relists_expired >= *(uint64_t *)ud; }
+static bool expired_seen(void *ud)
+{
+  return stats().relists_expired >= *(uint64_t *)ud;
+}
 
-Test(faults, expired_watch_relists_and_replaces) {
+Test(faults, expired_watch_relists_and_replaces)
+{
   seed(3, 5);
   start();
   assert_converges();
@@ -229,7 +272,8 @@ Test(faults, expired_watch_relists_and_replaces) {
   cr_assert_geq(E.rec.replaces, 3, "a relist replaces each resource in one step");
 }
 
-Test(faults, compacted_history_gives_410_on_resume) {
+Test(faults, compacted_history_gives_410_on_resume)
+{
   E.opts.no_streaming_list = true;
   seed(3, 5);
   start();
@@ -247,7 +291,8 @@ Test(faults, compacted_history_gives_410_on_resume) {
   cr_assert_gt(E.rec.replaces, replaces, "the missed changes came in by a replace");
 }
 
-Test(faults, http_500_then_recovers) {
+Test(faults, http_500_then_recovers)
+{
   seed(2, 2);
   fake_cmd(&E.fake, "fail 500 5");
   start();
@@ -255,7 +300,8 @@ Test(faults, http_500_then_recovers) {
   cr_assert_eq(stats().err_http_5xx, 5);
 }
 
-Test(faults, http_429_honours_retry_after) {
+Test(faults, http_429_honours_retry_after)
+{
   seed(1, 1);
   fake_cmd(&E.fake, "fail 429 1 1");
   start();
@@ -263,7 +309,8 @@ Test(faults, http_429_honours_retry_after) {
   cr_assert_eq(stats().err_http_429, 1);
 }
 
-Test(faults, http_410_on_list_restarts_it) {
+Test(faults, http_410_on_list_restarts_it)
+{
   E.opts.no_streaming_list = true;
   E.opts.page_size = 1;
   seed(3, 0);
@@ -273,7 +320,8 @@ Test(faults, http_410_on_list_restarts_it) {
   cr_assert_eq(stats().relists_expired, 2);
 }
 
-Test(faults, stalled_list_times_out_and_retries) {
+Test(faults, stalled_list_times_out_and_retries)
+{
   E.opts.no_streaming_list = true;
   E.opts.request_timeout_ms = 300;
   seed(20, 0);
@@ -283,7 +331,8 @@ Test(faults, stalled_list_times_out_and_retries) {
   cr_assert_geq(stats().err_connect, 1);
 }
 
-Test(faults, dropped_list_body_retries) {
+Test(faults, dropped_list_body_retries)
+{
   E.opts.no_streaming_list = true;
   seed(20, 0);
   fake_cmd(&E.fake, "droplist");
@@ -292,11 +341,23 @@ Test(faults, dropped_list_body_retries) {
   cr_assert_geq(stats().err_connect, 1);
 }
 
-static bool connect_errors(void *ud) { return stats().err_connect >= *(uint64_t *)ud; }
-static bool tls_errors(void *ud) { (void)ud; return stats().err_tls >= 1; }
-static bool auth_errors(void *ud) { (void)ud; return stats().err_auth >= 1; }
+static bool connect_errors(void *ud)
+{
+  return stats().err_connect >= *(uint64_t *)ud;
+}
+static bool tls_errors(void *ud)
+{
+  (void)ud;
+  return stats().err_tls >= 1;
+}
+static bool auth_errors(void *ud)
+{
+  (void)ud;
+  return stats().err_auth >= 1;
+}
 
-Test(faults, refused_connection_backs_off) {
+Test(faults, refused_connection_backs_off)
+{
   E.opts.kube.server = (char[]){"http://127.0.0.1:1"};
   start();
   uint64_t three = 3;
@@ -304,7 +365,8 @@ Test(faults, refused_connection_backs_off) {
   cr_assert_not(sf_apiwatch_synced(E.w));
 }
 
-Test(faults, tls_error_is_counted) {
+Test(faults, tls_error_is_counted)
+{
   char url[80];
   snprintf(url, sizeof url, "https://127.0.0.1:%u", E.fake.port);
   E.opts.kube.server = url;
@@ -313,9 +375,14 @@ Test(faults, tls_error_is_counted) {
   cr_assert_not(sf_apiwatch_synced(E.w));
 }
 
-static bool not_synced(void *ud) { (void)ud; return !sf_apiwatch_synced(E.w); }
+static bool not_synced(void *ud)
+{
+  (void)ud;
+  return !sf_apiwatch_synced(E.w);
+}
 
-Test(faults, broken_watch_turns_unready_after_the_staleness_bound) {
+Test(faults, broken_watch_turns_unready_after_the_staleness_bound)
+{
   seed(1, 1);
   E.opts.staleness_ms = 200;
   start();
@@ -330,7 +397,8 @@ Test(faults, broken_watch_turns_unready_after_the_staleness_bound) {
 
 TestSuite(auth, .fini = teardown, .timeout = 60);
 
-Test(auth, rotated_token_file_is_reread) {
+Test(auth, rotated_token_file_is_reread)
+{
   static const char *const args[] = {"--token", "first", NULL};
   setup_with(args);
   char path[] = "/tmp/sf-token-XXXXXX";
@@ -353,7 +421,8 @@ Test(auth, rotated_token_file_is_reread) {
   unlink(path);
 }
 
-Test(auth, wrong_token_is_an_auth_error) {
+Test(auth, wrong_token_is_an_auth_error)
+{
   static const char *const args[] = {"--token", "right", NULL};
   setup_with(args);
   E.opts.kube.token = (char[]){"wrong"};
@@ -371,24 +440,33 @@ typedef struct {
 
 static pol_seen_t seen;
 
-static void on_policy(void *ud, const sf_policy_t *pol) {
+static void on_policy(void *ud, const sf_policy_t *pol)
+{
   (void)ud;
   seen.calls++;
   seen.last = pol->strategy;
 }
 
-static bool policy_calls(void *ud) { return seen.calls >= *(int *)ud; }
+static bool policy_calls(void *ud)
+{
+  return seen.calls >= *(int *)ud;
+}
 
-static bool invalid_seen(void *ud) { return stats().policy_invalid >= *(uint64_t *)ud; }
+static bool invalid_seen(void *ud)
+{
+  return stats().policy_invalid >= *(uint64_t *)ud;
+}
 
 TestSuite(policy, .init = setup, .fini = teardown, .timeout = 60);
 
-Test(policy, configmap_applies_and_bad_one_is_rejected) {
+Test(policy, configmap_applies_and_bad_one_is_rejected)
+{
   memset(&seen, 0, sizeof seen);
   E.opts.policy_configmap = "kube-system/slicefit";
   E.opts.policy_cb = on_policy;
-  fake_cmd(&E.fake, "put configmaps {\"metadata\":{\"name\":\"slicefit\",\"namespace\":\"kube-system\"},"
-                    "\"data\":{\"strategy\":\"binpack\"}}");
+  fake_cmd(&E.fake,
+           "put configmaps {\"metadata\":{\"name\":\"slicefit\",\"namespace\":\"kube-system\"},"
+           "\"data\":{\"strategy\":\"binpack\"}}");
   fake_cmd(&E.fake, "put configmaps {\"metadata\":{\"name\":\"other\",\"namespace\":\"kube-system\"},"
                     "\"data\":{\"strategy\":\"nonsense\"}}");
   seed(1, 0);
@@ -397,20 +475,23 @@ Test(policy, configmap_applies_and_bad_one_is_rejected) {
   cr_assert(run_until(&E.loop, policy_calls, &want, 5000));
   cr_assert_eq(seen.last, SF_STRATEGY_BINPACK);
   cr_assert(run_until(&E.loop, synced, NULL, 5000));
-  fake_cmd(&E.fake, "put configmaps {\"metadata\":{\"name\":\"slicefit\",\"namespace\":\"kube-system\"},"
-                    "\"data\":{\"strategy\":\"spread\"}}");
+  fake_cmd(&E.fake,
+           "put configmaps {\"metadata\":{\"name\":\"slicefit\",\"namespace\":\"kube-system\"},"
+           "\"data\":{\"strategy\":\"spread\"}}");
   want = 2;
   cr_assert(run_until(&E.loop, policy_calls, &want, 10000), "a change applies without restart");
   cr_assert_eq(seen.last, SF_STRATEGY_SPREAD);
-  fake_cmd(&E.fake, "put configmaps {\"metadata\":{\"name\":\"slicefit\",\"namespace\":\"kube-system\"},"
-                    "\"data\":{\"strategy\":\"spread\",\"headroom_pct\":\"lots\"}}");
+  fake_cmd(&E.fake,
+           "put configmaps {\"metadata\":{\"name\":\"slicefit\",\"namespace\":\"kube-system\"},"
+           "\"data\":{\"strategy\":\"spread\",\"headroom_pct\":\"lots\"}}");
   uint64_t one = 1;
   cr_assert(run_until(&E.loop, invalid_seen, &one, 10000));
   cr_assert_eq(seen.calls, 2, "an invalid policy is not passed on");
   cr_assert_eq(stats().policy_applied, 2);
 }
 
-Test(policy, bad_configmap_name_is_refused) {
+Test(policy, bad_configmap_name_is_refused)
+{
   char err[SF_ERR_MAX] = "";
   E.opts.policy_configmap = "no-slash";
   cr_assert_null(sf_apiwatch_create_sink(&E.loop, &E.opts, err, sizeof err));
@@ -421,10 +502,19 @@ Test(policy, bad_configmap_name_is_refused) {
 
 TestSuite(fresh, .init = setup, .fini = teardown, .timeout = 90);
 
-static bool never(void *ud) { (void)ud; return false; }
-static bool silent_seen(void *ud) { (void)ud; return stats().silent_restarts > 0; }
+static bool never(void *ud)
+{
+  (void)ud;
+  return false;
+}
+static bool silent_seen(void *ud)
+{
+  (void)ud;
+  return stats().silent_restarts > 0;
+}
 
-Test(fresh, truncated_event_restarts_from_the_last_whole_event) {
+Test(fresh, truncated_event_restarts_from_the_last_whole_event)
+{
   seed(2, 2);
   start();
   assert_converges();
@@ -439,7 +529,8 @@ Test(fresh, truncated_event_restarts_from_the_last_whole_event) {
   cr_assert_geq(stats().framing_errors, 1, "the cut event is counted");
 }
 
-Test(fresh, silent_server_is_detected_and_turns_unready) {
+Test(fresh, silent_server_is_detected_and_turns_unready)
+{
   E.opts.silent_ms = 1000;
   E.opts.staleness_ms = 1500;
   seed(1, 1);
@@ -450,18 +541,21 @@ Test(fresh, silent_server_is_detected_and_turns_unready) {
   cr_assert(run_until(&E.loop, silent_seen, NULL, 10000), "the silent watch was restarted");
   sf_apiwatch_age_t ages[8];
   size_t n = sf_apiwatch_ages(E.w, ages, 8);
-  cr_assert_eq(n, 4);  /* DeviceClasses, ResourceSlices, ResourceClaims, Nodes */
+  cr_assert_eq(n, 4); /* DeviceClasses, ResourceSlices, ResourceClaims, Nodes */
   bool old = false;
-  for (size_t i = 0; i < n; i++) old |= ages[i].age_ms > 1500;
+  for (size_t i = 0; i < n; i++)
+    old |= ages[i].age_ms > 1500;
   cr_assert(old, "an age past the bound");
   fake_cmd(&E.fake, "hang off");
   churn(0, 0);
   assert_converges();
   n = sf_apiwatch_ages(E.w, ages, 8);
-  for (size_t i = 0; i < n; i++) cr_assert_leq(ages[i].age_ms, 1500, "%s", ages[i].resource);
+  for (size_t i = 0; i < n; i++)
+    cr_assert_leq(ages[i].age_ms, 1500, "%s", ages[i].resource);
 }
 
-Test(fresh, retry_after_is_capped_at_the_backoff_cap) {
+Test(fresh, retry_after_is_capped_at_the_backoff_cap)
+{
   E.opts.backoff_max_ms = 200;
   seed(1, 1);
   fake_cmd(&E.fake, "fail 429 1 3600");
@@ -470,14 +564,15 @@ Test(fresh, retry_after_is_capped_at_the_backoff_cap) {
   cr_assert_eq(stats().err_http_429, 1);
 }
 
-Test(fresh, watch_list_is_tried_again_after_a_fallback) {
+Test(fresh, watch_list_is_tried_again_after_a_fallback)
+{
   fake_cmd(&E.fake, "watchlist ignore");
   E.opts.request_timeout_ms = 300;
   E.opts.stream_retry_ms = 500;
   seed(2, 2);
   start();
   assert_converges();
-  cr_assert_eq(stats().streaming_fallbacks, 4);  /* one per watched resource */
+  cr_assert_eq(stats().streaming_fallbacks, 4); /* one per watched resource */
   uint64_t before = stats().stream_lists;
   fake_cmd(&E.fake, "watchlist on");
   run_until(&E.loop, never, NULL, 700);

@@ -52,7 +52,7 @@ static int cmp_event(const void *a, const void *b)
   if (x->t != y->t)
     return x->t < y->t ? -1 : 1;
   if (x->leave != y->leave)
-    return x->leave ? -1 : 1;   /* departures first, as the replay orders them */
+    return x->leave ? -1 : 1; /* departures first, as the replay orders them */
   return (x->pod > y->pod) - (x->pod < y->pod);
 }
 
@@ -61,8 +61,8 @@ static void load(drv_t *d, const char *res, json_t *items)
   char path[160], buf[256];
   snprintf(path, sizeof path, "%s/%s.json", d->dir, res);
   cr_assert_eq(json_dump_file(items, path, JSON_COMPACT), 0);
-  cr_assert_eq(e2e_apiserver_cmd(&d->api, buf, sizeof buf, "load %s %s", res, path), 0,
-               "load %s: %s", res, buf);
+  cr_assert_eq(e2e_apiserver_cmd(&d->api, buf, sizeof buf, "load %s %s", res, path), 0, "load %s: %s",
+               res, buf);
   json_decref(items);
 }
 
@@ -96,7 +96,8 @@ void drv_start_replica(drv_t *d, size_t r)
   const char *args[] = {kc, cm, "--allow-token-over-http", d->tls ? crt : NULL, key, NULL};
   cr_assert_eq(e2e_slicefit_start(&d->sf[r], d->dir, args), 0);
   cr_assert_eq(e2e_slicefit_wait_ready(&d->sf[r], 15000), 0,
-               "slicefit replica %zu not ready on port %u (log %s; SLICEFIT_E2E_KEEP=1 keeps it)", r, d->sf[r].port, d->sf[r].log);
+               "slicefit replica %zu not ready on port %u (log %s; SLICEFIT_E2E_KEEP=1 keeps it)", r,
+               d->sf[r].port, d->sf[r].log);
   /* Ready means synced, the policy ConfigMap included. */
   char why[300];
   cr_assert(drv_policy_in_force(d, d->sf[r].port, why, sizeof why), "replica %zu ready, but %s", r,
@@ -118,7 +119,7 @@ static void need_daemon(void)
   snprintf(cmd, sizeof cmd, "%s --help 2>&1", bin);
   FILE *p = popen(cmd, "r");
   cr_assert_not_null(p);
-  if (getdelim(&help, &len, '\0', p) < 0) {  /* nothing read: the check below fails */
+  if (getdelim(&help, &len, '\0', p) < 0) { /* nothing read: the check below fails */
     free(help);
     help = NULL;
   }
@@ -189,8 +190,8 @@ void drv_stop_all(drv_t *d)
   e2e_apiserver_stop(&d->api);
   char why[200];
   size_t strays = e2e_reap_strays(why, sizeof why);
-  cr_expect_eq(strays, 0, "%zu process(es) the test started would have outlived it (pids %s)",
-               strays, why);
+  cr_expect_eq(strays, 0, "%zu process(es) the test started would have outlived it (pids %s)", strays,
+               why);
 }
 
 void drv_teardown(drv_t *d)
@@ -205,7 +206,10 @@ void drv_teardown(drv_t *d)
     e2e_rmdir(d->dir);
 }
 
-size_t drv_nevents(const drv_t *d) { return d->nev; }
+size_t drv_nevents(const drv_t *d)
+{
+  return d->nev;
+}
 
 /* ---- waiting for the replicas ---- */
 
@@ -266,8 +270,8 @@ static bool in_array(const json_t *arr, const char *s)
 {
   size_t i;
   json_t *v;
-  json_array_foreach(arr, i, v) if (json_is_string(v) && strcmp(json_string_value(v), s) == 0)
-      return true;
+  json_array_foreach(arr, i,
+                     v) if (json_is_string(v) && strcmp(json_string_value(v), s) == 0) return true;
   return false;
 }
 
@@ -283,9 +287,10 @@ static json_t *filter(drv_t *d, const e2e_pod_t *p, json_t *feasible)
   size_t i;
   json_t *v;
   json_array_foreach(names, i, v)
-      cr_assert(in_array(feasible, json_string_value(v)), "filter %s returned %s, not asked",
-                p->name, json_string_value(v));
-  json_array_foreach(feasible, i, v) {
+      cr_assert(in_array(feasible, json_string_value(v)), "filter %s returned %s, not asked", p->name,
+                json_string_value(v));
+  json_array_foreach(feasible, i, v)
+  {
     if (in_array(names, json_string_value(v)))
       continue;
     /* The default policy has no platform rule: dropping a feasible node has no reason. */
@@ -309,11 +314,12 @@ static const char *prioritize(drv_t *d, const e2e_pod_t *p, json_t *names)
   json_int_t top = -1;
   size_t i, j;
   json_t *n, *hp;
-  json_array_foreach(names, i, n) {
-    json_int_t score = 0;   /* a host left out scores 0 */
+  json_array_foreach(names, i, n)
+  {
+    json_int_t score = 0; /* a host left out scores 0 */
     json_array_foreach(rep, j, hp) if (strcmp(json_string_value(json_object_get(hp, "Host")),
-                                              json_string_value(n)) == 0) score =
-        json_integer_value(json_object_get(hp, "Score"));
+                                              json_string_value(n)) == 0)
+        score = json_integer_value(json_object_get(hp, "Score"));
     cr_assert(score >= 0 && score <= 10, "prioritize %s: score %lld", p->name, (long long)score);
     if (score > top) {
       top = score;
@@ -411,7 +417,10 @@ void drv_add_claims(drv_t *d, const e2e_pod_t *pods, size_t n)
   drv_wait_seen(d);
 }
 
-static void create_claim(drv_t *d, uint32_t i) { drv_add_claims(d, &d->pods[i], 1); }
+static void create_claim(drv_t *d, uint32_t i)
+{
+  drv_add_claims(d, &d->pods[i], 1);
+}
 
 void drv_place(drv_t *d, uint32_t i, const char *node)
 {
@@ -433,13 +442,13 @@ static void leave(drv_t *d, uint32_t i)
 {
   char buf[256];
   if (d->node_of[i] < 0)
-    return;   /* never placed */
+    return; /* never placed */
   cr_assert_eq(e2e_apiserver_cmd(&d->api, buf, sizeof buf, "del resourceclaims %s/%s", E2E_NS,
                                  d->pods[i].claim),
                0, "del: %s", buf);
   e2e_ffit_give(&d->cl.nodes[d->node_of[i]], &d->alloc[i]);
   d->alloc_milli -= share_milli(d, &d->pods[i]);
-  d->node_of[i] = -1;   /* gone; out[i] keeps what happened */
+  d->node_of[i] = -1; /* gone; out[i] keeps what happened */
   d->claims--;
   d->allocs--;
   drv_wait_seen(d);
@@ -533,7 +542,8 @@ static void check_allocs(drv_t *d, unsigned port, const json_t *allocs)
     live += d->node_of[k] >= 0;
   cr_assert_eq(json_array_size(allocs), live, "port %u: %zu allocations, the driver has %zu", port,
                json_array_size(allocs), live);
-  json_array_foreach(allocs, i, a) {
+  json_array_foreach(allocs, i, a)
+  {
     const char *key = json_string_value(json_object_get(a, "claim"));
     size_t k = 0;
     while (k < d->npods && (d->node_of[k] < 0 || strcmp(key + strlen(E2E_NS) + 1, d->pods[k].claim)))
@@ -556,13 +566,13 @@ void drv_check_state(drv_t *d, unsigned port)
   cr_assert_eq(st, 200, "GET /debug/state on %u: HTTP %ld", port, st);
   const json_t *objs = json_object_get(s, "objects");
   cr_assert_eq(json_integer_value(json_object_get(objs, "ResourceClaim")), (json_int_t)d->claims);
-  cr_assert_eq(json_integer_value(json_object_get(objs, "ResourceSlice")),
-               (json_int_t)d->cl.nnodes);
+  cr_assert_eq(json_integer_value(json_object_get(objs, "ResourceSlice")), (json_int_t)d->cl.nnodes);
   const json_t *nodes = json_object_get(s, "nodes");
   cr_assert_eq(json_array_size(nodes), d->cl.nnodes, "port %u: nodes in the state", port);
   size_t i, j, ndev = 0;
   json_t *n, *jd;
-  json_array_foreach(nodes, i, n) json_array_foreach(json_object_get(n, "devices"), j, jd) {
+  json_array_foreach(nodes, i, n) json_array_foreach(json_object_get(n, "devices"), j, jd)
+  {
     check_dev(d, port, jd);
     ndev++;
   }
@@ -591,7 +601,8 @@ static void canon(json_t *v)
     return;
   size_t n = json_array_size(v);
   char **txt = calloc(n + 1, sizeof *txt);
-  json_array_foreach(v, i, x) {
+  json_array_foreach(v, i, x)
+  {
     canon(x);
     txt[i] = json_dumps(x, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
   }

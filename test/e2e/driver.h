@@ -13,9 +13,9 @@
 typedef enum {
   OUT_NONE = 0,
   OUT_PLACED,
-  OUT_NO_NODE,          /* the in-tree DRA filter found no node: Pending, rightly */
-  OUT_EXTENDER_EMPTY,   /* the extender rejected every DRA-feasible node */
-  OUT_ERROR             /* the extender failed the call */
+  OUT_NO_NODE,        /* the in-tree DRA filter found no node: Pending, rightly */
+  OUT_EXTENDER_EMPTY, /* the extender rejected every DRA-feasible node */
+  OUT_ERROR           /* the extender failed the call */
 } outcome_t;
 
 typedef struct {
@@ -25,7 +25,7 @@ typedef struct {
 } drv_event_t;
 
 typedef struct {
-  e2e_cluster_t cl;            /* the driver's books: what the scheduler's DRA plugin knows */
+  e2e_cluster_t cl; /* the driver's books: what the scheduler's DRA plugin knows */
   e2e_pod_t pods[DRV_MAX_PODS];
   size_t npods;
   drv_event_t ev[2 * DRV_MAX_PODS];
@@ -37,11 +37,11 @@ typedef struct {
   e2e_apiserver_t api;
   e2e_slicefit_t sf[DRV_REPLICAS];
   size_t nreplicas;
-  const char *const *policy;   /* key, value, ..., NULL */
+  const char *const *policy; /* key, value, ..., NULL */
   char dir[96], kubeconfig[160];
-  bool tls;                    /* serve over TLS, as the manifests do */
+  bool tls; /* serve over TLS, as the manifests do */
   char cert[160], key[160];
-  size_t claims, allocs;       /* objects in the API server */
+  size_t claims, allocs; /* objects in the API server */
   unsigned share_seq;
   /* The replay's allocation measure (its mark()), for the comparison. */
   int64_t cap_milli, alloc_milli, arrived_milli;
@@ -49,14 +49,14 @@ typedef struct {
   size_t next_thresh;
   /* What went wrong, counted and described (the first few). */
   size_t filter_calls, prioritize_calls, single_node;
-  size_t dropped_feasible;     /* a DRA-feasible node missing from filter's NodeNames */
-  size_t replica_diffs;        /* the replicas answered one call differently */
+  size_t dropped_feasible; /* a DRA-feasible node missing from filter's NodeNames */
+  size_t replica_diffs;    /* the replicas answered one call differently */
   size_t state_checks;
   char first_problem[512];
 } drv_t;
 
-#define DRV_TLS 1u   /* the replicas serve https with a certificate the driver verifies */
-#define DRV_LATE 2u  /* only replica 0 starts; drv_start_replica starts the others */
+#define DRV_TLS 1u  /* the replicas serve https with a certificate the driver verifies */
+#define DRV_LATE 2u /* only replica 0 starts; drv_start_replica starts the others */
 
 /** Starts the fake apiserver with the cluster and policy, and `nreplicas` of bin/slicefit. */
 void drv_setup(drv_t *d, const char *const *policy, size_t nreplicas, size_t npods, uint64_t seed,

@@ -28,15 +28,15 @@
 /* ---- the cluster (gen.c) ---- */
 
 typedef struct {
-  char name[16];               /* gpu-0 ... */
-  const char *product;         /* productName */
-  const char *model;           /* the replay trace's model name (no spaces) */
-  bool shared;                 /* allowMultipleAllocations */
-  int64_t mem;                 /* capacity memory, bytes */
-  int64_t pol_default, pol_min, pol_step, pol_max;  /* requestPolicy (shared only) */
+  char name[16];                                   /* gpu-0 ... */
+  const char *product;                             /* productName */
+  const char *model;                               /* the replay trace's model name (no spaces) */
+  bool shared;                                     /* allowMultipleAllocations */
+  int64_t mem;                                     /* capacity memory, bytes */
+  int64_t pol_default, pol_min, pol_step, pol_max; /* requestPolicy (shared only) */
   /* The allocator's books. */
-  int64_t used;                /* bytes consumed (shared devices) */
-  int nalloc;                  /* allocations holding the device */
+  int64_t used; /* bytes consumed (shared devices) */
+  int nalloc;   /* allocations holding the device */
 } e2e_dev_t;
 
 typedef struct {
@@ -46,7 +46,7 @@ typedef struct {
 } e2e_node_t;
 
 typedef struct {
-  e2e_node_t nodes[E2E_MAX_NODES];   /* sorted by name */
+  e2e_node_t nodes[E2E_MAX_NODES]; /* sorted by name */
   size_t nnodes;
 } e2e_cluster_t;
 
@@ -65,13 +65,13 @@ typedef enum { E2E_SHARE, E2E_WHOLE, E2E_PAIR } e2e_shape_t;
 
 typedef struct {
   char name[48];
-  char claim[80];              /* the ResourceClaim made from the pod's template */
+  char claim[80]; /* the ResourceClaim made from the pod's template */
   char uid[40];
   e2e_shape_t shape;
-  const char *product;         /* WHOLE, PAIR: the model asked for */
+  const char *product; /* WHOLE, PAIR: the model asked for */
   const char *model;
-  int64_t share;               /* SHARE: memory asked, bytes (4Gi, or 4000Mi that rounds to 4Gi) */
-  int64_t at, until;           /* seconds; distinct times, until > at */
+  int64_t share;     /* SHARE: memory asked, bytes (4Gi, or 4000Mi that rounds to 4Gi) */
+  int64_t at, until; /* seconds; distinct times, until > at */
 } e2e_pod_t;
 
 /** `n` pods from `seed` (deterministic), in arrival order. */
@@ -87,8 +87,8 @@ void e2e_trace_fwrite(FILE *f, const e2e_cluster_t *c, const e2e_pod_t *pods, si
 /* ---- the first-fit allocator (ffit.c) ---- */
 
 typedef struct {
-  size_t dev[2];               /* device indices on the node, in request order */
-  int64_t consumed[2];         /* bytes consumed (shared devices), 0 otherwise */
+  size_t dev[2];       /* device indices on the node, in request order */
+  int64_t consumed[2]; /* bytes consumed (shared devices), 0 otherwise */
   size_t n;
 } e2e_alloc_t;
 
@@ -105,7 +105,7 @@ void e2e_ffit_give(e2e_node_t *node, const e2e_alloc_t *a);
 int64_t e2e_round(const e2e_dev_t *d, int64_t req);
 /** A claim's status (allocation for `a` on `node`, reservedFor the pod), new. */
 json_t *e2e_status_json(const e2e_node_t *node, const e2e_pod_t *p, const e2e_alloc_t *a,
-                            unsigned share_seq);
+                        unsigned share_seq);
 /** Formats bytes as a canonical quantity ("4Gi", "1536Mi", "7"). */
 void e2e_qty(int64_t bytes, char *buf, size_t len);
 
@@ -113,15 +113,15 @@ void e2e_qty(int64_t bytes, char *buf, size_t len);
 
 typedef struct {
   pid_t pid;
-  FILE *in, *out;              /* the fake apiserver's command channel */
+  FILE *in, *out; /* the fake apiserver's command channel */
   unsigned port;
 } e2e_apiserver_t;
 
 typedef struct {
   pid_t pid;
   unsigned port;
-  unsigned debug_port;         /* its --debug-listen port: e2e_http sends /debug/ there */
-  char log[256];               /* its stderr goes here */
+  unsigned debug_port; /* its --debug-listen port: e2e_http sends /debug/ there */
+  char log[256];       /* its stderr goes here */
 } e2e_slicefit_t;
 
 /** Where the binaries are: $SLICEFIT_TOP/bin and the test binary's tools/ folder. */

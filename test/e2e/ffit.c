@@ -43,13 +43,16 @@ int64_t e2e_round(const e2e_dev_t *d, int64_t req)
 /* The class's and the request's selectors. */
 static bool selected(const e2e_dev_t *d, const e2e_pod_t *p)
 {
-  if (p->shape == E2E_SHARE)   /* gpu-shared-small: shared, memory <= 24Gi */
+  if (p->shape == E2E_SHARE) /* gpu-shared-small: shared, memory <= 24Gi */
     return d->shared && d->mem <= 24 * E2E_GI;
   /* gpu-whole-card and productName == the model asked for */
   return !d->shared && strcmp(d->product, p->product) == 0;
 }
 
-static int64_t request_bytes(const e2e_pod_t *p) { return p->shape == E2E_SHARE ? p->share : 0; }
+static int64_t request_bytes(const e2e_pod_t *p)
+{
+  return p->shape == E2E_SHARE ? p->share : 0;
+}
 
 /* Whether device d can serve one device of the request now; *consumed gets what it would take. */
 static bool fits(const e2e_dev_t *d, const e2e_pod_t *p, int64_t *consumed)
@@ -112,7 +115,7 @@ void e2e_ffit_give(e2e_node_t *node, const e2e_alloc_t *a)
 }
 
 json_t *e2e_status_json(const e2e_node_t *node, const e2e_pod_t *p, const e2e_alloc_t *a,
-                            unsigned share_seq)
+                        unsigned share_seq)
 {
   json_t *results = json_array();
   for (size_t i = 0; i < a->n; i++) {
@@ -132,6 +135,6 @@ json_t *e2e_status_json(const e2e_node_t *node, const e2e_pod_t *p, const e2e_al
                             results, "nodeSelector", "nodeSelectorTerms", "matchFields", "key",
                             "metadata.name", "operator", "In", "values", node->name,
                             "allocationTimestamp", "2026-12-02T13:00:00Z");
-  return json_pack("{s:o,s:[{s:s,s:s,s:s,s:s}]}", "allocation", alloc, "reservedFor", "apiGroup",
-                   "", "resource", "pods", "name", p->name, "uid", p->uid);
+  return json_pack("{s:o,s:[{s:s,s:s,s:s,s:s}]}", "allocation", alloc, "reservedFor", "apiGroup", "",
+                   "resource", "pods", "name", p->name, "uid", p->uid);
 }

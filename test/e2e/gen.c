@@ -68,7 +68,10 @@ static const kind_t *kind_of(const e2e_node_t *n)
   abort();
 }
 
-static json_t *str_attr(const char *s) { return json_pack("{s:s}", "string", s); }
+static json_t *str_attr(const char *s)
+{
+  return json_pack("{s:s}", "string", s);
+}
 
 static json_t *device_json(const e2e_node_t *n, size_t ni, size_t g)
 {
@@ -119,24 +122,24 @@ json_t *e2e_cluster_slices(const e2e_cluster_t *c)
     json_t *devs = json_array();
     for (size_t g = 0; g < n->ndevs; g++)
       json_array_append_new(devs, device_json(n, i, g));
-    json_array_append_new(
-        arr, json_pack("{s:s,s:s,s:{s:s,s:s,s:i,s:[{s:s,s:s,s:s,s:s,s:b}]},"
-                       "s:{s:s,s:{s:s,s:i,s:i},s:s,s:o}}",
-                       "apiVersion", "resource.k8s.io/v1", "kind", "ResourceSlice", "metadata",
-                       "name", name, "generateName", gen, "generation", 1, "ownerReferences",
-                       "apiVersion", "v1", "kind", "Node", "name", n->name, "uid", uid,
-                       "controller", 1, "spec", "driver", E2E_DRIVER, "pool", "name", n->name,
-                       "generation", 1, "resourceSliceCount", 1, "nodeName", n->name, "devices",
-                       devs));
+    json_array_append_new(arr,
+                          json_pack("{s:s,s:s,s:{s:s,s:s,s:i,s:[{s:s,s:s,s:s,s:s,s:b}]},"
+                                    "s:{s:s,s:{s:s,s:i,s:i},s:s,s:o}}",
+                                    "apiVersion", "resource.k8s.io/v1", "kind", "ResourceSlice",
+                                    "metadata", "name", name, "generateName", gen, "generation", 1,
+                                    "ownerReferences", "apiVersion", "v1", "kind", "Node", "name",
+                                    n->name, "uid", uid, "controller", 1, "spec", "driver",
+                                    E2E_DRIVER, "pool", "name", n->name, "generation", 1,
+                                    "resourceSliceCount", 1, "nodeName", n->name, "devices", devs));
   }
   return arr;
 }
 
 static json_t *device_class(const char *name, const char *expr, const char *ext)
 {
-  json_t *dc = json_pack("{s:s,s:s,s:{s:s},s:{s:[{s:{s:s}}]}}", "apiVersion",
-                         "resource.k8s.io/v1", "kind", "DeviceClass", "metadata", "name", name,
-                         "spec", "selectors", "cel", "expression", expr);
+  json_t *dc = json_pack("{s:s,s:s,s:{s:s},s:{s:[{s:{s:s}}]}}", "apiVersion", "resource.k8s.io/v1",
+                         "kind", "DeviceClass", "metadata", "name", name, "spec", "selectors", "cel",
+                         "expression", expr);
   if (ext)
     json_object_set_new(json_object_get(dc, "spec"), "extendedResourceName", json_string(ext));
   return dc;
@@ -146,17 +149,15 @@ json_t *e2e_device_classes(void)
 {
   json_t *arr = json_array();
   /* The driver's Helm chart class, and the tenant menu of manifests/deviceclasses.yaml. */
-  json_array_append_new(
-      arr, device_class("gpu.nvidia.com",
-                        "device.driver == 'gpu.nvidia.com' && "
-                        "device.attributes['gpu.nvidia.com'].type == 'gpu'",
-                        NULL));
-  json_array_append_new(
-      arr, device_class("gpu-whole-card",
-                        "device.driver == 'gpu.nvidia.com' && "
-                        "device.attributes['gpu.nvidia.com'].type == 'gpu' && "
-                        "!device.allowMultipleAllocations",
-                        "nvidia.com/gpu"));
+  json_array_append_new(arr, device_class("gpu.nvidia.com",
+                                          "device.driver == 'gpu.nvidia.com' && "
+                                          "device.attributes['gpu.nvidia.com'].type == 'gpu'",
+                                          NULL));
+  json_array_append_new(arr, device_class("gpu-whole-card",
+                                          "device.driver == 'gpu.nvidia.com' && "
+                                          "device.attributes['gpu.nvidia.com'].type == 'gpu' && "
+                                          "!device.allowMultipleAllocations",
+                                          "nvidia.com/gpu"));
   json_array_append_new(
       arr, device_class("gpu-shared-small",
                         "device.driver == 'gpu.nvidia.com' && "
@@ -179,9 +180,8 @@ json_t *e2e_policy_configmap(const char *const *kv)
   json_t *data = json_object();
   for (size_t i = 0; kv && kv[i]; i += 2)
     json_object_set_new(data, kv[i], json_string(kv[i + 1]));
-  return json_pack("{s:s,s:s,s:{s:s,s:s},s:o}", "apiVersion", "v1", "kind", "ConfigMap",
-                   "metadata", "name", "slicefit-policy", "namespace", "slicefit-system", "data",
-                   data);
+  return json_pack("{s:s,s:s,s:{s:s,s:s},s:o}", "apiVersion", "v1", "kind", "ConfigMap", "metadata",
+                   "name", "slicefit-policy", "namespace", "slicefit-system", "data", data);
 }
 
 /* ---- the workload ---- */
@@ -230,8 +230,7 @@ json_t *e2e_claim_json(const e2e_pod_t *p)
 {
   json_t *exactly = json_pack("{s:s,s:s,s:i}", "deviceClassName",
                               p->shape == E2E_SHARE ? "gpu-shared-small" : "gpu-whole-card",
-                              "allocationMode", "ExactCount", "count",
-                              p->shape == E2E_PAIR ? 2 : 1);
+                              "allocationMode", "ExactCount", "count", p->shape == E2E_PAIR ? 2 : 1);
   if (p->shape == E2E_SHARE) {
     char q[32];
     e2e_qty(p->share, q, sizeof q);
@@ -248,27 +247,27 @@ json_t *e2e_claim_json(const e2e_pod_t *p)
                         json_pack("[{s:[s],s:s}]", "requests", "gpu", "matchAttribute",
                                   "gpu.nvidia.com/productName"));
   return json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s},s:[{s:s,s:s,s:s,s:s,s:b,s:b}]},s:{s:o}}",
-                   "apiVersion", "resource.k8s.io/v1", "kind", "ResourceClaim", "metadata",
-                   "name", p->claim, "namespace", E2E_NS, "annotations",
-                   "resource.kubernetes.io/pod-claim-name", "gpu", "ownerReferences",
-                   "apiVersion", "v1", "kind", "Pod", "name", p->name, "uid", p->uid,
-                   "controller", 1, "blockOwnerDeletion", 1, "spec", "devices", devices);
+                   "apiVersion", "resource.k8s.io/v1", "kind", "ResourceClaim", "metadata", "name",
+                   p->claim, "namespace", E2E_NS, "annotations",
+                   "resource.kubernetes.io/pod-claim-name", "gpu", "ownerReferences", "apiVersion",
+                   "v1", "kind", "Pod", "name", p->name, "uid", p->uid, "controller", 1,
+                   "blockOwnerDeletion", 1, "spec", "devices", devices);
 }
 
 json_t *e2e_pod_json(const e2e_pod_t *p)
 {
-  const char *tpl = p->shape == E2E_SHARE ? "sandbox-4gi" : p->shape == E2E_PAIR
-                                                                ? "two-gpus-one-island"
-                                                                : "whole-card-model";
-  return json_pack(
-      "{s:s,s:s,s:{s:s,s:s,s:s},s:{s:s,s:[{s:s,s:s,s:{s:[{s:s}]}}],s:[{s:s,s:s}],"
-      "s:[{s:s,s:s,s:s}]},s:{s:s,s:[{s:s,s:s}]}}",
-      "apiVersion", "v1", "kind", "Pod", "metadata", "name", p->name, "namespace", E2E_NS, "uid",
-      p->uid, "spec", "schedulerName", "slicefit-scheduler", "containers", "name", "main", "image",
-      "ubuntu:22.04", "resources", "claims", "name", "gpu", "resourceClaims", "name", "gpu",
-      "resourceClaimTemplateName", tpl, "tolerations", "key", "nvidia.com/gpu", "operator",
-      "Exists", "effect", "NoSchedule", "status", "phase", "Pending", "resourceClaimStatuses",
-      "name", "gpu", "resourceClaimName", p->claim);
+  const char *tpl = p->shape == E2E_SHARE  ? "sandbox-4gi"
+                    : p->shape == E2E_PAIR ? "two-gpus-one-island"
+                                           : "whole-card-model";
+  return json_pack("{s:s,s:s,s:{s:s,s:s,s:s},s:{s:s,s:[{s:s,s:s,s:{s:[{s:s}]}}],s:[{s:s,s:s}],"
+                   "s:[{s:s,s:s,s:s}]},s:{s:s,s:[{s:s,s:s}]}}",
+                   "apiVersion", "v1", "kind", "Pod", "metadata", "name", p->name, "namespace",
+                   E2E_NS, "uid", p->uid, "spec", "schedulerName", "slicefit-scheduler", "containers",
+                   "name", "main", "image", "ubuntu:22.04", "resources", "claims", "name", "gpu",
+                   "resourceClaims", "name", "gpu", "resourceClaimTemplateName", tpl, "tolerations",
+                   "key", "nvidia.com/gpu", "operator", "Exists", "effect", "NoSchedule", "status",
+                   "phase", "Pending", "resourceClaimStatuses", "name", "gpu", "resourceClaimName",
+                   p->claim);
 }
 
 int e2e_trace_write(const char *path, const e2e_cluster_t *c, const e2e_pod_t *pods, size_t n)
@@ -312,8 +311,9 @@ void e2e_trace_fwrite(FILE *f, const e2e_cluster_t *c, const e2e_pod_t *pods, si
       e2e_qty(consumed_share(c, p), q, sizeof q);
       snprintf(mem, sizeof mem, "\"memory\":\"%s\",", q);
     }
-    fprintf(f, "{\"kind\":\"pod\",\"name\":\"%s\",\"at\":%" PRId64 ",\"until\":%" PRId64
-               ",\"claims\":[{\"requests\":[{\"count\":%d,%s\"models\":[\"%s\"]}]}]}\n",
+    fprintf(f,
+            "{\"kind\":\"pod\",\"name\":\"%s\",\"at\":%" PRId64 ",\"until\":%" PRId64
+            ",\"claims\":[{\"requests\":[{\"count\":%d,%s\"models\":[\"%s\"]}]}]}\n",
             p->name, p->at, p->until, p->shape == E2E_PAIR ? 2 : 1, mem, p->model);
   }
 }

@@ -90,7 +90,7 @@ size_t e2e_reap_strays(char *why, size_t len)
     pid_t pid = started[i];
     started[i] = 0;
     if (pid <= 0 || waitpid(pid, NULL, WNOHANG) == pid)
-      continue;   /* exited, and only reaped now */
+      continue; /* exited, and only reaped now */
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
     if (off < len)
@@ -207,7 +207,7 @@ int e2e_slicefit_start(e2e_slicefit_t *s, const char *dir, const char *const *ar
   snprintf(s->log, sizeof s->log, "%s/slicefit-%u.log", dir, seq++);
   argv[n++] = bin;
   argv[n++] = listen;
-  argv[n++] = "--debug-listen=127.0.0.1:0";  /* /debug/state, on a second free port */
+  argv[n++] = "--debug-listen=127.0.0.1:0"; /* /debug/state, on a second free port */
   for (size_t i = 0; args && args[i] && n < 31; i++)
     argv[n++] = args[i];
   argv[n] = NULL;
@@ -273,7 +273,7 @@ int e2e_slicefit_wait_ready(e2e_slicefit_t *s, int deadline_ms)
     if (s->port && e2e_http(s->port, "GET", "/readyz", NULL, NULL) == 200)
       return 0;
     if (waitpid(s->pid, NULL, WNOHANG) == s->pid)
-      return -1;   /* it exited */
+      return -1; /* it exited */
     e2e_sleep_ms(10);
   } while (e2e_now_ms() < end);
   return -1;
@@ -319,7 +319,7 @@ void e2e_rmdir(const char *dir)
 
 /* ---- HTTP ---- */
 
-static char ca_path[PATH_MAX];   /* set: https, verified against this CA */
+static char ca_path[PATH_MAX]; /* set: https, verified against this CA */
 
 int e2e_tls_make(const char *dir, char *cert, char *key, size_t len)
 {
@@ -336,7 +336,10 @@ int e2e_tls_make(const char *dir, char *cert, char *key, size_t len)
   return system(cmd) == 0 ? 0 : -1;
 }
 
-void e2e_http_use_ca(const char *ca) { snprintf(ca_path, sizeof ca_path, "%s", ca ? ca : ""); }
+void e2e_http_use_ca(const char *ca)
+{
+  snprintf(ca_path, sizeof ca_path, "%s", ca ? ca : "");
+}
 
 typedef struct {
   char *p;
@@ -400,7 +403,7 @@ long e2e_http(unsigned port, const char *method, const char *path, const char *b
   curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
-  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);   /* kube-scheduler's default httpTimeout */
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L); /* kube-scheduler's default httpTimeout */
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
   if (body) {
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);

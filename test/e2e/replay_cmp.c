@@ -54,8 +54,11 @@ static void run_prefix(const drv_t *d, size_t k, const sf_policy_t *base, sf_rep
   sf_replay_trace_init(&t);
   cr_assert_eq(sf_replay_parse_native(&t, f, "e2e-trace", err, sizeof err), 0, "%s", err);
   sf_replay_opts_t o = {.policy = value_of(d->policy, "strategy", "fragmentation"),
-                        .base = base, .device_choice = SF_CHOICE_FIRST_FIT, .seed = 42,
-                        .ties = SF_REPLAY_TIES_FIRST, .extender_scores = true};
+                        .base = base,
+                        .device_choice = SF_CHOICE_FIRST_FIT,
+                        .seed = 42,
+                        .ties = SF_REPLAY_TIES_FIRST,
+                        .extender_scores = true};
   cr_assert_eq(sf_replay_run(&t, &o, res, err, sizeof err), 0, "%s", err);
   sf_replay_trace_dispose(&t);
   fclose(f);
@@ -111,7 +114,8 @@ json_t *rc_run_binary(const drv_t *d, const char *trace, const char *policy_file
   snprintf(cmd, sizeof cmd,
            "%s --trace %s --policy %s --policy-file %s "
            "--device-choice first-fit --ties first --extender-scores --seed 42 --json",
-           e2e_bin("slicefit-replay"), trace, value_of(d->policy, "strategy", "fragmentation"), policy_file);
+           e2e_bin("slicefit-replay"), trace, value_of(d->policy, "strategy", "fragmentation"),
+           policy_file);
   FILE *p = popen(cmd, "r");
   cr_assert_not_null(p);
   json_t *run = NULL;

@@ -41,24 +41,30 @@
  * would in turn fail the restart and replica checks; learning from the
  * claims it watches would satisfy all three.
  */
-static const char *const SHIPPED[] = {
-    "strategy", "fragmentation",
-    "device_choice", "first-fit",
-    "island_map", "H100=8,gpu-a100-:A100=2",
-    NULL};
+static const char *const SHIPPED[] = {"strategy",  "fragmentation", "device_choice",
+                                      "first-fit", "island_map",    "H100=8,gpu-a100-:A100=2",
+                                      NULL};
 
-static const char *const FIXED_MIX[] = {
-    "strategy", "fgd",
-    "device_choice", "first-fit",
-    "capacity", "memory",
-    "model_attribute", "productName",
-    "island_map", "H100=8,gpu-a100-:A100=2",
-    "fgd_mix", "4Gix1=6,wholex1=3,wholex2!=1",
-    NULL};
+static const char *const FIXED_MIX[] = {"strategy",
+                                        "fgd",
+                                        "device_choice",
+                                        "first-fit",
+                                        "capacity",
+                                        "memory",
+                                        "model_attribute",
+                                        "productName",
+                                        "island_map",
+                                        "H100=8,gpu-a100-:A100=2",
+                                        "fgd_mix",
+                                        "4Gix1=6,wholex1=3,wholex2!=1",
+                                        NULL};
 
 static drv_t D;
 
-static void teardown(void) { drv_teardown(&D); }
+static void teardown(void)
+{
+  drv_teardown(&D);
+}
 
 /* Probe pods: one of each shape, with claims that stay pending. */
 static void probes(e2e_pod_t *pr, size_t n)
@@ -66,7 +72,7 @@ static void probes(e2e_pod_t *pr, size_t n)
   e2e_pods_make(pr, n, SEED ^ 0x9e37);
   for (size_t i = 0; i < n; i++) {
     pr[i].shape = (e2e_shape_t)(i % 3);
-    pr[i].share = pr[i].shape == E2E_SHARE ? 4000 * E2E_MI : 0;   /* rounds to 4Gi */
+    pr[i].share = pr[i].shape == E2E_SHARE ? 4000 * E2E_MI : 0; /* rounds to 4Gi */
     pr[i].product = pr[i].shape == E2E_SHARE ? "NVIDIA RTX 4000 SFF Ada Generation"
                     : i % 2                  ? "NVIDIA A100 80GB PCIe"
                                              : "NVIDIA H100 80GB HBM3";
@@ -93,8 +99,8 @@ static void check_probe_filter(drv_t *d, const e2e_pod_t *p, const json_t *rep)
     cr_expect_eq(sf, dra, "probe %s on %s: slicefit %s, first fit %s", p->name, n,
                  sf ? "passes" : "rejects", dra ? "places it" : "cannot");
     if (!sf)
-      cr_expect(json_string_length(json_object_get(failed, n)) > 0, "%s on %s: no reason",
-                p->name, n);
+      cr_expect(json_string_length(json_object_get(failed, n)) > 0, "%s on %s: no reason", p->name,
+                n);
   }
 }
 
@@ -162,7 +168,8 @@ static void restart_check(drv_t *d)
   char buf[256];
   for (size_t i = 0; i < NPROBE; i++) {
     cr_assert_eq(e2e_apiserver_cmd(&d->api, buf, sizeof buf, "del resourceclaims %s/%s", E2E_NS,
-                                   pr[i].claim), 0);
+                                   pr[i].claim),
+                 0);
     d->claims--;
   }
   drv_wait_seen(d);
@@ -227,10 +234,9 @@ static void whole_loop(drv_t *d, const char *const *policy, uint64_t seed, unsig
               "checks",
               d->npods, placed, no_node, rejected, d->filter_calls, d->prioritize_calls,
               d->single_node, d->state_checks);
-  cr_expect_eq(rejected, 0, "pods left Pending although DRA could place them: %s",
+  cr_expect_eq(rejected, 0, "pods left Pending although DRA could place them: %s", d->first_problem);
+  cr_expect_eq(d->dropped_feasible, 0, "%zu DRA-feasible nodes filtered out: %s", d->dropped_feasible,
                d->first_problem);
-  cr_expect_eq(d->dropped_feasible, 0, "%zu DRA-feasible nodes filtered out: %s",
-               d->dropped_feasible, d->first_problem);
   cr_expect_eq(d->replica_diffs, 0, "the replicas disagreed %zu times: %s", d->replica_diffs,
                d->first_problem);
   /* The workload must reach saturation, or the checks above prove little. */
@@ -280,7 +286,7 @@ Test(e2e, filter_rounds_consumable_capacity, .fini = teardown)
   pr[1].share = 3 * E2E_GI;
   snprintf(pr[1].claim, sizeof pr[1].claim, "probe-3gi-gpu-x7k2p");
   drv_add_claims(d, pr, 2);
-  json_t *ans = probe_answers(d, d->sf[0].port, pr, 2);   /* checks every node against first fit */
+  json_t *ans = probe_answers(d, d->sf[0].port, pr, 2); /* checks every node against first fit */
   json_t *names = json_object_get(json_object_get(json_array_get(ans, 0), "filter"), "NodeNames");
   cr_assert_eq(json_array_size(names), 6, "4000Mi: the six other cards, not gpu-rtx-0");
   names = json_object_get(json_object_get(json_array_get(ans, 1), "filter"), "NodeNames");
@@ -330,9 +336,10 @@ static void put_policy(drv_t *d, const char *const *kv)
  */
 Test(e2e, policy_hot_reload, .fini = teardown)
 {
-  static const char *const TWO[] = {"strategy", "fragmentation", "device_choice", "first-fit",
-                                    "island_map", "H100=8,gpu-a100-:A100=2", "max_sharers", "2",
-                                    NULL};
+  static const char *const TWO[] =
+      {"strategy",   "fragmentation",           "device_choice", "first-fit",
+       "island_map", "H100=8,gpu-a100-:A100=2", "max_sharers",   "2",
+       NULL};
   static const char *const BAD[] = {"strategy", "fragmentation", "max_sharers", "lots", NULL};
   drv_t *d = &D;
   char why[300];
@@ -407,9 +414,10 @@ Test(e2e, replicas_agree_after_node_churn, .fini = teardown)
   json_t *slices = e2e_cluster_slices(&d->cl), *back = NULL;
   size_t i;
   json_t *sl;
-  json_array_foreach(slices, i, sl) if (strcmp(json_string_value(json_object_get(
-                                                   json_object_get(sl, "spec"), "nodeName")),
-                                               "gpu-a100-0") == 0) back = sl;
+  json_array_foreach(slices, i,
+                     sl) if (strcmp(json_string_value(json_object_get(json_object_get(sl, "spec"),
+                                                                      "nodeName")),
+                                    "gpu-a100-0") == 0) back = sl;
   cr_assert_not_null(back);
   const char *name = json_string_value(json_object_get(json_object_get(back, "metadata"), "name"));
   cr_assert_eq(e2e_apiserver_cmd(&d->api, buf, sizeof buf, "del resourceslices %s", name), 0, "%s",
@@ -457,4 +465,3 @@ Test(e2e, replay_prefixes_account_for_every_failure)
   json_decref(run);
   e2e_rmdir(d.dir);
 }
-

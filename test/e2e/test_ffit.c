@@ -41,16 +41,20 @@ Test(ffit, cluster_is_sorted_and_shaped)
 
 Test(ffit, rounding_follows_the_request_policy)
 {
-  e2e_dev_t d = {.shared = true, .mem = 20 * E2E_GI, .pol_default = 20 * E2E_GI,
-                 .pol_min = E2E_GI, .pol_step = E2E_GI, .pol_max = 20 * E2E_GI};
+  e2e_dev_t d = {.shared = true,
+                 .mem = 20 * E2E_GI,
+                 .pol_default = 20 * E2E_GI,
+                 .pol_min = E2E_GI,
+                 .pol_step = E2E_GI,
+                 .pol_max = 20 * E2E_GI};
   cr_assert_eq(e2e_round(&d, 4 * E2E_GI), 4 * E2E_GI);
-  cr_assert_eq(e2e_round(&d, 1536 * E2E_MI), 2 * E2E_GI);       /* up to the next step */
-  cr_assert_eq(e2e_round(&d, 100 * E2E_MI), E2E_GI);             /* below min: min */
-  cr_assert_eq(e2e_round(&d, 0), 20 * E2E_GI);                  /* unnamed: the default */
-  cr_assert_eq(e2e_round(&d, 20 * E2E_GI + 1), -1);             /* above max: ineligible */
+  cr_assert_eq(e2e_round(&d, 1536 * E2E_MI), 2 * E2E_GI); /* up to the next step */
+  cr_assert_eq(e2e_round(&d, 100 * E2E_MI), E2E_GI);      /* below min: min */
+  cr_assert_eq(e2e_round(&d, 0), 20 * E2E_GI);            /* unnamed: the default */
+  cr_assert_eq(e2e_round(&d, 20 * E2E_GI + 1), -1);       /* above max: ineligible */
   d.pol_min = 2 * E2E_GI;
   d.pol_step = 3 * E2E_GI;
-  cr_assert_eq(e2e_round(&d, 4 * E2E_GI), 5 * E2E_GI);          /* min + n*step */
+  cr_assert_eq(e2e_round(&d, 4 * E2E_GI), 5 * E2E_GI); /* min + n*step */
 }
 
 Test(ffit, shares_fill_a_card_then_stop)
@@ -132,10 +136,13 @@ Test(ffit, generated_objects_have_the_api_shape)
   cr_assert(json_is_true(json_object_get(dev, "allowMultipleAllocations")));
   json_t *mem = json_object_get(json_object_get(dev, "capacity"), "memory");
   cr_assert_str_eq(json_string_value(json_object_get(mem, "value")), "20475Mi");
-  cr_assert_str_eq(json_string_value(json_object_get(json_object_get(mem, "requestPolicy"), "default")),
+  cr_assert_str_eq(json_string_value(
+                       json_object_get(json_object_get(mem, "requestPolicy"), "default")),
                    "19Gi");
-  cr_assert_str_eq(json_string_value(json_object_get(
-                       json_object_get(json_object_get(mem, "requestPolicy"), "validRange"), "step")),
+  cr_assert_str_eq(json_string_value(
+                       json_object_get(json_object_get(json_object_get(mem, "requestPolicy"),
+                                                       "validRange"),
+                                       "step")),
                    "1Gi");
   json_decref(slices);
 

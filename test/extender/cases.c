@@ -4,15 +4,17 @@
 #include <string.h>
 #include "harness.h"
 
-const char *const sfx_nodes[SFX_NNODES + 1] = {
-    "h100-0", "h100-1", "h100-2", "h100-3", "a100-0", "a100-1", "a100-2", "a100-3",
-    "rtx-0",  "rtx-1",  "rtx-2",  "rtx-3",  "rtx-4",  "rtx-5",  "rtx-6",  "rtx-7", NULL};
+const char *const sfx_nodes[SFX_NNODES + 1] = {"h100-0", "h100-1", "h100-2", "h100-3", "a100-0",
+                                               "a100-1", "a100-2", "a100-3", "rtx-0",  "rtx-1",
+                                               "rtx-2",  "rtx-3",  "rtx-4",  "rtx-5",  "rtx-6",
+                                               "rtx-7",  NULL};
 
 static const char *claim_of(const json_t *list, const char *ns, const char *pod)
 {
   size_t i;
   const json_t *it;
-  json_array_foreach(json_object_get(list, "items"), i, it) {
+  json_array_foreach(json_object_get(list, "items"), i, it)
+  {
     const json_t *md = json_object_get(it, "metadata");
     const json_t *owner = json_array_get(json_object_get(md, "ownerReferences"), 0);
     const char *kind = json_string_value(json_object_get(it, "kind"));

@@ -7,7 +7,7 @@
 #include "harness.h"
 
 #define SFX_NNODES 16
-extern const char *const sfx_nodes[SFX_NNODES + 1];  /* NULL-terminated */
+extern const char *const sfx_nodes[SFX_NNODES + 1]; /* NULL-terminated */
 
 /**
  * Loads test/extender/data/FILE as pod NS/NAME; when the example cluster

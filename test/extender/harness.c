@@ -277,8 +277,8 @@ json_t *sfx_args(const json_t *pod, const char *const *names, size_t n, bool cac
       json_array_append_new(arr, json_string(names[i]));
     else
       json_array_append_new(arr, json_pack("{s:{s:s,s:{s:s}},s:{},s:{}}", "metadata", "name",
-                                           names[i], "labels", "kubernetes.io/hostname",
-                                           names[i], "spec", "status"));
+                                           names[i], "labels", "kubernetes.io/hostname", names[i],
+                                           "spec", "status"));
   }
   if (cache_mode)
     return json_pack("{s:O,s:n,s:o}", "Pod", pod, "Nodes", "NodeNames", arr);

@@ -16,16 +16,16 @@
 typedef struct {
   pid_t pid;
   unsigned port;
-  unsigned debug_port;   /* --debug-listen (the harness passes 127.0.0.1:0); /debug/ goes there */
+  unsigned debug_port; /* --debug-listen (the harness passes 127.0.0.1:0); /debug/ goes there */
   bool tls;
-  char dir[64];          /* temporary folder: log.txt */
+  char dir[64]; /* temporary folder: log.txt */
   char log_path[128];
-  CURL *curl;            /* one keep-alive connection */
+  CURL *curl; /* one keep-alive connection */
 } sfx_t;
 
 typedef struct {
   long status;
-  char *body;            /* NUL-terminated */
+  char *body; /* NUL-terminated */
   size_t len;
   char ctype[128];
   char allow[32];

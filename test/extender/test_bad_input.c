@@ -15,11 +15,14 @@ static sfx_t srv;
 
 static void setup(void)
 {
-  static const char *const extra[] = {"--max-body-bytes", "1048576", "--max-nodes", "100",
-                                      "--connection-timeout", "1", NULL};
+  static const char *const extra[] = {"--max-body-bytes",     "1048576", "--max-nodes", "100",
+                                      "--connection-timeout", "1",       NULL};
   sfx_start_example(&srv, extra);
 }
-static void teardown(void) { cr_expect_eq(sfx_stop(&srv), 0); }
+static void teardown(void)
+{
+  cr_expect_eq(sfx_stop(&srv), 0);
+}
 
 TestSuite(bad_input, .init = setup, .fini = teardown, .timeout = 60);
 
@@ -68,8 +71,7 @@ Test(bad_input, wrong_types)
   post("{\"Pod\":{},\"NodeNames\":\"a\"}", 400, "NodeNames");
   post("{\"Pod\":{},\"NodeNames\":[\"a\",7]}", 400, "NodeNames[1]");
   post("{\"Pod\":{},\"Nodes\":[]}", 400, "Nodes");
-  post("{\"Pod\":{},\"Nodes\":{\"items\":[{\"metadata\":{}}]}}", 400,
-       "Nodes.items[0].metadata.name");
+  post("{\"Pod\":{},\"Nodes\":{\"items\":[{\"metadata\":{}}]}}", 400, "Nodes.items[0].metadata.name");
   post("{\"Pod\":{\"spec\":{\"resourceClaims\":7}},\"NodeNames\":[\"a\"]}", 400, "Pod");
 }
 

@@ -40,8 +40,9 @@ Test(codec, the_scanner_and_jansson_agree_on_duplicate_keys)
   cr_assert_eq(parse(&a, "{\"Pod\":{},\"nodenames\":[\"a\"],\"NODENAMES\":[\"b\"]}", err), 0);
   cr_assert_str_eq(a.names[0], "a");
   sf__args_dispose(&a);
-  cr_assert_eq(parse(&a, "{\"Pod\":{},\"NodeNames\":[\"a\"],\"nodenames\":[\"b\"],"
-                         "\"NodeNames\":[\"c\\/d\"]}",
+  cr_assert_eq(parse(&a,
+                     "{\"Pod\":{},\"NodeNames\":[\"a\"],\"nodenames\":[\"b\"],"
+                     "\"NodeNames\":[\"c\\/d\"]}",
                      err),
                0);
   cr_assert_str_eq(a.names[0], "c/d");
@@ -64,8 +65,9 @@ Test(codec, cache_mode)
 {
   sf__args_t a;
   char err[SF_ERR_MAX];
-  cr_assert_eq(parse(&a, "{\"pod\":{\"metadata\":{}},\"nodes\":null,\"nodenames\":[\"a\",\"b\"]}"
-                         " trailing bytes are ignored",
+  cr_assert_eq(parse(&a,
+                     "{\"pod\":{\"metadata\":{}},\"nodes\":null,\"nodenames\":[\"a\",\"b\"]}"
+                     " trailing bytes are ignored",
                      err),
                0, "%s", err);
   cr_assert(a.cache_mode);
@@ -200,7 +202,7 @@ Test(codec, json_strings_escape_every_byte_that_needs_it)
   char s[256];
   for (int i = 1; i < 128; i++)
     s[i - 1] = (char)i;
-  strcpy(s + 127, "\xc3\xa9 end");  /* UTF-8 passes as it is */
+  strcpy(s + 127, "\xc3\xa9 end"); /* UTF-8 passes as it is */
   sf__buf_t b = {0};
   sf__buf_json_str(&b, s);
   json_t *back = json_loadb(b.p, b.len, JSON_DECODE_ANY, NULL);
@@ -238,7 +240,7 @@ Test(codec, prioritize_reply_bytes)
   char err[SF_ERR_MAX];
   sf_verdict_t v[3];
   verdicts(v);
-  v[2].score = 9;  /* UNSURE: its score is not used */
+  v[2].score = 9; /* UNSURE: its score is not used */
   cr_assert_eq(parse(&a, "{\"Pod\":{},\"NodeNames\":[\"a\",\"b\",\"c\"]}", err), 0);
   sf__buf_t b = {0};
   sf__prioritize_reply(&b, &a, v);

@@ -10,8 +10,14 @@
 
 static sfx_t srv;
 
-static void setup(void) { sfx_start_example(&srv, NULL); }
-static void teardown(void) { cr_expect_eq(sfx_stop(&srv), 0); }
+static void setup(void)
+{
+  sfx_start_example(&srv, NULL);
+}
+static void teardown(void)
+{
+  cr_expect_eq(sfx_stop(&srv), 0);
+}
 
 TestSuite(filter, .init = setup, .fini = teardown, .timeout = 60);
 
@@ -47,13 +53,13 @@ static void check_result(const json_t *res, bool cache_mode, const char *const *
     const json_t *e = json_array_get(list, k++);
     /* Passing nodes keep the input order; Node objects come back as they were sent. */
     const char *got = cache_mode ? json_string_value(e)
-                                 : json_string_value(json_object_get(
-                                       json_object_get(e, "metadata"), "name"));
+                                 : json_string_value(
+                                       json_object_get(json_object_get(e, "metadata"), "name"));
     cr_assert_str_eq(got, n);
     if (!cache_mode)
-      cr_assert_str_eq(json_string_value(json_object_get(
-                           json_object_get(json_object_get(e, "metadata"), "labels"),
-                           "kubernetes.io/hostname")),
+      cr_assert_str_eq(json_string_value(
+                           json_object_get(json_object_get(json_object_get(e, "metadata"), "labels"),
+                                           "kubernetes.io/hostname")),
                        n);
     cr_assert_null(reason, "%s passes and is not in FailedNodes", n);
   }
@@ -76,8 +82,8 @@ Test(filter, shared_card_claim_fits_cards_with_enough_free_memory)
 {
   /* 6Gi of a shared card: rtx-4 has 4Gi left; H100/A100 are not shared cards. */
   json_t *pod = sfx_pod("pod-gpu-test1.json", "tenants", "agent-sandbox-7");
-  static const char *const pass[] = {"rtx-0", "rtx-1", "rtx-2", "rtx-3", "rtx-5",
-                                     "rtx-6", "rtx-7", NULL};
+  static const char *const pass[] = {"rtx-0", "rtx-1", "rtx-2", "rtx-3",
+                                     "rtx-5", "rtx-6", "rtx-7", NULL};
   run(pod, pass);
   json_decref(pod);
 }
@@ -142,8 +148,7 @@ Test(filter, lowercase_keys_and_a_single_node)
   long status;
   json_t *res = sfx_post_json(&srv, "/filter", args, &status);
   cr_assert_eq(status, 200);
-  cr_assert_str_eq(json_string_value(json_array_get(json_object_get(res, "NodeNames"), 0)),
-                   "rtx-2");
+  cr_assert_str_eq(json_string_value(json_array_get(json_object_get(res, "NodeNames"), 0)), "rtx-2");
   cr_assert_eq(json_object_size(json_object_get(res, "FailedNodes")), 0);
   json_decref(res);
   json_decref(args);

@@ -107,8 +107,8 @@ static size_t raw_filter(char *buf, size_t cap)
 {
   size_t len;
   char *body = filter_body(&len);
-  int n = snprintf(buf, cap, "POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: %zu\r\n\r\n%s",
-                   len, body);
+  int n = snprintf(buf, cap, "POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: %zu\r\n\r\n%s", len,
+                   body);
   free(body);
   cr_assert(n > 0 && (size_t)n < cap);
   return (size_t)n;
@@ -123,7 +123,8 @@ Test(hostile, slowloris_headers_are_cut_at_the_header_deadline)
   const char *extra[] = {"--header-timeout", "1", NULL};
   sfx_start_example(&s, extra);
   int fd = sfx_connect(&s);
-  const char *head = "POST /filter HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+  const char *head =
+      "POST /filter HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
   bool closed = false;
   char buf[256];
   for (size_t i = 0; head[i] && !closed; i++) {
@@ -327,7 +328,8 @@ Test(hostile, default_body_limit_fits_100000_node_names_and_no_more)
   char head[160];
   int hl = snprintf(head, sizeof head,
                     "POST /prioritize HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
-                    "Content-Length: %zu\r\n\r\n", len);
+                    "Content-Length: %zu\r\n\r\n",
+                    len);
   int pfd = sfx_connect(&s);
   send_all(pfd, head, (size_t)hl);
   send_all(pfd, body, len);
@@ -363,7 +365,7 @@ Test(hostile, a_large_request_does_not_hold_up_a_small_one)
   sfx_start_example(&s, NULL);
   json_t *pod = sfx_pod("pod-no-gpu.json", "default", "web-0");
   const char **names = calloc(100000, sizeof *names);
-  char (*text)[24] = calloc(100000, sizeof *text);
+  char(*text)[24] = calloc(100000, sizeof *text);
   for (int i = 0; i < 100000; i++) {
     snprintf(text[i], sizeof text[i], "node-%06d", i);
     names[i] = text[i];
@@ -372,9 +374,10 @@ Test(hostile, a_large_request_does_not_hold_up_a_small_one)
   char *body = json_dumps(args, JSON_COMPACT);
   size_t len = strlen(body);
   char head[128];
-  int hl = snprintf(head, sizeof head,
-                    "POST /filter HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: %zu\r\n\r\n",
-                    len);
+  int hl =
+      snprintf(head, sizeof head,
+               "POST /filter HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: %zu\r\n\r\n",
+               len);
   int big = sfx_connect(&s), small = sfx_connect(&s);
   send_all(big, head, (size_t)hl);
   send_all(big, body, len);
@@ -414,7 +417,7 @@ Test(hostile, a_nodelist_past_its_limit_is_refused)
   sfx_start_example(&s, NULL);
   json_t *pod = sfx_pod("pod-no-gpu.json", "default", "web-0");
   const char **names = calloc(160000, sizeof *names);
-  char (*text)[24] = calloc(160000, sizeof *text);
+  char(*text)[24] = calloc(160000, sizeof *text);
   for (int i = 0; i < 160000; i++) {
     snprintf(text[i], sizeof text[i], "node-%06d", i);
     names[i] = text[i];
@@ -574,7 +577,7 @@ static void copy_file(const char *from, const char *to)
     fwrite(b, 1, k, out);
   fclose(in);
   fclose(out);
-  cr_assert_eq(rename(tmp, to), 0);  /* a new inode, as the kubelet's swap gives */
+  cr_assert_eq(rename(tmp, to), 0); /* a new inode, as the kubelet's swap gives */
 }
 
 Test(hostile, serving_certificate_is_reloaded_without_restart)

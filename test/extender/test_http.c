@@ -64,7 +64,10 @@ static void *client(void *arg)
   return NULL;
 }
 
-static void on_done(uv_async_t *h) { uv_stop(h->loop); }
+static void on_done(uv_async_t *h)
+{
+  uv_stop(h->loop);
+}
 
 static unsigned long turns;
 static void on_check(uv_check_t *h)

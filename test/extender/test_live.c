@@ -24,7 +24,8 @@ static void load_kind(sfx_api_t *a, const json_t *list, const char *kind, const 
   json_t *items = json_array();
   size_t i;
   json_t *it;
-  json_array_foreach(json_object_get(list, "items"), i, it) {
+  json_array_foreach(json_object_get(list, "items"), i, it)
+  {
     if (strcmp(json_string_value(json_object_get(it, "kind")), kind) == 0)
       json_array_append(items, it);
   }
@@ -55,7 +56,10 @@ static void remove_dir(const char *dir)
   cr_assert_eq(system(cmd), 0);
 }
 
-static void nap(void) { nanosleep(&(struct timespec){0, 20000000L}, NULL); }
+static void nap(void)
+{
+  nanosleep(&(struct timespec){0, 20000000L}, NULL);
+}
 
 /* Polls GET path until its body contains `want` (10 s at most). */
 static void wait_for(sfx_t *s, const char *path, const char *want)
@@ -77,19 +81,19 @@ static char *allocated_claim(const json_t *list)
 {
   size_t i;
   json_t *it;
-  json_array_foreach(json_object_get(list, "items"), i, it) {
+  json_array_foreach(json_object_get(list, "items"), i, it)
+  {
     const json_t *md = json_object_get(it, "metadata");
     const char *name = json_string_value(json_object_get(md, "name"));
     if (strncmp(name, "agent-sandbox-7-gpu-", 20) != 0)
       continue;
     json_t *c = json_deep_copy(it);
-    json_object_set_new(
-        c, "status",
-        json_pack("{s:{s:{s:[{s:s,s:s,s:s,s:s,s:s,s:{s:s}}]},s:s}}", "allocation", "devices",
-                  "results", "request", "gpu", "driver", "gpu.nvidia.com", "pool", "rtx-2",
-                  "device", "gpu-0", "shareID", "5f0c2d8e-1b7a-4c3e-9a55-2d8f1e6b7c90",
-                  "consumedCapacity", "memory", "6Gi", "allocationTimestamp",
-                  "2026-12-01T00:00:00Z"));
+    json_object_set_new(c, "status",
+                        json_pack("{s:{s:{s:[{s:s,s:s,s:s,s:s,s:s,s:{s:s}}]},s:s}}", "allocation",
+                                  "devices", "results", "request", "gpu", "driver", "gpu.nvidia.com",
+                                  "pool", "rtx-2", "device", "gpu-0", "shareID",
+                                  "5f0c2d8e-1b7a-4c3e-9a55-2d8f1e6b7c90", "consumedCapacity",
+                                  "memory", "6Gi", "allocationTimestamp", "2026-12-01T00:00:00Z"));
     char *s = json_dumps(c, JSON_COMPACT);
     json_decref(c);
     return s;
@@ -111,8 +115,8 @@ Test(live, follows_the_api_server, .timeout = 60)
   snprintf(kc, sizeof kc, "%s/kubeconfig", dir);
   write_kubeconfig(kc, api.port);
   sfx_t s;
-  const char *args[] = {"--kubeconfig", kc, "--policy-configmap", "slicefit/policy",
-                        "--policy", NULL, "--allow-token-over-http", NULL};
+  const char *args[] = {"--kubeconfig", kc,   "--policy-configmap",      "slicefit/policy",
+                        "--policy",     NULL, "--allow-token-over-http", NULL};
   args[5] = strdup(sfx_path("extender/example-policy.json"));
   sfx_start(&s, args);
   wait_for(&s, "/readyz", "\"ready\":true");
@@ -126,14 +130,13 @@ Test(live, follows_the_api_server, .timeout = 60)
   wait_for(&s, "/metrics", "\nslicefit_claims_pending{namespace=\"train\"} 1\n");
   res = sfx_filter_pod(&s, "tenants", "agent-sandbox-7");
   cr_assert_eq(json_array_size(json_object_get(res, "NodeNames")), 1);
-  cr_assert_str_eq(json_string_value(json_array_get(json_object_get(res, "NodeNames"), 0)),
-                   "rtx-2");
+  cr_assert_str_eq(json_string_value(json_array_get(json_object_get(res, "NodeNames"), 0)), "rtx-2");
   json_decref(res);
   wait_for(&s, "/metrics", "\nslicefit_node_devices_allocated{node=\"rtx-2\"} 0.9\n");
   /* The policy ConfigMap switches the strategy. */
   sfx_api_cmd(&api, "put configmaps {\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
-                "{\"namespace\":\"slicefit\",\"name\":\"policy\"},\"data\":{\"strategy\":"
-                "\"binpack\"}}");
+                    "{\"namespace\":\"slicefit\",\"name\":\"policy\"},\"data\":{\"strategy\":"
+                    "\"binpack\"}}");
   wait_for(&s, "/debug/state", "binpack");
   wait_for(&s, "/metrics", "\nslicefit_policy_updates_total{result=\"applied\"} 1\n");
   wait_for(&s, "/metrics", "\nslicefit_apiwatch_errors_total{reason=\"decode\"} 0\n");
@@ -215,16 +218,18 @@ Test(live, device_taint_rules_watched_where_served, .timeout = 60)
     if (served) {
       cr_assert_eq(sfx_log_count(&s, "] \"watching devicetaintrules\" version=\"v1\""), 1);
       sfx_api_cmd(&api, "put devicetaintrules {\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":"
-                    "\"DeviceTaintRule\",\"metadata\":{\"name\":\"rtx-2-xid\"},\"spec\":"
-                    "{\"deviceSelector\":{\"driver\":\"gpu.nvidia.com\",\"pool\":\"rtx-2\"},"
-                    "\"taint\":{\"key\":\"gpu.nvidia.com/xid\",\"value\":\"79\",\"effect\":"
-                    "\"NoSchedule\"}}}");
+                        "\"DeviceTaintRule\",\"metadata\":{\"name\":\"rtx-2-xid\"},\"spec\":"
+                        "{\"deviceSelector\":{\"driver\":\"gpu.nvidia.com\",\"pool\":\"rtx-2\"},"
+                        "\"taint\":{\"key\":\"gpu.nvidia.com/xid\",\"value\":\"79\",\"effect\":"
+                        "\"NoSchedule\"}}}");
       wait_for(&s, "/metrics", "\nslicefit_objects{kind=\"DeviceTaintRule\"} 1\n");
       /* -v=5: the event, as it reached the index. */
       cr_assert_eq(sfx_log_count(&s, "] \"watch event\" op=\"apply\" kind=\"DeviceTaintRule\" "
-                                     "object=\"rtx-2-xid\""), 1);
+                                     "object=\"rtx-2-xid\""),
+                   1);
       res = sfx_filter_pod(&s, "tenants", "agent-sandbox-7");
-      const char *why = json_string_value(json_object_get(json_object_get(res, "FailedNodes"), "rtx-2"));
+      const char *why = json_string_value(
+          json_object_get(json_object_get(res, "FailedNodes"), "rtx-2"));
       cr_assert(why && strstr(why, "does not tolerate taint gpu.nvidia.com/xid=79:NoSchedule"),
                 "rtx-2: %s", why ? why : "passed");
       cr_assert_eq(json_array_size(json_object_get(res, "NodeNames")), 6);
@@ -232,8 +237,8 @@ Test(live, device_taint_rules_watched_where_served, .timeout = 60)
     } else {
       cr_assert_eq(sfx_log_count(&s, "\"watching devicetaintrules\""), 0);
       cr_assert_eq(sfx_log_count(&s, "\nW"), 0, "no warning where the kind is not served");
-      cr_assert_eq(sfx_log_count(&s, "devicetaintrules not served by the API server; not watched"),
-                   1, "said once at -v=2");
+      cr_assert_eq(sfx_log_count(&s, "devicetaintrules not served by the API server; not watched"), 1,
+                   "said once at -v=2");
       wait_for(&s, "/metrics", "\nslicefit_objects{kind=\"DeviceTaintRule\"} 0\n");
     }
     cr_assert_eq(sfx_stop(&s), 0);
@@ -269,8 +274,14 @@ Test(live, hung_api_server_turns_readyz_unready_and_back, .timeout = 90)
   snprintf(kc, sizeof kc, "%s/kubeconfig", dir);
   write_kubeconfig(kc, api.port);
   sfx_t s;
-  const char *args[] = {"--kubeconfig", kc, "--allow-token-over-http", "--stale-after", "2",
-                        "--watch-silence", "1", NULL};
+  const char *args[] = {"--kubeconfig",
+                        kc,
+                        "--allow-token-over-http",
+                        "--stale-after",
+                        "2",
+                        "--watch-silence",
+                        "1",
+                        NULL};
   sfx_start(&s, args);
   wait_status(&s, "/readyz", 200, 500);
   wait_for(&s, "/metrics", "slicefit_apiwatch_confirmed_age_seconds{resource=\"resourceslices\"}");
@@ -319,21 +330,24 @@ static const char *const CPU_NODES[] = {"gpu-a", "gpu-b", "cpu-1"};
 
 static void put_node(sfx_api_t *a, const char *name, const char *cpu)
 {
-  sfx_api_cmd(a, "put nodes {\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"%s\","
-                 "\"labels\":{\"kubernetes.io/hostname\":\"%s\"}},\"status\":{\"allocatable\":{\"cpu\":"
-                 "\"%s\",\"memory\":\"64Gi\",\"pods\":\"110\"},\"capacity\":{\"cpu\":\"%s\"}}}",
+  sfx_api_cmd(a,
+              "put nodes {\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"%s\","
+              "\"labels\":{\"kubernetes.io/hostname\":\"%s\"}},\"status\":{\"allocatable\":{\"cpu\":"
+              "\"%s\",\"memory\":\"64Gi\",\"pods\":\"110\"},\"capacity\":{\"cpu\":\"%s\"}}}",
               name, name, cpu, cpu);
 }
 
 static void put_slice(sfx_api_t *a, const char *node)
 {
-  sfx_api_cmd(a, "put resourceslices {\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceSlice\","
-                 "\"metadata\":{\"name\":\"%s-gpu.example.com\"},\"spec\":{\"driver\":\"gpu.example.com\","
-                 "\"nodeName\":\"%s\",\"pool\":{\"name\":\"%s\",\"generation\":1,\"resourceSliceCount\":1},"
-                 "\"devices\":[{\"name\":\"gpu-0\",\"attributes\":{\"productName\":{\"string\":\"LATEST-GPU-MODEL\"}},"
-                 "\"capacity\":{\"memory\":{\"value\":\"80Gi\"}}},{\"name\":\"gpu-1\",\"attributes\":"
-                 "{\"productName\":{\"string\":\"LATEST-GPU-MODEL\"}},\"capacity\":{\"memory\":{\"value\":\"80Gi\"}}}]}}",
-              node, node, node);
+  sfx_api_cmd(
+      a,
+      "put resourceslices {\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceSlice\","
+      "\"metadata\":{\"name\":\"%s-gpu.example.com\"},\"spec\":{\"driver\":\"gpu.example.com\","
+      "\"nodeName\":\"%s\",\"pool\":{\"name\":\"%s\",\"generation\":1,\"resourceSliceCount\":1},"
+      "\"devices\":[{\"name\":\"gpu-0\",\"attributes\":{\"productName\":{\"string\":\"LATEST-GPU-MODEL\"}},"
+      "\"capacity\":{\"memory\":{\"value\":\"80Gi\"}}},{\"name\":\"gpu-1\",\"attributes\":"
+      "{\"productName\":{\"string\":\"LATEST-GPU-MODEL\"}},\"capacity\":{\"memory\":{\"value\":\"80Gi\"}}}]}}",
+      node, node, node);
 }
 
 /* A claim for one whole GPU; allocated on `node`'s gpu-0 when node is not NULL. */
@@ -341,13 +355,16 @@ static void put_claim(sfx_api_t *a, const char *name, const char *node)
 {
   char status[512] = "";
   if (node)
-    snprintf(status, sizeof status, ",\"status\":{\"allocation\":{\"devices\":{\"results\":[{\"request\":"
+    snprintf(status, sizeof status,
+             ",\"status\":{\"allocation\":{\"devices\":{\"results\":[{\"request\":"
              "\"gpu\",\"driver\":\"gpu.example.com\",\"pool\":\"%s\",\"device\":\"gpu-0\"}]},"
              "\"nodeSelector\":{\"nodeSelectorTerms\":[{\"matchFields\":[{\"key\":\"metadata.name\","
-             "\"operator\":\"In\",\"values\":[\"%s\"]}]}]}}}", node, node);
-  sfx_api_cmd(a, "put resourceclaims {\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceClaim\","
-                 "\"metadata\":{\"name\":\"%s\",\"namespace\":\"ml\"},\"spec\":{\"devices\":{\"requests\":"
-                 "[{\"name\":\"gpu\",\"exactly\":{\"deviceClassName\":\"gpu.example.com\"}}]}}%s}",
+             "\"operator\":\"In\",\"values\":[\"%s\"]}]}]}}}",
+             node, node);
+  sfx_api_cmd(a,
+              "put resourceclaims {\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceClaim\","
+              "\"metadata\":{\"name\":\"%s\",\"namespace\":\"ml\"},\"spec\":{\"devices\":{\"requests\":"
+              "[{\"name\":\"gpu\",\"exactly\":{\"deviceClassName\":\"gpu.example.com\"}}]}}%s}",
               name, status);
 }
 
@@ -357,8 +374,10 @@ static json_t *cpu_pod(const char *name, const char *cpu, const char *claim, con
   json_t *spec = json_pack("{s:[{s:s,s:s,s:{s:{s:s,s:s}}}]}", "containers", "name", "main", "image",
                            "busybox", "resources", "requests", "cpu", cpu, "memory", "1Gi");
   if (claim) {
-    json_object_set_new(spec, "resourceClaims", json_pack("[{s:s,s:s}]", "name", "gpu", "resourceClaimName", claim));
-    json_object_set_new(json_object_get(json_array_get(json_object_get(spec, "containers"), 0), "resources"),
+    json_object_set_new(spec, "resourceClaims",
+                        json_pack("[{s:s,s:s}]", "name", "gpu", "resourceClaimName", claim));
+    json_object_set_new(json_object_get(json_array_get(json_object_get(spec, "containers"), 0),
+                                        "resources"),
                         "claims", json_pack("[{s:s}]", "name", "gpu"));
   }
   if (node)
@@ -391,7 +410,8 @@ static void cpu_scores(sfx_t *s, const json_t *pod, long sc[3], bool pass[3])
     pass[i] = false;
     size_t k;
     json_t *n;
-    json_array_foreach(json_object_get(res, "NodeNames"), k, n) pass[i] |= !strcmp(json_string_value(n), CPU_NODES[i]);
+    json_array_foreach(json_object_get(res, "NodeNames"), k, n)
+        pass[i] |= !strcmp(json_string_value(n), CPU_NODES[i]);
   }
   json_decref(res);
   json_decref(args);
@@ -440,9 +460,10 @@ Test(live, node_cpu_and_pods_steer_placement, .timeout = 90)
   sfx_api_start(&api, NULL);
   char dir[] = "/tmp/sfx-live-XXXXXX", kc[64];
   cr_assert_not_null(mkdtemp(dir));
-  sfx_api_cmd(&api, "put deviceclasses {\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"DeviceClass\","
-                    "\"metadata\":{\"name\":\"gpu.example.com\"},\"spec\":{\"selectors\":[{\"cel\":"
-                    "{\"expression\":\"device.driver == 'gpu.example.com'\"}}]}}");
+  sfx_api_cmd(&api,
+              "put deviceclasses {\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"DeviceClass\","
+              "\"metadata\":{\"name\":\"gpu.example.com\"},\"spec\":{\"selectors\":[{\"cel\":"
+              "{\"expression\":\"device.driver == 'gpu.example.com'\"}}]}}");
   put_node(&api, "gpu-a", "8");
   put_node(&api, "gpu-b", "8");
   put_node(&api, "cpu-1", "64");
@@ -451,14 +472,14 @@ Test(live, node_cpu_and_pods_steer_placement, .timeout = 90)
   put_claim(&api, "held", "gpu-a");
   put_claim(&api, "trainer-gpu", NULL);
   json_t *trainer = cpu_pod("trainer", "4", "trainer-gpu", NULL);
-  put_pod(&api, trainer);  /* pending: its claim's learned shape carries its 4 CPUs */
+  put_pod(&api, trainer); /* pending: its claim's learned shape carries its 4 CPUs */
   snprintf(kc, sizeof kc, "%s/kubeconfig", dir);
   write_kubeconfig(kc, api.port);
   sfx_t s;
   char pol[1024];
   snprintf(pol, sizeof pol, "%s", sfx_path("test/extender/data/policy-binpack.json"));
-  const char *args[] = {"--kubeconfig", kc, "--policy-configmap", "slicefit/policy", "--policy", pol,
-                        "--allow-token-over-http", NULL};
+  const char *args[] = {"--kubeconfig", kc,  "--policy-configmap",      "slicefit/policy",
+                        "--policy",     pol, "--allow-token-over-http", NULL};
   sfx_start(&s, args);
   wait_for(&s, "/readyz", "\"ready\":true");
   long sc[3];
@@ -487,12 +508,15 @@ Test(live, node_cpu_and_pods_steer_placement, .timeout = 90)
   while (metric(&s, "slicefit_apiwatch_events_total") <= events)
     nap();
   json_decref(sfx_post_json(&s, "/prioritize", args1, &st));
-  cr_assert_eq(metric(&s, "slicefit_eval_cache_hits_total"), hits + 1, "answered from the filter's verdicts");
+  cr_assert_eq(metric(&s, "slicefit_eval_cache_hits_total"), hits + 1,
+               "answered from the filter's verdicts");
   json_decref(args1);
   /* A CPU-only pod under the default strategy: 5 CPUs on gpu-b would leave 3, short of the
    * typical GPU pod's 4; cpu-1 strands no GPU. */
-  sfx_api_cmd(&api, "put configmaps {\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
-                    "{\"namespace\":\"slicefit\",\"name\":\"policy\"},\"data\":{\"strategy\":\"fragmentation\"}}");
+  sfx_api_cmd(
+      &api,
+      "put configmaps {\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
+      "{\"namespace\":\"slicefit\",\"name\":\"policy\"},\"data\":{\"strategy\":\"fragmentation\"}}");
   wait_for(&s, "/metrics", "\nslicefit_policy_updates_total{result=\"applied\"} 1\n");
   json_t *web = cpu_pod("web", "5", NULL, NULL);
   cpu_scores(&s, web, sc, pass);

@@ -12,8 +12,14 @@
 
 static sfx_t srv;
 
-static void setup(void) { sfx_start_example(&srv, NULL); }
-static void teardown(void) { cr_expect_eq(sfx_stop(&srv), 0); }
+static void setup(void)
+{
+  sfx_start_example(&srv, NULL);
+}
+static void teardown(void)
+{
+  cr_expect_eq(sfx_stop(&srv), 0);
+}
 
 TestSuite(prioritize, .init = setup, .fini = teardown, .timeout = 60);
 
@@ -66,8 +72,8 @@ static long best_fit(const long s[SFX_NNODES], const char *const *fit)
 Test(prioritize, default_policy_scores_only_nodes_that_fit)
 {
   json_t *pod = sfx_pod("pod-gpu-test1.json", "tenants", "agent-sandbox-7");
-  static const char *const fit[] = {"rtx-0", "rtx-1", "rtx-2", "rtx-3", "rtx-5",
-                                    "rtx-6", "rtx-7", NULL};
+  static const char *const fit[] = {"rtx-0", "rtx-1", "rtx-2", "rtx-3",
+                                    "rtx-5", "rtx-6", "rtx-7", NULL};
   long s[SFX_NNODES];
   scores_of(pod, s);
   for (size_t i = 0; i < SFX_NNODES; i++)
@@ -176,8 +182,7 @@ static long metric(const char *name)
 Test(prioritize_binpack, after_a_filter_the_same_scores_come_from_its_verdicts)
 {
   json_t *pod = sfx_pod("pod-gpu-test1.json", "tenants", "agent-sandbox-7");
-  static const char *const pass[] = {"rtx-0", "rtx-1", "rtx-2", "rtx-3",
-                                     "rtx-5", "rtx-6", "rtx-7"};
+  static const char *const pass[] = {"rtx-0", "rtx-1", "rtx-2", "rtx-3", "rtx-5", "rtx-6", "rtx-7"};
   json_t *all = sfx_args(pod, sfx_nodes, SFX_NNODES, true);
   json_t *some = sfx_args(pod, pass, 7, true);
   json_t *fewer = sfx_args(pod, pass + 1, 6, true);

@@ -24,7 +24,10 @@ static void get(sfx_t *s, const char *path, sfx_reply_t *r, long status)
   cr_assert_eq(r->status, status, "GET %s: %ld %s", path, r->status, r->body);
 }
 
-static void filter_once(sfx_t *s) { json_decref(sfx_filter_pod(s, "tenants", "agent-sandbox-7")); }
+static void filter_once(sfx_t *s)
+{
+  json_decref(sfx_filter_pod(s, "tenants", "agent-sandbox-7"));
+}
 
 Test(service, health_and_readiness)
 {
@@ -138,7 +141,7 @@ Test(service, debug_state_over_tls)
     sfx_t s;
     extra[4] = off ? "--debug-state-over-tls=false" : NULL;
     sfx_start_example(&s, extra);
-    s.debug_port = 0;  /* ask the TLS port */
+    s.debug_port = 0; /* ask the TLS port */
     sfx_reply_t r;
     get(&s, "/debug/state", &r, off ? 404 : 200);
     sfx_reply_free(&r);
@@ -156,7 +159,7 @@ Test(service, tls)
   extra[3] = strdup(sfx_path("test/extender/data/tls/key.pem"));
   sfx_start_example(&s, extra);
   cr_assert(s.tls);
-  filter_once(&s);  /* verified against the test certificate */
+  filter_once(&s); /* verified against the test certificate */
   sfx_reply_t r;
   get(&s, "/healthz", &r, 200);
   sfx_reply_free(&r);
@@ -192,12 +195,25 @@ Test(service, flags)
 {
   static char out[8192];
   cr_assert_eq(run_cli("--help", out, sizeof out), 0);
-  const char *flags[] = {"--listen", "--snapshot", "--policy", "--tls-cert-file",
-                         "--tls-private-key-file", "--max-body-bytes", "--max-nodes",
-                         "--connection-timeout", "--drain-timeout", "--v", "--logging-format",
-                         "--debug-listen", "--pending-warn-after", "--version",
-                         "search_budget", "headroom_pct", "strategy",
-                         "extender/example-cluster.json", "127.0.0.1:8888"};
+  const char *flags[] = {"--listen",
+                         "--snapshot",
+                         "--policy",
+                         "--tls-cert-file",
+                         "--tls-private-key-file",
+                         "--max-body-bytes",
+                         "--max-nodes",
+                         "--connection-timeout",
+                         "--drain-timeout",
+                         "--v",
+                         "--logging-format",
+                         "--debug-listen",
+                         "--pending-warn-after",
+                         "--version",
+                         "search_budget",
+                         "headroom_pct",
+                         "strategy",
+                         "extender/example-cluster.json",
+                         "127.0.0.1:8888"};
   for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
     cr_assert(strstr(out, flags[i]), "--help lists %s", flags[i]);
   cr_assert_eq(run_cli("--version", out, sizeof out), 0);
@@ -230,8 +246,8 @@ Test(service, startup_errors)
   cr_assert(strstr(out, "cannot start"));
   cr_assert_eq(run_cli("--listen nowhere", out, sizeof out), 1);
   cr_assert(strstr(out, "HOST:PORT"));
-  cr_assert_eq(run_cli("--tls-cert-file test/extender/data/tls/cert.pem --listen 127.0.0.1:0",
-                       out, sizeof out),
+  cr_assert_eq(run_cli("--tls-cert-file test/extender/data/tls/cert.pem --listen 127.0.0.1:0", out,
+                       sizeof out),
                1);
   /* A port in use. */
   sfx_t s;
@@ -309,7 +325,7 @@ Test(service, sigterm_when_idle_exits_at_once)
 {
   sfx_t s;
   sfx_start_example(&s, NULL);
-  filter_once(&s);  /* the keep-alive connection stays open and idle */
+  filter_once(&s); /* the keep-alive connection stays open and idle */
   kill(s.pid, SIGTERM);
   cr_assert_eq(sfx_wait(&s), 0);
   cr_assert_eq(sfx_log_count(&s, "] \"drained\" inflight=0"), 1);
@@ -355,8 +371,9 @@ Test(service, pending_too_long_and_calls_are_logged)
     const char *extra[] = {"-v=4", "--pending-warn-after=2m", NULL, NULL};
     extra[2] = json ? "--logging-format=json" : NULL;
     sfx_start_example(&s, extra);
-    const char *claim = json ? "\"claim\":\"tenants/agent-sandbox-7-gpu-2x2nk\""
-                             : "] \"claim pending too long\" claim=\"tenants/agent-sandbox-7-gpu-2x2nk\"";
+    const char *claim =
+        json ? "\"claim\":\"tenants/agent-sandbox-7-gpu-2x2nk\""
+             : "] \"claim pending too long\" claim=\"tenants/agent-sandbox-7-gpu-2x2nk\"";
     wait_log(&s, claim);
     /* rtx-4's card has 4Gi free, the claim asks 6Gi: the reason names both. */
     wait_log(&s, "needs 6Gi of memory; the most free on a matching device is 4Gi: rtx-4");
@@ -439,15 +456,18 @@ Test(service, release_binary_is_hardened)
 }
 
 /* A slice of driver-a's `pool` on node-1, of `count` slices, with one device (and its counter use). */
-static json_t *bad_slice(const char *name, const char *pool, int count, const char *dev, const char *set)
+static json_t *bad_slice(const char *name, const char *pool, int count, const char *dev,
+                         const char *set)
 {
   json_t *d = json_pack("{s:s}", "name", dev);
   if (set)
     json_object_set_new(d, "consumesCounters",
-                        json_pack("[{s:s,s:{s:{s:s}}}]", "counterSet", set, "counters", "memory", "value", "1Gi"));
-  return json_pack("{s:s,s:s,s:{s:s},s:{s:s,s:s,s:{s:s,s:i,s:i},s:[o]}}", "apiVersion", "resource.k8s.io/v1",
-                   "kind", "ResourceSlice", "metadata", "name", name, "spec", "driver", "driver-a", "nodeName",
-                   "node-1", "pool", "name", pool, "generation", 1, "resourceSliceCount", count, "devices", d);
+                        json_pack("[{s:s,s:{s:{s:s}}}]", "counterSet", set, "counters", "memory",
+                                  "value", "1Gi"));
+  return json_pack("{s:s,s:s,s:{s:s},s:{s:s,s:s,s:{s:s,s:i,s:i},s:[o]}}", "apiVersion",
+                   "resource.k8s.io/v1", "kind", "ResourceSlice", "metadata", "name", name, "spec",
+                   "driver", "driver-a", "nodeName", "node-1", "pool", "name", pool, "generation", 1,
+                   "resourceSliceCount", count, "devices", d);
 }
 
 /*
@@ -461,15 +481,15 @@ Test(service, invalid_pools_are_reported_not_fatal)
   cr_assert_not_null(mkdtemp(dir));
   snprintf(snap, sizeof snap, "%s/snapshot.json", dir);
   snprintf(pol, sizeof pol, "%s", sfx_path("extender/example-policy.json"));
-  json_t *items = json_pack(
-      "[{s:s,s:s,s:{s:s}},{s:s,s:s,s:{s:s},s:{s:[{s:{s:s}}]}},"
-      "{s:s,s:s,s:{s:s,s:s},s:{s:{s:[{s:s,s:{s:s,s:s}}]}}}]",
-      "apiVersion", "v1", "kind", "Node", "metadata", "name", "node-1",
-      "apiVersion", "resource.k8s.io/v1", "kind", "DeviceClass", "metadata", "name", "class-a", "spec", "selectors",
-      "cel", "expression", "device.driver == \"driver-a\"",
-      "apiVersion", "resource.k8s.io/v1", "kind", "ResourceClaim", "metadata", "name", "claim-0", "namespace",
-      "default", "spec", "devices", "requests", "name", "req-0", "exactly", "deviceClassName", "class-a",
-      "allocationMode", "ExactCount");
+  json_t *items = json_pack("[{s:s,s:s,s:{s:s}},{s:s,s:s,s:{s:s},s:{s:[{s:{s:s}}]}},"
+                            "{s:s,s:s,s:{s:s,s:s},s:{s:{s:[{s:s,s:{s:s,s:s}}]}}}]",
+                            "apiVersion", "v1", "kind", "Node", "metadata", "name", "node-1",
+                            "apiVersion", "resource.k8s.io/v1", "kind", "DeviceClass", "metadata",
+                            "name", "class-a", "spec", "selectors", "cel", "expression",
+                            "device.driver == \"driver-a\"", "apiVersion", "resource.k8s.io/v1",
+                            "kind", "ResourceClaim", "metadata", "name", "claim-0", "namespace",
+                            "default", "spec", "devices", "requests", "name", "req-0", "exactly",
+                            "deviceClassName", "class-a", "allocationMode", "ExactCount");
   json_array_append_new(items, bad_slice("dup-1", "pool-1", 2, "device-1", NULL));
   json_array_append_new(items, bad_slice("dup-2", "pool-1", 2, "device-1", NULL));
   json_array_append_new(items, bad_slice("ctr-1", "pool-3", 1, "device-3", "counter-set-2"));
@@ -481,15 +501,17 @@ Test(service, invalid_pools_are_reported_not_fatal)
   const char *args[] = {"--snapshot", snap, "--policy", pol, NULL};
   sfx_start(&s, args);
   /* The node is served from pool-2. */
-  json_t *pod = json_pack("{s:s,s:s,s:{s:s,s:s,s:s},s:{s:[{s:s,s:s}],s:[{s:s,s:s}]}}", "apiVersion", "v1", "kind",
-                          "Pod", "metadata", "name", "p", "namespace", "default", "uid", "u", "spec", "containers",
-                          "name", "c", "image", "x", "resourceClaims", "name", "c0", "resourceClaimName", "claim-0");
+  json_t *pod = json_pack("{s:s,s:s,s:{s:s,s:s,s:s},s:{s:[{s:s,s:s}],s:[{s:s,s:s}]}}", "apiVersion",
+                          "v1", "kind", "Pod", "metadata", "name", "p", "namespace", "default", "uid",
+                          "u", "spec", "containers", "name", "c", "image", "x", "resourceClaims",
+                          "name", "c0", "resourceClaimName", "claim-0");
   const char *node = "node-1";
   json_t *req = sfx_args(pod, &node, 1, true);
   long status = 0;
   json_t *res = sfx_post_json(&s, "/filter", req, &status);
   cr_assert_eq(status, 200);
-  cr_assert_eq(json_array_size(json_object_get(res, "NodeNames")), 1, "node-1 fits from its valid pool");
+  cr_assert_eq(json_array_size(json_object_get(res, "NodeNames")), 1,
+               "node-1 fits from its valid pool");
   json_decref(res);
   json_decref(req);
   json_decref(pod);

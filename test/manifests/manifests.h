@@ -10,10 +10,10 @@
 #define PATHMAX 4096
 
 /* Runs fn(args..., why, wl) and fails the test with its explanation. */
-#define CHECK(fn, ...)                                                                             \
-  do {                                                                                             \
-    char why_[WHY] = "";                                                                           \
-    cr_assert(fn(__VA_ARGS__, why_, sizeof why_) == 0, "%s", why_);                                \
+#define CHECK(fn, ...)                                              \
+  do {                                                              \
+    char why_[WHY] = "";                                            \
+    cr_assert(fn(__VA_ARGS__, why_, sizeof why_) == 0, "%s", why_); \
   } while (0)
 
 /* manifests_yaml.c */
@@ -49,7 +49,8 @@ int mf_has_profile(const yt_node_t *cfg, const char *name);
 int mf_check_second_scheduler(const yt_node_t *docs, char *why, size_t wl);
 int mf_check_policy(const yt_node_t *docs, char *why, size_t wl);
 int mf_check_policy_comments(const char *text, char *why, size_t wl);
-int mf_each_cel(const yt_node_t *selectors, int (*fn)(const char *, char *, size_t), char *why, size_t wl);
+int mf_each_cel(const yt_node_t *selectors, int (*fn)(const char *, char *, size_t), char *why,
+                size_t wl);
 int mf_check_classes(const yt_node_t *docs, char *why, size_t wl);
 int mf_cel_compiles(const char *expr, char *why, size_t wl);
 int mf_check_examples(const yt_node_t *ex, const yt_node_t *main_docs, char *why, size_t wl);

@@ -12,10 +12,10 @@
 #include "slicefit/cel.h"
 #include "manifests.h"
 
-static const char *const dra_resources[] = { "resourceslices", "resourceclaims", "deviceclasses",
-                                              "devicetaintrules" };
+static const char *const dra_resources[] = {"resourceslices", "resourceclaims", "deviceclasses",
+                                            "devicetaintrules"};
 #define NDRA (sizeof dra_resources / sizeof dra_resources[0])
-const char *const mf_menu[] = { "gpu-whole-card", "gpu-shared-small", "gpu-fractional" };
+const char *const mf_menu[] = {"gpu-whole-card", "gpu-shared-small", "gpu-fractional"};
 
 /* ---- RBAC ---- */
 
@@ -26,7 +26,8 @@ static int check_rule(const yt_node_t *role, const yt_node_t *rule, const char *
   const char *rname = mf_str_at(role, "metadata", "name");
   const yt_node_t *verbs = yt_get(rule, "verbs"), *groups = yt_get(rule, "apiGroups");
   const yt_node_t *res = yt_get(rule, "resources"), *names = yt_get(rule, "resourceNames");
-  if (yt_len(verbs) != 3 || !mf_seq_has(verbs, "get") || !mf_seq_has(verbs, "list") || !mf_seq_has(verbs, "watch"))
+  if (yt_len(verbs) != 3 || !mf_seq_has(verbs, "get") || !mf_seq_has(verbs, "list") ||
+      !mf_seq_has(verbs, "watch"))
     return mf_say(why, wl, "role %s: verbs must be exactly get, list, watch", rname);
   if (yt_get(rule, "nonResourceURLs") != NULL || yt_len(groups) != 1)
     return mf_say(why, wl, "role %s: a rule must name one API group and no URLs", rname);
@@ -40,27 +41,30 @@ static int check_rule(const yt_node_t *role, const yt_node_t *rule, const char *
       granted[k] = 1;
       continue;
     }
-    if (mf_streq(group, "") && mf_streq(r, "configmaps") && mf_streq(mf_str_at(role, "kind", NULL), "Role") &&
+    if (mf_streq(group, "") && mf_streq(r, "configmaps") &&
+        mf_streq(mf_str_at(role, "kind", NULL), "Role") &&
         mf_streq(mf_str_at(role, "metadata", "namespace"), policy_ns) && yt_len(names) == 1 &&
         mf_streq(yt_str(yt_at(names, 0)), policy_name)) {
       granted[NDRA] = 1;
       continue;
     }
     /* Nodes, cluster-wide: which slices reach a node (selectors, allNodes), which names are nodes. */
-    if (mf_streq(group, "") && mf_streq(r, "nodes") && mf_streq(mf_str_at(role, "kind", NULL), "ClusterRole") &&
-        names == NULL) {
+    if (mf_streq(group, "") && mf_streq(r, "nodes") &&
+        mf_streq(mf_str_at(role, "kind", NULL), "ClusterRole") && names == NULL) {
       granted[NDRA + 1] = 1;
       continue;
     }
     /* Pods, cluster-wide: the CPU and memory they take on each node, the CPU behind each claim. */
-    if (mf_streq(group, "") && mf_streq(r, "pods") && mf_streq(mf_str_at(role, "kind", NULL), "ClusterRole") &&
-        names == NULL) {
+    if (mf_streq(group, "") && mf_streq(r, "pods") &&
+        mf_streq(mf_str_at(role, "kind", NULL), "ClusterRole") && names == NULL) {
       granted[NDRA + 2] = 1;
       continue;
     }
-    return mf_say(why, wl, "role %s grants %s in group \"%s\"%s: slicefit needs only the DRA objects "
-               "and its policy ConfigMap %s/%s by resourceNames", rname, r ? r : "?",
-               group ? group : "?", names ? " (by resourceNames)" : "", policy_ns, policy_name);
+    return mf_say(why, wl,
+                  "role %s grants %s in group \"%s\"%s: slicefit needs only the DRA objects "
+                  "and its policy ConfigMap %s/%s by resourceNames",
+                  rname, r ? r : "?", group ? group : "?", names ? " (by resourceNames)" : "",
+                  policy_ns, policy_name);
   }
   return 0;
 }
@@ -71,8 +75,10 @@ static int check_role(const yt_node_t *docs, const yt_node_t *ref, const char *b
 {
   const char *kind = mf_str_at(ref, "kind", NULL), *name = mf_str_at(ref, "name", NULL);
   const yt_node_t *role = mf_find(docs, kind, name);
-  if (role == NULL || (mf_streq(kind, "Role") && !mf_streq(mf_str_at(role, "metadata", "namespace"), bind_ns)))
-    return mf_say(why, wl, "slicefit is bound to %s %s, which the manifests do not define", kind, name);
+  if (role == NULL ||
+      (mf_streq(kind, "Role") && !mf_streq(mf_str_at(role, "metadata", "namespace"), bind_ns)))
+    return mf_say(why, wl, "slicefit is bound to %s %s, which the manifests do not define", kind,
+                  name);
   const yt_node_t *rules = yt_get(role, "rules");
   if (yt_get(role, "aggregationRule") != NULL || yt_len(rules) == 0)
     return mf_say(why, wl, "role %s must list its rules (no aggregation)", name);
@@ -87,8 +93,8 @@ static int bound_to(const yt_node_t *binding, const char *sa, const char *ns)
   const yt_node_t *subjects = yt_get(binding, "subjects");
   for (size_t i = 0; i < yt_len(subjects); i++) {
     const yt_node_t *s = yt_at(subjects, i);
-    if (mf_streq(mf_str_at(s, "kind", NULL), "ServiceAccount") && mf_streq(mf_str_at(s, "name", NULL), sa) &&
-        mf_streq(mf_str_at(s, "namespace", NULL), ns))
+    if (mf_streq(mf_str_at(s, "kind", NULL), "ServiceAccount") &&
+        mf_streq(mf_str_at(s, "name", NULL), sa) && mf_streq(mf_str_at(s, "namespace", NULL), ns))
       return 1;
   }
   return 0;
@@ -103,18 +109,20 @@ int mf_check_rbac(const yt_node_t *docs, char *why, size_t wl)
 {
   const yt_node_t *dep = mf_find(docs, "Deployment", "slicefit");
   char policy[256];
-  if (dep == NULL || mf_flag(mf_first_container(dep), "--policy-configmap", policy, sizeof policy) != 0 ||
+  if (dep == NULL ||
+      mf_flag(mf_first_container(dep), "--policy-configmap", policy, sizeof policy) != 0 ||
       strchr(policy, '/') == NULL)
     return mf_say(why, wl, "Deployment slicefit with --policy-configmap NAMESPACE/NAME not found");
   *strchr(policy, '/') = '\0';
   const char *pname = policy + strlen(policy) + 1;
   const char *sa = mf_str_at(mf_pod_spec(dep), "serviceAccountName", NULL);
   const char *ns = mf_str_at(dep, "metadata", "namespace");
-  int granted[NDRA + 3] = { 0 };
+  int granted[NDRA + 3] = {0};
   for (size_t i = 0; i < yt_len(docs); i++) {
     const yt_node_t *b = yt_at(docs, i);
     const char *kind = mf_str_at(b, "kind", NULL);
-    if ((mf_streq(kind, "RoleBinding") || mf_streq(kind, "ClusterRoleBinding")) && bound_to(b, sa, ns) &&
+    if ((mf_streq(kind, "RoleBinding") || mf_streq(kind, "ClusterRoleBinding")) &&
+        bound_to(b, sa, ns) &&
         check_role(docs, yt_get(b, "roleRef"), mf_str_at(b, "metadata", "namespace"), policy, pname,
                    granted, why, wl) != 0)
       return -1;
@@ -123,7 +131,8 @@ int mf_check_rbac(const yt_node_t *docs, char *why, size_t wl)
     if (!granted[k])
       return mf_say(why, wl, "slicefit cannot get/list/watch %s.resource.k8s.io", dra_resources[k]);
   if (!granted[NDRA])
-    return mf_say(why, wl, "slicefit cannot get/list/watch its policy ConfigMap %s/%s", policy, pname);
+    return mf_say(why, wl, "slicefit cannot get/list/watch its policy ConfigMap %s/%s", policy,
+                  pname);
   if (!granted[NDRA + 1])
     return mf_say(why, wl, "slicefit cannot get/list/watch nodes");
   if (!granted[NDRA + 2])
@@ -147,7 +156,7 @@ int mf_check_probes(const yt_node_t *docs, char *why, size_t wl)
   char probe[128];
   if (mf_flag(ctr, "--probe-listen", probe, sizeof probe) != 0 || !mf_streq(probe, "0.0.0.0:8891"))
     return mf_say(why, wl, "slicefit must run with --probe-listen 0.0.0.0:8891");
-  const char *probes[] = { "livenessProbe", "readinessProbe" }, *paths[] = { "/healthz", "/readyz" };
+  const char *probes[] = {"livenessProbe", "readinessProbe"}, *paths[] = {"/healthz", "/readyz"};
   for (size_t i = 0; i < 2; i++) {
     const yt_node_t *get = yt_dig(ctr, probes[i], "httpGet", NULL);
     if (!mf_streq(mf_str_at(get, "path", NULL), paths[i]))
@@ -166,7 +175,8 @@ int mf_check_probes(const yt_node_t *docs, char *why, size_t wl)
                                 NULL);
   const char *grace = mf_str_at(pod, "terminationGracePeriodSeconds", NULL);
   if (grace == NULL || atoi(grace) < atoi(sleep) + 10)
-    return mf_say(why, wl, "terminationGracePeriodSeconds must cover the preStop sleep and the drain");
+    return mf_say(why, wl,
+                  "terminationGracePeriodSeconds must cover the preStop sleep and the drain");
   return 0;
 }
 
@@ -174,7 +184,8 @@ int mf_check_tls_flags(const yt_node_t *docs, char *why, size_t wl)
 {
   const yt_node_t *dep = mf_find(docs, "Deployment", "slicefit");
   const yt_node_t *ctr = mf_first_container(dep);
-  const char *flags[] = { "--tls-cert-file", "--tls-private-key-file" }, *keys[] = { "tls.crt", "tls.key" };
+  const char *flags[] = {"--tls-cert-file", "--tls-private-key-file"},
+             *keys[] = {"tls.crt", "tls.key"};
   char path[PATHMAX], policy[256];
   for (size_t i = 0; i < 2; i++) {
     if (mf_flag(ctr, flags[i], path, sizeof path) != 0)
@@ -209,13 +220,18 @@ int mf_check_security(const yt_node_t *dep, char *why, size_t wl)
     const char *seccomp = mf_str_at(yt_get(sc, "seccompProfile"), "type", NULL);
     if (seccomp == NULL)
       seccomp = mf_str_at(yt_get(pod, "seccompProfile"), "type", NULL);
-    if (!mf_streq(mf_str_at(sc, "runAsNonRoot", NULL), "true") && !mf_streq(mf_str_at(pod, "runAsNonRoot", NULL), "true"))
+    if (!mf_streq(mf_str_at(sc, "runAsNonRoot", NULL), "true") &&
+        !mf_streq(mf_str_at(pod, "runAsNonRoot", NULL), "true"))
       return mf_say(why, wl, "%s: runAsNonRoot must be true", name);
     if (!mf_streq(mf_str_at(sc, "readOnlyRootFilesystem", NULL), "true"))
       return mf_say(why, wl, "%s: readOnlyRootFilesystem must be true", name);
-    if (!mf_streq(mf_str_at(sc, "allowPrivilegeEscalation", NULL), "false") || mf_streq(mf_str_at(sc, "privileged", NULL), "true"))
-      return mf_say(why, wl, "%s: allowPrivilegeEscalation must be false and the container unprivileged", name);
-    if (!mf_seq_has(yt_dig(sc, "capabilities", "drop", NULL), "ALL") || yt_dig(sc, "capabilities", "add", NULL))
+    if (!mf_streq(mf_str_at(sc, "allowPrivilegeEscalation", NULL), "false") ||
+        mf_streq(mf_str_at(sc, "privileged", NULL), "true"))
+      return mf_say(why, wl,
+                    "%s: allowPrivilegeEscalation must be false and the container unprivileged",
+                    name);
+    if (!mf_seq_has(yt_dig(sc, "capabilities", "drop", NULL), "ALL") ||
+        yt_dig(sc, "capabilities", "add", NULL))
       return mf_say(why, wl, "%s: capabilities must drop ALL and add none", name);
     if (!mf_streq(seccomp, "RuntimeDefault"))
       return mf_say(why, wl, "%s: seccompProfile must be RuntimeDefault", name);
@@ -302,20 +318,25 @@ int mf_check_extender(const yt_node_t *cfg, const char *url, char *why, size_t w
   if (yt_len(exts) != 1)
     return mf_say(why, wl, "the configuration must name one extender, slicefit");
   if (!mf_streq(mf_str_at(e, "urlPrefix", NULL), url))
-    return mf_say(why, wl, "urlPrefix %s is not the Service's %s", mf_str_at(e, "urlPrefix", NULL), url);
-  if (!mf_streq(mf_str_at(e, "filterVerb", NULL), "filter") || !mf_streq(mf_str_at(e, "prioritizeVerb", NULL), "prioritize"))
+    return mf_say(why, wl, "urlPrefix %s is not the Service's %s", mf_str_at(e, "urlPrefix", NULL),
+                  url);
+  if (!mf_streq(mf_str_at(e, "filterVerb", NULL), "filter") ||
+      !mf_streq(mf_str_at(e, "prioritizeVerb", NULL), "prioritize"))
     return mf_say(why, wl, "filterVerb must be filter and prioritizeVerb prioritize");
   const char *w = mf_str_at(e, "weight", NULL);
   if (w == NULL || atol(w) <= 0)
     return mf_say(why, wl, "prioritize needs a positive weight");
-  if (!mf_streq(mf_str_at(e, "nodeCacheCapable", NULL), "true") || !mf_streq(mf_str_at(e, "enableHTTPS", NULL), "true"))
+  if (!mf_streq(mf_str_at(e, "nodeCacheCapable", NULL), "true") ||
+      !mf_streq(mf_str_at(e, "enableHTTPS", NULL), "true"))
     return mf_say(why, wl, "nodeCacheCapable and enableHTTPS must be true");
-  if (mf_str_at(e, "tlsConfig", "caFile") == NULL || mf_streq(mf_str_at(e, "tlsConfig", "insecure"), "true"))
+  if (mf_str_at(e, "tlsConfig", "caFile") == NULL ||
+      mf_streq(mf_str_at(e, "tlsConfig", "insecure"), "true"))
     return mf_say(why, wl, "tlsConfig must name a caFile and verify the certificate");
   if (mf_str_at(e, "httpTimeout", NULL) == NULL || mf_str_at(e, "ignorable", NULL) == NULL)
     return mf_say(why, wl, "httpTimeout and ignorable must be set on purpose");
   if (yt_len(yt_get(e, "managedResources")) > 0 || yt_get(e, "bindVerb") || yt_get(e, "preemptVerb"))
-    return mf_say(why, wl, "no managedResources (they would hide claim-only pods), no bind or preempt");
+    return mf_say(why, wl,
+                  "no managedResources (they would hide claim-only pods), no bind or preempt");
   return 0;
 }
 
@@ -338,20 +359,25 @@ int mf_check_second_scheduler(const yt_node_t *docs, char *why, size_t wl)
   yt_node_t *cfg = scheduler_config(docs, &dep);
   int rc = -1;
   if (cfg == NULL)
-    return mf_say(why, wl, "the slicefit-scheduler Deployment must read its --config from a mounted ConfigMap");
+    return mf_say(why, wl,
+                  "the slicefit-scheduler Deployment must read its --config from a mounted ConfigMap");
   if (!mf_has_profile(cfg, "slicefit-scheduler"))
     mf_say(why, wl, "the scheduler configuration needs the profile slicefit-scheduler");
   else if (mf_check_extender(cfg, url, why, wl) == 0) {
-    const char *ca = mf_str_at(yt_get(yt_at(yt_get(yt_at(cfg, 0), "extenders"), 0), "tlsConfig"), "caFile", NULL);
+    const char *ca = mf_str_at(yt_get(yt_at(yt_get(yt_at(cfg, 0), "extenders"), 0), "tlsConfig"),
+                               "caFile", NULL);
     const yt_node_t *slicefit = mf_find(docs, "Deployment", "slicefit");
     char cert[PATHMAX] = "";
     mf_flag(mf_first_container(slicefit), "--tls-cert-file", cert, sizeof cert);
-    const char *secret = mf_str_at(yt_get(mf_volume_for(slicefit, mf_first_container(slicefit), cert), "secret"),
-                                "secretName", NULL);
-    if (mf_secret_file(mf_volume_for(dep, mf_first_container(dep), ca), secret, "ca.crt", mf_base(ca)))
+    const char *secret = mf_str_at(yt_get(mf_volume_for(slicefit, mf_first_container(slicefit), cert),
+                                          "secret"),
+                                   "secretName", NULL);
+    if (mf_secret_file(mf_volume_for(dep, mf_first_container(dep), ca), secret, "ca.crt",
+                       mf_base(ca)))
       rc = 0;
     else
-      mf_say(why, wl, "caFile %s is not the ca.crt of slicefit's Secret %s, mounted", ca, secret ? secret : "?");
+      mf_say(why, wl, "caFile %s is not the ca.crt of slicefit's Secret %s, mounted", ca,
+             secret ? secret : "?");
   }
   yt_free(cfg);
   return rc;
@@ -368,7 +394,8 @@ int mf_check_policy(const yt_node_t *docs, char *why, size_t wl)
     if (yt_str(yt_get(data, keys[i].key)) == NULL)
       return mf_say(why, wl, "the policy ConfigMap lacks the key %s", keys[i].key);
   if (yt_len(data) != nk)
-    return mf_say(why, wl, "the policy ConfigMap has %zu keys, the daemon accepts %zu", yt_len(data), nk);
+    return mf_say(why, wl, "the policy ConfigMap has %zu keys, the daemon accepts %zu", yt_len(data),
+                  nk);
   const char *k[64], *v[64];
   if (nk > 64)
     return mf_say(why, wl, "more policy keys than this test handles");
@@ -386,8 +413,9 @@ int mf_check_policy(const yt_node_t *docs, char *why, size_t wl)
     sf_policy_get(&pol, keys[i].key, a, sizeof a);
     sf_policy_get(&def, keys[i].key, b, sizeof b);
     if (strcmp(a, b) != 0)
-      rc = mf_say(why, wl, "policy %s is \"%s\" but the default is \"%s\": the file promises defaults",
-               keys[i].key, a, b);
+      rc = mf_say(why, wl,
+                  "policy %s is \"%s\" but the default is \"%s\": the file promises defaults",
+                  keys[i].key, a, b);
   }
   sf_policy_dispose(&pol);
   sf_policy_dispose(&def);
@@ -426,7 +454,8 @@ static void squeeze(const char *s, char *out, size_t len)
 }
 
 /* Calls fn on every CEL expression of a selector list. */
-int mf_each_cel(const yt_node_t *selectors, int (*fn)(const char *, char *, size_t), char *why, size_t wl)
+int mf_each_cel(const yt_node_t *selectors, int (*fn)(const char *, char *, size_t), char *why,
+                size_t wl)
 {
   for (size_t i = 0; i < yt_len(selectors); i++) {
     const char *e = mf_str_at(yt_at(selectors, i), "cel", "expression");
@@ -440,8 +469,10 @@ static int nvidia_driver(const char *expr, char *why, size_t wl)
 {
   char s[4096];
   squeeze(expr, s, sizeof s);
-  return strstr(s, "device.driver=='gpu.nvidia.com'") ? 0
-         : mf_say(why, wl, "selector does not require device.driver == \"gpu.nvidia.com\": %s", expr);
+  return strstr(s, "device.driver=='gpu.nvidia.com'")
+             ? 0
+             : mf_say(why, wl, "selector does not require device.driver == \"gpu.nvidia.com\": %s",
+                      expr);
 }
 
 int mf_check_classes(const yt_node_t *docs, char *why, size_t wl)
@@ -458,9 +489,11 @@ int mf_check_classes(const yt_node_t *docs, char *why, size_t wl)
       return -1;
     legacy += mf_streq(mf_str_at(dc, "spec", "extendedResourceName"), "nvidia.com/gpu");
   }
-  if (legacy != 1 || !mf_streq(mf_str_at(mf_find(docs, "DeviceClass", "gpu-whole-card"), "spec", "extendedResourceName"),
-                            "nvidia.com/gpu"))
-    return mf_say(why, wl, "gpu-whole-card, and only it, must serve nvidia.com/gpu (extendedResourceName)");
+  if (legacy != 1 || !mf_streq(mf_str_at(mf_find(docs, "DeviceClass", "gpu-whole-card"), "spec",
+                                         "extendedResourceName"),
+                               "nvidia.com/gpu"))
+    return mf_say(why, wl,
+                  "gpu-whole-card, and only it, must serve nvidia.com/gpu (extendedResourceName)");
   return 0;
 }
 
@@ -489,8 +522,11 @@ static int check_template(const yt_node_t *rct, char *why, size_t wl)
   const yt_node_t *reqs = yt_dig(rct, "spec", "spec", "devices", "requests", NULL);
   for (size_t i = 0; i < yt_len(reqs); i++)
     if (!in_menu(mf_str_at(yt_get(yt_at(reqs, i), "exactly"), "deviceClassName", NULL)))
-      return mf_say(why, wl, "template %s asks for a class outside the menu", mf_str_at(rct, "metadata", "name"));
-  return yt_len(reqs) ? 0 : mf_say(why, wl, "template %s has no request", mf_str_at(rct, "metadata", "name"));
+      return mf_say(why, wl, "template %s asks for a class outside the menu",
+                    mf_str_at(rct, "metadata", "name"));
+  return yt_len(reqs)
+             ? 0
+             : mf_say(why, wl, "template %s has no request", mf_str_at(rct, "metadata", "name"));
 }
 
 /* A pod opts into slicefit-scheduler and each of its claims comes from a template here. */
@@ -502,7 +538,7 @@ static int check_pod(const yt_node_t *docs, const yt_node_t *pod, char *why, siz
     return mf_say(why, wl, "example pod %s must set schedulerName: slicefit-scheduler", name);
   for (size_t i = 0; i < yt_len(claims); i++) {
     const yt_node_t *rct = mf_find(docs, "ResourceClaimTemplate",
-                                mf_str_at(yt_at(claims, i), "resourceClaimTemplateName", NULL));
+                                   mf_str_at(yt_at(claims, i), "resourceClaimTemplateName", NULL));
     if (rct == NULL || check_template(rct, why, wl) != 0)
       return rct ? -1 : mf_say(why, wl, "pod %s names a claim template the examples lack", name);
   }
@@ -532,8 +568,8 @@ static int is_4gi_share(const yt_node_t *ex)
 static int is_model_card(const yt_node_t *ex)
 {
   const char *e = mf_str_at(yt_at(yt_get(ex, "selectors"), 0), "cel", "expression");
-  return mf_streq(mf_str_at(ex, "deviceClassName", NULL), "gpu-whole-card") && e && strstr(e, "productName") &&
-         mf_str_at(ex, "count", NULL) == NULL;
+  return mf_streq(mf_str_at(ex, "deviceClassName", NULL), "gpu-whole-card") && e &&
+         strstr(e, "productName") && mf_str_at(ex, "count", NULL) == NULL;
 }
 
 static int is_pair(const yt_node_t *ex)
@@ -547,10 +583,12 @@ static int has_legacy_pod(const yt_node_t *docs, const yt_node_t *main_docs)
   for (size_t i = 0; i < yt_len(docs); i++) {
     const yt_node_t *d = yt_at(docs, i);
     const yt_node_t *ctr = yt_at(yt_dig(d, "spec", "containers", NULL), 0);
-    if (mf_streq(mf_str_at(d, "kind", NULL), "Pod") && yt_dig(d, "spec", "resourceClaims", NULL) == NULL &&
+    if (mf_streq(mf_str_at(d, "kind", NULL), "Pod") &&
+        yt_dig(d, "spec", "resourceClaims", NULL) == NULL &&
         mf_streq(yt_str(yt_dig(ctr, "resources", "limits", "nvidia.com/gpu", NULL)), "1"))
-      return mf_streq(mf_str_at(mf_find(main_docs, "DeviceClass", "gpu-whole-card"), "spec", "extendedResourceName"),
-                   "nvidia.com/gpu");
+      return mf_streq(mf_str_at(mf_find(main_docs, "DeviceClass", "gpu-whole-card"), "spec",
+                                "extendedResourceName"),
+                      "nvidia.com/gpu");
   }
   return 0;
 }
@@ -558,7 +596,8 @@ static int has_legacy_pod(const yt_node_t *docs, const yt_node_t *main_docs)
 int mf_check_examples(const yt_node_t *ex, const yt_node_t *main_docs, char *why, size_t wl)
 {
   for (size_t i = 0; i < yt_len(ex); i++)
-    if (mf_streq(mf_str_at(yt_at(ex, i), "kind", NULL), "Pod") && check_pod(ex, yt_at(ex, i), why, wl) != 0)
+    if (mf_streq(mf_str_at(yt_at(ex, i), "kind", NULL), "Pod") &&
+        check_pod(ex, yt_at(ex, i), why, wl) != 0)
       return -1;
   if (template_where(ex, is_4gi_share) == NULL)
     return mf_say(why, wl, "no example asks gpu-shared-small for capacity.requests.memory 4Gi");
@@ -568,8 +607,11 @@ int mf_check_examples(const yt_node_t *ex, const yt_node_t *main_docs, char *why
   const yt_node_t *cons = yt_at(yt_get(devs, "constraints"), 0);
   const char *attr = mf_str_at(cons, "matchAttribute", NULL);
   if (attr == NULL || strchr(attr, '/') == NULL ||
-      !mf_seq_has(yt_get(cons, "requests"), mf_str_at(yt_at(yt_get(devs, "requests"), 0), "name", NULL)))
-    return mf_say(why, wl, "the 2-GPU example needs a matchAttribute on a fully qualified attribute over its request");
+      !mf_seq_has(yt_get(cons, "requests"),
+                  mf_str_at(yt_at(yt_get(devs, "requests"), 0), "name", NULL)))
+    return mf_say(
+        why, wl,
+        "the 2-GPU example needs a matchAttribute on a fully qualified attribute over its request");
   if (!has_legacy_pod(ex, main_docs))
     return mf_say(why, wl, "no legacy nvidia.com/gpu: 1 pod served through extendedResourceName");
   return 0;

@@ -56,7 +56,8 @@ yt_node_t *mf_render(const char *dir)
   if (system("command -v kubectl >/dev/null 2>&1") != 0) {
     /* A skip's reason is not printed by Criterion without --verbose: a warning is. */
     cr_log_warn("SKIPPED: %s: kubectl is not on PATH (kubectl 1.27 or newer renders manifests/; "
-                "docs/operators.md says how to install it)", criterion_current_test->name);
+                "docs/operators.md says how to install it)",
+                criterion_current_test->name);
     cr_skip_test("kubectl is not on PATH");
   }
   snprintf(cmd, sizeof cmd, "kubectl kustomize '%s/%s'", top(), dir);
@@ -156,7 +157,7 @@ const yt_node_t *mf_first_container(const yt_node_t *deploy)
 int mf_flag(const yt_node_t *ctr, const char *name, char *out, size_t len)
 {
   size_t nl = strlen(name);
-  const char *lists[] = { "command", "args" };
+  const char *lists[] = {"command", "args"};
   for (size_t l = 0; l < 2; l++) {
     const yt_node_t *seq = yt_get(ctr, lists[l]);
     for (size_t i = 0; i < yt_len(seq); i++) {

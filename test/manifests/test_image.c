@@ -155,8 +155,10 @@ Test(image, runs_from_its_own_root_as_its_user)
   }
   char *dir = unpack(l);
   int st;
-  char *out = run(&st, "chroot --userspec=65532:65532 '%s/bundle/rootfs' /usr/local/bin/slicefit "
-                       "--version 2>&1", dir);
+  char *out = run(&st,
+                  "chroot --userspec=65532:65532 '%s/bundle/rootfs' /usr/local/bin/slicefit "
+                  "--version 2>&1",
+                  dir);
   cr_assert_eq(st, 0, "slicefit --version in the image: %s", out);
   cr_assert_str_eq(out, "slicefit 0.1.0 (commit release)\n");
   free(out);
@@ -174,12 +176,14 @@ Test(image, builds_again_to_the_same_digest)
   cr_assert_not_null(mkdtemp(dir));
   int st;
   /* Blobs are named by their digest. */
-  char *bad = run(&st, "cd '%s/blobs/sha256' && for f in *; do echo \"$f  $f\"; done | "
-                       "sha256sum --check --quiet 2>&1", l);
+  char *bad = run(&st,
+                  "cd '%s/blobs/sha256' && for f in *; do echo \"$f  $f\"; done | "
+                  "sha256sum --check --quiet 2>&1",
+                  l);
   cr_assert_eq(st, 0, "blobs whose content is not their name: %s", bad);
   free(bad);
-  char *out = run(&st, "cd '%s' && image/mkimage '%s' build/image-bin '%s/again' 2>&1", top(),
-                  top(), dir);
+  char *out = run(&st, "cd '%s' && image/mkimage '%s' build/image-bin '%s/again' 2>&1", top(), top(),
+                  dir);
   cr_assert_eq(st, 0, "%s", out);
   free(out);
   snprintf(path, sizeof path, "%s.digest", l);
@@ -196,8 +200,10 @@ Test(image, pinned_digest_is_the_digest_the_build_produces)
 {
   const char *l = layout();
   int st;
-  char *pin = run(&st, "sed -n '/^- name: slicefit$/,/digest:/ s/.*digest: *//p' '%s/manifests/kustomization.yaml'",
-                  top());
+  char *pin =
+      run(&st,
+          "sed -n '/^- name: slicefit$/,/digest:/ s/.*digest: *//p' '%s/manifests/kustomization.yaml'",
+          top());
   chomp(pin);
   cr_assert(strncmp(pin, "sha256:", 7) == 0 && strlen(pin) == 71, "no digest pinned: \"%s\"", pin);
   char path[4096];
@@ -212,11 +218,14 @@ Test(image, pinned_digest_is_the_digest_the_build_produces)
     cr_assert_str_eq(pin, built, "the build's inputs are the pin's, its digest is not");
   } else {
     /* Other sources or other Debian packages give another digest: the pin is of another build. */
-    char *diff = run(&st, "diff '%s/manifests/image-inputs.txt' '%s.inputs' | grep '^[<>]' | head -n 6",
+    char *diff = run(&st,
+                     "diff '%s/manifests/image-inputs.txt' '%s.inputs' | grep '^[<>]' | head -n 6",
                      top(), l);
     /* On stderr: cr_log_warn here made Criterion 2.4.1's runner exit 1 with every test passed. */
-    fprintf(stderr, "[WARN] SKIPPED: image::pinned_digest: the pin %s was built from other inputs than "
-            "this build (%s); make image-pin at a release pins this one:\n%s", pin, built, diff);
+    fprintf(stderr,
+            "[WARN] SKIPPED: image::pinned_digest: the pin %s was built from other inputs than "
+            "this build (%s); make image-pin at a release pins this one:\n%s",
+            pin, built, diff);
     free(diff);
   }
   free(pin);

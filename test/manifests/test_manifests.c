@@ -41,23 +41,25 @@ static void teardown(void)
 
 Test(manifests, renders_the_expected_objects, .init = setup, .fini = teardown)
 {
-  const char *want[][2] = { { "Namespace", "slicefit-system" }, { "ServiceAccount", "slicefit" },
-                            { "Deployment", "slicefit" }, { "Service", "slicefit" },
-                            { "PodDisruptionBudget", "slicefit" }, { "ConfigMap", "slicefit-policy" },
-                            { "Deployment", "slicefit-scheduler" }, { "ClusterRole", "slicefit" } };
+  const char *want[][2] = {{"Namespace", "slicefit-system"},     {"ServiceAccount", "slicefit"},
+                           {"Deployment", "slicefit"},           {"Service", "slicefit"},
+                           {"PodDisruptionBudget", "slicefit"},  {"ConfigMap", "slicefit-policy"},
+                           {"Deployment", "slicefit-scheduler"}, {"ClusterRole", "slicefit"}};
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
-    cr_expect(mf_find(rendered, want[i][0], want[i][1]) != NULL, "%s %s is missing", want[i][0], want[i][1]);
+    cr_expect(mf_find(rendered, want[i][0], want[i][1]) != NULL, "%s %s is missing", want[i][0],
+              want[i][1]);
   for (size_t i = 0; i < yt_len(rendered); i++) {
     const yt_node_t *d = yt_at(rendered, i);
     const char *kind = mf_str_at(d, "kind", NULL);
     int cluster = mf_streq(kind, "Namespace") || mf_streq(kind, "ClusterRole") ||
                   mf_streq(kind, "ClusterRoleBinding") || mf_streq(kind, "DeviceClass");
-    cr_expect(cluster || mf_str_at(d, "metadata", "namespace") != NULL, "%s %s has no namespace", kind,
-              mf_str_at(d, "metadata", "name"));
+    cr_expect(cluster || mf_str_at(d, "metadata", "namespace") != NULL, "%s %s has no namespace",
+              kind, mf_str_at(d, "metadata", "name"));
   }
 }
 
-Test(manifests, rbac_is_get_list_watch_on_the_dra_objects_and_the_policy_only, .init = setup, .fini = teardown)
+Test(manifests, rbac_is_get_list_watch_on_the_dra_objects_and_the_policy_only, .init = setup,
+     .fini = teardown)
 {
   CHECK(mf_check_rbac, rendered);
 }
@@ -113,7 +115,9 @@ Test(manifests, deviceclass_and_example_cel_compiles, .init = setup, .fini = tea
 {
   yt_node_t *ex = mf_render("manifests/examples");
   for (size_t i = 0; i < NMENU; i++)
-    CHECK(mf_each_cel, yt_dig(mf_find(rendered, "DeviceClass", mf_menu[i]), "spec", "selectors", NULL), mf_cel_compiles);
+    CHECK(mf_each_cel,
+          yt_dig(mf_find(rendered, "DeviceClass", mf_menu[i]), "spec", "selectors", NULL),
+          mf_cel_compiles);
   for (size_t i = 0; i < yt_len(ex); i++) {
     const yt_node_t *reqs = yt_dig(yt_at(ex, i), "spec", "spec", "devices", "requests", NULL);
     for (size_t r = 0; r < yt_len(reqs); r++)

@@ -12,16 +12,16 @@
 /* ---- the checks catch what they are meant to ---- */
 
 static const char base_rbac[] =
-  "kind: Deployment\nmetadata: {name: slicefit, namespace: ns}\n"
-  "spec:\n  template:\n    spec:\n      serviceAccountName: sa\n"
-  "      containers: [{name: c, args: [--policy-configmap, ns/pol]}]\n"
-  "---\nkind: ClusterRoleBinding\nmetadata: {name: b}\nroleRef: {kind: ClusterRole, name: r}\n"
-  "subjects: [{kind: ServiceAccount, name: sa, namespace: ns}]\n"
-  "---\nkind: RoleBinding\nmetadata: {name: b2, namespace: ns}\nroleRef: {kind: Role, name: p}\n"
-  "subjects: [{kind: ServiceAccount, name: sa, namespace: ns}]\n"
-  "---\nkind: Role\nmetadata: {name: p, namespace: ns}\n"
-  "rules: [{apiGroups: [''], resources: [configmaps], resourceNames: [pol], verbs: [get, list, watch]}]\n"
-  "---\nkind: ClusterRole\nmetadata: {name: r}\nrules:\n";
+    "kind: Deployment\nmetadata: {name: slicefit, namespace: ns}\n"
+    "spec:\n  template:\n    spec:\n      serviceAccountName: sa\n"
+    "      containers: [{name: c, args: [--policy-configmap, ns/pol]}]\n"
+    "---\nkind: ClusterRoleBinding\nmetadata: {name: b}\nroleRef: {kind: ClusterRole, name: r}\n"
+    "subjects: [{kind: ServiceAccount, name: sa, namespace: ns}]\n"
+    "---\nkind: RoleBinding\nmetadata: {name: b2, namespace: ns}\nroleRef: {kind: Role, name: p}\n"
+    "subjects: [{kind: ServiceAccount, name: sa, namespace: ns}]\n"
+    "---\nkind: Role\nmetadata: {name: p, namespace: ns}\n"
+    "rules: [{apiGroups: [''], resources: [configmaps], resourceNames: [pol], verbs: [get, list, watch]}]\n"
+    "---\nkind: ClusterRole\nmetadata: {name: r}\nrules:\n";
 
 static int rbac_with(const char *rules, char *why, size_t wl)
 {
@@ -33,7 +33,8 @@ static int rbac_with(const char *rules, char *why, size_t wl)
   return rc;
 }
 
-#define DRA_RULE "- {apiGroups: [resource.k8s.io], resources: [resourceslices, resourceclaims, deviceclasses, devicetaintrules], "
+#define DRA_RULE \
+  "- {apiGroups: [resource.k8s.io], resources: [resourceslices, resourceclaims, deviceclasses, devicetaintrules], "
 #define NODE_RULE "- {apiGroups: [''], resources: [nodes, pods], verbs: [get, list, watch]}\n"
 
 Test(manifests_checks, rbac_check_accepts_the_minimal_grant)
@@ -44,23 +45,29 @@ Test(manifests_checks, rbac_check_accepts_the_minimal_grant)
 Test(manifests_checks, rbac_check_rejects_more)
 {
   const char *bad[][2] = {
-    { DRA_RULE "verbs: [get, list, watch, update]}\n", "verbs must be exactly" },
-    { DRA_RULE "verbs: ['*']}\n", "verbs must be exactly" },
-    { DRA_RULE "verbs: [get, list]}\n", "verbs must be exactly" },
-    { DRA_RULE "verbs: [get, list, watch]}\n- {apiGroups: [''], resources: [nodes, pods/log], verbs: [get, list, watch]}\n",
-      "grants pods/log" },
-    { DRA_RULE "verbs: [get, list, watch]}\n- {apiGroups: [''], resources: [nodes, secrets], verbs: [get, list, watch]}\n",
-      "grants secrets" },
-    { DRA_RULE "verbs: [get, list, watch]}\n- {apiGroups: [''], resources: [nodes], verbs: [get, list, watch]}\n",
-      "cannot get/list/watch pods" },
-    { DRA_RULE "verbs: [get, list, watch]}\n- {apiGroups: [''], resources: [configmaps], verbs: [get, list, watch]}\n",
-      "grants configmaps" },
-    { "- {apiGroups: [resource.k8s.io], resources: [resourceslices, resourceclaims, deviceclasses], "
-      "verbs: [get, list, watch]}\n", "cannot get/list/watch devicetaintrules" },
-    { "- {apiGroups: [resource.k8s.io], resources: ['*'], verbs: [get, list, watch]}\n", "grants *" },
-    { DRA_RULE "verbs: [get, list, watch]}\n- {nonResourceURLs: ['/metrics'], verbs: [get, list, watch]}\n",
-      "no URLs" },
-    { DRA_RULE "verbs: [get, list, watch]}\n", "cannot get/list/watch nodes" },
+      {DRA_RULE "verbs: [get, list, watch, update]}\n", "verbs must be exactly"},
+      {DRA_RULE "verbs: ['*']}\n", "verbs must be exactly"},
+      {DRA_RULE "verbs: [get, list]}\n", "verbs must be exactly"},
+      {DRA_RULE
+       "verbs: [get, list, watch]}\n- {apiGroups: [''], resources: [nodes, pods/log], verbs: [get, list, watch]}\n",
+       "grants pods/log"},
+      {DRA_RULE
+       "verbs: [get, list, watch]}\n- {apiGroups: [''], resources: [nodes, secrets], verbs: [get, list, watch]}\n",
+       "grants secrets"},
+      {DRA_RULE
+       "verbs: [get, list, watch]}\n- {apiGroups: [''], resources: [nodes], verbs: [get, list, watch]}\n",
+       "cannot get/list/watch pods"},
+      {DRA_RULE
+       "verbs: [get, list, watch]}\n- {apiGroups: [''], resources: [configmaps], verbs: [get, list, watch]}\n",
+       "grants configmaps"},
+      {"- {apiGroups: [resource.k8s.io], resources: [resourceslices, resourceclaims, deviceclasses], "
+       "verbs: [get, list, watch]}\n",
+       "cannot get/list/watch devicetaintrules"},
+      {"- {apiGroups: [resource.k8s.io], resources: ['*'], verbs: [get, list, watch]}\n", "grants *"},
+      {DRA_RULE
+       "verbs: [get, list, watch]}\n- {nonResourceURLs: ['/metrics'], verbs: [get, list, watch]}\n",
+       "no URLs"},
+      {DRA_RULE "verbs: [get, list, watch]}\n", "cannot get/list/watch nodes"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     char w[WHY] = "";
@@ -72,22 +79,27 @@ Test(manifests_checks, rbac_check_rejects_more)
 Test(manifests_checks, extender_check_rejects_a_wrong_url_or_setting)
 {
   const char *cases[][2] = {
-    { "urlPrefix: https://slicefit.other.svc:8888", "is not the Service's" },
-    { "urlPrefix: http://slicefit.ns.svc:8888", "is not the Service's" },
-    { "urlPrefix: https://slicefit.ns.svc:9999", "is not the Service's" },
-    { "urlPrefix: https://slicefit.ns.svc:8888\n  weight: 0", "positive weight" },
-    { "urlPrefix: https://slicefit.ns.svc:8888\n  nodeCacheCapable: false", "nodeCacheCapable" },
-    { "urlPrefix: https://slicefit.ns.svc:8888\n  managedResources: [{name: nvidia.com/gpu}]", "managedResources" },
+      {"urlPrefix: https://slicefit.other.svc:8888", "is not the Service's"},
+      {"urlPrefix: http://slicefit.ns.svc:8888", "is not the Service's"},
+      {"urlPrefix: https://slicefit.ns.svc:9999", "is not the Service's"},
+      {"urlPrefix: https://slicefit.ns.svc:8888\n  weight: 0", "positive weight"},
+      {"urlPrefix: https://slicefit.ns.svc:8888\n  nodeCacheCapable: false", "nodeCacheCapable"},
+      {"urlPrefix: https://slicefit.ns.svc:8888\n  managedResources: [{name: nvidia.com/gpu}]",
+       "managedResources"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char yaml[2048], w[WHY] = "";
     /* A later duplicate key would be ignored by yt_get, so the case's keys come first. */
-    snprintf(yaml, sizeof yaml, "extenders:\n- %s\n  urlPrefix: x\n  filterVerb: filter\n"
+    snprintf(yaml, sizeof yaml,
+             "extenders:\n- %s\n  urlPrefix: x\n  filterVerb: filter\n"
              "  prioritizeVerb: prioritize\n  weight: 1\n  nodeCacheCapable: true\n  enableHTTPS: true\n"
-             "  tlsConfig: {caFile: /ca.crt}\n  httpTimeout: 2s\n  ignorable: false\n", cases[i][0]);
+             "  tlsConfig: {caFile: /ca.crt}\n  httpTimeout: 2s\n  ignorable: false\n",
+             cases[i][0]);
     yt_node_t *cfg = mf_docs_of(yaml);
-    cr_expect(mf_check_extender(cfg, "https://slicefit.ns.svc:8888", w, sizeof w) != 0, "accepted: %s", cases[i][0]);
-    cr_expect(strstr(w, cases[i][1]) != NULL, "case %zu: \"%s\" does not say \"%s\"", i, w, cases[i][1]);
+    cr_expect(mf_check_extender(cfg, "https://slicefit.ns.svc:8888", w, sizeof w) != 0,
+              "accepted: %s", cases[i][0]);
+    cr_expect(strstr(w, cases[i][1]) != NULL, "case %zu: \"%s\" does not say \"%s\"", i, w,
+              cases[i][1]);
     yt_free(cfg);
   }
 }
@@ -100,7 +112,8 @@ static yt_node_t *policy_doc(const char *drop, const char *extra)
   char yaml[8192] = "kind: ConfigMap\nmetadata: {name: slicefit-policy}\ndata:\n";
   for (size_t i = 0; i < nk; i++)
     if (strcmp(keys[i].key, drop) != 0)
-      snprintf(yaml + strlen(yaml), sizeof yaml - strlen(yaml), "  %s: \"%s\"\n", keys[i].key, keys[i].def);
+      snprintf(yaml + strlen(yaml), sizeof yaml - strlen(yaml), "  %s: \"%s\"\n", keys[i].key,
+               keys[i].def);
   snprintf(yaml + strlen(yaml), sizeof yaml - strlen(yaml), "%s", extra);
   return mf_docs_of(yaml);
 }
@@ -115,17 +128,18 @@ Test(manifests_checks, policy_check_accepts_the_defaults)
 Test(manifests_checks, policy_check_rejects_missing_unknown_and_bad_keys)
 {
   const char *cases[][3] = {
-    { "strategy", "", "lacks the key strategy" },
-    { "", "  colour: blue\n", "keys, the daemon accepts" },
-    { "weight_frag", "  weight_frag: \"-1\"\n", "weight_frag" },
-    { "strategy", "  strategy: pack\n", "pack" },
-    { "max_sharers", "  max_sharers: \"4\"\n", "the default is" },
+      {"strategy", "", "lacks the key strategy"},
+      {"", "  colour: blue\n", "keys, the daemon accepts"},
+      {"weight_frag", "  weight_frag: \"-1\"\n", "weight_frag"},
+      {"strategy", "  strategy: pack\n", "pack"},
+      {"max_sharers", "  max_sharers: \"4\"\n", "the default is"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char w[WHY] = "";
     yt_node_t *docs = policy_doc(cases[i][0], cases[i][1]);
     cr_expect(mf_check_policy(docs, w, sizeof w) != 0, "accepted case %zu", i);
-    cr_expect(strstr(w, cases[i][2]) != NULL, "case %zu: \"%s\" does not say \"%s\"", i, w, cases[i][2]);
+    cr_expect(strstr(w, cases[i][2]) != NULL, "case %zu: \"%s\" does not say \"%s\"", i, w,
+              cases[i][2]);
     yt_free(docs);
   }
 }
@@ -133,12 +147,12 @@ Test(manifests_checks, policy_check_rejects_missing_unknown_and_bad_keys)
 Test(manifests_checks, security_check_rejects_a_writable_root)
 {
   static const char yaml[] =
-    "kind: Deployment\nmetadata: {name: d}\nspec:\n  template:\n    spec:\n"
-    "      securityContext: {runAsNonRoot: true, seccompProfile: {type: RuntimeDefault}}\n"
-    "      containers:\n      - name: c\n"
-    "        securityContext: {readOnlyRootFilesystem: false, allowPrivilegeEscalation: false, "
-    "capabilities: {drop: [ALL]}}\n"
-    "        resources: {requests: {cpu: 1, memory: 1Gi}, limits: {cpu: 1, memory: 1Gi}}\n";
+      "kind: Deployment\nmetadata: {name: d}\nspec:\n  template:\n    spec:\n"
+      "      securityContext: {runAsNonRoot: true, seccompProfile: {type: RuntimeDefault}}\n"
+      "      containers:\n      - name: c\n"
+      "        securityContext: {readOnlyRootFilesystem: false, allowPrivilegeEscalation: false, "
+      "capabilities: {drop: [ALL]}}\n"
+      "        resources: {requests: {cpu: 1, memory: 1Gi}, limits: {cpu: 1, memory: 1Gi}}\n";
   yt_node_t *docs = mf_docs_of(yaml);
   char w[WHY] = "";
   cr_expect(mf_check_security(yt_at(docs, 0), w, sizeof w) != 0);

@@ -64,7 +64,8 @@ static yt_node_t *render_or_read(const char *dir, const char *file)
     f = popen(cmd, "r");
   } else {
     cr_log_warn("SKIPPED: the kustomize rendering of %s: kubectl is not on PATH; %s/%s is read "
-                "as it is", dir, dir, file);
+                "as it is",
+                dir, dir, file);
     snprintf(cmd, sizeof cmd, "%s/%s/%s", top(), dir, file);
     f = fopen(cmd, "r");
   }
@@ -90,7 +91,7 @@ static const yt_node_t *doc_of_kind(const yt_node_t *docs, const char *kind)
 
 typedef struct {
   pid_t api, daemon;
-  int api_in;        /* the fake API server's stdin: closing it stops the server */
+  int api_in; /* the fake API server's stdin: closing it stops the server */
   FILE *api_out;
   char dir[64];
 } live_t;
@@ -163,10 +164,12 @@ static char *live_metrics(live_t *l)
   unsigned api = start_api(l);
   snprintf(kc, sizeof kc, "%s/kubeconfig", l->dir);
   FILE *f = fopen(kc, "w");
-  fprintf(f, "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n"
-             "    server: http://127.0.0.1:%u\nusers:\n- name: u\n  user:\n    token: t\n"
-             "contexts:\n- name: fake\n  context:\n    cluster: fake\n    user: u\n"
-             "current-context: fake\n", api);
+  fprintf(f,
+          "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n"
+          "    server: http://127.0.0.1:%u\nusers:\n- name: u\n  user:\n    token: t\n"
+          "contexts:\n- name: fake\n  context:\n    cluster: fake\n    user: u\n"
+          "current-context: fake\n",
+          api);
   fclose(f);
   snprintf(log, sizeof log, "%s/slicefit.log", l->dir);
   const char *bindir = getenv("SLICEFIT_BIN");
@@ -206,7 +209,7 @@ static void live_stop(live_t *l)
     waitpid(l->daemon, &st, 0);
   }
   if (l->api > 0) {
-    close(l->api_in);  /* end of its commands: it stops */
+    close(l->api_in); /* end of its commands: it stops */
     waitpid(l->api, NULL, 0);
     fclose(l->api_out);
   }
@@ -242,8 +245,8 @@ static size_t check_expr(const char *alert, const char *expr, const char *metric
 {
   size_t found = 0;
   for (const char *p = expr; *p;) {
-    if (!(isalpha((unsigned char)*p) || *p == '_') || (p > expr && (isalnum((unsigned char)p[-1]) ||
-                                                                   p[-1] == '_' || p[-1] == '"'))) {
+    if (!(isalpha((unsigned char)*p) || *p == '_') ||
+        (p > expr && (isalnum((unsigned char)p[-1]) || p[-1] == '_' || p[-1] == '"'))) {
       p++;
       continue;
     }
@@ -275,8 +278,8 @@ Test(monitoring, alerts_name_exported_metrics_and_have_runbooks, .timeout = 60)
   live_t l = {0};
   char *metrics = live_metrics(&l);
   const char *wanted[] = {"SlicefitClaimPendingTooLong", "SlicefitWatchStale",
-                          "SlicefitWatchRelisting", "SlicefitPolicyRejected",
-                          "SlicefitFilterSlow", "SlicefitUnsureVerdicts"};
+                          "SlicefitWatchRelisting",      "SlicefitPolicyRejected",
+                          "SlicefitFilterSlow",          "SlicefitUnsureVerdicts"};
   size_t nalerts = 0;
   const yt_node_t *groups = yt_dig(rule, "spec", "groups", NULL);
   for (size_t g = 0; g < yt_len(groups); g++) {

@@ -103,16 +103,10 @@ static yt_node_t *build(ctx_t *c, yaml_event_t *ev, int depth)
     n->str[ev->data.scalar.length] = '\0';
     return n;
   }
-  case YAML_SEQUENCE_START_EVENT:
-    return collection(c, YT_SEQ, depth);
-  case YAML_MAPPING_START_EVENT:
-    return collection(c, YT_MAP, depth);
-  case YAML_ALIAS_EVENT:
-    fail(c, "aliases are not supported", &ev->start_mark);
-    return NULL;
-  default:
-    fail(c, "unexpected YAML event", &ev->start_mark);
-    return NULL;
+  case YAML_SEQUENCE_START_EVENT: return collection(c, YT_SEQ, depth);
+  case YAML_MAPPING_START_EVENT: return collection(c, YT_MAP, depth);
+  case YAML_ALIAS_EVENT: fail(c, "aliases are not supported", &ev->start_mark); return NULL;
+  default: fail(c, "unexpected YAML event", &ev->start_mark); return NULL;
   }
 }
 
@@ -134,7 +128,7 @@ static yt_node_t *document(ctx_t *c)
 
 yt_node_t *yt_parse(const char *text, size_t len, char *err, size_t errlen)
 {
-  ctx_t c = { .err = err, .errlen = errlen };
+  ctx_t c = {.err = err, .errlen = errlen};
   yt_node_t *docs = mknode(YT_SEQ);
   if (!yaml_parser_initialize(&c.parser))
     abort();

@@ -18,9 +18,9 @@ typedef enum { YT_SCALAR, YT_SEQ, YT_MAP } yt_kind_t;
 
 typedef struct yt_node {
   yt_kind_t kind;
-  char *str;                  /* YT_SCALAR: the text (owned) */
-  char **keys;                /* YT_MAP: n keys (owned) */
-  struct yt_node **items;     /* YT_SEQ: n items; YT_MAP: n values (owned) */
+  char *str;              /* YT_SCALAR: the text (owned) */
+  char **keys;            /* YT_MAP: n keys (owned) */
+  struct yt_node **items; /* YT_SEQ: n items; YT_MAP: n values (owned) */
   size_t n, cap, kcap;
 } yt_node_t;
 

@@ -3,8 +3,8 @@
 #include <string.h>
 #include "cluster.h"
 
-static sf_node_id node_with(sf_index_t *idx, const char *name, int n, const char *model, sf_milli_t mem,
-                            bool shared, const sf_request_policy_t *rp)
+static sf_node_id node_with(sf_index_t *idx, const char *name, int n, const char *model,
+                            sf_milli_t mem, bool shared, const sf_request_policy_t *rp)
 {
   sf_node_id id;
   sf_node_spec_t ns = {name, 0, 0};
@@ -25,7 +25,8 @@ static sf_node_id node_with(sf_index_t *idx, const char *name, int n, const char
   return id;
 }
 
-sf_node_id tc_node(sf_index_t *idx, const char *name, int n, const char *model, sf_milli_t mem, bool shared)
+sf_node_id tc_node(sf_index_t *idx, const char *name, int n, const char *model, sf_milli_t mem,
+                   bool shared)
 {
   return node_with(idx, name, n, model, mem, shared, NULL);
 }
@@ -49,7 +50,9 @@ static sf_match_t by_driver(void *ctx, const sf_index_t *idx, sf_dev_id d)
 
 static sf_match_t unknown(void *ctx, const sf_index_t *idx, sf_dev_id d)
 {
-  (void)ctx; (void)idx; (void)d;
+  (void)ctx;
+  (void)idx;
+  (void)d;
   return SF_MATCH_UNKNOWN;
 }
 

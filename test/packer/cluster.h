@@ -6,11 +6,12 @@
 #include "slicefit/demand.h"
 #include "slicefit/packer.h"
 
-#define GiB (1024LL * 1024 * 1024 * 1000)  /* one GiB in milli-units */
+#define GiB (1024LL * 1024 * 1024 * 1000) /* one GiB in milli-units */
 #define DRV "gpu.nvidia.com"
 
 /* Adds node `name` with n GPUs of `model`, each with memory `mem` (milli-units); shared or exclusive. */
-sf_node_id tc_node(sf_index_t *idx, const char *name, int n, const char *model, sf_milli_t mem, bool shared);
+sf_node_id tc_node(sf_index_t *idx, const char *name, int n, const char *model, sf_milli_t mem,
+                   bool shared);
 /* Same, with a validRange {min, step, max=mem} on memory. */
 sf_node_id tc_node_range(sf_index_t *idx, const char *name, int n, const char *model, sf_milli_t mem,
                          sf_milli_t min, sf_milli_t step);
@@ -31,7 +32,7 @@ typedef struct {
   sf_demand_t dem;
 } tc_claim_t;
 void tc_claim(tc_claim_t *c, uint32_t count, sf_milli_t mem);
-void tc_claim_island(tc_claim_t *c, uint32_t count);  /* adds the one-island constraint */
+void tc_claim_island(tc_claim_t *c, uint32_t count); /* adds the one-island constraint */
 
 /* Asserts sf_index_validate passes. */
 void tc_valid(const sf_index_t *idx);

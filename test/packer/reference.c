@@ -8,8 +8,8 @@
 typedef struct {
   sf_dev_id dev;
   bool shared, idle, gpu;
-  sf_milli_t value, fa;    /* memory: total, free (whole devices: all or nothing) */
-  int32_t fp;              /* free share, per-mille */
+  sf_milli_t value, fa; /* memory: total, free (whole devices: all or nothing) */
+  int32_t fp;           /* free share, per-mille */
   int32_t island;
 } rdev_t;
 
@@ -43,8 +43,8 @@ static int32_t permille(sf_milli_t f, sf_milli_t v)
 }
 
 /* The node's devices after the picks. */
-static size_t after(const sf_index_t *idx, sf_node_id node, const sf_dev_id *picks, const sf_milli_t *use,
-                    size_t np, rdev_t *d)
+static size_t after(const sf_index_t *idx, sf_node_id node, const sf_dev_id *picks,
+                    const sf_milli_t *use, size_t np, rdev_t *d)
 {
   size_t n = load(idx, node, d);
   for (size_t i = 0; i < np; i++)
@@ -81,7 +81,8 @@ static bool usable(const sf_policy_t *pol, const ref_claim_t *c, const rdev_t *d
 }
 
 /* Tries every set of `left` more devices from `from` on. */
-static bool choose(const rdev_t *d, const bool *ok, size_t n, size_t from, uint32_t left, int32_t island)
+static bool choose(const rdev_t *d, const bool *ok, size_t n, size_t from, uint32_t left,
+                   int32_t island)
 {
   if (left == 0)
     return true;
@@ -113,7 +114,7 @@ bool ref_fits(const sf_index_t *idx, const sf_policy_t *pol, const ref_claim_t *
   }
   if (!c->island)
     return choose(d, ok, n, 0, c->count, INT32_MIN);
-  for (size_t k = 0; k < n; k++) {  /* the first device fixes the island */
+  for (size_t k = 0; k < n; k++) { /* the first device fixes the island */
     int32_t isl = d[k].island < 0 ? -2 - (int32_t)k : d[k].island;
     if (ok[k] && choose(d, ok, n, k + 1, c->count - 1, isl))
       return true;
@@ -142,7 +143,7 @@ static int64_t frag_shape(const sf_shape_t *m, const rdev_t *d, size_t n, int64_
       continue;
     }
     nh++;
-    uint32_t in = 0;  /* hosts in the same island (a device of no island is its own) */
+    uint32_t in = 0; /* hosts in the same island (a device of no island is its own) */
     for (size_t j = 0; j < n; j++)
       in += hosts(m, &d[j]) && (j == k || (d[k].island >= 0 && d[j].island == d[k].island));
     best = in > best ? in : best;
@@ -153,8 +154,8 @@ static int64_t frag_shape(const sf_shape_t *m, const rdev_t *d, size_t n, int64_
   return can ? small : total;
 }
 
-double ref_frag(const sf_index_t *idx, const sf_policy_t *pol, sf_node_id node, const sf_dev_id *picks,
-                const sf_milli_t *use, size_t npicks, int64_t cpu_milli)
+double ref_frag(const sf_index_t *idx, const sf_policy_t *pol, sf_node_id node,
+                const sf_dev_id *picks, const sf_milli_t *use, size_t npicks, int64_t cpu_milli)
 {
   rdev_t d[MAXD];
   size_t n = after(idx, node, picks, use, npicks, d);
@@ -170,8 +171,8 @@ double ref_frag(const sf_index_t *idx, const sf_policy_t *pol, sf_node_id node, 
   return (double)q / 65536.0;
 }
 
-double ref_binpack(const sf_index_t *idx, sf_node_id node, const sf_dev_id *picks, const sf_milli_t *use,
-                   size_t npicks)
+double ref_binpack(const sf_index_t *idx, sf_node_id node, const sf_dev_id *picks,
+                   const sf_milli_t *use, size_t npicks)
 {
   rdev_t d[MAXD];
   size_t n = after(idx, node, picks, use, npicks, d);
@@ -193,6 +194,7 @@ double ref_binpack(const sf_index_t *idx, sf_node_id node, const sf_dev_id *pick
 double ref_fgd(const sf_index_t *idx, const sf_policy_t *pol, sf_node_id node, const sf_dev_id *picks,
                const sf_milli_t *use, size_t npicks, int64_t cpu_milli)
 {
-  double df = ref_frag(idx, pol, node, picks, use, npicks, cpu_milli) - ref_frag(idx, pol, node, NULL, NULL, 0, 0);
+  double df = ref_frag(idx, pol, node, picks, use, npicks, cpu_milli) -
+              ref_frag(idx, pol, node, NULL, NULL, 0, 0);
   return floor(100.0 / (1.0 + exp(df / 1000.0)));
 }

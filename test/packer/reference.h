@@ -12,11 +12,11 @@
 
 /* One claim of one request as the reference reads it. */
 typedef struct {
-  uint32_t count;          /* devices */
-  sf_milli_t mem;          /* memory per device; 0: whole devices */
-  bool island;             /* all in one island */
+  uint32_t count; /* devices */
+  sf_milli_t mem; /* memory per device; 0: whole devices */
+  bool island;    /* all in one island */
   int64_t cpu_milli;
-  sf_milli_t min, step;    /* the nodes' validRange rounding of mem (0: none) */
+  sf_milli_t min, step; /* the nodes' validRange rounding of mem (0: none) */
 } ref_claim_t;
 
 /* Does the claim fit the node: is there a set of devices that serves it? */
@@ -27,12 +27,12 @@ bool ref_fits(const sf_index_t *idx, const sf_policy_t *pol, const ref_claim_t *
  * 1/65536), after the picks (devices, memory taken of each, 0: whole) and
  * the pod's CPU; npicks 0 for the node as it is.
  */
-double ref_frag(const sf_index_t *idx, const sf_policy_t *pol, sf_node_id node, const sf_dev_id *picks,
-                const sf_milli_t *use, size_t npicks, int64_t cpu_milli);
+double ref_frag(const sf_index_t *idx, const sf_policy_t *pol, sf_node_id node,
+                const sf_dev_id *picks, const sf_milli_t *use, size_t npicks, int64_t cpu_milli);
 
 /* binpack's raw score of the picks: GPU utilisation after, plus a tenth of how used the picked end up. */
-double ref_binpack(const sf_index_t *idx, sf_node_id node, const sf_dev_id *picks, const sf_milli_t *use,
-                   size_t npicks);
+double ref_binpack(const sf_index_t *idx, sf_node_id node, const sf_dev_id *picks,
+                   const sf_milli_t *use, size_t npicks);
 
 /* FGD's integer node score of the picks: 100 x sigmoid(-dF/1000), truncated. */
 double ref_fgd(const sf_index_t *idx, const sf_policy_t *pol, sf_node_id node, const sf_dev_id *picks,

@@ -93,9 +93,9 @@ Test(index, shared_counters)
   sf_counter_use_t full = {"gpu-0-counter-set", "memory", 40 * GiB};
   sf_counter_use_t half = {"gpu-0-counter-set", "memory", 20 * GiB};
   sf_device_spec_t devs[] = {
-    {"gpu-0", NULL, 0, NULL, 0, &full, 1, NULL, 0, false},
-    {"gpu-0-mig-a", NULL, 0, NULL, 0, &half, 1, NULL, 0, false},
-    {"gpu-0-mig-b", NULL, 0, NULL, 0, &half, 1, NULL, 0, false},
+      {"gpu-0", NULL, 0, NULL, 0, &full, 1, NULL, 0, false},
+      {"gpu-0-mig-a", NULL, 0, NULL, 0, &half, 1, NULL, 0, false},
+      {"gpu-0-mig-b", NULL, 0, NULL, 0, &half, 1, NULL, 0, false},
   };
   cr_assert_eq(sf_index_pool_set(idx, n, DRV, "mig", devs, 3, cs, 1), 0);
   sf_dev_id g = sf_index_dev_find(idx, DRV, "mig", "gpu-0");

@@ -32,7 +32,8 @@ static fixture_t setup_one(void)
 static void expect_broken(const sf_index_t *idx, const char *want)
 {
   char err[256] = "";
-  cr_assert_eq(sf_index_validate(idx, err, sizeof err), SF_EINVAL, "validate passed; want '%s'", want);
+  cr_assert_eq(sf_index_validate(idx, err, sizeof err), SF_EINVAL, "validate passed; want '%s'",
+               want);
   cr_expect(strstr(err, want) != NULL, "'%s' lacks '%s'", err, want);
   cr_assert_eq(sf_index_validate(idx, NULL, 0), SF_EINVAL, "without a buffer too");
 }

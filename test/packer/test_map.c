@@ -11,9 +11,18 @@
 
 #define SEED 42u
 
-static int32_t get(const sf_map_t *m, const char *k) { return sf_map_get(m, k, strlen(k)); }
-static bool put(sf_map_t *m, const char *k, int32_t v) { return sf_map_put(m, k, strlen(k), v); }
-static bool del(sf_map_t *m, const char *k) { return sf_map_del(m, k, strlen(k)); }
+static int32_t get(const sf_map_t *m, const char *k)
+{
+  return sf_map_get(m, k, strlen(k));
+}
+static bool put(sf_map_t *m, const char *k, int32_t v)
+{
+  return sf_map_put(m, k, strlen(k), v);
+}
+static bool del(sf_map_t *m, const char *k)
+{
+  return sf_map_del(m, k, strlen(k));
+}
 
 /* The map's invariant: every key iteration gives is found at its own slot, and the counts add up. */
 static void check(const sf_map_t *m)
@@ -42,7 +51,7 @@ Test(map, empty)
   size_t pos = 0;
   cr_assert_not(sf_map_next(&m, &pos, NULL, NULL, NULL));
   sf_map_dispose(&m);
-  sf_map_dispose(&m);  /* disposing twice is harmless: the map is empty again */
+  sf_map_dispose(&m); /* disposing twice is harmless: the map is empty again */
 }
 
 Test(map, insert_lookup_overwrite)
@@ -51,7 +60,7 @@ Test(map, insert_lookup_overwrite)
   sf_map_init(&m, SEED);
   cr_assert(put(&m, "node-a", 1));
   cr_assert(put(&m, "node-b", 2));
-  cr_assert(put(&m, "", 3));  /* the empty key is a key */
+  cr_assert(put(&m, "", 3)); /* the empty key is a key */
   cr_assert_not(put(&m, "node-a", 7), "overwriting is not new");
   cr_assert_eq(get(&m, "node-a"), 7);
   cr_assert_eq(get(&m, "node-b"), 2);
@@ -73,7 +82,7 @@ Test(map, keys_are_copied_and_stable)
   cr_assert_neq(stored, buf);
   strcpy(buf, "something else");
   cr_assert_str_eq(stored, "tenants/claim-0");
-  for (int i = 1; i < 1000; i++) {  /* growth moves slots, never the stored keys */
+  for (int i = 1; i < 1000; i++) { /* growth moves slots, never the stored keys */
     snprintf(buf, sizeof buf, "k%d", i);
     put(&m, buf, i);
   }
@@ -88,11 +97,18 @@ Test(map, lengths_not_nul)
   const char k[] = {'a', '\0', 'b'};
   sf_map_put(&m, k, 3, 1);
   sf_map_put(&m, k, 1, 2);
-  sf_map_put(&m, "a\x1f" "b", 3, 3);
+  sf_map_put(&m,
+             "a\x1f"
+             "b",
+             3, 3);
   cr_assert_eq(sf_map_get(&m, k, 3), 1);
   cr_assert_eq(sf_map_get(&m, k, 1), 2);
   cr_assert_eq(sf_map_get(&m, "a", 1), 2);
-  cr_assert_eq(sf_map_get(&m, "a\x1f" "b", 3), 3);
+  cr_assert_eq(sf_map_get(&m,
+                          "a\x1f"
+                          "b",
+                          3),
+               3);
   sf_map_dispose(&m);
 }
 
@@ -165,7 +181,7 @@ Test(map, collisions_in_one_home_slot)
   sf_map_init(&m, SEED);
   char keys[11][24];
   int a = -1, b = -1;
-  for (int i = 0; i < 11 && b < 0; i++) {  /* 11 keys fit the first 16-slot table */
+  for (int i = 0; i < 11 && b < 0; i++) { /* 11 keys fit the first 16-slot table */
     snprintf(keys[i], sizeof keys[i], "claim-%d", i);
     put(&m, keys[i], i);
     for (size_t s = 0; s < m.cap && b < 0; s++)

@@ -14,7 +14,8 @@ static sf_index_t *cluster(void)
 }
 
 /* Learns claims of 4Gi x1 (a), 8Gi x1 (b) and a whole device x2 (c), in the order given by `order`. */
-static void learn(sf_packer_t *pk, sf_index_t *idx, const sf_policy_t *pol, const char *order, int sign)
+static void learn(sf_packer_t *pk, sf_index_t *idx, const sf_policy_t *pol, const char *order,
+                  int sign)
 {
   for (const char *o = order; *o; o++) {
     tc_claim_t c;
@@ -110,12 +111,12 @@ Test(mix, another_index_at_the_same_address_is_read_again)
     learn(pk, x, &pol, "aab", +1);
     sf_verdict_t v[1];
     sf_node_id n1 = sf_index_node_find(x, "n1");
-    cr_assert_eq(sf_packer_evaluate(pk, x, &pol, &probe.dem, &n1, 1, 0, v), 0);  /* reads x's mix */
+    cr_assert_eq(sf_packer_evaluate(pk, x, &pol, &probe.dem, &n1, 1, 0, v), 0); /* reads x's mix */
     uintptr_t was = (uintptr_t)x;
     sf_index_destroy(x);
     sf_index_t *y = cluster();
     same_address += (uintptr_t)y == was;
-    learn(pk, y, &pol, "ccb", +1);  /* as many changes, another mix */
+    learn(pk, y, &pol, "ccb", +1); /* as many changes, another mix */
     sf_packer_t *fresh = sf_packer_create();
     cr_assert_eq(sf_mix_hash(pk, y, &pol, &probe.dem), sf_mix_hash(fresh, y, &pol, &probe.dem),
                  "round %d: the packer scored with the freed index's mix", round);

@@ -62,21 +62,22 @@ Test(packer, fractional_claims_fill_a_shared_card_then_stop)
   place(n, &c.dem, "c");
   sf_verdict_t v = eval1(n, &c.dem);
   cr_assert_eq(v.fit, SF_FIT_NO);
-  cr_assert(strstr(v.reason, "needs 6Gi of memory; the most free on a matching device is 2Gi"), "%s", v.reason);
+  cr_assert(strstr(v.reason, "needs 6Gi of memory; the most free on a matching device is 2Gi"), "%s",
+            v.reason);
 }
 
 Test(packer, capacity_requests_round_up_as_dra_does)
 {
   sf_node_id n = tc_node_range(idx, "rtx", 1, "RTX", 20 * GiB, 1 * GiB, 1 * GiB);
   tc_claim_t c;
-  tc_claim(&c, 1, 1536LL * 1024 * 1024 * 1000);  /* 1.5Gi rounds up to 2Gi */
+  tc_claim(&c, 1, 1536LL * 1024 * 1024 * 1000); /* 1.5Gi rounds up to 2Gi */
   sf_dev_id d = place(n, &c.dem, "a");
   sf_milli_t f;
   sf_index_dev_cap(idx, d, 0, NULL, &f);
   cr_assert_eq(f, 18 * GiB);
-  tc_claim(&c, 1, 0);  /* no capacity named: the whole card (no default) */
+  tc_claim(&c, 1, 0); /* no capacity named: the whole card (no default) */
   cr_assert_eq(eval1(n, &c.dem).fit, SF_FIT_NO);
-  tc_claim(&c, 1, 21 * GiB);  /* above max: not eligible */
+  tc_claim(&c, 1, 21 * GiB); /* above max: not eligible */
   cr_assert_eq(eval1(n, &c.dem).fit, SF_FIT_NO);
 }
 
@@ -89,7 +90,8 @@ Test(packer, counts_and_readable_reasons)
   tc_claim(&three, 2, 0);
   sf_verdict_t v = eval1(n, &three.dem);
   cr_assert_eq(v.fit, SF_FIT_NO);
-  cr_assert_str_eq(v.reason, "request gpu of claim default/claim needs 2 device(s); 1 of 2 matching are free");
+  cr_assert_str_eq(v.reason,
+                   "request gpu of claim default/claim needs 2 device(s); 1 of 2 matching are free");
 }
 
 Test(packer, nvlink_island_reason)
@@ -98,18 +100,19 @@ Test(packer, nvlink_island_reason)
   sf_node_id n = tc_node(idx, "a100", 4, "NVIDIA A100", 40 * GiB, false);
   tc_claim_t one, isl;
   tc_claim(&one, 1, 0);
-  place(n, &one.dem, "a");  /* first fit: gpu-0, island 0 */
+  place(n, &one.dem, "a"); /* first fit: gpu-0, island 0 */
   set("device_choice", "packer");
   tc_claim_island(&isl, 2);
   cr_assert_eq(eval1(n, &isl.dem).fit, SF_FIT_YES);
-  place(n, &one.dem, "b");  /* the packer keeps island 1 whole: takes gpu-1 */
+  place(n, &one.dem, "b"); /* the packer keeps island 1 whole: takes gpu-1 */
   cr_assert_eq(sf_index_dev_holders(idx, sf_index_dev_find(idx, DRV, "a100", "gpu-1")), 1);
   place(n, &isl.dem, "c");
   tc_claim_island(&isl, 2);
   tc_claim(&one, 1, 0);
   sf_verdict_t v = eval1(n, &isl.dem);
   cr_assert_eq(v.fit, SF_FIT_NO);
-  cr_assert_str_eq(v.reason, "request gpu of claim default/claim needs 2 device(s); 0 of 4 matching are free");
+  cr_assert_str_eq(v.reason,
+                   "request gpu of claim default/claim needs 2 device(s); 0 of 4 matching are free");
 }
 
 Test(packer, island_constraint_fails_on_split_islands)
@@ -137,7 +140,8 @@ Test(packer, taints_and_tolerations)
   tc_claim(&c, 1, GiB);
   sf_verdict_t v = eval1(n, &c.dem);
   cr_assert_eq(v.fit, SF_FIT_NO);
-  cr_assert(strstr(v.reason, "does not tolerate taint gpu.nvidia.com/xid=79:NoSchedule"), "%s", v.reason);
+  cr_assert(strstr(v.reason, "does not tolerate taint gpu.nvidia.com/xid=79:NoSchedule"), "%s",
+            v.reason);
   sf_toleration_t tol = {"gpu.nvidia.com/xid", NULL, true, true, SF_TAINT_NONE};
   c.req.tols = &tol;
   c.req.ntols = 1;
@@ -160,7 +164,8 @@ Test(packer, all_mode_fails_on_a_tainted_device_instead_of_leaving_it_out)
   c.req.all = true;
   sf_verdict_t v = eval1(n, &c.dem);
   cr_assert_eq(v.fit, SF_FIT_NO);
-  cr_assert(strstr(v.reason, "does not tolerate taint gpu.nvidia.com/xid=79:NoSchedule on 1 matching device"),
+  cr_assert(strstr(v.reason,
+                   "does not tolerate taint gpu.nvidia.com/xid=79:NoSchedule on 1 matching device"),
             "%s", v.reason);
   c.req.admin = true;
   cr_assert_eq(eval1(n, &c.dem).fit, SF_FIT_NO, "admin access does not pass a taint either");
@@ -218,7 +223,7 @@ Test(packer, match_and_distinct_attributes)
   sf_constraint_t match = {SF_CONSTRAINT_MATCH, DRV "/uuid", NULL, 0};
   cl.cons = &match;
   cr_assert_eq(sf_packer_place(pk, idx, &pol, &d, n, &a, NULL), SF_FIT_YES);
-  cr_assert_eq(a.results[0].pick.dev, a.results[1].pick.dev);  /* one shared card, twice */
+  cr_assert_eq(a.results[0].pick.dev, a.results[1].pick.dev); /* one shared card, twice */
   sf_constraint_t missing = {SF_CONSTRAINT_MATCH, DRV "/nosuch", NULL, 0};
   cl.cons = &missing;
   sf_verdict_t v = eval1(n, &d);
@@ -272,8 +277,9 @@ Test(packer, all_mode_counts_toward_the_result_limit_per_claim)
   sf_demand_t d = {&one, 1, 0, 0};
   sf_verdict_t v = eval1(n, &d);
   cr_assert_eq(v.fit, SF_FIT_NO);
-  cr_assert(strstr(v.reason, "claim ns/one would get 33 devices on this node; DRA allows 32 per claim"), "%s",
-            v.reason);
+  cr_assert(strstr(v.reason,
+                   "claim ns/one would get 33 devices on this node; DRA allows 32 per claim"),
+            "%s", v.reason);
   /* The limit is per claim: 31 in one, 2 in the other. */
   sf_claim_t apart[2] = {{"ns/a", &all_a, 1, NULL, 0}, {"ns/b", &two_b, 1, NULL, 0}};
   d = (sf_demand_t){apart, 2, 0, 0};
@@ -347,7 +353,7 @@ Test(packer, shared_device_held_whole_takes_no_share)
   c.req.all = true;
   v = eval1(m, &c.dem);
   cr_assert_eq(v.fit, SF_FIT_NO, "%s", v.reason);
-  tc_node(idx, "caps", 2, "RTX", 40 * GiB, true);  /* republished with more memory */
+  tc_node(idx, "caps", 2, "RTX", 40 * GiB, true); /* republished with more memory */
   tc_valid(idx);
   sf_index_dev_cap(idx, w0.dev, 0, &val, &fr);
   cr_assert_eq(val, 40 * GiB);
@@ -393,7 +399,7 @@ Test(packer, max_sharers_and_headroom)
   cr_assert(strstr(v.reason, "max_sharers"), "%s", v.reason);
   set("max_sharers", "0");
   set("headroom_pct", "50");
-  tc_claim(&c, 1, 9 * GiB);  /* 18 used + 2 already; 10 of 20 kept free */
+  tc_claim(&c, 1, 9 * GiB); /* 18 used + 2 already; 10 of 20 kept free */
   cr_assert_eq(eval1(n, &c.dem).fit, SF_FIT_NO);
   tc_claim(&c, 1, 8 * GiB);
   cr_assert_eq(eval1(n, &c.dem).fit, SF_FIT_YES);
@@ -406,14 +412,15 @@ Test(packer, search_budget_bounds_hostile_claims)
    * search would try every ordering of the first eight before giving up. */
   sf_request_t r[9];
   for (int i = 0; i < 9; i++)
-    r[i] = (sf_request_t){"gpu", &tc_sel_driver, 1, false, i == 8 ? 9 : 1, NULL, 0, NULL, 0, NULL, 0, false};
+    r[i] = (sf_request_t){"gpu", &tc_sel_driver, 1, false, i == 8 ? 9 : 1, NULL, 0, NULL,
+                          0,     NULL,           0, false};
   sf_claim_t cl = {"ns/hostile", r, 9, NULL, 0};
   sf_demand_t d = {&cl, 1, 0, 0};
   set("search_budget", "1000");
   sf_verdict_t v = eval1(n, &d);
   cr_assert_eq(v.fit, SF_FIT_UNSURE, "%s", v.reason);
   cr_assert(strstr(v.reason, "budget of 1000 steps"), "%s", v.reason);
-  r[8].count = 8;  /* 8 + 8 fits */
+  r[8].count = 8; /* 8 + 8 fits */
   cr_assert_eq(eval1(n, &d).fit, SF_FIT_YES);
 }
 
@@ -440,7 +447,8 @@ Test(packer, first_fit_follows_node_order_packer_packs_tight)
 
 Test(packer, binpack_and_spread_rank_nodes_oppositely)
 {
-  sf_node_id n[2] = {tc_node(idx, "empty", 2, "RTX", 20 * GiB, true), tc_node(idx, "used", 2, "RTX", 20 * GiB, true)};
+  sf_node_id n[2] = {tc_node(idx, "empty", 2, "RTX", 20 * GiB, true),
+                     tc_node(idx, "used", 2, "RTX", 20 * GiB, true)};
   tc_claim_t c;
   tc_claim(&c, 1, 8 * GiB);
   place(n[1], &c.dem, "x");
@@ -633,10 +641,10 @@ Test(packer, summaries_are_per_index)
   sf_index_apply_policy(other, &pol);
   sf_index_apply_policy(idx, &pol);
   cr_assert_eq(n, o);
-  place(n, &big.dem, "ns/big");  /* idx: 4Gi left */
+  place(n, &big.dem, "ns/big"); /* idx: 4Gi left */
   sf_assignment_t as;
   cr_assert_eq(sf_packer_place(pk, other, &pol, &small.dem, o, &as, NULL), SF_FIT_YES);
-  cr_assert_eq(sf_packer_commit(pk, other, &small.dem, "ns/small", NULL), 0);  /* other: 18Gi left */
+  cr_assert_eq(sf_packer_commit(pk, other, &small.dem, "ns/small", NULL), 0); /* other: 18Gi left */
   cr_assert_eq(eval1(n, &big.dem).fit, SF_FIT_NO);
   sf_verdict_t w;
   cr_assert_eq(sf_packer_evaluate(pk, other, &pol, &big.dem, &o, 1, 0, &w), 0);

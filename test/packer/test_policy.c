@@ -17,33 +17,36 @@ typedef struct {
 } cases_t;
 
 static const cases_t cases[] = {
-  { "strategy", { "fragmentation", "fgd", "binpack", "spread", " spread\n" },
-    { "", "Spread", "pack", "fgd,spread", "fgd x" } },
-  { "device_choice", { "first-fit", "packer", "\tpacker " },
-    { "", "firstfit", "first fit", "PACKER" } },
-  { "capacity", { "memory", "cores", "gpu.nvidia.com/memory", "a" },
-    { "", "   ", "two words", "tab\there", "caf\xc3\xa9" } },
-  { "model_attribute", { "productName", "gpu.nvidia.com/productName" },
-    { "", "product name", "x\x01" } },
-  { "island_attribute", { "", "cliqueId", "nvlink.domain" },
-    { "a b", "\x7f" } },
-  { "island_map", { "", "A100=4", "gpu-a:A100=4,H100=8", " h100 = 8 , node-:NVIDIA A100 80GB PCIe=2",
-                    "B200=64", "A=1" },
-    { "A100", "A100=0", "A100=65", "A100=x", "=4", "A100=4,", ",A100=4", "A100=4,,B=2", ":A100=4",
-      "a b:A100=4", "A|B=4", "A100=4=5", "A100=-1", "A100=4x" } },
-  { "fgd_mix", { "", "10Gix1=1", "2:1.5Gix2@A100|H100!=0.25,wholex8=3", "500m:wholex1@NVIDIA A100 80GB PCIe=1e-3",
-                 "40Gix1@a|b|c|d|e|f|g|h=2", "wholex64!=7", "1x1=1e300" },
-    { "10Gix1", "10Gix0=1", "10Gix65=1", "10Gi=1", "0x1=1", "-1Gix1=1", "wholex1=0", "wholex1=-1",
+    {"strategy",
+     {"fragmentation", "fgd", "binpack", "spread", " spread\n"},
+     {"", "Spread", "pack", "fgd,spread", "fgd x"}},
+    {"device_choice", {"first-fit", "packer", "\tpacker "}, {"", "firstfit", "first fit", "PACKER"}},
+    {"capacity",
+     {"memory", "cores", "gpu.nvidia.com/memory", "a"},
+     {"", "   ", "two words", "tab\there", "caf\xc3\xa9"}},
+    {"model_attribute", {"productName", "gpu.nvidia.com/productName"}, {"", "product name", "x\x01"}},
+    {"island_attribute", {"", "cliqueId", "nvlink.domain"}, {"a b", "\x7f"}},
+    {"island_map",
+     {"", "A100=4", "gpu-a:A100=4,H100=8", " h100 = 8 , node-:NVIDIA A100 80GB PCIe=2", "B200=64",
+      "A=1"},
+     {"A100", "A100=0", "A100=65", "A100=x", "=4", "A100=4,", ",A100=4", "A100=4,,B=2", ":A100=4",
+      "a b:A100=4", "A|B=4", "A100=4=5", "A100=-1", "A100=4x"}},
+    {"fgd_mix",
+     {"", "10Gix1=1", "2:1.5Gix2@A100|H100!=0.25,wholex8=3",
+      "500m:wholex1@NVIDIA A100 80GB PCIe=1e-3", "40Gix1@a|b|c|d|e|f|g|h=2", "wholex64!=7",
+      "1x1=1e300"},
+     {"10Gix1", "10Gix0=1", "10Gix65=1", "10Gi=1", "0x1=1", "-1Gix1=1", "wholex1=0", "wholex1=-1",
       "wholex1=nan", "wholex1=inf", "abcx1=1", "-1:wholex1=1", "wholex1@=1", "wholex1@a||b=1",
-      "wholex1@a|b|c|d|e|f|g|h|i=1", "wholex1=1," } },
-  { "weight_frag", { "0", "1", "0.5", "1e6", "3.14159", "+2", "1e-300", "0.1" },
-    { "", "abc", "-1", "1000001", "nan", "inf", "-inf", "1x", "1 2", "0x", "1e6.5" } },
-  { "weight_island", { "0", "2.5", "1000000" }, { "-0.1", "1e7", "NaN" } },
-  { "weight_model", { "0.5", "0", "7" }, { "half", "", "INF" } },
-  { "max_sharers", { "0", "100000", "3" }, { "100001", "-1", "x", "" } },
-  { "headroom_pct", { "0", "99", "10" }, { "100", "-1", "5%", "" } },
-  { "search_budget", { "16", "4096", "10000000" }, { "15", "0", "10000001", "lots" } },
-  { "cpu_only_pods", { "score", "pass", " pass\n" }, { "", "Score", "off", "score,pass" } },
+      "wholex1@a|b|c|d|e|f|g|h|i=1", "wholex1=1,"}},
+    {"weight_frag",
+     {"0", "1", "0.5", "1e6", "3.14159", "+2", "1e-300", "0.1"},
+     {"", "abc", "-1", "1000001", "nan", "inf", "-inf", "1x", "1 2", "0x", "1e6.5"}},
+    {"weight_island", {"0", "2.5", "1000000"}, {"-0.1", "1e7", "NaN"}},
+    {"weight_model", {"0.5", "0", "7"}, {"half", "", "INF"}},
+    {"max_sharers", {"0", "100000", "3"}, {"100001", "-1", "x", ""}},
+    {"headroom_pct", {"0", "99", "10"}, {"100", "-1", "5%", ""}},
+    {"search_budget", {"16", "4096", "10000000"}, {"15", "0", "10000001", "lots"}},
+    {"cpu_only_pods", {"score", "pass", " pass\n"}, {"", "Score", "off", "score,pass"}},
 };
 
 #define NCASES (sizeof cases / sizeof cases[0])
@@ -132,7 +135,8 @@ Test(policy, every_good_value_round_trips)
       sf_policy_init(&p);
       cr_assert_eq(sf_policy_set(&p, key, val, err, sizeof err), 0, "%s=\"%s\": %s", key, val, err);
       strcpy(first, get(&p, key));
-      cr_assert_eq(sf_policy_set(&p, key, first, err, sizeof err), 0, "%s=\"%s\": %s", key, first, err);
+      cr_assert_eq(sf_policy_set(&p, key, first, err, sizeof err), 0, "%s=\"%s\": %s", key, first,
+                   err);
       cr_assert_str_eq(get(&p, key), first, "%s: \"%s\" did not round-trip", key, val);
       sf_policy_dispose(&p);
     }
@@ -149,9 +153,11 @@ Test(policy, every_bad_value_is_rejected_naming_key_and_value)
       sf_policy_init(&p);
       /* Start from a non-default value, so "unchanged" means something. */
       cr_assert_eq(sf_policy_set(&p, key, cases[i].good[1] ? cases[i].good[1] : cases[i].good[0],
-                                 NULL, 0), 0);
+                                 NULL, 0),
+                   0);
       snapshot(&p, before, sizeof before);
-      cr_assert_eq(sf_policy_set(&p, key, val, err, sizeof err), SF_EINVAL, "%s=\"%s\" accepted", key, val);
+      cr_assert_eq(sf_policy_set(&p, key, val, err, sizeof err), SF_EINVAL, "%s=\"%s\" accepted", key,
+                   val);
       snprintf(quoted, sizeof quoted, "policy key \"%s\": bad value \"", key);
       cr_assert(strstr(err, quoted) == err, "message \"%s\"", err);
       cr_assert(strstr(err, trimmed(val, tv, sizeof tv)) != NULL, "message \"%s\" lacks %s", err, tv);
@@ -168,12 +174,14 @@ Test(policy, message_examples)
   sf_policy_t p;
   sf_policy_init(&p);
   cr_assert_eq(sf_policy_set(&p, "weight_frag", "abc", err, sizeof err), SF_EINVAL);
-  cr_assert_str_eq(err, "policy key \"weight_frag\": bad value \"abc\": expected a number >= 0 and <= 1e6");
+  cr_assert_str_eq(err,
+                   "policy key \"weight_frag\": bad value \"abc\": expected a number >= 0 and <= 1e6");
   cr_assert_eq(sf_policy_set(&p, "foo", "1", err, sizeof err), SF_EINVAL);
   cr_assert_str_eq(err, "unknown policy key \"foo\"");
   cr_assert_eq(sf_policy_set(&p, "strategy", "x", err, sizeof err), SF_EINVAL);
-  cr_assert_str_eq(err, "policy key \"strategy\": bad value \"x\": expected one of fragmentation, fgd, "
-                        "binpack, spread");
+  cr_assert_str_eq(err,
+                   "policy key \"strategy\": bad value \"x\": expected one of fragmentation, fgd, "
+                   "binpack, spread");
   cr_assert_eq(sf_policy_set(&p, "island_map", "A100=99", err, sizeof err), SF_EINVAL);
   cr_assert(strstr(err, "item \"A100=99\": SIZE must be an integer in 1..64") != NULL, "%s", err);
   /* A short buffer gets a truncated, terminated message; NULL is allowed. */
@@ -294,16 +302,16 @@ Test(policy, copy_is_deep)
   cr_assert_eq(sf_policy_set(&b, "island_map", "H100=8", NULL, 0), 0);
   cr_assert_str_eq(a.island_rules[0].model, "A100");
   sf_policy_dispose(&a);
-  sf_policy_dispose(&a);   /* idempotent */
+  sf_policy_dispose(&a); /* idempotent */
   cr_assert_str_eq(b.mix[0].models[0], "");
   sf_policy_dispose(&b);
 }
 
 Test(policy, from_kv_all_or_nothing)
 {
-  static const char *const k[] = { "strategy", "island_map", "weight_frag", "search_budget" };
-  static const char *const good[] = { "fgd", "A100=4", "2", "100" };
-  static const char *const bad[] = { "fgd", "A100=4", "2", "1" };
+  static const char *const k[] = {"strategy", "island_map", "weight_frag", "search_budget"};
+  static const char *const good[] = {"fgd", "A100=4", "2", "100"};
+  static const char *const bad[] = {"fgd", "A100=4", "2", "1"};
   sf_policy_t out, sentinel;
   char err[256] = "";
   memset(&out, 0xa5, sizeof out);
@@ -325,8 +333,8 @@ Test(policy, from_kv_all_or_nothing)
   cr_assert_eq(out.search_budget, 4096);
   sf_policy_dispose(&out);
   {
-    static const char *const rk[] = { "strategy", "strategy" };
-    static const char *const rv[] = { "spread", "binpack" };
+    static const char *const rk[] = {"strategy", "strategy"};
+    static const char *const rv[] = {"spread", "binpack"};
     cr_assert_eq(sf_policy_from_kv(&out, rk, rv, 2, NULL, 0), 0);
     cr_assert_eq(out.strategy, SF_STRATEGY_BINPACK);
     sf_policy_dispose(&out);
@@ -334,8 +342,8 @@ Test(policy, from_kv_all_or_nothing)
   /* An unknown key fails the whole set too. */
   memcpy(&out, &sentinel, sizeof out);
   {
-    static const char *const uk[] = { "strategy", "colour" };
-    static const char *const uv[] = { "spread", "blue" };
+    static const char *const uk[] = {"strategy", "colour"};
+    static const char *const uv[] = {"spread", "blue"};
     cr_assert_eq(sf_policy_from_kv(&out, uk, uv, 2, err, sizeof err), SF_EINVAL);
     cr_assert_str_eq(err, "unknown policy key \"colour\"");
     cr_assert(memcmp(&out, &sentinel, sizeof out) == 0);

@@ -21,11 +21,14 @@ static uint64_t next(void)
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   return z ^ (z >> 31);
 }
-static uint32_t below(uint32_t n) { return (uint32_t)(next() % n); }
+static uint32_t below(uint32_t n)
+{
+  return (uint32_t)(next() % n);
+}
 
 #define NODES 24
 
-static bool ranged[NODES];  /* the node's memory has a validRange {1Gi, 1Gi, all} */
+static bool ranged[NODES]; /* the node's memory has a validRange {1Gi, 1Gi, all} */
 
 static void random_cluster(sf_index_t *idx, sf_node_id *nodes)
 {
@@ -36,8 +39,18 @@ static void random_cluster(sf_index_t *idx, sf_node_id *nodes)
     int m = (int)below(3);
     int n = m == 2 ? 1 + (int)below(2) : (m == 1 ? 4 : 8);
     ranged[i] = below(2);
-    nodes[i] = ranged[i] ? tc_node_range(idx, name, n, models[m], (m == 0 ? 80 : m == 1 ? 40 : 20) * GiB, GiB, GiB)
-                        : tc_node(idx, name, n, models[m], (m == 0 ? 80 : m == 1 ? 40 : 20) * GiB, m == 2);
+    nodes[i] = ranged[i] ? tc_node_range(idx, name, n, models[m],
+                                         (m == 0   ? 80
+                                          : m == 1 ? 40
+                                                   : 20) *
+                                             GiB,
+                                         GiB, GiB)
+                         : tc_node(idx, name, n, models[m],
+                                   (m == 0   ? 80
+                                    : m == 1 ? 40
+                                             : 20) *
+                                       GiB,
+                                   m == 2);
     sf_node_spec_t ns = {name, 64000, 256LL << 30};
     sf_index_node_upsert(idx, &ns, NULL);
   }
@@ -88,7 +101,7 @@ static void run_policy(const char *strategy, const char *choice, uint64_t seed)
   rng = seed;
   sf_index_t *idx = sf_index_create();
   sf_packer_t *pk = sf_packer_create();
-  sf_packer_t *slow = sf_packer_create();  /* the general path, to compare with the fast one */
+  sf_packer_t *slow = sf_packer_create(); /* the general path, to compare with the fast one */
   sf_packer_set_fast_path(slow, false);
   sf_policy_t pol;
   sf_policy_init(&pol);
@@ -126,7 +139,8 @@ static void run_policy(const char *strategy, const char *choice, uint64_t seed)
     cr_assert_eq(sf_packer_evaluate(slow, idx, &pol, &r.c.dem, nodes, NODES, 0, gen), 0);
     for (int i = 0; i < NODES; i++) {
       cr_assert_eq(gen[i].fit, again[i].fit, "fast and general paths disagree on node %d", i);
-      cr_assert(gen[i].raw == again[i].raw, "raw %g (general) vs %g (fast)", gen[i].raw, again[i].raw);
+      cr_assert(gen[i].raw == again[i].raw, "raw %g (general) vs %g (fast)", gen[i].raw,
+                again[i].raw);
       cr_assert_eq(gen[i].score, again[i].score);
       cr_assert_str_eq(gen[i].reason, again[i].reason);
     }
@@ -152,7 +166,8 @@ static void run_policy(const char *strategy, const char *choice, uint64_t seed)
     cr_assert_eq(sf_packer_place(pk, idx, &pol, &r.c.dem, nodes[best], &as, NULL), SF_FIT_YES);
     cr_assert_eq(as.n, gs.n);
     for (size_t i = 0; i < as.n; i++) {
-      cr_assert_eq(as.results[i].pick.dev, gs.results[i].pick.dev, "fast and general paths pick differently");
+      cr_assert_eq(as.results[i].pick.dev, gs.results[i].pick.dev,
+                   "fast and general paths pick differently");
       cr_assert_eq(as.results[i].pick.consumed[0], gs.results[i].pick.consumed[0]);
     }
     snprintf(holder, sizeof(holder), "pod-%d", step);
@@ -171,11 +186,26 @@ static void run_policy(const char *strategy, const char *choice, uint64_t seed)
   sf_index_destroy(idx);
 }
 
-Test(prop, fragmentation_first_fit) { run_policy("fragmentation", "first-fit", 1); }
-Test(prop, fragmentation_packer) { run_policy("fragmentation", "packer", 2); }
-Test(prop, fgd_packer) { run_policy("fgd", "packer", 3); }
-Test(prop, binpack_packer) { run_policy("binpack", "packer", 4); }
-Test(prop, spread_first_fit) { run_policy("spread", "first-fit", 5); }
+Test(prop, fragmentation_first_fit)
+{
+  run_policy("fragmentation", "first-fit", 1);
+}
+Test(prop, fragmentation_packer)
+{
+  run_policy("fragmentation", "packer", 2);
+}
+Test(prop, fgd_packer)
+{
+  run_policy("fgd", "packer", 3);
+}
+Test(prop, binpack_packer)
+{
+  run_policy("binpack", "packer", 4);
+}
+Test(prop, spread_first_fit)
+{
+  run_policy("spread", "first-fit", 5);
+}
 Test(prop, many_seeds)
 {
   for (uint64_t s = 10; s < 16; s++)
@@ -233,23 +263,25 @@ Test(prop, remembered_verdicts_match_fresh_ones)
     r->c.dem.cpu_milli = (int64_t)below(3) * 1000;
     cr_assert_eq(sf_packer_evaluate(pk, idx, &pol, &r->c.dem, nodes, NODES, 0, v), 0);
     uint32_t change = below(6);
-    if (change == 0) {  /* one policy key */
+    if (change == 0) { /* one policy key */
       uint32_t key = below(4);
       snprintf(num, sizeof(num), "%u", key == 2 ? below(3) : below(2) * 40);
       const char *val = key == 0   ? strategies[below(4)]
                         : key == 1 ? (below(2) ? "packer" : "first-fit")
                                    : num;
-      const char *name = key == 0 ? "strategy" : key == 1 ? "device_choice"
-                                 : key == 2 ? "max_sharers" : "headroom_pct";
+      const char *name = key == 0   ? "strategy"
+                         : key == 1 ? "device_choice"
+                         : key == 2 ? "max_sharers"
+                                    : "headroom_pct";
       cr_assert_eq(sf_policy_set(&pol, name, val, err, sizeof(err)), 0, "%s", err);
-    } else if (change == 1) {  /* the workload mix learned from the cluster */
+    } else if (change == 1) { /* the workload mix learned from the cluster */
       cr_assert_eq(sf_mix_learn(pk, idx, &pol, &shapes[below(6)].c.dem, +1), 0);
-    } else if (change == 2 && sf_index_alloc_count(idx) > 0) {  /* a pod leaves */
+    } else if (change == 2 && sf_index_alloc_count(idx) > 0) { /* a pod leaves */
       snprintf(holder, sizeof(holder), "pod-%u", below((uint32_t)step));
       sf_alloc_id a = sf_index_alloc_find(idx, holder);
       if (a >= 0)
         cr_assert_eq(sf_index_alloc_remove(idx, a), 0);
-    } else if (change == 3) {  /* a pod lands on the best node */
+    } else if (change == 3) { /* a pod lands on the best node */
       int best = -1;
       for (int i = 0; i < NODES; i++)
         if (v[i].fit == SF_FIT_YES && (best < 0 || v[i].score > v[best].score))
@@ -260,9 +292,9 @@ Test(prop, remembered_verdicts_match_fresh_ones)
         cr_assert_eq(sf_packer_commit(pk, idx, &r->c.dem, holder, NULL), 0);
         placed++;
       }
-    } else if (change == 4) {  /* the next pod asks other CPU */
+    } else if (change == 4) { /* the next pod asks other CPU */
       r->c.dem.cpu_milli = (int64_t)below(3) * 1000;
-    } else {  /* the next pod's claim has another name */
+    } else { /* the next pod's claim has another name */
       r->c.claim.name = names[below(3)];
     }
     sf_packer_t *fresh = sf_packer_create();
@@ -298,8 +330,9 @@ static void against_reference(const char *strategy, const char *choice, bool fas
   cr_assert_eq(sf_policy_set(&pol, "strategy", strategy, err, sizeof(err)), 0);
   cr_assert_eq(sf_policy_set(&pol, "device_choice", choice, err, sizeof(err)), 0);
   cr_assert_eq(sf_policy_set(&pol, "island_map", "H100=4,A100=2", err, sizeof(err)), 0);
-  cr_assert_eq(sf_policy_set(&pol, "fgd_mix", "8:4Gix1=3,12Gix1=1,wholex1=2,wholex2!=1,wholex4!=1", err,
-                             sizeof(err)), 0, "%s", err);
+  cr_assert_eq(sf_policy_set(&pol, "fgd_mix", "8:4Gix1=3,12Gix1=1,wholex1=2,wholex2!=1,wholex4!=1",
+                             err, sizeof(err)),
+               0, "%s", err);
   sf_node_id nodes[NODES];
   random_cluster(idx, nodes);
   sf_index_apply_policy(idx, &pol);
@@ -320,11 +353,12 @@ static void against_reference(const char *strategy, const char *choice, bool fas
     for (int i = 0; i < NODES; i++) {
       if (v[i].fit == SF_FIT_UNSURE)
         continue;
-      ref_claim_t rc = {r.c.req.count, r.c.req.ncaps ? r.c.cap.value : 0, r.c.claim.ncons > 0,
-                        r.c.dem.cpu_milli, ranged[i] ? GiB : 0, ranged[i] ? GiB : 0};
+      ref_claim_t rc = {r.c.req.count,       r.c.req.ncaps ? r.c.cap.value : 0,
+                        r.c.claim.ncons > 0, r.c.dem.cpu_milli,
+                        ranged[i] ? GiB : 0, ranged[i] ? GiB : 0};
       bool want = ref_fits(idx, &pol, &rc, nodes[i]);
-      cr_assert_eq(v[i].fit == SF_FIT_YES, want, "step %d node %d: packer %d, reference %d (%s)", step, i,
-                   v[i].fit, want, v[i].reason);
+      cr_assert_eq(v[i].fit == SF_FIT_YES, want, "step %d node %d: packer %d, reference %d (%s)",
+                   step, i, v[i].fit, want, v[i].reason);
       if (!want)
         continue;
       fits++;
@@ -338,11 +372,13 @@ static void against_reference(const char *strategy, const char *choice, bool fas
         use[j] = sf_index_dev_shared(idx, picks[j]) && c >= 0 ? as.results[j].pick.consumed[c] : 0;
       }
       if (strcmp(strategy, "binpack") == 0) {
-        cr_assert(v[i].raw == ref_binpack(idx, nodes[i], picks, use, as.n), "step %d node %d: %.17g vs %.17g",
-                  step, i, v[i].raw, ref_binpack(idx, nodes[i], picks, use, as.n));
+        cr_assert(v[i].raw == ref_binpack(idx, nodes[i], picks, use, as.n),
+                  "step %d node %d: %.17g vs %.17g", step, i, v[i].raw,
+                  ref_binpack(idx, nodes[i], picks, use, as.n));
       } else {
         double ref = ref_fgd(idx, &pol, nodes[i], picks, use, as.n, r.c.dem.cpu_milli);
-        cr_assert_eq(floor(v[i].raw), ref, "step %d node %d: fgd %g vs reference %g", step, i, v[i].raw, ref);
+        cr_assert_eq(floor(v[i].raw), ref, "step %d node %d: fgd %g vs reference %g", step, i,
+                     v[i].raw, ref);
         if (strcmp(choice, "packer") == 0 && rc.count == 1 && !rc.island) {
           /* No other device of the node scores better. */
           size_t n;
@@ -351,14 +387,15 @@ static void against_reference(const char *strategy, const char *choice, bool fas
             /* Every device of a node has the same memory and rounding: the pick's amount fits it or not. */
             bool shared = sf_index_dev_shared(idx, devs[k]);
             sf_milli_t value, fr;
-            sf_index_dev_cap(idx, devs[k], (size_t)sf_index_dev_cap_find(idx, devs[k], DRV "/memory"), &value, &fr);
+            sf_index_dev_cap(idx, devs[k], (size_t)sf_index_dev_cap_find(idx, devs[k], DRV "/memory"),
+                             &value, &fr);
             sf_milli_t uk = shared ? (rc.mem ? use[0] : value) : 0;
             if ((!shared && sf_index_dev_holders(idx, devs[k]) > 0) || (shared && fr < uk) ||
                 (pol.max_sharers > 0 && sf_index_dev_holders(idx, devs[k]) >= pol.max_sharers))
               continue;
             double other = ref_fgd(idx, &pol, nodes[i], &devs[k], &uk, 1, r.c.dem.cpu_milli);
-            cr_assert_leq(other, ref, "step %d node %d: device %zu scores %g, the packer's pick %g", step, i,
-                          k, other, ref);
+            cr_assert_leq(other, ref, "step %d node %d: device %zu scores %g, the packer's pick %g",
+                          step, i, k, other, ref);
           }
         }
       }
@@ -379,8 +416,23 @@ static void against_reference(const char *strategy, const char *choice, bool fas
   sf_index_destroy(idx);
 }
 
-Test(prop, kernel_matches_reference_fgd_packer) { against_reference("fgd", "packer", true, 21); }
-Test(prop, kernel_matches_reference_fgd_packer_general) { against_reference("fgd", "packer", false, 22); }
-Test(prop, kernel_matches_reference_fgd_first_fit) { against_reference("fgd", "first-fit", true, 23); }
-Test(prop, kernel_matches_reference_binpack) { against_reference("binpack", "packer", true, 24); }
-Test(prop, kernel_matches_reference_binpack_general) { against_reference("binpack", "first-fit", false, 25); }
+Test(prop, kernel_matches_reference_fgd_packer)
+{
+  against_reference("fgd", "packer", true, 21);
+}
+Test(prop, kernel_matches_reference_fgd_packer_general)
+{
+  against_reference("fgd", "packer", false, 22);
+}
+Test(prop, kernel_matches_reference_fgd_first_fit)
+{
+  against_reference("fgd", "first-fit", true, 23);
+}
+Test(prop, kernel_matches_reference_binpack)
+{
+  against_reference("binpack", "packer", true, 24);
+}
+Test(prop, kernel_matches_reference_binpack_general)
+{
+  against_reference("binpack", "first-fit", false, 25);
+}

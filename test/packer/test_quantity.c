@@ -67,22 +67,25 @@ Test(quantity, binary_vs_decimal)
 
 Test(quantity, every_suffix)
 {
-  static const struct { const char *s; sf_milli_t v; } t[] = {
-    { "3m", 3 },
-    { "3", 3 * MILLI },
-    { "3k", 3000 * MILLI },
-    { "3M", 3000000 * MILLI },
-    { "3G", 3000000000LL * MILLI },
-    { "3T", 3000000000000LL * MILLI },
-    { "3P", 3000000000000000LL * MILLI },
-    { "3E", 0 },  /* checked below: does not fit */
-    { "3Ki", 3 * KI * MILLI },
-    { "3Mi", 3 * KI * KI * MILLI },
-    { "3Gi", 3 * KI * KI * KI * MILLI },
-    { "3Ti", 3 * KI * KI * KI * KI * MILLI },
-    { "3Pi", 3 * KI * KI * KI * KI * KI * MILLI },
-    { "0.001E", 1000000000000000LL * MILLI },
-    { "0.001Ei", 1LL << 60 },  /* 2^60 / 1000 bytes: exact in milli */
+  static const struct {
+    const char *s;
+    sf_milli_t v;
+  } t[] = {
+      {"3m", 3},
+      {"3", 3 * MILLI},
+      {"3k", 3000 * MILLI},
+      {"3M", 3000000 * MILLI},
+      {"3G", 3000000000LL * MILLI},
+      {"3T", 3000000000000LL * MILLI},
+      {"3P", 3000000000000000LL * MILLI},
+      {"3E", 0}, /* checked below: does not fit */
+      {"3Ki", 3 * KI * MILLI},
+      {"3Mi", 3 * KI * KI * MILLI},
+      {"3Gi", 3 * KI * KI * KI * MILLI},
+      {"3Ti", 3 * KI * KI * KI * KI * MILLI},
+      {"3Pi", 3 * KI * KI * KI * KI * KI * MILLI},
+      {"0.001E", 1000000000000000LL * MILLI},
+      {"0.001Ei", 1LL << 60}, /* 2^60 / 1000 bytes: exact in milli */
   };
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
     if (strcmp(t[i].s, "3E") == 0)
@@ -117,7 +120,7 @@ Test(quantity, precision_finer_than_milli)
   bad("0.0001", SF_EINVAL);
   bad("1.0001", SF_EINVAL);
   bad("0.5m", SF_EINVAL);
-  bad("0.0001Ki", SF_EINVAL);   /* 102.4 milli */
+  bad("0.0001Ki", SF_EINVAL); /* 102.4 milli */
   bad("1u", SF_EINVAL);
   bad("1n", SF_EINVAL);
 }
@@ -160,25 +163,25 @@ Test(quantity, long_inputs)
   memset(buf, '9', 300);
   memcpy(buf, "9223372036854775.806", 20);
   buf[300] = '\0';
-  bad(buf, SF_EINVAL);           /* just below INT64_MAX, not whole */
+  bad(buf, SF_EINVAL); /* just below INT64_MAX, not whole */
   memcpy(buf, "9223372036854775.807", 20);
-  bad(buf, SF_ERANGE);           /* just above */
+  bad(buf, SF_ERANGE); /* just above */
   snprintf(buf, sizeof buf, "0.%0200d1e204", 0);
   cr_assert_eq(q(buf), 1000000);
   snprintf(buf, sizeof buf, "%0300d", 7);
   cr_assert_eq(q(buf), 7000);
   snprintf(buf, sizeof buf, "1%0100de-100", 0);
   cr_assert_eq(q(buf), 1000);
-  snprintf(buf, sizeof buf, "0.%0100d5Ki", 0);   /* 5e-101 KiB: nonzero, below milli */
+  snprintf(buf, sizeof buf, "0.%0100d5Ki", 0); /* 5e-101 KiB: nonzero, below milli */
   bad(buf, SF_EINVAL);
 }
 
 Test(quantity, bad_syntax)
 {
   static const char *const t[] = {
-    "", "+", "-", ".", "-.", "1.2.3", "Gi", "1 Gi", " 1", "1 ", "1KiB", "1ki", "1K", "1g",
-    "1e", "1e+", "1E-", "1e1.5", "1ee3", "1Gi3", "1mm", "1x", "--1", "+-1", "1,5", "0x10",
-    "1Gi ", "1e3k", "1.Gi.", "e3", "∞",
+      "",    "+",   "-",   ".",    "-.",   "1.2.3", "Gi",    "1 Gi", " 1",   "1 ",  "1KiB",
+      "1ki", "1K",  "1g",  "1e",   "1e+",  "1E-",   "1e1.5", "1ee3", "1Gi3", "1mm", "1x",
+      "--1", "+-1", "1,5", "0x10", "1Gi ", "1e3k",  "1.Gi.", "e3",   "∞",
   };
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
     bad(t[i], SF_EINVAL);
@@ -191,7 +194,10 @@ Test(quantity, parse_n_reads_only_len_bytes)
   cr_assert_eq(v, q("1.5Gi"));
   cr_assert_eq(sf_quantity_parse_n("12", 1, &v), 0);
   cr_assert_eq(v, 1000);
-  cr_assert_eq(sf_quantity_parse_n("1\0" "5", 3, &v), SF_EINVAL);
+  cr_assert_eq(sf_quantity_parse_n("1\0"
+                                   "5",
+                                   3, &v),
+               SF_EINVAL);
   cr_assert_eq(sf_quantity_parse_n(NULL, 0, &v), SF_EINVAL);
 }
 
@@ -206,7 +212,7 @@ Test(quantity, format_canonical)
   cr_assert_str_eq(fmt(q("80G"), 0), "80G");
   /* 80e9 bytes is 78125000 * 1024: whole KiB, so the binary family holds it. */
   cr_assert_str_eq(fmt(q("80G"), 1), "78125000Ki");
-  cr_assert_str_eq(fmt(q("3k"), 1), "3k");   /* not divisible by 1024 */
+  cr_assert_str_eq(fmt(q("3k"), 1), "3k"); /* not divisible by 1024 */
   cr_assert_str_eq(fmt(q("4864Mi"), 1), "4864Mi");
   cr_assert_str_eq(fmt(q("1Ki"), 1), "1Ki");
   cr_assert_str_eq(fmt(q("1536"), 1), "1536");
@@ -255,8 +261,21 @@ static uint64_t next(uint64_t *s)
 Test(quantity, format_roundtrips)
 {
   static const sf_milli_t fixed[] = {
-    0, 1, -1, 999, 1000, 1001, 1024000, 1023000, 1000000, INT64_MAX, INT64_MIN, INT64_MAX - 999,
-    INT64_MIN + 1, 1024LL * 1024 * 1024 * 1024 * 1024 * 1000, 1000000000000000000LL,
+      0,
+      1,
+      -1,
+      999,
+      1000,
+      1001,
+      1024000,
+      1023000,
+      1000000,
+      INT64_MAX,
+      INT64_MIN,
+      INT64_MAX - 999,
+      INT64_MIN + 1,
+      1024LL * 1024 * 1024 * 1024 * 1024 * 1000,
+      1000000000000000000LL,
   };
   uint64_t seed = 0x51ce0f17ULL;
   for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
@@ -285,13 +304,12 @@ Test(quantity, random_values_exact)
     unsigned k = (unsigned)(next(&seed) % 5);
     uint64_t n = next(&seed) % (k == 4 ? 8388 : 1000000);
     sf_milli_t want = (sf_milli_t)n * MILLI << (10 * k);
-    static const char *const bin[] = { "", "Ki", "Mi", "Gi", "Ti" };
+    static const char *const bin[] = {"", "Ki", "Mi", "Gi", "Ti"};
     snprintf(buf, sizeof buf, "%" PRIu64 "%s", n, bin[k]);
     cr_assert_eq(q(buf), want, "%s", buf);
     /* The same bytes as an exact fraction of the next unit up (n/1024). */
     if (k > 0) {
-      snprintf(buf, sizeof buf, "%" PRIu64 ".%010" PRIu64 "%s", n / 1024, n % 1024 * 9765625,
-               bin[k]);
+      snprintf(buf, sizeof buf, "%" PRIu64 ".%010" PRIu64 "%s", n / 1024, n % 1024 * 9765625, bin[k]);
       cr_assert_eq(q(buf), (sf_milli_t)n * MILLI << (10 * (k - 1)), "%s", buf);
     }
   }

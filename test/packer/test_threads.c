@@ -35,7 +35,7 @@ static void *run(void *arg)
   sf_node_id nodes[TNODES];
   for (int i = 0; i < TNODES; i++) {
     snprintf(name, sizeof(name), "node-%02d", i);
-    nodes[i] = i % 3 == 0 ? tc_node(idx, name, 8, "NVIDIA H100", 80 * GiB, true)
+    nodes[i] = i % 3 == 0   ? tc_node(idx, name, 8, "NVIDIA H100", 80 * GiB, true)
                : i % 3 == 1 ? tc_node_range(idx, name, 4, "NVIDIA A100", 40 * GiB, GiB, GiB)
                             : tc_node(idx, name, 2, "RTX 4000", 20 * GiB, false);
   }
@@ -72,7 +72,8 @@ static void same(const run_t *a, const run_t *b)
   for (int c = 0; c < TCALLS; c++)
     for (int i = 0; i < TNODES; i++) {
       cr_assert_eq(a->fit[c][i], b->fit[c][i], "call %d node %d", c, i);
-      cr_assert(a->raw[c][i] == b->raw[c][i], "call %d node %d: %g vs %g", c, i, a->raw[c][i], b->raw[c][i]);
+      cr_assert(a->raw[c][i] == b->raw[c][i], "call %d node %d: %g vs %g", c, i, a->raw[c][i],
+                b->raw[c][i]);
       fits += a->fit[c][i] == SF_FIT_YES;
     }
   cr_assert_gt(fits, TCALLS);
@@ -80,7 +81,7 @@ static void same(const run_t *a, const run_t *b)
 
 static void two_threads(const char *strategy, const char *choice)
 {
-  static run_t alone, t1, t2;  /* big: not on the stack */
+  static run_t alone, t1, t2; /* big: not on the stack */
   alone = (run_t){.strategy = strategy, .choice = choice};
   t1 = alone;
   t2 = alone;
@@ -94,5 +95,11 @@ static void two_threads(const char *strategy, const char *choice)
   same(&alone, &t2);
 }
 
-Test(threads, two_packers_answer_as_one_fragmentation) { two_threads("fragmentation", "packer"); }
-Test(threads, two_packers_answer_as_one_spread) { two_threads("spread", "packer"); }
+Test(threads, two_packers_answer_as_one_fragmentation)
+{
+  two_threads("fragmentation", "packer");
+}
+Test(threads, two_packers_answer_as_one_spread)
+{
+  two_threads("spread", "packer");
+}

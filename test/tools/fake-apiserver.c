@@ -66,23 +66,27 @@ const rdef_t fk_RES[NRES] = {
 
 fake_state_t fk_S = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .rv = 1000};
 
-void fk_die(const char *msg) {
+void fk_die(const char *msg)
+{
   fprintf(stderr, "fake-apiserver: %s\n", msg);
   exit(2);
 }
 
-char *fk_fmt(const char *f, ...) {
+char *fk_fmt(const char *f, ...)
+{
   va_list ap;
   va_start(ap, f);
   char *s = NULL;
-  if (vasprintf(&s, f, ap) < 0) fk_die("out of memory");
+  if (vasprintf(&s, f, ap) < 0)
+    fk_die("out of memory");
   va_end(ap);
   return s;
 }
 
 /* ---- the control channel ---- */
 
-static json_t *load_file(const char *path) {
+static json_t *load_file(const char *path)
+{
   json_error_t je;
   json_t *v = json_load_file(path, 0, &je);
   if (json_is_object(v)) {
@@ -93,9 +97,13 @@ static json_t *load_file(const char *path) {
   return json_is_array(v) ? v : NULL;
 }
 
-static void cmd_load(int res, const char *path) {
+static void cmd_load(int res, const char *path)
+{
   json_t *items = load_file(path);
-  if (!items) { printf("err cannot load %s\n", path); return; }
+  if (!items) {
+    printf("err cannot load %s\n", path);
+    return;
+  }
   size_t i;
   json_t *o;
   json_array_foreach(items, i, o) fk_put(res, json_incref(o), false);
@@ -104,19 +112,21 @@ static void cmd_load(int res, const char *path) {
   json_decref(items);
 }
 
-static void cmd_dump(int res) {
+static void cmd_dump(int res)
+{
   json_t *out = json_array();
   const char *k;
   json_t *o;
   json_object_foreach(fk_S.store[res], k, o)
-    json_array_append_new(out, json_pack("[s,s]", k, fk_meta_str(o, "resourceVersion")));
+      json_array_append_new(out, json_pack("[s,s]", k, fk_meta_str(o, "resourceVersion")));
   char *s = json_dumps(out, JSON_COMPACT);
   printf("ok %s\n", s);
   free(s);
   json_decref(out);
 }
 
-static void command(char *line) {
+static void command(char *line)
+{
   char verb[32] = "", arg[256] = "", *rest = NULL;
   int n = 0, x = 0, y = 0;
   sscanf(line, "%31s %255s %n", verb, arg, &n);
@@ -128,10 +138,12 @@ static void command(char *line) {
     json_error_t je;
     json_t *o = json_loads(rest, 0, &je);
     err = o ? fk_put(res, o, true) : je.text;
-    if (!err) printf("ok %llu\n", fk_S.rv);
+    if (!err)
+      printf("ok %llu\n", fk_S.rv);
   } else if (!strcmp(verb, "del") && res >= 0) {
     rest[strcspn(rest, " \n")] = '\0';
-    if (!(err = fk_del(res, rest))) printf("ok %llu\n", fk_S.rv);
+    if (!(err = fk_del(res, rest)))
+      printf("ok %llu\n", fk_S.rv);
   } else if (!strcmp(verb, "load") && res >= 0) {
     rest[strcspn(rest, "\n")] = '\0';
     cmd_load(res, rest);
@@ -150,7 +162,10 @@ static void command(char *line) {
     printf("ok\n");
   } else if (!strcmp(verb, "expire")) {
     fk_S.expire_gen++;
-    for (size_t i = 0; i < fk_S.nsnaps; i++) { json_decref(fk_S.snaps[i].items); fk_S.snaps[i].items = NULL; }
+    for (size_t i = 0; i < fk_S.nsnaps; i++) {
+      json_decref(fk_S.snaps[i].items);
+      fk_S.snaps[i].items = NULL;
+    }
     printf("ok\n");
   } else if (!strcmp(verb, "fail") && sscanf(line, "fail %d %d %d", &x, &y, &fk_S.fail_secs) >= 2) {
     fk_S.fail_code = x;
@@ -191,34 +206,44 @@ static void command(char *line) {
   } else {
     err = "unknown command or resource";
   }
-  if (err) printf("err %s\n", err);
+  if (err)
+    printf("err %s\n", err);
   pthread_cond_broadcast(&fk_S.cv);
   pthread_mutex_unlock(&fk_S.mu);
   fflush(stdout);
 }
 
-int main(int argc, char **argv) {
-  for (int i = 0; i < NRES; i++) fk_S.store[i] = json_object();
+int main(int argc, char **argv)
+{
+  for (int i = 0; i < NRES; i++)
+    fk_S.store[i] = json_object();
   for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--token") && i + 1 < argc) fk_S.token = strdup(argv[++i]);
-    else if (!strcmp(argv[i], "--no-watch-list")) fk_S.no_watch_list = true;
-    else if (!strcmp(argv[i], "--no-device-taint-rules")) fk_S.no_taint_rules = true;
-    else fk_die("usage: fake-apiserver [--token T] [--no-watch-list] [--no-device-taint-rules]");
+    if (!strcmp(argv[i], "--token") && i + 1 < argc)
+      fk_S.token = strdup(argv[++i]);
+    else if (!strcmp(argv[i], "--no-watch-list"))
+      fk_S.no_watch_list = true;
+    else if (!strcmp(argv[i], "--no-device-taint-rules"))
+      fk_S.no_taint_rules = true;
+    else
+      fk_die("usage: fake-apiserver [--token T] [--no-watch-list] [--no-device-taint-rules]");
   }
   struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = 0};
   sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  struct MHD_Daemon *d = MHD_start_daemon(
-      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0, NULL,
-      NULL, fk_on_request, NULL, MHD_OPTION_CONNECTION_TIMEOUT, 0u, MHD_OPTION_SOCK_ADDR,
-      (struct sockaddr *)&sa, MHD_OPTION_END);
-  if (!d) fk_die("cannot start the HTTP daemon");
+  struct MHD_Daemon *d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD |
+                                              MHD_USE_THREAD_PER_CONNECTION,
+                                          0, NULL, NULL, fk_on_request, NULL,
+                                          MHD_OPTION_CONNECTION_TIMEOUT, 0u, MHD_OPTION_SOCK_ADDR,
+                                          (struct sockaddr *)&sa, MHD_OPTION_END);
+  if (!d)
+    fk_die("cannot start the HTTP daemon");
   const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
   printf("port %u\n", info ? info->port : 0);
   fflush(stdout);
   char *line = NULL;
   size_t cap = 0;
   while (getline(&line, &cap, stdin) > 0) {
-    if (!strncmp(line, "quit", 4)) break;
+    if (!strncmp(line, "quit", 4))
+      break;
     command(line);
   }
   free(line);
@@ -227,14 +252,16 @@ int main(int argc, char **argv) {
   pthread_cond_broadcast(&fk_S.cv);
   pthread_mutex_unlock(&fk_S.mu);
   MHD_stop_daemon(d);
-  for (int i = 0; i < NRES; i++) json_decref(fk_S.store[i]);
+  for (int i = 0; i < NRES; i++)
+    json_decref(fk_S.store[i]);
   for (size_t i = 0; i < fk_S.nlog; i++) {
     free(fk_S.log[i].ns);
     free(fk_S.log[i].name);
     json_decref(fk_S.log[i].obj);
     json_decref(fk_S.log[i].prev);
   }
-  for (size_t i = 0; i < fk_S.nsnaps; i++) json_decref(fk_S.snaps[i].items);
+  for (size_t i = 0; i < fk_S.nsnaps; i++)
+    json_decref(fk_S.snaps[i].items);
   free(fk_S.log);
   free(fk_S.snaps);
   free(fk_S.token);

@@ -54,7 +54,7 @@ static bool agrees(const json_t *c, sf_fit_t fit)
 
 typedef struct {
   int agree, known, fixed;
-  char *bad;                   /* names and verdicts that disagree, unexpectedly */
+  char *bad; /* names and verdicts that disagree, unexpectedly */
   size_t len;
 } tally_t;
 
@@ -62,9 +62,12 @@ static void note(tally_t *t, const json_t *c, sf_fit_t fit, const char *why)
 {
   bool ok = agrees(c, fit);
   const char *known = str(c, "known_failure");
-  if (ok) t->agree++;
-  if (ok && known) t->fixed++;
-  if (!ok && known) t->known++;
+  if (ok)
+    t->agree++;
+  if (ok && known)
+    t->fixed++;
+  if (!ok && known)
+    t->known++;
   if (!ok && !known) {
     char line[512];
     int n = snprintf(line, sizeof line, "  %s: expected %s, got %s%s%s\n", str(c, "name"),
@@ -82,8 +85,10 @@ static void report(const char *mode, tally_t *t, const json_t *all)
   size_t n = json_array_size(all), ours = 0, i;
   const json_t *c;
   json_array_foreach(all, i, c) ours += json_is_true(json_object_get(c, "ours"));
-  fprintf(stderr, "upstream %s: %d of %zu cases agree (%zu upstream, %zu slicefit's own), %d known failures%s%s",
-          mode, t->agree, n, n - ours, ours, t->known, t->len ? ", disagreeing:\n" : "\n", t->len ? t->bad : "");
+  fprintf(stderr,
+          "upstream %s: %d of %zu cases agree (%zu upstream, %zu slicefit's own), %d known failures%s%s",
+          mode, t->agree, n, n - ours, ours, t->known, t->len ? ", disagreeing:\n" : "\n",
+          t->len ? t->bad : "");
   cr_expect_eq(t->len, 0, "%s mode disagrees with upstream:\n%s", mode, t->bad ? t->bad : "");
   free(t->bad);
 }
@@ -119,7 +124,8 @@ Test(upstream, snapshot, .timeout = 120)
   const json_t *all = json_object_get(d, "cases"), *c;
   tally_t t = {0};
   size_t i;
-  json_array_foreach(all, i, c) {
+  json_array_foreach(all, i, c)
+  {
     char why[SF_ERR_MAX + 32];
     sf_fit_t fit = run_snapshot(c, why, sizeof why);
     note(&t, c, fit, why);
@@ -130,17 +136,22 @@ Test(upstream, snapshot, .timeout = 120)
 
 /* ---- live mode: bin/slicefit against the fake kube-apiserver ---- */
 
-static const struct { const char *kind, *res; } KINDS[] = {
-    {"Node", "nodes"}, {"DeviceClass", "deviceclasses"}, {"ResourceSlice", "resourceslices"},
-    {"ResourceClaim", "resourceclaims"}};
+static const struct {
+  const char *kind, *res;
+} KINDS[] = {{"Node", "nodes"},
+             {"DeviceClass", "deviceclasses"},
+             {"ResourceSlice", "resourceslices"},
+             {"ResourceClaim", "resourceclaims"}};
 
 static void put_objects(sfx_api_t *a, const json_t *objs)
 {
   size_t i;
   const json_t *o;
-  json_array_foreach(objs, i, o) {
+  json_array_foreach(objs, i, o)
+  {
     for (size_t k = 0; k < sizeof KINDS / sizeof KINDS[0]; k++) {
-      if (strcmp(str(o, "kind"), KINDS[k].kind)) continue;
+      if (strcmp(str(o, "kind"), KINDS[k].kind))
+        continue;
       char *s = json_dumps(o, JSON_COMPACT);
       sfx_api_cmd(a, "put %s %s", KINDS[k].res, s);
       free(s);
@@ -152,9 +163,11 @@ static void del_objects(sfx_api_t *a, const json_t *objs)
 {
   size_t i;
   const json_t *o;
-  json_array_foreach(objs, i, o) {
+  json_array_foreach(objs, i, o)
+  {
     for (size_t k = 0; k < sizeof KINDS / sizeof KINDS[0]; k++) {
-      if (strcmp(str(o, "kind"), KINDS[k].kind)) continue;
+      if (strcmp(str(o, "kind"), KINDS[k].kind))
+        continue;
       const json_t *md = json_object_get(o, "metadata");
       const char *ns = str(md, "namespace");
       sfx_api_cmd(a, "del %s %s%s%s", KINDS[k].res, ns ? ns : "", ns ? "/" : "", str(md, "name"));
@@ -181,8 +194,8 @@ static void wait_ready(sfx_t *s, const char *name)
     int st;
     if (waitpid(s->pid, &st, WNOHANG) == s->pid) {
       char *log = sfx_log(s);
-      fprintf(stderr, "upstream: case %s: bin/slicefit exited (status %d, signal %d): %.2000s\n", name,
-              WIFEXITED(st) ? WEXITSTATUS(st) : -1, WIFSIGNALED(st) ? WTERMSIG(st) : 0, log);
+      fprintf(stderr, "upstream: case %s: bin/slicefit exited (status %d, signal %d): %.2000s\n",
+              name, WIFEXITED(st) ? WEXITSTATUS(st) : -1, WIFSIGNALED(st) ? WTERMSIG(st) : 0, log);
       cr_assert_fail("case %s: bin/slicefit exited (status %d, signal %d): %.2000s", name,
                      WIFEXITED(st) ? WEXITSTATUS(st) : -1, WIFSIGNALED(st) ? WTERMSIG(st) : 0, log);
     }
@@ -190,7 +203,8 @@ static void wait_ready(sfx_t *s, const char *name)
     sfx_request(s, "GET", "/readyz", NULL, 0, &r);
     bool ok = strstr(r.body, "\"ready\":true") != NULL;
     sfx_reply_free(&r);
-    if (ok) return;
+    if (ok)
+      return;
     nanosleep(&(struct timespec){0, 5000000L}, NULL);
   }
   cr_assert_fail("slicefit never became ready");
@@ -199,7 +213,8 @@ static void wait_ready(sfx_t *s, const char *name)
 /* FIT when slicefit passes the node (FIT or UNSURE: the filter does not tell them apart), else NO. */
 static sf_fit_t run_live(sfx_api_t *a, const char *kc, const json_t *c, char *why, size_t len)
 {
-  if (getenv("UPSTREAM_TRACE")) fprintf(stderr, "upstream live case: %s\n", str(c, "name"));
+  if (getenv("UPSTREAM_TRACE"))
+    fprintf(stderr, "upstream live case: %s\n", str(c, "name"));
   put_objects(a, json_object_get(c, "objects"));
   sfx_t s;
   const char *args[] = {"--kubeconfig", kc, "--allow-token-over-http", NULL};
@@ -233,7 +248,8 @@ Test(upstream, live, .timeout = 600)
   write_kubeconfig(kc, api.port);
   tally_t t = {0};
   size_t i;
-  json_array_foreach(all, i, c) {
+  json_array_foreach(all, i, c)
+  {
     char why[512];
     sf_fit_t fit = run_live(&api, kc, c, why, sizeof why);
     /* The filter cannot tell UNSURE from FIT: a passed node where UNSURE is accepted agrees. */

@@ -22,7 +22,7 @@ size_t ct_node_devs(const char *node);
 void ct_nvidia(void);
 /** A slice of `pool` on `node` with `ndev` example-driver devices named prefix-i (new reference). */
 json_t *ct_slice(const char *name, const char *node, const char *pool, int gen, int count, int ndev,
-              const char *prefix);
+                 const char *prefix);
 /** The website's allocated claim is on kind-worker, device gpu-4 of pool kind-worker. */
 void ct_kind_worker(void);
 /** The pod's plan, which must succeed; the caller frees it. */

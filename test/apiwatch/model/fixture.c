@@ -3,7 +3,8 @@
 #include <stdlib.h>
 #include "fixture.h"
 
-json_t *fx_load(const char *rel) {
+json_t *fx_load(const char *rel)
+{
   char path[1024];
   const char *top = getenv("SLICEFIT_TOP");
   snprintf(path, sizeof path, "%s/test/fixtures/%s", top ? top : ".", rel);
@@ -13,20 +14,23 @@ json_t *fx_load(const char *rel) {
   return j;
 }
 
-json_t *fx_json(const char *text) {
+json_t *fx_json(const char *text)
+{
   json_error_t e;
   json_t *j = json_loads(text, 0, &e);
   cr_assert(j, "bad test JSON: %s in %s", e.text, text);
   return j;
 }
 
-json_t *fx_item(json_t *list, size_t i) {
+json_t *fx_item(json_t *list, size_t i)
+{
   json_t *it = json_array_get(json_object_get(list, "items"), i);
   cr_assert(it, "no item %zu", i);
   return it;
 }
 
-sf_object_t *fx_decode(const char *text, sf_obj_kind_t kind) {
+sf_object_t *fx_decode(const char *text, sf_obj_kind_t kind)
+{
   json_t *j = fx_json(text);
   sf_object_t *o = NULL;
   char err[256];
@@ -36,7 +40,8 @@ sf_object_t *fx_decode(const char *text, sf_obj_kind_t kind) {
   return o;
 }
 
-const char *fx_decode_err(const char *text, sf_obj_kind_t kind) {
+const char *fx_decode_err(const char *text, sf_obj_kind_t kind)
+{
   static char err[256];
   json_t *j = fx_json(text);
   sf_object_t *o = NULL;

@@ -11,15 +11,17 @@
 /* ---- plans ---- */
 
 /* gpu-test1's pod1 with the claim its template made, as the controller would have. */
-static json_t *gpu_test1_pod(const char *claim) {
+static json_t *gpu_test1_pod(const char *claim)
+{
   json_t *l = fx_load("nvidia-dra-driver-gpu/demo__specs__quickstart__v1__gpu-test1.json");
   json_t *tmpl = fx_item(l, 1), *pod = json_deep_copy(fx_item(l, 2));
-  json_t *cl = json_pack("{s:s,s:{s:s,s:s},s:O}", "kind", "ResourceClaim", "metadata", "name",
-                         claim, "namespace", "gpu-test1", "spec",
+  json_t *cl = json_pack("{s:s,s:{s:s,s:s},s:O}", "kind", "ResourceClaim", "metadata", "name", claim,
+                         "namespace", "gpu-test1", "spec",
                          json_object_get(json_object_get(tmpl, "spec"), "spec"));
   ct_apply(cl);
-  json_object_set_new(pod, "status", json_pack("{s:[{s:s,s:s}]}", "resourceClaimStatuses", "name",
-                                               "gpu", "resourceClaimName", claim));
+  json_object_set_new(pod, "status",
+                      json_pack("{s:[{s:s,s:s}]}", "resourceClaimStatuses", "name", "gpu",
+                                "resourceClaimName", claim));
   json_decref(cl);
   json_decref(l);
   return pod;
@@ -27,7 +29,8 @@ static json_t *gpu_test1_pod(const char *claim) {
 
 static const char *const NODES[] = {"gpu-node-a", "gpu-node-b", "cpu-node"};
 
-Test(cluster, plan_from_template_claim) {
+Test(cluster, plan_from_template_claim)
+{
   ct_nvidia();
   json_t *pod = gpu_test1_pod("pod1-gpu-x1");
   sf_pod_plan_t *p = ct_plan(pod);
@@ -41,7 +44,8 @@ Test(cluster, plan_from_template_claim) {
   json_decref(pod);
 }
 
-Test(cluster, claim_not_created_yet_is_unsure) {
+Test(cluster, claim_not_created_yet_is_unsure)
+{
   ct_nvidia();
   json_t *l = fx_load("nvidia-dra-driver-gpu/demo__specs__quickstart__v1__gpu-test1.json");
   sf_pod_plan_t *p = ct_plan(fx_item(l, 2));
@@ -53,8 +57,9 @@ Test(cluster, claim_not_created_yet_is_unsure) {
   }
   sf_pod_plan_free(p);
   json_t *pod = json_deep_copy(fx_item(l, 2));
-  json_object_set_new(pod, "status", json_pack("{s:[{s:s,s:s}]}", "resourceClaimStatuses", "name",
-                                               "gpu", "resourceClaimName", "gone"));
+  json_object_set_new(pod, "status",
+                      json_pack("{s:[{s:s,s:s}]}", "resourceClaimStatuses", "name", "gpu",
+                                "resourceClaimName", "gone"));
   p = ct_plan(pod);
   ct_evaluate(p, NODES, 1, v);
   cr_assert_str_eq(v[0].reason, "claim gpu-test1/gone is not known yet");
@@ -63,11 +68,13 @@ Test(cluster, claim_not_created_yet_is_unsure) {
   json_decref(l);
 }
 
-Test(cluster, allocated_claim_pins_the_pod) {
+Test(cluster, allocated_claim_pins_the_pod)
+{
   ct_kind_worker();
   ct_load("k8s-website/install-use-dra.kubectl-get-resourceclaim-output.json");
-  json_t *pod = fx_json("{\"metadata\":{\"name\":\"pod0\",\"namespace\":\"dra-tutorial\"},\"spec\":"
-                        "{\"resourceClaims\":[{\"name\":\"g\",\"resourceClaimName\":\"some-gpu\"}]}}");
+  json_t *pod = fx_json(
+      "{\"metadata\":{\"name\":\"pod0\",\"namespace\":\"dra-tutorial\"},\"spec\":"
+      "{\"resourceClaims\":[{\"name\":\"g\",\"resourceClaimName\":\"some-gpu\"}]}}");
   sf_pod_plan_t *p = ct_plan(pod);
   const char *names[] = {"other", "kind-worker"};
   sf_verdict_t v[2];
@@ -79,7 +86,8 @@ Test(cluster, allocated_claim_pins_the_pod) {
   json_decref(pod);
 }
 
-Test(cluster, extended_resources_through_the_class) {
+Test(cluster, extended_resources_through_the_class)
+{
   ct_nvidia();
   json_t *l = fx_load("nvidia-dra-driver-gpu/demo__specs__extended-resources__gpu-full.json");
   json_t *pod = json_deep_copy(fx_item(l, 1));
@@ -90,7 +98,12 @@ Test(cluster, extended_resources_through_the_class) {
   cr_assert_eq(v[1].fit, SF_FIT_YES, "%s", v[1].reason);
   sf_pod_plan_free(p);
   /* Eight GPUs fit only the A100 node. */
-  json_t *lim = json_object_get(json_object_get(json_array_get(json_object_get(json_object_get(pod, "spec"), "containers"), 0), "resources"), "limits");
+  json_t *lim =
+      json_object_get(json_object_get(json_array_get(json_object_get(json_object_get(pod, "spec"),
+                                                                     "containers"),
+                                                     0),
+                                      "resources"),
+                      "limits");
   json_object_set_new(lim, "nvidia.com/gpu", json_integer(8));
   p = ct_plan(pod);
   ct_evaluate(p, NODES, 2, v);
@@ -109,21 +122,26 @@ Test(cluster, extended_resources_through_the_class) {
   json_decref(l);
 }
 
-Test(cluster, pod_without_claims_is_empty) {
+Test(cluster, pod_without_claims_is_empty)
+{
   ct_nvidia();
-  json_t *pod = fx_json("{\"metadata\":{\"name\":\"web\",\"namespace\":\"d\"},\"spec\":{\"containers\":"
-                        "[{\"name\":\"c\",\"resources\":{\"limits\":{\"example.com/foo\":1,\"cpu\":\"2\"}}}]}}");
+  json_t *pod = fx_json(
+      "{\"metadata\":{\"name\":\"web\",\"namespace\":\"d\"},\"spec\":{\"containers\":"
+      "[{\"name\":\"c\",\"resources\":{\"limits\":{\"example.com/foo\":1,\"cpu\":\"2\"}}}]}}");
   sf_pod_plan_t *p = ct_plan(pod);
   cr_assert(sf_pod_plan_empty(p), "an extended resource no class names is not slicefit's");
   sf_verdict_t v[3];
   ct_evaluate(p, NODES, 3, v);
-  for (int i = 0; i < 3; i++) cr_assert_eq(v[i].fit, SF_FIT_YES);
+  for (int i = 0; i < 3; i++)
+    cr_assert_eq(v[i].fit, SF_FIT_YES);
   sf_pod_plan_free(p);
   json_decref(pod);
 }
 
-Test(cluster, plan_errors_and_unknown_class) {
-  json_t *bad = fx_json("{\"metadata\":{\"name\":\"p\"},\"spec\":{\"resourceClaims\":[{\"name\":1}]}}");
+Test(cluster, plan_errors_and_unknown_class)
+{
+  json_t *bad = fx_json(
+      "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"resourceClaims\":[{\"name\":1}]}}");
   sf_pod_plan_t *p = NULL;
   cr_assert_eq(sf_cluster_plan(ct_cluster, bad, &p, ct_err, sizeof ct_err), SF_EINVAL);
   cr_assert_str_eq(ct_err, "spec.resourceClaims[0].name: expected a string, got an integer");
@@ -141,11 +159,13 @@ Test(cluster, plan_errors_and_unknown_class) {
   json_decref(pod);
 }
 
-Test(cluster, taint_rule_blocks_untolerated_claims) {
+Test(cluster, taint_rule_blocks_untolerated_claims)
+{
   ct_nvidia();
-  json_t *rule = fx_json("{\"kind\":\"DeviceTaintRule\",\"metadata\":{\"name\":\"b-down\"},\"spec\":"
-                         "{\"deviceSelector\":{\"driver\":\"gpu.nvidia.com\",\"pool\":\"gpu-node-b\"},"
-                         "\"taint\":{\"key\":\"maint\",\"effect\":\"NoSchedule\"}}}");
+  json_t *rule = fx_json(
+      "{\"kind\":\"DeviceTaintRule\",\"metadata\":{\"name\":\"b-down\"},\"spec\":"
+      "{\"deviceSelector\":{\"driver\":\"gpu.nvidia.com\",\"pool\":\"gpu-node-b\"},"
+      "\"taint\":{\"key\":\"maint\",\"effect\":\"NoSchedule\"}}}");
   ct_apply(rule);
   json_t *pod = gpu_test1_pod("c1");
   sf_pod_plan_t *p = ct_plan(pod);
@@ -158,10 +178,12 @@ Test(cluster, taint_rule_blocks_untolerated_claims) {
   json_decref(rule);
 }
 
-Test(cluster, state_json) {
+Test(cluster, state_json)
+{
   ct_nvidia();
   json_t *st = sf_cluster_state_json(ct_cluster);
-  cr_assert_eq(json_integer_value(json_object_get(json_object_get(st, "objects"), "ResourceSlice")), 2);
+  cr_assert_eq(json_integer_value(json_object_get(json_object_get(st, "objects"), "ResourceSlice")),
+               2);
   json_t *nodes = json_object_get(st, "nodes");
   cr_assert_eq(json_array_size(nodes), 2);
   json_t *dev = json_array_get(json_object_get(json_array_get(nodes, 0), "devices"), 0);
@@ -172,7 +194,8 @@ Test(cluster, state_json) {
   json_decref(st);
 }
 
-Test(cluster, device_turns_shared_under_an_allocation) {
+Test(cluster, device_turns_shared_under_an_allocation)
+{
   /* Found by fuzz_decode: a device republished as shared while a claim holds it. */
   json_t *s = ct_slice("s", "n1", "n1", 1, 1, 1, "gpu");
   ct_apply(s);
@@ -193,11 +216,13 @@ Test(cluster, device_turns_shared_under_an_allocation) {
   json_decref(cl);
 }
 
-Test(cluster, unsupported_selector_is_unsure_and_logged_once) {
+Test(cluster, unsupported_selector_is_unsure_and_logged_once)
+{
   cr_redirect_stderr();
   ct_load("nvidia-slices.json");
-  json_t *cls = fx_json("{\"kind\":\"DeviceClass\",\"metadata\":{\"name\":\"gpu.nvidia.com\"},\"spec\":"
-                        "{\"selectors\":[{\"cel\":{\"expression\":\"device.driver == 'x' || math.greatest(1, 2) == 2\"}}]}}");
+  json_t *cls = fx_json(
+      "{\"kind\":\"DeviceClass\",\"metadata\":{\"name\":\"gpu.nvidia.com\"},\"spec\":"
+      "{\"selectors\":[{\"cel\":{\"expression\":\"device.driver == 'x' || math.greatest(1, 2) == 2\"}}]}}");
   ct_apply(cls);
   ct_apply(cls);
   json_t *pod = gpu_test1_pod("c1");
@@ -218,7 +243,8 @@ Test(cluster, unsupported_selector_is_unsure_and_logged_once) {
   json_decref(cls);
 }
 
-Test(cluster, per_device_nodes_and_shared_counters) {
+Test(cluster, per_device_nodes_and_shared_counters)
+{
   /* 1.35 layout: the counters in one slice, the devices consuming them in another. */
   json_t *ctr = fx_json(
       "{\"kind\":\"ResourceSlice\",\"metadata\":{\"name\":\"ctr\"},\"spec\":{\"driver\":\"gpu.example.com\","
@@ -255,15 +281,16 @@ Test(cluster, per_device_nodes_and_shared_counters) {
   json_decref(pd);
 }
 
-Test(cluster, constraints_reach_the_packer) {
+Test(cluster, constraints_reach_the_packer)
+{
   ct_nvidia();
   /* gpu-node-a: pcieRoot pci0000:00 for gpu-0..3, pci0000:01 for gpu-4..7; gpu-node-b: all 00. */
-#define CONSTRAINED_FMT \
-      "{\"kind\":\"ResourceClaim\",\"metadata\":{\"name\":\"%s\",\"namespace\":\"ns\"},\"spec\":{\"devices\":" \
-      "{\"requests\":[{\"name\":\"a\",\"exactly\":{\"deviceClassName\":\"gpu.nvidia.com\",\"count\":%d}}," \
-      "{\"name\":\"b\",\"firstAvailable\":[{\"name\":\"one\",\"deviceClassName\":\"gpu.nvidia.com\"}]}]," \
-      "\"constraints\":[{\"requests\":[\"a\",\"b/one\"],\"matchAttribute\":" \
-      "\"resource.kubernetes.io/pcieRoot\"}]}}}"
+#define CONSTRAINED_FMT                                                                                    \
+  "{\"kind\":\"ResourceClaim\",\"metadata\":{\"name\":\"%s\",\"namespace\":\"ns\"},\"spec\":{\"devices\":" \
+  "{\"requests\":[{\"name\":\"a\",\"exactly\":{\"deviceClassName\":\"gpu.nvidia.com\",\"count\":%d}},"     \
+  "{\"name\":\"b\",\"firstAvailable\":[{\"name\":\"one\",\"deviceClassName\":\"gpu.nvidia.com\"}]}],"      \
+  "\"constraints\":[{\"requests\":[\"a\",\"b/one\"],\"matchAttribute\":"                                   \
+  "\"resource.kubernetes.io/pcieRoot\"}]}}}"
   char buf[1024];
   snprintf(buf, sizeof buf, CONSTRAINED_FMT, "three", 3);
   json_t *c3 = fx_json(buf);
@@ -271,15 +298,20 @@ Test(cluster, constraints_reach_the_packer) {
   json_t *c4 = fx_json(buf);
   ct_apply(c3);
   ct_apply(c4);
-  json_t *pod = fx_json("{\"metadata\":{\"name\":\"p\",\"namespace\":\"ns\"},\"spec\":{\"resourceClaims\":"
-                        "[{\"name\":\"x\",\"resourceClaimName\":\"three\"}]}}");
+  json_t *pod = fx_json(
+      "{\"metadata\":{\"name\":\"p\",\"namespace\":\"ns\"},\"spec\":{\"resourceClaims\":"
+      "[{\"name\":\"x\",\"resourceClaimName\":\"three\"}]}}");
   sf_pod_plan_t *p = ct_plan(pod);
   sf_verdict_t v[2];
   ct_evaluate(p, NODES, 2, v);
   cr_assert_eq(v[0].fit, SF_FIT_YES, "3+1 under one PCIe root: %s", v[0].reason);
   cr_assert_eq(v[1].fit, SF_FIT_YES, "%s", v[1].reason);
   sf_pod_plan_free(p);
-  json_string_set(json_object_get(json_array_get(json_object_get(json_object_get(pod, "spec"), "resourceClaims"), 0), "resourceClaimName"), "four");
+  json_string_set(json_object_get(json_array_get(json_object_get(json_object_get(pod, "spec"),
+                                                                 "resourceClaims"),
+                                                 0),
+                                  "resourceClaimName"),
+                  "four");
   p = ct_plan(pod);
   ct_evaluate(p, NODES, 2, v);
   cr_assert_eq(v[0].fit, SF_FIT_NO, "4+1 under one root of 4");
@@ -290,30 +322,34 @@ Test(cluster, constraints_reach_the_packer) {
   json_decref(c4);
 }
 
-Test(cluster, admin_access_is_modelled) {
+Test(cluster, admin_access_is_modelled)
+{
   ct_load("dra-example-driver/deployments__helm__dra-example-driver__templates__deviceclass.json");
   ct_kind_worker();
   json_t *l = fx_load("dra-example-driver/admin-access__admin-access.json"), *it;
   size_t i;
   json_t *pod = NULL;
-  json_array_foreach(json_object_get(l, "items"), i, it) {
+  json_array_foreach(json_object_get(l, "items"), i, it)
+  {
     const char *k = json_string_value(json_object_get(it, "kind"));
     if (!strcmp(k, "ResourceClaimTemplate")) {
       json_t *cl = json_pack("{s:s,s:{s:s,s:s},s:O}", "kind", "ResourceClaim", "metadata", "name",
                              "admin-claim", "namespace",
-                             json_string_value(json_object_get(json_object_get(it, "metadata"), "namespace")),
+                             json_string_value(
+                                 json_object_get(json_object_get(it, "metadata"), "namespace")),
                              "spec", json_object_get(json_object_get(it, "spec"), "spec"));
       ct_apply(cl);
       json_decref(cl);
     }
-    if (!strcmp(k, "Pod") && !pod) pod = json_deep_copy(it);
+    if (!strcmp(k, "Pod") && !pod)
+      pod = json_deep_copy(it);
   }
   cr_assert(pod);
   json_t *st = json_pack("{s:[]}", "resourceClaimStatuses"), *rc;
   json_array_foreach(json_object_get(json_object_get(pod, "spec"), "resourceClaims"), i, rc)
-    json_array_append_new(json_object_get(st, "resourceClaimStatuses"),
-                          json_pack("{s:O,s:s}", "name", json_object_get(rc, "name"),
-                                    "resourceClaimName", "admin-claim"));
+      json_array_append_new(json_object_get(st, "resourceClaimStatuses"),
+                            json_pack("{s:O,s:s}", "name", json_object_get(rc, "name"),
+                                      "resourceClaimName", "admin-claim"));
   json_object_set_new(pod, "status", st);
   sf_pod_plan_t *p = ct_plan(pod);
   sf_verdict_t v[1];
@@ -326,12 +362,15 @@ Test(cluster, admin_access_is_modelled) {
   json_decref(l);
 }
 
-Test(cluster, consumable_capacity_from_the_example_driver) {
+Test(cluster, consumable_capacity_from_the_example_driver)
+{
   ct_load("dra-example-driver/deployments__helm__dra-example-driver__templates__deviceclass.json");
   ct_shared_gpu_node();
-  json_t *l = fx_load("dra-example-driver/gpu-allow-multiple-allocations__gpu-allow-multiple-allocations.json");
+  json_t *l = fx_load(
+      "dra-example-driver/gpu-allow-multiple-allocations__gpu-allow-multiple-allocations.json");
   cr_assert_eq(sf_cluster_load_list(ct_cluster, l, ct_err, sizeof ct_err), 0, "%s", ct_err);
-  cr_assert_eq(sf_cluster_count(ct_cluster, SF_KIND_RESOURCE_CLAIM), 2, "claims kept, pods and namespaces skipped");
+  cr_assert_eq(sf_cluster_count(ct_cluster, SF_KIND_RESOURCE_CLAIM), 2,
+               "claims kept, pods and namespaces skipped");
   const char *names[] = {"n1"};
   sf_verdict_t v[1];
   sf_pod_plan_t *p = ct_plan(fx_item(l, 3));
@@ -355,7 +394,8 @@ Test(cluster, consumable_capacity_from_the_example_driver) {
 }
 
 /* The learned mix of the index, as text, for comparisons. */
-static void mix_text(sf_cluster_t *c, char *out, size_t len) {
+static void mix_text(sf_cluster_t *c, char *out, size_t len)
+{
   sf_index_t *idx = sf_cluster_index(c);
   size_t n = 0;
   out[0] = '\0';
@@ -366,12 +406,13 @@ static void mix_text(sf_cluster_t *c, char *out, size_t len) {
   }
 }
 
-#define MIX_CLAIM_FMT                                                                              \
+#define MIX_CLAIM_FMT                                                                                      \
   "{\"kind\":\"ResourceClaim\",\"metadata\":{\"name\":\"%s\",\"namespace\":\"ns\"},\"spec\":{\"devices\":" \
   "{\"requests\":[{\"name\":\"a\",\"exactly\":{\"deviceClassName\":\"gpu.nvidia.com\",\"count\":%d}}]}}}"
 
 /* The mix is the claims present: history, order and a restart do not change it. */
-Test(cluster, learned_mix_is_the_claims_present) {
+Test(cluster, learned_mix_is_the_claims_present)
+{
   ct_nvidia();
   char buf[512], a[512], b[512];
   json_t *cl[3];
@@ -384,15 +425,16 @@ Test(cluster, learned_mix_is_the_claims_present) {
   json_t *pod = fx_json("{\"metadata\":{\"name\":\"p\",\"namespace\":\"ns\"},\"spec\":{}}");
   sf_pod_plan_t *p = ct_plan(pod);
   sf_verdict_t v[2];
-  ct_evaluate(p, NODES, 2, v);  /* the classes are read: claims now teach as they come and go */
+  ct_evaluate(p, NODES, 2, v); /* the classes are read: claims now teach as they come and go */
   sf_pod_plan_free(p);
   cr_assert_eq(sf_mix_size(sf_cluster_index(ct_cluster)), 0);
   ct_apply(cl[0]);
   ct_apply(cl[1]);
-  ct_apply(cl[1]);  /* modified: still one claim */
+  ct_apply(cl[1]); /* modified: still one claim */
   ct_apply(cl[2]);
   cr_assert_eq(sf_mix_size(sf_cluster_index(ct_cluster)), 3);
-  cr_assert_eq(sf_cluster_delete(ct_cluster, SF_KIND_RESOURCE_CLAIM, cl[0], ct_err, sizeof ct_err), 0);
+  cr_assert_eq(sf_cluster_delete(ct_cluster, SF_KIND_RESOURCE_CLAIM, cl[0], ct_err, sizeof ct_err),
+               0);
   p = ct_plan(pod);
   ct_evaluate(p, NODES, 2, v);
   sf_pod_plan_free(p);
@@ -412,12 +454,14 @@ Test(cluster, learned_mix_is_the_claims_present) {
   sf_cluster_destroy(ct_cluster);
   ct_cluster = keep;
   json_decref(pod);
-  for (int i = 0; i < 3; i++) json_decref(cl[i]);
+  for (int i = 0; i < 3; i++)
+    json_decref(cl[i]);
 }
 
 /* A claim modified with another spec teaches its new shapes in place of the old ones; modified
  * with the same spec (its status), the mix stays as it is. */
-Test(cluster, learned_mix_follows_a_modified_spec) {
+Test(cluster, learned_mix_follows_a_modified_spec)
+{
   ct_nvidia();
   char buf[512], a[512], b[512];
   json_t *pod = fx_json("{\"metadata\":{\"name\":\"p\",\"namespace\":\"ns\"},\"spec\":{}}");

@@ -15,30 +15,40 @@
 static sf_cluster_t *C;
 static char err[SF_ERR_MAX];
 
-static void setup(void) { C = sf_cluster_create(NULL); }
-static void teardown(void) { sf_cluster_destroy(C); }
+static void setup(void)
+{
+  C = sf_cluster_create(NULL);
+}
+static void teardown(void)
+{
+  sf_cluster_destroy(C);
+}
 TestSuite(cluster_pods, .init = setup, .fini = teardown);
 
-static void check(void) {
+static void check(void)
+{
   char why[256];
   cr_assert_eq(sf_index_validate(sf_cluster_index(C), why, sizeof why), 0, "%s", why);
   cr_assert_eq(sf_cluster_pods_validate(C, why, sizeof why), 0, "%s", why);
 }
 
-static void apply(sf_kind_t kind, json_t *o) {
+static void apply(sf_kind_t kind, json_t *o)
+{
   cr_assert_eq(sf_cluster_apply(C, kind, o, err, sizeof err), 0, "%s", err);
   json_decref(o);
   check();
 }
 
-static void del(sf_kind_t kind, json_t *o) {
+static void del(sf_kind_t kind, json_t *o)
+{
   cr_assert_eq(sf_cluster_delete(C, kind, o, err, sizeof err), 0, "%s", err);
   json_decref(o);
   check();
 }
 
 /* A Node as the kubelet reports it (the fields that matter here, and a few that do not). */
-static json_t *node(const char *name, const char *cpu, const char *mem) {
+static json_t *node(const char *name, const char *cpu, const char *mem)
+{
   return json_pack("{s:s,s:s,s:{s:s,s:{s:s}},s:{s:{s:s,s:s,s:s,s:s},s:{s:s,s:s}}}", "kind", "Node",
                    "apiVersion", "v1", "metadata", "name", name, "labels", "kubernetes.io/hostname",
                    name, "status", "allocatable", "cpu", cpu, "memory", mem, "pods", "110",
@@ -46,7 +56,8 @@ static json_t *node(const char *name, const char *cpu, const char *mem) {
 }
 
 /* A slice of the example driver: `ndev` 80Gi GPUs on `node`. */
-static json_t *slice(const char *node_name, int ndev) {
+static json_t *slice(const char *node_name, int ndev)
+{
   json_t *devs = json_array();
   for (int i = 0; i < ndev; i++) {
     char dn[32];
@@ -59,32 +70,39 @@ static json_t *slice(const char *node_name, int ndev) {
   snprintf(name, sizeof name, "%s-gpu.example.com-x", node_name);
   return json_pack("{s:s,s:s,s:{s:s},s:{s:s,s:s,s:{s:s,s:i,s:i},s:o}}", "kind", "ResourceSlice",
                    "apiVersion", "resource.k8s.io/v1", "metadata", "name", name, "spec", "driver",
-                   "gpu.example.com", "nodeName", node_name, "pool", "name", node_name, "generation", 1,
-                   "resourceSliceCount", 1, "devices", devs);
+                   "gpu.example.com", "nodeName", node_name, "pool", "name", node_name, "generation",
+                   1, "resourceSliceCount", 1, "devices", devs);
 }
 
 /* A pod with one container asking `cpu` and `mem` (NULL: nothing), bound to `node_name` (NULL: pending). */
 static json_t *pod(const char *ns, const char *name, const char *node_name, const char *cpu,
-                   const char *mem, const char *phase) {
+                   const char *mem, const char *phase)
+{
   json_t *req = json_object();
-  if (cpu) json_object_set_new(req, "cpu", json_string(cpu));
-  if (mem) json_object_set_new(req, "memory", json_string(mem));
+  if (cpu)
+    json_object_set_new(req, "cpu", json_string(cpu));
+  if (mem)
+    json_object_set_new(req, "memory", json_string(mem));
   json_t *spec = json_pack("{s:[{s:s,s:s,s:{s:o}}],s:s}", "containers", "name", "main", "image",
-                           "busybox", "resources", "requests", req, "schedulerName", "default-scheduler");
-  if (node_name) json_object_set_new(spec, "nodeName", json_string(node_name));
+                           "busybox", "resources", "requests", req, "schedulerName",
+                           "default-scheduler");
+  if (node_name)
+    json_object_set_new(spec, "nodeName", json_string(node_name));
   return json_pack("{s:s,s:s,s:{s:s,s:s,s:s},s:o,s:{s:s}}", "kind", "Pod", "apiVersion", "v1",
                    "metadata", "name", name, "namespace", ns, "uid", name, "spec", spec, "status",
                    "phase", phase ? phase : "Running");
 }
 
-static void cpu_of(const char *node_name, int64_t *alloc, int64_t *used) {
+static void cpu_of(const char *node_name, int64_t *alloc, int64_t *used)
+{
   sf_index_t *idx = sf_cluster_index(C);
   sf_node_id id = sf_index_node_find(idx, node_name);
   cr_assert_geq(id, 0, "%s is not in the index", node_name);
   sf_index_node_cpu_mem(idx, id, alloc, used, NULL, NULL);
 }
 
-Test(cluster_pods, node_cpu_reaches_the_index_in_either_order) {
+Test(cluster_pods, node_cpu_reaches_the_index_in_either_order)
+{
   apply(SF_KIND_UNKNOWN, node("n1", "63500m", "500Gi"));
   apply(SF_KIND_UNKNOWN, slice("n1", 2));
   apply(SF_KIND_UNKNOWN, slice("n2", 2));
@@ -94,7 +112,7 @@ Test(cluster_pods, node_cpu_reaches_the_index_in_either_order) {
   cr_assert_eq(a, 63500);
   cpu_of("n2", &a, &u);
   cr_assert_eq(a, 32000);
-  apply(SF_KIND_UNKNOWN, node("n2", "30", "256Gi"));  /* the kubelet reserves more */
+  apply(SF_KIND_UNKNOWN, node("n2", "30", "256Gi")); /* the kubelet reserves more */
   cpu_of("n2", &a, &u);
   cr_assert_eq(a, 30000);
   del(SF_KIND_NODE, node("n2", "30", "256Gi"));
@@ -102,7 +120,8 @@ Test(cluster_pods, node_cpu_reaches_the_index_in_either_order) {
   cr_assert_eq(a, 0, "a node without its Node has no CPU the core checks");
 }
 
-Test(cluster_pods, bound_pods_sum_per_node) {
+Test(cluster_pods, bound_pods_sum_per_node)
+{
   apply(SF_KIND_UNKNOWN, node("n1", "64", "512Gi"));
   apply(SF_KIND_UNKNOWN, slice("n1", 2));
   apply(SF_KIND_UNKNOWN, pod("a", "p1", "n1", "3", "4Gi", NULL));
@@ -128,24 +147,26 @@ Test(cluster_pods, bound_pods_sum_per_node) {
   cr_assert_eq(sf_index_alloc_count(sf_cluster_index(C)), 0);
 }
 
-Test(cluster_pods, status_updates_change_nothing_kept) {
+Test(cluster_pods, status_updates_change_nothing_kept)
+{
   uint64_t v0 = sf_cluster_pod_changes(C);
   apply(SF_KIND_UNKNOWN, pod("a", "pending-web", NULL, "1", NULL, "Pending"));
   cr_assert_eq(sf_cluster_pod_changes(C), v0, "a pending pod without claims is not kept");
   apply(SF_KIND_UNKNOWN, pod("a", "p1", "n1", "2", NULL, "Pending"));
   uint64_t v1 = sf_cluster_pod_changes(C);
   cr_assert_gt(v1, v0);
-  json_t *again = pod("a", "p1", "n1", "2", NULL, "Running");  /* containers started */
+  json_t *again = pod("a", "p1", "n1", "2", NULL, "Running"); /* containers started */
   json_object_set_new(json_object_get(again, "status"), "podIP", json_string("10.0.3.7"));
   apply(SF_KIND_UNKNOWN, again);
   cr_assert_eq(sf_cluster_pod_changes(C), v1, "a status update keeps the cached answers");
-  apply(SF_KIND_UNKNOWN, pod("a", "p1", "n1", "3", NULL, "Running"));  /* resized */
+  apply(SF_KIND_UNKNOWN, pod("a", "p1", "n1", "3", NULL, "Running")); /* resized */
   cr_assert_gt(sf_cluster_pod_changes(C), v1);
   del(SF_KIND_POD, pod("a", "never-seen", NULL, "1", NULL, NULL));
   cr_assert_eq(sf_cluster_pod_changes(C), v1 + 2, "deleting a pod not kept changes nothing");
 }
 
-Test(cluster_pods, pods_before_their_node_enters_the_index) {
+Test(cluster_pods, pods_before_their_node_enters_the_index)
+{
   apply(SF_KIND_UNKNOWN, pod("a", "p1", "n1", "2", NULL, NULL));
   apply(SF_KIND_UNKNOWN, node("n1", "16", "64Gi"));
   apply(SF_KIND_UNKNOWN, slice("n1", 1));
@@ -158,7 +179,8 @@ Test(cluster_pods, pods_before_their_node_enters_the_index) {
   cr_assert_lt(sf_index_node_find(sf_cluster_index(C), "n1"), 0);
 }
 
-Test(cluster_pods, bad_pod_is_an_error_and_changes_nothing) {
+Test(cluster_pods, bad_pod_is_an_error_and_changes_nothing)
+{
   apply(SF_KIND_UNKNOWN, node("n1", "16", "64Gi"));
   apply(SF_KIND_UNKNOWN, slice("n1", 1));
   apply(SF_KIND_UNKNOWN, pod("a", "p1", "n1", "2", NULL, NULL));
@@ -177,38 +199,50 @@ Test(cluster_pods, bad_pod_is_an_error_and_changes_nothing) {
 #define NP 24
 #define NN 4
 
-typedef struct { bool present; int node; int64_t cpu; bool ended; } mpod_t;
+typedef struct {
+  bool present;
+  int node;
+  int64_t cpu;
+  bool ended;
+} mpod_t;
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static uint64_t next(void) {
+static uint64_t next(void)
+{
   rng ^= rng << 13;
   rng ^= rng >> 7;
   rng ^= rng << 17;
   return rng;
 }
 
-static json_t *mpod(int i, const mpod_t *m) {
+static json_t *mpod(int i, const mpod_t *m)
+{
   char name[16], node_name[16], cpu[32];
   snprintf(name, sizeof name, "p%d", i);
   snprintf(node_name, sizeof node_name, "n%d", m->node);
   snprintf(cpu, sizeof cpu, "%lldm", (long long)m->cpu);
-  return pod("ns", name, m->node >= 0 ? node_name : NULL, cpu, "1Gi", m->ended ? "Failed" : "Running");
+  return pod("ns", name, m->node >= 0 ? node_name : NULL, cpu, "1Gi",
+             m->ended ? "Failed" : "Running");
 }
 
 /* What the model says each node has in use. */
-static void expect(const mpod_t *pods) {
+static void expect(const mpod_t *pods)
+{
   for (int n = 0; n < NN; n++) {
     char name[16];
     int64_t want = 0, a, u;
     snprintf(name, sizeof name, "n%d", n);
     for (int i = 0; i < NP; i++)
-      if (pods[i].present && !pods[i].ended && pods[i].node == n) want += pods[i].cpu;
+      if (pods[i].present && !pods[i].ended && pods[i].node == n)
+        want += pods[i].cpu;
     cpu_of(name, &a, &u);
-    cr_assert_eq(u, want, "node %s: %lld in use, the pod set says %lld", name, (long long)u, (long long)want);
+    cr_assert_eq(u, want, "node %s: %lld in use, the pod set says %lld", name, (long long)u,
+                 (long long)want);
   }
 }
 
-Test(cluster_pods, sums_equal_a_recomputation_through_events_and_relists) {
+Test(cluster_pods, sums_equal_a_recomputation_through_events_and_relists)
+{
   mpod_t pods[NP] = {0};
   for (int n = 0; n < NN; n++) {
     char name[16];
@@ -218,17 +252,19 @@ Test(cluster_pods, sums_equal_a_recomputation_through_events_and_relists) {
   }
   for (int step = 0; step < 600; step++) {
     int i = (int)(next() % NP), op = (int)(next() % 10);
-    if (op < 6) {  /* add, bind, move, resize or end a pod */
-      pods[i] = (mpod_t){true, (int)(next() % (NN + 1)) - 1, (int64_t)(next() % 4000), next() % 8 == 0};
+    if (op < 6) { /* add, bind, move, resize or end a pod */
+      pods[i] = (mpod_t){true, (int)(next() % (NN + 1)) - 1, (int64_t)(next() % 4000),
+                         next() % 8 == 0};
       apply(SF_KIND_POD, mpod(i, &pods[i]));
     } else if (op < 9) {
       del(SF_KIND_POD, mpod(i, &pods[i]));
       pods[i].present = false;
-    } else {  /* a relist (after a 410): the pods present, in a shuffled order */
+    } else { /* a relist (after a 410): the pods present, in a shuffled order */
       json_t *items = json_array();
       for (int k = 0; k < NP; k++) {
         int j = (k * 7 + step) % NP;
-        if (pods[j].present) json_array_append_new(items, mpod(j, &pods[j]));
+        if (pods[j].present)
+          json_array_append_new(items, mpod(j, &pods[j]));
       }
       cr_assert_eq(sf_cluster_replace(C, SF_KIND_POD, items, err, sizeof err), 0, "%s", err);
       json_decref(items);
@@ -240,21 +276,24 @@ Test(cluster_pods, sums_equal_a_recomputation_through_events_and_relists) {
 
 /* ---- the demand and the evaluation ---- */
 
-static sf_pod_plan_t *plan(json_t *p) {
+static sf_pod_plan_t *plan(json_t *p)
+{
   sf_pod_plan_t *pl = NULL;
   cr_assert_eq(sf_cluster_plan(C, p, &pl, err, sizeof err), 0, "%s", err);
   json_decref(p);
   return pl;
 }
 
-static json_t *class_gpu(void) {
+static json_t *class_gpu(void)
+{
   return json_pack("{s:s,s:s,s:{s:s},s:{s:[{s:{s:s}}]}}", "kind", "DeviceClass", "apiVersion",
                    "resource.k8s.io/v1", "metadata", "name", "gpu.example.com", "spec", "selectors",
                    "cel", "expression", "device.driver == 'gpu.example.com'");
 }
 
 /* A claim for one whole GPU, and a pod naming it, asking `cpu`. */
-static json_t *gpu_pod(const char *name, const char *node_name, const char *cpu) {
+static json_t *gpu_pod(const char *name, const char *node_name, const char *cpu)
+{
   char claim[64];
   snprintf(claim, sizeof claim, "%s-gpu", name);
   apply(SF_KIND_UNKNOWN, json_pack("{s:s,s:s,s:{s:s,s:s},s:{s:{s:[{s:s,s:{s:s}}]}}}", "kind",
@@ -269,7 +308,8 @@ static json_t *gpu_pod(const char *name, const char *node_name, const char *cpu)
 
 static const char *const TWO[] = {"n1", "n2"};
 
-Test(cluster_pods, a_gpu_pod_short_of_cpu_passes_unscored) {
+Test(cluster_pods, a_gpu_pod_short_of_cpu_passes_unscored)
+{
   apply(SF_KIND_UNKNOWN, class_gpu());
   apply(SF_KIND_UNKNOWN, node("n1", "8", "64Gi"));
   apply(SF_KIND_UNKNOWN, node("n2", "8", "64Gi"));
@@ -286,7 +326,8 @@ Test(cluster_pods, a_gpu_pod_short_of_cpu_passes_unscored) {
   sf_pod_plan_free(p);
 }
 
-Test(cluster_pods, cpu_only_pods_are_scored_and_never_rejected) {
+Test(cluster_pods, cpu_only_pods_are_scored_and_never_rejected)
+{
   apply(SF_KIND_UNKNOWN, class_gpu());
   apply(SF_KIND_UNKNOWN, node("n1", "8", "64Gi"));
   apply(SF_KIND_UNKNOWN, node("n2", "8", "64Gi"));
@@ -298,7 +339,7 @@ Test(cluster_pods, cpu_only_pods_are_scored_and_never_rejected) {
   apply(SF_KIND_POD, json_incref(typical));
   sf_pod_plan_t *tp = plan(typical);
   sf_pod_plan_free(tp);
-  apply(SF_KIND_UNKNOWN, pod("web", "busy", "n2", "3", NULL, NULL));  /* n2: 5 CPUs free */
+  apply(SF_KIND_UNKNOWN, pod("web", "busy", "n2", "3", NULL, NULL)); /* n2: 5 CPUs free */
   static const char *const THREE[] = {"n1", "n2", "cpu-1"};
   sf_verdict_t v[3];
   /* 2 CPUs on n2 would leave 3, short of the typical pod's 4: its GPU would be stranded.
@@ -306,7 +347,8 @@ Test(cluster_pods, cpu_only_pods_are_scored_and_never_rejected) {
   sf_pod_plan_t *p = plan(pod("web", "frontend", NULL, "2", "1Gi", "Pending"));
   cr_assert_not(sf_pod_plan_empty(p), "a CPU-only pod is scored");
   cr_assert_eq(sf_cluster_evaluate(C, p, THREE, 3, v), 0);
-  for (int i = 0; i < 3; i++) cr_assert_eq(v[i].fit, SF_FIT_YES, "%s: %s", THREE[i], v[i].reason);
+  for (int i = 0; i < 3; i++)
+    cr_assert_eq(v[i].fit, SF_FIT_YES, "%s: %s", THREE[i], v[i].reason);
   cr_assert_gt(v[0].score, v[1].score, "n1 keeps the typical pod's CPU, n2 does not");
   cr_assert_eq(v[2].score, SF_SCORE_MAX, "a node without GPUs strands nothing");
   sf_pod_plan_free(p);
@@ -327,7 +369,8 @@ Test(cluster_pods, cpu_only_pods_are_scored_and_never_rejected) {
   sf_pod_plan_free(p);
 }
 
-Test(cluster_pods, the_learned_mix_carries_the_pods_cpu) {
+Test(cluster_pods, the_learned_mix_carries_the_pods_cpu)
+{
   apply(SF_KIND_UNKNOWN, class_gpu());
   apply(SF_KIND_UNKNOWN, node("n1", "8", "64Gi"));
   apply(SF_KIND_UNKNOWN, slice("n1", 2));
@@ -336,7 +379,7 @@ Test(cluster_pods, the_learned_mix_carries_the_pods_cpu) {
   sf_pod_plan_t *pl = plan(json_incref(p));
   sf_verdict_t v;
   static const char *const ONE[] = {"n1"};
-  cr_assert_eq(sf_cluster_evaluate(C, pl, ONE, 1, &v), 0);  /* the mix is learned before use */
+  cr_assert_eq(sf_cluster_evaluate(C, pl, ONE, 1, &v), 0); /* the mix is learned before use */
   sf_pod_plan_free(pl);
   cr_assert_eq(sf_mix_size(sf_cluster_index(C)), 1);
   cr_assert_eq(sf_mix_shape(sf_cluster_index(C), 0, &sh), 0);

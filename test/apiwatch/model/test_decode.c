@@ -9,7 +9,8 @@
 
 #define Gi (1024LL * 1024 * 1024 * 1000)
 
-static sf_object_t *decode_file(const char *rel) {
+static sf_object_t *decode_file(const char *rel)
+{
   json_t *j = fx_load(rel);
   sf_object_t *o = NULL;
   char err[256];
@@ -18,13 +19,16 @@ static sf_object_t *decode_file(const char *rel) {
   return o;
 }
 
-static const sf_attr_t *attr(const sf_device_spec_t *d, const char *name) {
+static const sf_attr_t *attr(const sf_device_spec_t *d, const char *name)
+{
   for (size_t i = 0; i < d->nattrs; i++)
-    if (!strcmp(d->attrs[i].name, name)) return &d->attrs[i];
+    if (!strcmp(d->attrs[i].name, name))
+      return &d->attrs[i];
   return NULL;
 }
 
-Test(decode, testdata_slice_every_field) {
+Test(decode, testdata_slice_every_field)
+{
   sf_object_t *o = decode_file("k8s-api-testdata/master.resource.k8s.io.v1.ResourceSlice.json");
   const sf_slice_t *s = &o->u.slice;
   cr_assert_eq(o->kind, SF_OBJ_RESOURCE_SLICE);
@@ -60,7 +64,8 @@ Test(decode, testdata_slice_every_field) {
   sf_object_free(o);
 }
 
-Test(decode, testdata_claim_every_field) {
+Test(decode, testdata_claim_every_field)
+{
   sf_object_t *o = decode_file("k8s-api-testdata/master.resource.k8s.io.v1.ResourceClaim.json");
   const sf_rclaim_t *c = &o->u.claim;
   cr_assert_str_eq(c->meta.ns, "namespaceValue");
@@ -93,7 +98,8 @@ Test(decode, testdata_claim_every_field) {
   sf_object_free(o);
 }
 
-Test(decode, testdata_pod_class_rule_template) {
+Test(decode, testdata_pod_class_rule_template)
+{
   sf_object_t *o = decode_file("k8s-api-testdata/master.core.v1.Pod.json");
   const sf_pod_t *p = &o->u.pod;
   cr_assert_eq(p->nclaims, 1);
@@ -120,14 +126,16 @@ Test(decode, testdata_pod_class_rule_template) {
 }
 
 /* Every object of a tracked kind in every fixture file decodes. */
-static void decode_dir(const char *sub, size_t *count) {
+static void decode_dir(const char *sub, size_t *count)
+{
   char dirpath[1024];
   const char *top = getenv("SLICEFIT_TOP");
   snprintf(dirpath, sizeof dirpath, "%s/test/fixtures/%s", top ? top : ".", sub);
   DIR *dir = opendir(dirpath);
   cr_assert(dir, "no %s", dirpath);
   for (struct dirent *e; (e = readdir(dir));) {
-    if (!strstr(e->d_name, ".json")) continue;
+    if (!strstr(e->d_name, ".json"))
+      continue;
     char rel[512];
     snprintf(rel, sizeof rel, "%s/%s", sub, e->d_name);
     json_t *j = fx_load(rel), *items = json_object_get(j, "items"), *it;
@@ -138,13 +146,14 @@ static void decode_dir(const char *sub, size_t *count) {
     } else {
       json_incref(items);
     }
-    json_array_foreach(items, i, it) {
+    json_array_foreach(items, i, it)
+    {
       const char *kind = json_string_value(json_object_get(it, "kind"));
-      if (sf_obj_kind_from_name(kind) == SF_OBJ_UNKNOWN) continue;
+      if (sf_obj_kind_from_name(kind) == SF_OBJ_UNKNOWN)
+        continue;
       sf_object_t *o = NULL;
       char err[256];
-      cr_assert_eq(sf_decode(it, SF_OBJ_UNKNOWN, &o, err, sizeof err), 0, "%s[%zu]: %s", rel, i,
-                   err);
+      cr_assert_eq(sf_decode(it, SF_OBJ_UNKNOWN, &o, err, sizeof err), 0, "%s[%zu]: %s", rel, i, err);
       sf_object_free(o);
       (*count)++;
     }
@@ -154,7 +163,8 @@ static void decode_dir(const char *sub, size_t *count) {
   closedir(dir);
 }
 
-Test(decode, every_fixture_object) {
+Test(decode, every_fixture_object)
+{
   size_t n = 0;
   decode_dir("nvidia-dra-driver-gpu", &n);
   decode_dir("dra-example-driver", &n);
@@ -164,7 +174,8 @@ Test(decode, every_fixture_object) {
   cr_assert_gt(n, 60, "only %zu objects decoded", n);
 }
 
-Test(decode, example_driver_kubectl_output) {
+Test(decode, example_driver_kubectl_output)
+{
   json_t *l = fx_load("dra-example-driver/README.kubectl-get-resourceslice-output.json");
   sf_object_t *o = NULL;
   char err[256];
@@ -185,7 +196,8 @@ Test(decode, example_driver_kubectl_output) {
   json_decref(l);
 }
 
-Test(decode, nvidia_slice_qualified_names) {
+Test(decode, nvidia_slice_qualified_names)
+{
   json_t *l = fx_load("nvidia-slices.json");
   sf_object_t *o = NULL;
   char err[256];
@@ -199,7 +211,8 @@ Test(decode, nvidia_slice_qualified_names) {
   json_decref(l);
 }
 
-Test(decode, allocated_claim_from_kubectl) {
+Test(decode, allocated_claim_from_kubectl)
+{
   json_t *l = fx_load("k8s-website/install-use-dra.kubectl-get-resourceclaim-output.json");
   sf_object_t *o = NULL;
   char err[256];
@@ -215,12 +228,13 @@ Test(decode, allocated_claim_from_kubectl) {
   json_decref(l);
 }
 
-Test(decode, pod_extended_resources_and_node) {
-  sf_object_t *o = fx_decode(
-      "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\",\"namespace\":\"n\"},\"spec\":{\"containers\":"
-      "[{\"name\":\"c\",\"resources\":{\"requests\":{\"cpu\":\"1\",\"nvidia.com/gpu\":2},"
-      "\"limits\":{\"nvidia.com/gpu\":2,\"example.com/x\":\"1\"}}}]}}",
-      SF_OBJ_UNKNOWN);
+Test(decode, pod_extended_resources_and_node)
+{
+  sf_object_t *o =
+      fx_decode("{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\",\"namespace\":\"n\"},\"spec\":{\"containers\":"
+                "[{\"name\":\"c\",\"resources\":{\"requests\":{\"cpu\":\"1\",\"nvidia.com/gpu\":2},"
+                "\"limits\":{\"nvidia.com/gpu\":2,\"example.com/x\":\"1\"}}}]}}",
+                SF_OBJ_UNKNOWN);
   const sf_container_t *c = &o->u.pod.ctrs[0];
   cr_assert_eq(c->next, 2, "cpu is no extended resource; a limit does not repeat its request");
   cr_assert_str_eq(c->ext[0].name, "nvidia.com/gpu");
@@ -239,18 +253,22 @@ Test(decode, pod_extended_resources_and_node) {
 }
 
 /* A bound pod as kube-apiserver serves it: the fields PodRequests reads, among many others. */
-#define POD_HEAD "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"trainer-0\",\"namespace\":\"ml\"," \
+#define POD_HEAD                                                                                               \
+  "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"trainer-0\",\"namespace\":\"ml\","         \
   "\"uid\":\"6c1c0e2a-3c44-4b8e-9c1e-0f6f2d1b7a11\"},\"spec\":{\"nodeName\":\"gpu-node-1\",\"schedulerName\":" \
   "\"default-scheduler\",\"restartPolicy\":\"Always\","
 
-static sf_pod_t *pod_of(sf_object_t **o, const char *json) {
+static sf_pod_t *pod_of(sf_object_t **o, const char *json)
+{
   *o = fx_decode(json, SF_OBJ_POD);
   return &(*o)->u.pod;
 }
 
-Test(decode, pod_requests_sum_containers_and_add_overhead) {
+Test(decode, pod_requests_sum_containers_and_add_overhead)
+{
   sf_object_t *o;
-  const sf_pod_t *p = pod_of(&o, POD_HEAD
+  const sf_pod_t *p = pod_of(
+      &o, POD_HEAD
       "\"overhead\":{\"cpu\":\"250m\",\"memory\":\"120Mi\"},\"runtimeClassName\":\"kata\","
       "\"containers\":[{\"name\":\"main\",\"image\":\"nvcr.io/nvidia/pytorch:24.05-py3\","
       "\"resources\":{\"requests\":{\"cpu\":\"3\",\"memory\":\"16Gi\"},\"limits\":{\"cpu\":\"4\"},"
@@ -260,18 +278,21 @@ Test(decode, pod_requests_sum_containers_and_add_overhead) {
       "{\"name\":\"no-requests\",\"image\":\"busybox\"}],"
       "\"resourceClaims\":[{\"name\":\"gpu\",\"resourceClaimTemplateName\":\"one-gpu\"}]},"
       "\"status\":{\"phase\":\"Running\",\"qosClass\":\"Burstable\"}}");
-  cr_assert_eq(p->cpu_milli, 3000 + 100 + 250, "containers summed, a missing request is 0, overhead added");
+  cr_assert_eq(p->cpu_milli, 3000 + 100 + 250,
+               "containers summed, a missing request is 0, overhead added");
   cr_assert_eq(p->mem_bytes, (16LL << 30) + (64LL << 20) + (120LL << 20));
   cr_assert_not(p->terminal);
   cr_assert_str_eq(p->node_name, "gpu-node-1");
   sf_object_free(o);
 }
 
-Test(decode, pod_requests_init_containers_and_sidecars) {
+Test(decode, pod_requests_init_containers_and_sidecars)
+{
   sf_object_t *o;
   /* Init containers run one at a time: the largest wins when it exceeds the containers' sum.
    * A sidecar (restartPolicy Always) runs beside everything after it. */
-  const sf_pod_t *p = pod_of(&o, POD_HEAD
+  const sf_pod_t *p = pod_of(
+      &o, POD_HEAD
       "\"initContainers\":[{\"name\":\"fetch-weights\",\"resources\":{\"requests\":{\"cpu\":\"2\",\"memory\":\"1Gi\"}}},"
       "{\"name\":\"proxy\",\"restartPolicy\":\"Always\",\"resources\":{\"requests\":{\"cpu\":\"500m\","
       "\"memory\":\"256Mi\"}}},"
@@ -287,25 +308,30 @@ Test(decode, pod_requests_init_containers_and_sidecars) {
   sf_object_free(o);
 }
 
-Test(decode, pod_requests_pod_level_and_rounding) {
+Test(decode, pod_requests_pod_level_and_rounding)
+{
   sf_object_t *o;
   /* Pod-level requests (PodLevelResources) replace the containers' sum for what they name. */
-  const sf_pod_t *p = pod_of(&o, POD_HEAD
-      "\"resources\":{\"requests\":{\"cpu\":\"6\"},\"limits\":{\"cpu\":\"8\"}},"
-      "\"containers\":[{\"name\":\"a\",\"resources\":{\"requests\":{\"cpu\":\"1\",\"memory\":\"1500m\"}}},"
-      "{\"name\":\"b\",\"resources\":{\"requests\":{\"cpu\":\"2\",\"memory\":1000}}}]},"
-      "\"status\":{\"phase\":\"Succeeded\"}}");
+  const sf_pod_t *p =
+      pod_of(&o, POD_HEAD
+             "\"resources\":{\"requests\":{\"cpu\":\"6\"},\"limits\":{\"cpu\":\"8\"}},"
+             "\"containers\":[{\"name\":\"a\",\"resources\":{\"requests\":{\"cpu\":\"1\",\"memory\":\"1500m\"}}},"
+             "{\"name\":\"b\",\"resources\":{\"requests\":{\"cpu\":\"2\",\"memory\":1000}}}]},"
+             "\"status\":{\"phase\":\"Succeeded\"}}");
   cr_assert_eq(p->cpu_milli, 6000, "got %lld", (long long)p->cpu_milli);
   cr_assert_eq(p->mem_bytes, 2 + 1000, "1500m bytes round up to 2, as Quantity.Value does");
   cr_assert(p->terminal);
   sf_object_free(o);
-  p = pod_of(&o, "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":null},\"status\":{}}");
+  p = pod_of(
+      &o,
+      "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":null},\"status\":{}}");
   cr_assert_eq(p->cpu_milli, 0);
   cr_assert_eq(p->mem_bytes, 0);
   sf_object_free(o);
 }
 
-Test(decode, pod_requests_testdata_every_field) {
+Test(decode, pod_requests_testdata_every_field)
+{
   /* The round-trip data sets "requestsKey" and "overheadKey", no cpu or memory. */
   sf_object_t *o = decode_file("k8s-api-testdata/master.core.v1.Pod.json");
   cr_assert_eq(o->u.pod.cpu_milli, 0);
@@ -314,26 +340,31 @@ Test(decode, pod_requests_testdata_every_field) {
   sf_object_free(o);
 }
 
-Test(decode, pod_requests_bad_quantities) {
-  static const struct { const char *json, *err; } bad[] = {
-    {POD_HEAD "\"containers\":[{\"name\":\"a\",\"resources\":{\"requests\":{\"cpu\":\"two\"}}}]}}",
-     "spec.containers[0].resources.requests.cpu: 'two' is not a quantity"},
-    {POD_HEAD "\"containers\":[{\"name\":\"a\",\"resources\":{\"requests\":{\"memory\":\"-1Gi\"}}}]}}",
-     "spec.containers[0].resources.requests.memory: must not be negative"},
-    {POD_HEAD "\"initContainers\":[{\"name\":\"i\",\"resources\":{\"requests\":{\"cpu\":[1]}}}]}}",
-     "spec.initContainers[0].resources.requests.cpu: expected a quantity, got an array"},
-    {POD_HEAD "\"overhead\":{\"cpu\":\"1Q\"},\"containers\":[]}}",
-     "spec.overhead.cpu: '1Q' is not a quantity"},
-    {POD_HEAD "\"overhead\":{\"memory\":\"-5\"},\"containers\":[]}}",
-     "spec.overhead.memory: must not be negative"},
-    {POD_HEAD "\"resources\":{\"requests\":{\"cpu\":true}},\"containers\":[]}}",
-     "spec.resources.requests.cpu: expected a quantity, got a boolean"},
-    {POD_HEAD "\"initContainers\":[{\"name\":\"i\",\"restartPolicy\":1}]}}",
-     "spec.initContainers[0].restartPolicy: expected a string, got an integer"},
-    {POD_HEAD "\"containers\":[{\"name\":\"a\",\"resources\":{\"requests\":{\"cpu\":\"1P\"}}},"
-     "{\"name\":\"b\",\"resources\":{\"requests\":{\"cpu\":\"1P\"}}}]}}",
-     "spec: the pod's requests add up past 1152921504606846976"},
-    {POD_HEAD "\"containers\":[]},\"status\":{\"phase\":3}}", "status.phase: expected a string, got an integer"},
+Test(decode, pod_requests_bad_quantities)
+{
+  static const struct {
+    const char *json, *err;
+  } bad[] = {
+      {POD_HEAD "\"containers\":[{\"name\":\"a\",\"resources\":{\"requests\":{\"cpu\":\"two\"}}}]}}",
+       "spec.containers[0].resources.requests.cpu: 'two' is not a quantity"},
+      {POD_HEAD
+       "\"containers\":[{\"name\":\"a\",\"resources\":{\"requests\":{\"memory\":\"-1Gi\"}}}]}}",
+       "spec.containers[0].resources.requests.memory: must not be negative"},
+      {POD_HEAD "\"initContainers\":[{\"name\":\"i\",\"resources\":{\"requests\":{\"cpu\":[1]}}}]}}",
+       "spec.initContainers[0].resources.requests.cpu: expected a quantity, got an array"},
+      {POD_HEAD "\"overhead\":{\"cpu\":\"1Q\"},\"containers\":[]}}",
+       "spec.overhead.cpu: '1Q' is not a quantity"},
+      {POD_HEAD "\"overhead\":{\"memory\":\"-5\"},\"containers\":[]}}",
+       "spec.overhead.memory: must not be negative"},
+      {POD_HEAD "\"resources\":{\"requests\":{\"cpu\":true}},\"containers\":[]}}",
+       "spec.resources.requests.cpu: expected a quantity, got a boolean"},
+      {POD_HEAD "\"initContainers\":[{\"name\":\"i\",\"restartPolicy\":1}]}}",
+       "spec.initContainers[0].restartPolicy: expected a string, got an integer"},
+      {POD_HEAD "\"containers\":[{\"name\":\"a\",\"resources\":{\"requests\":{\"cpu\":\"1P\"}}},"
+                "{\"name\":\"b\",\"resources\":{\"requests\":{\"cpu\":\"1P\"}}}]}}",
+       "spec: the pod's requests add up past 1152921504606846976"},
+      {POD_HEAD "\"containers\":[]},\"status\":{\"phase\":3}}",
+       "status.phase: expected a string, got an integer"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     const char *got = fx_decode_err(bad[i].json, SF_OBJ_POD);
@@ -341,7 +372,8 @@ Test(decode, pod_requests_bad_quantities) {
   }
 }
 
-Test(decode, first_available_and_constraints) {
+Test(decode, first_available_and_constraints)
+{
   sf_object_t *o = fx_decode(
       "{\"kind\":\"ResourceClaim\",\"metadata\":{\"name\":\"c\",\"namespace\":\"n\"},\"spec\":"
       "{\"devices\":{\"requests\":[{\"name\":\"r\",\"firstAvailable\":[{\"name\":\"big\","
@@ -367,10 +399,19 @@ Test(decode, first_available_and_constraints) {
 /* ---- errors: each names the JSON path and the reason ---- */
 
 #define SLICE(spec) "{\"kind\":\"ResourceSlice\",\"metadata\":{\"name\":\"s\"},\"spec\":" spec "}"
-#define DEV(dev) SLICE("{\"driver\":\"d\",\"nodeName\":\"n\",\"pool\":{\"name\":\"p\",\"resourceSliceCount\":1},\"devices\":[{\"name\":\"a\"}," dev "]}")
-#define CLAIM(req) "{\"kind\":\"ResourceClaim\",\"metadata\":{\"name\":\"c\"},\"spec\":{\"devices\":{\"requests\":[" req "]}}}"
+#define DEV(dev)                                                                                                                   \
+  SLICE(                                                                                                                           \
+      "{\"driver\":\"d\",\"nodeName\":\"n\",\"pool\":{\"name\":\"p\",\"resourceSliceCount\":1},\"devices\":[{\"name\":\"a\"}," dev \
+      "]}")
+#define CLAIM(req)                                                                                      \
+  "{\"kind\":\"ResourceClaim\",\"metadata\":{\"name\":\"c\"},\"spec\":{\"devices\":{\"requests\":[" req \
+  "]}}}"
 
-typedef struct { const char *json; sf_obj_kind_t kind; const char *err; } err_case_t;
+typedef struct {
+  const char *json;
+  sf_obj_kind_t kind;
+  const char *err;
+} err_case_t;
 
 static const err_case_t errs[] = {
     {"[]", SF_OBJ_UNKNOWN, "(object): expected an object, got an array"},
@@ -439,7 +480,8 @@ static const err_case_t errs[] = {
      SF_OBJ_UNKNOWN, "spec.devices.requests[0].exactly.selectors[0].cel.expression: is required"},
     {CLAIM("{\"name\":\"r\",\"exactly\":{\"deviceClassName\":\"g\",\"capacity\":{\"requests\":"
            "{\"memory\":\"1Zi\"}}}}"),
-     SF_OBJ_UNKNOWN, "spec.devices.requests[0].exactly.capacity.requests.memory: '1Zi' is not a quantity"},
+     SF_OBJ_UNKNOWN,
+     "spec.devices.requests[0].exactly.capacity.requests.memory: '1Zi' is not a quantity"},
     {CLAIM("{\"name\":\"r\",\"firstAvailable\":[]}"), SF_OBJ_UNKNOWN,
      "spec.devices.requests[0].firstAvailable: is empty"},
     {CLAIM("{\"name\":\"r\",\"firstAvailable\":[{\"deviceClassName\":\"g\"}]}"), SF_OBJ_UNKNOWN,
@@ -463,7 +505,8 @@ static const err_case_t errs[] = {
      "spec.resourceClaims[0]: one of resourceClaimName or resourceClaimTemplateName is required"},
     {"{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":[{\"name\":\"c\","
      "\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"one\"}}}]}}",
-     SF_OBJ_UNKNOWN, "spec.containers[0].resources.limits['nvidia.com/gpu']: 'one' is not a quantity"},
+     SF_OBJ_UNKNOWN,
+     "spec.containers[0].resources.limits['nvidia.com/gpu']: 'one' is not a quantity"},
     {"{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\"},\"status\":{\"extendedResourceClaimStatus\":"
      "{\"requestMappings\":[{\"containerName\":\"c\"}]}}}",
      SF_OBJ_UNKNOWN,
@@ -476,25 +519,29 @@ static const err_case_t errs[] = {
      "metadata.labels.a: expected a string"},
 };
 
-Test(decode, every_error_names_path_and_reason) {
+Test(decode, every_error_names_path_and_reason)
+{
   for (size_t i = 0; i < sizeof errs / sizeof errs[0]; i++) {
     const char *got = fx_decode_err(errs[i].json, errs[i].kind);
     cr_expect_str_eq(got, errs[i].err, "case %zu: got \"%s\"", i, got);
   }
 }
 
-Test(decode, too_many_fields) {
+Test(decode, too_many_fields)
+{
   char buf[8192];
   size_t n = (size_t)snprintf(buf, sizeof buf, DEV("{\"name\":\"b\",\"attributes\":{"));
   /* Cut DEV's closing "]}}" and write 33 attributes instead. */
   n -= 3;
-  for (int i = 0; i < 33; i++) n += (size_t)snprintf(buf + n, sizeof buf - n, "%s\"a%d\":{\"int\":%d}", i ? "," : "", i, i);
+  for (int i = 0; i < 33; i++)
+    n += (size_t)snprintf(buf + n, sizeof buf - n, "%s\"a%d\":{\"int\":%d}", i ? "," : "", i, i);
   snprintf(buf + n, sizeof buf - n, "}}]}}");
   cr_assert_str_eq(fx_decode_err(buf, SF_OBJ_UNKNOWN),
                    "spec.devices[1]: 33 attributes and capacities, more than 32");
 }
 
-Test(decode, error_buffer_truncates_safely) {
+Test(decode, error_buffer_truncates_safely)
+{
   json_t *j = fx_json(DEV("{\"name\":\"b\",\"capacity\":{\"memory\":{\"value\":\"12Qi\"}}}"));
   sf_object_t *o = NULL;
   char err[12];
@@ -504,7 +551,8 @@ Test(decode, error_buffer_truncates_safely) {
   json_decref(j);
 }
 
-Test(decode, list_items_and_meta) {
+Test(decode, list_items_and_meta)
+{
   json_t *l = fx_load("nvidia-slices.json");
   const json_t *items = NULL;
   char err[256];
@@ -523,7 +571,8 @@ Test(decode, list_items_and_meta) {
 
 /* A claim copies its strings: every one still reads after its JSON is gone (under make check,
  * AddressSanitizer reports any string still borrowed). */
-Test(decode, claim_strings_outlive_the_json) {
+Test(decode, claim_strings_outlive_the_json)
+{
   json_t *j = fx_json(
       "{\"kind\":\"ResourceClaim\",\"metadata\":{\"name\":\"c\",\"namespace\":\"ns\",\"uid\":\"u1\","
       "\"resourceVersion\":\"7\"},\"spec\":{\"devices\":{\"requests\":[{\"name\":\"gpu\",\"exactly\":"
@@ -568,26 +617,40 @@ Test(decode, claim_strings_outlive_the_json) {
 
 #include "../../../apiwatch/model/decode_int.h"
 
-#define SPEC_BASE                                                                                  \
-  "{\"kind\":\"ResourceClaim\",\"metadata\":{\"name\":\"c\",\"namespace\":\"ns\"},\"spec\":"       \
+#define SPEC_BASE                                                                                 \
+  "{\"kind\":\"ResourceClaim\",\"metadata\":{\"name\":\"c\",\"namespace\":\"ns\"},\"spec\":"      \
   "{\"devices\":{\"requests\":[{\"name\":\"gpu\",\"firstAvailable\":[{\"name\":\"big\","          \
   "\"deviceClassName\":\"gpu.example.com\",\"count\":2,\"selectors\":[{\"cel\":{\"expression\":"  \
-  "\"true\"}}],\"capacity\":{\"requests\":{\"memory\":\"1Gi\"}},\"tolerations\":[{\"key\":\"k\","  \
-  "\"operator\":\"Equal\",\"value\":\"v\",\"effect\":\"NoSchedule\"}]}]}],\"constraints\":[{"      \
+  "\"true\"}}],\"capacity\":{\"requests\":{\"memory\":\"1Gi\"}},\"tolerations\":[{\"key\":\"k\"," \
+  "\"operator\":\"Equal\",\"value\":\"v\",\"effect\":\"NoSchedule\"}]}]}],\"constraints\":[{"     \
   "\"requests\":[\"gpu\"],\"matchAttribute\":\"gpu.example.com/model\"}]}}%s}"
 
 /* Claim specs compare equal field by field: the status does not count, any spec field does. */
-Test(decode, claim_spec_equal) {
-  static const char *const from[] = {"\"count\":2", "\"true\"", "\"1Gi\"", "\"v\"", "NoSchedule",
-                                     "/model", "\"big\"", "gpu.example.com\",\"count",
+Test(decode, claim_spec_equal)
+{
+  static const char *const from[] = {"\"count\":2",
+                                     "\"true\"",
+                                     "\"1Gi\"",
+                                     "\"v\"",
+                                     "NoSchedule",
+                                     "/model",
+                                     "\"big\"",
+                                     "gpu.example.com\",\"count",
                                      "\"Equal\",\"value\":\"v\""};
-  static const char *const to[] = {"\"count\":3", "\"false\"", "\"2Gi\"", "\"w\"", "NoExecute",
-                                   "/index", "\"small\"", "gpu.other.com\",\"count",
+  static const char *const to[] = {"\"count\":3",
+                                   "\"false\"",
+                                   "\"2Gi\"",
+                                   "\"w\"",
+                                   "NoExecute",
+                                   "/index",
+                                   "\"small\"",
+                                   "gpu.other.com\",\"count",
                                    "\"Exists\",\"value\":\"v\""};
   char base[2048], text[2048];
   snprintf(base, sizeof base, SPEC_BASE, "");
   sf_object_t *a = fx_decode(base, SF_OBJ_RESOURCE_CLAIM);
-  snprintf(text, sizeof text, SPEC_BASE, ",\"status\":{\"allocation\":{\"devices\":{\"results\":[]}}}");
+  snprintf(text, sizeof text, SPEC_BASE,
+           ",\"status\":{\"allocation\":{\"devices\":{\"results\":[]}}}");
   sf_object_t *b = fx_decode(text, SF_OBJ_RESOURCE_CLAIM);
   cr_assert(sf__claim_spec_equal(&a->u.claim.spec, &b->u.claim.spec), "a status is not the spec");
   sf_object_free(b);
@@ -596,7 +659,8 @@ Test(decode, claim_spec_equal) {
     cr_assert(at, "%s", from[i]);
     snprintf(text, sizeof text, "%.*s%s%s", (int)(at - base), base, to[i], at + strlen(from[i]));
     b = fx_decode(text, SF_OBJ_RESOURCE_CLAIM);
-    cr_assert_not(sf__claim_spec_equal(&a->u.claim.spec, &b->u.claim.spec), "%s -> %s", from[i], to[i]);
+    cr_assert_not(sf__claim_spec_equal(&a->u.claim.spec, &b->u.claim.spec), "%s -> %s", from[i],
+                  to[i]);
     cr_assert_not(sf__claim_spec_equal(&b->u.claim.spec, &a->u.claim.spec));
     sf_object_free(b);
   }
@@ -606,7 +670,8 @@ Test(decode, claim_spec_equal) {
 /* DRAListTypeAttributes: ints, bools, strings and versions are kept as lists (issue 12: they were
  * dropped, and a missing attribute failed matchAttribute for certain); an empty list, which the
  * allocator cannot compare either, is left out. */
-Test(decode, list_type_attributes) {
+Test(decode, list_type_attributes)
+{
   sf_object_t *o = fx_decode(
       "{\"kind\":\"ResourceSlice\",\"metadata\":{\"name\":\"s\"},\"spec\":{\"driver\":\"d.example.com\","
       "\"nodeName\":\"n\",\"pool\":{\"name\":\"p\",\"resourceSliceCount\":1},\"devices\":[{\"name\":\"a\","
@@ -616,9 +681,13 @@ Test(decode, list_type_attributes) {
   const sf_device_spec_t *d = &o->u.slice.devs[0];
   cr_assert_eq(d->nattrs, 5, "the empty list is left out");
   cr_assert_null(attr(d, "d.example.com/e"));
-  struct { const char *name, *elems; } want[] = {
-      {"d.example.com/s", "s:x\x1es:y"}, {"d.example.com/i", "i:0\x1ei:-1"},
-      {"d.example.com/b", "b:1\x1e" "b:0"}, {"d.example.com/v", "v:1.0.0"}};
+  struct {
+    const char *name, *elems;
+  } want[] = {{"d.example.com/s", "s:x\x1es:y"},
+              {"d.example.com/i", "i:0\x1ei:-1"},
+              {"d.example.com/b", "b:1\x1e"
+                                  "b:0"},
+              {"d.example.com/v", "v:1.0.0"}};
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
     const sf_attr_t *a = attr(d, want[i].name);
     cr_assert_not_null(a, "%s", want[i].name);
@@ -631,7 +700,8 @@ Test(decode, list_type_attributes) {
 
 /* An attribute with no value slicefit can read (none, or a kind of value it does not know) is
  * kept as SF_ATTR_UNKNOWN: whatever reads it is unsure, and the slice still loads (issue 12). */
-Test(decode, attribute_without_a_readable_value_is_unknown) {
+Test(decode, attribute_without_a_readable_value_is_unknown)
+{
   sf_object_t *o = fx_decode(
       "{\"kind\":\"ResourceSlice\",\"metadata\":{\"name\":\"s\"},\"spec\":{\"driver\":\"d.example.com\","
       "\"nodeName\":\"n\",\"pool\":{\"name\":\"p\",\"resourceSliceCount\":1},\"devices\":[{\"name\":\"a\","

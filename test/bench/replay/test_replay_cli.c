@@ -85,7 +85,8 @@ Test(replay_cli, good_files_run)
 {
   char args[512], err[4096];
   long out;
-  snprintf(args, sizeof(args), "--nodes %s --pods %s --json", file("n.csv", nodes), file("p.csv", pods));
+  snprintf(args, sizeof(args), "--nodes %s --pods %s --json", file("n.csv", nodes),
+           file("p.csv", pods));
   cr_expect_eq(run(args, err, sizeof(err), &out), 0, "%s", err);
   cr_expect_gt(out, 0);
 }
@@ -93,11 +94,13 @@ Test(replay_cli, good_files_run)
 Test(replay_cli, malformed_csv_row_names_file_line_and_column)
 {
   char args[512], want[256];
-  const char *np = file("n.csv", "sn,cpu_milli,memory_mib,gpu,model\nn-0,96000,393216,8,G2\nn-1,9x,1,1,T4\n");
+  const char *np = file("n.csv",
+                        "sn,cpu_milli,memory_mib,gpu,model\nn-0,96000,393216,8,G2\nn-1,9x,1,1,T4\n");
   snprintf(args, sizeof(args), "--nodes %s --pods %s", np, file("p.csv", pods));
   snprintf(want, sizeof(want), "%s:3:5: column 'cpu_milli'", np);
   expect_failure(args, want);
-  const char *pp = file("p2.csv", "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np-0,1,1,1,500\np-1,1,1\n");
+  const char *pp = file("p2.csv",
+                        "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np-0,1,1,1,500\np-1,1,1\n");
   snprintf(args, sizeof(args), "--nodes %s --pods %s", file("n2.csv", nodes), pp);
   snprintf(want, sizeof(want), "%s:3:", pp);
   expect_failure(args, want);
@@ -106,10 +109,10 @@ Test(replay_cli, malformed_csv_row_names_file_line_and_column)
 Test(replay_cli, malformed_json_line_names_file_line_and_column)
 {
   char args[512], want[256];
-  const char *tp = file("t.jsonl",
-                        "{\"kind\":\"node\",\"name\":\"n\",\"cpu\":\"8\",\"memory\":\"8Gi\",\"gpus\":1,"
-                        "\"model\":\"L4\",\"gpu_memory\":\"24Gi\"}\n"
-                        "{\"kind\":\"pod\",\"name\":\"p\",\"at\":0,\"colour\":1}\n");
+  const char *tp =
+      file("t.jsonl", "{\"kind\":\"node\",\"name\":\"n\",\"cpu\":\"8\",\"memory\":\"8Gi\",\"gpus\":1,"
+                      "\"model\":\"L4\",\"gpu_memory\":\"24Gi\"}\n"
+                      "{\"kind\":\"pod\",\"name\":\"p\",\"at\":0,\"colour\":1}\n");
   snprintf(args, sizeof(args), "--trace %s", tp);
   snprintf(want, sizeof(want), "%s:2:33: unknown key 'colour'", tp);
   expect_failure(args, want);
@@ -164,7 +167,8 @@ Test(replay_cli, bad_snapshots_name_the_file)
   snprintf(args, sizeof(args), "--nodes %s --pods %s --snapshot %s", np, pp, sp);
   snprintf(want, sizeof(want), "%s:2:4: ", sp);
   expect_failure(args, want);
-  sp = file("snap2.json", "{\"kind\": \"List\", \"items\": [{\"kind\": \"ResourceSlice\", \"spec\": 7}]}\n");
+  sp = file("snap2.json",
+            "{\"kind\": \"List\", \"items\": [{\"kind\": \"ResourceSlice\", \"spec\": 7}]}\n");
   snprintf(args, sizeof(args), "--nodes %s --pods %s --snapshot %s", np, pp, sp);
   snprintf(want, sizeof(want), "%s: items[0]", sp);
   expect_failure(args, want);
@@ -188,8 +192,10 @@ Test(replay_cli, bad_search_options_exit_2)
   expect_bad_flag("--search 0", "--search: expected 1 to 100000 candidates, got '0'");
   expect_bad_flag("--search many", "--search: expected 1 to 100000 candidates, got 'many'");
   expect_bad_flag("--search 100001", "--search: expected 1 to 100000");
-  expect_bad_flag("--search 4 --search-train 100", "--search-train: expected a percentage from 1 to 99");
-  expect_bad_flag("--search 4 --search-train 0", "--search-train: expected a percentage from 1 to 99");
+  expect_bad_flag("--search 4 --search-train 100",
+                  "--search-train: expected a percentage from 1 to 99");
+  expect_bad_flag("--search 4 --search-train 0",
+                  "--search-train: expected a percentage from 1 to 99");
   expect_bad_flag("--search 4 --search-threads 0", "--search-threads: expected 1 to 64 threads");
   expect_bad_flag("--search 4 --search-seed -1", "--search-seed: expected a non-negative integer");
   expect_bad_flag("--search-seed 5", "--search-seed goes with --search N");
@@ -198,7 +204,8 @@ Test(replay_cli, bad_search_options_exit_2)
   expect_bad_flag("--search 4 --seeds 1-65", "--search: at most 64 seeds");
   expect_bad_flag("--search 4 --policy bestfit", "--policy names the base's strategy");
   expect_bad_flag("--search 4 --policy fgd,binpack", "--policy names the base's strategy");
-  expect_bad_flag("--search 4 --search-keys weight_frag,colour", "'colour' is not a knob the search varies");
+  expect_bad_flag("--search 4 --search-keys weight_frag,colour",
+                  "'colour' is not a knob the search varies");
   expect_bad_flag("--search 4 --search-keys ,", "--search-keys: empty list");
 }
 

@@ -89,8 +89,8 @@ Test(replay_cpu, cpu_only_pods_follow_the_seeds_node_order)
                  (unsigned long long)seed);
     on_a += x;
   }
-  cr_expect(on_a > 0 && on_a < seeds, "both nodes come first for some seed (a first %zu of %zu)", on_a,
-            seeds);
+  cr_expect(on_a > 0 && on_a < seeds, "both nodes come first for some seed (a first %zu of %zu)",
+            on_a, seeds);
   sf_replay_trace_dispose(&t);
 }
 
@@ -113,7 +113,8 @@ Test(replay_cpu, fgd_keeps_cpu_for_the_typical_gpu_pods)
   sf_replay_trace_t t;
   sf_replay_result_t r;
   load(&t, cpu_trace);
-  static const sf_replay_ties_t ties[] = {SF_REPLAY_TIES_PERM, SF_REPLAY_TIES_SCHED, SF_REPLAY_TIES_FIRST};
+  static const sf_replay_ties_t ties[] = {SF_REPLAY_TIES_PERM, SF_REPLAY_TIES_SCHED,
+                                          SF_REPLAY_TIES_FIRST};
   for (size_t k = 0; k < sizeof(ties) / sizeof(ties[0]); k++) {
     for (uint64_t seed = 1; seed <= 4; seed++) {
       run(&t, "fgd", ties[k], seed, &r);
@@ -134,7 +135,10 @@ Test(replay_cpu, a_cpu_blind_mix_loses_the_cpu_rule)
   sf_replay_trace_t t;
   sf_replay_result_t r;
   load(&t, cpu_trace);
-  sf_replay_opts_t o = {.policy = "fgd", .device_choice = -1, .seed = 1, .ties = SF_REPLAY_TIES_FIRST,
+  sf_replay_opts_t o = {.policy = "fgd",
+                        .device_choice = -1,
+                        .seed = 1,
+                        .ties = SF_REPLAY_TIES_FIRST,
                         .cpu_blind = true};
   run_opts(&t, &o, &r);
   cr_expect_eq(r.gpu_pods_failed, 1);
@@ -184,8 +188,13 @@ Test(replay_cpu, live_cpu_modes_replay_the_same_without_the_cache)
   for (size_t k = 0; k < 2; k++) {
     sf_replay_result_t r[2];
     for (int nc = 0; nc < 2; nc++) {
-      sf_replay_opts_t o = {.policy = pol[k], .device_choice = -1, .seed = 7, .tune = 1.3,
-                            .no_cache = nc == 1, .cpu_blind = true, .cpu_only_least_allocated = true};
+      sf_replay_opts_t o = {.policy = pol[k],
+                            .device_choice = -1,
+                            .seed = 7,
+                            .tune = 1.3,
+                            .no_cache = nc == 1,
+                            .cpu_blind = true,
+                            .cpu_only_least_allocated = true};
       run_opts(&t, &o, &r[nc]);
     }
     cr_expect_eq(r[0].pods_failed, r[1].pods_failed, "%s", pol[k]);

@@ -10,11 +10,10 @@
 #include "slicefit/replay.h"
 #include "bundled.h"
 
-static const char nodes_ok[] =
-    "sn,cpu_milli,memory_mib,gpu,model\n"
-    "n-b,96000,393216,8,G2\n"
-    "n-a,16000,122880,2,P100\n"
-    "n-c,32000,262144,0,\n";
+static const char nodes_ok[] = "sn,cpu_milli,memory_mib,gpu,model\n"
+                               "n-b,96000,393216,8,G2\n"
+                               "n-a,16000,122880,2,P100\n"
+                               "n-c,32000,262144,0,\n";
 
 static const char pods_ok[] =
     "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"
@@ -151,7 +150,8 @@ Test(replay_csv, missing_file_is_an_error)
   sf_replay_trace_t t;
   char err[SF_REPLAY_ERR_MAX] = "";
   sf_replay_trace_init(&t);
-  cr_expect_eq(sf_replay_load_csv(&t, "/nonexistent/nodes.csv", "/nonexistent/pods.csv", err, sizeof err),
+  cr_expect_eq(sf_replay_load_csv(&t, "/nonexistent/nodes.csv", "/nonexistent/pods.csv", err,
+                                  sizeof err),
                SF_ENOENT);
   cr_expect(strstr(err, "/nonexistent/nodes.csv: cannot open") != NULL, "%s", err);
   sf_replay_trace_dispose(&t);

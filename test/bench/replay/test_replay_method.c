@@ -160,9 +160,9 @@ Test(replay_method, allocation_at_thresholds)
   cr_expect_eq(r.gpus, 2);
   cr_expect_eq(r.pods_arrived, 5);
   cr_expect_eq(r.pods_failed, 1);
-  cr_expect_float_eq(r.alloc_pct_at[0], 50.0, 1e-9);   /* @50: two pods in */
-  cr_expect_float_eq(r.alloc_pct_at[4], 100.0, 1e-9);  /* @100 */
-  cr_expect_float_eq(r.alloc_pct_at[8], 100.0, 1e-9);  /* @130: q arrived (130%) and failed */
+  cr_expect_float_eq(r.alloc_pct_at[0], 50.0, 1e-9);  /* @50: two pods in */
+  cr_expect_float_eq(r.alloc_pct_at[4], 100.0, 1e-9); /* @100 */
+  cr_expect_float_eq(r.alloc_pct_at[8], 100.0, 1e-9); /* @130: q arrived (130%) and failed */
   cr_expect_float_eq(r.unallocated_pct_at_100, 0.0, 1e-9);
   cr_expect_float_eq(r.frag_pct_at_100, 0.0, 1e-9, "nothing idle, nothing fragmented");
   cr_expect_float_eq(r.arrived_pct_final, 130.0, 1e-9);
@@ -215,8 +215,9 @@ Test(replay_method, sliver_floor_is_below_every_policy)
     sf_replay_opts_t opts = {.policy = pols[i], .device_choice = -1, .seed = 42, .tune = 1.3};
     cr_assert_eq(sf_replay_run(&t, &opts, &r, err, sizeof err), 0, "%s", err);
     cr_expect_gt(r.sliver_floor_pct_at_100, 1.0, "%s: the bundled trace has 810-milli pods", pols[i]);
-    cr_expect_leq(r.sliver_floor_pct_at_100, r.unallocated_pct_at_100 + 1e-9, "%s: floor %.3f, unallocated %.3f",
-                  pols[i], r.sliver_floor_pct_at_100, r.unallocated_pct_at_100);
+    cr_expect_leq(r.sliver_floor_pct_at_100, r.unallocated_pct_at_100 + 1e-9,
+                  "%s: floor %.3f, unallocated %.3f", pols[i], r.sliver_floor_pct_at_100,
+                  r.unallocated_pct_at_100);
     sf_replay_result_dispose(&r);
   }
   sf_replay_trace_dispose(&t);
@@ -260,14 +261,18 @@ static void same_with_and_without_cache(const sf_replay_trace_t *t, const char *
   sf_replay_result_t r[2];
   for (int k = 0; k < 2; k++) {
     char err[SF_REPLAY_ERR_MAX] = "";
-    sf_replay_opts_t o = {.policy = policy, .device_choice = SF_CHOICE_PACKER, .seed = 7,
-                          .tune = tune, .ties = ties, .no_cache = k == 1};
+    sf_replay_opts_t o = {.policy = policy,
+                          .device_choice = SF_CHOICE_PACKER,
+                          .seed = 7,
+                          .tune = tune,
+                          .ties = ties,
+                          .no_cache = k == 1};
     cr_assert_eq(sf_replay_run(t, &o, &r[k], err, sizeof err), 0, "%s", err);
   }
   cr_expect_eq(r[0].pods_failed, r[1].pods_failed, "%s: failed pods differ", policy);
   cr_expect_eq(r[0].pods_departed, r[1].pods_departed, "%s: departures differ", policy);
-  cr_expect(r[0].alloc_pct_final == r[1].alloc_pct_final, "%s: final allocation %.3f vs %.3f",
-            policy, r[0].alloc_pct_final, r[1].alloc_pct_final);
+  cr_expect(r[0].alloc_pct_final == r[1].alloc_pct_final, "%s: final allocation %.3f vs %.3f", policy,
+            r[0].alloc_pct_final, r[1].alloc_pct_final);
   for (size_t i = 0; i < SF_REPLAY_NTHRESH; i++)
     cr_expect(r[0].alloc_pct_at[i] == r[1].alloc_pct_at[i] ||
                   (isnan(r[0].alloc_pct_at[i]) && isnan(r[1].alloc_pct_at[i])),
@@ -305,8 +310,12 @@ Test(replay_method, extender_scores_follow_the_core_scores)
   static const char *const pol[2] = {"binpack", "spread"};
   for (int k = 0; k < 2; k++) {
     sf_replay_result_t r;
-    sf_replay_opts_t o = {.policy = pol[k], .device_choice = -1, .seed = 42, .tune = 1.3,
-                          .ties = SF_REPLAY_TIES_FIRST, .extender_scores = true};
+    sf_replay_opts_t o = {.policy = pol[k],
+                          .device_choice = -1,
+                          .seed = 42,
+                          .tune = 1.3,
+                          .ties = SF_REPLAY_TIES_FIRST,
+                          .extender_scores = true};
     cr_assert_eq(sf_replay_run(&t, &o, &r, err, sizeof err), 0, "%s", err);
     at100[k] = r.alloc_pct_at[4];
     sf_replay_result_dispose(&r);
@@ -346,7 +355,10 @@ Test(replay_method, a_run_stops_early_only_when_it_cannot_reach_the_bar)
   sf_policy_t one;
   sf_policy_init(&one);
   cr_assert_eq(sf_policy_set(&one, "max_sharers", "1", err, sizeof err), 0);
-  sf_replay_opts_t s = {.policy = "fragmentation", .base = &one, .device_choice = -1, .seed = 1,
+  sf_replay_opts_t s = {.policy = "fragmentation",
+                        .base = &one,
+                        .device_choice = -1,
+                        .seed = 1,
                         .tune = 1.3};
   cr_assert_eq(sf_replay_run(&t, &s, &full, err, sizeof err), 0, "%s", err);
   cr_assert_lt(full.alloc_pct_at[4], 30, "one pod per GPU: %.2f", full.alloc_pct_at[4]);

@@ -37,19 +37,20 @@ Test(replay_native, departures_free_capacity_at_their_time)
   sf_replay_trace_t t;
   sf_replay_result_t r;
   char err[SF_REPLAY_ERR_MAX] = "";
-  cr_assert_eq(load(&t,
-                    "# one GPU of 80Gi\n"
-                    "{\"kind\":\"node\",\"name\":\"n\",\"cpu\":\"8\",\"memory\":\"64Gi\",\"gpus\":1,"
-                    "\"model\":\"H100\",\"gpu_memory\":\"80Gi\"}\n"
-                    "{\"kind\":\"pod\",\"name\":\"a\",\"at\":0,\"until\":10,\"cpu\":\"1\","
-                    "\"claims\":[{\"requests\":[{\"count\":1}]}]}\n"
-                    "{\"kind\":\"pod\",\"name\":\"c\",\"at\":5,\"claims\":[{\"requests\":[{\"memory\":\"10Gi\"}]}]}\n"
-                    "{\"kind\":\"pod\",\"name\":\"b\",\"at\":10,\"until\":20,"
-                    "\"claims\":[{\"requests\":[{\"memory\":\"40Gi\",\"models\":[\"H100\"]}]}]}\n"
-                    "{\"kind\":\"pod\",\"name\":\"d\",\"at\":11,\"claims\":[{\"requests\":[{\"memory\":\"40Gi\"}]}]}\n"
-                    "{\"kind\":\"pod\",\"name\":\"e\",\"at\":12,\"claims\":[{\"requests\":[{\"memory\":\"1Gi\"}]}]}\n",
-                    err, sizeof err),
-               0, "%s", err);
+  cr_assert_eq(
+      load(&t,
+           "# one GPU of 80Gi\n"
+           "{\"kind\":\"node\",\"name\":\"n\",\"cpu\":\"8\",\"memory\":\"64Gi\",\"gpus\":1,"
+           "\"model\":\"H100\",\"gpu_memory\":\"80Gi\"}\n"
+           "{\"kind\":\"pod\",\"name\":\"a\",\"at\":0,\"until\":10,\"cpu\":\"1\","
+           "\"claims\":[{\"requests\":[{\"count\":1}]}]}\n"
+           "{\"kind\":\"pod\",\"name\":\"c\",\"at\":5,\"claims\":[{\"requests\":[{\"memory\":\"10Gi\"}]}]}\n"
+           "{\"kind\":\"pod\",\"name\":\"b\",\"at\":10,\"until\":20,"
+           "\"claims\":[{\"requests\":[{\"memory\":\"40Gi\",\"models\":[\"H100\"]}]}]}\n"
+           "{\"kind\":\"pod\",\"name\":\"d\",\"at\":11,\"claims\":[{\"requests\":[{\"memory\":\"40Gi\"}]}]}\n"
+           "{\"kind\":\"pod\",\"name\":\"e\",\"at\":12,\"claims\":[{\"requests\":[{\"memory\":\"1Gi\"}]}]}\n",
+           err, sizeof err),
+      0, "%s", err);
   cr_assert(t.native);
   cr_expect_eq(t.pods[2].load_milli, 500, "40Gi of an 80Gi GPU is half a GPU");
   run(&t, "fgd", &r);
@@ -67,15 +68,17 @@ Test(replay_native, island_claims_need_one_island)
   sf_replay_trace_t t;
   sf_replay_result_t r;
   char err[SF_REPLAY_ERR_MAX] = "";
-  const char *node = "{\"kind\":\"node\",\"name\":\"n\",\"cpu\":\"64\",\"memory\":\"512Gi\",\"gpus\":8,"
-                     "\"model\":\"A100\",\"gpu_memory\":\"40Gi\",\"islands\":[4,4]}\n";
+  const char *node =
+      "{\"kind\":\"node\",\"name\":\"n\",\"cpu\":\"64\",\"memory\":\"512Gi\",\"gpus\":8,"
+      "\"model\":\"A100\",\"gpu_memory\":\"40Gi\",\"islands\":[4,4]}\n";
   char text[2048];
   /* x takes 3 of one island, y 2 of the other: 3 GPUs stay free but no island has 3. */
-  snprintf(text, sizeof(text),
-           "%s{\"kind\":\"pod\",\"name\":\"x\",\"at\":0,\"claims\":[{\"requests\":[{\"count\":3}],\"island\":true}]}\n"
-           "{\"kind\":\"pod\",\"name\":\"y\",\"at\":1,\"claims\":[{\"requests\":[{\"count\":2}],\"island\":true}]}\n"
-           "{\"kind\":\"pod\",\"name\":\"z\",\"at\":2,\"claims\":[{\"requests\":[{\"count\":3}],\"island\":true}]}\n",
-           node);
+  snprintf(
+      text, sizeof(text),
+      "%s{\"kind\":\"pod\",\"name\":\"x\",\"at\":0,\"claims\":[{\"requests\":[{\"count\":3}],\"island\":true}]}\n"
+      "{\"kind\":\"pod\",\"name\":\"y\",\"at\":1,\"claims\":[{\"requests\":[{\"count\":2}],\"island\":true}]}\n"
+      "{\"kind\":\"pod\",\"name\":\"z\",\"at\":2,\"claims\":[{\"requests\":[{\"count\":3}],\"island\":true}]}\n",
+      node);
   cr_assert_eq(load(&t, text, err, sizeof err), 0, "%s", err);
   cr_assert(t.has_islands);
   run(&t, "fragmentation", &r);
@@ -121,8 +124,10 @@ Test(replay_native, bad_lines_name_line_and_column)
   expect_error(buf, "'until' (5) must be after 'at' (5)");
   snprintf(buf, sizeof(buf), "%s{\"kind\":\"pod\",\"name\":\"p\",\"at\":0,\"memory\":\"lots\"}\n", n);
   expect_error(buf, "'memory': bad quantity 'lots'");
-  snprintf(buf, sizeof(buf), "%s{\"kind\":\"pod\",\"name\":\"p\",\"at\":0,"
-           "\"claims\":[{\"requests\":[{\"count\":0}]}]}\n", n);
+  snprintf(buf, sizeof(buf),
+           "%s{\"kind\":\"pod\",\"name\":\"p\",\"at\":0,"
+           "\"claims\":[{\"requests\":[{\"count\":0}]}]}\n",
+           n);
   expect_error(buf, "'count': expected an integer from 1 to 64");
   expect_error("{\"kind\":\"node\",\"name\":\"n\",\"cpu\":\"8\",\"memory\":\"8Gi\",\"gpus\":4,"
                "\"model\":\"L4\",\"gpu_memory\":\"24Gi\",\"islands\":[2,1]}\n",

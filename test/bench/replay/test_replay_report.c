@@ -11,8 +11,7 @@
 #include "slicefit/replay.h"
 #include "bundled.h"
 
-static void run(const sf_replay_trace_t *t, const char *policy, uint64_t seed,
-                sf_replay_result_t *r)
+static void run(const sf_replay_trace_t *t, const char *policy, uint64_t seed, sf_replay_result_t *r)
 {
   char err[SF_REPLAY_ERR_MAX] = "";
   sf_replay_opts_t o = {.policy = policy, .device_choice = -1, .seed = seed, .tune = 1.3};
@@ -21,10 +20,19 @@ static void run(const sf_replay_trace_t *t, const char *policy, uint64_t seed,
 
 Test(replay_report, json_lines_have_the_issue_keys)
 {
-  static const char *const keys[] = {"policy", "seed", "tune", "gpus", "pods_arrived",
-                                     "pods_failed", "alloc_pct_at", "unallocated_pct_at_100",
-                                     "frag_pct_at_100", "decision_us_p50", "decision_us_p99",
-                                     "cost", NULL};
+  static const char *const keys[] = {"policy",
+                                     "seed",
+                                     "tune",
+                                     "gpus",
+                                     "pods_arrived",
+                                     "pods_failed",
+                                     "alloc_pct_at",
+                                     "unallocated_pct_at_100",
+                                     "frag_pct_at_100",
+                                     "decision_us_p50",
+                                     "decision_us_p99",
+                                     "cost",
+                                     NULL};
   sf_replay_trace_t t;
   sf_replay_result_t r[2];
   sf_test_load_bundled(&t);

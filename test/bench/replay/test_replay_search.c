@@ -95,7 +95,8 @@ Test(replay_search, every_numeric_policy_key_is_a_knob_or_left_out_on_purpose)
       cr_expect_not_null(sf_search_knob(keys[j].key),
                          "policy key '%s' is numeric but not in the search's knob table "
                          "(bench/replay/replay_search.c knobs[]): add its line, or list it in "
-                         "not_searched here with the reason", keys[j].key);
+                         "not_searched here with the reason",
+                         keys[j].key);
   }
 }
 
@@ -145,7 +146,8 @@ Test(replay_search, candidates_are_seeded_latin_hypercube_draws_and_candidate_0_
     sf_policy_dispose(&p);
     sf_policy_dispose(&q);
   }
-  cr_expect_eq(kept, (n - 1) / 2, "%zu of %zu candidates kept headroom_pct at the base's", kept, n - 1);
+  cr_expect_eq(kept, (n - 1) / 2, "%zu of %zu candidates kept headroom_pct at the base's", kept,
+               n - 1);
   /* Another search seed draws other values. */
   sf_search_candidate(&base, ks, nk, 7, n, 1, &p);
   sf_search_candidate(&base, ks, nk, 8, n, 1, &q);
@@ -269,8 +271,14 @@ Test(replay_search, a_split_with_an_empty_part_is_refused)
 
 static sf_search_opts_t opts(size_t n, unsigned threads)
 {
-  return (sf_search_opts_t){.ncandidates = n, .search_seed = 1, .seeds = seeds2, .nseeds = 2,
-                            .train_pct = 70, .threads = threads, .tune = 1.3, .device_choice = -1};
+  return (sf_search_opts_t){.ncandidates = n,
+                            .search_seed = 1,
+                            .seeds = seeds2,
+                            .nseeds = 2,
+                            .train_pct = 70,
+                            .threads = threads,
+                            .tune = 1.3,
+                            .device_choice = -1};
 }
 
 static void same_rows(const sf_search_result_t *a, const sf_search_result_t *b)
@@ -329,7 +337,8 @@ Test(replay_search, the_same_search_gives_the_same_result_on_one_or_two_threads,
   sf_replay_trace_dispose(&t);
 }
 
-Test(replay_search, the_winner_is_never_worse_on_train_than_the_default_it_starts_from, .timeout = 120)
+Test(replay_search, the_winner_is_never_worse_on_train_than_the_default_it_starts_from,
+     .timeout = 120)
 {
   sf_replay_trace_t t;
   sf_search_result_t r;
@@ -358,8 +367,9 @@ Test(replay_search, the_winner_is_never_worse_on_train_than_the_default_it_start
   }
   size_t nk;
   sf_search_knobs(&nk);
-  cr_expect_eq(r.nknobs, nk, "by default every knob of the table varies (the native trace has "
-                             "islands and model selectors)");
+  cr_expect_eq(r.nknobs, nk,
+               "by default every knob of the table varies (the native trace has "
+               "islands and model selectors)");
   sf_search_result_dispose(&r);
   sf_replay_trace_dispose(&t);
 }

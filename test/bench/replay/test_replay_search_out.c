@@ -87,12 +87,16 @@ static char *configmap_text(const sf_policy_t *pol, const char *head)
 /* A policy far from the defaults, with characters YAML must quote. */
 static void odd_policy(sf_policy_t *p)
 {
-  static const char *const kv[][2] = {
-      {"strategy", "fgd"},          {"device_choice", "packer"},
-      {"model_attribute", "we\"ird\\name:#x"}, {"island_map", "gpu-a100-:A100=2"},
-      {"fgd_mix", "4Gix1=6,wholex2@H100!=1"},    {"weight_frag", "0.4153"},
-      {"weight_island", "3.853"},   {"weight_model", "0"},
-      {"max_sharers", "7"},         {"headroom_pct", "12"}};
+  static const char *const kv[][2] = {{"strategy", "fgd"},
+                                      {"device_choice", "packer"},
+                                      {"model_attribute", "we\"ird\\name:#x"},
+                                      {"island_map", "gpu-a100-:A100=2"},
+                                      {"fgd_mix", "4Gix1=6,wholex2@H100!=1"},
+                                      {"weight_frag", "0.4153"},
+                                      {"weight_island", "3.853"},
+                                      {"weight_model", "0"},
+                                      {"max_sharers", "7"},
+                                      {"headroom_pct", "12"}};
   char err[256];
   sf_policy_init(p);
   for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++)
@@ -165,10 +169,13 @@ Test(replay_search_out, the_configmap_is_the_one_in_manifests)
   ydoc_t a, b;
   yparse(&a, shipped, path);
   yparse(&b, ours, "the search's ConfigMap");
-  static const char *const fields[][2] = {{"apiVersion", NULL}, {"kind", NULL},
-                                          {"metadata", "name"}, {"metadata", "namespace"}};
+  static const char *const fields[][2] = {{"apiVersion", NULL},
+                                          {"kind", NULL},
+                                          {"metadata", "name"},
+                                          {"metadata", "namespace"}};
   for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
-    const char *x = str_at(&a, fields[i][0], fields[i][1]), *y = str_at(&b, fields[i][0], fields[i][1]);
+    const char *x = str_at(&a, fields[i][0], fields[i][1]),
+               *y = str_at(&b, fields[i][0], fields[i][1]);
     cr_assert(x != NULL && y != NULL);
     cr_expect_str_eq(y, x, "%s.%s", fields[i][0], fields[i][1] ? fields[i][1] : "");
   }
@@ -276,9 +283,11 @@ Test(replay_search_out, kubectl_applies_the_configmap, .timeout = 60)
   fake_start(&fk);
   snprintf(path, sizeof path, "%s/kubeconfig", dir);
   FILE *f = fopen(path, "w");
-  fprintf(f, "apiVersion: v1\nkind: Config\ncurrent-context: fake\nclusters:\n- name: fake\n"
-             "  cluster:\n    server: http://127.0.0.1:%u\ncontexts:\n- name: fake\n  context:\n"
-             "    cluster: fake\n    user: u\nusers:\n- name: u\n  user: {}\n", fk.port);
+  fprintf(f,
+          "apiVersion: v1\nkind: Config\ncurrent-context: fake\nclusters:\n- name: fake\n"
+          "  cluster:\n    server: http://127.0.0.1:%u\ncontexts:\n- name: fake\n  context:\n"
+          "    cluster: fake\n    user: u\nusers:\n- name: u\n  user: {}\n",
+          fk.port);
   fclose(f);
   sf_policy_t pol;
   odd_policy(&pol);
@@ -291,8 +300,10 @@ Test(replay_search_out, kubectl_applies_the_configmap, .timeout = 60)
    * through the server's discovery and asks the server for the object (the
    * fake serves ConfigMaps read-only, so nothing is written).
    */
-  snprintf(cmd, sizeof cmd, "timeout 30 kubectl --kubeconfig %s/kubeconfig --cache-dir %s/cache "
-                            "apply --dry-run=client --validate=false -o json -f %s 2>&1", dir, dir, path);
+  snprintf(cmd, sizeof cmd,
+           "timeout 30 kubectl --kubeconfig %s/kubeconfig --cache-dir %s/cache "
+           "apply --dry-run=client --validate=false -o json -f %s 2>&1",
+           dir, dir, path);
   FILE *p = popen(cmd, "r");
   char *out = slurp(p);
   int st = pclose(p);
@@ -304,11 +315,13 @@ Test(replay_search_out, kubectl_applies_the_configmap, .timeout = 60)
   cr_expect_str_eq(json_string_value(json_object_get(o, "kind")), "ConfigMap");
   json_t *md = json_object_get(o, "metadata");
   cr_expect_str_eq(json_string_value(json_object_get(md, "name")), SF_SEARCH_CONFIGMAP_NAME);
-  cr_expect_str_eq(json_string_value(json_object_get(md, "namespace")), SF_SEARCH_CONFIGMAP_NAMESPACE);
+  cr_expect_str_eq(json_string_value(json_object_get(md, "namespace")),
+                   SF_SEARCH_CONFIGMAP_NAMESPACE);
   const char *keys[64], *vals[64], *k;
   size_t n = 0;
   json_t *v;
-  json_object_foreach(json_object_get(o, "data"), k, v) {
+  json_object_foreach(json_object_get(o, "data"), k, v)
+  {
     cr_assert(json_is_string(v), "data.%s is not a string", k);
     cr_assert_lt(n, 64);
     keys[n] = k;
@@ -327,14 +340,24 @@ Test(replay_search_out, kubectl_applies_the_configmap, .timeout = 60)
 Test(replay_search_out, the_table_states_the_split_the_rows_and_the_winner)
 {
   static const uint64_t seeds[] = {42, 43, 44};
-  sf_search_opts_t o = {.ncandidates = 10, .search_seed = 5, .seeds = seeds, .nseeds = 3,
-                        .train_pct = 70, .tune = 1.3};
-  sf_search_result_t r = {.nrows = 6, .winner = 4, .reference = 1, .ntrain_pods = 7,
-                          .nholdout_pods = 3, .rung1 = 4, .nknobs = 1, .replays = 33};
+  sf_search_opts_t o = {.ncandidates = 10,
+                        .search_seed = 5,
+                        .seeds = seeds,
+                        .nseeds = 3,
+                        .train_pct = 70,
+                        .tune = 1.3};
+  sf_search_result_t r = {.nrows = 6,
+                          .winner = 4,
+                          .reference = 1,
+                          .ntrain_pods = 7,
+                          .nholdout_pods = 3,
+                          .rung1 = 4,
+                          .nknobs = 1,
+                          .replays = 33};
   r.knobs[0] = "weight_frag";
   r.rows = calloc(6, sizeof(*r.rows));
-  static const char *const names[] = {"fgd", "fragmentation", "binpack", "spread", "candidate 3",
-                                      "candidate 0 (base)"};
+  static const char *const names[] = {"fgd",    "fragmentation", "binpack",
+                                      "spread", "candidate 3",   "candidate 0 (base)"};
   for (size_t i = 0; i < 6; i++) {
     snprintf(r.rows[i].name, sizeof r.rows[i].name, "%s", names[i]);
     sf_policy_init(&r.rows[i].pol);
@@ -349,13 +372,16 @@ Test(replay_search_out, the_table_states_the_split_the_rows_and_the_winner)
   FILE *m = open_memstream(&buf, &len);
   sf_search_table(m, &r, &o);
   fclose(m);
-  cr_expect(strstr(buf, "train = the first 70% (7 pods), holdout = the last 30% (3 pods)") != NULL, "%s", buf);
-  cr_expect(strstr(buf, "seeds 42-44: every candidate on train with seed 42; the best 4") != NULL, "%s", buf);
+  cr_expect(strstr(buf, "train = the first 70% (7 pods), holdout = the last 30% (3 pods)") != NULL,
+            "%s", buf);
+  cr_expect(strstr(buf, "seeds 42-44: every candidate on train with seed 42; the best 4") != NULL,
+            "%s", buf);
   cr_expect(strstr(buf, "(33 replays)") != NULL, "%s", buf);
   cr_expect(strstr(buf, "candidate 3                94.00         -     84.00") != NULL, "%s", buf);
   cr_expect(strstr(buf, "0.25") != NULL, "the winner's knob value: %s", buf);
   cr_expect(strstr(buf, "winner: candidate 3: +3.00 points @100 on train and +3.00 on the holdout "
-                        "against the base (fragmentation)") != NULL, "%s", buf);
+                        "against the base (fragmentation)") != NULL,
+            "%s", buf);
   free(buf);
   sf_search_result_dispose(&r);
 }

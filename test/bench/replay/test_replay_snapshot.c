@@ -50,7 +50,7 @@ static void trace(sf_replay_trace_t *t)
   char err[SF_REPLAY_ERR_MAX] = "";
   char nodes[] = "sn,cpu_milli,memory_mib,gpu,model\nn-0,16000,65536,1,T4\n";
   char pods[] = "name,cpu_milli,memory_mib,num_gpu,gpu_milli\n"
-                     "p-0,1000,1024,1,1000\np-1,1000,1024,1,1000\np-2,1000,1024,1,1000\n";
+                "p-0,1000,1024,1,1000\np-1,1000,1024,1,1000\np-2,1000,1024,1,1000\n";
   FILE *n = fmemopen(nodes, strlen(nodes), "r"), *p = fmemopen(pods, strlen(pods), "r");
   sf_replay_trace_init(t);
   cr_assert_eq(sf_replay_parse_nodes_csv(t, n, "nodes", err, sizeof err), 0, "%s", err);
@@ -62,7 +62,10 @@ static void trace(sf_replay_trace_t *t)
 static int run(const sf_replay_trace_t *t, const char *policy, const json_t *snap,
                sf_replay_result_t *r, char *err, size_t errlen)
 {
-  sf_replay_opts_t o = {.policy = policy, .device_choice = -1, .seed = 1, .snapshot = snap,
+  sf_replay_opts_t o = {.policy = policy,
+                        .device_choice = -1,
+                        .seed = 1,
+                        .snapshot = snap,
                         .snapshot_name = "snap.json"};
   return sf_replay_run(t, &o, r, err, errlen);
 }

@@ -35,29 +35,50 @@ static sf_node_id node(const char *name)
 }
 
 #define NV "gpu.nvidia.com/"
-#define S(n, v) {NV n, SF_ATTR_STRING, 0, v}
-#define I(n, v) {NV n, SF_ATTR_INT, v, NULL}
-#define V(n, v) {NV n, SF_ATTR_VERSION, 0, v}
+#define S(n, v)                \
+  {                            \
+    NV n, SF_ATTR_STRING, 0, v \
+  }
+#define I(n, v)                \
+  {                            \
+    NV n, SF_ATTR_INT, v, NULL \
+  }
+#define V(n, v)                 \
+  {                             \
+    NV n, SF_ATTR_VERSION, 0, v \
+  }
 
 static void nvidia_node(void)
 {
   sf_node_id n = node("nv-node");
-  static const sf_attr_t a0[] = {
-    S("type", "gpu"), S("productName", "NVIDIA A100-SXM4-40GB"), S("brand", "Nvidia"),
-    S("architecture", "Ampere"), I("index", 0), I("minor", 0), S("uuid", "GPU-4cf8db2d-06c0-7d70-1a51-e59b25b2c16c"),
-    V("cudaComputeCapability", "8.0.0"), V("driverVersion", "550.54.15"), V("cudaDriverVersion", "12.4.0"),
-    {NV "migEnabled", SF_ATTR_BOOL, 0, NULL}, {"resource.kubernetes.io/pcieRoot", SF_ATTR_STRING, 0, "pci0000:00"}};
-  static const sf_attr_t a1[] = {S("type", "gpu"), S("productName", "NVIDIA A100-SXM4-40GB"), I("index", 1)};
-  static const sf_attr_t a2[] = {S("type", "gpu"), S("productName", "NVIDIA H100 80GB HBM3"), I("index", 2)};
-  static const sf_attr_t am[] = {S("type", "mig"), S("profile", "1g.5gb"), S("productName", "NVIDIA A100-SXM4-40GB"),
-                                 I("parentIndex", 0)};
-  static const sf_capacity_t c40 = {NV "memory", 40 * GI, false, {0}}, c80 = {NV "memory", 80 * GI, false, {0}};
-  static const sf_capacity_t cm[] = {{NV "memory", 4864 * MI, false, {0}}, {NV "multiprocessors", 14000, false, {0}}};
+  static const sf_attr_t a0[] = {S("type", "gpu"),
+                                 S("productName", "NVIDIA A100-SXM4-40GB"),
+                                 S("brand", "Nvidia"),
+                                 S("architecture", "Ampere"),
+                                 I("index", 0),
+                                 I("minor", 0),
+                                 S("uuid", "GPU-4cf8db2d-06c0-7d70-1a51-e59b25b2c16c"),
+                                 V("cudaComputeCapability", "8.0.0"),
+                                 V("driverVersion", "550.54.15"),
+                                 V("cudaDriverVersion", "12.4.0"),
+                                 {NV "migEnabled", SF_ATTR_BOOL, 0, NULL},
+                                 {"resource.kubernetes.io/pcieRoot", SF_ATTR_STRING, 0,
+                                  "pci0000:00"}};
+  static const sf_attr_t a1[] = {S("type", "gpu"), S("productName", "NVIDIA A100-SXM4-40GB"),
+                                 I("index", 1)};
+  static const sf_attr_t a2[] = {S("type", "gpu"), S("productName", "NVIDIA H100 80GB HBM3"),
+                                 I("index", 2)};
+  static const sf_attr_t am[] = {S("type", "mig"), S("profile", "1g.5gb"),
+                                 S("productName", "NVIDIA A100-SXM4-40GB"), I("parentIndex", 0)};
+  static const sf_capacity_t c40 = {NV "memory", 40 * GI, false, {0}},
+                             c80 = {NV "memory", 80 * GI, false, {0}};
+  static const sf_capacity_t cm[] = {{NV "memory", 4864 * MI, false, {0}},
+                                     {NV "multiprocessors", 14000, false, {0}}};
   sf_device_spec_t d[] = {
-    {"gpu-0", a0, sizeof a0 / sizeof a0[0], &c40, 1, NULL, 0, NULL, 0, false},
-    {"gpu-1", a1, 3, &c40, 1, NULL, 0, NULL, 0, false},
-    {"gpu-2", a2, 3, &c80, 1, NULL, 0, NULL, 0, false},
-    {"gpu-0-mig-1g.5gb-0", am, 4, cm, 2, NULL, 0, NULL, 0, false},
+      {"gpu-0", a0, sizeof a0 / sizeof a0[0], &c40, 1, NULL, 0, NULL, 0, false},
+      {"gpu-1", a1, 3, &c40, 1, NULL, 0, NULL, 0, false},
+      {"gpu-2", a2, 3, &c80, 1, NULL, 0, NULL, 0, false},
+      {"gpu-0-mig-1g.5gb-0", am, 4, cm, 2, NULL, 0, NULL, 0, false},
   };
   cr_assert_eq(sf_index_pool_set(idx, n, "gpu.nvidia.com", "nv-node", d, 4, NULL, 0), 0);
   g0 = sf_index_dev_find(idx, "gpu.nvidia.com", "nv-node", "gpu-0");
@@ -77,11 +98,14 @@ static void nvidia_node(void)
 
 static void example_node(void)
 {
-  static const char *const uuids[8] = {
-    "gpu-18db0e85-99e9-c746-8531-ffeb86328b39", "gpu-93d37703-997c-c46f-a531-755e3e0dc2ac",
-    "gpu-ee3e4b55-fcda-44b8-0605-64b7a9967744", "gpu-9ede7e32-5825-a11b-fa3d-bab6d47e0243",
-    "gpu-e7b42cb1-4fd8-91b2-bc77-352a0c1f5747", "gpu-f11773a1-5bfb-e48b-3d98-1beb5baaf08e",
-    "gpu-0159f35e-99ee-b2b5-74f1-9d18df3f22ac", "gpu-657bd2e7-f5c2-a7f2-fbaa-0d1cdc32f81b"};
+  static const char *const uuids[8] = {"gpu-18db0e85-99e9-c746-8531-ffeb86328b39",
+                                       "gpu-93d37703-997c-c46f-a531-755e3e0dc2ac",
+                                       "gpu-ee3e4b55-fcda-44b8-0605-64b7a9967744",
+                                       "gpu-9ede7e32-5825-a11b-fa3d-bab6d47e0243",
+                                       "gpu-e7b42cb1-4fd8-91b2-bc77-352a0c1f5747",
+                                       "gpu-f11773a1-5bfb-e48b-3d98-1beb5baaf08e",
+                                       "gpu-0159f35e-99ee-b2b5-74f1-9d18df3f22ac",
+                                       "gpu-657bd2e7-f5c2-a7f2-fbaa-0d1cdc32f81b"};
   static sf_attr_t attrs[8][4];
   static char names[8][16];
   static const sf_capacity_t mem = {"gpu.example.com/memory", 80 * GI, false, {0}};
@@ -95,7 +119,9 @@ static void example_node(void)
     attrs[i][3] = (sf_attr_t){"gpu.example.com/uuid", SF_ATTR_STRING, 0, uuids[i]};
     d[i] = (sf_device_spec_t){names[i], attrs[i], 4, &mem, 1, NULL, 0, NULL, 0, false};
   }
-  cr_assert_eq(sf_index_pool_set(idx, n, "gpu.example.com", "dra-example-driver-cluster-worker", d, 8, NULL, 0), 0);
+  cr_assert_eq(sf_index_pool_set(idx, n, "gpu.example.com", "dra-example-driver-cluster-worker", d, 8,
+                                 NULL, 0),
+               0);
   for (int i = 0; i < 8; i++)
     ex[i] = sf_index_dev_find(idx, "gpu.example.com", "dra-example-driver-cluster-worker", names[i]);
 }
@@ -162,20 +188,52 @@ static void check(const case_t *cs, size_t n, sf_dev_id dev)
 Test(cel, arithmetic_and_overflow)
 {
   static const case_t cs[] = {
-    {"1 + 2 == 3", 'Y'}, {"1 + 2 * 3 == 7", 'Y'}, {"(1 + 2) * 3 == 9", 'Y'}, {"7 / 2 == 3", 'Y'},
-    {"-7 / 2 == -3", 'Y'}, {"-7 % 3 == -1", 'Y'}, {"7 % 3 == 1", 'Y'}, {"5 - 8 == -3", 'Y'},
-    {"0x10 == 16", 'Y'}, {"0xFFu == 255u", 'Y'}, {"10u - 3u == 7u", 'Y'}, {"6u / 4u == 1u", 'Y'},
-    {"1.5 + 1.5 == 3.0", 'Y'}, {"1.0 / 4.0 == 0.25", 'Y'}, {"2.5 * 2.0 - 1.0 == 4.0", 'Y'}, {".5 == 0.5", 'Y'},
-    {"1e3 == 1000.0", 'Y'}, {"-9223372036854775808 == -9223372036854775807 - 1", 'Y'},
-    {"9223372036854775807 + 1 > 0", 'E'}, {"-9223372036854775808 - 1 < 0", 'E'},
-    {"9223372036854775807 * 2 > 0", 'E'}, {"-(-9223372036854775808) > 0", 'E'},
-    {"-9223372036854775808 / -1 > 0", 'E'}, {"-9223372036854775808 % -1 == 0", 'E'},
-    {"1 / 0 == 0", 'E'}, {"1 % 0 == 0", 'E'}, {"1u / 0u == 0u", 'E'}, {"0u - 1u == 0u", 'E'},
-    {"18446744073709551615u + 1u > 0u", 'E'}, {"4294967296u * 4294967296u > 0u", 'E'},
-    {"1.0 / 0.0 > 1e308", 'Y'}, {"1.5 % 1.0 == 0.5", 'E'}, {"1 + 1.0 == 2.0", 'E'}, {"1 + 1u == 2", 'E'},
-    {"'a' - 'b' == ''", 'E'}, {"-'a' == 'a'", 'E'}, {"-1u == 1u", 'E'}, {"--1 == 1", 'Y'}, {"-(1) == -1", 'Y'},
-    {"-1.5 < 0.0", 'Y'}, {"'a' + 'b' == 'ab'", 'Y'}, {"[1] + [2] == [1, 2]", 'Y'}, {"[1] + 'a' == [1]", 'E'},
-    {"99999999999999999999 > 0", 'C'}, {"9223372036854775808 > 0", 'C'}, {"-9223372036854775809 < 0", 'C'},
+      {"1 + 2 == 3", 'Y'},
+      {"1 + 2 * 3 == 7", 'Y'},
+      {"(1 + 2) * 3 == 9", 'Y'},
+      {"7 / 2 == 3", 'Y'},
+      {"-7 / 2 == -3", 'Y'},
+      {"-7 % 3 == -1", 'Y'},
+      {"7 % 3 == 1", 'Y'},
+      {"5 - 8 == -3", 'Y'},
+      {"0x10 == 16", 'Y'},
+      {"0xFFu == 255u", 'Y'},
+      {"10u - 3u == 7u", 'Y'},
+      {"6u / 4u == 1u", 'Y'},
+      {"1.5 + 1.5 == 3.0", 'Y'},
+      {"1.0 / 4.0 == 0.25", 'Y'},
+      {"2.5 * 2.0 - 1.0 == 4.0", 'Y'},
+      {".5 == 0.5", 'Y'},
+      {"1e3 == 1000.0", 'Y'},
+      {"-9223372036854775808 == -9223372036854775807 - 1", 'Y'},
+      {"9223372036854775807 + 1 > 0", 'E'},
+      {"-9223372036854775808 - 1 < 0", 'E'},
+      {"9223372036854775807 * 2 > 0", 'E'},
+      {"-(-9223372036854775808) > 0", 'E'},
+      {"-9223372036854775808 / -1 > 0", 'E'},
+      {"-9223372036854775808 % -1 == 0", 'E'},
+      {"1 / 0 == 0", 'E'},
+      {"1 % 0 == 0", 'E'},
+      {"1u / 0u == 0u", 'E'},
+      {"0u - 1u == 0u", 'E'},
+      {"18446744073709551615u + 1u > 0u", 'E'},
+      {"4294967296u * 4294967296u > 0u", 'E'},
+      {"1.0 / 0.0 > 1e308", 'Y'},
+      {"1.5 % 1.0 == 0.5", 'E'},
+      {"1 + 1.0 == 2.0", 'E'},
+      {"1 + 1u == 2", 'E'},
+      {"'a' - 'b' == ''", 'E'},
+      {"-'a' == 'a'", 'E'},
+      {"-1u == 1u", 'E'},
+      {"--1 == 1", 'Y'},
+      {"-(1) == -1", 'Y'},
+      {"-1.5 < 0.0", 'Y'},
+      {"'a' + 'b' == 'ab'", 'Y'},
+      {"[1] + [2] == [1, 2]", 'Y'},
+      {"[1] + 'a' == [1]", 'E'},
+      {"99999999999999999999 > 0", 'C'},
+      {"9223372036854775808 > 0", 'C'},
+      {"-9223372036854775809 < 0", 'C'},
   };
   CHECK(cs, g0);
 }
@@ -183,16 +241,45 @@ Test(cel, arithmetic_and_overflow)
 Test(cel, comparisons_are_heterogeneous_for_numbers_only)
 {
   static const case_t cs[] = {
-    {"1 == 1.0", 'Y'}, {"1 < 1.5", 'Y'}, {"2u > 1", 'Y'}, {"-1 < 0u", 'Y'}, {"1u == 1", 'Y'},
-    {"9007199254740993 > 9007199254740992.0", 'Y'}, {"9223372036854775807 < 9223372036854775808.0", 'Y'},
-    {"18446744073709551615u > 1e19", 'Y'}, {"1.5 >= 1u", 'Y'}, {"2.0 <= 2", 'Y'}, {"0u < -0.5", 'N'},
-    {"0.0 / 0.0 == 0.0 / 0.0", 'N'}, {"0.0 / 0.0 != 0.0 / 0.0", 'Y'}, {"0.0 / 0.0 < 1.0", 'N'},
-    {"'abc' < 'abd'", 'Y'}, {"'b' > 'abc'", 'Y'}, {"'' < 'a'", 'Y'}, {"'a' <= 'a'", 'Y'}, {"false < true", 'Y'},
-    {"'1' == 1", 'N'}, {"'1' != 1", 'Y'}, {"null == null", 'Y'}, {"null == 0", 'N'}, {"true != false", 'Y'},
-    {"[1, 'a'] == [1, 'a']", 'Y'}, {"[1, 2] == [1]", 'N'}, {"[1, 2] != [2, 1]", 'Y'}, {"[[1]] == [[1.0]]", 'Y'},
-    {"'a' < 1", 'E'}, {"[1] < [2]", 'E'}, {"null < null", 'E'}, {"true < 1", 'E'},
-    {"1 in [1, 2]", 'Y'}, {"3 in [1, 2]", 'N'}, {"1.0 in [1]", 'Y'}, {"'a' in []", 'N'}, {"1 in 1", 'E'},
-    {"device == device", 'Y'}, {"device.attributes == device.attributes", 'U'},
+      {"1 == 1.0", 'Y'},
+      {"1 < 1.5", 'Y'},
+      {"2u > 1", 'Y'},
+      {"-1 < 0u", 'Y'},
+      {"1u == 1", 'Y'},
+      {"9007199254740993 > 9007199254740992.0", 'Y'},
+      {"9223372036854775807 < 9223372036854775808.0", 'Y'},
+      {"18446744073709551615u > 1e19", 'Y'},
+      {"1.5 >= 1u", 'Y'},
+      {"2.0 <= 2", 'Y'},
+      {"0u < -0.5", 'N'},
+      {"0.0 / 0.0 == 0.0 / 0.0", 'N'},
+      {"0.0 / 0.0 != 0.0 / 0.0", 'Y'},
+      {"0.0 / 0.0 < 1.0", 'N'},
+      {"'abc' < 'abd'", 'Y'},
+      {"'b' > 'abc'", 'Y'},
+      {"'' < 'a'", 'Y'},
+      {"'a' <= 'a'", 'Y'},
+      {"false < true", 'Y'},
+      {"'1' == 1", 'N'},
+      {"'1' != 1", 'Y'},
+      {"null == null", 'Y'},
+      {"null == 0", 'N'},
+      {"true != false", 'Y'},
+      {"[1, 'a'] == [1, 'a']", 'Y'},
+      {"[1, 2] == [1]", 'N'},
+      {"[1, 2] != [2, 1]", 'Y'},
+      {"[[1]] == [[1.0]]", 'Y'},
+      {"'a' < 1", 'E'},
+      {"[1] < [2]", 'E'},
+      {"null < null", 'E'},
+      {"true < 1", 'E'},
+      {"1 in [1, 2]", 'Y'},
+      {"3 in [1, 2]", 'N'},
+      {"1.0 in [1]", 'Y'},
+      {"'a' in []", 'N'},
+      {"1 in 1", 'E'},
+      {"device == device", 'Y'},
+      {"device.attributes == device.attributes", 'U'},
   };
   CHECK(cs, g0);
 }
@@ -200,12 +287,28 @@ Test(cel, comparisons_are_heterogeneous_for_numbers_only)
 Test(cel, logic_not_and_ternary)
 {
   static const case_t cs[] = {
-    {"!true == false", 'Y'}, {"!!true", 'Y'}, {"!false", 'Y'}, {"!1", 'E'}, {"true ? 1 == 1 : false", 'Y'},
-    {"false ? 1 / 0 == 0 : true", 'Y'}, {"true ? true : 1 / 0 == 0", 'Y'}, {"1 ? true : true", 'E'},
-    {"(1 / 0 == 0) ? true : true", 'E'}, {"(1 / 0 == 0) ? true : true || true", 'E'},
-    {"'a'.matches('\\\\b') ? true : true", 'U'}, {"1 < 2 ? 'x' : 'y'", 'E'}, {"1 && true", 'E'},
-    {"false && 1", 'N'}, {"1 && false", 'N'}, {"true || 1", 'Y'}, {"1 || true", 'Y'}, {"1 || false", 'E'},
-    {"!(1 / 0 == 0)", 'E'}, {"1", 'E'}, {"'true'", 'E'}, {"null", 'E'},
+      {"!true == false", 'Y'},
+      {"!!true", 'Y'},
+      {"!false", 'Y'},
+      {"!1", 'E'},
+      {"true ? 1 == 1 : false", 'Y'},
+      {"false ? 1 / 0 == 0 : true", 'Y'},
+      {"true ? true : 1 / 0 == 0", 'Y'},
+      {"1 ? true : true", 'E'},
+      {"(1 / 0 == 0) ? true : true", 'E'},
+      {"(1 / 0 == 0) ? true : true || true", 'E'},
+      {"'a'.matches('\\\\b') ? true : true", 'U'},
+      {"1 < 2 ? 'x' : 'y'", 'E'},
+      {"1 && true", 'E'},
+      {"false && 1", 'N'},
+      {"1 && false", 'N'},
+      {"true || 1", 'Y'},
+      {"1 || true", 'Y'},
+      {"1 || false", 'E'},
+      {"!(1 / 0 == 0)", 'E'},
+      {"1", 'E'},
+      {"'true'", 'E'},
+      {"null", 'E'},
   };
   CHECK(cs, g0);
 }
@@ -233,59 +336,109 @@ Test(cel, error_absorption_truth_tables)
 Test(cel, device_fields_and_missing_attributes)
 {
   static const case_t cs[] = {
-    {"device.driver == 'gpu.nvidia.com'", 'Y'}, {"device.allowMultipleAllocations", 'N'},
-    {"device.attributes['gpu.nvidia.com'].type == 'gpu'", 'Y'},
-    {"device.attributes[\"gpu.nvidia.com\"][\"type\"] == 'gpu'", 'Y'},
-    {"device.attributes['gpu.nvidia.com']['index'] == 0", 'Y'},
-    {"device.attributes['gpu.nvidia.com'].index == 0.0", 'Y'},
-    {"device.attributes['gpu.nvidia.com'].migEnabled == false", 'Y'},
-    {"device.attributes['resource.kubernetes.io'].pcieRoot == 'pci0000:00'", 'Y'},
-    {"device.attributes['gpu.nvidia.com'].nope == 'x'", 'E'},
-    {"device.attributes['other.com'].type == 'gpu'", 'E'},
-    {"device.attributes['gpu.nvidia.com'].nope == 'x' || true", 'Y'},
-    {"false && device.attributes['gpu.nvidia.com'].nope == 'x'", 'N'},
-    {"device.attributes['gpu.nvidia.com'].type == 1", 'N'},
-    {"device.attributes['gpu.nvidia.com'].type > 1", 'E'},
-    {"device.capacity['gpu.nvidia.com'].memory == quantity('40Gi')", 'Y'},
-    {"device.capacity['gpu.nvidia.com'].memory.isGreaterThan(quantity('39Gi'))", 'Y'},
-    {"device.capacity['gpu.nvidia.com'].cores == quantity('1')", 'E'},
-    {"device.capacity['gpu.nvidia.com'].memory == 40", 'E'},
-    {"device.nope == 1", 'E'}, {"device.attributes[1] == 1", 'E'}, {"device.driver.x == 1", 'E'},
-    {"'gpu.nvidia.com' in device.attributes", 'Y'}, {"'nope.com' in device.attributes", 'N'},
-    {"'resource.kubernetes.io' in device.attributes", 'Y'}, {"'gpu.nvidia.com' in device.capacity", 'Y'},
-    {"'type' in device.attributes['gpu.nvidia.com']", 'Y'}, {"'nope' in device.attributes['gpu.nvidia.com']", 'N'},
-    {"'memory' in device.capacity['gpu.nvidia.com']", 'Y'}, {"1 in device.attributes['gpu.nvidia.com']", 'N'},
-    {"size(device.attributes) == 2", 'Y'}, {"size(device.attributes['gpu.nvidia.com']) == 11", 'Y'},
-    {"size(device.attributes['x.com']) == 0", 'Y'}, {"device.capacity.size() == 1", 'Y'},
-    {"has(device.attributes['gpu.nvidia.com'].type)", 'Y'}, {"has(device.attributes['gpu.nvidia.com'].nope)", 'N'},
-    {"has(device.attributes['x.com'].type)", 'N'}, {"has(device.attributes.x)", 'N'},
-    {"has(device.driver)", 'Y'}, {"has(device.nope)", 'N'}, {"has(1.x)", 'E'},
-    {"has(device)", 'C'}, {"has(device.attributes['x'].?y)", 'C'},
+      {"device.driver == 'gpu.nvidia.com'", 'Y'},
+      {"device.allowMultipleAllocations", 'N'},
+      {"device.attributes['gpu.nvidia.com'].type == 'gpu'", 'Y'},
+      {"device.attributes[\"gpu.nvidia.com\"][\"type\"] == 'gpu'", 'Y'},
+      {"device.attributes['gpu.nvidia.com']['index'] == 0", 'Y'},
+      {"device.attributes['gpu.nvidia.com'].index == 0.0", 'Y'},
+      {"device.attributes['gpu.nvidia.com'].migEnabled == false", 'Y'},
+      {"device.attributes['resource.kubernetes.io'].pcieRoot == 'pci0000:00'", 'Y'},
+      {"device.attributes['gpu.nvidia.com'].nope == 'x'", 'E'},
+      {"device.attributes['other.com'].type == 'gpu'", 'E'},
+      {"device.attributes['gpu.nvidia.com'].nope == 'x' || true", 'Y'},
+      {"false && device.attributes['gpu.nvidia.com'].nope == 'x'", 'N'},
+      {"device.attributes['gpu.nvidia.com'].type == 1", 'N'},
+      {"device.attributes['gpu.nvidia.com'].type > 1", 'E'},
+      {"device.capacity['gpu.nvidia.com'].memory == quantity('40Gi')", 'Y'},
+      {"device.capacity['gpu.nvidia.com'].memory.isGreaterThan(quantity('39Gi'))", 'Y'},
+      {"device.capacity['gpu.nvidia.com'].cores == quantity('1')", 'E'},
+      {"device.capacity['gpu.nvidia.com'].memory == 40", 'E'},
+      {"device.nope == 1", 'E'},
+      {"device.attributes[1] == 1", 'E'},
+      {"device.driver.x == 1", 'E'},
+      {"'gpu.nvidia.com' in device.attributes", 'Y'},
+      {"'nope.com' in device.attributes", 'N'},
+      {"'resource.kubernetes.io' in device.attributes", 'Y'},
+      {"'gpu.nvidia.com' in device.capacity", 'Y'},
+      {"'type' in device.attributes['gpu.nvidia.com']", 'Y'},
+      {"'nope' in device.attributes['gpu.nvidia.com']", 'N'},
+      {"'memory' in device.capacity['gpu.nvidia.com']", 'Y'},
+      {"1 in device.attributes['gpu.nvidia.com']", 'N'},
+      {"size(device.attributes) == 2", 'Y'},
+      {"size(device.attributes['gpu.nvidia.com']) == 11", 'Y'},
+      {"size(device.attributes['x.com']) == 0", 'Y'},
+      {"device.capacity.size() == 1", 'Y'},
+      {"has(device.attributes['gpu.nvidia.com'].type)", 'Y'},
+      {"has(device.attributes['gpu.nvidia.com'].nope)", 'N'},
+      {"has(device.attributes['x.com'].type)", 'N'},
+      {"has(device.attributes.x)", 'N'},
+      {"has(device.driver)", 'Y'},
+      {"has(device.nope)", 'N'},
+      {"has(1.x)", 'E'},
+      {"has(device)", 'C'},
+      {"has(device.attributes['x'].?y)", 'C'},
   };
   CHECK(cs, g0);
-  static const case_t shared[] = {{"device.allowMultipleAllocations", 'Y'}, {"size(device.attributes) == 1", 'Y'}};
+  static const case_t shared[] = {{"device.allowMultipleAllocations", 'Y'},
+                                  {"size(device.attributes) == 1", 'Y'}};
   CHECK(shared, web);
 }
 
 Test(cel, strings)
 {
   static const case_t cs[] = {
-    {"size('h\\u00e9llo') == 5", 'Y'}, {"'héllo'.size() == 5", 'Y'}, {"size('') == 0", 'Y'},
-    {"'hello'.startsWith('he')", 'Y'}, {"'hello'.startsWith('hello!')", 'N'}, {"'hello'.endsWith('lo')", 'Y'},
-    {"'hello'.endsWith('hel')", 'N'}, {"'hello'.contains('ell')", 'Y'}, {"'hello'.contains('')", 'Y'},
-    {"'hello'.contains('elo')", 'N'}, {"'AbC'.lowerAscii() == 'abc'", 'Y'}, {"'AbC'.upperAscii() == 'ABC'", 'Y'},
-    {"'é'.upperAscii() == 'é'", 'Y'}, {"'a'.startsWith(1)", 'E'}, {"1.startsWith('a')", 'E'},
-    {"'\\x41' == 'A'", 'Y'}, {"'\\u00e9' == 'é'", 'Y'}, {"'\\101' == 'A'", 'Y'}, {"'\\U0001F600'.size() == 1", 'Y'},
-    {"\"a\\\"b\" == 'a' + '\"' + 'b'", 'Y'}, {"r'a\\nb'.size() == 4", 'Y'}, {"R\"\\d\" == '\\\\d'", 'Y'},
-    {"'''a\nb''' == 'a\\nb'", 'Y'}, {"\"\"\"x\"y\"\"\" == 'x\"y'", 'Y'}, {"'\\t\\r\\n\\a\\b\\f\\v\\?\\`'.size() == 9", 'Y'},
-    {"'\\q'", 'C'}, {"'\\ud800' == ''", 'C'}, {"'\\U00110000' == ''", 'C'}, {"'abc", 'C'}, {"'a\nb'", 'C'},
-    {"b'abc' == b'abc'", 'C'}, {"'x' // a comment\n == 'x'", 'Y'},
-    {"string(42) == '42'", 'Y'}, {"string(18446744073709551615u) == '18446744073709551615'", 'Y'},
-    {"string(true) == 'true'", 'Y'}, {"string('s') == 's'", 'Y'}, {"string(1.5) == '1.5'", 'U'},
-    {"string([1]) == ''", 'E'}, {"int('42') == 42", 'Y'}, {"int('-42') == -42", 'Y'}, {"int('4x2') == 42", 'E'},
-    {"int(3.9) == 3", 'Y'}, {"int(1e19) == 0", 'E'}, {"int(18446744073709551615u) == 0", 'E'},
-    {"uint(1) == 1u", 'Y'}, {"uint(-1) == 1u", 'E'}, {"uint('7') == 7u", 'Y'}, {"double(1) == 1.0", 'Y'},
-    {"double('2.5') == 2.5", 'Y'}, {"double('x') == 1.0", 'E'}, {"dyn(1) == 1", 'Y'},
+      {"size('h\\u00e9llo') == 5", 'Y'},
+      {"'héllo'.size() == 5", 'Y'},
+      {"size('') == 0", 'Y'},
+      {"'hello'.startsWith('he')", 'Y'},
+      {"'hello'.startsWith('hello!')", 'N'},
+      {"'hello'.endsWith('lo')", 'Y'},
+      {"'hello'.endsWith('hel')", 'N'},
+      {"'hello'.contains('ell')", 'Y'},
+      {"'hello'.contains('')", 'Y'},
+      {"'hello'.contains('elo')", 'N'},
+      {"'AbC'.lowerAscii() == 'abc'", 'Y'},
+      {"'AbC'.upperAscii() == 'ABC'", 'Y'},
+      {"'é'.upperAscii() == 'é'", 'Y'},
+      {"'a'.startsWith(1)", 'E'},
+      {"1.startsWith('a')", 'E'},
+      {"'\\x41' == 'A'", 'Y'},
+      {"'\\u00e9' == 'é'", 'Y'},
+      {"'\\101' == 'A'", 'Y'},
+      {"'\\U0001F600'.size() == 1", 'Y'},
+      {"\"a\\\"b\" == 'a' + '\"' + 'b'", 'Y'},
+      {"r'a\\nb'.size() == 4", 'Y'},
+      {"R\"\\d\" == '\\\\d'", 'Y'},
+      {"'''a\nb''' == 'a\\nb'", 'Y'},
+      {"\"\"\"x\"y\"\"\" == 'x\"y'", 'Y'},
+      {"'\\t\\r\\n\\a\\b\\f\\v\\?\\`'.size() == 9", 'Y'},
+      {"'\\q'", 'C'},
+      {"'\\ud800' == ''", 'C'},
+      {"'\\U00110000' == ''", 'C'},
+      {"'abc", 'C'},
+      {"'a\nb'", 'C'},
+      {"b'abc' == b'abc'", 'C'},
+      {"'x' // a comment\n == 'x'", 'Y'},
+      {"string(42) == '42'", 'Y'},
+      {"string(18446744073709551615u) == '18446744073709551615'", 'Y'},
+      {"string(true) == 'true'", 'Y'},
+      {"string('s') == 's'", 'Y'},
+      {"string(1.5) == '1.5'", 'U'},
+      {"string([1]) == ''", 'E'},
+      {"int('42') == 42", 'Y'},
+      {"int('-42') == -42", 'Y'},
+      {"int('4x2') == 42", 'E'},
+      {"int(3.9) == 3", 'Y'},
+      {"int(1e19) == 0", 'E'},
+      {"int(18446744073709551615u) == 0", 'E'},
+      {"uint(1) == 1u", 'Y'},
+      {"uint(-1) == 1u", 'E'},
+      {"uint('7') == 7u", 'Y'},
+      {"double(1) == 1.0", 'Y'},
+      {"double('2.5') == 2.5", 'Y'},
+      {"double('x') == 1.0", 'E'},
+      {"dyn(1) == 1", 'Y'},
   };
   CHECK(cs, g0);
 }
@@ -293,23 +446,57 @@ Test(cel, strings)
 Test(cel, matches_translates_re2)
 {
   static const case_t cs[] = {
-    {"'abc'.matches('^a.c$')", 'Y'}, {"matches('abc', 'b')", 'Y'}, {"'abc'.matches('^b')", 'N'},
-    {"'a.c'.matches('a\\\\.c')", 'Y'}, {"'abc'.matches('a\\\\.c')", 'N'}, {"'ABC'.matches('(?i)abc')", 'Y'},
-    {"'x1'.matches('^x\\\\d$')", 'Y'}, {"'x_'.matches('^x\\\\w$')", 'Y'}, {"'x '.matches('^x\\\\s$')", 'Y'},
-    {"'xa'.matches('^x\\\\D$')", 'Y'}, {"'x1'.matches('^x\\\\D$')", 'N'}, {"'aaa'.matches('^a{2,3}$')", 'Y'},
-    {"'aaaa'.matches('^a{2,3}$')", 'N'}, {"'a{'.matches('a{')", 'Y'}, {"'ab'.matches('a|b')", 'Y'},
-    {"'a]'.matches('^[]a]+$')", 'Y'}, {"'-'.matches('^[a-]$')", 'Y'}, {"'^'.matches('^[\\\\^]$')", 'Y'},
-    {"'^'.matches('^[-^]$')", 'Y'}, {"'x'.matches('[^x]')", 'N'}, {"'ab'.matches('a*?b')", 'Y'},
-    {"'7'.matches('^[[:digit:]]$')", 'Y'}, {"'b'.matches('^[\\\\da-c]$')", 'Y'}, {"'ac'.matches('^a(?:b|c)$')", 'Y'},
-    {"'ab'.matches('^(?P<x>a)b$')", 'Y'}, {"'abc'.matches('^' + 'a')", 'Y'}, {"'abc'.matches('')", 'Y'},
-    {"'a\\nb'.matches('a.b')", 'N'}, {"'a\\nb'.matches('\\\\Aa')", 'Y'}, {"'ab'.matches('b\\\\z')", 'Y'},
-    {"'NVIDIA A100'.lowerAscii().matches('^.*a100.*$')", 'Y'}, {"'x'.matches('\\\\x78')", 'Y'},
-    {"'a'.matches('\\\\bx')", 'U'}, {"'abc'.matches('a(?=b)')", 'U'}, {"'a'.matches('a**')", 'U'},
-    {"'x'.matches('a|')", 'U'}, {"'x'.matches('()')", 'U'}, {"'é'.matches('^.$')", 'U'}, {"'é'.matches('é')", 'U'},
-    {"'a'.matches('(')", 'U'}, {"'a'.matches(')')", 'U'}, {"'a'.matches('\\\\p{L}')", 'U'}, {"'a'.matches('(?s).')", 'U'},
-    {"'a'.matches('a{2000}')", 'U'}, {"'a'.matches('[b-a]')", 'U'}, {"'a'.matches('*')", 'U'},
-    {"'a'.matches('(a{3}){2}')", 'U'}, {"'aaa'.matches('^(a{3})+$')", 'Y'}, {"'a'.matches('a{600}b{600}c{900}')", 'U'},
-    {"'a'.matches(1)", 'E'}, {"false && 'a'.matches('\\\\b')", 'N'},
+      {"'abc'.matches('^a.c$')", 'Y'},
+      {"matches('abc', 'b')", 'Y'},
+      {"'abc'.matches('^b')", 'N'},
+      {"'a.c'.matches('a\\\\.c')", 'Y'},
+      {"'abc'.matches('a\\\\.c')", 'N'},
+      {"'ABC'.matches('(?i)abc')", 'Y'},
+      {"'x1'.matches('^x\\\\d$')", 'Y'},
+      {"'x_'.matches('^x\\\\w$')", 'Y'},
+      {"'x '.matches('^x\\\\s$')", 'Y'},
+      {"'xa'.matches('^x\\\\D$')", 'Y'},
+      {"'x1'.matches('^x\\\\D$')", 'N'},
+      {"'aaa'.matches('^a{2,3}$')", 'Y'},
+      {"'aaaa'.matches('^a{2,3}$')", 'N'},
+      {"'a{'.matches('a{')", 'Y'},
+      {"'ab'.matches('a|b')", 'Y'},
+      {"'a]'.matches('^[]a]+$')", 'Y'},
+      {"'-'.matches('^[a-]$')", 'Y'},
+      {"'^'.matches('^[\\\\^]$')", 'Y'},
+      {"'^'.matches('^[-^]$')", 'Y'},
+      {"'x'.matches('[^x]')", 'N'},
+      {"'ab'.matches('a*?b')", 'Y'},
+      {"'7'.matches('^[[:digit:]]$')", 'Y'},
+      {"'b'.matches('^[\\\\da-c]$')", 'Y'},
+      {"'ac'.matches('^a(?:b|c)$')", 'Y'},
+      {"'ab'.matches('^(?P<x>a)b$')", 'Y'},
+      {"'abc'.matches('^' + 'a')", 'Y'},
+      {"'abc'.matches('')", 'Y'},
+      {"'a\\nb'.matches('a.b')", 'N'},
+      {"'a\\nb'.matches('\\\\Aa')", 'Y'},
+      {"'ab'.matches('b\\\\z')", 'Y'},
+      {"'NVIDIA A100'.lowerAscii().matches('^.*a100.*$')", 'Y'},
+      {"'x'.matches('\\\\x78')", 'Y'},
+      {"'a'.matches('\\\\bx')", 'U'},
+      {"'abc'.matches('a(?=b)')", 'U'},
+      {"'a'.matches('a**')", 'U'},
+      {"'x'.matches('a|')", 'U'},
+      {"'x'.matches('()')", 'U'},
+      {"'é'.matches('^.$')", 'U'},
+      {"'é'.matches('é')", 'U'},
+      {"'a'.matches('(')", 'U'},
+      {"'a'.matches(')')", 'U'},
+      {"'a'.matches('\\\\p{L}')", 'U'},
+      {"'a'.matches('(?s).')", 'U'},
+      {"'a'.matches('a{2000}')", 'U'},
+      {"'a'.matches('[b-a]')", 'U'},
+      {"'a'.matches('*')", 'U'},
+      {"'a'.matches('(a{3}){2}')", 'U'},
+      {"'aaa'.matches('^(a{3})+$')", 'Y'},
+      {"'a'.matches('a{600}b{600}c{900}')", 'U'},
+      {"'a'.matches(1)", 'E'},
+      {"false && 'a'.matches('\\\\b')", 'N'},
   };
   CHECK(cs, g0);
 }
@@ -317,21 +504,43 @@ Test(cel, matches_translates_re2)
 Test(cel, quantity_library)
 {
   static const case_t cs[] = {
-    {"quantity('1.5Gi') == quantity('1536Mi')", 'Y'}, {"quantity('80G') == quantity('80Gi')", 'N'},
-    {"quantity('1Gi').isGreaterThan(quantity('1G'))", 'Y'}, {"quantity('1').isLessThan(quantity('1001m'))", 'Y'},
-    {"quantity('2').compareTo(quantity('2000m')) == 0", 'Y'}, {"quantity('1').compareTo(quantity('2')) == -1", 'Y'},
-    {"quantity('1').add(quantity('500m')) == quantity('1.5')", 'Y'}, {"quantity('1').add(2) == quantity('3')", 'Y'},
-    {"quantity('1').sub(quantity('2')).sign() == -1", 'Y'}, {"quantity('5').sub(2) == quantity('3')", 'Y'},
-    {"quantity('0').sign() == 0", 'Y'}, {"quantity('1k').asInteger() == 1000", 'Y'},
-    {"quantity('1.5').asInteger() == 1", 'E'}, {"quantity('1.5').isInteger()", 'N'}, {"quantity('2e3').isInteger()", 'Y'},
-    {"quantity('1.5').asApproximateFloat() == 1.5", 'Y'}, {"isQuantity('1.5Gi')", 'Y'}, {"isQuantity('12Qi')", 'N'},
-    {"isQuantity('')", 'N'}, {"isQuantity('1e')", 'N'}, {"isQuantity('-.5')", 'Y'}, {"isQuantity('1E')", 'Y'},
-    {"quantity('12Qi') == quantity('1')", 'E'}, {"quantity('1E') == quantity('1E')", 'U'},
-    {"quantity('1u') == quantity('1u')", 'U'}, {"quantity('9P').add(quantity('9P')) == quantity('1')", 'U'},
-    {"quantity('1').add(9223372036854775807) == quantity('1')", 'U'}, {"quantity('1') < quantity('2')", 'E'},
-    {"quantity('1') + quantity('2') == quantity('3')", 'E'}, {"quantity('1').add('1') == quantity('2')", 'E'},
-    {"quantity('1').compareTo(1) == 0", 'E'}, {"quantity(1) == quantity('1')", 'E'}, {"quantity('1') == 1", 'E'}, {"quantity('1') != 1", 'E'}, {"!(quantity('1') == 1)", 'E'},
-    {"quantity('1').major() == 1", 'E'}, {"1.isInteger()", 'E'},
+      {"quantity('1.5Gi') == quantity('1536Mi')", 'Y'},
+      {"quantity('80G') == quantity('80Gi')", 'N'},
+      {"quantity('1Gi').isGreaterThan(quantity('1G'))", 'Y'},
+      {"quantity('1').isLessThan(quantity('1001m'))", 'Y'},
+      {"quantity('2').compareTo(quantity('2000m')) == 0", 'Y'},
+      {"quantity('1').compareTo(quantity('2')) == -1", 'Y'},
+      {"quantity('1').add(quantity('500m')) == quantity('1.5')", 'Y'},
+      {"quantity('1').add(2) == quantity('3')", 'Y'},
+      {"quantity('1').sub(quantity('2')).sign() == -1", 'Y'},
+      {"quantity('5').sub(2) == quantity('3')", 'Y'},
+      {"quantity('0').sign() == 0", 'Y'},
+      {"quantity('1k').asInteger() == 1000", 'Y'},
+      {"quantity('1.5').asInteger() == 1", 'E'},
+      {"quantity('1.5').isInteger()", 'N'},
+      {"quantity('2e3').isInteger()", 'Y'},
+      {"quantity('1.5').asApproximateFloat() == 1.5", 'Y'},
+      {"isQuantity('1.5Gi')", 'Y'},
+      {"isQuantity('12Qi')", 'N'},
+      {"isQuantity('')", 'N'},
+      {"isQuantity('1e')", 'N'},
+      {"isQuantity('-.5')", 'Y'},
+      {"isQuantity('1E')", 'Y'},
+      {"quantity('12Qi') == quantity('1')", 'E'},
+      {"quantity('1E') == quantity('1E')", 'U'},
+      {"quantity('1u') == quantity('1u')", 'U'},
+      {"quantity('9P').add(quantity('9P')) == quantity('1')", 'U'},
+      {"quantity('1').add(9223372036854775807) == quantity('1')", 'U'},
+      {"quantity('1') < quantity('2')", 'E'},
+      {"quantity('1') + quantity('2') == quantity('3')", 'E'},
+      {"quantity('1').add('1') == quantity('2')", 'E'},
+      {"quantity('1').compareTo(1) == 0", 'E'},
+      {"quantity(1) == quantity('1')", 'E'},
+      {"quantity('1') == 1", 'E'},
+      {"quantity('1') != 1", 'E'},
+      {"!(quantity('1') == 1)", 'E'},
+      {"quantity('1').major() == 1", 'E'},
+      {"1.isInteger()", 'E'},
   };
   CHECK(cs, g0);
 }
@@ -339,26 +548,37 @@ Test(cel, quantity_library)
 Test(cel, semver_library)
 {
   static const case_t cs[] = {
-    {"semver('1.2.3').major() == 1", 'Y'}, {"semver('1.2.3').minor() == 2", 'Y'}, {"semver('1.2.3').patch() == 3", 'Y'},
-    {"semver('1.2.3').isLessThan(semver('1.10.0'))", 'Y'}, {"semver('2.0.0').isGreaterThan(semver('1.99.99'))", 'Y'},
-    {"semver('1.0.0-alpha').isLessThan(semver('1.0.0'))", 'Y'},
-    {"semver('1.0.0-alpha.1').compareTo(semver('1.0.0-alpha.beta')) == -1", 'Y'},
-    {"semver('1.0.0-beta.2').compareTo(semver('1.0.0-beta.11')) < 0", 'Y'},
-    {"semver('1.0.0-alpha').compareTo(semver('1.0.0-alpha.1')) < 0", 'Y'},
-    {"semver('1.0.0-rc.1').compareTo(semver('1.0.0-beta.11')) > 0", 'Y'},
-    {"semver('1.0.0+build.5') == semver('1.0.0')", 'Y'}, {"semver('1.0.0') == semver('1.0.1')", 'N'},
-    {"isSemver('1.2.3-rc.1+b')", 'Y'}, {"isSemver('1.2')", 'N'}, {"isSemver('01.2.3')", 'N'},
-    {"isSemver('1.2.3-01')", 'N'}, {"isSemver('1.2.3-')", 'N'}, {"isSemver('v1.2.3')", 'N'},
-    {"isSemver('v1.2', true)", 'Y'}, {"semver('v1.2', true) == semver('1.2.0')", 'Y'},
-    {"semver('1', true).patch() == 0", 'Y'}, {"semver('1.2') == semver('1.2.0')", 'E'},
-    {"semver(1) == semver('1.0.0')", 'E'}, {"semver('1.0.0').compareTo(quantity('1')) == 0", 'E'},
-    {"semver('1.0.0') < semver('2.0.0')", 'E'},
-    {"device.attributes['gpu.nvidia.com'].driverVersion.isGreaterThan(semver('550.0.0'))", 'Y'},
-    {"device.attributes['gpu.nvidia.com'].cudaComputeCapability.major() >= 8", 'Y'},
-    {"device.attributes['gpu.nvidia.com'].driverVersion == semver('550.54.15')", 'Y'},
-    {"device.attributes['gpu.nvidia.com'].driverVersion == '550.54.15'", 'E'},
-    {"device.attributes['gpu.nvidia.com'].driverVersion != '550.54.15'", 'E'},
-    {"'550.54.15' in [device.attributes['gpu.nvidia.com'].driverVersion]", 'E'},
+      {"semver('1.2.3').major() == 1", 'Y'},
+      {"semver('1.2.3').minor() == 2", 'Y'},
+      {"semver('1.2.3').patch() == 3", 'Y'},
+      {"semver('1.2.3').isLessThan(semver('1.10.0'))", 'Y'},
+      {"semver('2.0.0').isGreaterThan(semver('1.99.99'))", 'Y'},
+      {"semver('1.0.0-alpha').isLessThan(semver('1.0.0'))", 'Y'},
+      {"semver('1.0.0-alpha.1').compareTo(semver('1.0.0-alpha.beta')) == -1", 'Y'},
+      {"semver('1.0.0-beta.2').compareTo(semver('1.0.0-beta.11')) < 0", 'Y'},
+      {"semver('1.0.0-alpha').compareTo(semver('1.0.0-alpha.1')) < 0", 'Y'},
+      {"semver('1.0.0-rc.1').compareTo(semver('1.0.0-beta.11')) > 0", 'Y'},
+      {"semver('1.0.0+build.5') == semver('1.0.0')", 'Y'},
+      {"semver('1.0.0') == semver('1.0.1')", 'N'},
+      {"isSemver('1.2.3-rc.1+b')", 'Y'},
+      {"isSemver('1.2')", 'N'},
+      {"isSemver('01.2.3')", 'N'},
+      {"isSemver('1.2.3-01')", 'N'},
+      {"isSemver('1.2.3-')", 'N'},
+      {"isSemver('v1.2.3')", 'N'},
+      {"isSemver('v1.2', true)", 'Y'},
+      {"semver('v1.2', true) == semver('1.2.0')", 'Y'},
+      {"semver('1', true).patch() == 0", 'Y'},
+      {"semver('1.2') == semver('1.2.0')", 'E'},
+      {"semver(1) == semver('1.0.0')", 'E'},
+      {"semver('1.0.0').compareTo(quantity('1')) == 0", 'E'},
+      {"semver('1.0.0') < semver('2.0.0')", 'E'},
+      {"device.attributes['gpu.nvidia.com'].driverVersion.isGreaterThan(semver('550.0.0'))", 'Y'},
+      {"device.attributes['gpu.nvidia.com'].cudaComputeCapability.major() >= 8", 'Y'},
+      {"device.attributes['gpu.nvidia.com'].driverVersion == semver('550.54.15')", 'Y'},
+      {"device.attributes['gpu.nvidia.com'].driverVersion == '550.54.15'", 'E'},
+      {"device.attributes['gpu.nvidia.com'].driverVersion != '550.54.15'", 'E'},
+      {"'550.54.15' in [device.attributes['gpu.nvidia.com'].driverVersion]", 'E'},
   };
   CHECK(cs, g0);
 }
@@ -366,34 +586,63 @@ Test(cel, semver_library)
 Test(cel, macros_bind_and_optionals)
 {
   static const case_t cs[] = {
-    {"[1, 2, 3].all(x, x > 0)", 'Y'}, {"[1, 2, 3].exists(x, x == 2)", 'Y'}, {"[1, 2, 3].exists(x, x == 5)", 'N'},
-    {"[1, 2, 3].exists_one(x, x > 1)", 'N'}, {"[1, 2, 3].exists_one(x, x > 2)", 'Y'},
-    {"[1, 2, 3].map(x, x * 2) == [2, 4, 6]", 'Y'}, {"[1, 2, 3].map(x, x > 1, x * 10) == [20, 30]", 'Y'},
-    {"[1, 2, 3].filter(x, x % 2 == 1) == [1, 3]", 'Y'}, {"[].all(x, false)", 'Y'}, {"[].exists(x, true)", 'N'},
-    {"[0, 1].all(x, 1 / x > 0)", 'E'}, {"[0, 1].exists(x, 1 / x > 0)", 'Y'}, {"[1, 0].all(x, 1 / x < 0)", 'N'},
-    {"[0, 1].all(x, 1 / x < 0)", 'N'}, {"[0, 1].exists_one(x, 1 / x > 0)", 'E'}, {"[1].all(x, x)", 'E'},
-    {"[1, 2].all(x, [3, 4].all(y, x < y))", 'Y'}, {"[1].all(device, device == 1)", 'Y'},
-    {"[[1], [2]].map(x, x + [0]) == [[1, 0], [2, 0]]", 'Y'}, {"1.all(x, true)", 'E'},
-    {"device.attributes['gpu.nvidia.com'].exists(k, k == 'type')", 'Y'},
-    {"device.attributes['gpu.nvidia.com'].filter(k, k.startsWith('cuda')).size() == 2", 'Y'},
-    {"device.capacity['gpu.nvidia.com'].all(k, k == 'memory')", 'Y'},
-    {"device.attributes.exists(d, d == 'x')", 'U'}, {"[1].all(1, true)", 'C'}, {"[1].all(x)", 'C'},
-    {"cel.bind(a, device.attributes['gpu.nvidia.com'], a.type == 'gpu' && a.index == 0)", 'Y'},
-    {"cel.bind(x, 1 / 0, true)", 'Y'}, {"cel.bind(x, 1 / 0, x == 0)", 'E'},
-    {"cel.bind(x, 2, cel.bind(y, x * 3, y == 6))", 'Y'}, {"cel.bind(x, 1, x == 1) && x == 1", 'C'},
-    {"cel.bind(1, 2, true)", 'C'}, {"cel.nope(1)", 'C'}, {"cel == 1", 'C'},
-    {"device.attributes['gpu.nvidia.com'].?type.orValue('none') == 'gpu'", 'Y'},
-    {"device.attributes['gpu.nvidia.com'].?nope.orValue('none') == 'none'", 'Y'},
-    {"device.attributes['gpu.nvidia.com'].?nope.hasValue()", 'N'},
-    {"device.attributes['gpu.nvidia.com'].?type.hasValue()", 'Y'},
-    {"device.attributes['gpu.nvidia.com'][?'type'].value() == 'gpu'", 'Y'},
-    {"device.attributes['x.com'].?y.?z.orValue(1) == 1", 'Y'}, {"optional.none().value() == 1", 'E'},
-    {"optional.of(1).value() == 1", 'Y'}, {"optional.none().orValue(2) == 2", 'Y'},
-    {"optional.of(1) == optional.of(1)", 'Y'}, {"optional.of(1) == 1", 'N'}, {"optional.of(1) + 1 == 2", 'E'},
-    {"[1, 2][?5].orValue(0) == 0", 'Y'}, {"[1, 2][?1].orValue(0) == 2", 'Y'}, {"(1).hasValue()", 'E'},
-    {"device.attributes['gpu.nvidia.com'].?type.size() == 3", 'E'}, {"optional.of()", 'C'},
-    {"[1, 2, 3][1] == 2", 'Y'}, {"[1][5] == 1", 'E'}, {"[1][-1] == 1", 'E'}, {"[1]['a'] == 1", 'E'},
-    {"[1, 2, 3][1u] == 2", 'Y'}, {"'abc'[0] == 'a'", 'E'},
+      {"[1, 2, 3].all(x, x > 0)", 'Y'},
+      {"[1, 2, 3].exists(x, x == 2)", 'Y'},
+      {"[1, 2, 3].exists(x, x == 5)", 'N'},
+      {"[1, 2, 3].exists_one(x, x > 1)", 'N'},
+      {"[1, 2, 3].exists_one(x, x > 2)", 'Y'},
+      {"[1, 2, 3].map(x, x * 2) == [2, 4, 6]", 'Y'},
+      {"[1, 2, 3].map(x, x > 1, x * 10) == [20, 30]", 'Y'},
+      {"[1, 2, 3].filter(x, x % 2 == 1) == [1, 3]", 'Y'},
+      {"[].all(x, false)", 'Y'},
+      {"[].exists(x, true)", 'N'},
+      {"[0, 1].all(x, 1 / x > 0)", 'E'},
+      {"[0, 1].exists(x, 1 / x > 0)", 'Y'},
+      {"[1, 0].all(x, 1 / x < 0)", 'N'},
+      {"[0, 1].all(x, 1 / x < 0)", 'N'},
+      {"[0, 1].exists_one(x, 1 / x > 0)", 'E'},
+      {"[1].all(x, x)", 'E'},
+      {"[1, 2].all(x, [3, 4].all(y, x < y))", 'Y'},
+      {"[1].all(device, device == 1)", 'Y'},
+      {"[[1], [2]].map(x, x + [0]) == [[1, 0], [2, 0]]", 'Y'},
+      {"1.all(x, true)", 'E'},
+      {"device.attributes['gpu.nvidia.com'].exists(k, k == 'type')", 'Y'},
+      {"device.attributes['gpu.nvidia.com'].filter(k, k.startsWith('cuda')).size() == 2", 'Y'},
+      {"device.capacity['gpu.nvidia.com'].all(k, k == 'memory')", 'Y'},
+      {"device.attributes.exists(d, d == 'x')", 'U'},
+      {"[1].all(1, true)", 'C'},
+      {"[1].all(x)", 'C'},
+      {"cel.bind(a, device.attributes['gpu.nvidia.com'], a.type == 'gpu' && a.index == 0)", 'Y'},
+      {"cel.bind(x, 1 / 0, true)", 'Y'},
+      {"cel.bind(x, 1 / 0, x == 0)", 'E'},
+      {"cel.bind(x, 2, cel.bind(y, x * 3, y == 6))", 'Y'},
+      {"cel.bind(x, 1, x == 1) && x == 1", 'C'},
+      {"cel.bind(1, 2, true)", 'C'},
+      {"cel.nope(1)", 'C'},
+      {"cel == 1", 'C'},
+      {"device.attributes['gpu.nvidia.com'].?type.orValue('none') == 'gpu'", 'Y'},
+      {"device.attributes['gpu.nvidia.com'].?nope.orValue('none') == 'none'", 'Y'},
+      {"device.attributes['gpu.nvidia.com'].?nope.hasValue()", 'N'},
+      {"device.attributes['gpu.nvidia.com'].?type.hasValue()", 'Y'},
+      {"device.attributes['gpu.nvidia.com'][?'type'].value() == 'gpu'", 'Y'},
+      {"device.attributes['x.com'].?y.?z.orValue(1) == 1", 'Y'},
+      {"optional.none().value() == 1", 'E'},
+      {"optional.of(1).value() == 1", 'Y'},
+      {"optional.none().orValue(2) == 2", 'Y'},
+      {"optional.of(1) == optional.of(1)", 'Y'},
+      {"optional.of(1) == 1", 'N'},
+      {"optional.of(1) + 1 == 2", 'E'},
+      {"[1, 2][?5].orValue(0) == 0", 'Y'},
+      {"[1, 2][?1].orValue(0) == 2", 'Y'},
+      {"(1).hasValue()", 'E'},
+      {"device.attributes['gpu.nvidia.com'].?type.size() == 3", 'E'},
+      {"optional.of()", 'C'},
+      {"[1, 2, 3][1] == 2", 'Y'},
+      {"[1][5] == 1", 'E'},
+      {"[1][-1] == 1", 'E'},
+      {"[1]['a'] == 1", 'E'},
+      {"[1, 2, 3][1u] == 2", 'Y'},
+      {"'abc'[0] == 'a'", 'E'},
   };
   CHECK(cs, g0);
 }
@@ -401,11 +650,31 @@ Test(cel, macros_bind_and_optionals)
 Test(cel, does_not_compile)
 {
   static const case_t cs[] = {
-    {"", 'C'}, {"1 +", 'C'}, {"foo(1)", 'C'}, {"device.attributes['x'].y.z(", 'C'}, {"{'a': 1}", 'C'},
-    {"1 ? 2", 'C'}, {"if", 'C'}, {"x", 'C'}, {"[1, 2].sort()", 'C'}, {"device.driver.trim()", 'C'},
-    {"size()", 'C'}, {"'a'.startsWith()", 'C'}, {"quantity('1', 2)", 'C'}, {"lowerAscii('A')", 'C'},
-    {"a.b.c", 'C'}, {"1 2", 'C'}, {"device.", 'C'}, {"[1, 2", 'C'}, {"(1", 'C'}, {"1 # 2", 'C'},
-    {".device", 'C'}, {"0x", 'C'}, {"device.attributes['x'].in", 'C'}, {"1 = 1", 'C'}, {"1 & 1", 'C'},
+      {"", 'C'},
+      {"1 +", 'C'},
+      {"foo(1)", 'C'},
+      {"device.attributes['x'].y.z(", 'C'},
+      {"{'a': 1}", 'C'},
+      {"1 ? 2", 'C'},
+      {"if", 'C'},
+      {"x", 'C'},
+      {"[1, 2].sort()", 'C'},
+      {"device.driver.trim()", 'C'},
+      {"size()", 'C'},
+      {"'a'.startsWith()", 'C'},
+      {"quantity('1', 2)", 'C'},
+      {"lowerAscii('A')", 'C'},
+      {"a.b.c", 'C'},
+      {"1 2", 'C'},
+      {"device.", 'C'},
+      {"[1, 2", 'C'},
+      {"(1", 'C'},
+      {"1 # 2", 'C'},
+      {".device", 'C'},
+      {"0x", 'C'},
+      {"device.attributes['x'].in", 'C'},
+      {"1 = 1", 'C'},
+      {"1 & 1", 'C'},
   };
   CHECK(cs, g0);
   const sf_cel_prog_t *p = sf_cel_compile(cache, "device.driver ==\n  foo('x')");
@@ -478,7 +747,7 @@ Test(cel, reasons_name_the_position)
 {
   char why[256];
   const sf_cel_prog_t *p = sf_cel_compile(cache, "device.driver == 'gpu.nvidia.com' &&\n"
-                                                  "  device.attributes['gpu.nvidia.com'].nope == 'x'");
+                                                 "  device.attributes['gpu.nvidia.com'].nope == 'x'");
   cr_assert_eq(sf_cel_eval(p, idx, g0, why, sizeof why), SF_MATCH_NO);
   cr_assert_str_eq(why, "2:38: no such key");
   p = sf_cel_compile(cache, "1 + 9223372036854775807 > 0");
@@ -520,46 +789,62 @@ Test(cel, cache_and_selector)
 /* ---- the fixtures' selectors ---- */
 
 typedef struct {
-  const char *src;   /* the fixture it comes from */
+  const char *src; /* the fixture it comes from */
   const char *expr;
 } fixture_t;
 
 static const fixture_t fx[] = {
-  /* 0 */ {"nvidia-dra-driver-gpu/deployments__helm__dra-driver-nvidia-gpu__templates__deviceclass-gpu.yaml",
-           "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'"},
-  /* 1 */ {"nvidia-dra-driver-gpu/deployments__helm__dra-driver-nvidia-gpu__templates__deviceclass-mig.yaml",
-           "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'mig'"},
-  /* 2 */ {"nvidia-dra-driver-gpu/deployments__helm__dra-driver-nvidia-gpu__templates__deviceclass-vfio-gpu.yaml",
-           "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'vfio'"},
-  /* 3 */ {"nvidia-dra-driver-gpu/deployments__helm__dra-driver-nvidia-gpu__templates__deviceclass-compute-domain-daemon.yaml",
-           "device.driver == 'compute-domain.nvidia.com' && device.attributes['compute-domain.nvidia.com'].type == 'daemon'"},
-  /* 4 */ {"nvidia-dra-driver-gpu/deployments__helm__dra-driver-nvidia-gpu__templates__deviceclass-compute-domain-default-channel.yaml",
-           "device.driver == 'compute-domain.nvidia.com' && device.attributes['compute-domain.nvidia.com'].type == 'channel' && device.attributes['compute-domain.nvidia.com'].id == 0"},
-  /* 5 */ {"nvidia-dra-driver-gpu/demo__specs__extended-resources__mig-1g-12gb.yaml",
-           "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'mig' && device.attributes['gpu.nvidia.com'].profile == '1g.12gb'"},
-  /* 6 */ {"nvidia-dra-driver-gpu/demo__specs__quickstart__v1__gpu-test4.yaml",
-           "device.attributes['gpu.nvidia.com'].profile == '1g.5gb'"},
-  /* 7 */ {"nvidia-dra-driver-gpu/demo__specs__quickstart__v1__gpu-test6.yaml",
-           "device.attributes['gpu.nvidia.com'].productName.lowerAscii().matches('^.*a100.*$')\n"
-           "&&\n"
-           "(device.attributes['gpu.nvidia.com'].index == 0 ||\n"
-           "device.attributes['gpu.nvidia.com'].index == 2 ||\n"
-           "device.attributes['gpu.nvidia.com'].index == 4 ||\n"
-           "device.attributes['gpu.nvidia.com'].index == 6)\n"},
-  /* 8 */ {"dra-example-driver/cel-selector__cel-selector.yaml",
-           "device.attributes['gpu.example.com'].model == 'LATEST-GPU-MODEL'"},
-  /* 9 */ {"dra-example-driver/cel-selector__cel-selector.yaml",
-           "device.capacity['gpu.example.com'].memory.compareTo(quantity('4Gi')) >= 0"},
-  /* 10 */ {"dra-example-driver/deployments__helm__dra-example-driver__templates__deviceclass.yaml",
-            "device.driver == '{{ include \"dra-example-driver.driverName\" . }}'"},
-  /* 11 */ {"k8s-website/examples.dra.driver-install.deviceclass.yaml", "device.driver == 'gpu.example.com'"},
-  /* 12 */ {"k8s-website/examples.dra.driver-install.example.resourceclaim.yaml",
-            "device.capacity['gpu.example.com'].memory.compareTo(quantity('10Gi')) >= 0"},
-  /* 13 */ {"k8s-website/install-use-dra.kubectl-get-resourceclaim-output.yaml",
-            "device.capacity['gpu.example.com'].memory.compareTo(quantity('10Gi'))"},
-  /* 14 */ {"k8s-website/examples.dra.resourceclaimtemplate.yaml",
-            "device.attributes[\"driver.example.com\"].type == \"gpu\" &&\n"
-            "device.capacity[\"driver.example.com\"].memory == quantity(\"64Gi\")"},
+    /* 0 */
+    {"nvidia-dra-driver-gpu/deployments__helm__dra-driver-nvidia-gpu__templates__deviceclass-gpu.yaml",
+     "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'"},
+    /* 1 */
+    {"nvidia-dra-driver-gpu/deployments__helm__dra-driver-nvidia-gpu__templates__deviceclass-mig.yaml",
+     "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'mig'"},
+    /* 2 */
+    {"nvidia-dra-driver-gpu/deployments__helm__dra-driver-nvidia-gpu__templates__deviceclass-vfio-gpu.yaml",
+     "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'vfio'"},
+    /* 3 */
+    {"nvidia-dra-driver-gpu/deployments__helm__dra-driver-nvidia-gpu__templates__deviceclass-compute-domain-daemon.yaml",
+     "device.driver == 'compute-domain.nvidia.com' && device.attributes['compute-domain.nvidia.com'].type == 'daemon'"},
+    /* 4 */
+    {"nvidia-dra-driver-gpu/deployments__helm__dra-driver-nvidia-gpu__templates__deviceclass-compute-domain-default-channel.yaml",
+     "device.driver == 'compute-domain.nvidia.com' && device.attributes['compute-domain.nvidia.com'].type == 'channel' && device.attributes['compute-domain.nvidia.com'].id == 0"},
+    /* 5 */
+    {"nvidia-dra-driver-gpu/demo__specs__extended-resources__mig-1g-12gb.yaml",
+     "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'mig' && device.attributes['gpu.nvidia.com'].profile == '1g.12gb'"},
+    /* 6 */
+    {"nvidia-dra-driver-gpu/demo__specs__quickstart__v1__gpu-test4.yaml",
+     "device.attributes['gpu.nvidia.com'].profile == '1g.5gb'"},
+    /* 7 */
+    {"nvidia-dra-driver-gpu/demo__specs__quickstart__v1__gpu-test6.yaml",
+     "device.attributes['gpu.nvidia.com'].productName.lowerAscii().matches('^.*a100.*$')\n"
+     "&&\n"
+     "(device.attributes['gpu.nvidia.com'].index == 0 ||\n"
+     "device.attributes['gpu.nvidia.com'].index == 2 ||\n"
+     "device.attributes['gpu.nvidia.com'].index == 4 ||\n"
+     "device.attributes['gpu.nvidia.com'].index == 6)\n"},
+    /* 8 */
+    {"dra-example-driver/cel-selector__cel-selector.yaml",
+     "device.attributes['gpu.example.com'].model == 'LATEST-GPU-MODEL'"},
+    /* 9 */
+    {"dra-example-driver/cel-selector__cel-selector.yaml",
+     "device.capacity['gpu.example.com'].memory.compareTo(quantity('4Gi')) >= 0"},
+    /* 10 */
+    {"dra-example-driver/deployments__helm__dra-example-driver__templates__deviceclass.yaml",
+     "device.driver == '{{ include \"dra-example-driver.driverName\" . }}'"},
+    /* 11 */
+    {"k8s-website/examples.dra.driver-install.deviceclass.yaml",
+     "device.driver == 'gpu.example.com'"},
+    /* 12 */
+    {"k8s-website/examples.dra.driver-install.example.resourceclaim.yaml",
+     "device.capacity['gpu.example.com'].memory.compareTo(quantity('10Gi')) >= 0"},
+    /* 13 */
+    {"k8s-website/install-use-dra.kubectl-get-resourceclaim-output.yaml",
+     "device.capacity['gpu.example.com'].memory.compareTo(quantity('10Gi'))"},
+    /* 14 */
+    {"k8s-website/examples.dra.resourceclaimtemplate.yaml",
+     "device.attributes[\"driver.example.com\"].type == \"gpu\" &&\n"
+     "device.capacity[\"driver.example.com\"].memory == quantity(\"64Gi\")"},
 };
 
 static void fixture_expect(int k, sf_dev_id dev, char want)
@@ -624,15 +909,16 @@ Test(cel, example_driver_and_website_selectors)
   fixture_expect(14, web, 'Y');
   fixture_expect(14, ex[0], 'E');
   static const case_t cs[] = {
-    {"device.attributes['gpu.example.com'].index in [0, 2, 4, 6]", 'N'},
-    {"device.attributes['gpu.example.com'].driverVersion.isLessThan(semver('1.1.0'))", 'Y'},
-    {"device.attributes['gpu.example.com'].uuid.startsWith('gpu-93d3')", 'Y'},
+      {"device.attributes['gpu.example.com'].index in [0, 2, 4, 6]", 'N'},
+      {"device.attributes['gpu.example.com'].driverVersion.isLessThan(semver('1.1.0'))", 'Y'},
+      {"device.attributes['gpu.example.com'].uuid.startsWith('gpu-93d3')", 'Y'},
   };
   CHECK(cs, ex[1]);
 }
 
 /* Through the packer: the CEL selector filters nodes, and UNKNOWN keeps a node as UNSURE. */
-static void filter(const char *const *exprs, size_t nexpr, sf_fit_t want_nv, sf_fit_t want_ex, sf_fit_t want_web)
+static void filter(const char *const *exprs, size_t nexpr, sf_fit_t want_nv, sf_fit_t want_ex,
+                   sf_fit_t want_web)
 {
   sf_selector_t sels[4];
   for (size_t i = 0; i < nexpr; i++)
@@ -640,7 +926,8 @@ static void filter(const char *const *exprs, size_t nexpr, sf_fit_t want_nv, sf_
   sf_request_t req = {.name = "gpu", .selectors = sels, .nselectors = nexpr, .count = 1};
   sf_claim_t claim = {.name = "default/claim", .reqs = &req, .nreqs = 1};
   sf_demand_t dem = {.claims = &claim, .nclaims = 1};
-  sf_node_id nodes[3] = {sf_index_node_find(idx, "nv-node"), sf_index_node_find(idx, "dra-example-driver-cluster-worker"),
+  sf_node_id nodes[3] = {sf_index_node_find(idx, "nv-node"),
+                         sf_index_node_find(idx, "dra-example-driver-cluster-worker"),
                          sf_index_node_find(idx, "web-node")};
   sf_verdict_t out[3];
   sf_policy_t pol;
@@ -662,7 +949,8 @@ Test(cel, selectors_filter_nodes_through_the_packer)
   filter(example, 2, SF_FIT_NO, SF_FIT_YES, SF_FIT_NO);
   const char *unsure[] = {"device.attributes['gpu.nvidia.com'].productName.matches('\\\\bA100')"};
   filter(unsure, 1, SF_FIT_UNSURE, SF_FIT_NO, SF_FIT_NO);
-  const char *uncompiled[] = {fx[0].expr, "device.attributes['gpu.nvidia.com'].uuid.split('-').size() > 1"};
+  const char *uncompiled[] = {fx[0].expr,
+                              "device.attributes['gpu.nvidia.com'].uuid.split('-').size() > 1"};
   filter(uncompiled, 2, SF_FIT_UNSURE, SF_FIT_NO, SF_FIT_NO);
 }
 
@@ -709,10 +997,10 @@ Test(cel, unreadable_attribute_is_unknown)
   cr_assert_eq(sf_index_pool_set(idx, n, "odd.example.com", "odd-node", &d, 1, NULL, 0), 0);
   sf_dev_id dev = sf_index_dev_find(idx, "odd.example.com", "odd-node", "dev-0");
   static const case_t cs[] = {
-    {"device.attributes['odd.example.com'].x == 'a'", 'U'},
-    {"device.attributes['odd.example.com'].x == 1", 'U'},
-    {"device.attributes['odd.example.com'].y == 0", 'Y'},
-    {"has(device.attributes['odd.example.com'].x)", 'Y'},
+      {"device.attributes['odd.example.com'].x == 'a'", 'U'},
+      {"device.attributes['odd.example.com'].x == 1", 'U'},
+      {"device.attributes['odd.example.com'].y == 0", 'Y'},
+      {"has(device.attributes['odd.example.com'].x)", 'Y'},
   };
   CHECK(cs, dev);
 }

@@ -23,7 +23,7 @@
 #define NRES 7
 
 typedef struct {
-  const char *name, *kind, *gv;  /* gv: the apiVersion */
+  const char *name, *kind, *gv; /* gv: the apiVersion */
   bool namespaced;
 } rdef_t;
 
@@ -34,12 +34,12 @@ typedef struct {
   int res;
   char *ns, *name;
   const char *type;
-  json_t *obj;                 /* with kind and apiVersion */
-  json_t *prev;                /* MODIFIED: the object before, for field selectors; else NULL */
+  json_t *obj;  /* with kind and apiVersion */
+  json_t *prev; /* MODIFIED: the object before, for field selectors; else NULL */
 } event_t;
 
 typedef struct {
-  json_t *items;               /* array, serialized lazily per page */
+  json_t *items; /* array, serialized lazily per page */
   unsigned long long rv;
   int res;
 } snap_t;
@@ -47,13 +47,15 @@ typedef struct {
 typedef struct {
   pthread_mutex_t mu;
   pthread_cond_t cv;
-  json_t *store[NRES];         /* "ns/name" -> object */
+  json_t *store[NRES]; /* "ns/name" -> object */
   unsigned long long rv, compacted;
-  event_t *log; size_t nlog, caplog;
-  snap_t *snaps; size_t nsnaps;
+  event_t *log;
+  size_t nlog, caplog;
+  snap_t *snaps;
+  size_t nsnaps;
   char *token;
   bool no_watch_list, ignore_watch_list, shutting;
-  bool no_taint_rules;         /* --no-device-taint-rules: a cluster without the alpha API */
+  bool no_taint_rules; /* --no-device-taint-rules: a cluster without the alpha API */
   int fail_code, fail_n, fail_secs;
   unsigned long drop_gen, close_gen, bookmark_gen, expire_gen, trunc_gen;
   int split_left, stall_ms;
@@ -67,9 +69,12 @@ extern fake_state_t fk_S;
 
 typedef struct {
   int res;
-  char ns[256];                /* "" = all namespaces */
-  char name[256];              /* a single object, or "" */
-  struct { char field[32], value[128]; bool ne; } sel[4];  /* fieldSelector requirements */
+  char ns[256];   /* "" = all namespaces */
+  char name[256]; /* a single object, or "" */
+  struct {
+    char field[32], value[128];
+    bool ne;
+  } sel[4]; /* fieldSelector requirements */
   int nsel;
   bool table;
 } target_t;
@@ -87,12 +92,12 @@ const char *fk_del(int res, const char *nsname);
 /* http.c */
 json_t *fk_status_obj(unsigned code, const char *reason, const char *msg);
 enum MHD_Result fk_send_status(struct MHD_Connection *c, unsigned code, const char *reason,
-                                   const char *msg, int retry_after);
+                               const char *msg, int retry_after);
 bool fk_match_obj(const target_t *t, const json_t *obj);
 json_t *fk_table_of(json_t *objs, bool header);
 enum MHD_Result fk_on_request(void *cls, struct MHD_Connection *c, const char *url,
-                                  const char *method, const char *version, const char *upload,
-                                  size_t *upload_size, void **con_cls);
+                              const char *method, const char *version, const char *upload,
+                              size_t *upload_size, void **con_cls);
 
 /* watch.c */
 enum MHD_Result fk_watch(struct MHD_Connection *c, const target_t *t);

@@ -6,29 +6,32 @@
 /* ---- HTTP helpers ---- */
 
 static enum MHD_Result send_text(struct MHD_Connection *c, unsigned code, const char *ctype,
-                                 char *body) {
-  struct MHD_Response *r =
-      MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
+                                 char *body)
+{
+  struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
   MHD_add_response_header(r, "Content-Type", ctype);
   enum MHD_Result ret = MHD_queue_response(c, code, r);
   MHD_destroy_response(r);
   return ret;
 }
 
-static enum MHD_Result send_json(struct MHD_Connection *c, unsigned code, json_t *v) {
+static enum MHD_Result send_json(struct MHD_Connection *c, unsigned code, json_t *v)
+{
   char *s = json_dumps(v, JSON_COMPACT);
   json_decref(v);
   return send_text(c, code, "application/json", s);
 }
 
-json_t *fk_status_obj(unsigned code, const char *reason, const char *msg) {
+json_t *fk_status_obj(unsigned code, const char *reason, const char *msg)
+{
   return json_pack("{s:s, s:s, s:{}, s:s, s:s, s:s, s:i}", "kind", "Status", "apiVersion", "v1",
                    "metadata", "status", "Failure", "message", msg, "reason", reason, "code",
                    (int)code);
 }
 
 enum MHD_Result fk_send_status(struct MHD_Connection *c, unsigned code, const char *reason,
-                                   const char *msg, int retry_after) {
+                               const char *msg, int retry_after)
+{
   json_t *st = fk_status_obj(code, reason, msg);
   char *s = json_dumps(st, JSON_COMPACT);
   json_decref(st);
@@ -53,11 +56,14 @@ typedef struct {
   bool drop;
 } body_t;
 
-static ssize_t body_read(void *cls, uint64_t pos, char *buf, size_t max) {
+static ssize_t body_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
   body_t *b = cls;
   size_t at = (size_t)pos;
-  if (at >= b->len) return MHD_CONTENT_READER_END_OF_STREAM;
-  if (at == b->stall_at && b->drop) return MHD_CONTENT_READER_END_WITH_ERROR;
+  if (at >= b->len)
+    return MHD_CONTENT_READER_END_OF_STREAM;
+  if (at == b->stall_at && b->drop)
+    return MHD_CONTENT_READER_END_WITH_ERROR;
   if (at == b->stall_at && b->stall_ms > 0) {
     usleep((useconds_t)b->stall_ms * 1000);
     b->stall_ms = 0;
@@ -68,21 +74,24 @@ static ssize_t body_read(void *cls, uint64_t pos, char *buf, size_t max) {
   return (ssize_t)n;
 }
 
-static void body_free(void *cls) {
+static void body_free(void *cls)
+{
   body_t *b = cls;
   free(b->body);
   free(b);
 }
 
 /* Sends `body` (steals it) whole, or with the pending stall/drop fault. */
-static enum MHD_Result send_body(struct MHD_Connection *c, char *body) {
+static enum MHD_Result send_body(struct MHD_Connection *c, char *body)
+{
   pthread_mutex_lock(&fk_S.mu);
   int stall = fk_S.stall_ms;
   bool drop = fk_S.droplist;
   fk_S.stall_ms = 0;
   fk_S.droplist = false;
   pthread_mutex_unlock(&fk_S.mu);
-  if (!stall && !drop) return send_text(c, 200, "application/json", body);
+  if (!stall && !drop)
+    return send_text(c, 200, "application/json", body);
   body_t *b = calloc(1, sizeof *b);
   *b = (body_t){body, strlen(body), strlen(body) / 2, stall, drop};
   struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, body_read, b,
@@ -95,37 +104,42 @@ static enum MHD_Result send_body(struct MHD_Connection *c, char *body) {
 
 /* ---- discovery ---- */
 
-static json_t *resource_list(const char *gv) {
+static json_t *resource_list(const char *gv)
+{
   json_t *rs = json_array();
   for (int i = 0; i < NRES; i++) {
-    if (strcmp(fk_RES[i].gv, gv)) continue;
-    if (fk_S.no_taint_rules && !strcmp(fk_RES[i].name, "devicetaintrules")) continue;
-    json_array_append_new(
-        rs, json_pack("{s:s, s:s, s:b, s:s, s:[s,s,s]}", "name", fk_RES[i].name, "singularName", "",
-                      "namespaced", fk_RES[i].namespaced, "kind", fk_RES[i].kind, "verbs", "get", "list",
-                      "watch"));
+    if (strcmp(fk_RES[i].gv, gv))
+      continue;
+    if (fk_S.no_taint_rules && !strcmp(fk_RES[i].name, "devicetaintrules"))
+      continue;
+    json_array_append_new(rs, json_pack("{s:s, s:s, s:b, s:s, s:[s,s,s]}", "name", fk_RES[i].name,
+                                        "singularName", "", "namespaced", fk_RES[i].namespaced,
+                                        "kind", fk_RES[i].kind, "verbs", "get", "list", "watch"));
   }
   return json_pack("{s:s, s:s, s:s, s:o}", "kind", "APIResourceList", "apiVersion", "v1",
                    "groupVersion", gv, "resources", rs);
 }
 
-static enum MHD_Result discovery(struct MHD_Connection *c, const char *url) {
+static enum MHD_Result discovery(struct MHD_Connection *c, const char *url)
+{
   if (!strcmp(url, "/version"))
-    return send_json(c, 200, json_pack("{s:s, s:s, s:s, s:s, s:s}", "major", "1", "minor", "34",
-                                       "gitVersion", "v1.34.0-fake", "goVersion", "go1.24",
-                                       "platform", "linux/amd64"));
+    return send_json(c, 200,
+                     json_pack("{s:s, s:s, s:s, s:s, s:s}", "major", "1", "minor", "34", "gitVersion",
+                               "v1.34.0-fake", "goVersion", "go1.24", "platform", "linux/amd64"));
   if (!strcmp(url, "/api"))
-    return send_json(c, 200, json_pack("{s:s, s:[s], s:[{s:s, s:s}]}", "kind", "APIVersions",
-                                       "versions", "v1", "serverAddressByClientCIDRs",
-                                       "clientCIDR", "0.0.0.0/0", "serverAddress", "127.0.0.1"));
+    return send_json(c, 200,
+                     json_pack("{s:s, s:[s], s:[{s:s, s:s}]}", "kind", "APIVersions", "versions",
+                               "v1", "serverAddressByClientCIDRs", "clientCIDR", "0.0.0.0/0",
+                               "serverAddress", "127.0.0.1"));
   if (!strcmp(url, "/apis"))
-    return send_json(
-        c, 200,
-        json_pack("{s:s, s:s, s:[{s:s, s:[{s:s, s:s}], s:{s:s, s:s}}]}", "kind", "APIGroupList",
-                  "apiVersion", "v1", "groups", "name", "resource.k8s.io", "versions",
-                  "groupVersion", "resource.k8s.io/v1", "version", "v1", "preferredVersion",
-                  "groupVersion", "resource.k8s.io/v1", "version", "v1"));
-  if (!strcmp(url, "/api/v1")) return send_json(c, 200, resource_list("v1"));
+    return send_json(c, 200,
+                     json_pack("{s:s, s:s, s:[{s:s, s:[{s:s, s:s}], s:{s:s, s:s}}]}", "kind",
+                               "APIGroupList", "apiVersion", "v1", "groups", "name",
+                               "resource.k8s.io", "versions", "groupVersion", "resource.k8s.io/v1",
+                               "version", "v1", "preferredVersion", "groupVersion",
+                               "resource.k8s.io/v1", "version", "v1"));
+  if (!strcmp(url, "/api/v1"))
+    return send_json(c, 200, resource_list("v1"));
   if (!strcmp(url, "/apis/resource.k8s.io/v1"))
     return send_json(c, 200, resource_list("resource.k8s.io/v1"));
   if (!strcmp(url, "/healthz") || !strcmp(url, "/readyz") || !strcmp(url, "/livez"))
@@ -136,17 +150,22 @@ static enum MHD_Result discovery(struct MHD_Connection *c, const char *url) {
 /* ---- requests on resources ---- */
 
 /* Parses /api/v1/... and /apis/resource.k8s.io/v1/... paths; false if neither. */
-static bool parse_target(const char *url, target_t *t) {
+static bool parse_target(const char *url, target_t *t)
+{
   const char *p;
   memset(t, 0, sizeof *t);
-  if (!strncmp(url, "/api/v1/", 8)) p = url + 8;
-  else if (!strncmp(url, "/apis/resource.k8s.io/v1/", 25)) p = url + 25;
-  else return false;
+  if (!strncmp(url, "/api/v1/", 8))
+    p = url + 8;
+  else if (!strncmp(url, "/apis/resource.k8s.io/v1/", 25))
+    p = url + 25;
+  else
+    return false;
   char a[5][256] = {{0}};
   int n = 0;
   for (const char *s = p; *s && n < 5; n++) {
     size_t len = strcspn(s, "/");
-    if (len >= sizeof a[0]) return false;
+    if (len >= sizeof a[0])
+      return false;
     memcpy(a[n], s, len);
     s += len + (s[len] == '/');
   }
@@ -156,10 +175,14 @@ static bool parse_target(const char *url, target_t *t) {
     i = 2;
   }
   t->res = fk_res_by_name(a[i]);
-  if (t->res >= 0 && fk_S.no_taint_rules && !strcmp(fk_RES[t->res].name, "devicetaintrules")) return false;
-  if (t->res < 0 || strcmp(fk_RES[t->res].gv, p == url + 8 ? "v1" : "resource.k8s.io/v1")) return false;
-  if (n > i + 2) return false;
-  if (n == i + 2) snprintf(t->name, sizeof t->name, "%s", a[i + 1]);
+  if (t->res >= 0 && fk_S.no_taint_rules && !strcmp(fk_RES[t->res].name, "devicetaintrules"))
+    return false;
+  if (t->res < 0 || strcmp(fk_RES[t->res].gv, p == url + 8 ? "v1" : "resource.k8s.io/v1"))
+    return false;
+  if (n > i + 2)
+    return false;
+  if (n == i + 2)
+    snprintf(t->name, sizeof t->name, "%s", a[i + 1]);
   return true;
 }
 
@@ -167,7 +190,8 @@ static bool parse_target(const char *url, target_t *t) {
 static const char *const SEL_FIELDS[] = {"metadata.name", "metadata.namespace", "spec.nodeName",
                                          "status.phase"};
 
-static const char *field_of(const json_t *obj, const char *field) {
+static const char *field_of(const json_t *obj, const char *field)
+{
   const char *dot = strchr(field, '.');
   char top[32];
   snprintf(top, sizeof top, "%.*s", (int)(dot - field), field);
@@ -176,7 +200,8 @@ static const char *field_of(const json_t *obj, const char *field) {
 }
 
 /* Parses "f=v,f!=v,f==v"; false (with why) for a field it does not serve, as kube-apiserver answers 400. */
-static bool parse_selector(const char *fs, target_t *t, char *why, size_t wl) {
+static bool parse_selector(const char *fs, target_t *t, char *why, size_t wl)
+{
   char buf[512];
   snprintf(buf, sizeof buf, "%s", fs);
   for (char *save = NULL, *req = strtok_r(buf, ",", &save); req; req = strtok_r(NULL, ",", &save)) {
@@ -189,7 +214,8 @@ static bool parse_selector(const char *fs, target_t *t, char *why, size_t wl) {
     char *val = op + (ne || op[1] == '=' ? 2 : 1);
     *op = '\0';
     bool known = false;
-    for (size_t i = 0; i < sizeof SEL_FIELDS / sizeof SEL_FIELDS[0]; i++) known |= !strcmp(req, SEL_FIELDS[i]);
+    for (size_t i = 0; i < sizeof SEL_FIELDS / sizeof SEL_FIELDS[0]; i++)
+      known |= !strcmp(req, SEL_FIELDS[i]);
     if (!known || (strcmp(fk_RES[t->res].name, "pods") && strncmp(req, "metadata.", 9))) {
       snprintf(why, wl, "field label not supported: %s", req);
       return false;
@@ -201,20 +227,25 @@ static bool parse_selector(const char *fs, target_t *t, char *why, size_t wl) {
   return true;
 }
 
-bool fk_match_obj(const target_t *t, const json_t *obj) {
+bool fk_match_obj(const target_t *t, const json_t *obj)
+{
   const char *ns = fk_meta_str(obj, "namespace");
-  if (t->ns[0] && strcmp(t->ns, ns ? ns : "")) return false;
+  if (t->ns[0] && strcmp(t->ns, ns ? ns : ""))
+    return false;
   for (int i = 0; i < t->nsel; i++)
-    if ((strcmp(field_of(obj, t->sel[i].field), t->sel[i].value) == 0) == t->sel[i].ne) return false;
+    if ((strcmp(field_of(obj, t->sel[i].field), t->sel[i].value) == 0) == t->sel[i].ne)
+      return false;
   return true;
 }
 
 /* A Table of `objs` (kubectl's server-side printing): name and age. */
-json_t *fk_table_of(json_t *objs, bool header) {
+json_t *fk_table_of(json_t *objs, bool header)
+{
   json_t *rows = json_array();
   size_t i;
   json_t *o;
-  json_array_foreach(objs, i, o) {
+  json_array_foreach(objs, i, o)
+  {
     json_t *pom = json_pack("{s:s, s:s, s:O}", "kind", "PartialObjectMetadata", "apiVersion",
                             "meta.k8s.io/v1", "metadata", json_object_get(o, "metadata"));
     json_array_append_new(rows, json_pack("{s:[s,s], s:o}", "cells", fk_meta_str(o, "name"), "1m",
@@ -231,7 +262,8 @@ json_t *fk_table_of(json_t *objs, bool header) {
   return t;
 }
 
-static json_t *strip_kind(json_t *o) {
+static json_t *strip_kind(json_t *o)
+{
   json_t *c = json_copy(o);
   json_object_del(c, "kind");
   json_object_del(c, "apiVersion");
@@ -239,19 +271,23 @@ static json_t *strip_kind(json_t *o) {
 }
 
 /* The page of a list from offset `off` of snapshot `si`; NULL cont when the last. */
-static json_t *page(const target_t *t, size_t si, size_t off, size_t limit) {
+static json_t *page(const target_t *t, size_t si, size_t off, size_t limit)
+{
   snap_t *sn = &fk_S.snaps[si];
   size_t n = json_array_size(sn->items), end = limit && off + limit < n ? off + limit : n;
   json_t *items = json_array();
-  for (size_t i = off; i < end; i++) json_array_append(items, json_array_get(sn->items, i));
+  for (size_t i = off; i < end; i++)
+    json_array_append(items, json_array_get(sn->items, i));
   char rv[32], cont[64] = "";
   snprintf(rv, sizeof rv, "%llu", sn->rv);
-  if (end < n) snprintf(cont, sizeof cont, "snap-%zu-%zu", si, end);
+  if (end < n)
+    snprintf(cont, sizeof cont, "snap-%zu-%zu", si, end);
   if (t->table) {
     json_t *tb = fk_table_of(items, true);
     json_decref(items);
     json_object_set_new(json_object_get(tb, "metadata"), "resourceVersion", json_string(rv));
-    if (cont[0]) json_object_set_new(json_object_get(tb, "metadata"), "continue", json_string(cont));
+    if (cont[0])
+      json_object_set_new(json_object_get(tb, "metadata"), "continue", json_string(cont));
     return tb;
   }
   char kind[64];
@@ -265,7 +301,8 @@ static json_t *page(const target_t *t, size_t si, size_t off, size_t limit) {
                    md, "items", items);
 }
 
-static enum MHD_Result list(struct MHD_Connection *c, const target_t *t) {
+static enum MHD_Result list(struct MHD_Connection *c, const target_t *t)
+{
   const char *lim = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "limit");
   const char *cont = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "continue");
   size_t limit = lim ? strtoul(lim, NULL, 10) : 0, si, off = 0;
@@ -274,8 +311,9 @@ static enum MHD_Result list(struct MHD_Connection *c, const target_t *t) {
     if (sscanf(cont, "snap-%zu-%zu", &si, &off) != 2 || si >= fk_S.nsnaps || !fk_S.snaps[si].items) {
       pthread_mutex_unlock(&fk_S.mu);
       return fk_send_status(c, 410, "Expired",
-                         "The provided continue parameter is too old to display a consistent list "
-                         "result. You can start a new list without the continue parameter.", 0);
+                            "The provided continue parameter is too old to display a consistent list "
+                            "result. You can start a new list without the continue parameter.",
+                            0);
     }
   } else {
     fk_S.snaps = realloc(fk_S.snaps, (fk_S.nsnaps + 1) * sizeof *fk_S.snaps);
@@ -283,12 +321,12 @@ static enum MHD_Result list(struct MHD_Connection *c, const target_t *t) {
     fk_S.snaps[si] = (snap_t){json_array(), fk_S.rv, t->res};
     const char *k;
     json_t *o;
-    json_object_foreach(fk_S.store[t->res], k, o)
-      if (fk_match_obj(t, o)) json_array_append_new(fk_S.snaps[si].items, strip_kind(o));
+    json_object_foreach(fk_S.store[t->res], k, o) if (fk_match_obj(t, o))
+        json_array_append_new(fk_S.snaps[si].items, strip_kind(o));
   }
   json_t *body = page(t, si, off, limit);
   if (!json_object_get(json_object_get(body, "metadata"), "continue")) {
-    json_decref(fk_S.snaps[si].items);  /* the last page: the snapshot is done */
+    json_decref(fk_S.snaps[si].items); /* the last page: the snapshot is done */
     fk_S.snaps[si].items = NULL;
   }
   char *s = json_dumps(body, JSON_COMPACT);
@@ -297,9 +335,11 @@ static enum MHD_Result list(struct MHD_Connection *c, const target_t *t) {
   return send_body(c, s);
 }
 
-static enum MHD_Result get_one(struct MHD_Connection *c, const target_t *t) {
+static enum MHD_Result get_one(struct MHD_Connection *c, const target_t *t)
+{
   pthread_mutex_lock(&fk_S.mu);
-  char *key = fk_fmt("%s/%s", fk_RES[t->res].namespaced ? (t->ns[0] ? t->ns : "default") : "", t->name);
+  char *key = fk_fmt("%s/%s", fk_RES[t->res].namespaced ? (t->ns[0] ? t->ns : "default") : "",
+                     t->name);
   json_t *o = json_object_get(fk_S.store[t->res], key);
   free(key);
   if (!o) {
@@ -325,7 +365,8 @@ static enum MHD_Result get_one(struct MHD_Connection *c, const target_t *t) {
 
 /* ---- dispatch ---- */
 
-static bool authorized(struct MHD_Connection *c) {
+static bool authorized(struct MHD_Connection *c)
+{
   const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
   pthread_mutex_lock(&fk_S.mu);
   bool ok = !fk_S.token || (h && !strncmp(h, "Bearer ", 7) && !strcmp(h + 7, fk_S.token));
@@ -334,7 +375,8 @@ static bool authorized(struct MHD_Connection *c) {
 }
 
 /* The pending "fail" fault, if any: its code and Retry-After. */
-static unsigned take_fault(int *retry_after) {
+static unsigned take_fault(int *retry_after)
+{
   pthread_mutex_lock(&fk_S.mu);
   fk_S.requests++;
   unsigned code = 0;
@@ -348,28 +390,44 @@ static unsigned take_fault(int *retry_after) {
 }
 
 enum MHD_Result fk_on_request(void *cls, struct MHD_Connection *c, const char *url,
-                                  const char *method, const char *version, const char *upload,
-                                  size_t *upload_size, void **con_cls) {
-  (void)cls; (void)version; (void)upload; (void)upload_size; (void)con_cls;
+                              const char *method, const char *version, const char *upload,
+                              size_t *upload_size, void **con_cls)
+{
+  (void)cls;
+  (void)version;
+  (void)upload;
+  (void)upload_size;
+  (void)con_cls;
   /* A hung server: the request waits, unanswered, until "hang off" (or shutdown). */
   pthread_mutex_lock(&fk_S.mu);
-  while (fk_S.hang && !fk_S.shutting) pthread_cond_wait(&fk_S.cv, &fk_S.mu);
+  while (fk_S.hang && !fk_S.shutting)
+    pthread_cond_wait(&fk_S.cv, &fk_S.mu);
   pthread_mutex_unlock(&fk_S.mu);
-  if (strcmp(method, "GET")) return fk_send_status(c, 405, "MethodNotAllowed", "only GET", 0);
-  if (!authorized(c)) return fk_send_status(c, 401, "Unauthorized", "Unauthorized", 0);
+  if (strcmp(method, "GET"))
+    return fk_send_status(c, 405, "MethodNotAllowed", "only GET", 0);
+  if (!authorized(c))
+    return fk_send_status(c, 401, "Unauthorized", "Unauthorized", 0);
   int ra = 0;
   unsigned code = take_fault(&ra);
-  if (code) return fk_send_status(c, code, code == 410 ? "Expired" : code == 429 ? "TooManyRequests" : "InternalError", "injected by the test", ra);
+  if (code)
+    return fk_send_status(c, code,
+                          code == 410   ? "Expired"
+                          : code == 429 ? "TooManyRequests"
+                                        : "InternalError",
+                          "injected by the test", ra);
   target_t t;
-  if (!parse_target(url, &t)) return discovery(c, url);
+  if (!parse_target(url, &t))
+    return discovery(c, url);
   const char *acc = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Accept");
   t.table = acc && strstr(acc, "as=Table");
   const char *fs = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "fieldSelector");
   char why[256];
   if (fs && *fs && !parse_selector(fs, &t, why, sizeof why))
     return fk_send_status(c, 400, "BadRequest", why, 0);
-  if (t.name[0]) return get_one(c, &t);
+  if (t.name[0])
+    return get_one(c, &t);
   const char *w = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "watch");
-  if (w && (!strcmp(w, "1") || !strcmp(w, "true"))) return fk_watch(c, &t);
+  if (w && (!strcmp(w, "1") || !strcmp(w, "true")))
+    return fk_watch(c, &t);
   return list(c, &t);
 }

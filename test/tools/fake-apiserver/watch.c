@@ -16,7 +16,8 @@ typedef struct {
   time_t deadline;
 } watch_t;
 
-static void emit(watch_t *wt, const char *type, json_t *obj) {
+static void emit(watch_t *wt, const char *type, json_t *obj)
+{
   json_t *o = obj;
   if (wt->t.table) {
     json_t *one = json_pack("[O]", obj);
@@ -40,7 +41,8 @@ static void emit(watch_t *wt, const char *type, json_t *obj) {
   }
 }
 
-static void emit_bookmark(watch_t *wt, bool initial_end) {
+static void emit_bookmark(watch_t *wt, bool initial_end)
+{
   char rv[32];
   snprintf(rv, sizeof rv, "%llu", fk_S.rv);
   json_t *o = json_pack("{s:s, s:s, s:{s:s}}", "kind", fk_RES[wt->t.res].kind, "apiVersion",
@@ -52,7 +54,8 @@ static void emit_bookmark(watch_t *wt, bool initial_end) {
   json_decref(o);
 }
 
-static void emit_expired(watch_t *wt, const char *msg) {
+static void emit_expired(watch_t *wt, const char *msg)
+{
   json_t *st = fk_status_obj(410, "Expired", msg);
   emit(wt, "ERROR", st);
   json_decref(st);
@@ -60,8 +63,10 @@ static void emit_expired(watch_t *wt, const char *msg) {
 }
 
 /* Puts the next output of a watch in wt->out; false when there is none yet (fk_S.mu held). */
-static bool next_output(watch_t *wt) {
-  if (fk_S.hang && !fk_S.shutting) return false;
+static bool next_output(watch_t *wt)
+{
+  if (fk_S.hang && !fk_S.shutting)
+    return false;
   if (fk_S.trunc_gen != wt->trunc_gen) {
     wt->trunc_gen = fk_S.trunc_gen;
     wt->trunc_armed = true;
@@ -76,7 +81,7 @@ static bool next_output(watch_t *wt) {
   }
   if (fk_S.drop_gen != wt->drop_gen) {
     fk_S.nwatches++;
-  wt->drop_gen = fk_S.drop_gen;
+    wt->drop_gen = fk_S.drop_gen;
     wt->drop_armed = true;
   }
   if (fk_S.bookmark_gen != wt->bookmark_gen) {
@@ -86,11 +91,13 @@ static bool next_output(watch_t *wt) {
   }
   for (; wt->logpos < fk_S.nlog; wt->logpos++) {
     event_t *e = &fk_S.log[wt->logpos];
-    if (e->res != wt->t.res) continue;
+    if (e->res != wt->t.res)
+      continue;
     /* As kube-apiserver's watch cache: an object that starts matching the selector is ADDED,
      * one that stops is DELETED (its previous content, at the event's resourceVersion). */
     bool now = fk_match_obj(&wt->t, e->obj), before = e->prev && fk_match_obj(&wt->t, e->prev);
-    if (!now && !before) continue;
+    if (!now && !before)
+      continue;
     if (!strcmp(e->type, "MODIFIED") && now != before) {
       json_t *o = now ? json_incref(e->obj) : json_deep_copy(e->prev);
       if (!now)
@@ -116,7 +123,8 @@ static bool next_output(watch_t *wt) {
   return false;
 }
 
-static ssize_t watch_read(void *cls, uint64_t pos, char *buf, size_t max) {
+static ssize_t watch_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
   watch_t *wt = cls;
   (void)pos;
   if (wt->stall_ms) {
@@ -129,25 +137,35 @@ static ssize_t watch_read(void *cls, uint64_t pos, char *buf, size_t max) {
       pthread_mutex_unlock(&fk_S.mu);
       return wt->drop_after ? MHD_CONTENT_READER_END_WITH_ERROR : MHD_CONTENT_READER_END_OF_STREAM;
     }
-    if (next_output(wt)) continue;
+    if (next_output(wt))
+      continue;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     ts.tv_nsec += 100 * 1000 * 1000;
-    if (ts.tv_nsec >= 1000000000) { ts.tv_sec++; ts.tv_nsec -= 1000000000; }
+    if (ts.tv_nsec >= 1000000000) {
+      ts.tv_sec++;
+      ts.tv_nsec -= 1000000000;
+    }
     pthread_cond_timedwait(&fk_S.cv, &fk_S.mu, &ts);
   }
   size_t n = wt->outlen - wt->outoff;
   bool split = wt->split_left > 0;
-  if (split) { n = 1; wt->split_left--; }
-  if (n > max) n = max;
+  if (split) {
+    n = 1;
+    wt->split_left--;
+  }
+  if (n > max)
+    n = max;
   memcpy(buf, wt->out + wt->outoff, n);
   wt->outoff += n;
   pthread_mutex_unlock(&fk_S.mu);
-  if (split) usleep(100);
+  if (split)
+    usleep(100);
   return (ssize_t)n;
 }
 
-static void watch_free(void *cls) {
+static void watch_free(void *cls)
+{
   watch_t *wt = cls;
   pthread_mutex_lock(&fk_S.mu);
   fk_S.nwatches--;
@@ -157,15 +175,18 @@ static void watch_free(void *cls) {
 }
 
 /* The initial events (old behaviour or watch-list) go out as one block. */
-static void initial_events(watch_t *wt, bool watch_list) {
+static void initial_events(watch_t *wt, bool watch_list)
+{
   char *all = NULL;
   size_t len = 0;
   int split = fk_S.split_left;
   FILE *f = open_memstream(&all, &len);
   const char *k;
   json_t *o;
-  json_object_foreach(fk_S.store[wt->t.res], k, o) {
-    if (!fk_match_obj(&wt->t, o)) continue;
+  json_object_foreach(fk_S.store[wt->t.res], k, o)
+  {
+    if (!fk_match_obj(&wt->t, o))
+      continue;
     emit(wt, "ADDED", o);
     fwrite(wt->out, 1, wt->outlen, f);
   }
@@ -183,19 +204,24 @@ static void initial_events(watch_t *wt, bool watch_list) {
 }
 
 /* Where a watch from `rv` starts in the log; false when rv is compacted away. */
-static bool start_at(watch_t *wt, unsigned long long rv) {
-  if (rv < fk_S.compacted) return false;
+static bool start_at(watch_t *wt, unsigned long long rv)
+{
+  if (rv < fk_S.compacted)
+    return false;
   size_t lo = 0, hi = fk_S.nlog;
   while (lo < hi) {
     size_t mid = (lo + hi) / 2;
-    if (fk_S.log[mid].rv <= rv) lo = mid + 1;
-    else hi = mid;
+    if (fk_S.log[mid].rv <= rv)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   wt->logpos = lo;
   return true;
 }
 
-enum MHD_Result fk_watch(struct MHD_Connection *c, const target_t *t) {
+enum MHD_Result fk_watch(struct MHD_Connection *c, const target_t *t)
+{
   const char *rvs = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "resourceVersion");
   const char *sie = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "sendInitialEvents");
   const char *rvm = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "resourceVersionMatch");
@@ -205,7 +231,8 @@ enum MHD_Result fk_watch(struct MHD_Connection *c, const target_t *t) {
   pthread_mutex_unlock(&fk_S.mu);
   bool watch_list = sie && !strcmp(sie, "true") && !ignore;
   if (watch_list && (!rvm || strcmp(rvm, "NotOlderThan")))
-    return fk_send_status(c, 422, "Invalid", "sendInitialEvents requires resourceVersionMatch=NotOlderThan", 0);
+    return fk_send_status(c, 422, "Invalid",
+                          "sendInitialEvents requires resourceVersionMatch=NotOlderThan", 0);
   watch_t *wt = calloc(1, sizeof *wt);
   wt->t = *t;
   wt->deadline = time(NULL) + (tos ? atol(tos) : 1800);
@@ -213,8 +240,9 @@ enum MHD_Result fk_watch(struct MHD_Connection *c, const target_t *t) {
   if (watch_list && fk_S.no_watch_list) {
     pthread_mutex_unlock(&fk_S.mu);
     free(wt);
-    return fk_send_status(c, 422, "Invalid",
-                       "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled", 0);
+    return fk_send_status(
+        c, 422, "Invalid",
+        "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled", 0);
   }
   fk_S.nwatches++;
   wt->drop_gen = fk_S.drop_gen;
@@ -234,8 +262,8 @@ enum MHD_Result fk_watch(struct MHD_Connection *c, const target_t *t) {
     free(msg);
   }
   pthread_mutex_unlock(&fk_S.mu);
-  struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024,
-                                                             watch_read, wt, watch_free);
+  struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, watch_read,
+                                                             wt, watch_free);
   MHD_add_response_header(r, "Content-Type", "application/json");
   MHD_add_response_header(r, "Cache-Control", "no-cache, private");
   enum MHD_Result ret = MHD_queue_response(c, 200, r);
