@@ -1,7 +1,7 @@
 # slicefit: one non-recursive Makefile.
 #
 #   make            bin/slicefit-replay (and bin/slicefit once extender/ exists)
-#   make test       deps-test, then every Criterion suite and the purity proof of packer/
+#   make test       deps-test, format-check, then every Criterion suite and the purity proof of packer/
 #   make check      the same tests under AddressSanitizer + UBSan
 #   make fuzz       libFuzzer on every parser, FUZZ_SECONDS each (clang)
 #   make bench      the core's benchmarks (bench/bench_*.c)
@@ -27,7 +27,8 @@ PKGS     := libmicrohttpd jansson libcurl libuv yaml-0.1 gnutls
 # image with it); make deps installs all, clang and valgrind too.
 RUN_DEB_PKGS  := build-essential pkg-config libmicrohttpd-dev libjansson-dev \
                  libcurl4-openssl-dev libuv1-dev libyaml-dev libgnutls28-dev
-TEST_DEB_PKGS := $(RUN_DEB_PKGS) libcriterion-dev openssl prometheus procps ca-certificates umoci
+TEST_DEB_PKGS := $(RUN_DEB_PKGS) libcriterion-dev openssl prometheus procps ca-certificates umoci \
+                 clang-format
 DEB_PKGS      := $(TEST_DEB_PKGS) clang libclang-rt-14-dev valgrind
 
 # Flags in named layers (Redis's src/Makefile).
@@ -200,7 +201,7 @@ ifeq ($(V),release)
 export SLICEFIT_IMAGE := $(CURDIR)/build/image
 IMAGE_FOR_TESTS := image
 endif
-test-suites: $(PROGS) $(TOOL_BINS) $(TEST_BINS) check-pure $(IMAGE_FOR_TESTS)
+test-suites: format-check $(PROGS) $(TOOL_BINS) $(TEST_BINS) check-pure $(IMAGE_FOR_TESTS)
 	@rm -rf $(SAN_DIR); mkdir -p $(SAN_DIR)
 	@set -e; for t in $(TEST_BINS); do echo "== $$t"; $$t --jobs 2; $(MAKE) --no-print-directory no-strays sanitizer-reports; done
 	@for tool in kubectl promtool; do command -v $$tool >/dev/null 2>&1 || \
@@ -268,10 +269,11 @@ fuzz: $(FUZZ_BINS)
 	  $$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 $$d build/fuzz/corpus-$$n fuzz/corpus/$${n#fuzz_} 2>&1 | tail -n 3; done
 
 # ---- house style: .clang-format ----
-# Not part of `make test` until the tree has been formatted once (in a commit of
-# its own); then format-check fails on any drift from .clang-format.
+# The tree was formatted once, in a commit of its own; make test runs format-check
+# first, so any drift from .clang-format fails it (make format applies the style).
 FORMAT_SRC := $(wildcard include/slicefit/*.h packer/*.[ch] packer/*/*.[ch] apiwatch/*.[ch] \
-  apiwatch/*/*.[ch] extender/*.[ch] bench/*.[ch] bench/*/*.[ch] test/*/*.[ch] test/*/*/*.[ch] fuzz/*.c)
+  apiwatch/*/*.[ch] extender/*.[ch] bench/*.[ch] bench/*/*.[ch] test/*.[ch] test/*/*.[ch] \
+  test/*/*/*.[ch] fuzz/*.c)
 format-check:
 	@clang-format --dry-run --Werror $(FORMAT_SRC) && echo "format-check: $(words $(FORMAT_SRC)) files match .clang-format"
 format:

@@ -10,4 +10,7 @@
 
 int __lsan_is_turned_off(void);
 
-int __lsan_is_turned_off(void) { return getenv("BXFI_MAP") == NULL; }
+int __lsan_is_turned_off(void)
+{
+  return getenv("BXFI_MAP") == NULL;
+}
