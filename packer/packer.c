@@ -132,6 +132,17 @@ static void node_eval(sf_packer_t *p, sf_node_id node, sf_verdict_t *v)
 
 /* ---- public entry points ---- */
 
+/*
+ * lround of v in [0, SF_SCORE_MAX - 1], without the libm call (about 20
+ * instructions a node): v - (int)v is exact for such v, so this rounds
+ * half away from zero exactly as lround does.
+ */
+static int round_half_up(double v)
+{
+  int s = (int)v;
+  return s + (v - (double)s >= 0.5);
+}
+
 int sf_packer_evaluate(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol,
                        const sf_demand_t *demand, const sf_node_id *nodes, size_t n, unsigned flags,
                        sf_verdict_t *out)
@@ -164,7 +175,7 @@ int sf_packer_evaluate(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol,
     /* Only the best placement gets the top score: kube-scheduler breaks equal
      * totals at random, and min-max over a wide range of raw scores would hand
      * the top score to many nodes. */
-    out[i].score = out[i].raw == hi ? SF_SCORE_MAX : (int)lround(x * (SF_SCORE_MAX - 1));
+    out[i].score = out[i].raw == hi ? SF_SCORE_MAX : round_half_up(x * (SF_SCORE_MAX - 1));
   }
   p->fast.evaluating = false;
   p->last_node = -1;
