@@ -71,7 +71,7 @@ static const sf_policy_key_t keys[] = {
     {"island_attribute", "", "device attribute whose equal values form an NVLink island"},
     {"island_map", "", "islands by model when no attribute says: [NODEPREFIX:]MODEL=SIZE,..."},
     {"fgd_mix", "", "target workload for strategy fgd: [CPU:]AMOUNTxCOUNT[@M1|M2][!]=WEIGHT,..."},
-    {"weight_frag", "1", "weight of the fragmentation term"},
+    {"weight_frag", "1", "weight of the fragmentation term (and the size of the score's steps)"},
     {"weight_island", "1", "penalty for breaking an intact NVLink island, in GPUs of fragmentation"},
     {"weight_model", "0.5", "penalty for using a scarce model a flexible claim does not need"},
     {"max_sharers", "0", "most allocations on one shared device, 0 = unlimited"},

@@ -17,7 +17,8 @@
  *                     SIZE in device order ("")
  *   fgd_mix           the target workload for strategy fgd: "[CPU:]AMOUNTxCOUNT[@M1|M2][!]=WEIGHT,..."
  *                     AMOUNT a quantity of `capacity` or "whole"; "!" = needs one island ("")
- *   weight_frag       weight of the fragmentation term          (1)
+ *   weight_frag       weight of the fragmentation term; fgd and fragmentation compare
+ *                     nodes in FGD's integer steps, so it also sets their size (1)
  *   weight_island     penalty for breaking an intact NVLink island, in GPUs of fragmentation (1)
  *   weight_model      penalty for using a scarce model a flexible claim does not need (0.5)
  *   max_sharers       most allocations on one shared device, 0 = unlimited (0)
