@@ -2,6 +2,8 @@
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 #include "bundled.h"
 
 static void path(char *out, size_t len, const char *file)
@@ -27,4 +29,20 @@ void sf_test_load_bundled_native(sf_replay_trace_t *t)
   path(tp, sizeof(tp), "synthetic-native.jsonl");
   sf_replay_trace_init(t);
   cr_assert_eq(sf_replay_load_native(t, tp, err, sizeof err), 0, "%s", err);
+}
+
+void sf_test_load_csv_text(sf_replay_trace_t *t, const char *nodes, const char *pods)
+{
+  char np[] = "/tmp/sf-replay-t-XXXXXX", pp[] = "/tmp/sf-replay-t-XXXXXX";
+  int a = mkstemp(np), b = mkstemp(pp);
+  char err[SF_REPLAY_ERR_MAX] = "";
+  cr_assert(a >= 0 && b >= 0);
+  cr_assert(write(a, nodes, strlen(nodes)) == (ssize_t)strlen(nodes));
+  cr_assert(write(b, pods, strlen(pods)) == (ssize_t)strlen(pods));
+  close(a);
+  close(b);
+  sf_replay_trace_init(t);
+  cr_assert_eq(sf_replay_load_csv(t, np, pp, err, sizeof err), 0, "%s", err);
+  unlink(np);
+  unlink(pp);
 }

@@ -12,22 +12,6 @@
 #include "slicefit/replay.h"
 #include "bundled.h"
 
-static void load(sf_replay_trace_t *t, const char *nodes, const char *pods)
-{
-  char np[] = "/tmp/sf-replay-m-XXXXXX", pp[] = "/tmp/sf-replay-m-XXXXXX";
-  int a = mkstemp(np), b = mkstemp(pp);
-  char err[SF_REPLAY_ERR_MAX] = "";
-  cr_assert(a >= 0 && b >= 0);
-  cr_assert(write(a, nodes, strlen(nodes)) == (ssize_t)strlen(nodes));
-  cr_assert(write(b, pods, strlen(pods)) == (ssize_t)strlen(pods));
-  close(a);
-  close(b);
-  sf_replay_trace_init(t);
-  cr_assert_eq(sf_replay_load_csv(t, np, pp, err, sizeof err), 0, "%s", err);
-  unlink(np);
-  unlink(pp);
-}
-
 Test(replay_method, shuffle_is_a_seeded_permutation_of_the_sorted_pods)
 {
   sf_replay_trace_t t;
@@ -112,14 +96,14 @@ Test(replay_method, typical_pods_cover_95_percent_and_sum_to_one)
 {
   sf_replay_trace_t t;
   sf_shape_t *mix;
-  load(&t, "sn,cpu_milli,memory_mib,gpu,model\nn,8000,1024,2,T4\n",
-       "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\n"
-       "a0,1000,1,1,500,\na1,1000,2,1,500,\na2,1000,3,1,500,\na3,1000,4,1,500,\n"
-       "a4,1000,5,1,500,\na5,1000,6,1,500,\na6,1000,7,1,500,\na7,1000,8,1,500,\n"
-       "b0,2000,1,1,1000,T4\nb1,2000,1,1,1000,T4\nb2,2000,1,1,1000,T4\nb3,2000,1,1,1000,T4\n"
-       "b4,2000,1,1,1000,T4\nb5,2000,1,1,1000,T4\n"
-       "c0,500,1,0,0,\nc1,500,1,0,0,\nc2,500,1,0,0,\nc3,500,1,0,0,\nc4,500,1,0,0,\n"
-       "d0,3000,1,1,1000,\n");
+  sf_test_load_csv_text(&t, "sn,cpu_milli,memory_mib,gpu,model\nn,8000,1024,2,T4\n",
+                        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\n"
+                        "a0,1000,1,1,500,\na1,1000,2,1,500,\na2,1000,3,1,500,\na3,1000,4,1,500,\n"
+                        "a4,1000,5,1,500,\na5,1000,6,1,500,\na6,1000,7,1,500,\na7,1000,8,1,500,\n"
+                        "b0,2000,1,1,1000,T4\nb1,2000,1,1,1000,T4\nb2,2000,1,1,1000,T4\nb3,2000,1,1,1000,T4\n"
+                        "b4,2000,1,1,1000,T4\nb5,2000,1,1,1000,T4\n"
+                        "c0,500,1,0,0,\nc1,500,1,0,0,\nc2,500,1,0,0,\nc3,500,1,0,0,\nc4,500,1,0,0,\n"
+                        "d0,3000,1,1,1000,\n");
   size_t n = sf_replay_typical_mix(&t, &mix);
   /* 20 pods: 8 + 6 + 5 = 19 = 95%, so the lone d0 shape is left out. */
   cr_assert_eq(n, 3);
@@ -142,9 +126,10 @@ Test(replay_method, allocation_at_thresholds)
   sf_replay_trace_t t;
   sf_replay_result_t r;
   char err[SF_REPLAY_ERR_MAX] = "";
-  load(&t, "sn,cpu_milli,memory_mib,gpu,model\nn1,8000,1024,1,T4\nn2,8000,1024,1,T4\n",
-       "name,cpu_milli,memory_mib,num_gpu,gpu_milli\n"
-       "p0,1000,1,1,500\np1,1000,1,1,500\np2,1000,1,1,500\np3,1000,1,1,500\nq,1000,1,1,600\n");
+  sf_test_load_csv_text(
+      &t, "sn,cpu_milli,memory_mib,gpu,model\nn1,8000,1024,1,T4\nn2,8000,1024,1,T4\n",
+      "name,cpu_milli,memory_mib,num_gpu,gpu_milli\n"
+      "p0,1000,1,1,500\np1,1000,1,1,500\np2,1000,1,1,500\np3,1000,1,1,500\nq,1000,1,1,600\n");
   /* tune 0: the pods as they are; q comes anywhere, so use a seed where it comes last. */
   for (uint64_t seed = 1; seed < 200; seed++) {
     sf_replay_order_t o;
@@ -181,8 +166,8 @@ Test(replay_method, sliver_floor_counts_what_only_small_pods_could_use)
   sf_replay_trace_t t;
   sf_replay_result_t r;
   char err[SF_REPLAY_ERR_MAX] = "";
-  load(&t, "sn,cpu_milli,memory_mib,gpu,model\nn1,8000,1024,1,T4\n",
-       "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1000,1,1,810\nw,1000,1,1,1000\n");
+  sf_test_load_csv_text(&t, "sn,cpu_milli,memory_mib,gpu,model\nn1,8000,1024,1,T4\n",
+                        "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1000,1,1,810\nw,1000,1,1,1000\n");
   bool ran = false;
   for (uint64_t seed = 1; seed < 200 && !ran; seed++) {
     sf_replay_order_t o;
@@ -229,9 +214,10 @@ Test(replay_method, cpu_limits_allocation)
   sf_replay_trace_t t;
   sf_replay_result_t r;
   char err[SF_REPLAY_ERR_MAX] = "";
-  load(&t, "sn,cpu_milli,memory_mib,gpu,model\nn1,1000,1024,1,T4\nn2,1000,1024,1,T4\n",
-       "name,cpu_milli,memory_mib,num_gpu,gpu_milli\n"
-       "p0,600,1,1,500\np1,600,1,1,500\np2,600,1,1,500\np3,600,1,1,500\n");
+  sf_test_load_csv_text(&t,
+                        "sn,cpu_milli,memory_mib,gpu,model\nn1,1000,1024,1,T4\nn2,1000,1024,1,T4\n",
+                        "name,cpu_milli,memory_mib,num_gpu,gpu_milli\n"
+                        "p0,600,1,1,500\np1,600,1,1,500\np2,600,1,1,500\np3,600,1,1,500\n");
   sf_replay_opts_t opts = {.policy = "fgd", .device_choice = -1, .seed = 1};
   cr_assert_eq(sf_replay_run(&t, &opts, &r, err, sizeof err), 0, "%s", err);
   cr_expect_eq(r.pods_failed, 2);
@@ -351,7 +337,8 @@ Test(replay_method, a_run_stops_early_only_when_it_cannot_reach_the_bar)
   char pods[4096] = "name,cpu_milli,memory_mib,num_gpu,gpu_milli\n";
   for (int i = 0; i < 40; i++)
     snprintf(pods + strlen(pods), sizeof pods - strlen(pods), "p-%02d,1000,1024,1,250\n", i);
-  load(&t, "sn,cpu_milli,memory_mib,gpu,model\nn-0,64000,262144,4,T4\nn-1,64000,262144,4,T4\n", pods);
+  sf_test_load_csv_text(
+      &t, "sn,cpu_milli,memory_mib,gpu,model\nn-0,64000,262144,4,T4\nn-1,64000,262144,4,T4\n", pods);
   sf_policy_t one;
   sf_policy_init(&one);
   cr_assert_eq(sf_policy_set(&one, "max_sharers", "1", err, sizeof err), 0);

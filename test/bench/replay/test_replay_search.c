@@ -16,22 +16,6 @@
 
 static const uint64_t seeds2[] = {42, 43};
 
-static void load_csv(sf_replay_trace_t *t, const char *nodes, const char *pods)
-{
-  char np[] = "/tmp/sf-search-XXXXXX", pp[] = "/tmp/sf-search-XXXXXX";
-  int a = mkstemp(np), b = mkstemp(pp);
-  char err[SF_REPLAY_ERR_MAX] = "";
-  cr_assert(a >= 0 && b >= 0);
-  cr_assert(write(a, nodes, strlen(nodes)) == (ssize_t)strlen(nodes));
-  cr_assert(write(b, pods, strlen(pods)) == (ssize_t)strlen(pods));
-  close(a);
-  close(b);
-  sf_replay_trace_init(t);
-  cr_assert_eq(sf_replay_load_csv(t, np, pp, err, sizeof err), 0, "%s", err);
-  unlink(np);
-  unlink(pp);
-}
-
 static bool is_number(const char *s)
 {
   char *end;
@@ -210,10 +194,10 @@ Test(replay_search, an_alibaba_list_splits_in_creation_order)
 Test(replay_search, an_alibaba_list_with_creation_times_splits_by_them)
 {
   sf_replay_trace_t t, tr, ho;
-  load_csv(&t, "sn,cpu_milli,memory_mib,gpu,model\nn-0,96000,393216,8,G2\n",
-           "name,cpu_milli,memory_mib,num_gpu,gpu_milli,creation_time\n"
-           "p-0,1000,1024,1,500,40\np-1,1000,1024,1,500,30\np-2,1000,1024,1,500,20\n"
-           "p-3,1000,1024,1,500,10\np-4,1000,1024,1,500,10\n");
+  sf_test_load_csv_text(&t, "sn,cpu_milli,memory_mib,gpu,model\nn-0,96000,393216,8,G2\n",
+                        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,creation_time\n"
+                        "p-0,1000,1024,1,500,40\np-1,1000,1024,1,500,30\np-2,1000,1024,1,500,20\n"
+                        "p-3,1000,1024,1,500,10\np-4,1000,1024,1,500,10\n");
   cr_assert_eq(sf_search_split(&t, 60, &tr, &ho), 0);
   cr_assert_eq(tr.npods, 3);
   cr_expect_str_eq(tr.pods[0].name, "p-3", "equal times keep the file order");
@@ -256,8 +240,8 @@ Test(replay_search, a_native_trace_splits_by_arrival_time)
 Test(replay_search, a_split_with_an_empty_part_is_refused)
 {
   sf_replay_trace_t t, tr, ho;
-  load_csv(&t, "sn,cpu_milli,memory_mib,gpu,model\nn-0,96000,393216,8,G2\n",
-           "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np-0,1000,1024,1,500\n");
+  sf_test_load_csv_text(&t, "sn,cpu_milli,memory_mib,gpu,model\nn-0,96000,393216,8,G2\n",
+                        "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np-0,1000,1024,1,500\n");
   cr_expect_eq(sf_search_split(&t, 70, &tr, &ho), SF_EINVAL, "one pod cannot make two parts");
   sf_replay_trace_dispose(&tr);
   sf_replay_trace_dispose(&ho);
@@ -391,7 +375,7 @@ Test(replay_search, the_search_leaves_a_bad_base_behind, .timeout = 60)
   sf_search_result_t r;
   sf_policy_t base;
   const char *keys[] = {"max_sharers"};
-  load_csv(&t, nodes, pods);
+  sf_test_load_csv_text(&t, nodes, pods);
   sf_policy_init(&base);
   cr_assert_eq(sf_policy_set(&base, "max_sharers", "1", err, sizeof err), 0);
   sf_search_opts_t o = opts(8, 2);
