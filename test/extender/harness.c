@@ -380,3 +380,16 @@ void sfx_api_stop(sfx_api_t *a)
   fclose(a->out);
   waitpid(a->pid, NULL, 0);
 }
+
+void sfx_write_kubeconfig(const char *path, unsigned port)
+{
+  FILE *f = fopen(path, "w");
+  cr_assert_not_null(f);
+  fprintf(f,
+          "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n"
+          "    server: http://127.0.0.1:%u\nusers:\n- name: u\n  user:\n    token: t\n"
+          "contexts:\n- name: c\n  context:\n    cluster: fake\n    user: u\n"
+          "current-context: c\n",
+          port);
+  fclose(f);
+}

@@ -89,5 +89,7 @@ void sfx_api_start(sfx_api_t *a, const char *flag);
 void sfx_api_cmd(sfx_api_t *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /** Quits it and waits for it. */
 void sfx_api_stop(sfx_api_t *a);
+/* Writes a kubeconfig at path for the fake API server on 127.0.0.1:port (token auth, plain http). */
+void sfx_write_kubeconfig(const char *path, unsigned port);
 
 #endif

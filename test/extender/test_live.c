@@ -36,19 +36,6 @@ static void load_kind(sfx_api_t *a, const json_t *list, const char *kind, const 
   json_decref(items);
 }
 
-static void write_kubeconfig(const char *path, unsigned port)
-{
-  FILE *f = fopen(path, "w");
-  cr_assert_not_null(f);
-  fprintf(f,
-          "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n"
-          "    server: http://127.0.0.1:%u\nusers:\n- name: u\n  user:\n    token: t\n"
-          "contexts:\n- name: c\n  context:\n    cluster: fake\n    user: u\n"
-          "current-context: c\n",
-          port);
-  fclose(f);
-}
-
 static void remove_dir(const char *dir)
 {
   char cmd[128];
@@ -113,7 +100,7 @@ Test(live, follows_the_api_server, .timeout = 60)
   load_kind(&api, list, "ResourceSlice", "resourceslices", dir);
   load_kind(&api, list, "ResourceClaim", "resourceclaims", dir);
   snprintf(kc, sizeof kc, "%s/kubeconfig", dir);
-  write_kubeconfig(kc, api.port);
+  sfx_write_kubeconfig(kc, api.port);
   sfx_t s;
   const char *args[] = {"--kubeconfig", kc,   "--policy-configmap",      "slicefit/policy",
                         "--policy",     NULL, "--allow-token-over-http", NULL};
@@ -166,7 +153,7 @@ Test(live, not_ready_until_synced, .timeout = 60)
   char dir[] = "/tmp/sfx-live-XXXXXX", kc[64];
   cr_assert_not_null(mkdtemp(dir));
   snprintf(kc, sizeof kc, "%s/kubeconfig", dir);
-  write_kubeconfig(kc, api.port);
+  sfx_write_kubeconfig(kc, api.port);
   sfx_t s;
   const char *args[] = {"--kubeconfig", kc, "--allow-token-over-http", NULL};
   sfx_start(&s, args);
@@ -207,7 +194,7 @@ Test(live, device_taint_rules_watched_where_served, .timeout = 60)
     load_kind(&api, list, "ResourceSlice", "resourceslices", dir);
     load_kind(&api, list, "ResourceClaim", "resourceclaims", dir);
     snprintf(kc, sizeof kc, "%s/kubeconfig", dir);
-    write_kubeconfig(kc, api.port);
+    sfx_write_kubeconfig(kc, api.port);
     sfx_t s;
     const char *args[] = {"--kubeconfig", kc, "-v=5", "--allow-token-over-http", NULL};
     sfx_start(&s, args);
@@ -272,7 +259,7 @@ Test(live, hung_api_server_turns_readyz_unready_and_back, .timeout = 90)
   char dir[] = "/tmp/sfx-live-XXXXXX", kc[64];
   cr_assert_not_null(mkdtemp(dir));
   snprintf(kc, sizeof kc, "%s/kubeconfig", dir);
-  write_kubeconfig(kc, api.port);
+  sfx_write_kubeconfig(kc, api.port);
   sfx_t s;
   const char *args[] = {"--kubeconfig",
                         kc,
@@ -311,7 +298,7 @@ Test(live, token_over_plain_http_is_refused_at_start, .timeout = 30)
   char dir[] = "/tmp/sfx-live-XXXXXX", kc[64], cmd[512];
   cr_assert_not_null(mkdtemp(dir));
   snprintf(kc, sizeof kc, "%s/kubeconfig", dir);
-  write_kubeconfig(kc, 1);
+  sfx_write_kubeconfig(kc, 1);
   snprintf(cmd, sizeof cmd, "timeout 20 '%s' --kubeconfig %s --listen 127.0.0.1:0 2>&1",
            sfx_bin("slicefit"), kc);
   FILE *p = popen(cmd, "r");
@@ -474,7 +461,7 @@ Test(live, node_cpu_and_pods_steer_placement, .timeout = 90)
   json_t *trainer = cpu_pod("trainer", "4", "trainer-gpu", NULL);
   put_pod(&api, trainer); /* pending: its claim's learned shape carries its 4 CPUs */
   snprintf(kc, sizeof kc, "%s/kubeconfig", dir);
-  write_kubeconfig(kc, api.port);
+  sfx_write_kubeconfig(kc, api.port);
   sfx_t s;
   char pol[1024];
   snprintf(pol, sizeof pol, "%s", sfx_path("test/extender/data/policy-binpack.json"));

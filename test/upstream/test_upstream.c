@@ -175,19 +175,6 @@ static void del_objects(sfx_api_t *a, const json_t *objs)
   }
 }
 
-static void write_kubeconfig(const char *path, unsigned port)
-{
-  FILE *f = fopen(path, "w");
-  cr_assert_not_null(f);
-  fprintf(f,
-          "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n"
-          "    server: http://127.0.0.1:%u\nusers:\n- name: u\n  user:\n    token: t\n"
-          "contexts:\n- name: c\n  context:\n    cluster: fake\n    user: u\n"
-          "current-context: c\n",
-          port);
-  fclose(f);
-}
-
 static void wait_ready(sfx_t *s, const char *name)
 {
   for (int i = 0; i < 1000; i++) {
@@ -245,7 +232,7 @@ Test(upstream, live, .timeout = 600)
   char dir[] = "/tmp/sf-upstream-XXXXXX", kc[64];
   cr_assert_not_null(mkdtemp(dir));
   snprintf(kc, sizeof kc, "%s/kubeconfig", dir);
-  write_kubeconfig(kc, api.port);
+  sfx_write_kubeconfig(kc, api.port);
   tally_t t = {0};
   size_t i;
   json_array_foreach(all, i, c)
