@@ -120,7 +120,7 @@ typedef struct {
   double weight;
 } sf__shape_t;
 
-#define SF__MIX_MAX 64
+#define SF__MIX_MAX 128
 
 /*
  * The learned workload mix's storage: the multiset of the present demands'

@@ -10,7 +10,11 @@
  * demand's own shapes. Learned weights (counts) are scored in steps of
  * 1/MIX_STEPS of the total, so that the mix, its hash and every per-node
  * statistic keyed on it stay put while the workload's proportions do;
- * shapes under half a step are left out. The learned mix is read again
+ * shapes under half a step are left out, and so are the rare shapes past
+ * the policy's mix_coverage (FGD's typical pods cover 95% of the pods: a
+ * rare shape weighs little, but each one adds a CPU or GPU threshold where
+ * a node's whole free GPU turns into fragmentation, and on CPU-bound
+ * workloads those thresholds decide where pods go; docs/replay.md). The learned mix is read again
  * when the index's mix version moves or the index is another one (its
  * serial: an index freed and another allocated at the same address is
  * still another index).
@@ -68,13 +72,45 @@ static void load_policy(sf_packer_t *p)
   }
 }
 
-static void load_shapes(pk_mix_t *mx, const sf__shape_t *src, size_t n, bool learned)
+static int weight_desc(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x < y) - (x > y);
+}
+
+/*
+ * FGD's typical pods: the least weight a shape needs to be kept when the
+ * most frequent shapes, in order, are kept until they cover `coverage`
+ * percent of the pods. Shapes as frequent as the last one kept stay too, so
+ * that the cut does not depend on the storage's order.
+ */
+static double coverage_floor(const sf__shape_t *src, size_t n, double total, uint32_t coverage)
+{
+  double w[SF__MIX_MAX], cum = 0.0;
+  if (coverage >= 100 || n == 0)
+    return 0.0;
+  for (size_t i = 0; i < n; i++)
+    w[i] = src[i].weight;
+  qsort(w, n, sizeof(*w), weight_desc);
+  for (size_t i = 0; i < n; i++) {
+    cum += w[i];
+    if (cum * 100.0 >= total * (double)coverage)
+      return w[i];
+  }
+  return 0.0;
+}
+
+static void load_shapes(pk_mix_t *mx, const sf__shape_t *src, size_t n, bool learned,
+                        uint32_t coverage)
 {
   double total = 0.0;
   for (size_t i = 0; learned && i < n; i++)
     total += src[i].weight;
+  double least = learned ? coverage_floor(src, n, total, coverage) : 0.0;
   for (size_t i = 0; i < n; i++) {
     double w = src[i].weight;
+    if (w < least)
+      continue;
     if (learned && (w = floor(w * MIX_STEPS / total + 0.5)) <= 0.0)
       continue;
     mx->mix[mx->nmix++] =
@@ -98,10 +134,10 @@ void sf__mix_load(sf_packer_t *p)
   if (p->pol->strategy == SF_STRATEGY_FGD && p->pol->nmix > 0) {
     load_policy(p);
   } else if (mx->nlearned > 0) {
-    load_shapes(mx, mx->learned, mx->nlearned, true);
+    load_shapes(mx, mx->learned, mx->nlearned, true, p->pol->mix_coverage);
   } else {
     sf__shape_t own[SF__MIX_MAX];
-    load_shapes(mx, own, sf__demand_shapes(p, p->dem.models, own, SF__MIX_MAX), false);
+    load_shapes(mx, own, sf__demand_shapes(p, p->dem.models, own, SF__MIX_MAX), false, 100);
   }
   double sum = 0.0;
   for (size_t i = 0; i < mx->nmix; i++)

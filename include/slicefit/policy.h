@@ -21,6 +21,9 @@
  *                     nodes in FGD's integer steps, so it also sets their size (1)
  *   weight_island     penalty for breaking an intact NVLink island, in GPUs of fragmentation (1)
  *   weight_model      penalty for using a scarce model a flexible claim does not need (0.5)
+ *   mix_coverage      percent of the present pods the learned mix keeps: its most frequent
+ *                     shapes, in order, until they cover this share (FGD's typical
+ *                     pods: 95); 100 keeps every shape (95)
  *   max_sharers       most allocations on one shared device, 0 = unlimited (0)
  *   headroom_pct      percent of each shared device's capacity kept free (0)
  *   search_budget     most search steps per node before a node is passed as unsure (4096)
@@ -80,6 +83,7 @@ typedef struct sf_policy {
   sf_shape_t *mix;
   size_t nmix; /* the policy's (sf_policy_dispose) */
   double weight_frag, weight_island, weight_model;
+  uint32_t mix_coverage;
   uint32_t max_sharers;
   uint32_t headroom_pct;
   uint32_t search_budget;

@@ -127,3 +127,66 @@ Test(mix, another_index_at_the_same_address_is_read_again)
   sf_packer_destroy(pk);
   sf_policy_dispose(&pol);
 }
+
+/* Learns n claims of 4Gi x1 (a) and m of 8Gi x1 (b). */
+static void learn_ab(sf_packer_t *pk, sf_index_t *idx, const sf_policy_t *pol, int n, int m)
+{
+  for (int i = 0; i < n + m; i++) {
+    tc_claim_t c;
+    tc_claim(&c, 1, i < n ? 4 * GiB : 8 * GiB);
+    cr_assert_eq(sf_mix_learn(pk, idx, pol, &c.dem, +1), 0);
+  }
+}
+
+/*
+ * mix_coverage keeps FGD's typical pods: the most frequent shapes until they
+ * cover that share of the pods. A shape past it is not scored (the mix
+ * hashes as without it); one that completes the share is; 100 keeps all.
+ */
+Test(mix, coverage_keeps_the_typical_shapes)
+{
+  sf_policy_t pol;
+  sf_policy_init(&pol);
+  cr_assert_eq(pol.mix_coverage, 95);
+  sf_packer_t *pk = sf_packer_create();
+  tc_claim_t probe;
+  tc_claim(&probe, 1, 4 * GiB);
+  sf_index_t *alone = cluster(), *rare = cluster(), *kept = cluster();
+  learn_ab(pk, alone, &pol, 19, 0);
+  learn_ab(pk, rare, &pol, 19, 1); /* b is 5%: a alone covers 95% */
+  learn_ab(pk, kept, &pol, 18, 2); /* b is 10%: a covers 90%, b is needed */
+  uint64_t h_alone = sf_mix_hash(pk, alone, &pol, &probe.dem);
+  cr_assert_eq(sf_mix_hash(pk, rare, &pol, &probe.dem), h_alone);
+  cr_assert_neq(sf_mix_hash(pk, kept, &pol, &probe.dem), h_alone);
+  cr_assert_eq(sf_mix_size(rare), 2, "the storage keeps every shape; the cut is the scoring's");
+  pol.mix_coverage = 100;
+  cr_assert_neq(sf_mix_hash(pk, rare, &pol, &probe.dem), h_alone);
+  pol.mix_coverage = 90;
+  cr_assert_eq(sf_mix_hash(pk, kept, &pol, &probe.dem), h_alone);
+  sf_index_destroy(alone);
+  sf_index_destroy(rare);
+  sf_index_destroy(kept);
+  sf_packer_destroy(pk);
+  sf_policy_dispose(&pol);
+}
+
+/* Shapes as frequent as the last one the share needs stay, whatever the storage's order. */
+Test(mix, coverage_keeps_equals_together)
+{
+  sf_policy_t pol;
+  sf_policy_init(&pol);
+  sf_packer_t *pk = sf_packer_create();
+  tc_claim_t probe;
+  tc_claim(&probe, 1, 4 * GiB);
+  sf_index_t *x = cluster();
+  learn(pk, x, &pol, "aaaabbcc", +1); /* a 50%, b and c 25% each */
+  pol.mix_coverage = 60;              /* a and one of b, c would do: both stay */
+  uint64_t h60 = sf_mix_hash(pk, x, &pol, &probe.dem);
+  pol.mix_coverage = 100;
+  cr_assert_eq(sf_mix_hash(pk, x, &pol, &probe.dem), h60);
+  pol.mix_coverage = 50; /* a alone covers it */
+  cr_assert_neq(sf_mix_hash(pk, x, &pol, &probe.dem), h60);
+  sf_index_destroy(x);
+  sf_packer_destroy(pk);
+  sf_policy_dispose(&pol);
+}

@@ -422,8 +422,9 @@ Test(replay_search, knobs_that_cannot_act_on_the_trace_are_not_varied, .timeout 
   sf_search_opts_t o = opts(2, 2);
   o.nseeds = 1;
   run_search(&t, &o, &r);
-  cr_expect(idle(&r, "weight_island") && idle(&r, "weight_model") && !idle(&r, "weight_frag"));
-  cr_expect_eq(r.nknobs + r.nidle, 5);
+  cr_expect(idle(&r, "weight_island") && idle(&r, "weight_model") && !idle(&r, "weight_frag") &&
+            !idle(&r, "mix_coverage"));
+  cr_expect_eq(r.nknobs + r.nidle, 6);
   sf_search_result_dispose(&r);
   o.tune = 0;
   run_search(&nt, &o, &r);
@@ -433,7 +434,8 @@ Test(replay_search, knobs_that_cannot_act_on_the_trace_are_not_varied, .timeout 
   cr_assert_eq(sf_policy_set(&bp, "strategy", "binpack", err, sizeof err), 0);
   o.base = &bp;
   run_search(&nt, &o, &r);
-  cr_expect(idle(&r, "weight_frag") && idle(&r, "weight_island") && idle(&r, "weight_model"));
+  cr_expect(idle(&r, "weight_frag") && idle(&r, "weight_island") && idle(&r, "weight_model") &&
+            idle(&r, "mix_coverage"));
   cr_expect_eq(r.nknobs, 2, "the limits filter under every strategy");
   sf_search_result_dispose(&r);
   sf_policy_dispose(&bp);
