@@ -72,12 +72,6 @@ static void load_policy(sf_packer_t *p)
   }
 }
 
-static int weight_desc(const void *a, const void *b)
-{
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x < y) - (x > y);
-}
-
 /*
  * FGD's typical pods: the least weight a shape needs to be kept when the
  * most frequent shapes, in order, are kept until they cover `coverage`
@@ -89,9 +83,12 @@ static double coverage_floor(const sf__shape_t *src, size_t n, double total, uin
   double w[SF__MIX_MAX], cum = 0.0;
   if (coverage >= 100 || n == 0)
     return 0.0;
-  for (size_t i = 0; i < n; i++)
-    w[i] = src[i].weight;
-  qsort(w, n, sizeof(*w), weight_desc);
+  for (size_t i = 0; i < n; i++) { /* by weight, largest first: insertion, n is small */
+    size_t j = i;
+    for (; j > 0 && w[j - 1] < src[i].weight; j--)
+      w[j] = w[j - 1];
+    w[j] = src[i].weight;
+  }
   for (size_t i = 0; i < n; i++) {
     cum += w[i];
     if (cum * 100.0 >= total * (double)coverage)
@@ -100,13 +97,11 @@ static double coverage_floor(const sf__shape_t *src, size_t n, double total, uin
   return 0.0;
 }
 
-static void load_shapes(pk_mix_t *mx, const sf__shape_t *src, size_t n, bool learned,
-                        uint32_t coverage)
+static void load_shapes(pk_mix_t *mx, const sf__shape_t *src, size_t n, bool learned, double least)
 {
   double total = 0.0;
   for (size_t i = 0; learned && i < n; i++)
     total += src[i].weight;
-  double least = learned ? coverage_floor(src, n, total, coverage) : 0.0;
   for (size_t i = 0; i < n; i++) {
     double w = src[i].weight;
     if (w < least)
@@ -122,22 +117,28 @@ void sf__mix_load(sf_packer_t *p)
 {
   pk_mix_t *mx = &p->mix;
   const sf_index_t *idx = p->idx;
-  if (mx->learned_version != idx->mix.version || mx->learned_serial != idx->serial) {
+  if (mx->learned_version != idx->mix.version || mx->learned_serial != idx->serial ||
+      mx->coverage != p->pol->mix_coverage) {
     size_t n;
     const sf__shape_t *m = sf__mix_read(idx, &n);
     memcpy(mx->learned, m, n * sizeof(*mx->learned));
     mx->nlearned = n;
     mx->learned_version = idx->mix.version;
     mx->learned_serial = idx->serial;
+    double total = 0.0;
+    for (size_t i = 0; i < n; i++)
+      total += m[i].weight;
+    mx->coverage = p->pol->mix_coverage;
+    mx->least = coverage_floor(mx->learned, n, total, mx->coverage);
   }
   mx->nmix = 0;
   if (p->pol->strategy == SF_STRATEGY_FGD && p->pol->nmix > 0) {
     load_policy(p);
   } else if (mx->nlearned > 0) {
-    load_shapes(mx, mx->learned, mx->nlearned, true, p->pol->mix_coverage);
+    load_shapes(mx, mx->learned, mx->nlearned, true, mx->least);
   } else {
     sf__shape_t own[SF__MIX_MAX];
-    load_shapes(mx, own, sf__demand_shapes(p, p->dem.models, own, SF__MIX_MAX), false, 100);
+    load_shapes(mx, own, sf__demand_shapes(p, p->dem.models, own, SF__MIX_MAX), false, 0.0);
   }
   double sum = 0.0;
   for (size_t i = 0; i < mx->nmix; i++)
@@ -146,6 +147,9 @@ void sf__mix_load(sf_packer_t *p)
     mx->mix[i].w /= sum;
     mx->mix[i].q = llround(mx->mix[i].w * WEIGHT_ONE);
   }
+  mx->islands = false;
+  for (size_t i = 0; i < mx->nmix; i++)
+    mx->islands = mx->islands || mx->mix[i].island;
   mx->mixhash = hash_mix(mx->mix, mx->nmix, true);
   mx->shapehash = hash_mix(mx->mix, mx->nmix, false);
 }

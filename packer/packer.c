@@ -28,6 +28,7 @@ sf_packer_t *sf_packer_create(void)
   sf_packer_t *p = sf_xcalloc(1, sizeof(*p));
   p->last_node = -1;
   p->fast.on = true;
+  sf__score_init(&p->score);
   return p;
 }
 

@@ -26,6 +26,7 @@ typedef struct {
 typedef struct {
   shape_t mix[SF__MIX_MAX + 1];
   size_t nmix;
+  bool islands;       /* a shape needs one island */
   uint64_t mixhash;   /* shapes and weights */
   uint64_t shapehash; /* shapes only: what per-shape statistics depend on */
   double scarcity[SF__MODELS + 1];
@@ -33,6 +34,8 @@ typedef struct {
   sf__shape_t learned[SF__MIX_MAX];
   size_t nlearned;
   uint64_t learned_version, learned_serial;
+  uint32_t coverage; /* the policy's mix_coverage it was cut at */
+  double least;      /* the least weight a learned shape needs to be scored */
 } pk_mix_t;
 
 /* Loads the call's mix: the policy's (fgd with fgd_mix), else the learned one, else the demand's own. */

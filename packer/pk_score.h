@@ -31,6 +31,7 @@ typedef struct { /* scratch */
   sf_milli_t *afa;
   int32_t *afp;
   size_t acap;
+  double step[101]; /* FGD's score is >= j exactly when cost <= step[j] (sf__score_init) */
 } pk_score_t;
 
 /* F(before) of the node against the call's mix; caches its per-shape statistics. */
@@ -40,6 +41,7 @@ double sf__score_frag(sf_packer_t *p, hnode_t *h);
  * node: devices may repeat (several requests on one shared device).
  */
 double sf__score(sf_packer_t *p, hnode_t *h, const pick_t *picks, size_t n);
+void sf__score_init(pk_score_t *s);
 void sf__score_dispose(pk_score_t *s);
 
 #endif

@@ -176,10 +176,51 @@ static void shape_after(sf_packer_t *p, const hnode_t *h, size_t i, const after_
     s->bi = s->bi - lost > s->bi2 ? s->bi - lost : s->bi2;
 }
 
+/*
+ * frag_after for a placement on one device when no shape of the mix needs an
+ * island: every share claim and every one-device claim of such a mix, most of
+ * what is scored. The same sums as shape_after and fshape without their
+ * island bookkeeping, reading only each shape's small and nh. Part of the
+ * fast path: with it off (sf_packer_set_fast_path) the general sums score,
+ * and the property tests hold both to each other and to the reference
+ * (test/packer/reference.c).
+ */
+static double frag_after_one(const sf_packer_t *p, const hnode_t *h, const after_t *af, int64_t total,
+                             int64_t cpu_free)
+{
+  const pk_mix_t *mx = &p->mix;
+  const hdev_t *d = &h->d[af->k[0]];
+  bool gpu = d->fl & HD_GPU, idle = d->fl & HD_IDLE;
+  uint64_t bit = 1ull << d->model_bit;
+  int32_t fpb = d->fp, fpa = af->fp[0];
+  sf_milli_t fab = d->fa, faa = af->fa[0];
+  int64_t q = 0;
+  for (size_t i = 0; i < mx->nmix; i++) {
+    const shape_t *m = &mx->mix[i];
+    int64_t f = total;
+    if (m->count > 0) {
+      int32_t small = h->fs[i].small, nh = h->fs[i].nh;
+      if (gpu) {
+        bool match = !m->models || (m->models & bit);
+        bool hb = match && (m->amount == 0 ? (idle && fpb == 1000) : fab >= m->amount);
+        bool ha = match && m->amount != 0 && faa >= m->amount;
+        small += (hb ? 0 : -fpb) + (ha ? 0 : fpa);
+        nh += (int32_t)ha - (int32_t)hb;
+      }
+      if ((cpu_free < 0 || cpu_free >= m->cpu_milli) && nh >= (int32_t)m->count)
+        f = small;
+    }
+    q += m->q * f;
+  }
+  return (double)q / WEIGHT_ONE;
+}
+
 /* Σ w F(after). */
 static double frag_after(sf_packer_t *p, hnode_t *h, const after_t *af, int64_t total,
                          int64_t cpu_free)
 {
+  if (af->n == 1 && !p->mix.islands && p->fast.on)
+    return frag_after_one(p, h, af, total, cpu_free);
   int64_t q = 0;
   for (size_t i = 0; i < p->mix.nmix; i++) {
     fstat_t s;
@@ -204,7 +245,28 @@ static double frag_after(sf_packer_t *p, hnode_t *h, const after_t *af, int64_t 
 static double fgd_step(const sf_packer_t *p, double cost)
 {
   double rank = (double)(p->idx->nodes[p->node].order >> 11) / 9007199254740992.0; /* [0, 1) */
-  return floor(100.0 / (1.0 + exp(cost / 1000.0))) + 0.001 * (1.0 - rank);
+  const double *t = p->score.step;
+  int lo = 0, hi = 100; /* the step: the largest j with cost <= t[j]; t[0] = +inf, t[100] = -inf */
+  while (hi - lo > 1) {
+    int mid = (lo + hi) / 2;
+    if (cost <= t[mid])
+      lo = mid;
+    else
+      hi = mid;
+  }
+  double k = (double)lo;
+  if (fabs(cost - t[lo]) < 1e-6 || fabs(cost - t[hi]) < 1e-6) /* on a boundary: the formula decides */
+    k = floor(100.0 / (1.0 + exp(cost / 1000.0)));
+  return k + 0.001 * (1.0 - rank);
+}
+
+/* The costs where FGD's integer score steps: 100 / (1 + e^(c/1000)) >= j  <=>  c <= 1000 ln(100/j - 1). */
+void sf__score_init(pk_score_t *s)
+{
+  s->step[0] = HUGE_VAL;
+  for (int j = 1; j < 100; j++)
+    s->step[j] = 1000.0 * log(100.0 / j - 1.0);
+  s->step[100] = -HUGE_VAL;
 }
 
 /* Islands kept whole: each intact island the placement takes part of, not all of, pays. */

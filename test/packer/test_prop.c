@@ -318,7 +318,12 @@ Test(prop, remembered_verdicts_match_fresh_ones)
  * scores best. Run with the fast path on and off, so its shortcuts and
  * memo answer to the reference too.
  */
-static void against_reference(const char *strategy, const char *choice, bool fast, uint64_t seed)
+/* A mix with island shapes (the general sums) and one without (score.c's one-device loop). */
+static const char *const MIX_ISLANDS = "8:4Gix1=3,12Gix1=1,wholex1=2,wholex2!=1,wholex4!=1";
+static const char *const MIX_PLAIN = "8:4Gix1=3,12Gix1=1,2:20Gix1=1,wholex1=2,16:wholex2=1";
+
+static void against_reference_mix(const char *strategy, const char *choice, bool fast, uint64_t seed,
+                                  const char *mix)
 {
   rng = seed;
   sf_index_t *idx = sf_index_create();
@@ -330,9 +335,7 @@ static void against_reference(const char *strategy, const char *choice, bool fas
   cr_assert_eq(sf_policy_set(&pol, "strategy", strategy, err, sizeof(err)), 0);
   cr_assert_eq(sf_policy_set(&pol, "device_choice", choice, err, sizeof(err)), 0);
   cr_assert_eq(sf_policy_set(&pol, "island_map", "H100=4,A100=2", err, sizeof(err)), 0);
-  cr_assert_eq(sf_policy_set(&pol, "fgd_mix", "8:4Gix1=3,12Gix1=1,wholex1=2,wholex2!=1,wholex4!=1",
-                             err, sizeof(err)),
-               0, "%s", err);
+  cr_assert_eq(sf_policy_set(&pol, "fgd_mix", mix, err, sizeof(err)), 0, "%s", err);
   sf_node_id nodes[NODES];
   random_cluster(idx, nodes);
   sf_index_apply_policy(idx, &pol);
@@ -416,6 +419,16 @@ static void against_reference(const char *strategy, const char *choice, bool fas
   sf_index_destroy(idx);
 }
 
+static void against_reference(const char *strategy, const char *choice, bool fast, uint64_t seed)
+{
+  against_reference_mix(strategy, choice, fast, seed, MIX_ISLANDS);
+}
+
+Test(prop, kernel_matches_reference_fgd_without_island_shapes)
+{
+  against_reference_mix("fgd", "packer", true, 26, MIX_PLAIN);
+  against_reference_mix("fgd", "first-fit", false, 27, MIX_PLAIN);
+}
 Test(prop, kernel_matches_reference_fgd_packer)
 {
   against_reference("fgd", "packer", true, 21);
