@@ -12,6 +12,14 @@ this at your copy of cluster-trace-gpu-v2023.
   bench/add-cpu-pods.py TRACE/openb_pod_list_default.csv 800 > /tmp/cpux800.csv
   bin/slicefit-replay --nodes TRACE/openb_node_list_gpu_node.csv --pods /tmp/cpux800.csv \\
       --tune 1.3 --seeds 42-51 --policy fgd --device-choice packer
+
+--share P instead of a count adds CPU-only pods until they are P percent of
+the pods. The paper's cpuNNN lists are named that way (cpu050: 375 CPU-only
+pods of 7,439, 5.0%), so cpu050 with CPU-only pods of the default list to
+10, 20 and 25% stands in for cpu100, cpu200 and cpu250:
+
+  bench/add-cpu-pods.py TRACE/openb_pod_list_cpu050.csv --share 25 \\
+      --donor TRACE/openb_pod_list_default.csv > /tmp/cpu250v.csv
 """
 import argparse
 import csv
@@ -22,7 +30,8 @@ import sys
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("pods", help="an Alibaba pod list CSV")
-    ap.add_argument("extra", type=int, help="how many CPU-only pods to add")
+    ap.add_argument("extra", type=int, nargs="?", help="how many CPU-only pods to add")
+    ap.add_argument("--share", type=float, help="add CPU-only pods until they are this percent of the pods")
     ap.add_argument("--donor", help="draw the CPU-only pods from this pod list instead")
     ap.add_argument("--seed", type=int, default=7)
     a = ap.parse_args()
@@ -35,6 +44,15 @@ def main():
     cpu_only = [r for r in donor[1:] if r[ngpu] == "0"]
     if not cpu_only:
         sys.exit("no CPU-only pods (num_gpu 0) in %s" % (a.donor or a.pods))
+    if (a.extra is None) == (a.share is None):
+        sys.exit("give either a count of pods to add or --share PERCENT")
+    if a.share is not None:
+        if not 0 <= a.share < 100:
+            sys.exit("--share must be a percent in [0, 100)")
+        ngpu_own = header.index("num_gpu")
+        have = sum(1 for r in body if r[ngpu_own] == "0")
+        # (have + x) / (len(body) + x) = share  =>  x = (share * len - 100 * have) / (100 - share)
+        a.extra = max(0, round((a.share * len(body) - 100 * have) / (100 - a.share)))
     rng = random.Random(a.seed)
     name = header.index("name")
     for i in range(a.extra):

@@ -222,16 +222,16 @@ const vcache_t *sf__replay_evaluate(run_t *r, const sf_replay_pod_t *p, sf_deman
   size_t n = 0;
   if (r->learn) {
     /* The pod is present from now on, as its claim is for the daemon; when the
-     * mix it is scored with moves, every cached verdict is stale. */
+     * mix it is scored with moves, every cached FIT verdict is stale. */
     sf_demand_t ld = learned(r, d);
     uint64_t h = sf_mix_hash(r->pk, r->idx, &r->pol, &ld);
     if (h != r->mixhash)
-      for (uint32_t pos = 0; pos < r->nnodes; pos++)
-        r->stamp[pos]++;
+      r->mixver++;
     r->mixhash = h;
   }
   for (uint32_t pos = 0; pos < r->nnodes; pos++) {
-    if (!r->cached || row[pos].stamp != r->stamp[pos] + 1) {
+    if (!r->cached || row[pos].stamp != r->stamp[pos] + 1 ||
+        (row[pos].fit && row[pos].mixver != r->mixver)) {
       r->stale_pos[n] = pos;
       r->stale_ids[n++] = r->nodes[pos];
     }
@@ -251,7 +251,7 @@ const vcache_t *sf__replay_evaluate(run_t *r, const sf_replay_pod_t *p, sf_deman
     bool fit = r->stale_v[i].fit == SF_FIT_YES;
     double key = extender(r) ? r->stale_v[i].score
                              : sf__replay_node_key(r, pos, p, r->stale_v[i].raw);
-    row[pos] = (vcache_t){r->stamp[pos] + 1, fit, fit ? key : 0};
+    row[pos] = (vcache_t){r->stamp[pos] + 1, r->mixver, fit, fit ? key : 0};
   }
   /* Memory is not part of a shape, so these keys are not cached: every pod of the shape sets them. */
   if (r->o->cpu_only_least_allocated && p->nclaims == 0)

@@ -20,10 +20,13 @@
  * One node's verdict for one pod shape, valid while the node's stamp is
  * unchanged. A verdict depends only on the node's state and on the pod's CPU
  * and claims (the policy and the typical pods are fixed for a run); memory
- * is left out of the shape and checked against mem_free instead.
+ * is left out of the shape and checked against mem_free instead. A learned
+ * mix moves the scores, not whether the pod fits: a FIT verdict also needs
+ * the mix it was scored with, a NO verdict stays.
  */
 typedef struct {
-  uint32_t stamp; /* the node's stamp + 1 when filled; 0 = empty */
+  uint32_t stamp;  /* the node's stamp + 1 when filled; 0 = empty */
+  uint32_t mixver; /* the learned mix it was scored with (FIT) */
   bool fit;
   double key; /* what the choice compares, higher wins */
 } vcache_t;
@@ -63,6 +66,7 @@ typedef struct {
   uint32_t *rank;              /* per node position: the tie order (rank_nodes) */
   bool learn;                  /* fragmentation: the index learns the mix from every pod */
   uint64_t mixhash;            /* the learned mix the cached verdicts were scored with */
+  uint32_t mixver;             /* bumped when it moves */
   const sf_replay_pod_t **win; /* --mix-window: the last mix_window arrivals, a ring */
   size_t narrived;
   int64_t eval_ns; /* core time in sf_packer_evaluate, and nodes it evaluated */
