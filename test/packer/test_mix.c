@@ -42,6 +42,26 @@ static void same_mix(const sf_index_t *x, const sf_index_t *y)
   }
 }
 
+/* A default policy, a packer and a probe claim of 4Gi x1, for the tests that hash the mix. */
+typedef struct {
+  sf_policy_t pol;
+  sf_packer_t *pk;
+  tc_claim_t probe;
+} fix_t;
+
+static void fix_open(fix_t *f)
+{
+  sf_policy_init(&f->pol);
+  f->pk = sf_packer_create();
+  tc_claim(&f->probe, 1, 4 * GiB);
+}
+
+static void fix_close(fix_t *f)
+{
+  sf_packer_destroy(f->pk);
+  sf_policy_dispose(&f->pol);
+}
+
 Test(mix, a_multiset_whatever_the_order)
 {
   sf_policy_t pol;
@@ -100,32 +120,30 @@ Test(mix, a_shape_that_never_came_cannot_leave)
  */
 Test(mix, another_index_at_the_same_address_is_read_again)
 {
-  sf_policy_t pol;
-  sf_policy_init(&pol);
-  sf_packer_t *pk = sf_packer_create();
-  tc_claim_t probe;
-  tc_claim(&probe, 1, 4 * GiB);
+  fix_t f;
+  fix_open(&f);
   int same_address = 0;
   for (int round = 0; round < 8; round++) {
     sf_index_t *x = cluster();
-    learn(pk, x, &pol, "aab", +1);
+    learn(f.pk, x, &f.pol, "aab", +1);
     sf_verdict_t v[1];
     sf_node_id n1 = sf_index_node_find(x, "n1");
-    cr_assert_eq(sf_packer_evaluate(pk, x, &pol, &probe.dem, &n1, 1, 0, v), 0); /* reads x's mix */
+    cr_assert_eq(sf_packer_evaluate(f.pk, x, &f.pol, &f.probe.dem, &n1, 1, 0, v),
+                 0); /* reads x's mix */
     uintptr_t was = (uintptr_t)x;
     sf_index_destroy(x);
     sf_index_t *y = cluster();
     same_address += (uintptr_t)y == was;
-    learn(pk, y, &pol, "ccb", +1); /* as many changes, another mix */
+    learn(f.pk, y, &f.pol, "ccb", +1); /* as many changes, another mix */
     sf_packer_t *fresh = sf_packer_create();
-    cr_assert_eq(sf_mix_hash(pk, y, &pol, &probe.dem), sf_mix_hash(fresh, y, &pol, &probe.dem),
+    cr_assert_eq(sf_mix_hash(f.pk, y, &f.pol, &f.probe.dem),
+                 sf_mix_hash(fresh, y, &f.pol, &f.probe.dem),
                  "round %d: the packer scored with the freed index's mix", round);
     sf_packer_destroy(fresh);
     sf_index_destroy(y);
   }
   cr_log_info("same address in %d of 8 rounds", same_address);
-  sf_packer_destroy(pk);
-  sf_policy_dispose(&pol);
+  fix_close(&f);
 }
 
 /* Learns n claims of 4Gi x1 (a) and m of 8Gi x1 (b). */
@@ -145,48 +163,40 @@ static void learn_ab(sf_packer_t *pk, sf_index_t *idx, const sf_policy_t *pol, i
  */
 Test(mix, coverage_keeps_the_typical_shapes)
 {
-  sf_policy_t pol;
-  sf_policy_init(&pol);
-  cr_assert_eq(pol.mix_coverage, 95);
-  sf_packer_t *pk = sf_packer_create();
-  tc_claim_t probe;
-  tc_claim(&probe, 1, 4 * GiB);
+  fix_t f;
+  fix_open(&f);
+  cr_assert_eq(f.pol.mix_coverage, 95);
   sf_index_t *alone = cluster(), *rare = cluster(), *kept = cluster();
-  learn_ab(pk, alone, &pol, 19, 0);
-  learn_ab(pk, rare, &pol, 19, 1); /* b is 5%: a alone covers 95% */
-  learn_ab(pk, kept, &pol, 18, 2); /* b is 10%: a covers 90%, b is needed */
-  uint64_t h_alone = sf_mix_hash(pk, alone, &pol, &probe.dem);
-  cr_assert_eq(sf_mix_hash(pk, rare, &pol, &probe.dem), h_alone);
-  cr_assert_neq(sf_mix_hash(pk, kept, &pol, &probe.dem), h_alone);
+  learn_ab(f.pk, alone, &f.pol, 19, 0);
+  learn_ab(f.pk, rare, &f.pol, 19, 1); /* b is 5%: a alone covers 95% */
+  learn_ab(f.pk, kept, &f.pol, 18, 2); /* b is 10%: a covers 90%, b is needed */
+  uint64_t h_alone = sf_mix_hash(f.pk, alone, &f.pol, &f.probe.dem);
+  cr_assert_eq(sf_mix_hash(f.pk, rare, &f.pol, &f.probe.dem), h_alone);
+  cr_assert_neq(sf_mix_hash(f.pk, kept, &f.pol, &f.probe.dem), h_alone);
   cr_assert_eq(sf_mix_size(rare), 2, "the storage keeps every shape; the cut is the scoring's");
-  pol.mix_coverage = 100;
-  cr_assert_neq(sf_mix_hash(pk, rare, &pol, &probe.dem), h_alone);
-  pol.mix_coverage = 90;
-  cr_assert_eq(sf_mix_hash(pk, kept, &pol, &probe.dem), h_alone);
+  f.pol.mix_coverage = 100;
+  cr_assert_neq(sf_mix_hash(f.pk, rare, &f.pol, &f.probe.dem), h_alone);
+  f.pol.mix_coverage = 90;
+  cr_assert_eq(sf_mix_hash(f.pk, kept, &f.pol, &f.probe.dem), h_alone);
   sf_index_destroy(alone);
   sf_index_destroy(rare);
   sf_index_destroy(kept);
-  sf_packer_destroy(pk);
-  sf_policy_dispose(&pol);
+  fix_close(&f);
 }
 
 /* Shapes as frequent as the last one the share needs stay, whatever the storage's order. */
 Test(mix, coverage_keeps_equals_together)
 {
-  sf_policy_t pol;
-  sf_policy_init(&pol);
-  sf_packer_t *pk = sf_packer_create();
-  tc_claim_t probe;
-  tc_claim(&probe, 1, 4 * GiB);
+  fix_t f;
+  fix_open(&f);
   sf_index_t *x = cluster();
-  learn(pk, x, &pol, "aaaabbcc", +1); /* a 50%, b and c 25% each */
-  pol.mix_coverage = 60;              /* a and one of b, c would do: both stay */
-  uint64_t h60 = sf_mix_hash(pk, x, &pol, &probe.dem);
-  pol.mix_coverage = 100;
-  cr_assert_eq(sf_mix_hash(pk, x, &pol, &probe.dem), h60);
-  pol.mix_coverage = 50; /* a alone covers it */
-  cr_assert_neq(sf_mix_hash(pk, x, &pol, &probe.dem), h60);
+  learn(f.pk, x, &f.pol, "aaaabbcc", +1); /* a 50%, b and c 25% each */
+  f.pol.mix_coverage = 60;                /* a and one of b, c would do: both stay */
+  uint64_t h60 = sf_mix_hash(f.pk, x, &f.pol, &f.probe.dem);
+  f.pol.mix_coverage = 100;
+  cr_assert_eq(sf_mix_hash(f.pk, x, &f.pol, &f.probe.dem), h60);
+  f.pol.mix_coverage = 50; /* a alone covers it */
+  cr_assert_neq(sf_mix_hash(f.pk, x, &f.pol, &f.probe.dem), h60);
   sf_index_destroy(x);
-  sf_packer_destroy(pk);
-  sf_policy_dispose(&pol);
+  fix_close(&f);
 }
