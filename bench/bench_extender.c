@@ -168,7 +168,7 @@ static pid_t spawn(const char *snapshot, unsigned *port)
     FILE *f = fopen(log, "r");
     char line[2048];
     while (f && fgets(line, sizeof line, f)) {
-      const char *p = strstr(line, "msg=\"serving\"");
+      const char *p = strstr(line, "] \"serving\""); /* klog: the message follows the source */
       if (p && strstr(p, " port="))
         *port = (unsigned)atoi(strstr(p, " port=") + 6);
     }
