@@ -40,14 +40,6 @@ static const char *frag_only(const sf_replay_trace_t *t, const sf_policy_t *base
   return base->strategy == SF_STRATEGY_FRAGMENTATION ? NULL : "only strategy fragmentation weighs it";
 }
 
-static const char *learned_only(const sf_replay_trace_t *t, const sf_policy_t *base)
-{
-  (void)t;
-  return base->strategy == SF_STRATEGY_FRAGMENTATION
-             ? NULL
-             : "only the learned mix of strategy fragmentation has it";
-}
-
 static const char *islands_idle(const sf_replay_trace_t *t, const sf_policy_t *base)
 {
   if (frag_only(t, base) != NULL)
@@ -84,7 +76,7 @@ static const sf_search_knob_t knobs[] = {
     {"weight_frag", 0.1, 10, true, false, 0, frag_only},
     {"weight_island", 0, 4, false, false, 0, islands_idle},
     {"weight_model", 0, 2, false, false, 0, models_idle},
-    {"mix_coverage", 80, 100, false, true, 0.5, learned_only},
+    {"mix_coverage", 80, 100, false, true, 0.5, frag_only},
     {"headroom_pct", 1, 20, false, true, 0.5, NULL},
     {"max_sharers", 2, 16, false, true, 0.5, NULL},
 };
