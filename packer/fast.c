@@ -103,6 +103,8 @@ static void replay(sf_packer_t *p, const fmemo_t *m, sf_verdict_t *v)
   const sf_request_t *s = p->dem.fr[0].top;
   v->fit = (sf_fit_t)m->fit;
   v->raw = m->raw;
+  v->cost = m->cost;
+  memcpy(v->sens, m->sens, sizeof(v->sens));
   if (v->fit == SF_FIT_UNSURE) {
     sf__reason_say(p, R_UNKNOWN, 0, 0, 0, 0, v->reason, sizeof(v->reason));
   } else if (v->fit == SF_FIT_NO) {
@@ -134,6 +136,7 @@ static uint32_t place(sf_packer_t *p, sf_verdict_t *v)
   if (rc == SEARCH_OK) {
     v->fit = SF_FIT_YES;
     v->raw = raw;
+    sf__score_sens(p, &v->cost, v->sens);
     return 0;
   }
   if (sr->unknown) {
@@ -165,6 +168,8 @@ bool sf__fast_eval(sf_packer_t *p, sf_node_id node, sf_verdict_t *v)
   m->version = h->version;
   m->sig = f->evaluating ? f->sig : 0;
   m->raw = v->raw;
+  m->cost = v->cost;
+  memcpy(m->sens, v->sens, sizeof(m->sens));
   m->fit = (uint8_t)v->fit;
   if (v->fit == SF_FIT_NO) { /* what its reason is made from */
     m->st = p->search.st[0];

@@ -113,12 +113,106 @@ static void load_shapes(pk_mix_t *mx, const sf__shape_t *src, size_t n, bool lea
   }
 }
 
+static bool same_shape(const shape_t *a, const shape_t *b)
+{
+  return a->cpu_milli == b->cpu_milli && a->amount == b->amount && a->count == b->count &&
+         a->island == b->island && a->models == b->models;
+}
+
+/* The id of a shape among every shape the packer scored since its universe began. */
+static uint32_t universe_id(pk_mix_t *mx, const shape_t *m)
+{
+  for (uint32_t u = 0; u < mx->nuni; u++)
+    if (same_shape(&mx->uni[u], m))
+      return u;
+  if (mx->nuni == MIX_UNIVERSE) { /* full: begin again, and no older epoch can be bounded */
+    mx->nuni = 0;
+    mx->drift.epoch += MIX_EPOCHS;
+  }
+  mx->uni[mx->nuni] = *m;
+  return mx->nuni++;
+}
+
+/*
+ * Adds the move from the mix loaded last to this one to the drift: the sum
+ * of the weights' changes per shape (a shape that left counts its whole
+ * weight, one that joined too) and the change of their sum. When the set
+ * of shapes changes, a new epoch begins and its set is kept.
+ */
+static void drift(pk_mix_t *mx)
+{
+  if (mx->mixhash == mx->prevhash)
+    return;
+  int64_t moved = 0, sum = 0;
+  if (mx->shapehash == mx->prevshapes && mx->nmix == mx->nprev) {
+    memcpy(mx->uid, mx->prevuid, mx->nmix * sizeof(*mx->uid));
+    for (size_t i = 0; i < mx->nmix; i++) {
+      moved += llabs(mx->mix[i].q - mx->prev[i].q);
+      sum += mx->mix[i].q - mx->prev[i].q;
+    }
+  } else {
+    uint64_t epoch = mx->drift.epoch;
+    for (size_t i = 0; i < mx->nmix; i++) {
+      mx->uid[i] = (uint16_t)universe_id(mx, &mx->mix[i]);
+      if (mx->drift.epoch != epoch && i > 0) /* begun again midway: the earlier ids are gone */
+        i = (size_t)-1;
+      epoch = mx->drift.epoch;
+    }
+    bool fresh = mx->drift.epoch != mx->prevepoch; /* prev's ids are of another universe */
+    int64_t w[MIX_UNIVERSE] = {0};
+    uint64_t set[MIX_SETWORDS] = {0};
+    for (size_t i = 0; i < mx->nmix; i++) {
+      w[mx->uid[i]] += mx->mix[i].q;
+      set[mx->uid[i] / 64] |= 1ull << (mx->uid[i] % 64);
+    }
+    for (size_t j = 0; j < mx->nprev; j++) {
+      if (fresh) {
+        moved += mx->prev[j].q;
+        sum -= mx->prev[j].q;
+      } else {
+        w[mx->prevuid[j]] -= mx->prev[j].q;
+      }
+    }
+    for (uint32_t u = 0; u < mx->nuni; u++) {
+      moved += llabs(w[u]);
+      sum += w[u];
+    }
+    mx->drift.epoch++;
+    memcpy(mx->sets[mx->drift.epoch % MIX_EPOCHS], set, sizeof(set));
+  }
+  mx->drift.d[0] += (double)moved / WEIGHT_ONE;
+  mx->drift.d[1] += (double)llabs(sum) / WEIGHT_ONE;
+  memcpy(mx->prev, mx->mix, mx->nmix * sizeof(*mx->prev));
+  memcpy(mx->prevuid, mx->uid, mx->nmix * sizeof(*mx->prevuid));
+  mx->nprev = mx->nmix;
+  mx->prevhash = mx->mixhash;
+  mx->prevshapes = mx->shapehash;
+  mx->prevepoch = mx->drift.epoch;
+}
+
+double sf_mix_joined(const sf_packer_t *p, uint64_t epoch)
+{
+  const pk_mix_t *mx = &p->mix;
+  if (epoch > mx->drift.epoch || mx->drift.epoch - epoch >= MIX_EPOCHS)
+    return INFINITY;
+  const uint64_t *set = mx->sets[epoch % MIX_EPOCHS];
+  int64_t q = 0;
+  for (size_t i = 0; i < mx->nmix; i++)
+    q += (set[mx->uid[i] / 64] >> (mx->uid[i] % 64) & 1) ? 0 : mx->mix[i].q;
+  return (double)q / WEIGHT_ONE;
+}
+
 void sf__mix_load(sf_packer_t *p)
 {
   pk_mix_t *mx = &p->mix;
   const sf_index_t *idx = p->idx;
-  if (mx->learned_version != idx->mix.version || mx->learned_serial != idx->serial ||
-      mx->coverage != p->pol->mix_coverage) {
+  bool read = mx->learned_version != idx->mix.version || mx->learned_serial != idx->serial ||
+              mx->coverage != p->pol->mix_coverage;
+  bool learned = !(p->pol->strategy == SF_STRATEGY_FGD && p->pol->nmix > 0) &&
+                 (read || mx->nlearned > 0); /* read again below, it may be empty */
+  if (!read && learned && mx->from_learned)
+    return; /* the learned mix as loaded last: nothing moved */
+  if (read) {
     size_t n;
     const sf__shape_t *m = sf__mix_read(idx, &n);
     memcpy(mx->learned, m, n * sizeof(*mx->learned));
@@ -132,9 +226,11 @@ void sf__mix_load(sf_packer_t *p)
     mx->least = coverage_floor(mx->learned, n, total, mx->coverage);
   }
   mx->nmix = 0;
+  mx->from_learned = false;
   if (p->pol->strategy == SF_STRATEGY_FGD && p->pol->nmix > 0) {
     load_policy(p);
   } else if (mx->nlearned > 0) {
+    mx->from_learned = learned;
     load_shapes(mx, mx->learned, mx->nlearned, true, mx->least);
   } else {
     sf__shape_t own[SF__MIX_MAX];
@@ -152,11 +248,18 @@ void sf__mix_load(sf_packer_t *p)
     mx->islands = mx->islands || mx->mix[i].island;
   mx->mixhash = hash_mix(mx->mix, mx->nmix, true);
   mx->shapehash = hash_mix(mx->mix, mx->nmix, false);
+  drift(mx);
 }
 
 void sf__mix_scarcity(sf_packer_t *p)
 {
   pk_mix_t *mx = &p->mix;
+  if (mx->scarcity_of == mx->mixhash && mx->scarcity_serial == p->idx->serial &&
+      memcmp(mx->scarcity_devs, p->idx->model_devs, sizeof(mx->scarcity_devs)) == 0)
+    return; /* the same mix on the same devices */
+  mx->scarcity_of = mx->mixhash;
+  mx->scarcity_serial = p->idx->serial;
+  memcpy(mx->scarcity_devs, p->idx->model_devs, sizeof(mx->scarcity_devs));
   double need[SF__MODELS + 1] = {0}, total = 0.0, devs = 0.0;
   for (size_t i = 0; i < mx->nmix; i++) {
     const shape_t *m = &mx->mix[i];
@@ -169,11 +272,16 @@ void sf__mix_scarcity(sf_packer_t *p)
   }
   for (uint32_t b = 0; b <= SF__MODELS; b++)
     devs += p->idx->model_devs[b];
+  double moved = 0.0;
   for (uint32_t b = 0; b <= SF__MODELS; b++) {
     double share = devs > 0.0 ? p->idx->model_devs[b] / devs : 0.0;
     double s = (total > 0.0 && share > 0.0) ? (need[b] / total) / share : 0.0;
     mx->scarcity[b] = s > 1.0 ? 1.0 : s;
+    double m = fabs(mx->scarcity[b] - mx->prevscarcity[b]);
+    moved = m > moved ? m : moved;
+    mx->prevscarcity[b] = mx->scarcity[b];
   }
+  mx->drift.d[2] += moved;
 }
 
 void sf__mix_learn(sf_packer_t *p, int sign)
@@ -313,7 +421,13 @@ uint64_t sf_mix_hash(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol,
 {
   p->pol = pol;
   sf__demand_prepare(p, idx, demand);
-  sf__mix_load(p); /* no scarcity or fast-path set-up: only the mix */
+  sf__mix_load(p); /* no fast-path set-up: the mix, and its scarcity for the drift */
+  sf__mix_scarcity(p);
   p->last_node = -1;
   return p->mix.mixhash;
+}
+
+void sf_mix_drift(const sf_packer_t *p, sf_mix_drift_t *out)
+{
+  *out = p->mix.drift;
 }

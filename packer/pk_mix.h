@@ -8,9 +8,13 @@
 #define SF_PACKER_PK_MIX_H
 
 #include "index_int.h"
+#include "slicefit/mix.h"
 #include "slicefit/packer.h"
 
 #define WEIGHT_ONE 65536.0
+#define MIX_UNIVERSE 256 /* shapes a drift epoch's set can name */
+#define MIX_SETWORDS (MIX_UNIVERSE / 64)
+#define MIX_EPOCHS 1024 /* epochs whose set is kept (sf_mix_joined) */
 
 /* One shape of the mix being scored against. */
 typedef struct {
@@ -36,6 +40,21 @@ typedef struct {
   uint64_t learned_version, learned_serial;
   uint32_t coverage; /* the policy's mix_coverage it was cut at */
   double least;      /* the least weight a learned shape needs to be scored */
+  bool from_learned; /* mix[] is the learned mix as last read */
+  /* the mix and the devices' models scarcity[] was worked out for */
+  uint64_t scarcity_of, scarcity_serial;
+  uint32_t scarcity_devs[SF__MODELS + 1];
+  /* how far the mix scored moved (sf_mix_drift), and the mix and scarcity last loaded */
+  sf_mix_drift_t drift;
+  shape_t prev[SF__MIX_MAX + 1];
+  size_t nprev;
+  uint64_t prevhash, prevshapes, prevepoch;
+  double prevscarcity[SF__MODELS + 1];
+  /* every shape scored since the universe began; ids of mix[] and prev[]; each recent epoch's set */
+  shape_t uni[MIX_UNIVERSE];
+  uint32_t nuni;
+  uint16_t uid[SF__MIX_MAX + 1], prevuid[SF__MIX_MAX + 1];
+  uint64_t sets[MIX_EPOCHS][MIX_SETWORDS];
 } pk_mix_t;
 
 /* Loads the call's mix: the policy's (fgd with fgd_mix), else the learned one, else the demand's own. */

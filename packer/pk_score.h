@@ -23,6 +23,11 @@ typedef struct {
   sf_milli_t use;
 } pick_t;
 
+/* FGD's steps are between -4595 and 4595 milli-GPUs and at least 40 wide: buckets of 8 find them. */
+#define STEP_SPAN 4600.0
+#define STEP_BUCKET 8.0
+#define STEP_BUCKETS 1150
+
 typedef struct { /* scratch */
   int32_t *icnt;
   size_t icntcap; /* per island */
@@ -32,6 +37,9 @@ typedef struct { /* scratch */
   int32_t *afp;
   size_t acap;
   double step[101]; /* FGD's score is >= j exactly when cost <= step[j] (sf__score_init) */
+  uint8_t bucket[STEP_BUCKETS]; /* the step at the low end of each bucket of costs */
+  /* the node being scored (sf__score_begin): least cost, range of F's changes, scarce share */
+  double vcost, vlo, vhi, vtaken, vtotal;
 } pk_score_t;
 
 /* F(before) of the node against the call's mix; caches its per-shape statistics. */
@@ -42,6 +50,10 @@ double sf__score_frag(sf_packer_t *p, hnode_t *h);
  */
 double sf__score(sf_packer_t *p, hnode_t *h, const pick_t *picks, size_t n);
 void sf__score_init(pk_score_t *s);
+/* A node's scoring begins: forget the last node's costs. */
+void sf__score_begin(pk_score_t *s);
+/* The node's least cost and how far its placements' costs can move with the mix (sf_verdict_t). */
+void sf__score_sens(const sf_packer_t *p, double *cost, double sens[SF_DRIFT_TERMS + 1]);
 void sf__score_dispose(pk_score_t *s);
 
 #endif

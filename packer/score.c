@@ -112,7 +112,7 @@ static void shape_stats(sf_packer_t *p, const hnode_t *h, const shape_t *m, cons
  * move (a learned mix does with every arrival), F(before) is summed again
  * in O(shapes).
  */
-static void fstats(sf_packer_t *p, hnode_t *h)
+static void fshapes(sf_packer_t *p, hnode_t *h)
 {
   const pk_mix_t *mx = &p->mix;
   if (h->fversion != h->version || h->shapehash != mx->shapehash) {
@@ -128,6 +128,12 @@ static void fstats(sf_packer_t *p, hnode_t *h)
     h->shapehash = mx->shapehash;
     h->mixhash = 0;
   }
+}
+
+static void fstats(sf_packer_t *p, hnode_t *h)
+{
+  const pk_mix_t *mx = &p->mix;
+  fshapes(p, h);
   if (h->mixhash == mx->mixhash)
     return;
   int64_t q = 0;
@@ -176,8 +182,13 @@ static void shape_after(sf_packer_t *p, const hnode_t *h, size_t i, const after_
     s->bi = s->bi - lost > s->bi2 ? s->bi - lost : s->bi2;
 }
 
+/* The least and the greatest change of F over the mix's shapes (none: lo > hi). */
+typedef struct {
+  int64_t lo, hi;
+} range_t;
+
 /*
- * frag_after for a placement on one device when no shape of the mix needs an
+ * frag_delta for a placement on one device when no shape of the mix needs an
  * island: every share claim and every one-device claim of such a mix, most of
  * what is scored. The same sums as shape_after and fshape without their
  * island bookkeeping, reading only each shape's small and nh. Part of the
@@ -186,7 +197,7 @@ static void shape_after(sf_packer_t *p, const hnode_t *h, size_t i, const after_
  * (test/packer/reference.c).
  */
 static double frag_after_one(const sf_packer_t *p, const hnode_t *h, const after_t *af, int64_t total,
-                             int64_t cpu_free)
+                             int64_t cpu_free, range_t *range)
 {
   const pk_mix_t *mx = &p->mix;
   const hdev_t *d = &h->d[af->k[0]];
@@ -194,7 +205,7 @@ static double frag_after_one(const sf_packer_t *p, const hnode_t *h, const after
   uint64_t bit = 1ull << d->model_bit;
   int32_t fpb = d->fp, fpa = af->fp[0];
   sf_milli_t fab = d->fa, faa = af->fa[0];
-  int64_t q = 0;
+  int64_t q = 0, lo = INT64_MAX, hi = INT64_MIN;
   for (size_t i = 0; i < mx->nmix; i++) {
     const shape_t *m = &mx->mix[i];
     int64_t f = total;
@@ -210,24 +221,39 @@ static double frag_after_one(const sf_packer_t *p, const hnode_t *h, const after
       if ((cpu_free < 0 || cpu_free >= m->cpu_milli) && nh >= (int32_t)m->count)
         f = small;
     }
-    q += m->q * f;
+    int64_t df = f - h->fs[i].f;
+    q += m->q * df;
+    lo = df < lo ? df : lo;
+    hi = df > hi ? df : hi;
   }
+  *range = (range_t){lo, hi};
   return (double)q / WEIGHT_ONE;
 }
 
-/* Σ w F(after). */
-static double frag_after(sf_packer_t *p, hnode_t *h, const after_t *af, int64_t total,
-                         int64_t cpu_free)
+/*
+ * dF = Σ w F(after) - F(before), and the range of F(after) - F(before)
+ * over the shapes. (Σ w (F(after) - F(before)) and Σ w F(after) - Σ w
+ * F(before) are the same double: the sums are exact integers far below
+ * 2^53 and WEIGHT_ONE is a power of two.)
+ */
+static double frag_delta(sf_packer_t *p, hnode_t *h, const after_t *af, int64_t total,
+                         int64_t cpu_free, range_t *range)
 {
+  fshapes(p, h);
   if (af->n == 1 && !p->mix.islands && p->fast.on)
-    return frag_after_one(p, h, af, total, cpu_free);
-  int64_t q = 0;
+    return frag_after_one(p, h, af, total, cpu_free, range);
+  fstats(p, h);
+  int64_t q = 0, lo = INT64_MAX, hi = INT64_MIN;
   for (size_t i = 0; i < p->mix.nmix; i++) {
     fstat_t s;
     shape_after(p, h, i, af, &s);
-    q += p->mix.mix[i].q * fshape(&p->mix.mix[i], &s, total, cpu_free);
+    int64_t f = fshape(&p->mix.mix[i], &s, total, cpu_free);
+    q += p->mix.mix[i].q * f;
+    lo = f - h->fs[i].f < lo ? f - h->fs[i].f : lo;
+    hi = f - h->fs[i].f > hi ? f - h->fs[i].f : hi;
   }
-  return (double)q / WEIGHT_ONE;
+  *range = (range_t){lo, hi};
+  return (double)q / WEIGHT_ONE - h->fb;
 }
 
 /*
@@ -242,31 +268,67 @@ static double frag_after(sf_packer_t *p, hnode_t *h, const after_t *af, int64_t 
  * points on the default trace (docs/replay.md, "Why the default packs as
  * it does"), and comparing the cost exactly, with few equals, loses 0.7.
  */
+/* The step: the largest j with cost <= t[j] (t[0] = +inf, t[100] = -inf). */
+static int step_of(const pk_score_t *s, double cost)
+{
+  const double *t = s->step;
+  int k;
+  if (cost < -STEP_SPAN) {
+    k = 99;
+  } else if (cost >= STEP_SPAN) {
+    k = 0;
+  } else { /* the step at the bucket's low end, or one less past the one boundary a bucket can hold */
+    k = s->bucket[(int)((cost + STEP_SPAN) / STEP_BUCKET)];
+    k -= cost > t[k];
+  }
+  if (fabs(cost - t[k]) < 1e-6 ||
+      fabs(cost - t[k + 1]) < 1e-6) /* on a boundary: the formula decides */
+    return (int)floor(100.0 / (1.0 + exp(cost / 1000.0)));
+  return k;
+}
+
 static double fgd_step(const sf_packer_t *p, double cost)
 {
   double rank = (double)(p->idx->nodes[p->node].order >> 11) / 9007199254740992.0; /* [0, 1) */
-  const double *t = p->score.step;
-  int lo = 0, hi = 100; /* the step: the largest j with cost <= t[j]; t[0] = +inf, t[100] = -inf */
-  while (hi - lo > 1) {
-    int mid = (lo + hi) / 2;
-    if (cost <= t[mid])
-      lo = mid;
-    else
-      hi = mid;
-  }
-  double k = (double)lo;
-  if (fabs(cost - t[lo]) < 1e-6 || fabs(cost - t[hi]) < 1e-6) /* on a boundary: the formula decides */
-    k = floor(100.0 / (1.0 + exp(cost / 1000.0)));
-  return k + 0.001 * (1.0 - rank);
+  return (double)step_of(&p->score, cost) + 0.001 * (1.0 - rank);
 }
 
-/* The costs where FGD's integer score steps: 100 / (1 + e^(c/1000)) >= j  <=>  c <= 1000 ln(100/j - 1). */
+int sf_packer_step(const sf_packer_t *p, double cost)
+{
+  return step_of(&p->score, cost);
+}
+
+double sf_packer_step_margin(const sf_packer_t *p, double cost)
+{
+  const double *t = p->score.step;
+  int k = step_of(&p->score, cost);
+  if (k < 0 || k > 99 ||
+      !(cost <= t[k] && cost > t[k + 1])) /* on a boundary, where the formula decides */
+    return 0.0;
+  double m = (t[k] - cost < cost - t[k + 1] ? t[k] - cost : cost - t[k + 1]) - 1e-6;
+  return m > 0.0 ? m : 0.0;
+}
+
+/*
+ * The costs where FGD's integer score steps: 100 / (1 + e^(c/1000)) >= j
+ * <=>  c <= 1000 ln(100/j - 1), from +-4595 at the ends to 40 apart in the
+ * middle; and the step at the low end of every bucket of STEP_BUCKET
+ * milli-GPUs across them, narrower than any step, so that a bucket holds one
+ * boundary at most.
+ */
 void sf__score_init(pk_score_t *s)
 {
   s->step[0] = HUGE_VAL;
   for (int j = 1; j < 100; j++)
     s->step[j] = 1000.0 * log(100.0 / j - 1.0);
   s->step[100] = -HUGE_VAL;
+  for (int b = 0; b < STEP_BUCKETS; b++) {
+    double low = -STEP_SPAN + b * STEP_BUCKET;
+    int k = 99;
+    while (k > 0 && low > s->step[k])
+      k--;
+    s->bucket[b] = (uint8_t)k;
+  }
 }
 
 /* Islands kept whole: each intact island the placement takes part of, not all of, pays. */
@@ -288,17 +350,70 @@ static double island_penalty(const sf_packer_t *p, const hnode_t *h, const after
   return raw;
 }
 
-/* The fragmentation strategy: FGD's dF weighted, then islands and scarce models kept, on FGD's scale. */
-static double score_fragmentation(const sf_packer_t *p, const hnode_t *h, const after_t *af,
-                                  double df)
+/*
+ * The fragmentation strategy's cost: FGD's dF weighted, then islands and
+ * scarce models kept, on FGD's scale. *taken: the GPU share the scarce-model
+ * term weighs (0 when it does not apply).
+ */
+static double cost_fragmentation(const sf_packer_t *p, const hnode_t *h, const after_t *af, double df,
+                                 double *taken)
 {
   double raw = island_penalty(p, h, af, -p->pol->weight_frag * df);
+  *taken = 0.0;
   if (p->dem.flexible)
     for (size_t j = 0; j < af->n; j++) {
       const hdev_t *d = &h->d[af->k[j]];
       raw -= p->pol->weight_model * p->mix.scarcity[d->model_bit] * (double)(d->fp - af->fp[j]);
+      *taken += (double)(d->fp - af->fp[j]);
     }
-  return fgd_step(p, -raw);
+  return -raw;
+}
+
+/*
+ * What a node's verdict keeps of the placements scored on it: the least
+ * cost (its step is the node's score) and, over them all, the range of the
+ * per-shape changes of F, the most scarce-model share and the node's free
+ * share. Weights moving by x in all (the mix's shapes of then) move a
+ * placement's cost by at most x times the half range about the range's
+ * middle, plus the middle times the move of the weights' sum (rounding),
+ * plus weight_model times the share times the move of a scarcity, plus,
+ * for the weight y of shapes that joined since, y times the middle and the
+ * free share: sf_mix_drift_t, sf_verdict_t.
+ */
+static void keep(pk_score_t *s, const hnode_t *h, double cost, range_t rg, double taken)
+{
+  s->vtotal = (double)h->total;
+  s->vcost = cost < s->vcost ? cost : s->vcost;
+  s->vlo = (double)rg.lo < s->vlo ? (double)rg.lo : s->vlo;
+  s->vhi = (double)rg.hi > s->vhi ? (double)rg.hi : s->vhi;
+  s->vtaken = taken > s->vtaken ? taken : s->vtaken;
+}
+
+void sf__score_begin(pk_score_t *s)
+{
+  s->vcost = INFINITY;
+  s->vlo = INFINITY;
+  s->vhi = -INFINITY;
+  s->vtaken = 0.0;
+  s->vtotal = 0.0;
+}
+
+void sf__score_sens(const sf_packer_t *p, double *cost, double sens[SF_DRIFT_TERMS + 1])
+{
+  const pk_score_t *s = &p->score;
+  bool frag = p->pol->strategy == SF_STRATEGY_FRAGMENTATION;
+  double w = frag ? fabs(p->pol->weight_frag) : 1.0;
+  if (isinf(s->vcost) || s->vlo > s->vhi) { /* nothing weighed by the mix */
+    *cost = isinf(s->vcost) ? 0.0 : s->vcost;
+    sens[0] = sens[1] = 0.0;
+  } else {
+    *cost = s->vcost;
+    sens[0] = w * (s->vhi - s->vlo) / 2.0;
+    sens[1] = w * fabs(s->vhi + s->vlo) / 2.0;
+  }
+  sens[2] = frag ? fabs(p->pol->weight_model) * s->vtaken : 0.0;
+  /* a shape that joined the mix since: its F before and after are within the node's free share */
+  sens[3] = isinf(s->vcost) ? 0.0 : sens[1] + w * s->vtotal;
 }
 
 /* The distinct devices of picks[0..n) and their state after. */
@@ -356,11 +471,11 @@ double sf__score(sf_packer_t *p, hnode_t *h, const pick_t *picks, size_t n)
   default: break;
   }
   int64_t cpu = h->cpu_free >= 0 ? h->cpu_free - p->dem.dem->cpu_milli : h->cpu_free;
-  fstats(p, h);
-  double df = frag_after(p, h, &af, total, cpu) - h->fb;
-  if (p->pol->strategy == SF_STRATEGY_FGD)
-    return fgd_step(p, df);
-  return score_fragmentation(p, h, &af, df);
+  range_t rg;
+  double df = frag_delta(p, h, &af, total, cpu, &rg), taken = 0.0;
+  double cost = p->pol->strategy == SF_STRATEGY_FGD ? df : cost_fragmentation(p, h, &af, df, &taken);
+  keep(&p->score, h, cost, rg, taken);
+  return fgd_step(p, cost);
 }
 
 void sf__score_dispose(pk_score_t *s)

@@ -44,7 +44,7 @@ static uint64_t shape_hash(const sf_replay_pod_t *p)
   return h;
 }
 
-#define CACHE_MAX_ENTRIES (4u << 20) /* shapes x nodes; beyond, no cache (about 96 MiB) */
+#define CACHE_MAX_ENTRIES (2u << 20) /* shapes x nodes; beyond, no cache (about 144 MiB) */
 
 static bool extender(const run_t *r)
 {
@@ -77,6 +77,23 @@ static void assign_shapes(run_t *r)
   r->cached = !r->o->no_cache && !extender(r) && r->nshapes > 0 &&
               r->nshapes * (r->nnodes + 1) <= CACHE_MAX_ENTRIES;
   r->vc = sf_xcalloc((r->cached ? r->nshapes : 1) * (r->nnodes + 1), sizeof(*r->vc));
+  /*
+   * The bound decides which verdicts can still win without scoring them
+   * again, so the choice must not depend on the others: keys compare by
+   * FGD's integer step and a rank of its own per node (perm, first), and
+   * no random draw among equals.
+   */
+  r->bounded = r->cached && r->kind == SF_REPLAY_CORE &&
+               (r->pol.strategy == SF_STRATEGY_FGD || r->pol.strategy == SF_STRATEGY_FRAGMENTATION) &&
+               (r->o->ties == SF_REPLAY_TIES_PERM || r->o->ties == SF_REPLAY_TIES_FIRST) &&
+               !r->o->no_bound;
+  r->joined = sf_xcalloc(JOINED_SLOTS, sizeof(*r->joined));
+  r->joined_epoch = sf_xcalloc(JOINED_SLOTS, sizeof(*r->joined_epoch));
+  r->joined_at = sf_xcalloc(JOINED_SLOTS, sizeof(*r->joined_at));
+  r->unsure = sf_xcalloc(r->nnodes + 1, sizeof(*r->unsure));
+  if (r->bounded)
+    r->vb = sf_xcalloc(r->nshapes * (r->nnodes + 1), sizeof(*r->vb));
+  r->opt = sf_xcalloc(r->nnodes + 1, sizeof(*r->opt));
 }
 
 /* The node's state changed: its cached verdicts are stale, its free memory is re-read. */
@@ -209,50 +226,175 @@ static double least_allocated(const run_t *r, size_t pos, const sf_replay_pod_t 
   return (double)((c + m) / 2);
 }
 
+/* Scores stale_ids[0..n) for the pod and writes their verdicts in the row; 0 or an error. */
+static int evaluate(run_t *r, const sf_replay_pod_t *p, sf_demand_t *d, size_t row, size_t n)
+{
+  if (n == 0)
+    return 0;
+  int64_t mem = d->mem_bytes;
+  if (!extender(r))
+    d->mem_bytes = 0;
+  int64_t t0 = sf__replay_now_ns();
+  int rc = sf_packer_evaluate(r->pk, r->idx, &r->pol, d, r->stale_ids, n, 0, r->stale_v);
+  r->eval_ns += sf__replay_now_ns() - t0;
+  r->eval_nodes += n;
+  d->mem_bytes = mem;
+  if (rc != 0)
+    return rc;
+  sf_mix_drift_t dr;
+  sf_mix_drift(r->pk, &dr); /* of the mix these verdicts were scored with */
+  double total = 0.0;
+  for (int k = 0; k < SF_DRIFT_TERMS; k++)
+    total += dr.d[k];
+  for (size_t i = 0; i < n; i++) {
+    uint32_t pos = r->stale_pos[i];
+    const sf_verdict_t *v = &r->stale_v[i];
+    bool fit = v->fit == SF_FIT_YES;
+    double key = extender(r) ? v->score : sf__replay_node_key(r, pos, p, v->raw);
+    vcache_t *e = &r->vc[row + pos];
+    *e = (vcache_t){r->stamp[pos] + 1, r->mixver, (uint32_t)dr.epoch, fit, fit ? key : 0, 0.0};
+    if (!r->bounded || !fit)
+      continue;
+    vbound_t *b = &r->vb[row + pos];
+    *b = (vbound_t){v->cost, {0}, 0.0, sf_packer_step_margin(r->pk, v->cost), dr.epoch};
+    memcpy(b->sens, v->sens, sizeof(b->sens));
+    double most = 0.0; /* the coarse bound: every term of the drift at the largest sensitivity */
+    for (int k = 0; k < SF_DRIFT_TERMS; k++) {
+      b->base += v->sens[k] * dr.d[k];
+      most = v->sens[k] > most ? v->sens[k] : most;
+    }
+    e->until = most > 0.0 ? total + (b->margin - 1e-3) / most : INFINITY;
+  }
+  return 0;
+}
+
+/* sf_mix_joined of a drift epoch, once per pod. */
+static double joined(run_t *r, uint64_t epoch)
+{
+  size_t slot = epoch % JOINED_SLOTS;
+  if (r->joined_epoch[slot] != epoch || r->joined_at[slot] != r->serial) {
+    r->joined_epoch[slot] = epoch;
+    r->joined_at[slot] = r->serial;
+    r->joined[slot] = sf_mix_joined(r->pk, epoch);
+  }
+  return r->joined[slot];
+}
+
+/* Does the node at pos, with key `key`, come before the one at best (-1: none) in the choice? */
+static bool before(const run_t *r, const vcache_t *row, size_t pos, double key, long best)
+{
+  return best < 0 || key > row[best].key || (key == row[best].key && r->rank[pos] < r->rank[best]);
+}
+
+/*
+ * Scores again the verdicts the mix's drift may have moved that can still
+ * win: those whose highest key would come before the best of the others
+ * (whose keys are known). The rest keep their old key, which is not above
+ * their highest and so cannot win either. (Scoring them highest first and
+ * stopping once the best so far comes first saves 2% of them and costs
+ * more in sorting.)
+ */
+static int contend(run_t *r, const sf_replay_pod_t *p, sf_demand_t *d, size_t off)
+{
+  const vcache_t *row = r->vc + off;
+  long best = -1;
+  for (uint32_t pos = 0; pos < r->nnodes; pos++)
+    if (row[pos].fit && r->unsure[pos] != r->serial && p->mem_bytes <= r->mem_free[pos] &&
+        before(r, row, pos, row[pos].key, best))
+      best = pos;
+  size_t n = 0;
+  for (uint32_t pos = 0; pos < r->nnodes; pos++)
+    if (r->unsure[pos] == r->serial && before(r, row, pos, r->opt[pos], best)) {
+      r->stale_pos[n] = pos;
+      r->stale_ids[n++] = r->nodes[pos];
+    }
+  return evaluate(r, p, d, off, n);
+}
+
+/*
+ * Whether the mix's drift since a FIT verdict may have moved its key (the
+ * finer bound: each term of the drift at its own sensitivity, and the
+ * shapes that joined since); *opt, then, the highest key it may have.
+ */
+static bool moved(run_t *r, const vbound_t *b, const sf_mix_drift_t *dr, int *opt)
+{
+  double j = b->epoch == dr->epoch ? 0.0 : joined(r, b->epoch);
+  if (isinf(j)) {
+    *opt = INT32_MAX;
+    return true;
+  }
+  double m = -b->base + j * b->sens[SF_DRIFT_TERMS];
+  for (int k = 0; k < SF_DRIFT_TERMS; k++)
+    m += b->sens[k] * dr->d[k];
+  if (m <= 0.0 || m + 1e-3 < b->margin) /* 1e-3: rounding, far below a step */
+    return false;
+  *opt = sf_packer_step(r->pk, b->cost - m - 1e-3);
+  return true;
+}
+
 /*
  * The verdicts of every node for the pod, as a cache row. Only the nodes whose
  * state changed since this shape was last evaluated go through the core
  * (with the pod's memory left out: memory only filters, checked by the
  * caller); between two pods of a shape only a few nodes change, so a replay
  * costs about (shapes x pods) node evaluations instead of (nodes x pods).
+ *
+ * When a learned mix moves, a FIT verdict's key may move too. Under the
+ * bound (r->bounded) a verdict stays when its cost, moved by as much as the
+ * mix's drift since allows either way, stays within one of FGD's steps; a
+ * verdict whose step may have moved is scored again only if its highest
+ * step could win the choice (contenders()). The choice is the one every
+ * verdict scored again gives; test_replay holds the two to each other.
  */
 const vcache_t *sf__replay_evaluate(run_t *r, const sf_replay_pod_t *p, sf_demand_t *d)
 {
-  vcache_t *row = r->vc + (r->cached ? r->shape_of[p - r->t->pods] : 0) * (r->nnodes + 1);
-  size_t n = 0;
+  size_t off = (r->cached ? r->shape_of[p - r->t->pods] : 0) * (r->nnodes + 1);
+  vcache_t *row = r->vc + off;
+  sf_mix_drift_t dr = {0, {0}};
+  double total = 0.0;
+  bool bounded = false;
+  size_t n = 0, nunsure = 0;
   if (r->learn) {
     /* The pod is present from now on, as its claim is for the daemon; when the
-     * mix it is scored with moves, every cached FIT verdict is stale. */
+     * mix it is scored with moves, a cached FIT verdict is stale unless the bound keeps it. */
     sf_demand_t ld = learned(r, d);
     uint64_t h = sf_mix_hash(r->pk, r->idx, &r->pol, &ld);
     if (h != r->mixhash)
       r->mixver++;
     r->mixhash = h;
+    sf_mix_drift(r->pk, &dr);
+    for (int k = 0; k < SF_DRIFT_TERMS; k++)
+      total += dr.d[k];
+    bounded = r->bounded && !(r->o->cpu_only_least_allocated && p->nclaims == 0);
   }
+  r->serial++;
   for (uint32_t pos = 0; pos < r->nnodes; pos++) {
-    if (!r->cached || row[pos].stamp != r->stamp[pos] + 1 ||
-        (row[pos].fit && row[pos].mixver != r->mixver)) {
+    const vcache_t *e = &row[pos];
+    bool stale = !r->cached || e->stamp != r->stamp[pos] + 1;
+    if (!stale && e->fit && e->mixver != r->mixver) {
+      int opt;
+      if (!bounded) {
+        stale = true;
+      } else if ((e->epoch == (uint32_t)dr.epoch && total < e->until) ||
+                 !moved(r, &r->vb[off + pos], &dr, &opt)) {
+        r->kept++;
+      } else if (opt == INT32_MAX) {
+        stale = true;
+      } else if (p->mem_bytes <= r->mem_free[pos]) { /* else it cannot be chosen now */
+        r->unsure[pos] = r->serial;
+        r->opt[pos] = opt;
+        nunsure++;
+      }
+    }
+    if (stale) {
       r->stale_pos[n] = pos;
       r->stale_ids[n++] = r->nodes[pos];
     }
   }
-  int64_t mem = d->mem_bytes;
-  if (!extender(r))
-    d->mem_bytes = 0;
-  int64_t t0 = sf__replay_now_ns();
-  int rc = n ? sf_packer_evaluate(r->pk, r->idx, &r->pol, d, r->stale_ids, n, 0, r->stale_v) : 0;
-  r->eval_ns += sf__replay_now_ns() - t0;
-  r->eval_nodes += n;
-  d->mem_bytes = mem;
-  if (rc != 0)
+  if (evaluate(r, p, d, off, n) != 0)
     return NULL;
-  for (size_t i = 0; i < n; i++) {
-    uint32_t pos = r->stale_pos[i];
-    bool fit = r->stale_v[i].fit == SF_FIT_YES;
-    double key = extender(r) ? r->stale_v[i].score
-                             : sf__replay_node_key(r, pos, p, r->stale_v[i].raw);
-    row[pos] = (vcache_t){r->stamp[pos] + 1, r->mixver, fit, fit ? key : 0};
-  }
+  if (nunsure > 0 && contend(r, p, d, off) != 0)
+    return NULL;
   /* Memory is not part of a shape, so these keys are not cached: every pod of the shape sets them. */
   if (r->o->cpu_only_least_allocated && p->nclaims == 0)
     for (uint32_t pos = 0; pos < r->nnodes; pos++)

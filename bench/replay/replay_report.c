@@ -75,6 +75,8 @@ void sf_replay_json_run(FILE *out, const sf_replay_result_t *r, double node_pric
   json_object_set_new(o, "decision_us_p50", num(r->decision_us_p50));
   json_object_set_new(o, "decision_us_p99", num(r->decision_us_p99));
   json_object_set_new(o, "node_eval_us", num(r->node_eval_us));
+  json_object_set_new(o, "nodes_evaluated", json_integer((json_int_t)r->nodes_evaluated));
+  json_object_set_new(o, "verdicts_kept", json_integer((json_int_t)r->verdicts_kept));
   json_object_set_new(o, "wall_s", num(r->wall_s));
   if (node_price > 0)
     json_object_set_new(o, "cost",

@@ -362,6 +362,8 @@ static void run_events(run_t *r, const sf_replay_order_t *o, sf_replay_result_t 
   res->decision_us_p50 = quantile(times, ntimes, 0.50);
   res->decision_us_p99 = quantile(times, ntimes, 0.99);
   res->node_eval_us = r->eval_nodes ? (double)r->eval_ns / 1000.0 / (double)r->eval_nodes : NAN;
+  res->nodes_evaluated = r->eval_nodes;
+  res->verdicts_kept = r->kept;
   res->alloc_pct_final = pct(r->alloc_milli, r->cap_milli);
   res->arrived_pct_final = pct(r->arrived_milli, r->cap_milli);
   free(share);
@@ -420,9 +422,15 @@ static void run_dispose(run_t *r)
   free(r->mem_free);
   free(r->shape_of);
   free(r->vc);
+  free(r->vb);
   free(r->stale_ids);
   free(r->stale_pos);
   free(r->stale_v);
+  free(r->unsure);
+  free(r->opt);
+  free(r->joined);
+  free(r->joined_epoch);
+  free(r->joined_at);
   free(r->rank);
   free(r->specsel);
   free(r->sels);

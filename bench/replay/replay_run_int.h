@@ -13,6 +13,7 @@
 #include "slicefit/replay.h"
 
 #define MAX_CLAIMS 16
+#define JOINED_SLOTS 256 /* drift epochs whose sf_mix_joined a pod remembers */
 #define MAX_REQS 16
 #define SPEC_CACHE_BASE 0x5f5e0000u /* selector cache keys: distinct from the CEL layer's ids */
 
@@ -22,14 +23,24 @@
  * and claims (the policy and the typical pods are fixed for a run); memory
  * is left out of the shape and checked against mem_free instead. A learned
  * mix moves the scores, not whether the pod fits: a FIT verdict also needs
- * the mix it was scored with, a NO verdict stays.
+ * the mix it was scored with, or a bound on how far its cost moved since
+ * (sf_verdict_t.cost and .sens against sf_mix_drift); a NO verdict stays.
  */
 typedef struct {
   uint32_t stamp;  /* the node's stamp + 1 when filled; 0 = empty */
   uint32_t mixver; /* the learned mix it was scored with (FIT) */
+  uint32_t epoch;  /* FIT, under a learned mix: the drift's epoch then (low bits) */
   bool fit;
-  double key; /* what the choice compares, higher wins */
+  double key;   /* what the choice compares, higher wins */
+  double until; /* the drift's total up to which the key holds in that epoch, for sure */
 } vcache_t;
+
+/* The rest of a FIT verdict under a learned mix, for the finer bound (sf__replay_evaluate). */
+typedef struct {
+  double cost, sens[SF_DRIFT_TERMS + 1], base; /* base: Σ sens x drift when scored */
+  double margin;                               /* how far the cost can move and keep its step */
+  uint64_t epoch;
+} vbound_t;
 
 typedef struct {
   sf_str_id ids[SF_POLICY_MODELS_MAX * 4];
@@ -60,9 +71,18 @@ typedef struct {
   size_t nshapes;
   bool cached;  /* false: one row, re-evaluated for every pod */
   vcache_t *vc; /* nshapes (or 1) rows of nnodes */
+  vbound_t *vb; /* the same rows, under a learned mix that moves and the bound */
   sf_node_id *stale_ids;
   uint32_t *stale_pos;
   sf_verdict_t *stale_v;
+  bool bounded;     /* verdicts stay while a bound shows the mix's drift left their key (lazy) */
+  uint32_t *unsure; /* per node position: the pod serial whose key the drift may have moved */
+  int32_t *opt;     /* and the highest key it may have now */
+  uint32_t serial;  /* of the pod being evaluated */
+  size_t kept;      /* FIT verdicts the bound kept, for --json */
+  double *joined;   /* per drift epoch (mod JOINED_SLOTS): sf_mix_joined, as of the pod joined_at */
+  uint64_t *joined_epoch;
+  uint32_t *joined_at;
   uint32_t *rank;              /* per node position: the tie order (rank_nodes) */
   bool learn;                  /* fragmentation: the index learns the mix from every pod */
   uint64_t mixhash;            /* the learned mix the cached verdicts were scored with */

@@ -48,6 +48,32 @@ void sf_mix_hold(sf_index_t *idx, bool on);
 /** Makes the observed learned mix the one scoring reads. O(shapes). */
 void sf_mix_publish(sf_index_t *idx);
 
+/*
+ * How far the mix a packer scores with has moved since the packer was
+ * created, summed over every move (so that the distance between two
+ * readings bounds how far the mix moved between them): term 0, the
+ * weights (the sum of each shape's weight change, 1 = the whole mix);
+ * term 1, the weights' total (their rounding: sums of |change of the sum|);
+ * term 2, the models' scarcity (sums of the largest change). The epoch
+ * moves when a shape joins the mix: verdicts of another epoch have no
+ * bound. A caller that keeps verdicts (sf_verdict_t.cost and .sens) knows
+ * which of them a move of the mix cannot change.
+ */
+typedef struct {
+  uint64_t epoch;
+  double d[SF_DRIFT_TERMS];
+} sf_mix_drift_t;
+
+/** The packer's mix drift as of its last call (sf_mix_hash included). */
+void sf_mix_drift(const sf_packer_t *p, sf_mix_drift_t *out);
+
+/**
+ * The weight of the shapes in the packer's mix now that were not in it at
+ * `epoch` (1 = the whole mix), or infinity when that epoch is too old to
+ * tell (the last 1,024 are kept). O(shapes).
+ */
+double sf_mix_joined(const sf_packer_t *p, uint64_t epoch);
+
 /** Forgets the learned mix (a relist learns it again). */
 void sf_mix_clear(sf_index_t *idx);
 

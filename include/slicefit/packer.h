@@ -22,7 +22,8 @@
 typedef enum { SF_FIT_NO = 0, SF_FIT_YES = 1, SF_FIT_UNSURE = 2 } sf_fit_t;
 
 #define SF_REASON_MAX 160
-#define SF_SCORE_MAX 10 /* kube-scheduler's MaxExtenderPriority */
+#define SF_SCORE_MAX 10  /* kube-scheduler's MaxExtenderPriority */
+#define SF_DRIFT_TERMS 3 /* sf_mix_drift_t (slicefit/mix.h) */
 
 typedef struct {
   sf_fit_t fit;
@@ -30,6 +31,16 @@ typedef struct {
   int score;                  /* 0..SF_SCORE_MAX over the evaluated FIT nodes: the best raw score (and
                            only it) gets SF_SCORE_MAX, the others min-max over 0..SF_SCORE_MAX-1 */
   char reason[SF_REASON_MAX]; /* NO and UNSURE: one sentence */
+  /*
+   * fgd and fragmentation, FIT: the least cost of the placements scored on
+   * the node, in milli-GPUs (raw's integer part is sf_packer_step(cost)),
+   * and how far it can move while the node does not change but the mix it
+   * is scored with does: by at most the sum over k of sens[k] times how far
+   * term k of sf_mix_drift moved since, plus sens[SF_DRIFT_TERMS] times
+   * sf_mix_joined of the epoch it was scored in. 0 otherwise.
+   */
+  double cost;
+  double sens[SF_DRIFT_TERMS + 1];
 } sf_verdict_t;
 
 /* One device chosen for one request. */
@@ -91,6 +102,19 @@ int sf_packer_commit(sf_packer_t *p, sf_index_t *idx, const sf_demand_t *demand,
  * O(shapes × devices of the node).
  */
 double sf_packer_node_frag(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol, sf_node_id node);
+
+/**
+ * FGD's integer node score of a cost in milli-GPUs, 100 x sigmoid(-cost /
+ * 1000) truncated: the integer part of the raw score of fgd and
+ * fragmentation. Non-increasing in cost. O(1).
+ */
+int sf_packer_step(const sf_packer_t *p, double cost);
+
+/**
+ * How far a cost can move either way and keep its step (0 on or next to a
+ * boundary). O(1).
+ */
+double sf_packer_step_margin(const sf_packer_t *p, double cost);
 
 /**
  * Turns the fast path (plain nodes, one request of one device or of N

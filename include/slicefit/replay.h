@@ -209,6 +209,7 @@ typedef struct {
   void *progress_ctx;
   sf_replay_ties_t ties; /* how equal node scores are broken */
   bool no_cache;         /* re-evaluate every node for every pod (slow; checks the cache) */
+  bool no_bound; /* a learned mix that moves re-evaluates every FIT verdict (checks the bound) */
   /*
    * Core strategies: compare nodes by the 0..SF_SCORE_MAX score the extender
    * would send kube-scheduler (sf_packer_evaluate over every node, the pod's
@@ -280,6 +281,12 @@ typedef struct {
   double sliver_floor_pct_at_100;
   double decision_us_p50, decision_us_p99; /* per pod, with the replay's verdict cache */
   double node_eval_us; /* mean core time per node evaluated: x nodes = an uncached decision */
+  /*
+   * Nodes the core evaluated, and FIT verdicts kept without evaluating
+   * them again when the learned mix moved because the drift bound showed
+   * their key could not have moved (fragmentation, ties perm or first).
+   */
+  size_t nodes_evaluated, verdicts_kept;
   double wall_s;
   size_t tenants_at_100; /* GPU pods placed and present at 100% load (or at the end) */
   bool stopped;          /* ended early by stop_below_100 */

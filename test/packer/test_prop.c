@@ -318,6 +318,25 @@ Test(prop, remembered_verdicts_match_fresh_ones)
  * scores best. Run with the fast path on and off, so its shortcuts and
  * memo answer to the reference too.
  */
+/* A random cluster under the strategy and device choice, islands on, and one more policy key. */
+static void prop_setup(sf_index_t **idx, sf_packer_t **pk, sf_policy_t *pol, sf_node_id *nodes,
+                       const char *strategy, const char *choice, bool fast, uint64_t seed,
+                       const char *key, const char *val)
+{
+  char err[200];
+  rng = seed;
+  *idx = sf_index_create();
+  *pk = sf_packer_create();
+  sf_packer_set_fast_path(*pk, fast);
+  sf_policy_init(pol);
+  cr_assert_eq(sf_policy_set(pol, "strategy", strategy, err, sizeof(err)), 0);
+  cr_assert_eq(sf_policy_set(pol, "device_choice", choice, err, sizeof(err)), 0);
+  cr_assert_eq(sf_policy_set(pol, "island_map", "H100=4,A100=2", err, sizeof(err)), 0);
+  cr_assert_eq(sf_policy_set(pol, key, val, err, sizeof(err)), 0, "%s", err);
+  random_cluster(*idx, nodes);
+  sf_index_apply_policy(*idx, pol);
+}
+
 /* A mix with island shapes (the general sums) and one without (score.c's one-device loop). */
 static const char *const MIX_ISLANDS = "8:4Gix1=3,12Gix1=1,wholex1=2,wholex2!=1,wholex4!=1";
 static const char *const MIX_PLAIN = "8:4Gix1=3,12Gix1=1,2:20Gix1=1,wholex1=2,16:wholex2=1";
@@ -325,20 +344,12 @@ static const char *const MIX_PLAIN = "8:4Gix1=3,12Gix1=1,2:20Gix1=1,wholex1=2,16
 static void against_reference_mix(const char *strategy, const char *choice, bool fast, uint64_t seed,
                                   const char *mix)
 {
-  rng = seed;
-  sf_index_t *idx = sf_index_create();
-  sf_packer_t *pk = sf_packer_create();
-  sf_packer_set_fast_path(pk, fast);
+  sf_index_t *idx;
+  sf_packer_t *pk;
   sf_policy_t pol;
-  sf_policy_init(&pol);
-  char err[200], holder[32];
-  cr_assert_eq(sf_policy_set(&pol, "strategy", strategy, err, sizeof(err)), 0);
-  cr_assert_eq(sf_policy_set(&pol, "device_choice", choice, err, sizeof(err)), 0);
-  cr_assert_eq(sf_policy_set(&pol, "island_map", "H100=4,A100=2", err, sizeof(err)), 0);
-  cr_assert_eq(sf_policy_set(&pol, "fgd_mix", mix, err, sizeof(err)), 0, "%s", err);
   sf_node_id nodes[NODES];
-  random_cluster(idx, nodes);
-  sf_index_apply_policy(idx, &pol);
+  char holder[32];
+  prop_setup(&idx, &pk, &pol, nodes, strategy, choice, fast, seed, "fgd_mix", mix);
   sf_verdict_t v[NODES];
   int fits = 0, compared = 0;
   for (int step = 0; step < 250; step++) {
@@ -448,4 +459,117 @@ Test(prop, kernel_matches_reference_binpack)
 Test(prop, kernel_matches_reference_binpack_general)
 {
   against_reference("binpack", "first-fit", false, 25);
+}
+
+/*
+ * The drift bound (sf_verdict_t.cost and .sens, sf_mix_drift,
+ * sf_mix_joined): while a node does not change, however the learned mix
+ * moves (shapes coming and going, past the coverage cut too), its verdict's
+ * cost moves by no more than the bound, and raw is the step of the cost.
+ * Not vacuous: costs do move, shapes do join, and the bound is not
+ * infinite.
+ */
+typedef struct {
+  bool fit;
+  double cost, sens[SF_DRIFT_TERMS + 1];
+  sf_mix_drift_t dr;
+  uint32_t changes; /* of the node, when scored */
+} probe_t;
+
+static void drift_bound(const char *strategy, const char *choice, bool fast, uint64_t seed)
+{
+  sf_index_t *idx;
+  sf_packer_t *pk;
+  sf_policy_t pol;
+  sf_node_id nodes[NODES];
+  char holder[32];
+  prop_setup(&idx, &pk, &pol, nodes, strategy, choice, fast, seed, "mix_coverage", "90");
+  enum { PROBES = 5, LEARNED = 64 };
+  rclaim_t probes[PROBES], learned[LEARNED];
+  for (int k = 0; k < PROBES; k++)
+    random_claim(&probes[k]);
+  probe_t seen[PROBES][NODES];
+  memset(seen, 0, sizeof(seen));
+  uint32_t changes[NODES] = {0};
+  int nlearned = 0, checked = 0, moved = 0, joined = 0;
+  uint64_t epoch0 = 0;
+  sf_verdict_t v[NODES];
+  for (int step = 0; step < 400; step++) {
+    uint32_t what = below(8);
+    if (what < 4) { /* the mix moves: a demand arrives, or one learned earlier leaves */
+      if (nlearned < LEARNED && (nlearned == 0 || below(3) > 0)) {
+        random_claim(&learned[nlearned]);
+        cr_assert_eq(sf_mix_learn(pk, idx, &pol, &learned[nlearned++].c.dem, +1), 0);
+      } else {
+        uint32_t k = below((uint32_t)nlearned);
+        cr_assert_eq(sf_mix_learn(pk, idx, &pol, &learned[k].c.dem, -1), 0);
+        learned[k] = learned[--nlearned];
+      }
+    } else if (what == 4 && sf_index_alloc_count(idx) > 0) { /* a pod leaves: its node changes */
+      snprintf(holder, sizeof(holder), "pod-%u", below((uint32_t)step));
+      sf_alloc_id a = sf_index_alloc_find(idx, holder);
+      if (a >= 0) {
+        sf_node_id n = sf_index_alloc_node(idx, a);
+        for (int i = 0; i < NODES; i++)
+          changes[i] += nodes[i] == n;
+        cr_assert_eq(sf_index_alloc_remove(idx, a), 0);
+      }
+    } else if (what == 5) { /* a pod lands on the first node it fits */
+      rclaim_t r;
+      random_claim(&r);
+      for (int i = 0; i < NODES; i++)
+        if (sf_packer_place(pk, idx, &pol, &r.c.dem, nodes[i], NULL, NULL) == SF_FIT_YES) {
+          snprintf(holder, sizeof(holder), "pod-%d", step);
+          cr_assert_eq(sf_packer_commit(pk, idx, &r.c.dem, holder, NULL), 0);
+          changes[i]++;
+          break;
+        }
+    }
+    int k = (int)below(PROBES);
+    cr_assert_eq(sf_packer_evaluate(pk, idx, &pol, &probes[k].c.dem, nodes, NODES, 0, v), 0);
+    sf_mix_drift_t dr;
+    sf_mix_drift(pk, &dr);
+    joined += dr.epoch != epoch0;
+    epoch0 = dr.epoch;
+    cr_assert_eq(sf_mix_joined(pk, dr.epoch), 0.0, "nothing joined since now");
+    cr_assert(isinf(sf_mix_joined(pk, dr.epoch + 1)), "an epoch to come is unknown");
+    for (int i = 0; i < NODES; i++) {
+      probe_t *s = &seen[k][i];
+      if (v[i].fit != SF_FIT_YES) {
+        s->fit = false;
+        continue;
+      }
+      cr_assert_eq(floor(v[i].raw), sf_packer_step(pk, v[i].cost), "step %d node %d: raw %g, cost %g",
+                   step, i, v[i].raw, v[i].cost);
+      if (s->fit && s->changes == changes[i]) {
+        double bound = sf_mix_joined(pk, s->dr.epoch) * s->sens[SF_DRIFT_TERMS] + 1e-6;
+        for (int t = 0; t < SF_DRIFT_TERMS; t++)
+          bound += s->sens[t] * (dr.d[t] - s->dr.d[t]);
+        cr_assert_leq(fabs(v[i].cost - s->cost), bound,
+                      "step %d node %d probe %d: cost %.6f then %.6f, bound %.6f", step, i, k,
+                      s->cost, v[i].cost, bound);
+        checked++;
+        moved += v[i].cost != s->cost && !isinf(bound);
+      }
+      *s = (probe_t){true, v[i].cost, {0}, dr, changes[i]};
+      memcpy(s->sens, v[i].sens, sizeof(s->sens));
+    }
+  }
+  cr_assert_gt(checked, 500, "only %d verdicts checked", checked);
+  cr_assert_gt(moved, 50, "only %d costs moved within a finite bound", moved);
+  cr_assert_gt(joined, 5, "only %d epochs", joined);
+  sf_policy_dispose(&pol);
+  sf_packer_destroy(pk);
+  sf_index_destroy(idx);
+}
+
+Test(prop, drift_bounds_the_cost_fragmentation)
+{
+  drift_bound("fragmentation", "packer", true, 31);
+  drift_bound("fragmentation", "first-fit", false, 32);
+}
+Test(prop, drift_bounds_the_cost_fgd)
+{
+  drift_bound("fgd", "packer", false, 33);
+  drift_bound("fgd", "first-fit", true, 34);
 }

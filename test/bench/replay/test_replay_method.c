@@ -286,6 +286,54 @@ Test(replay_method, verdict_cache_changes_nothing)
   sf_replay_trace_dispose(&nt);
 }
 
+/*
+ * The drift bound only saves work: with it (the verdicts whose key the
+ * learned mix's move cannot have changed are kept) and without it (every
+ * moved verdict scored again) a run places the same pods, under both tie
+ * orders it serves and both device choices, on the bundled trace and the
+ * native one (islands, departures). And it does keep verdicts.
+ */
+Test(replay_method, drift_bound_changes_nothing)
+{
+  sf_replay_trace_t tr[2];
+  sf_test_load_bundled(&tr[0]);
+  sf_test_load_bundled_native(&tr[1]);
+  static const sf_replay_ties_t ties[2] = {SF_REPLAY_TIES_PERM, SF_REPLAY_TIES_FIRST};
+  for (int t = 0; t < 2; t++)
+    for (int c = 0; c < 4; c++) {
+      sf_replay_result_t r[2];
+      for (int k = 0; k < 2; k++) {
+        char err[SF_REPLAY_ERR_MAX] = "";
+        sf_replay_opts_t o = {.policy = "fragmentation",
+                              .device_choice = c % 2 ? SF_CHOICE_FIRST_FIT : SF_CHOICE_PACKER,
+                              .seed = 40 + (uint64_t)c,
+                              .tune = t == 0 ? 1.3 : 0,
+                              .ties = ties[c / 2],
+                              .no_bound = k == 1};
+        cr_assert_eq(sf_replay_run(&tr[t], &o, &r[k], err, sizeof err), 0, "%s", err);
+      }
+      cr_expect_gt(r[0].verdicts_kept, 100, "trace %d case %d: %zu kept", t, c, r[0].verdicts_kept);
+      cr_expect_eq(r[1].verdicts_kept, 0);
+      cr_expect_lt(r[0].nodes_evaluated, r[1].nodes_evaluated);
+      cr_expect_eq(r[0].pods_failed, r[1].pods_failed, "trace %d case %d", t, c);
+      cr_expect_eq(r[0].pods_departed, r[1].pods_departed);
+      cr_expect(r[0].alloc_pct_final == r[1].alloc_pct_final, "trace %d case %d: %.4f vs %.4f", t, c,
+                r[0].alloc_pct_final, r[1].alloc_pct_final);
+      for (size_t i = 0; i < SF_REPLAY_NTHRESH; i++)
+        cr_expect(r[0].alloc_pct_at[i] == r[1].alloc_pct_at[i] ||
+                      (isnan(r[0].alloc_pct_at[i]) && isnan(r[1].alloc_pct_at[i])),
+                  "trace %d case %d: allocation at %d%% differs", t, c, sf_replay_thresholds[i]);
+      for (size_t i = 0; i < r[0].ncurve && i < r[1].ncurve; i++)
+        cr_expect(r[0].curve[i] == r[1].curve[i], "trace %d case %d: curve point %zu", t, c, i);
+      cr_expect(r[0].frag_pct_at_100 == r[1].frag_pct_at_100 ||
+                (isnan(r[0].frag_pct_at_100) && isnan(r[1].frag_pct_at_100)));
+      sf_replay_result_dispose(&r[0]);
+      sf_replay_result_dispose(&r[1]);
+    }
+  sf_replay_trace_dispose(&tr[0]);
+  sf_replay_trace_dispose(&tr[1]);
+}
+
 /* --extender-scores: the core's 0-10 scores decide, in their direction (binpack packs, spread spreads). */
 Test(replay_method, extender_scores_follow_the_core_scores)
 {
