@@ -8,8 +8,8 @@
  *   With no files it replays the bundled synthetic trace (bench/data/, found
  *   from $SLICEFIT_TOP or the current folder). RUNS (default 5) replays of
  *   seed 42 at --tune 1.3; prints the median, min and max wall time, the
- *   node evaluations the verdict cache left to the core, and the core's time
- *   per node. Pin it to one core: taskset -c 0 build/release/bench/bench_replay ...
+ *   node evaluations the verdict cache and the drift bound left to the core,
+ *   the FIT verdicts the bound kept, and the core's time per node. Pin it to one core: taskset -c 0 build/release/bench/bench_replay ...
  */
 #include <math.h>
 #include <stdio.h>
@@ -81,9 +81,10 @@ int main(int argc, char **argv)
     hi = wall[i] > hi ? wall[i] : hi;
   }
   printf("%-10s runs %d  wall_s median %.3f  min %.3f  max %.3f  pods %zu  alloc@100 %.2f%%  "
-         "decision_us p50 %.1f p99 %.1f  node_eval_us %.3f\n",
+         "decision_us p50 %.1f p99 %.1f  node_eval_us %.3f  nodes evaluated %zu  verdicts kept "
+         "%zu\n",
          policy, runs, med, lo, hi, last.pods_arrived, last.alloc_pct_at[4], last.decision_us_p50,
-         last.decision_us_p99, last.node_eval_us);
+         last.decision_us_p99, last.node_eval_us, last.nodes_evaluated, last.verdicts_kept);
   sf_replay_result_dispose(&last);
   sf_replay_trace_dispose(&t);
   return 0;

@@ -113,10 +113,48 @@ static void load_shapes(pk_mix_t *mx, const sf__shape_t *src, size_t n, bool lea
   }
 }
 
+static bool same_gpu(const shape_t *a, const shape_t *b)
+{
+  return a->amount == b->amount && a->count == b->count && a->island == b->island &&
+         a->models == b->models;
+}
+
 static bool same_shape(const shape_t *a, const shape_t *b)
 {
-  return a->cpu_milli == b->cpu_milli && a->amount == b->amount && a->count == b->count &&
-         a->island == b->island && a->models == b->models;
+  return a->cpu_milli == b->cpu_milli && same_gpu(a, b);
+}
+
+/*
+ * The mix's shapes grouped by their GPU side, in the order each side first
+ * comes, by CPU within a group, with the running sum of their weights.
+ */
+static void group(pk_mix_t *mx)
+{
+  bool placed[SF__MIX_MAX + 1] = {false};
+  uint32_t k = 0;
+  mx->ngroup = 0;
+  for (size_t i = 0; i < mx->nmix; i++) {
+    if (placed[i])
+      continue;
+    group_t *g = &mx->group[mx->ngroup++];
+    g->first = k;
+    for (size_t j = i; j < mx->nmix; j++) {
+      if (placed[j] || !same_gpu(&mx->mix[i], &mx->mix[j]))
+        continue;
+      placed[j] = true;
+      uint32_t at = k++;
+      for (; at > g->first && mx->mcpu[at - 1] > mx->mix[j].cpu_milli; at--) {
+        mx->member[at] = mx->member[at - 1];
+        mx->mcpu[at] = mx->mcpu[at - 1];
+      }
+      mx->member[at] = (uint16_t)j;
+      mx->mcpu[at] = mx->mix[j].cpu_milli;
+    }
+    g->n = k - g->first;
+  }
+  mx->qsum[0] = 0;
+  for (uint32_t m = 0; m < k; m++)
+    mx->qsum[m + 1] = mx->qsum[m] + mx->mix[mx->member[m]].q;
 }
 
 /* The id of a shape among every shape the packer scored since its universe began. */
@@ -246,6 +284,7 @@ void sf__mix_load(sf_packer_t *p)
   mx->islands = false;
   for (size_t i = 0; i < mx->nmix; i++)
     mx->islands = mx->islands || mx->mix[i].island;
+  group(mx);
   mx->mixhash = hash_mix(mx->mix, mx->nmix, true);
   mx->shapehash = hash_mix(mx->mix, mx->nmix, false);
   drift(mx);

@@ -27,12 +27,22 @@ typedef struct {
   int64_t q; /* w in steps of 1/WEIGHT_ONE */
 } shape_t;
 
+/* Shapes of the mix alike but for their CPU: one GPU side (what a device hosts) for them all. */
+typedef struct {
+  uint32_t first, n; /* its shapes: pk_mix_t.member[first .. first + n) */
+} group_t;
+
 typedef struct {
   shape_t mix[SF__MIX_MAX + 1];
   size_t nmix;
-  bool islands;       /* a shape needs one island */
-  uint64_t mixhash;   /* shapes and weights */
-  uint64_t shapehash; /* shapes only: what per-shape statistics depend on */
+  group_t group[SF__MIX_MAX + 1];
+  size_t ngroup;
+  uint16_t member[SF__MIX_MAX + 1]; /* shape indices, group by group, by CPU within a group */
+  int64_t mcpu[SF__MIX_MAX + 1];    /* their CPU */
+  int64_t qsum[SF__MIX_MAX + 2];    /* Σ q of member[0 .. k) */
+  bool islands;                     /* a shape needs one island */
+  uint64_t mixhash;                 /* shapes and weights */
+  uint64_t shapehash;               /* shapes only: what per-shape statistics depend on */
   double scarcity[SF__MODELS + 1];
   /* the index's learned mix, as last read */
   sf__shape_t learned[SF__MIX_MAX];

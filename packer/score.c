@@ -120,9 +120,13 @@ static void fshapes(sf_packer_t *p, hnode_t *h)
       h->fs = sf_xrealloc(h->fs, mx->nmix * sizeof(*h->fs));
       h->fscap = mx->nmix;
     }
-    for (size_t i = 0; i < mx->nmix; i++) {
-      shape_stats(p, h, &mx->mix[i], NULL, &h->fs[i]);
-      h->fs[i].f = fshape(&mx->mix[i], &h->fs[i], h->total, h->cpu_free);
+    for (size_t g = 0; g < mx->ngroup; g++) { /* a group's shapes share their GPU statistics */
+      const uint16_t *mb = &mx->member[mx->group[g].first];
+      shape_stats(p, h, &mx->mix[mb[0]], NULL, &h->fs[mb[0]]);
+      for (uint32_t k = 0; k < mx->group[g].n; k++) {
+        h->fs[mb[k]] = h->fs[mb[0]];
+        h->fs[mb[k]].f = fshape(&mx->mix[mb[k]], &h->fs[mb[k]], h->total, h->cpu_free);
+      }
     }
     h->fversion = h->version;
     h->shapehash = mx->shapehash;
@@ -196,6 +200,17 @@ typedef struct {
  * and the property tests hold both to each other and to the reference
  * (test/packer/reference.c).
  */
+/* How many of a group's shapes, in CPU order, find `cpu` free (all when the node does not track CPU). */
+static uint32_t cpu_fits(const pk_mix_t *mx, const group_t *g, int64_t cpu)
+{
+  if (cpu < 0 || cpu >= mx->mcpu[g->first + g->n - 1])
+    return g->n;
+  uint32_t k = 0;
+  while (k < g->n && mx->mcpu[g->first + k] <= cpu)
+    k++;
+  return k;
+}
+
 static double frag_after_one(const sf_packer_t *p, const hnode_t *h, const after_t *af, int64_t total,
                              int64_t cpu_free, range_t *range)
 {
@@ -206,11 +221,21 @@ static double frag_after_one(const sf_packer_t *p, const hnode_t *h, const after
   int32_t fpb = d->fp, fpa = af->fp[0];
   sf_milli_t fab = d->fa, faa = af->fa[0];
   int64_t q = 0, lo = INT64_MAX, hi = INT64_MIN;
-  for (size_t i = 0; i < mx->nmix; i++) {
-    const shape_t *m = &mx->mix[i];
-    int64_t f = total;
+  /*
+   * A group's shapes find, before and after, the same thing where the CPU
+   * is there (`can`: its GPUs too small, or all of them when it cannot be
+   * hosted) and all of the free GPU where it is not; by CPU order, the
+   * first ka find the CPU after, the first kb (>= ka) before.
+   */
+  for (size_t gi = 0; gi < mx->ngroup; gi++) {
+    const group_t *g = &mx->group[gi];
+    const shape_t *m = &mx->mix[mx->member[g->first]];
+    int64_t can_a = total, can_b = h->total;
     if (m->count > 0) {
-      int32_t small = h->fs[i].small, nh = h->fs[i].nh;
+      const fstat_t *s = &h->fs[mx->member[g->first]];
+      int32_t small = s->small, nh = s->nh;
+      if (nh >= (int32_t)m->count)
+        can_b = small;
       if (gpu) {
         bool match = !m->models || (m->models & bit);
         bool hb = match && (m->amount == 0 ? (idle && fpb == 1000) : fab >= m->amount);
@@ -218,13 +243,25 @@ static double frag_after_one(const sf_packer_t *p, const hnode_t *h, const after
         small += (hb ? 0 : -fpb) + (ha ? 0 : fpa);
         nh += (int32_t)ha - (int32_t)hb;
       }
-      if ((cpu_free < 0 || cpu_free >= m->cpu_milli) && nh >= (int32_t)m->count)
-        f = small;
+      if (nh >= (int32_t)m->count)
+        can_a = small;
     }
-    int64_t df = f - h->fs[i].f;
-    q += m->q * df;
-    lo = df < lo ? df : lo;
-    hi = df > hi ? df : hi;
+    uint32_t ka = cpu_fits(mx, g, cpu_free), kb = cpu_fits(mx, g, h->cpu_free);
+    const int64_t *qs = &mx->qsum[g->first];
+    int64_t qa = qs[ka] - qs[0], qb = qs[kb] - qs[0], qg = qs[g->n] - qs[0];
+    q += can_a * qa + total * (qg - qa) - can_b * qb - h->total * (qg - qb);
+    if (ka > 0) { /* the CPU is there after */
+      lo = can_a - can_b < lo ? can_a - can_b : lo;
+      hi = can_a - can_b > hi ? can_a - can_b : hi;
+    }
+    if (kb > ka) { /* only before */
+      lo = total - can_b < lo ? total - can_b : lo;
+      hi = total - can_b > hi ? total - can_b : hi;
+    }
+    if (kb < g->n) { /* neither */
+      lo = total - h->total < lo ? total - h->total : lo;
+      hi = total - h->total > hi ? total - h->total : hi;
+    }
   }
   *range = (range_t){lo, hi};
   return (double)q / WEIGHT_ONE;
