@@ -136,7 +136,8 @@ static uint32_t place(sf_packer_t *p, sf_verdict_t *v)
   if (rc == SEARCH_OK) {
     v->fit = SF_FIT_YES;
     v->raw = raw;
-    sf__score_sens(p, &v->cost, v->sens);
+    if (p->score.bounds)
+      sf__score_sens(p, &v->cost, v->sens);
     return 0;
   }
   if (sr->unknown) {

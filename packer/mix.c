@@ -124,10 +124,7 @@ static bool same_shape(const shape_t *a, const shape_t *b)
   return a->cpu_milli == b->cpu_milli && same_gpu(a, b);
 }
 
-/*
- * The mix's shapes grouped by their GPU side, in the order each side first
- * comes, by CPU within a group, with the running sum of their weights.
- */
+/* The mix's shapes grouped by their GPU side, in the order each side first comes. */
 static void group(pk_mix_t *mx)
 {
   bool placed[SF__MIX_MAX + 1] = {false};
@@ -138,23 +135,13 @@ static void group(pk_mix_t *mx)
       continue;
     group_t *g = &mx->group[mx->ngroup++];
     g->first = k;
-    for (size_t j = i; j < mx->nmix; j++) {
-      if (placed[j] || !same_gpu(&mx->mix[i], &mx->mix[j]))
-        continue;
-      placed[j] = true;
-      uint32_t at = k++;
-      for (; at > g->first && mx->mcpu[at - 1] > mx->mix[j].cpu_milli; at--) {
-        mx->member[at] = mx->member[at - 1];
-        mx->mcpu[at] = mx->mcpu[at - 1];
+    for (size_t j = i; j < mx->nmix; j++)
+      if (!placed[j] && same_gpu(&mx->mix[i], &mx->mix[j])) {
+        placed[j] = true;
+        mx->member[k++] = (uint16_t)j;
       }
-      mx->member[at] = (uint16_t)j;
-      mx->mcpu[at] = mx->mix[j].cpu_milli;
-    }
     g->n = k - g->first;
   }
-  mx->qsum[0] = 0;
-  for (uint32_t m = 0; m < k; m++)
-    mx->qsum[m + 1] = mx->qsum[m] + mx->mix[mx->member[m]].q;
 }
 
 /* The id of a shape among every shape the packer scored since its universe began. */

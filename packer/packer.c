@@ -106,9 +106,11 @@ static void node_eval(sf_packer_t *p, sf_node_id node, sf_verdict_t *v)
   v->score = 0;
   v->reason[0] = '\0';
   v->cost = 0.0;
-  memset(v->sens, 0, sizeof(v->sens));
+  for (int k = 0; k <= SF_DRIFT_TERMS; k++)
+    v->sens[k] = 0.0;
   p->node = node;
-  sf__score_begin(&p->score);
+  if (p->score.bounds)
+    sf__score_begin(&p->score);
   if (!host_fits(p, node, v))
     return;
   if (p->fast.kind != FAST_NONE && sf__fast_eval(p, node, v))
@@ -132,7 +134,8 @@ static void node_eval(sf_packer_t *p, sf_node_id node, sf_verdict_t *v)
   }
   v->fit = SF_FIT_YES;
   v->raw = raw;
-  sf__score_sens(p, &v->cost, v->sens);
+  if (p->score.bounds)
+    sf__score_sens(p, &v->cost, v->sens);
 }
 
 /* ---- public entry points ---- */
@@ -160,7 +163,7 @@ int sf_packer_evaluate(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol,
       return SF_ENOENT;
   if (demand->nclaims == 0 && demand->cpu_milli == 0 && demand->mem_bytes == 0) {
     for (size_t i = 0; i < n; i++)
-      out[i] = (sf_verdict_t){SF_FIT_YES, 0.0, 0, "", 0.0, {0.0}};
+      out[i] = (sf_verdict_t){SF_FIT_YES, 0.0, 0, 0.0, {0.0}, ""};
     return 0;
   }
   prepare(p, idx, pol, demand, flags);
@@ -195,7 +198,7 @@ sf_fit_t sf_packer_place(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol
   pk_search_t *s = &p->search;
   p->last_node = -1;
   if (!sf_index_node_live(idx, node)) {
-    v = (sf_verdict_t){SF_FIT_NO, 0.0, 0, "no such node", 0.0, {0.0}};
+    v = (sf_verdict_t){SF_FIT_NO, 0.0, 0, 0.0, {0.0}, "no such node"};
   } else {
     prepare(p, idx, pol, demand, 0);
     node_eval(p, node, &v);

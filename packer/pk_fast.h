@@ -15,11 +15,11 @@ enum { FAST_NONE = 0, FAST_SIMPLE, FAST_ISLAND };
 typedef struct {
   uint64_t version; /* the node version it holds for */
   uint64_t sig;     /* the call's signature; 0: none */
-  double raw;       /* FIT, with the verdict's cost and sensitivities */
+  uint8_t fit;
+  double raw; /* FIT, with the verdict's cost and sensitivities */
   double cost, sens[SF_DRIFT_TERMS + 1];
   stats_t st; /* NO: what the reason is made from */
   uint32_t n, clen, largest;
-  uint8_t fit;
 } fmemo_t;
 
 typedef struct {

@@ -37,9 +37,7 @@ typedef struct {
   size_t nmix;
   group_t group[SF__MIX_MAX + 1];
   size_t ngroup;
-  uint16_t member[SF__MIX_MAX + 1]; /* shape indices, group by group, by CPU within a group */
-  int64_t mcpu[SF__MIX_MAX + 1];    /* their CPU */
-  int64_t qsum[SF__MIX_MAX + 2];    /* Σ q of member[0 .. k) */
+  uint16_t member[SF__MIX_MAX + 1]; /* shape indices, group by group */
   bool islands;                     /* a shape needs one island */
   uint64_t mixhash;                 /* shapes and weights */
   uint64_t shapehash;               /* shapes only: what per-shape statistics depend on */

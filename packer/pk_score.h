@@ -40,6 +40,7 @@ typedef struct { /* scratch */
   uint8_t bucket[STEP_BUCKETS]; /* the step at the low end of each bucket of costs */
   /* the node being scored (sf__score_begin): least cost, range of F's changes, scarce share */
   double vcost, vlo, vhi, vtaken, vtotal;
+  bool bounds; /* sf_packer_set_bounds: keep them, for the verdicts' cost and sens */
 } pk_score_t;
 
 /* F(before) of the node against the call's mix; caches its per-shape statistics. */
@@ -52,7 +53,8 @@ double sf__score(sf_packer_t *p, hnode_t *h, const pick_t *picks, size_t n);
 void sf__score_init(pk_score_t *s);
 /* A node's scoring begins: forget the last node's costs. */
 void sf__score_begin(pk_score_t *s);
-/* The node's least cost and how far its placements' costs can move with the mix (sf_verdict_t). */
+/* The node's least cost and how far its placements' costs can move with the mix (sf_verdict_t);
+ * with bounds on. */
 void sf__score_sens(const sf_packer_t *p, double *cost, double sens[SF_DRIFT_TERMS + 1]);
 void sf__score_dispose(pk_score_t *s);
 

@@ -124,7 +124,8 @@ static void fshapes(sf_packer_t *p, hnode_t *h)
       const uint16_t *mb = &mx->member[mx->group[g].first];
       shape_stats(p, h, &mx->mix[mb[0]], NULL, &h->fs[mb[0]]);
       for (uint32_t k = 0; k < mx->group[g].n; k++) {
-        h->fs[mb[k]] = h->fs[mb[0]];
+        if (k > 0)
+          h->fs[mb[k]] = h->fs[mb[0]];
         h->fs[mb[k]].f = fshape(&mx->mix[mb[k]], &h->fs[mb[k]], h->total, h->cpu_free);
       }
     }
@@ -200,17 +201,6 @@ typedef struct {
  * and the property tests hold both to each other and to the reference
  * (test/packer/reference.c).
  */
-/* How many of a group's shapes, in CPU order, find `cpu` free (all when the node does not track CPU). */
-static uint32_t cpu_fits(const pk_mix_t *mx, const group_t *g, int64_t cpu)
-{
-  if (cpu < 0 || cpu >= mx->mcpu[g->first + g->n - 1])
-    return g->n;
-  uint32_t k = 0;
-  while (k < g->n && mx->mcpu[g->first + k] <= cpu)
-    k++;
-  return k;
-}
-
 static double frag_after_one(const sf_packer_t *p, const hnode_t *h, const after_t *af, int64_t total,
                              int64_t cpu_free, range_t *range)
 {
@@ -221,21 +211,11 @@ static double frag_after_one(const sf_packer_t *p, const hnode_t *h, const after
   int32_t fpb = d->fp, fpa = af->fp[0];
   sf_milli_t fab = d->fa, faa = af->fa[0];
   int64_t q = 0, lo = INT64_MAX, hi = INT64_MIN;
-  /*
-   * A group's shapes find, before and after, the same thing where the CPU
-   * is there (`can`: its GPUs too small, or all of them when it cannot be
-   * hosted) and all of the free GPU where it is not; by CPU order, the
-   * first ka find the CPU after, the first kb (>= ka) before.
-   */
-  for (size_t gi = 0; gi < mx->ngroup; gi++) {
-    const group_t *g = &mx->group[gi];
-    const shape_t *m = &mx->mix[mx->member[g->first]];
-    int64_t can_a = total, can_b = h->total;
+  for (size_t i = 0; i < mx->nmix; i++) {
+    const shape_t *m = &mx->mix[i];
+    int64_t f = total;
     if (m->count > 0) {
-      const fstat_t *s = &h->fs[mx->member[g->first]];
-      int32_t small = s->small, nh = s->nh;
-      if (nh >= (int32_t)m->count)
-        can_b = small;
+      int32_t small = h->fs[i].small, nh = h->fs[i].nh;
       if (gpu) {
         bool match = !m->models || (m->models & bit);
         bool hb = match && (m->amount == 0 ? (idle && fpb == 1000) : fab >= m->amount);
@@ -243,42 +223,34 @@ static double frag_after_one(const sf_packer_t *p, const hnode_t *h, const after
         small += (hb ? 0 : -fpb) + (ha ? 0 : fpa);
         nh += (int32_t)ha - (int32_t)hb;
       }
-      if (nh >= (int32_t)m->count)
-        can_a = small;
+      if ((cpu_free < 0 || cpu_free >= m->cpu_milli) && nh >= (int32_t)m->count)
+        f = small;
     }
-    uint32_t ka = cpu_fits(mx, g, cpu_free), kb = cpu_fits(mx, g, h->cpu_free);
-    const int64_t *qs = &mx->qsum[g->first];
-    int64_t qa = qs[ka] - qs[0], qb = qs[kb] - qs[0], qg = qs[g->n] - qs[0];
-    q += can_a * qa + total * (qg - qa) - can_b * qb - h->total * (qg - qb);
-    if (ka > 0) { /* the CPU is there after */
-      lo = can_a - can_b < lo ? can_a - can_b : lo;
-      hi = can_a - can_b > hi ? can_a - can_b : hi;
-    }
-    if (kb > ka) { /* only before */
-      lo = total - can_b < lo ? total - can_b : lo;
-      hi = total - can_b > hi ? total - can_b : hi;
-    }
-    if (kb < g->n) { /* neither */
-      lo = total - h->total < lo ? total - h->total : lo;
-      hi = total - h->total > hi ? total - h->total : hi;
+    int64_t df = f - h->fs[i].f;
+    q += m->q * df;
+    if (range != NULL) {
+      lo = df < lo ? df : lo;
+      hi = df > hi ? df : hi;
     }
   }
-  *range = (range_t){lo, hi};
+  if (range != NULL)
+    *range = (range_t){lo, hi};
   return (double)q / WEIGHT_ONE;
 }
 
 /*
  * dF = Σ w F(after) - F(before), and the range of F(after) - F(before)
- * over the shapes. (Σ w (F(after) - F(before)) and Σ w F(after) - Σ w
+ * over the shapes (when `range` is not NULL). (Σ w (F(after) - F(before)) and Σ w F(after) - Σ w
  * F(before) are the same double: the sums are exact integers far below
  * 2^53 and WEIGHT_ONE is a power of two.)
  */
 static double frag_delta(sf_packer_t *p, hnode_t *h, const after_t *af, int64_t total,
                          int64_t cpu_free, range_t *range)
 {
-  fshapes(p, h);
-  if (af->n == 1 && !p->mix.islands && p->fast.on)
+  if (af->n == 1 && !p->mix.islands && p->fast.on) {
+    fshapes(p, h);
     return frag_after_one(p, h, af, total, cpu_free, range);
+  }
   fstats(p, h);
   int64_t q = 0, lo = INT64_MAX, hi = INT64_MIN;
   for (size_t i = 0; i < p->mix.nmix; i++) {
@@ -286,10 +258,13 @@ static double frag_delta(sf_packer_t *p, hnode_t *h, const after_t *af, int64_t 
     shape_after(p, h, i, af, &s);
     int64_t f = fshape(&p->mix.mix[i], &s, total, cpu_free);
     q += p->mix.mix[i].q * f;
-    lo = f - h->fs[i].f < lo ? f - h->fs[i].f : lo;
-    hi = f - h->fs[i].f > hi ? f - h->fs[i].f : hi;
+    if (range != NULL) {
+      lo = f - h->fs[i].f < lo ? f - h->fs[i].f : lo;
+      hi = f - h->fs[i].f > hi ? f - h->fs[i].f : hi;
+    }
   }
-  *range = (range_t){lo, hi};
+  if (range != NULL)
+    *range = (range_t){lo, hi};
   return (double)q / WEIGHT_ONE - h->fb;
 }
 
@@ -328,6 +303,11 @@ static double fgd_step(const sf_packer_t *p, double cost)
 {
   double rank = (double)(p->idx->nodes[p->node].order >> 11) / 9007199254740992.0; /* [0, 1) */
   return (double)step_of(&p->score, cost) + 0.001 * (1.0 - rank);
+}
+
+void sf_packer_set_bounds(sf_packer_t *p, bool on)
+{
+  p->score.bounds = on;
 }
 
 int sf_packer_step(const sf_packer_t *p, double cost)
@@ -509,9 +489,10 @@ double sf__score(sf_packer_t *p, hnode_t *h, const pick_t *picks, size_t n)
   }
   int64_t cpu = h->cpu_free >= 0 ? h->cpu_free - p->dem.dem->cpu_milli : h->cpu_free;
   range_t rg;
-  double df = frag_delta(p, h, &af, total, cpu, &rg), taken = 0.0;
+  double df = frag_delta(p, h, &af, total, cpu, p->score.bounds ? &rg : NULL), taken = 0.0;
   double cost = p->pol->strategy == SF_STRATEGY_FGD ? df : cost_fragmentation(p, h, &af, df, &taken);
-  keep(&p->score, h, cost, rg, taken);
+  if (p->score.bounds)
+    keep(&p->score, h, cost, rg, taken);
   return fgd_step(p, cost);
 }
 

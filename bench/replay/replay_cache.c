@@ -90,6 +90,7 @@ static void assign_shapes(run_t *r)
   r->joined = sf_xcalloc(JOINED_SLOTS, sizeof(*r->joined));
   r->joined_epoch = sf_xcalloc(JOINED_SLOTS, sizeof(*r->joined_epoch));
   r->joined_at = sf_xcalloc(JOINED_SLOTS, sizeof(*r->joined_at));
+  sf_packer_set_bounds(r->pk, r->bounded);
   r->unsure = sf_xcalloc(r->nnodes + 1, sizeof(*r->unsure));
   if (r->bounded)
     r->vb = sf_xcalloc(r->nshapes * (r->nnodes + 1), sizeof(*r->vb));

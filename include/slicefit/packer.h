@@ -27,20 +27,22 @@ typedef enum { SF_FIT_NO = 0, SF_FIT_YES = 1, SF_FIT_UNSURE = 2 } sf_fit_t;
 
 typedef struct {
   sf_fit_t fit;
-  double raw;                 /* strategy's score of the placement, higher is better (FIT only) */
-  int score;                  /* 0..SF_SCORE_MAX over the evaluated FIT nodes: the best raw score (and
-                           only it) gets SF_SCORE_MAX, the others min-max over 0..SF_SCORE_MAX-1 */
-  char reason[SF_REASON_MAX]; /* NO and UNSURE: one sentence */
+  double raw; /* strategy's score of the placement, higher is better (FIT only) */
+  int score;  /* 0..SF_SCORE_MAX over the evaluated FIT nodes: the best raw score (and only it) gets
+                 SF_SCORE_MAX, the others min-max over 0..SF_SCORE_MAX-1 */
   /*
    * fgd and fragmentation, FIT: the least cost of the placements scored on
    * the node, in milli-GPUs (raw's integer part is sf_packer_step(cost)),
    * and how far it can move while the node does not change but the mix it
    * is scored with does: by at most the sum over k of sens[k] times how far
    * term k of sf_mix_drift moved since, plus sens[SF_DRIFT_TERMS] times
-   * sf_mix_joined of the epoch it was scored in. 0 otherwise.
+   * sf_mix_joined of the epoch it was scored in. Only with
+   * sf_packer_set_bounds on; 0 otherwise. (Next to fit, raw and score:
+   * one cache line for what a caller reads per node.)
    */
   double cost;
   double sens[SF_DRIFT_TERMS + 1];
+  char reason[SF_REASON_MAX]; /* NO and UNSURE: one sentence */
 } sf_verdict_t;
 
 /* One device chosen for one request. */
@@ -102,6 +104,15 @@ int sf_packer_commit(sf_packer_t *p, sf_index_t *idx, const sf_demand_t *demand,
  * O(shapes × devices of the node).
  */
 double sf_packer_node_frag(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol, sf_node_id node);
+
+/**
+ * Turns on (off by default) the verdicts' cost and sens, the bound a
+ * caller that keeps verdicts across calls uses to know which of them a
+ * move of the learned mix cannot have changed (the replay does; the
+ * extender asks every node again). About 6% more instructions per
+ * evaluate call; fit, raw and score are the same either way.
+ */
+void sf_packer_set_bounds(sf_packer_t *p, bool on);
 
 /**
  * FGD's integer node score of a cost in milli-GPUs, 100 x sigmoid(-cost /

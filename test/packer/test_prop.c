@@ -484,6 +484,8 @@ static void drift_bound(const char *strategy, const char *choice, bool fast, uin
   sf_node_id nodes[NODES];
   char holder[32];
   prop_setup(&idx, &pk, &pol, nodes, strategy, choice, fast, seed, "mix_coverage", "90");
+  sf_packer_set_bounds(pk, true);
+  sf_packer_t *plain = sf_packer_create(); /* bounds off: the same verdicts, cost and sens 0 */
   enum { PROBES = 5, LEARNED = 64 };
   rclaim_t probes[PROBES], learned[LEARNED];
   for (int k = 0; k < PROBES; k++)
@@ -526,7 +528,14 @@ static void drift_bound(const char *strategy, const char *choice, bool fast, uin
         }
     }
     int k = (int)below(PROBES);
+    sf_verdict_t u[NODES];
     cr_assert_eq(sf_packer_evaluate(pk, idx, &pol, &probes[k].c.dem, nodes, NODES, 0, v), 0);
+    cr_assert_eq(sf_packer_evaluate(plain, idx, &pol, &probes[k].c.dem, nodes, NODES, 0, u), 0);
+    for (int i = 0; i < NODES; i++) {
+      cr_assert(u[i].fit == v[i].fit && u[i].raw == v[i].raw && u[i].score == v[i].score,
+                "step %d node %d: bounds change the verdict", step, i);
+      cr_assert(u[i].cost == 0.0 && u[i].sens[0] == 0.0 && u[i].sens[SF_DRIFT_TERMS] == 0.0);
+    }
     sf_mix_drift_t dr;
     sf_mix_drift(pk, &dr);
     joined += dr.epoch != epoch0;
@@ -559,6 +568,7 @@ static void drift_bound(const char *strategy, const char *choice, bool fast, uin
   cr_assert_gt(moved, 50, "only %d costs moved within a finite bound", moved);
   cr_assert_gt(joined, 5, "only %d epochs", joined);
   sf_policy_dispose(&pol);
+  sf_packer_destroy(plain);
   sf_packer_destroy(pk);
   sf_index_destroy(idx);
 }
