@@ -201,41 +201,50 @@ typedef struct {
  * and the property tests hold both to each other and to the reference
  * (test/packer/reference.c).
  */
-static double frag_after_one(const sf_packer_t *p, const hnode_t *h, const after_t *af, int64_t total,
-                             int64_t cpu_free, range_t *range)
+SF_HOT double frag_one(const sf_packer_t *p, const hnode_t *h, const after_t *af, int64_t total,
+                       int64_t cpu_free, range_t *range, bool ranged)
 {
   const pk_mix_t *mx = &p->mix;
   const hdev_t *d = &h->d[af->k[0]];
-  bool gpu = d->fl & HD_GPU, idle = d->fl & HD_IDLE;
+  bool gpu = d->fl & HD_GPU, whole = (d->fl & HD_IDLE) && d->fp == 1000;
   uint64_t bit = 1ull << d->model_bit;
   int32_t fpb = d->fp, fpa = af->fp[0];
   sf_milli_t fab = d->fa, faa = af->fa[0];
   int64_t q = 0, lo = INT64_MAX, hi = INT64_MIN;
   for (size_t i = 0; i < mx->nmix; i++) {
     const shape_t *m = &mx->mix[i];
+    const fstat_t *s = &h->fs[i];
     int64_t f = total;
     if (m->count > 0) {
-      int32_t small = h->fs[i].small, nh = h->fs[i].nh;
-      if (gpu) {
-        bool match = !m->models || (m->models & bit);
-        bool hb = match && (m->amount == 0 ? (idle && fpb == 1000) : fab >= m->amount);
-        bool ha = match && m->amount != 0 && faa >= m->amount;
+      int32_t small = s->small, nh = s->nh;
+      if (gpu && (!m->models || (m->models & bit))) {
+        bool hb = m->amount == 0 ? whole : fab >= m->amount;
+        bool ha = m->amount != 0 && faa >= m->amount;
         small += (hb ? 0 : -fpb) + (ha ? 0 : fpa);
         nh += (int32_t)ha - (int32_t)hb;
+      } else if (gpu) { /* a model it cannot use: too small before and after */
+        small += fpa - fpb;
       }
       if ((cpu_free < 0 || cpu_free >= m->cpu_milli) && nh >= (int32_t)m->count)
         f = small;
     }
-    int64_t df = f - h->fs[i].f;
+    int64_t df = f - s->f;
     q += m->q * df;
-    if (range != NULL) {
+    if (ranged) {
       lo = df < lo ? df : lo;
       hi = df > hi ? df : hi;
     }
   }
-  if (range != NULL)
+  if (ranged)
     *range = (range_t){lo, hi};
   return (double)q / WEIGHT_ONE;
+}
+
+static double frag_after_one(const sf_packer_t *p, const hnode_t *h, const after_t *af, int64_t total,
+                             int64_t cpu_free, range_t *range)
+{
+  return range != NULL ? frag_one(p, h, af, total, cpu_free, range, true)
+                       : frag_one(p, h, af, total, cpu_free, NULL, false);
 }
 
 /*
@@ -313,6 +322,11 @@ void sf_packer_set_bounds(sf_packer_t *p, bool on)
 int sf_packer_step(const sf_packer_t *p, double cost)
 {
   return step_of(&p->score, cost);
+}
+
+double sf_packer_step_cost(const sf_packer_t *p, int k)
+{
+  return k <= 0 ? HUGE_VAL : k > 99 ? -HUGE_VAL : p->score.step[k];
 }
 
 double sf_packer_step_margin(const sf_packer_t *p, double cost)

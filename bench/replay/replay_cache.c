@@ -94,7 +94,7 @@ static void assign_shapes(run_t *r)
   r->unsure = sf_xcalloc(r->nnodes + 1, sizeof(*r->unsure));
   if (r->bounded)
     r->vb = sf_xcalloc(r->nshapes * (r->nnodes + 1), sizeof(*r->vb));
-  r->opt = sf_xcalloc(r->nnodes + 1, sizeof(*r->opt));
+  r->low = sf_xcalloc(r->nnodes + 1, sizeof(*r->low));
 }
 
 /* The node's state changed: its cached verdicts are stale, its free memory is re-read. */
@@ -303,9 +303,15 @@ static int contend(run_t *r, const sf_replay_pod_t *p, sf_demand_t *d, size_t of
     if (row[pos].fit && r->unsure[pos] != r->serial && p->mem_bytes <= r->mem_free[pos] &&
         before(r, row, pos, row[pos].key, best))
       best = pos;
+  /* The key an unsure verdict needs to come first: the best's, or one more when it ranks after it;
+   * its step reaches k exactly when its cost can be at most sf_packer_step_cost(k) (1e-5: FGD's
+   * formula decides within 1e-6 of a boundary). */
+  double at = best < 0 ? INFINITY : sf_packer_step_cost(r->pk, (int)row[best].key) + 1e-5;
+  double above = best < 0 ? INFINITY : sf_packer_step_cost(r->pk, (int)row[best].key + 1) + 1e-5;
   size_t n = 0;
   for (uint32_t pos = 0; pos < r->nnodes; pos++)
-    if (r->unsure[pos] == r->serial && before(r, row, pos, r->opt[pos], best)) {
+    if (r->unsure[pos] == r->serial &&
+        r->low[pos] <= (best >= 0 && r->rank[pos] < r->rank[best] ? at : above)) {
       r->stale_pos[n] = pos;
       r->stale_ids[n++] = r->nodes[pos];
     }
@@ -315,13 +321,14 @@ static int contend(run_t *r, const sf_replay_pod_t *p, sf_demand_t *d, size_t of
 /*
  * Whether the mix's drift since a FIT verdict may have moved its key (the
  * finer bound: each term of the drift at its own sensitivity, and the
- * shapes that joined since); *opt, then, the highest key it may have.
+ * shapes that joined since); *low, then, the least cost it may have now
+ * (-inf: no bound).
  */
-static bool moved(run_t *r, const vbound_t *b, const sf_mix_drift_t *dr, int *opt)
+static bool moved(run_t *r, const vbound_t *b, const sf_mix_drift_t *dr, double *low)
 {
   double j = b->epoch == dr->epoch ? 0.0 : joined(r, b->epoch);
   if (isinf(j)) {
-    *opt = INT32_MAX;
+    *low = -INFINITY;
     return true;
   }
   double m = -b->base + j * b->sens[SF_DRIFT_TERMS];
@@ -329,7 +336,7 @@ static bool moved(run_t *r, const vbound_t *b, const sf_mix_drift_t *dr, int *op
     m += b->sens[k] * dr->d[k];
   if (m <= 0.0 || m + 1e-3 < b->margin) /* 1e-3: rounding, far below a step */
     return false;
-  *opt = sf_packer_step(r->pk, b->cost - m - 1e-3);
+  *low = b->cost - m - 1e-3;
   return true;
 }
 
@@ -373,17 +380,17 @@ const vcache_t *sf__replay_evaluate(run_t *r, const sf_replay_pod_t *p, sf_deman
     const vcache_t *e = &row[pos];
     bool stale = !r->cached || e->stamp != r->stamp[pos] + 1;
     if (!stale && e->fit && e->mixver != r->mixver) {
-      int opt;
+      double low;
       if (!bounded) {
         stale = true;
       } else if ((e->epoch == (uint32_t)dr.epoch && total < e->until) ||
-                 !moved(r, &r->vb[off + pos], &dr, &opt)) {
+                 !moved(r, &r->vb[off + pos], &dr, &low)) {
         r->kept++;
-      } else if (opt == INT32_MAX) {
+      } else if (isinf(low)) {
         stale = true;
       } else if (p->mem_bytes <= r->mem_free[pos]) { /* else it cannot be chosen now */
         r->unsure[pos] = r->serial;
-        r->opt[pos] = opt;
+        r->low[pos] = low;
         nunsure++;
       }
     }

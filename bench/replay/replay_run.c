@@ -427,7 +427,7 @@ static void run_dispose(run_t *r)
   free(r->stale_pos);
   free(r->stale_v);
   free(r->unsure);
-  free(r->opt);
+  free(r->low);
   free(r->joined);
   free(r->joined_epoch);
   free(r->joined_at);

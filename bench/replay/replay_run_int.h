@@ -77,7 +77,7 @@ typedef struct {
   sf_verdict_t *stale_v;
   bool bounded;     /* verdicts stay while a bound shows the mix's drift left their key (lazy) */
   uint32_t *unsure; /* per node position: the pod serial whose key the drift may have moved */
-  int32_t *opt;     /* and the highest key it may have now */
+  double *low;      /* and the least cost it may have now */
   uint32_t serial;  /* of the pod being evaluated */
   size_t kept;      /* FIT verdicts the bound kept, for --json */
   double *joined;   /* per drift epoch (mod JOINED_SLOTS): sf_mix_joined, as of the pod joined_at */

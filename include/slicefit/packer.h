@@ -122,6 +122,12 @@ void sf_packer_set_bounds(sf_packer_t *p, bool on);
 int sf_packer_step(const sf_packer_t *p, double cost);
 
 /**
+ * The largest cost whose step is k or more: +inf for k <= 0, -inf past 99
+ * (FGD's formula decides within 1e-6 of it). O(1).
+ */
+double sf_packer_step_cost(const sf_packer_t *p, int k);
+
+/**
  * How far a cost can move either way and keep its step (0 on or next to a
  * boundary). O(1).
  */
