@@ -16,7 +16,10 @@ this at your copy of cluster-trace-gpu-v2023.
 --share P instead of a count adds CPU-only pods until they are P percent of
 the pods. The paper's cpuNNN lists are named that way (cpu050: 375 CPU-only
 pods of 7,439, 5.0%), so cpu050 with CPU-only pods of the default list to
-10, 20 and 25% stands in for cpu100, cpu200 and cpu250:
+10, 20 and 25% stands in for cpu100, cpu200 and cpu250. (The real lists,
+public in alibaba/clusterdata, are the default list's CPU-only rows drawn
+with repeats, first, then its 7,064 GPU pods: the same population; only
+which rows were drawn, and their names, differ. docs/replay.md.)
 
   bench/add-cpu-pods.py TRACE/openb_pod_list_cpu050.csv --share 25 \\
       --donor TRACE/openb_pod_list_default.csv > /tmp/cpu250v.csv
