@@ -153,6 +153,7 @@ static uint32_t universe_id(pk_mix_t *mx, const shape_t *m)
   if (mx->nuni == MIX_UNIVERSE) { /* full: begin again, and no older epoch can be bounded */
     mx->nuni = 0;
     mx->drift.epoch += MIX_EPOCHS;
+    mx->reset_at = mx->drift.moves + 1;
   }
   mx->uni[mx->nuni] = *m;
   return mx->nuni++;
@@ -207,12 +208,68 @@ static void drift(pk_mix_t *mx)
   }
   mx->drift.d[0] += (double)moved / WEIGHT_ONE;
   mx->drift.d[1] += (double)llabs(sum) / WEIGHT_ONE;
+  mx->drift.moves++;
+  if (mx->past != NULL) {
+    mixpast_t *m = &mx->past[mx->drift.moves % MIX_HISTORY];
+    m->moves = mx->drift.moves;
+    m->n = (uint16_t)mx->nmix;
+    for (size_t i = 0; i < mx->nmix; i++) {
+      m->uid[i] = mx->uid[i];
+      m->q[i] = (int32_t)mx->mix[i].q;
+    }
+  }
   memcpy(mx->prev, mx->mix, mx->nmix * sizeof(*mx->prev));
   memcpy(mx->prevuid, mx->uid, mx->nmix * sizeof(*mx->prevuid));
   mx->nprev = mx->nmix;
   mx->prevhash = mx->mixhash;
   mx->prevshapes = mx->shapehash;
   mx->prevepoch = mx->drift.epoch;
+}
+
+void sf__mix_history(pk_mix_t *mx, bool on)
+{
+  if (on && mx->past == NULL) {
+    mx->past = sf_xcalloc(MIX_HISTORY, sizeof(*mx->past));
+  } else if (!on) {
+    free(mx->past);
+    mx->past = NULL;
+  }
+}
+
+bool sf_mix_since(const sf_packer_t *p, uint64_t moves, double out[3])
+{
+  const pk_mix_t *mx = &p->mix;
+  if (mx->past == NULL || moves < mx->reset_at || moves > mx->drift.moves)
+    return false;
+  const mixpast_t *m = &mx->past[moves % MIX_HISTORY];
+  if (m->moves != moves)
+    return false;
+  int64_t then[MIX_UNIVERSE];
+  uint64_t had[MIX_SETWORDS] = {0};
+  int64_t moved = 0, sum = 0, joined = 0;
+  for (uint16_t j = 0; j < m->n; j++) {
+    then[m->uid[j]] = m->q[j];
+    had[m->uid[j] / 64] |= 1ull << (m->uid[j] % 64);
+  }
+  for (size_t i = 0; i < mx->nmix; i++) {
+    uint16_t u = mx->uid[i];
+    if (!(had[u / 64] >> (u % 64) & 1)) {
+      joined += mx->mix[i].q;
+      continue;
+    }
+    moved += llabs(mx->mix[i].q - then[u]);
+    sum += mx->mix[i].q - then[u];
+    then[u] = 0; /* counted */
+  }
+  for (uint16_t j = 0; j < m->n; j++) { /* gone since: their whole weight */
+    moved += then[m->uid[j]];
+    sum -= then[m->uid[j]];
+    then[m->uid[j]] = 0;
+  }
+  out[0] = (double)moved / WEIGHT_ONE;
+  out[1] = (double)llabs(sum) / WEIGHT_ONE;
+  out[2] = (double)joined / WEIGHT_ONE;
+  return true;
 }
 
 double sf_mix_joined(const sf_packer_t *p, uint64_t epoch)

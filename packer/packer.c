@@ -40,6 +40,7 @@ void sf_packer_destroy(sf_packer_t *p)
   sf__view_dispose(&p->view);
   sf__search_dispose(&p->search);
   sf__score_dispose(&p->score);
+  sf__mix_history(&p->mix, false);
   free(p->fast.memo);
   free(p);
 }

@@ -14,7 +14,16 @@
 #define WEIGHT_ONE 65536.0
 #define MIX_UNIVERSE 256 /* shapes a drift epoch's set can name */
 #define MIX_SETWORDS (MIX_UNIVERSE / 64)
-#define MIX_EPOCHS 1024 /* epochs whose set is kept (sf_mix_joined) */
+#define MIX_EPOCHS 1024  /* epochs whose set is kept (sf_mix_joined) */
+#define MIX_HISTORY 4096 /* mixes kept, with bounds on (sf_mix_since) */
+
+/* One mix as it was: its shapes' universe ids and weights. */
+typedef struct {
+  uint64_t moves; /* which one (drift.moves then) */
+  uint16_t n;
+  uint16_t uid[SF__MIX_MAX + 1];
+  int32_t q[SF__MIX_MAX + 1];
+} mixpast_t;
 
 /* One shape of the mix being scored against. */
 typedef struct {
@@ -63,7 +72,12 @@ typedef struct {
   uint32_t nuni;
   uint16_t uid[SF__MIX_MAX + 1], prevuid[SF__MIX_MAX + 1];
   uint64_t sets[MIX_EPOCHS][MIX_SETWORDS];
+  mixpast_t *past;   /* MIX_HISTORY of them, a ring, with bounds on; NULL otherwise */
+  uint64_t reset_at; /* drift.moves when the universe last began again (older ids mean nothing) */
 } pk_mix_t;
+
+/* Keeps (on) or drops the past mixes sf_mix_since compares with. */
+void sf__mix_history(pk_mix_t *mx, bool on);
 
 /* Loads the call's mix: the policy's (fgd with fgd_mix), else the learned one, else the demand's own. */
 void sf__mix_load(sf_packer_t *p);

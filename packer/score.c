@@ -317,6 +317,7 @@ static double fgd_step(const sf_packer_t *p, double cost)
 void sf_packer_set_bounds(sf_packer_t *p, bool on)
 {
   p->score.bounds = on;
+  sf__mix_history(&p->mix, on);
 }
 
 int sf_packer_step(const sf_packer_t *p, double cost)

@@ -90,6 +90,10 @@ static void assign_shapes(run_t *r)
   r->joined = sf_xcalloc(JOINED_SLOTS, sizeof(*r->joined));
   r->joined_epoch = sf_xcalloc(JOINED_SLOTS, sizeof(*r->joined_epoch));
   r->joined_at = sf_xcalloc(JOINED_SLOTS, sizeof(*r->joined_at));
+  r->since = sf_xcalloc(SINCE_SLOTS, sizeof(*r->since));
+  r->since_moves = sf_xcalloc(SINCE_SLOTS, sizeof(*r->since_moves));
+  r->since_at = sf_xcalloc(SINCE_SLOTS, sizeof(*r->since_at));
+  r->since_ok = sf_xcalloc(SINCE_SLOTS, sizeof(*r->since_ok));
   sf_packer_set_bounds(r->pk, r->bounded);
   r->unsure = sf_xcalloc(r->nnodes + 1, sizeof(*r->unsure));
   if (r->bounded)
@@ -257,7 +261,8 @@ static int evaluate(run_t *r, const sf_replay_pod_t *p, sf_demand_t *d, size_t r
     if (!r->bounded || !fit)
       continue;
     vbound_t *b = &r->vb[row + pos];
-    *b = (vbound_t){v->cost, {0}, 0.0, sf_packer_step_margin(r->pk, v->cost), dr.epoch};
+    *b = (vbound_t){v->cost, {0},      0.0,     sf_packer_step_margin(r->pk, v->cost),
+                    dr.d[2], dr.epoch, dr.moves};
     memcpy(b->sens, v->sens, sizeof(b->sens));
     double most = 0.0; /* the coarse bound: every term of the drift at the largest sensitivity */
     for (int k = 0; k < SF_DRIFT_TERMS; k++) {
@@ -279,6 +284,19 @@ static double joined(run_t *r, uint64_t epoch)
     r->joined[slot] = sf_mix_joined(r->pk, epoch);
   }
   return r->joined[slot];
+}
+
+/* sf_mix_since of a past mix, once per pod; false when it is no longer kept. */
+static bool since(run_t *r, uint64_t moves, const double **out)
+{
+  size_t slot = moves % SINCE_SLOTS;
+  if (r->since_moves[slot] != moves || r->since_at[slot] != r->serial) {
+    r->since_moves[slot] = moves;
+    r->since_at[slot] = r->serial;
+    r->since_ok[slot] = sf_mix_since(r->pk, moves, r->since[slot]);
+  }
+  *out = r->since[slot];
+  return r->since_ok[slot];
 }
 
 /* Does the node at pos, with key `key`, come before the one at best (-1: none) in the choice? */
@@ -326,17 +344,25 @@ static int contend(run_t *r, const sf_replay_pod_t *p, sf_demand_t *d, size_t of
  */
 static bool moved(run_t *r, const vbound_t *b, const sf_mix_drift_t *dr, double *low)
 {
-  double j = b->epoch == dr->epoch ? 0.0 : joined(r, b->epoch);
-  if (isinf(j)) {
-    *low = -INFINITY;
-    return true;
+  /* Summed over the moves since: O(1). */
+  double j = b->epoch == dr->epoch ? 0.0 : joined(r, b->epoch), m = INFINITY;
+  if (!isinf(j)) {
+    m = -b->base + j * b->sens[SF_DRIFT_TERMS];
+    for (int k = 0; k < SF_DRIFT_TERMS; k++)
+      m += b->sens[k] * dr->d[k];
+    if (m <= 0.0 || m + 1e-3 < b->margin) /* 1e-3: rounding, far below a step */
+      return false;
   }
-  double m = -b->base + j * b->sens[SF_DRIFT_TERMS];
-  for (int k = 0; k < SF_DRIFT_TERMS; k++)
-    m += b->sens[k] * dr->d[k];
-  if (m <= 0.0 || m + 1e-3 < b->margin) /* 1e-3: rounding, far below a step */
-    return false;
-  *low = b->cost - m - 1e-3;
+  /* The mix then against the mix now, directly: weights that went up and back down cancel. */
+  const double *s;
+  if (b->moves != dr->moves && since(r, b->moves, &s)) {
+    double direct = s[0] * b->sens[0] + s[1] * b->sens[1] + s[2] * b->sens[SF_DRIFT_TERMS] +
+                    (dr->d[2] - b->scarcity) * b->sens[2];
+    m = direct < m ? direct : m;
+    if (m <= 0.0 || m + 1e-3 < b->margin)
+      return false;
+  }
+  *low = isinf(m) ? -INFINITY : b->cost - m - 1e-3;
   return true;
 }
 
@@ -358,7 +384,7 @@ const vcache_t *sf__replay_evaluate(run_t *r, const sf_replay_pod_t *p, sf_deman
 {
   size_t off = (r->cached ? r->shape_of[p - r->t->pods] : 0) * (r->nnodes + 1);
   vcache_t *row = r->vc + off;
-  sf_mix_drift_t dr = {0, {0}};
+  sf_mix_drift_t dr = {0, 0, {0}};
   double total = 0.0;
   bool bounded = false;
   size_t n = 0, nunsure = 0;

@@ -431,6 +431,10 @@ static void run_dispose(run_t *r)
   free(r->joined);
   free(r->joined_epoch);
   free(r->joined_at);
+  free(r->since);
+  free(r->since_moves);
+  free(r->since_at);
+  free(r->since_ok);
   free(r->rank);
   free(r->specsel);
   free(r->sels);

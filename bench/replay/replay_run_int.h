@@ -14,6 +14,7 @@
 
 #define MAX_CLAIMS 16
 #define JOINED_SLOTS 256 /* drift epochs whose sf_mix_joined a pod remembers */
+#define SINCE_SLOTS 4096 /* past mixes whose sf_mix_since a pod remembers */
 #define MAX_REQS 16
 #define SPEC_CACHE_BASE 0x5f5e0000u /* selector cache keys: distinct from the CEL layer's ids */
 
@@ -39,7 +40,8 @@ typedef struct {
 typedef struct {
   double cost, sens[SF_DRIFT_TERMS + 1], base; /* base: Σ sens x drift when scored */
   double margin;                               /* how far the cost can move and keep its step */
-  uint64_t epoch;
+  double scarcity;                             /* the drift's scarcity term when scored */
+  uint64_t epoch, moves;                       /* the drift's epoch and moves when scored */
 } vbound_t;
 
 typedef struct {
@@ -83,6 +85,10 @@ typedef struct {
   double *joined;   /* per drift epoch (mod JOINED_SLOTS): sf_mix_joined, as of the pod joined_at */
   uint64_t *joined_epoch;
   uint32_t *joined_at;
+  double (*since)[3]; /* per mix (drift moves, mod SINCE_SLOTS): sf_mix_since, as of since_at */
+  uint64_t *since_moves;
+  uint32_t *since_at;
+  bool *since_ok;
   uint32_t *rank;              /* per node position: the tie order (rank_nodes) */
   bool learn;                  /* fragmentation: the index learns the mix from every pod */
   uint64_t mixhash;            /* the learned mix the cached verdicts were scored with */

@@ -61,6 +61,7 @@ void sf_mix_publish(sf_index_t *idx);
  */
 typedef struct {
   uint64_t epoch;
+  uint64_t moves; /* how many times the mix moved: names the mix now (sf_mix_since) */
   double d[SF_DRIFT_TERMS];
 } sf_mix_drift_t;
 
@@ -73,6 +74,18 @@ void sf_mix_drift(const sf_packer_t *p, sf_mix_drift_t *out);
  * tell (the last 1,024 are kept). O(shapes).
  */
 double sf_mix_joined(const sf_packer_t *p, uint64_t epoch);
+
+/**
+ * With bounds on (sf_packer_set_bounds), how far the mix now is from the
+ * mix as it was after `moves` moves, measured directly rather than summed
+ * over the moves between (a weight that went up and back down has not
+ * moved): out[0], the sum of the weight changes of the shapes it had then
+ * (a shape since gone counts its whole weight); out[1], the change of
+ * those shapes' total weight; out[2], the weight of the shapes it did not
+ * have. 1 = the whole mix. False when that mix is no longer kept (the
+ * last 4,096 are). O(shapes).
+ */
+bool sf_mix_since(const sf_packer_t *p, uint64_t moves, double out[3]);
 
 /** Forgets the learned mix (a relist learns it again). */
 void sf_mix_clear(sf_index_t *idx);

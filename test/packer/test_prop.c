@@ -493,8 +493,9 @@ static void drift_bound(const char *strategy, const char *choice, bool fast, uin
   probe_t seen[PROBES][NODES];
   memset(seen, 0, sizeof(seen));
   uint32_t changes[NODES] = {0};
-  int nlearned = 0, checked = 0, moved = 0, joined = 0;
+  int nlearned = 0, checked = 0, moved = 0, joined = 0, tighter = 0;
   uint64_t epoch0 = 0;
+  sf_mix_drift_t dr_last = {0, 0, {0}};
   sf_verdict_t v[NODES];
   for (int step = 0; step < 400; step++) {
     uint32_t what = below(8);
@@ -538,6 +539,7 @@ static void drift_bound(const char *strategy, const char *choice, bool fast, uin
     }
     sf_mix_drift_t dr;
     sf_mix_drift(pk, &dr);
+    dr_last = dr;
     joined += dr.epoch != epoch0;
     epoch0 = dr.epoch;
     cr_assert_eq(sf_mix_joined(pk, dr.epoch), 0.0, "nothing joined since now");
@@ -557,6 +559,16 @@ static void drift_bound(const char *strategy, const char *choice, bool fast, uin
         cr_assert_leq(fabs(v[i].cost - s->cost), bound,
                       "step %d node %d probe %d: cost %.6f then %.6f, bound %.6f", step, i, k,
                       s->cost, v[i].cost, bound);
+        double since[3]; /* the same, with the mix then against the mix now directly */
+        if (sf_mix_since(pk, s->dr.moves, since)) {
+          double direct = since[0] * s->sens[0] + since[1] * s->sens[1] +
+                          since[2] * s->sens[SF_DRIFT_TERMS] + (dr.d[2] - s->dr.d[2]) * s->sens[2] +
+                          1e-6;
+          cr_assert_leq(fabs(v[i].cost - s->cost), direct,
+                        "step %d node %d probe %d: cost %.6f then %.6f, direct bound %.6f", step, i,
+                        k, s->cost, v[i].cost, direct);
+          tighter += direct < bound;
+        }
         checked++;
         moved += v[i].cost != s->cost && !isinf(bound);
       }
@@ -567,6 +579,10 @@ static void drift_bound(const char *strategy, const char *choice, bool fast, uin
   cr_assert_gt(checked, 500, "only %d verdicts checked", checked);
   cr_assert_gt(moved, 50, "only %d costs moved within a finite bound", moved);
   cr_assert_gt(joined, 5, "only %d epochs", joined);
+  cr_assert_gt(tighter, 50, "the direct bound was tighter only %d times", tighter);
+  double none[3];
+  cr_assert(!sf_mix_since(pk, dr_last.moves + 1, none), "a mix to come is unknown");
+  cr_assert(!sf_mix_since(plain, 0, none), "without bounds no past is kept");
   sf_policy_dispose(&pol);
   sf_packer_destroy(plain);
   sf_packer_destroy(pk);
