@@ -377,8 +377,9 @@ static bool moved(run_t *r, const vbound_t *b, const sf_mix_drift_t *dr, double 
  * bound (r->bounded) a verdict stays when its cost, moved by as much as the
  * mix's drift since allows either way, stays within one of FGD's steps; a
  * verdict whose step may have moved is scored again only if its highest
- * step could win the choice (contenders()). The choice is the one every
- * verdict scored again gives; test_replay holds the two to each other.
+ * step could win the choice (contend()). The choice is the one every
+ * verdict scored again gives; replay_method::drift_bound_changes_nothing
+ * holds the two to each other.
  */
 const vcache_t *sf__replay_evaluate(run_t *r, const sf_replay_pod_t *p, sf_demand_t *d)
 {
