@@ -55,9 +55,10 @@ void sf_mix_publish(sf_index_t *idx);
  * weights (the sum of each shape's weight change, 1 = the whole mix);
  * term 1, the weights' total (their rounding: sums of |change of the sum|);
  * term 2, the models' scarcity (sums of the largest change). The epoch
- * moves when a shape joins the mix: verdicts of another epoch have no
- * bound. A caller that keeps verdicts (sf_verdict_t.cost and .sens) knows
- * which of them a move of the mix cannot change.
+ * moves whenever the set of shapes changes: sf_mix_joined weighs the
+ * shapes that joined since an epoch. A caller that keeps verdicts
+ * (sf_verdict_t.cost and .sens) knows which of them a move of the mix
+ * cannot change.
  */
 typedef struct {
   uint64_t epoch;

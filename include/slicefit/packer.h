@@ -36,9 +36,11 @@ typedef struct {
    * and how far it can move while the node does not change but the mix it
    * is scored with does: by at most the sum over k of sens[k] times how far
    * term k of sf_mix_drift moved since, plus sens[SF_DRIFT_TERMS] times
-   * sf_mix_joined of the epoch it was scored in. Only with
-   * sf_packer_set_bounds on; 0 otherwise. (Next to fit, raw and score:
-   * one cache line for what a caller reads per node.)
+   * sf_mix_joined of the epoch it was scored in; or, measured directly
+   * with sf_mix_since(moves then), sens[0] x out[0] + sens[1] x out[1] +
+   * sens[SF_DRIFT_TERMS] x out[2] plus sens[2] times the scarcity term's
+   * move. Only with sf_packer_set_bounds on; 0 otherwise. (Next to fit,
+   * raw and score: one cache line for what a caller reads per node.)
    */
   double cost;
   double sens[SF_DRIFT_TERMS + 1];
@@ -109,8 +111,9 @@ double sf_packer_node_frag(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *p
  * Turns on (off by default) the verdicts' cost and sens, the bound a
  * caller that keeps verdicts across calls uses to know which of them a
  * move of the learned mix cannot have changed (the replay does; the
- * extender asks every node again). About 6% more instructions per
- * evaluate call; fit, raw and score are the same either way.
+ * extender asks every node again), and the last 4,096 mixes for
+ * sf_mix_since (about 3 MiB). On, about 6% more instructions per evaluate
+ * call; fit, raw and score are the same either way.
  */
 void sf_packer_set_bounds(sf_packer_t *p, bool on);
 
