@@ -167,8 +167,8 @@ static uint32_t universe_id(pk_mix_t *mx, const shape_t *m)
  */
 static void drift(pk_mix_t *mx)
 {
-  if (mx->mixhash == mx->prevhash)
-    return;
+  if (mx->past == NULL || mx->mixhash == mx->prevhash)
+    return; /* bounds off (no caller reads the drift), or nothing moved */
   int64_t moved = 0, sum = 0;
   if (mx->shapehash == mx->prevshapes && mx->nmix == mx->nprev) {
     memcpy(mx->uid, mx->prevuid, mx->nmix * sizeof(*mx->uid));
@@ -229,7 +229,15 @@ static void drift(pk_mix_t *mx)
 void sf__mix_history(pk_mix_t *mx, bool on)
 {
   if (on && mx->past == NULL) {
+    /* The drift was not followed while off: begin again from no mix, in a new universe, so that
+     * the next load counts the whole mix as joined and no earlier epoch or mix is bounded. */
     mx->past = sf_xcalloc(MIX_HISTORY, sizeof(*mx->past));
+    mx->nuni = 0;
+    mx->nprev = 0;
+    mx->prevhash = mx->prevshapes = 0;
+    mx->drift.epoch += MIX_EPOCHS;
+    mx->prevepoch = mx->drift.epoch;
+    mx->reset_at = mx->drift.moves + 1;
   } else if (!on) {
     free(mx->past);
     mx->past = NULL;
@@ -275,7 +283,7 @@ bool sf_mix_since(const sf_packer_t *p, uint64_t moves, double out[3])
 double sf_mix_joined(const sf_packer_t *p, uint64_t epoch)
 {
   const pk_mix_t *mx = &p->mix;
-  if (epoch > mx->drift.epoch || mx->drift.epoch - epoch >= MIX_EPOCHS)
+  if (mx->past == NULL || epoch > mx->drift.epoch || mx->drift.epoch - epoch >= MIX_EPOCHS)
     return INFINITY;
   const uint64_t *set = mx->sets[epoch % MIX_EPOCHS];
   int64_t q = 0;

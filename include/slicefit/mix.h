@@ -66,13 +66,13 @@ typedef struct {
   double d[SF_DRIFT_TERMS];
 } sf_mix_drift_t;
 
-/** The packer's mix drift as of its last call (sf_mix_hash included). */
+/** The packer's mix drift as of its last call (sf_mix_hash included); followed with bounds on. */
 void sf_mix_drift(const sf_packer_t *p, sf_mix_drift_t *out);
 
 /**
  * The weight of the shapes in the packer's mix now that were not in it at
  * `epoch` (1 = the whole mix), or infinity when that epoch is too old to
- * tell (the last 1,024 are kept). O(shapes).
+ * tell (the last 1,024 are kept) or bounds are off. O(shapes).
  */
 double sf_mix_joined(const sf_packer_t *p, uint64_t epoch);
 

@@ -589,6 +589,38 @@ static void drift_bound(const char *strategy, const char *choice, bool fast, uin
   sf_index_destroy(idx);
 }
 
+/*
+ * FGD's step from the bucket table (sf_packer_step) against its formula,
+ * 100 x sigmoid(-cost / 1000) truncated, away from the boundaries where the
+ * formula itself decides; the boundary costs (sf_packer_step_cost) and the
+ * margins (sf_packer_step_margin) around them.
+ */
+Test(prop, step_table_matches_the_formula)
+{
+  sf_packer_t *pk = sf_packer_create();
+  rng = 41;
+  cr_assert(isinf(sf_packer_step_cost(pk, 0)) && sf_packer_step_cost(pk, 0) > 0);
+  cr_assert(isinf(sf_packer_step_cost(pk, 100)) && sf_packer_step_cost(pk, 100) < 0);
+  for (int k = 1; k < 100; k++) {
+    double t = sf_packer_step_cost(pk, k);
+    cr_assert_eq(sf_packer_step(pk, t - 1e-3), k, "just below the %d boundary", k);
+    cr_assert_eq(sf_packer_step(pk, t + 1e-3), k - 1, "just above the %d boundary", k);
+    cr_assert_leq(sf_packer_step_margin(pk, t), 1e-6, "no margin on the %d boundary", k);
+  }
+  for (int i = 0; i < 200000; i++) {
+    double cost = ((double)(next() % 12000000) - 6000000.0) / 1000.0; /* -6000 .. 6000, 1e-3 steps */
+    int k = sf_packer_step(pk, cost);
+    double m = sf_packer_step_margin(pk, cost);
+    if (m > 0.0) {
+      cr_assert_eq(k, (int)floor(100.0 / (1.0 + exp(cost / 1000.0))), "cost %.3f", cost);
+      cr_assert_eq(sf_packer_step(pk, cost - m), k, "cost %.3f - margin %.6f", cost, m);
+      cr_assert_eq(sf_packer_step(pk, cost + m), k, "cost %.3f + margin %.6f", cost, m);
+    }
+    cr_assert(k >= 0 && k <= 99);
+  }
+  sf_packer_destroy(pk);
+}
+
 Test(prop, drift_bounds_the_cost_fragmentation)
 {
   drift_bound("fragmentation", "packer", true, 31);
