@@ -23,12 +23,14 @@ PKGS     := libmicrohttpd jansson libcurl libuv yaml-0.1 gnutls
 # What each goal needs from Debian: running (make run) only the compiler and the six
 # libraries (GnuTLS for the serving TLS priorities); the tests also Criterion, openssl (test certificates), procps (pgrep: no
 # test process outlives its suite), promtool (the prometheus package: the /metrics
-# lint), and for the runtime image the CA bundle and umoci (test/manifests unpacks the
-# image with it); make deps installs all, clang and valgrind too.
+# lint), for the runtime image the CA bundle and umoci (test/manifests unpacks the
+# image with it), and python3-scipy (bench/packing-bounds.py solves its LP with HiGHS:
+# a solver we test against, not one we write); make deps installs all, clang and
+# valgrind too.
 RUN_DEB_PKGS  := build-essential pkg-config libmicrohttpd-dev libjansson-dev \
                  libcurl4-openssl-dev libuv1-dev libyaml-dev libgnutls28-dev
 TEST_DEB_PKGS := $(RUN_DEB_PKGS) libcriterion-dev openssl prometheus procps ca-certificates umoci \
-                 clang-format
+                 clang-format python3-scipy
 DEB_PKGS      := $(TEST_DEB_PKGS) clang libclang-rt-14-dev valgrind
 
 # Flags in named layers (Redis's src/Makefile).
@@ -204,6 +206,7 @@ endif
 test-suites: format-check $(PROGS) $(TOOL_BINS) $(TEST_BINS) check-pure $(IMAGE_FOR_TESTS)
 	@rm -rf $(SAN_DIR); mkdir -p $(SAN_DIR)
 	@set -e; for t in $(TEST_BINS); do echo "== $$t"; $$t --jobs 2; $(MAKE) --no-print-directory no-strays sanitizer-reports; done
+	@echo "== test/bench/packing_bounds_test.py"; /usr/bin/python3 test/bench/packing_bounds_test.py
 	@for tool in kubectl promtool; do command -v $$tool >/dev/null 2>&1 || \
 	  echo "note: $$tool is not on PATH: the tests that need it were skipped (SKIPPED lines above)"; done
 	@echo "all test suites passed"

@@ -97,8 +97,9 @@ def pack(nodes, pods):
     return placed
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def trace_args(doc):
+    """The command line both reference scripts take: (nodes, pods, seeds, tune)."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--nodes", required=True)
     ap.add_argument("--pods", required=True)
     ap.add_argument("--seeds", default="42-51", help="A-B or one seed")
@@ -108,10 +109,15 @@ def main():
     seeds = range(int(lo), int(hi or lo) + 1)
     nodes = list(csv.DictReader(open(a.nodes, newline="")))
     pods = list(csv.DictReader(open(a.pods, newline="")))
+    return nodes, pods, seeds, a.tune
+
+
+def main():
+    nodes, pods, seeds, tune = trace_args(__doc__)
     cap = sum(int(n["gpu"]) for n in nodes) * 1000
     unalloc = []
     for s in seeds:
-        placed = pack(nodes, arrived_at_100(pods, cap, s, a.tune))
+        placed = pack(nodes, arrived_at_100(pods, cap, s, tune))
         unalloc.append(100.0 - 100.0 * placed / cap)
         print("seed %d: allocated %.2f%%, unallocated %.2f%%" % (s, 100.0 - unalloc[-1], unalloc[-1]))
     print("median unallocated at 100%% load: %.2f%%" % statistics.median(unalloc))

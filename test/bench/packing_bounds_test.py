@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""Tests of bench/packing-bounds.py: its LP floor is never above what an exact packer leaves, is
+exact where the answer is known by hand, and its online packers never give a GPU more than it has.
+
+Run by make test with Debian's python3 (python3-scipy); exits non-zero on the first failure.
+"""
+import importlib.util
+import os
+import random
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+_spec = importlib.util.spec_from_file_location(
+    "packing_bounds", os.path.join(HERE, "..", "..", "bench", "packing-bounds.py"))
+pb = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(pb)
+
+
+def pod(num_gpu, milli, name="p"):
+    return {"name": name, "num_gpu": str(num_gpu), "gpu_milli": str(milli), "gpu_spec": ""}
+
+
+def exact_unallocated(pods, gpus):
+    """Least unallocated milli-GPU over every placement of the pods (depth-first, small cases)."""
+    whole = sum(int(p["num_gpu"]) for p in pods if int(p["gpu_milli"]) >= 1000)
+    shares = sorted((int(p["gpu_milli"]) for p in pods if 0 < int(p["gpu_milli"]) < 1000), reverse=True)
+    used = min(whole, gpus)
+    free = [1000] * (gpus - used)
+    best = [0]
+
+    def place(i, placed):
+        if placed + sum(shares[i:]) <= best[0]:
+            return
+        best[0] = max(best[0], placed)
+        if i == len(shares):
+            return
+        seen = set()
+        for g in range(len(free)):
+            if free[g] >= shares[i] and free[g] not in seen:
+                seen.add(free[g])
+                free[g] -= shares[i]
+                place(i + 1, placed + shares[i])
+                free[g] += shares[i]
+        place(i + 1, placed)  # or leave it out
+
+    place(0, 0)
+    return gpus * 1000 - used * 1000 - best[0]
+
+
+def check(cond, what):
+    if not cond:
+        sys.exit("FAIL: " + what)
+
+
+def test_known_floors():
+    # Two 810s and one 190 on two GPUs: 810 + 190 closes one GPU, the other keeps 190 free.
+    check(abs(pb.lp_floor([pod(1, 810), pod(1, 810), pod(1, 190)], 2) - 190) < 1e-6, "810/810/190")
+    # Three 600s and three 400s on three GPUs close exactly.
+    check(abs(pb.lp_floor([pod(1, 600)] * 3 + [pod(1, 400)] * 3, 3)) < 1e-6, "600/400")
+    # Whole GPUs take their GPUs first: an 8-GPU pod and a 500 on 8 GPUs leave 0 placed shares.
+    check(abs(pb.lp_floor([pod(8, 1000), pod(1, 500)], 8)) < 1e-6, "8-GPU pod")
+    # More demand than GPUs: 3 whole GPUs asked of 2 leaves nothing free.
+    check(abs(pb.lp_floor([pod(1, 1000)] * 3, 2)) < 1e-6, "oversubscribed")
+
+
+def test_floor_is_below_every_packing():
+    rnd = random.Random(7)
+    sizes = [50, 110, 160, 190, 230, 320, 470, 500, 650, 810]
+    for case in range(60):
+        gpus = rnd.randint(1, 4)
+        pods = [pod(1, rnd.choice(sizes), "s%d" % i) for i in range(rnd.randint(1, 9))]
+        pods += [pod(1, 1000, "w%d" % i) for i in range(rnd.randint(0, 1))]
+        floor, exact = pb.lp_floor(pods, gpus), exact_unallocated(pods, gpus)
+        check(floor <= exact + 1e-6, "case %d: LP floor %.1f above the exact %d" % (case, floor, exact))
+        check(floor >= -1e-6, "case %d: negative floor" % case)
+
+
+def test_online_packers_never_overcommit():
+    rnd = random.Random(11)
+    sizes = [50, 110, 160, 230, 320, 470, 650, 810]
+    mix = [pod(1, rnd.choice(sizes), "m%d" % i) for i in range(200)] + [pod(1, 1000)] * 100 + [pod(2, 1000)] * 5
+    for case in range(20):
+        gpus = rnd.randint(4, 40)
+        pods = [rnd.choice(mix) for _ in range(rnd.randint(5, 80))]
+        demand = sum(int(p["num_gpu"]) * int(p["gpu_milli"]) for p in pods)
+        for rule in ("bf", "fgd", "planned"):
+            seen = []
+            real = pb.GpuLevel.put
+
+            def put(self, free, m, seen=seen):
+                check(free >= m, "%s put %d on a GPU with %d free" % (rule, m, free))
+                check(self.n[free] > 0, "%s put on a GPU that does not exist" % rule)
+                seen.append(m)
+                real(self, free, m)
+
+            pb.GpuLevel.put = put
+            try:
+                failed = pb.online(pods, gpus, rule, mix)
+            finally:
+                pb.GpuLevel.put = real
+            check(0 <= failed <= demand, "%s: failed %d of %d" % (rule, failed, demand))
+            check(sum(seen) <= demand - failed, "%s: shares placed beyond what did not fail" % rule)
+            # The floor holds for every packer: what it places fits under capacity less the floor.
+            check(demand - failed <= gpus * 1000 - pb.lp_floor(pods, gpus) + 1e-6,
+                  "case %d: %s placed more than the LP floor allows" % (case, rule))
+
+
+def main():
+    test_known_floors()
+    test_floor_is_below_every_packing()
+    test_online_packers_never_overcommit()
+    print("packing_bounds_test: all passed")
+
+
+if __name__ == "__main__":
+    main()
