@@ -57,6 +57,7 @@ static uint64_t signature(const sf_packer_t *p)
   sig_add(&h, &pol->weight_frag, sizeof(pol->weight_frag));
   sig_add(&h, &pol->weight_island, sizeof(pol->weight_island));
   sig_add(&h, &pol->weight_model, sizeof(pol->weight_model));
+  sig_add(&h, &pol->weight_unfed, sizeof(pol->weight_unfed));
   sig_add(&h, &pol->max_sharers, sizeof(pol->max_sharers));
   sig_add(&h, &pol->headroom_pct, sizeof(pol->headroom_pct));
   sig_add(&h, &p->dem.dem->cpu_milli, sizeof(p->dem.dem->cpu_milli));

@@ -50,6 +50,7 @@ static void prepare_demand(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *p
                            const sf_demand_t *d)
 {
   p->pol = pol;
+  sf__score_policy(p);
   sf__demand_prepare(p, idx, d);
 }
 

@@ -6,7 +6,11 @@
  * Fragmentation (FGD, ATC'23) of a node against a mix M of shapes:
  * F(m) = Σ free share of every GPU if the node cannot host m (or m asks for
  * no device), else Σ free share of the GPUs too small for m; F(M) = Σ w_m
- * F(m). Shares are per-mille of the device's primary capacity. Weights are
+ * F(m). Strategy fragmentation adds, when the node can host m, the idle GPUs
+ * its free CPU cannot feed: of the idle GPUs that hold one pod of m and no
+ * more (whole-GPU shapes, shares over half a GPU), those beyond what
+ * floor(free CPU / m's CPU) pods of m take, times weight_unfed. FGD counts
+ * them only once not one pod fits; that is how a node strands its GPUs. Shares are per-mille of the device's primary capacity. Weights are
  * integers in steps of 1/WEIGHT_ONE and F is summed in int64, so F and its
  * differences are exact: the same cluster gives bit-identical scores
  * whatever computed them.
@@ -41,7 +45,14 @@ typedef struct { /* scratch */
   /* the node being scored (sf__score_begin): least cost, range of F's changes, scarce share */
   double vcost, vlo, vhi, vtaken, vtotal;
   bool bounds; /* sf_packer_set_bounds: keep them, for the verdicts' cost and sens */
+  int64_t
+      unfed; /* the call's weight_unfed in 1/UNFED_ONE (0 but for fragmentation; sf__score_policy) */
 } pk_score_t;
+
+#define UNFED_ONE 1024
+
+/* The call's policy is p->pol: what the kernel keeps of it. */
+void sf__score_policy(sf_packer_t *p);
 
 /* F(before) of the node against the call's mix; caches its per-shape statistics. */
 double sf__score_frag(sf_packer_t *p, hnode_t *h);

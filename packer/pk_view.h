@@ -46,8 +46,9 @@ typedef struct {
   int64_t f; /* F_n(m): what the shape finds unusable on the node */
   int32_t small, nh;
   int32_t bi, bi2, argbi; /* best and second-best hosts in one island, and which island */
-  int32_t ns1;            /* hosts in no island */
-} fstat_t;
+  int16_t ns1;            /* hosts in no island */
+  int16_t ni;             /* hosts that are idle and hold one pod of the shape, no more */
+} fstat_t;                /* 32 bytes: a node has far fewer than 32,768 devices */
 
 #define NISL_IN 8 /* islands a summary holds without an allocation */
 

@@ -74,6 +74,8 @@ static const sf_policy_key_t keys[] = {
     {"weight_frag", "1", "weight of the fragmentation term (and the size of the score's steps)"},
     {"weight_island", "1", "penalty for breaking an intact NVLink island, in GPUs of fragmentation"},
     {"weight_model", "0.5", "penalty for using a scarce model a flexible claim does not need"},
+    {"weight_unfed", "1",
+     "fragmentation: share of an idle GPU the node's free CPU cannot feed that counts as fragmentation, 0..1"},
     {"mix_coverage", "95",
      "percent of the present pods the learned mix keeps, its most frequent shapes first (FGD's typical pods)"},
     {"max_sharers", "0", "most allocations on one shared device, 0 = unlimited"},
@@ -94,6 +96,7 @@ static const rule_t rules[] = {
     {K_WEIGHT, offsetof(sf_policy_t, weight_frag), 0, 0},
     {K_WEIGHT, offsetof(sf_policy_t, weight_island), 0, 0},
     {K_WEIGHT, offsetof(sf_policy_t, weight_model), 0, 0},
+    {K_WEIGHT, offsetof(sf_policy_t, weight_unfed), 0, 1},
     {K_UINT, offsetof(sf_policy_t, mix_coverage), 1, 100},
     {K_UINT, offsetof(sf_policy_t, max_sharers), 0, 100000},
     {K_UINT, offsetof(sf_policy_t, headroom_pct), 0, 99},
@@ -400,8 +403,9 @@ static int set_scalar(sf_policy_t *pol, const rule_t *r, span_t v, char *err, si
     name_copy(field, v);
     return 0;
   case K_WEIGHT:
-    if (num(v, &d) != 0 || d < 0 || d > WEIGHT_MAX) {
-      say(err, errlen, "expected a number >= 0 and <= 1e6");
+    if (num(v, &d) != 0 || d < 0 || d > (r->hi > 0 ? r->hi : WEIGHT_MAX)) {
+      say(err, errlen,
+          r->hi > 0 ? "expected a number >= 0 and <= 1" : "expected a number >= 0 and <= 1e6");
       return SF_EINVAL;
     }
     memcpy(field, &d, sizeof d);

@@ -41,15 +41,39 @@ static bool hosts(const shape_t *m, const hdev_t *d, bool idle, int32_t fp, sf_m
   return m->amount == 0 ? (idle && fp == 1000) : fa >= m->amount;
 }
 
-/* F_n(m) from a shape's statistics. */
-static int64_t fshape(const shape_t *m, const fstat_t *s, int64_t total, int64_t cpu_free)
+/* Does a device with fa free hold one pod of shape m and no more (when it hosts it at all)? */
+static bool holds_one(const shape_t *m, sf_milli_t fa)
+{
+  return m->amount == 0 || fa < 2 * m->amount;
+}
+
+/*
+ * The idle GPUs a node that can host m cannot feed with CPU, weighted by
+ * unfed (1/UNFED_ONE): ni idle devices each hold one pod of m, and its free
+ * CPU feeds floor(cpu_free / m's CPU) pods of `count` devices each.
+ */
+static inline int64_t unfed(const shape_t *m, int32_t ni, int64_t cpu_free, int64_t w)
+{
+  /*
+   * The common case without a division: ni x cpu <= cpu_free x count means
+   * every pod the idle devices hold is fed (and so does a shape without CPU).
+   */
+  if (w == 0 || cpu_free < 0 || (int64_t)ni * m->cpu_milli <= cpu_free * (int64_t)m->count)
+    return 0;
+  int64_t pods = ni / (int32_t)m->count, fed = cpu_free / m->cpu_milli;
+  return pods > fed ? (pods - fed) * (int64_t)m->count * 1000 * w / UNFED_ONE : 0;
+}
+
+/* F_n(m) from a shape's statistics; w: the call's unfed weight (pk_score_t.unfed). */
+static inline int64_t fshape(const shape_t *m, const fstat_t *s, int64_t total, int64_t cpu_free,
+                             int64_t w)
 {
   if (m->count == 0)
     return total;
   bool cpu_ok = cpu_free < 0 || cpu_free >= m->cpu_milli;
   int32_t best = s->bi > (s->ns1 > 0) ? s->bi : (s->ns1 > 0);
   bool can = cpu_ok && (m->island ? best >= (int32_t)m->count : s->nh >= (int32_t)m->count);
-  return can ? s->small : total;
+  return can ? s->small + unfed(m, s->ni, cpu_free, w) : total;
 }
 
 /* The devices of a placement, distinct, with their state after it. */
@@ -89,6 +113,7 @@ static void shape_stats(sf_packer_t *p, const hnode_t *h, const shape_t *m, cons
       continue;
     }
     s->nh++;
+    s->ni = (int16_t)(s->ni + (idle && holds_one(m, fa)));
     if (d->island < 0)
       s->ns1++;
     else
@@ -115,7 +140,9 @@ static void shape_stats(sf_packer_t *p, const hnode_t *h, const shape_t *m, cons
 static void fshapes(sf_packer_t *p, hnode_t *h)
 {
   const pk_mix_t *mx = &p->mix;
-  if (h->fversion != h->version || h->shapehash != mx->shapehash) {
+  /* F_n(m) depends on the unfed weight too: a call under another one reads other values. */
+  uint64_t key = mx->shapehash ^ (uint64_t)p->score.unfed * 0x9e3779b97f4a7c15ull;
+  if (h->fversion != h->version || h->shapehash != key) {
     if (mx->nmix > h->fscap) {
       h->fs = sf_xrealloc(h->fs, mx->nmix * sizeof(*h->fs));
       h->fscap = mx->nmix;
@@ -126,11 +153,12 @@ static void fshapes(sf_packer_t *p, hnode_t *h)
       for (uint32_t k = 0; k < mx->group[g].n; k++) {
         if (k > 0)
           h->fs[mb[k]] = h->fs[mb[0]];
-        h->fs[mb[k]].f = fshape(&mx->mix[mb[k]], &h->fs[mb[k]], h->total, h->cpu_free);
+        h->fs[mb[k]].f = fshape(&mx->mix[mb[k]], &h->fs[mb[k]], h->total, h->cpu_free,
+                                p->score.unfed);
       }
     }
     h->fversion = h->version;
-    h->shapehash = mx->shapehash;
+    h->shapehash = key;
     h->mixhash = 0;
   }
 }
@@ -171,6 +199,8 @@ static void shape_after(sf_packer_t *p, const hnode_t *h, size_t i, const after_
          ha = hosts(m, d, false, af->fp[j], af->fa[j]);
     s->small += (hb ? 0 : -d->fp) + (ha ? 0 : af->fp[j]);
     s->nh += (int32_t)ha - (int32_t)hb;
+    /* no device is idle after a pick */
+    s->ni = (int16_t)(s->ni - (hb && (d->fl & HD_IDLE) && holds_one(m, d->fa)));
     if (!m->island || !hb || ha)
       continue;
     if (d->island < 0) {
@@ -206,27 +236,34 @@ SF_HOT double frag_one(const sf_packer_t *p, const hnode_t *h, const after_t *af
 {
   const pk_mix_t *mx = &p->mix;
   const hdev_t *d = &h->d[af->k[0]];
-  bool gpu = d->fl & HD_GPU, whole = (d->fl & HD_IDLE) && d->fp == 1000;
+  bool gpu = d->fl & HD_GPU, idle = d->fl & HD_IDLE, whole = idle && d->fp == 1000;
   uint64_t bit = 1ull << d->model_bit;
   int32_t fpb = d->fp, fpa = af->fp[0];
   sf_milli_t fab = d->fa, faa = af->fa[0];
   int64_t q = 0, lo = INT64_MAX, hi = INT64_MIN;
+  bool feed = p->score.unfed > 0 && cpu_free >= 0;
   for (size_t i = 0; i < mx->nmix; i++) {
     const shape_t *m = &mx->mix[i];
     const fstat_t *s = &h->fs[i];
     int64_t f = total;
     if (m->count > 0) {
       int32_t small = s->small, nh = s->nh;
+      bool took = false; /* the pick takes an idle device that hosted m */
       if (gpu && (!m->models || (m->models & bit))) {
         bool hb = m->amount == 0 ? whole : fab >= m->amount;
         bool ha = m->amount != 0 && faa >= m->amount;
         small += (hb ? 0 : -fpb) + (ha ? 0 : fpa);
         nh += (int32_t)ha - (int32_t)hb;
+        took = idle && hb;
       } else if (gpu) { /* a model it cannot use: too small before and after */
         small += fpa - fpb;
       }
-      if ((cpu_free < 0 || cpu_free >= m->cpu_milli) && nh >= (int32_t)m->count)
+      if ((cpu_free < 0 || cpu_free >= m->cpu_milli) && nh >= (int32_t)m->count) {
         f = small;
+        /* ni <= nh: when the CPU feeds nh pods, unfed is 0 and ni is not needed */
+        if (feed && (int64_t)nh * m->cpu_milli > cpu_free * (int64_t)m->count)
+          f += unfed(m, s->ni - (took && holds_one(m, fab)), cpu_free, p->score.unfed);
+      }
     }
     int64_t df = f - s->f;
     q += m->q * df;
@@ -265,7 +302,7 @@ static double frag_delta(sf_packer_t *p, hnode_t *h, const after_t *af, int64_t 
   for (size_t i = 0; i < p->mix.nmix; i++) {
     fstat_t s;
     shape_after(p, h, i, af, &s);
-    int64_t f = fshape(&p->mix.mix[i], &s, total, cpu_free);
+    int64_t f = fshape(&p->mix.mix[i], &s, total, cpu_free, p->score.unfed);
     q += p->mix.mix[i].q * f;
     if (range != NULL) {
       lo = f - h->fs[i].f < lo ? f - h->fs[i].f : lo;
@@ -348,6 +385,13 @@ double sf_packer_step_margin(const sf_packer_t *p, double cost)
  * milli-GPUs across them, narrower than any step, so that a bucket holds one
  * boundary at most.
  */
+void sf__score_policy(sf_packer_t *p)
+{
+  p->score.unfed = p->pol->strategy == SF_STRATEGY_FRAGMENTATION
+                       ? llround(p->pol->weight_unfed * UNFED_ONE)
+                       : 0;
+}
+
 void sf__score_init(pk_score_t *s)
 {
   s->step[0] = HUGE_VAL;

@@ -48,6 +48,17 @@ static const char *islands_idle(const sf_replay_trace_t *t, const sf_policy_t *b
                                                    : "no NVLink island in the trace or island_map";
 }
 
+/* The unfed term needs node CPU to run out (packer/score.c): a trace without node CPU never does. */
+static const char *cpu_idle(const sf_replay_trace_t *t, const sf_policy_t *base)
+{
+  if (frag_only(t, base) != NULL)
+    return frag_only(t, base);
+  for (size_t i = 0; i < t->nnodes; i++)
+    if (t->nodes[i].cpu_milli > 0)
+      return NULL;
+  return "no node CPU in the trace";
+}
+
 /* Scarcity comes from claims that name models (packer/mix.c): none, and the term is 0. */
 static const char *models_idle(const sf_replay_trace_t *t, const sf_policy_t *base)
 {
@@ -68,6 +79,7 @@ static const char *models_idle(const sf_replay_trace_t *t, const sf_policy_t *ba
  * weights rank nodes), the penalties from 0 to four times their defaults.
  * mix_coverage from 80% to every shape; half of the candidates keep FGD's
  * 95, the published method, which a workload must beat to move it.
+ * weight_unfed from 0 (FGD's measure) to 1; half keep the base's value.
  * The limits are platform rules that the replay can only see cost allocation
  * (it models no interference), so half of the candidates keep the base's
  * value; the other half try them from mild to strict.
@@ -76,6 +88,7 @@ static const sf_search_knob_t knobs[] = {
     {"weight_frag", 0.1, 10, true, false, 0, frag_only},
     {"weight_island", 0, 4, false, false, 0, islands_idle},
     {"weight_model", 0, 2, false, false, 0, models_idle},
+    {"weight_unfed", 0, 1, false, false, 0.5, cpu_idle},
     {"mix_coverage", 80, 100, false, true, 0.5, frag_only},
     {"headroom_pct", 1, 20, false, true, 0.5, NULL},
     {"max_sharers", 2, 16, false, true, 0.5, NULL},

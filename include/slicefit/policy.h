@@ -21,6 +21,10 @@
  *                     nodes in FGD's integer steps, so it also sets their size (1)
  *   weight_island     penalty for breaking an intact NVLink island, in GPUs of fragmentation (1)
  *   weight_model      penalty for using a scarce model a flexible claim does not need (0.5)
+ *   weight_unfed      fragmentation: how much of an idle GPU that the node's free CPU
+ *                     cannot feed counts as fragmentation for a typical pod that takes
+ *                     whole GPUs (or more than half of one), in 0..1; 0 is FGD's measure
+ *                     as published, which fgd keeps whatever this says (1)
  *   mix_coverage      percent of the present pods the learned mix keeps: its most frequent
  *                     shapes, in order, until they cover this share (FGD's typical
  *                     pods: 95); 100 keeps every shape (95)
@@ -82,7 +86,7 @@ typedef struct sf_policy {
   size_t nisland_rules; /* the policy's (sf_policy_dispose) */
   sf_shape_t *mix;
   size_t nmix; /* the policy's (sf_policy_dispose) */
-  double weight_frag, weight_island, weight_model;
+  double weight_frag, weight_island, weight_model, weight_unfed;
   uint32_t mix_coverage;
   uint32_t max_sharers;
   uint32_t headroom_pct;

@@ -129,11 +129,16 @@ static bool hosts(const sf_shape_t *m, const rdev_t *d)
   return m->amount == 0 ? (d->idle && d->fp == 1000) : d->fa >= m->amount;
 }
 
-/* F(m) by its definition. */
-static int64_t frag_shape(const sf_shape_t *m, const rdev_t *d, size_t n, int64_t cpu_free)
+/*
+ * F(m) by its definition; with strategy fragmentation, plus the idle GPUs
+ * holding one pod of m (and no more) that the node's free CPU cannot feed,
+ * times the weight in 1/1024 (`unfed`).
+ */
+static int64_t frag_shape(const sf_shape_t *m, const rdev_t *d, size_t n, int64_t cpu_free,
+                          int64_t unfed)
 {
   int64_t total = 0, small = 0;
-  uint32_t nh = 0, best = 0;
+  uint32_t nh = 0, best = 0, one = 0;
   for (size_t k = 0; k < n; k++) {
     if (!d[k].gpu)
       continue;
@@ -143,6 +148,7 @@ static int64_t frag_shape(const sf_shape_t *m, const rdev_t *d, size_t n, int64_
       continue;
     }
     nh++;
+    one += d[k].idle && (m->amount == 0 || d[k].fa < 2 * m->amount);
     uint32_t in = 0; /* hosts in the same island (a device of no island is its own) */
     for (size_t j = 0; j < n; j++)
       in += hosts(m, &d[j]) && (j == k || (d[k].island >= 0 && d[j].island == d[k].island));
@@ -151,7 +157,14 @@ static int64_t frag_shape(const sf_shape_t *m, const rdev_t *d, size_t n, int64_
   if (m->count == 0)
     return total;
   bool can = (cpu_free < 0 || cpu_free >= m->cpu_milli) && (m->island ? best : nh) >= m->count;
-  return can ? small : total;
+  if (!can)
+    return total;
+  if (cpu_free >= 0 && m->cpu_milli > 0) {
+    int64_t fed = cpu_free / m->cpu_milli, pods = one / m->count;
+    if (pods > fed)
+      small += (pods - fed) * m->count * 1000 * unfed / 1024;
+  }
+  return small;
 }
 
 double ref_frag(const sf_index_t *idx, const sf_policy_t *pol, sf_node_id node,
@@ -165,9 +178,11 @@ double ref_frag(const sf_index_t *idx, const sf_policy_t *pol, sf_node_id node,
   double sum = 0.0;
   for (size_t i = 0; i < pol->nmix; i++)
     sum += pol->mix[i].weight;
-  int64_t q = 0;
+  int64_t q = 0,
+          unfed = pol->strategy == SF_STRATEGY_FRAGMENTATION ? llround(pol->weight_unfed * 1024) : 0;
   for (size_t i = 0; i < pol->nmix; i++)
-    q += llround(pol->mix[i].weight / sum * 65536.0) * frag_shape(&pol->mix[i], d, n, cpu_free);
+    q += llround(pol->mix[i].weight / sum * 65536.0) *
+         frag_shape(&pol->mix[i], d, n, cpu_free, unfed);
   return (double)q / 65536.0;
 }
 

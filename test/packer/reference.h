@@ -25,7 +25,8 @@ bool ref_fits(const sf_index_t *idx, const sf_policy_t *pol, const ref_claim_t *
 /*
  * FGD's F(node) against the policy's fgd_mix (its weights in steps of
  * 1/65536), after the picks (devices, memory taken of each, 0: whole) and
- * the pod's CPU; npicks 0 for the node as it is.
+ * the pod's CPU; npicks 0 for the node as it is. Under strategy
+ * fragmentation, with its weight_unfed term (slicefit/policy.h).
  */
 double ref_frag(const sf_index_t *idx, const sf_policy_t *pol, sf_node_id node,
                 const sf_dev_id *picks, const sf_milli_t *use, size_t npicks, int64_t cpu_milli);

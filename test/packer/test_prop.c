@@ -341,17 +341,23 @@ static void prop_setup(sf_index_t **idx, sf_packer_t **pk, sf_policy_t *pol, sf_
 static const char *const MIX_ISLANDS = "8:4Gix1=3,12Gix1=1,wholex1=2,wholex2!=1,wholex4!=1";
 static const char *const MIX_PLAIN = "8:4Gix1=3,12Gix1=1,2:20Gix1=1,wholex1=2,16:wholex2=1";
 
-static void against_reference_mix(const char *strategy, const char *choice, bool fast, uint64_t seed,
-                                  const char *mix)
+/*
+ * The loop of the comparisons: 250 steps of random claims (CPU up to
+ * cpu_max cores) and departures, every node's verdict and raw score
+ * against the reference under `ref` (the policy itself, or a copy holding
+ * the learned mix as its fgd_mix). Returns how many FIT nodes scored
+ * otherwise without the unfed term: 0 when it never mattered.
+ */
+static int compare_with_reference(sf_index_t *idx, sf_packer_t *pk, const sf_policy_t *pol,
+                                  const sf_policy_t *ref, const sf_node_id *nodes, const char *choice,
+                                  uint32_t cpu_max)
 {
-  sf_index_t *idx;
-  sf_packer_t *pk;
-  sf_policy_t pol;
-  sf_node_id nodes[NODES];
   char holder[32];
-  prop_setup(&idx, &pk, &pol, nodes, strategy, choice, fast, seed, "fgd_mix", mix);
   sf_verdict_t v[NODES];
-  int fits = 0, compared = 0;
+  int fits = 0, compared = 0, unfed = 0;
+  sf_policy_t plain;
+  sf_policy_copy(&plain, ref);
+  plain.weight_unfed = 0;
   for (int step = 0; step < 250; step++) {
     if (below(5) == 0 && sf_index_alloc_count(idx) > 0) {
       snprintf(holder, sizeof(holder), "pod-%u", below((uint32_t)step));
@@ -362,7 +368,8 @@ static void against_reference_mix(const char *strategy, const char *choice, bool
     }
     rclaim_t r;
     random_claim(&r);
-    cr_assert_eq(sf_packer_evaluate(pk, idx, &pol, &r.c.dem, nodes, NODES, 0, v), 0);
+    r.c.dem.cpu_milli = (int64_t)below(cpu_max) * 1000;
+    cr_assert_eq(sf_packer_evaluate(pk, idx, pol, &r.c.dem, nodes, NODES, 0, v), 0);
     int best = -1;
     for (int i = 0; i < NODES; i++) {
       if (v[i].fit == SF_FIT_UNSURE)
@@ -370,14 +377,14 @@ static void against_reference_mix(const char *strategy, const char *choice, bool
       ref_claim_t rc = {r.c.req.count,       r.c.req.ncaps ? r.c.cap.value : 0,
                         r.c.claim.ncons > 0, r.c.dem.cpu_milli,
                         ranged[i] ? GiB : 0, ranged[i] ? GiB : 0};
-      bool want = ref_fits(idx, &pol, &rc, nodes[i]);
+      bool want = ref_fits(idx, pol, &rc, nodes[i]);
       cr_assert_eq(v[i].fit == SF_FIT_YES, want, "step %d node %d: packer %d, reference %d (%s)",
                    step, i, v[i].fit, want, v[i].reason);
       if (!want)
         continue;
       fits++;
       sf_assignment_t as;
-      cr_assert_eq(sf_packer_place(pk, idx, &pol, &r.c.dem, nodes[i], &as, NULL), SF_FIT_YES);
+      cr_assert_eq(sf_packer_place(pk, idx, pol, &r.c.dem, nodes[i], &as, NULL), SF_FIT_YES);
       sf_dev_id picks[8];
       sf_milli_t use[8];
       for (size_t j = 0; j < as.n; j++) {
@@ -385,14 +392,16 @@ static void against_reference_mix(const char *strategy, const char *choice, bool
         int c = sf_index_dev_cap_find(idx, picks[j], DRV "/memory");
         use[j] = sf_index_dev_shared(idx, picks[j]) && c >= 0 ? as.results[j].pick.consumed[c] : 0;
       }
-      if (strcmp(strategy, "binpack") == 0) {
+      if (pol->strategy == SF_STRATEGY_BINPACK) {
         cr_assert(v[i].raw == ref_binpack(idx, nodes[i], picks, use, as.n),
                   "step %d node %d: %.17g vs %.17g", step, i, v[i].raw,
                   ref_binpack(idx, nodes[i], picks, use, as.n));
       } else {
-        double ref = ref_fgd(idx, &pol, nodes[i], picks, use, as.n, r.c.dem.cpu_milli);
-        cr_assert_eq(floor(v[i].raw), ref, "step %d node %d: fgd %g vs reference %g", step, i,
-                     v[i].raw, ref);
+        double want_raw = ref_fgd(idx, ref, nodes[i], picks, use, as.n, r.c.dem.cpu_milli);
+        cr_assert_eq(floor(v[i].raw), want_raw, "step %d node %d: %g vs reference %g", step, i,
+                     v[i].raw, want_raw);
+        unfed += ref_frag(idx, ref, nodes[i], picks, use, as.n, r.c.dem.cpu_milli) !=
+                 ref_frag(idx, &plain, nodes[i], picks, use, as.n, r.c.dem.cpu_milli);
         if (strcmp(choice, "packer") == 0 && rc.count == 1 && !rc.island) {
           /* No other device of the node scores better. */
           size_t n;
@@ -405,11 +414,12 @@ static void against_reference_mix(const char *strategy, const char *choice, bool
                              &value, &fr);
             sf_milli_t uk = shared ? (rc.mem ? use[0] : value) : 0;
             if ((!shared && sf_index_dev_holders(idx, devs[k]) > 0) || (shared && fr < uk) ||
-                (pol.max_sharers > 0 && sf_index_dev_holders(idx, devs[k]) >= pol.max_sharers))
+                (pol->max_sharers > 0 && sf_index_dev_holders(idx, devs[k]) >= pol->max_sharers))
               continue;
-            double other = ref_fgd(idx, &pol, nodes[i], &devs[k], &uk, 1, r.c.dem.cpu_milli);
-            cr_assert_leq(other, ref, "step %d node %d: device %zu scores %g, the packer's pick %g",
-                          step, i, k, other, ref);
+            double other = ref_fgd(idx, ref, nodes[i], &devs[k], &uk, 1, r.c.dem.cpu_milli);
+            cr_assert_leq(other, want_raw,
+                          "step %d node %d: device %zu scores %g, the packer's pick %g", step, i, k,
+                          other, want_raw);
           }
         }
       }
@@ -419,15 +429,79 @@ static void against_reference_mix(const char *strategy, const char *choice, bool
     }
     if (best < 0)
       continue;
-    cr_assert_eq(sf_packer_place(pk, idx, &pol, &r.c.dem, nodes[best], NULL, NULL), SF_FIT_YES);
+    cr_assert_eq(sf_packer_place(pk, idx, pol, &r.c.dem, nodes[best], NULL, NULL), SF_FIT_YES);
     snprintf(holder, sizeof(holder), "pod-%d", step);
     cr_assert_eq(sf_packer_commit(pk, idx, &r.c.dem, holder, NULL), 0);
   }
   cr_assert_gt(fits, 500, "only %d fitting nodes compared", fits);
   cr_assert_gt(compared, 500);
+  sf_policy_dispose(&plain);
+  return unfed;
+}
+
+static void against_reference_mix(const char *strategy, const char *choice, bool fast, uint64_t seed,
+                                  const char *mix)
+{
+  sf_index_t *idx;
+  sf_packer_t *pk;
+  sf_policy_t pol;
+  sf_node_id nodes[NODES];
+  prop_setup(&idx, &pk, &pol, nodes, strategy, choice, fast, seed, "fgd_mix", mix);
+  compare_with_reference(idx, pk, &pol, &pol, nodes, choice, 8);
   sf_policy_dispose(&pol);
   sf_packer_destroy(pk);
   sf_index_destroy(idx);
+}
+
+/*
+ * Strategy fragmentation against the reference: the mix is learned (CPU-hungry
+ * whole GPUs, shares, two GPUs at once, a share over half an A100), then held,
+ * and the reference reads it as its fgd_mix; islands and scarce models
+ * weigh 0, so the cost is dF and its step FGD's. Pods ask for up to 23
+ * cores of nodes' 64, so the CPU runs out while GPUs are idle, and the
+ * unfed term has to change scores (it does on some of the nodes compared).
+ */
+static void against_reference_learned(const char *choice, bool fast, uint64_t seed, const char *unfed)
+{
+  static const struct {
+    uint32_t count, gib, cores, times;
+  } learn[] = {{1, 0, 16, 4}, {1, 4, 8, 2}, {2, 0, 24, 1}, {1, 30, 4, 1}};
+  char err[200];
+  sf_index_t *idx;
+  sf_packer_t *pk;
+  sf_policy_t pol, ref;
+  sf_node_id nodes[NODES];
+  prop_setup(&idx, &pk, &pol, nodes, "fragmentation", choice, fast, seed, "weight_unfed", unfed);
+  cr_assert_eq(sf_policy_set(&pol, "weight_island", "0", err, sizeof(err)), 0);
+  cr_assert_eq(sf_policy_set(&pol, "weight_model", "0", err, sizeof(err)), 0);
+  cr_assert_eq(sf_policy_set(&pol, "mix_coverage", "100", err, sizeof(err)), 0);
+  for (size_t i = 0; i < sizeof(learn) / sizeof(learn[0]); i++)
+    for (uint32_t t = 0; t < learn[i].times; t++) {
+      tc_claim_t c;
+      tc_claim(&c, learn[i].count, (sf_milli_t)learn[i].gib * GiB);
+      c.dem.cpu_milli = (int64_t)learn[i].cores * 1000;
+      cr_assert_eq(sf_mix_learn(pk, idx, &pol, &c.dem, +1), 0);
+    }
+  cr_assert_eq(sf_mix_size(idx), 4);
+  sf_policy_copy(&ref, &pol);
+  ref.mix = sf_xcalloc(4, sizeof(*ref.mix));
+  for (size_t i = 0; i < 4; i++)
+    cr_assert_eq(sf_mix_shape(idx, i, &ref.mix[ref.nmix++]), 0);
+  int differs = compare_with_reference(idx, pk, &pol, &ref, nodes, choice, 24);
+  if (pol.weight_unfed > 0)
+    cr_assert_gt(differs, 20, "the unfed term changed only %d scores", differs);
+  sf_policy_dispose(&ref);
+  sf_policy_dispose(&pol);
+  sf_packer_destroy(pk);
+  sf_index_destroy(idx);
+}
+
+Test(prop, kernel_matches_reference_fragmentation_unfed)
+{
+  against_reference_learned("packer", true, 31, "1");
+  against_reference_learned("first-fit", false, 32, "1");
+  against_reference_learned("packer", false, 33, "0.5");
+  against_reference_learned("first-fit", true, 34, "0");
 }
 
 static void against_reference(const char *strategy, const char *choice, bool fast, uint64_t seed)
