@@ -547,6 +547,43 @@ Test(packer, fragmentation_keeps_islands_whole)
   cr_assert_geq(sf_mix_size(idx), 1);
 }
 
+/*
+ * weight_unfed: node "a" has 20 cores for four idle GPUs, so the learned pod
+ * (one whole GPU, 12 cores) can be fed on one of them only and three count
+ * as fragmentation; "b" has 64 cores and feeds all four. A 2-core pod on a
+ * takes a GPU the CPU could not feed (dF = -1000, step 73); on b it changes
+ * nothing (step 50). Without the term, as in FGD, both are step 50.
+ */
+Test(packer, fragmentation_counts_gpus_the_cpu_cannot_feed)
+{
+  sf_node_id n[2] = {tc_node(idx, "a", 4, "A100", 40 * GiB, false),
+                     tc_node(idx, "b", 4, "A100", 40 * GiB, false)};
+  sf_node_spec_t sa = {"a", 20000, 0}, sb = {"b", 64000, 0};
+  sf_index_node_upsert(idx, &sa, NULL);
+  sf_index_node_upsert(idx, &sb, NULL);
+  tc_claim_t mix, c;
+  tc_claim(&mix, 1, 0);
+  mix.dem.cpu_milli = 12000;
+  cr_assert_eq(sf_mix_learn(pk, idx, &pol, &mix.dem, +1), 0);
+  tc_claim(&c, 1, 0);
+  c.dem.cpu_milli = 2000;
+  sf_verdict_t v[2];
+  sf_packer_evaluate(pk, idx, &pol, &c.dem, n, 2, 0, v);
+  cr_assert_float_eq(floor(v[0].raw), floor(100.0 / (1.0 + exp(-1.0))), 1e-9);
+  cr_assert_float_eq(floor(v[1].raw), 50.0, 1e-9);
+  cr_assert_eq(v[0].score, 10);
+  /* FGD's own measure (the replay's frag figure) does not count them. */
+  cr_assert_float_eq(sf_packer_node_frag(pk, idx, &pol, n[0]), 0.0, 1e-9);
+  set("weight_unfed", "0");
+  sf_packer_evaluate(pk, idx, &pol, &c.dem, n, 2, 0, v);
+  cr_assert_float_eq(floor(v[0].raw), 50.0, 1e-9);
+  cr_assert_float_eq(floor(v[1].raw), 50.0, 1e-9);
+  set("weight_unfed", "1");
+  set("strategy", "fgd");
+  sf_packer_evaluate(pk, idx, &pol, &c.dem, n, 2, 0, v);
+  cr_assert_float_eq(floor(v[0].raw), 50.0, 1e-9, "fgd keeps the published measure");
+}
+
 Test(packer, held_mix_moves_only_when_published)
 {
   sf_node_id n = tc_node(idx, "n", 1, "T4", 1000, true);
