@@ -50,7 +50,9 @@ static bool holds_one(const shape_t *m, sf_milli_t fa)
 /*
  * The idle GPUs a node that can host m cannot feed with CPU, weighted by
  * unfed (1/UNFED_ONE): ni idle devices each hold one pod of m, and its free
- * CPU feeds floor(cpu_free / m's CPU) pods of `count` devices each.
+ * CPU feeds floor(cpu_free / m's CPU) pods of `count` devices each. For a
+ * shape that needs one island, ni / count pods ignores how the idle devices
+ * fall into islands (the reference in test/ counts the same way).
  */
 static inline int64_t unfed(const shape_t *m, int32_t ni, int64_t cpu_free, int64_t w)
 {
@@ -62,6 +64,13 @@ static inline int64_t unfed(const shape_t *m, int32_t ni, int64_t cpu_free, int6
     return 0;
   int64_t pods = ni / (int32_t)m->count, fed = cpu_free / m->cpu_milli;
   return pods > fed ? (pods - fed) * (int64_t)m->count * 1000 * w / UNFED_ONE : 0;
+}
+
+void sf__score_policy(sf_packer_t *p)
+{
+  p->score.unfed = p->pol->strategy == SF_STRATEGY_FRAGMENTATION
+                       ? llround(p->pol->weight_unfed * UNFED_ONE)
+                       : 0;
 }
 
 /* F_n(m) from a shape's statistics; w: the call's unfed weight (pk_score_t.unfed). */
@@ -385,13 +394,6 @@ double sf_packer_step_margin(const sf_packer_t *p, double cost)
  * milli-GPUs across them, narrower than any step, so that a bucket holds one
  * boundary at most.
  */
-void sf__score_policy(sf_packer_t *p)
-{
-  p->score.unfed = p->pol->strategy == SF_STRATEGY_FRAGMENTATION
-                       ? llround(p->pol->weight_unfed * UNFED_ONE)
-                       : 0;
-}
-
 void sf__score_init(pk_score_t *s)
 {
   s->step[0] = HUGE_VAL;
