@@ -10,7 +10,8 @@
  * its free CPU cannot feed: of the idle GPUs that hold one pod of m and no
  * more (whole-GPU shapes, shares over half a GPU), those beyond what
  * floor(free CPU / m's CPU) pods of m take, times weight_unfed. FGD counts
- * them only once not one pod fits; that is how a node strands its GPUs. Shares are per-mille of the device's primary capacity. Weights are
+ * them only once not one pod fits; that is how a node strands its GPUs.
+ * Shares are per-mille of the device's primary capacity. Weights are
  * integers in steps of 1/WEIGHT_ONE and F is summed in int64, so F and its
  * differences are exact: the same cluster gives bit-identical scores
  * whatever computed them.
@@ -45,8 +46,8 @@ typedef struct { /* scratch */
   /* the node being scored (sf__score_begin): least cost, range of F's changes, scarce share */
   double vcost, vlo, vhi, vtaken, vtotal;
   bool bounds; /* sf_packer_set_bounds: keep them, for the verdicts' cost and sens */
-  int64_t
-      unfed; /* the call's weight_unfed in 1/UNFED_ONE (0 but for fragmentation; sf__score_policy) */
+  /* the call's weight_unfed in 1/UNFED_ONE: 0 but under fragmentation (sf__score_policy) */
+  int64_t unfed;
 } pk_score_t;
 
 #define UNFED_ONE 1024

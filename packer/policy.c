@@ -404,8 +404,10 @@ static int set_scalar(sf_policy_t *pol, const rule_t *r, span_t v, char *err, si
     return 0;
   case K_WEIGHT:
     if (num(v, &d) != 0 || d < 0 || d > (r->hi > 0 ? r->hi : WEIGHT_MAX)) {
-      say(err, errlen,
-          r->hi > 0 ? "expected a number >= 0 and <= 1" : "expected a number >= 0 and <= 1e6");
+      if (r->hi > 0) /* a bounded weight: rule_t.hi is its largest value */
+        snprintf(err, errlen, "expected a number >= 0 and <= %u", r->hi);
+      else
+        say(err, errlen, "expected a number >= 0 and <= 1e6");
       return SF_EINVAL;
     }
     memcpy(field, &d, sizeof d);

@@ -180,6 +180,9 @@ Test(policy, message_examples)
   cr_assert_eq(sf_policy_set(&p, "weight_frag", "abc", err, sizeof err), SF_EINVAL);
   cr_assert_str_eq(err,
                    "policy key \"weight_frag\": bad value \"abc\": expected a number >= 0 and <= 1e6");
+  cr_assert_eq(sf_policy_set(&p, "weight_unfed", "2", err, sizeof err), SF_EINVAL);
+  cr_assert_str_eq(err,
+                   "policy key \"weight_unfed\": bad value \"2\": expected a number >= 0 and <= 1");
   cr_assert_eq(sf_policy_set(&p, "foo", "1", err, sizeof err), SF_EINVAL);
   cr_assert_str_eq(err, "unknown policy key \"foo\"");
   cr_assert_eq(sf_policy_set(&p, "strategy", "x", err, sizeof err), SF_EINVAL);
