@@ -97,6 +97,27 @@ def pack(nodes, pods):
     return placed
 
 
+NODE_INTS = ("gpu", "cpu_milli", "memory_mib")
+POD_INTS = ("num_gpu", "gpu_milli", "cpu_milli", "memory_mib")
+
+
+def read_rows(path, ints):
+    """The rows of an Alibaba CSV; exits with the file and line of the first bad one."""
+    try:
+        with open(path, newline="") as f:
+            rows = list(csv.DictReader(f))
+    except OSError as e:
+        raise SystemExit("%s: %s" % (path, e.strerror))
+    for line, r in enumerate(rows, start=2):
+        for k in ints:
+            v = (r.get(k) or "").strip()
+            if not v.isdigit():
+                raise SystemExit("%s:%d: column %s: expected a non-negative integer, got %r" % (path, line, k, v))
+    if not rows:
+        raise SystemExit("%s: no rows" % path)
+    return rows
+
+
 def trace_args(doc):
     """The command line both reference scripts take: (nodes, pods, seeds, tune)."""
     ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -106,10 +127,10 @@ def trace_args(doc):
     ap.add_argument("--tune", type=float, default=1.3)
     a = ap.parse_args()
     lo, _, hi = a.seeds.partition("-")
+    if not lo.isdigit() or not (hi or lo).isdigit() or int(hi or lo) < int(lo):
+        ap.error("--seeds: expected A-B with A <= B, or one seed; got %r" % a.seeds)
     seeds = range(int(lo), int(hi or lo) + 1)
-    nodes = list(csv.DictReader(open(a.nodes, newline="")))
-    pods = list(csv.DictReader(open(a.pods, newline="")))
-    return nodes, pods, seeds, a.tune
+    return read_rows(a.nodes, NODE_INTS), read_rows(a.pods, POD_INTS), seeds, a.tune
 
 
 def main():

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Tests of bench/packing-bounds.py: its LP floor is never above what an exact packer leaves, is
-exact where the answer is known by hand, and its online packers never give a GPU more than it has.
+exact where the answer is known by hand, its online packers never give a GPU more than it has, and
+a bad trace row is refused with its file and line (offline-bfd.py's reader, which both share).
 
 Run by make test with Debian's python3 (python3-scipy); exits non-zero on the first failure.
 """
@@ -105,7 +106,35 @@ def test_online_packers_never_overcommit():
                   "case %d: %s placed more than the LP floor allows" % (case, rule))
 
 
+def test_bad_rows_are_named():
+    import tempfile
+    bfd = pb.offline_bfd
+    with tempfile.TemporaryDirectory() as d:
+        good = os.path.join(d, "pods.csv")
+        with open(good, "w") as f:
+            f.write("name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1000,1024,1,500\n")
+        check(len(bfd.read_rows(good, bfd.POD_INTS)) == 1, "a good row is read")
+        for body, want in (("p0,1000,1024,one,500\n", ":2: column num_gpu"),
+                           ("p0,1000,1024,1,-5\n", ":2: column gpu_milli"),
+                           ("p0,1000,1024\n", ":2: column num_gpu"),
+                           ("", ": no rows")):
+            bad = os.path.join(d, "bad.csv")
+            with open(bad, "w") as f:
+                f.write("name,cpu_milli,memory_mib,num_gpu,gpu_milli\n" + body)
+            try:
+                bfd.read_rows(bad, bfd.POD_INTS)
+                check(False, "%r was accepted" % body)
+            except SystemExit as e:
+                check(want in str(e), "%r: message %r lacks %r" % (body, str(e), want))
+        try:
+            bfd.read_rows(os.path.join(d, "missing.csv"), bfd.POD_INTS)
+            check(False, "a missing file was accepted")
+        except SystemExit as e:
+            check("missing.csv" in str(e), "missing file: %r" % str(e))
+
+
 def main():
+    test_bad_rows_are_named()
     test_known_floors()
     test_floor_is_below_every_packing()
     test_online_packers_never_overcommit()
