@@ -232,16 +232,19 @@ typedef struct {
 } range_t;
 
 /*
- * frag_delta for a placement on one device when no shape of the mix needs an
- * island: every share claim and every one-device claim of such a mix, most of
- * what is scored. The same sums as shape_after and fshape without their
- * island bookkeeping, reading only each shape's small and nh. Part of the
- * fast path: with it off (sf_packer_set_fast_path) the general sums score,
- * and the property tests hold both to each other and to the reference
- * (test/packer/reference.c).
+ * frag_delta for a placement on one device: every share claim and every
+ * one-device claim, most of what is scored. The same sums as shape_after
+ * and fshape, reading each shape's statistics without copying them: one
+ * device leaves at most one island short of a host, which shape_after's
+ * bi/bi2 settle without a walk over the node. Part of the fast path: with
+ * it off (sf_packer_set_fast_path) the general sums score, and the
+ * property tests hold both to each other and to the reference
+ * (test/packer/reference.c). `ranged` and `islands` are constants where it
+ * is inlined (frag_after_one): without island shapes in the mix, their
+ * bookkeeping is compiled out.
  */
 SF_HOT double frag_one(const sf_packer_t *p, const hnode_t *h, const after_t *af, int64_t total,
-                       int64_t cpu_free, range_t *range, bool ranged)
+                       int64_t cpu_free, range_t *range, bool ranged, bool islands)
 {
   const pk_mix_t *mx = &p->mix;
   const hdev_t *d = &h->d[af->k[0]];
@@ -257,17 +260,27 @@ SF_HOT double frag_one(const sf_packer_t *p, const hnode_t *h, const after_t *af
     int64_t f = total;
     if (m->count > 0) {
       int32_t small = s->small, nh = s->nh;
-      bool took = false; /* the pick takes an idle device that hosted m */
+      bool took = false, lost = false; /* the pick takes a host of m: an idle one; one for good */
       if (gpu && (!m->models || (m->models & bit))) {
         bool hb = m->amount == 0 ? whole : fab >= m->amount;
         bool ha = m->amount != 0 && faa >= m->amount;
         small += (hb ? 0 : -fpb) + (ha ? 0 : fpa);
         nh += (int32_t)ha - (int32_t)hb;
         took = idle && hb;
+        lost = hb && !ha;
       } else if (gpu) { /* a model it cannot use: too small before and after */
         small += fpa - fpb;
       }
-      if ((cpu_free < 0 || cpu_free >= m->cpu_milli) && nh >= (int32_t)m->count) {
+      int32_t can = nh; /* hosts, or for an island shape the most in one island */
+      if (islands && m->island) {
+        int32_t bi = s->bi, ns1 = s->ns1;
+        if (lost && d->island < 0)
+          ns1--;
+        else if (lost && d->island == s->argbi)
+          bi = bi - 1 > s->bi2 ? bi - 1 : s->bi2;
+        can = bi > (ns1 > 0) ? bi : (ns1 > 0);
+      }
+      if ((cpu_free < 0 || cpu_free >= m->cpu_milli) && can >= (int32_t)m->count) {
         f = small;
         /* ni <= nh: when the CPU feeds nh pods, unfed is 0 and ni is not needed */
         if (feed && (int64_t)nh * m->cpu_milli > cpu_free * (int64_t)m->count)
@@ -289,8 +302,11 @@ SF_HOT double frag_one(const sf_packer_t *p, const hnode_t *h, const after_t *af
 static double frag_after_one(const sf_packer_t *p, const hnode_t *h, const after_t *af, int64_t total,
                              int64_t cpu_free, range_t *range)
 {
-  return range != NULL ? frag_one(p, h, af, total, cpu_free, range, true)
-                       : frag_one(p, h, af, total, cpu_free, NULL, false);
+  if (p->mix.islands) /* the island bookkeeping only where a shape needs it */
+    return range != NULL ? frag_one(p, h, af, total, cpu_free, range, true, true)
+                         : frag_one(p, h, af, total, cpu_free, NULL, false, true);
+  return range != NULL ? frag_one(p, h, af, total, cpu_free, range, true, false)
+                       : frag_one(p, h, af, total, cpu_free, NULL, false, false);
 }
 
 /*
@@ -302,7 +318,7 @@ static double frag_after_one(const sf_packer_t *p, const hnode_t *h, const after
 static double frag_delta(sf_packer_t *p, hnode_t *h, const after_t *af, int64_t total,
                          int64_t cpu_free, range_t *range)
 {
-  if (af->n == 1 && !p->mix.islands && p->fast.on) {
+  if (af->n == 1 && p->fast.on) {
     fshapes(p, h);
     return frag_after_one(p, h, af, total, cpu_free, range);
   }
@@ -534,19 +550,17 @@ double sf__score(sf_packer_t *p, hnode_t *h, const pick_t *picks, size_t n)
       used += d->fp - af.fp[j];
     }
   }
-  double touched = 0.0;
-  for (size_t i = 0; i < n; i++) {
-    size_t j = 0;
-    while (af.k[j] != picks[i].k)
-      j++;
-    touched += (double)(1000 - af.fp[j]) / 1000.0;
-  }
-  touched = n ? touched / (double)n : 0.0;
-  double u = h->ngpu ? (double)used / (double)((int64_t)h->ngpu * 1000) : 0.0;
-  switch (p->pol->strategy) {
-  case SF_STRATEGY_BINPACK: return u + 0.1 * touched;
-  case SF_STRATEGY_SPREAD: return -u - 0.1 * touched;
-  default: break;
+  if (p->pol->strategy == SF_STRATEGY_BINPACK || p->pol->strategy == SF_STRATEGY_SPREAD) {
+    double touched = 0.0;
+    for (size_t i = 0; i < n; i++) {
+      size_t j = 0;
+      while (af.k[j] != picks[i].k)
+        j++;
+      touched += (double)(1000 - af.fp[j]) / 1000.0;
+    }
+    touched = n ? touched / (double)n : 0.0;
+    double u = h->ngpu ? (double)used / (double)((int64_t)h->ngpu * 1000) : 0.0;
+    return p->pol->strategy == SF_STRATEGY_BINPACK ? u + 0.1 * touched : -u - 0.1 * touched;
   }
   int64_t cpu = h->cpu_free >= 0 ? h->cpu_free - p->dem.dem->cpu_milli : h->cpu_free;
   range_t rg;

@@ -455,7 +455,8 @@ static void against_reference_mix(const char *strategy, const char *choice, bool
 
 /*
  * Strategy fragmentation against the reference: the mix is learned (CPU-hungry
- * whole GPUs, shares, two GPUs at once, a share over half an A100), then held,
+ * whole GPUs, shares, two GPUs at once, a share over half an A100, two GPUs
+ * in one island: the one-device sums' island bookkeeping), then held,
  * and the reference reads it as its fgd_mix; islands and scarce models
  * weigh 0, so the cost is dF and its step FGD's. Pods ask for up to 23
  * cores of nodes' 64, so the CPU runs out while GPUs are idle, and the
@@ -465,7 +466,13 @@ static void against_reference_learned(const char *choice, bool fast, uint64_t se
 {
   static const struct {
     uint32_t count, gib, cores, times;
-  } learn[] = {{1, 0, 16, 4}, {1, 4, 8, 2}, {2, 0, 24, 1}, {1, 30, 4, 1}};
+    bool island;
+  } learn[] = {{1, 0, 16, 3, false},
+               {1, 4, 8, 2, false},
+               {2, 0, 24, 1, false},
+               {1, 30, 4, 1, false},
+               {2, 0, 20, 1, true}}; /* 8 pods: weights exact in 1/256 */
+  const size_t nlearn = sizeof(learn) / sizeof(learn[0]);
   char err[200];
   sf_index_t *idx;
   sf_packer_t *pk;
@@ -475,17 +482,20 @@ static void against_reference_learned(const char *choice, bool fast, uint64_t se
   cr_assert_eq(sf_policy_set(&pol, "weight_island", "0", err, sizeof(err)), 0);
   cr_assert_eq(sf_policy_set(&pol, "weight_model", "0", err, sizeof(err)), 0);
   cr_assert_eq(sf_policy_set(&pol, "mix_coverage", "100", err, sizeof(err)), 0);
-  for (size_t i = 0; i < sizeof(learn) / sizeof(learn[0]); i++)
+  for (size_t i = 0; i < nlearn; i++)
     for (uint32_t t = 0; t < learn[i].times; t++) {
       tc_claim_t c;
-      tc_claim(&c, learn[i].count, (sf_milli_t)learn[i].gib * GiB);
+      if (learn[i].island)
+        tc_claim_island(&c, learn[i].count);
+      else
+        tc_claim(&c, learn[i].count, (sf_milli_t)learn[i].gib * GiB);
       c.dem.cpu_milli = (int64_t)learn[i].cores * 1000;
       cr_assert_eq(sf_mix_learn(pk, idx, &pol, &c.dem, +1), 0);
     }
-  cr_assert_eq(sf_mix_size(idx), 4);
+  cr_assert_eq(sf_mix_size(idx), nlearn);
   sf_policy_copy(&ref, &pol);
-  ref.mix = sf_xcalloc(4, sizeof(*ref.mix));
-  for (size_t i = 0; i < 4; i++)
+  ref.mix = sf_xcalloc(nlearn, sizeof(*ref.mix));
+  for (size_t i = 0; i < nlearn; i++)
     cr_assert_eq(sf_mix_shape(idx, i, &ref.mix[ref.nmix++]), 0);
   int differs = compare_with_reference(idx, pk, &pol, &ref, nodes, choice, 24);
   if (pol.weight_unfed > 0)
