@@ -193,6 +193,7 @@ void sf_cluster_destroy(sf_cluster_t *c)
   sf__claim_pools_free(c);
   sf__arena_destroy(c->scratch);
   free(c->lclaims);
+  free(c->name_ids);
   for (int k = 0; k < SF_KIND_COUNT; k++)
     store_dispose(&c->stores[k]);
   sf_map_dispose(&c->logged);

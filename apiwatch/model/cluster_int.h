@@ -119,6 +119,8 @@ struct sf_cluster {
   uint64_t pod_changes; /* pods kept or forgotten, moved, resized (sf_cluster_pod_changes) */
   size_t npod_allocs;   /* index allocations "pods on NODE" */
   size_t ninvalid;      /* pools invalid for some node */
+  sf_node_id *name_ids; /* per position of the last evaluate's names: the node found (-1: none) */
+  size_t nname_ids, capname_ids;
 };
 
 /** The Node named `name`, or NULL. */

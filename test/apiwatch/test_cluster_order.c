@@ -100,8 +100,8 @@ static void apply_ok(sf_cluster_t *c, json_t *o)
   cr_assert_eq(sf_cluster_apply(c, SF_KIND_UNKNOWN, o, err, sizeof err), 0, "%s", err);
 }
 
-/* The class and a pending claim for two devices of gpu.example.com, then the pod's verdicts. */
-static void verdicts(sf_cluster_t *c, sf_verdict_t *v)
+/* The class and a pending claim for two devices of gpu.example.com, then the pod's verdicts on names[0..n). */
+static void verdicts_on(sf_cluster_t *c, const char *const *names, size_t n, sf_verdict_t *v)
 {
   static const char *const cls =
       "{\"kind\":\"DeviceClass\",\"metadata\":{\"name\":\"gpu.example.com\"},\"spec\":{\"selectors\":"
@@ -120,11 +120,16 @@ static void verdicts(sf_cluster_t *c, sf_verdict_t *v)
   char err[SF_ERR_MAX];
   sf_pod_plan_t *plan = NULL;
   cr_assert_eq(sf_cluster_plan(c, p, &plan, err, sizeof err), 0, "%s", err);
-  cr_assert_eq(sf_cluster_evaluate(c, plan, NODES, NNODES + 1, v), 0);
+  cr_assert_eq(sf_cluster_evaluate(c, plan, names, n, v), 0);
   sf_pod_plan_free(plan);
   json_decref(a);
   json_decref(b);
   json_decref(p);
+}
+
+static void verdicts(sf_cluster_t *c, sf_verdict_t *v)
+{
+  verdicts_on(c, NODES, NNODES + 1, v);
 }
 
 /* Applies the set in a random order with transient objects and failing applies mixed in. */
@@ -257,6 +262,67 @@ Test(cluster_order, state_and_verdicts_are_a_function_of_the_set)
     sf_cluster_destroy(got);
     free_set(&s);
   }
+}
+
+/*
+ * sf_cluster_evaluate tries the node it found at each position of the last
+ * call's names first (cluster_plan.c, node_at). With nodes going and coming
+ * back (their ids freed and reused by other nodes), names reordered,
+ * repeated, unknown and in lists of other lengths, every verdict must equal
+ * a fresh cluster's for the same objects and names.
+ */
+Test(cluster_order, names_resolved_again_as_nodes_come_and_go)
+{
+  sf_log_set_verbosity(-1);
+  static const char *const pick[] = {"n0", "n1", "n2", "n3", "n4", "zz"};
+  enum { NSLICES = 6, MAXNAMES = 9 };
+  json_t *sl[NSLICES];
+  bool on[NSLICES] = {false};
+  char err[SF_ERR_MAX], name[16];
+  for (unsigned k = 0; k < NSLICES; k++) {
+    snprintf(name, sizeof name, "s%u", k);
+    sl[k] = slice(name, 0, k % NNODES, k, 0, 1, 1 + k % 3, false);
+  }
+  rng = 7;
+  sf_cluster_t *c = sf_cluster_create(NULL);
+  size_t reused = 0;
+  for (int round = 0; round < 120; round++) {
+    unsigned k = rnd(NSLICES);
+    if (on[k])
+      cr_assert_eq(sf_cluster_delete(c, SF_KIND_UNKNOWN, sl[k], err, sizeof err), 0, "%s", err);
+    else
+      apply_ok(c, sl[k]);
+    on[k] = !on[k];
+    const char *names[MAXNAMES];
+    size_t n = 1 + rnd(MAXNAMES);
+    for (size_t i = 0; i < n; i++)
+      names[i] = round % 3 == 0 && i < NNODES + 1 ? NODES[i] : pick[rnd(6)];
+    sf_cluster_t *fresh = sf_cluster_create(NULL);
+    for (unsigned j = 0; j < NSLICES; j++)
+      if (on[j])
+        apply_ok(fresh, sl[j]);
+    sf_verdict_t got[MAXNAMES], want[MAXNAMES];
+    verdicts_on(c, names, n, got);
+    verdicts_on(fresh, names, n, want);
+    for (size_t i = 0; i < n; i++) {
+      cr_assert_eq(got[i].fit, want[i].fit, "round %d, %s at %zu: %s | fresh: %s", round, names[i], i,
+                   got[i].reason, want[i].reason);
+      cr_assert_str_eq(got[i].reason, want[i].reason, "round %d, %s at %zu", round, names[i], i);
+      cr_assert(got[i].raw == want[i].raw, "round %d, %s at %zu: %g | fresh: %g", round, names[i], i,
+                got[i].raw, want[i].raw);
+    }
+    /* Ids are reused: some node's id must at some point have belonged to another. */
+    for (int j = 0; j < NNODES; j++) {
+      sf_node_id a = sf_index_node_find(sf_cluster_index(c), NODES[j]),
+                 b = sf_index_node_find(sf_cluster_index(fresh), NODES[j]);
+      reused += a >= 0 && b >= 0 && a != b;
+    }
+    sf_cluster_destroy(fresh);
+  }
+  cr_assert_gt(reused, 0, "no node ever changed id: the test does not reach the stale case");
+  sf_cluster_destroy(c);
+  for (unsigned k = 0; k < NSLICES; k++)
+    json_decref(sl[k]);
 }
 
 Test(cluster_order, a_node_stays_while_any_pool_lists_it)
