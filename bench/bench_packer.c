@@ -28,7 +28,11 @@
  * its per-node summaries and fragmentation caches are therefore warm, as in
  * a daemon whose cluster changes a few nodes between calls. The "warm" rows
  * alternate the demand with a twin that differs only in its CPU request, so
- * no node's verdict is remembered from the call before; the "again" rows
+ * no node's verdict is remembered from the call before (under first fit
+ * its placement is, and only the score is worked out again: a workload's
+ * next pod after the learned mix moved); the "unlike" row alternates it
+ * with another request (1Gi more, or one device fewer), so nothing of the
+ * call before serves: the whole filter and score of every node; the "again" rows
  * send the same demand every time, so every node's verdict is (kube-scheduler
  * sending a workload's pods one after another on an unchanged cluster). The
  * "cold" rows use a new packer per call (empty caches), the "learn" row keeps
@@ -302,7 +306,7 @@ static int cmp_double(const void *a, const void *b)
   return (x > y) - (x < y);
 }
 
-typedef enum { RUN_WARM, RUN_AGAIN, RUN_LEARN, RUN_COLD } run_t;
+typedef enum { RUN_WARM, RUN_AGAIN, RUN_LEARN, RUN_COLD, RUN_UNLIKE } run_t;
 
 static void run(const char *label, const char *polname, cluster_t *c, const sf_policy_t *pol,
                 const sf_demand_t *d, run_t mode, int reps)
@@ -314,12 +318,21 @@ static void run(const char *label, const char *polname, cluster_t *c, const sf_p
   eval(p, c, pol, d, c->nodes, c->n, SF_EVAL_LEARN, out);
   sf_demand_t twin = *d; /* the same but for its CPU, which these nodes do not track */
   twin.cpu_milli = d->cpu_milli + 1;
+  /* Another request (1Gi more, or one device fewer): no node's verdict or placement is kept. */
+  demand_t other;
+  const sf_request_t *rq = &d->claims[0].reqs[0];
+  const sf_demand_t *unlike = demand_init(&other, rq->ncaps ? rq->caps[0].value + GI : 0,
+                                          rq->ncaps || rq->count < 2 ? rq->count : rq->count - 1,
+                                          d->claims[0].ncons > 0);
   for (int r = 0; r < reps; r++) {
     if (mode == RUN_COLD) {
       sf_packer_destroy(p);
       p = sf_packer_create();
     }
-    const sf_demand_t *dr = mode == RUN_WARM && (r & 1) ? &twin : d;
+    const sf_demand_t *dr = (r & 1) == 0         ? d
+                            : mode == RUN_WARM   ? &twin
+                            : mode == RUN_UNLIKE ? unlike
+                                                 : d;
     /* Wall time is what the scheduler waits; thread CPU time stays honest on a busy machine. */
     double t0 = now_us(), c0 = clock_us(CLOCK_THREAD_CPUTIME_ID);
     eval(p, c, pol, dr, c->nodes, c->n, mode == RUN_LEARN ? SF_EVAL_LEARN : 0, out);
@@ -333,10 +346,11 @@ static void run(const char *label, const char *polname, cluster_t *c, const sf_p
   qsort(cpu, (size_t)reps, sizeof(*cpu), cmp_double);
   double med = t[reps / 2], p10 = t[reps / 10], p90 = t[reps - 1 - reps / 10];
   printf("%-7s %-24s %-6s %10.1f %9.1f %9.1f %8.1f %10.1f   %zu/%zu/%zu\n", label, polname,
-         mode == RUN_COLD    ? "cold"
-         : mode == RUN_LEARN ? "learn"
-         : mode == RUN_AGAIN ? "again"
-                             : "warm",
+         mode == RUN_COLD     ? "cold"
+         : mode == RUN_LEARN  ? "learn"
+         : mode == RUN_AGAIN  ? "again"
+         : mode == RUN_UNLIKE ? "unlike"
+                              : "warm",
          med, p10, p90, med * 1000.0 / (double)c->n, cpu[reps / 2], fit[SF_FIT_YES], fit[SF_FIT_NO],
          fit[SF_FIT_UNSURE]);
   sf_packer_destroy(p);
@@ -380,6 +394,8 @@ static void run_case(const char *label, cluster_t *c, const sf_demand_t *d, cons
     sf_policy_t pol;
     policy_of(c, &policies[i], &pol);
     run(label, policies[i].label, c, &pol, d, RUN_WARM, reps);
+    if (i == 0) /* the default also with nothing kept from the call before */
+      run(label, policies[i].label, c, &pol, d, RUN_UNLIKE, reps);
     /* The default and fgd also with verdicts remembered, cold (caches empty) and learning. */
     if (strcmp(which, "all") == 0 && (i == 0 || strcmp(policies[i].name, "fgd") == 0)) {
       run(label, policies[i].label, c, &pol, d, RUN_AGAIN, reps);

@@ -26,13 +26,12 @@ static void sig_add(uint64_t *h, const void *data, size_t n)
 }
 
 /*
- * The signature of everything a node's fast verdict depends on besides the
- * node's own summary: the index, the request (count, capacity, selectors by
- * their cache keys), the scoring policy, the pod's CPU, the workload mix and
- * the models' scarcity. Names are not in it: reasons are written per call.
- * 0 (nothing remembered) when a selector has no cache.
+ * The signature of what a node's placement depends on besides the node's
+ * own summary: the index, the request (count, capacity, selectors by their
+ * cache keys), the device choice and the availability limits. 0 (nothing
+ * remembered) when a selector has no cache.
  */
-static uint64_t signature(const sf_packer_t *p)
+static uint64_t placement_signature(const sf_packer_t *p)
 {
   const slot_t *sl = &p->dem.slot[0];
   const sf_request_t *s = sl->s;
@@ -52,14 +51,30 @@ static uint64_t signature(const sf_packer_t *p)
       return 0;
     sig_add(&h, &s->selectors[i].cache_key, sizeof(s->selectors[i].cache_key));
   }
-  sig_add(&h, &pol->strategy, sizeof(pol->strategy));
   sig_add(&h, &pol->device_choice, sizeof(pol->device_choice));
+  sig_add(&h, &pol->max_sharers, sizeof(pol->max_sharers));
+  sig_add(&h, &pol->headroom_pct, sizeof(pol->headroom_pct));
+  return h ? h : 1;
+}
+
+/*
+ * The signature of everything a node's fast verdict depends on besides the
+ * node's own summary: its placement's (above), the scoring policy, the
+ * pod's CPU, the workload mix and the models' scarcity. Names are not in
+ * it: reasons are written per call. 0 (nothing remembered) when the
+ * placement's is.
+ */
+static uint64_t signature(const sf_packer_t *p, uint64_t place)
+{
+  const sf_policy_t *pol = p->pol;
+  uint64_t h = place;
+  if (h == 0)
+    return 0;
+  sig_add(&h, &pol->strategy, sizeof(pol->strategy));
   sig_add(&h, &pol->weight_frag, sizeof(pol->weight_frag));
   sig_add(&h, &pol->weight_island, sizeof(pol->weight_island));
   sig_add(&h, &pol->weight_model, sizeof(pol->weight_model));
   sig_add(&h, &pol->weight_unfed, sizeof(pol->weight_unfed));
-  sig_add(&h, &pol->max_sharers, sizeof(pol->max_sharers));
-  sig_add(&h, &pol->headroom_pct, sizeof(pol->headroom_pct));
   sig_add(&h, &p->dem.dem->cpu_milli, sizeof(p->dem.dem->cpu_milli));
   sig_add(&h, &p->mix.mixhash, sizeof(p->mix.mixhash));
   sig_add(&h, &p->dem.flexible, sizeof(p->dem.flexible));
@@ -85,7 +100,9 @@ void sf__fast_prepare(sf_packer_t *p)
   else if (d->ncs == 1 && d->cs[0].c->kind == SF_CONSTRAINT_ISLAND &&
            sf__demand_refers(d->cs[0].c, d->fr[0].req, -1))
     f->kind = FAST_ISLAND;
-  f->sig = f->kind == FAST_NONE ? 0 : signature(p);
+  uint64_t place = f->kind == FAST_NONE ? 0 : placement_signature(p);
+  f->sig = signature(p, place);
+  f->psig = f->kind == FAST_SIMPLE && p->pol->device_choice != SF_CHOICE_PACKER ? place : 0;
 }
 
 static fmemo_t *memo_of(pk_fast_t *f, sf_node_id node, size_t nnodes)
@@ -153,6 +170,16 @@ static uint32_t place(sf_packer_t *p, sf_verdict_t *v)
   return largest;
 }
 
+/* Keeps the verdict just made with the call's signature. */
+static void keep(const pk_fast_t *f, fmemo_t *m, const sf_verdict_t *v)
+{
+  m->sig = f->evaluating ? f->sig : 0;
+  m->raw = v->raw;
+  m->cost = v->cost;
+  memcpy(m->sens, v->sens, sizeof(m->sens));
+  m->fit = (uint8_t)v->fit;
+}
+
 bool sf__fast_eval(sf_packer_t *p, sf_node_id node, sf_verdict_t *v)
 {
   pk_fast_t *f = &p->fast;
@@ -160,19 +187,43 @@ bool sf__fast_eval(sf_packer_t *p, sf_node_id node, sf_verdict_t *v)
   if (!h->plain)
     return false;
   fmemo_t *m = memo_of(f, node, p->idx->nnodes);
-  if (f->evaluating && f->sig != 0 && m->sig == f->sig && m->version == h->version) {
-    replay(p, m, v);
-    return true;
+  if (f->evaluating && m->version == h->version) {
+    if (f->sig != 0 && m->sig == f->sig) {
+      replay(p, m, v);
+      return true;
+    }
+    /*
+     * The same placement under another mix or CPU (a pod of the same claim
+     * after the learned mix moved, or asking other CPU): first fit takes
+     * the same device, so only its score is new; a node without one fails
+     * as it did.
+     */
+    if (f->psig != 0 && m->psig == f->psig) {
+      if (m->fit == SF_FIT_YES) {
+        pick_t pk = {m->pk, m->puse};
+        v->fit = SF_FIT_YES;
+        v->raw = sf__score(p, h, &pk, 1);
+        if (p->score.bounds)
+          sf__score_sens(p, &v->cost, v->sens);
+      } else {
+        replay(p, m, v);
+      }
+      keep(f, m, v);
+      return true;
+    }
   }
   sf__search_begin(p, h);
   uint32_t largest = place(p, v);
   sf__search_end(p);
   m->version = h->version;
-  m->sig = f->evaluating ? f->sig : 0;
-  m->raw = v->raw;
-  m->cost = v->cost;
-  memcpy(m->sens, v->sens, sizeof(m->sens));
-  m->fit = (uint8_t)v->fit;
+  keep(f, m, v);
+  m->psig = f->evaluating ? f->psig : 0;
+  if (v->fit == SF_FIT_YES && m->psig != 0) { /* the device first fit took (place, FAST_SIMPLE) */
+    const pk_search_t *s = &p->search;
+    const hdev_t *d = &h->d[s->rk[0]];
+    m->pk = s->rk[0];
+    m->puse = d->prim >= 0 ? s->rcons[d->prim] : 0;
+  }
   if (v->fit == SF_FIT_NO) { /* what its reason is made from */
     m->st = p->search.st[0];
     m->n = h->n;

@@ -15,9 +15,12 @@ enum { FAST_NONE = 0, FAST_SIMPLE, FAST_ISLAND };
 typedef struct {
   uint64_t version; /* the node version it holds for */
   uint64_t sig;     /* the call's signature; 0: none */
+  uint64_t psig;    /* the placement's signature (pk_fast_t.psig); 0: none */
   uint8_t fit;
   double raw; /* FIT, with the verdict's cost and sensitivities */
   double cost, sens[SF_DRIFT_TERMS + 1];
+  uint32_t pk; /* FIT under psig: the device first fit took, and what it takes of it */
+  sf_milli_t puse;
   stats_t st; /* NO: what the reason is made from */
   uint32_t n, clen, largest;
 } fmemo_t;
@@ -25,7 +28,13 @@ typedef struct {
 typedef struct {
   bool on; /* sf_packer_set_fast_path */
   int kind;
-  uint64_t sig;    /* what a node's verdict depends on besides the node; 0: no memo */
+  uint64_t sig; /* what a node's verdict depends on besides the node; 0: no memo */
+  /*
+   * What its placement depends on besides the node, when that is less: one
+   * device by first fit, which neither the scoring nor the pod's CPU
+   * chooses (the node's CPU is checked before). 0: none.
+   */
+  uint64_t psig;
   bool evaluating; /* in sf_packer_evaluate, where verdicts may come from the memo */
   fmemo_t *memo;
   size_t memocap; /* per node */

@@ -445,6 +445,58 @@ Test(packer, first_fit_follows_node_order_packer_packs_tight)
   }
 }
 
+/*
+ * The fast path remembers a node's verdict for the next call alike, and
+ * under first fit its placement for a call that differs only in what
+ * scores it (the pod's CPU, the mix): each remembered answer must be what
+ * a fresh packer gives. The device choice is set without applying the
+ * policy to the index, as the ConfigMap's reload can, so no node version
+ * moves to hide a stale verdict.
+ */
+static void same_as_fresh(sf_node_id n, const sf_demand_t *d, const char *what)
+{
+  sf_verdict_t got = eval1(n, d), want;
+  sf_packer_t *fresh = sf_packer_create();
+  cr_assert_eq(sf_packer_evaluate(fresh, idx, &pol, d, &n, 1, 0, &want), 0);
+  sf_packer_destroy(fresh);
+  cr_assert_eq(got.fit, want.fit, "%s", what);
+  cr_assert(got.raw == want.raw, "%s: remembered %.17g, fresh %.17g", what, got.raw, want.raw);
+}
+
+Test(packer, remembered_verdicts_follow_the_device_choice_and_what_scores)
+{
+  char err[200];
+  sf_node_id n = tc_node(idx, "n", 2, "RTX", 20 * GiB, true);
+  sf_milli_t ten = 10 * GiB;
+  sf_pick_t p = {sf_index_dev_find(idx, DRV, "n", "gpu-1"), &ten, false};
+  sf_index_alloc_add(idx, "x", n, 0, 0, &p, 1, 0, NULL);
+  sf_node_spec_t ns = {"n", 64000, 0};
+  sf_index_node_upsert(idx, &ns, NULL);
+  set("strategy", "binpack"); /* first fit takes the idle gpu-0, the packer the used gpu-1 */
+  tc_claim_t c;
+  tc_claim(&c, 1, 4 * GiB);
+  double first = eval1(n, &c.dem).raw;
+  cr_assert_eq(sf_policy_set(&pol, "device_choice", "packer", err, sizeof(err)), 0, "%s", err);
+  same_as_fresh(n, &c.dem, "packer after first-fit");
+  cr_assert(eval1(n, &c.dem).raw > first, "the packer's device fills the used card");
+  cr_assert_eq(sf_policy_set(&pol, "device_choice", "first-fit", err, sizeof(err)), 0, "%s", err);
+  same_as_fresh(n, &c.dem, "first-fit after packer");
+  /* Under first fit, what scores the same device moves: the pod's CPU, then the learned mix. */
+  set("strategy", "fragmentation");
+  cr_assert_eq(sf_policy_set(&pol, "weight_unfed", "1", err, sizeof(err)), 0, "%s", err);
+  tc_claim_t hungry;
+  tc_claim(&hungry, 1, 4 * GiB);
+  hungry.dem.cpu_milli = 40000;
+  cr_assert_eq(sf_mix_learn(pk, idx, &pol, &hungry.dem, +1), 0);
+  c.dem.cpu_milli = 1000;
+  double light = eval1(n, &c.dem).raw;
+  c.dem.cpu_milli = 30000;
+  same_as_fresh(n, &c.dem, "another CPU");
+  cr_assert(eval1(n, &c.dem).raw != light, "the CPU moved the score: the test reaches the case");
+  cr_assert_eq(sf_mix_learn(pk, idx, &pol, &c.dem, +1), 0);
+  same_as_fresh(n, &c.dem, "another mix");
+}
+
 Test(packer, binpack_and_spread_rank_nodes_oppositely)
 {
   sf_node_id n[2] = {tc_node(idx, "empty", 2, "RTX", 20 * GiB, true),
