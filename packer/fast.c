@@ -103,6 +103,109 @@ void sf__fast_prepare(sf_packer_t *p)
   uint64_t place = f->kind == FAST_NONE ? 0 : placement_signature(p);
   f->sig = signature(p, place);
   f->psig = f->kind == FAST_SIMPLE && p->pol->device_choice != SF_CHOICE_PACKER ? place : 0;
+  f->selsig = 0;
+  if (f->sig != 0 && d->slot[0].s->nselectors > 0) {
+    const sf_request_t *rq = d->slot[0].s;
+    uint64_t h = 1469598103934665603ull;
+    sig_add(&h, &p->idx->serial, sizeof(p->idx->serial));
+    for (size_t i = 0; i < rq->nselectors; i++)
+      sig_add(&h, &rq->selectors[i].cache_key, sizeof(rq->selectors[i].cache_key));
+    f->selsig = h ? h : 1;
+  }
+  size_t want = 64;
+  while (want < p->idx->nnodes / 2 && want < 8192)
+    want *= 2;
+  if (f->sig != 0 && f->alike && f->lkcap < want) {
+    f->lk = sf_xrealloc(f->lk, want * sizeof(*f->lk));
+    for (size_t i = 0; i < want; i++)
+      f->lk[i] = (falike_t){0, -1};
+    f->lkcap = want;
+  }
+}
+
+/* ---- nodes alike ---- */
+
+/*
+ * Nodes in the same state (sf__view_same) whose devices the request's
+ * selectors answer alike get the same verdict, but for the node order in
+ * the score: in a fleet, the idle nodes of a pool, or the full ones. A
+ * table keeps, by the hash of both, a node evaluated last in that state;
+ * another node alike copies its remembered verdict when that verdict holds
+ * for this call (the call's signature, the node's version), so the entry
+ * needs no clearing between calls. A node's answers are kept in its summary
+ * (selbits) for the selectors' signature, which holds only when every
+ * selector has a cache, as the call's signature does: worked out once per
+ * node version, as the gather would, and compared exactly. The table is
+ * small (at most 64 KiB) so that a probe stays in cache; a collision only
+ * costs the node a verdict worked out in full.
+ */
+static uint64_t alike_hash(uint64_t shash, uint64_t selbits)
+{
+  uint64_t key = (shash ^ selbits) * 0x9e3779b97f4a7c15ull;
+  return key ^ key >> 29;
+}
+
+static uint64_t alike_key(sf_packer_t *p, hnode_t *h)
+{
+  const pk_fast_t *f = &p->fast;
+  if (f->selsig != 0 && h->selsig != f->selsig) {
+    const slot_t *sl = &p->dem.slot[0];
+    uint64_t bits = 0;
+    for (uint32_t k = 0; k < h->n; k++)
+      bits |= (uint64_t)sf__demand_match(p->idx, sl, h->d[k].dev) << (2 * k);
+    h->selbits = bits;
+    h->selsig = f->selsig;
+  }
+  return alike_hash(h->shash, f->selsig ? h->selbits : 0);
+}
+
+void sf__fast_prefetch(const sf_packer_t *p, sf_node_id node)
+{
+  const pk_fast_t *f = &p->fast;
+  if (!f->evaluating || f->sig == 0 || !f->alike || (size_t)node >= p->view.hncap)
+    return;
+  const hnode_t *h = &p->view.hn[node];
+  if (h->version != p->idx->nodes[node].version || (f->selsig != 0 && h->selsig != f->selsig))
+    return; /* its key is not known before the node is evaluated */
+  uint64_t key = alike_hash(h->shash, f->selsig ? h->selbits : 0);
+  __builtin_prefetch(&f->lk[key & (f->lkcap - 1)]);
+}
+
+/* The remembered verdict of the node e names, when it holds for this call and for node h. */
+static const fmemo_t *alike_verdict(const sf_packer_t *p, const falike_t *e, uint32_t tag,
+                                    const hnode_t *h)
+{
+  const pk_fast_t *f = &p->fast;
+  sf_node_id a = e->node;
+  if (e->tag != tag || a < 0 || (size_t)a >= f->memocap || (size_t)a >= p->view.hncap ||
+      (size_t)a >= p->idx->nnodes)
+    return NULL;
+  const hnode_t *ah = &p->view.hn[a];
+  const fmemo_t *am = &f->memo[a];
+  if (ah == h || ah->version != p->idx->nodes[a].version || am->version != ah->version ||
+      am->sig != f->sig || (f->selsig != 0 && (ah->selsig != f->selsig || ah->selbits != h->selbits)))
+    return NULL;
+  return sf__view_same(ah, h) ? am : NULL;
+}
+
+/* Node h's memo from a node alike's: what replay reads, and what its reason is made from. */
+static void alike_copy(fmemo_t *m, const fmemo_t *am, uint64_t version)
+{
+  m->version = version;
+  m->sig = am->sig;
+  m->psig = am->psig;
+  m->fit = am->fit;
+  m->raw = am->raw;
+  m->cost = am->cost;
+  memcpy(m->sens, am->sens, sizeof(m->sens));
+  m->pk = am->pk;
+  m->puse = am->puse;
+  if (am->fit == SF_FIT_NO) {
+    m->st = am->st;
+    m->n = am->n;
+    m->clen = am->clen;
+    m->largest = am->largest;
+  }
 }
 
 static fmemo_t *memo_of(pk_fast_t *f, sf_node_id node, size_t nnodes)
@@ -187,11 +290,27 @@ bool sf__fast_eval(sf_packer_t *p, sf_node_id node, sf_verdict_t *v)
   if (!h->plain)
     return false;
   fmemo_t *m = memo_of(f, node, p->idx->nnodes);
-  if (f->evaluating && m->version == h->version) {
-    if (f->sig != 0 && m->sig == f->sig) {
+  if (f->evaluating && f->sig != 0 && m->version == h->version && m->sig == f->sig) {
+    replay(p, m, v);
+    return true;
+  }
+  falike_t *e = NULL;
+  uint32_t tag = 0;
+  if (f->evaluating && f->sig != 0 && f->alike && h->n <= 32) { /* selbits hold 32 devices */
+    uint64_t key = alike_key(p, h);
+    e = &f->lk[key & (f->lkcap - 1)];
+    tag = (uint32_t)(key >> 32);
+    const fmemo_t *am = alike_verdict(p, e, tag, h);
+    if (am != NULL) {
+      alike_copy(m, am, h->version);
       replay(p, m, v);
+      if (v->fit == SF_FIT_YES)
+        v->raw = m->raw = sf__score_renode(p, m->raw);
+      f->shared++;
       return true;
     }
+  }
+  if (f->evaluating && m->version == h->version) {
     /*
      * The same placement under another mix or CPU (a pod of the same claim
      * after the learned mix moved, or asking other CPU): first fit takes
@@ -209,6 +328,8 @@ bool sf__fast_eval(sf_packer_t *p, sf_node_id node, sf_verdict_t *v)
         replay(p, m, v);
       }
       keep(f, m, v);
+      if (e != NULL)
+        *e = (falike_t){tag, node};
       return true;
     }
   }
@@ -230,5 +351,7 @@ bool sf__fast_eval(sf_packer_t *p, sf_node_id node, sf_verdict_t *v)
     m->clen = (uint32_t)p->search.clen[0];
     m->largest = largest;
   }
+  if (e != NULL)
+    *e = (falike_t){tag, node};
   return true;
 }

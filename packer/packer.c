@@ -28,6 +28,7 @@ sf_packer_t *sf_packer_create(void)
   sf_packer_t *p = sf_xcalloc(1, sizeof(*p));
   p->last_node = -1;
   p->fast.on = true;
+  p->fast.alike = true;
   sf__score_init(&p->score);
   return p;
 }
@@ -42,6 +43,7 @@ void sf_packer_destroy(sf_packer_t *p)
   sf__score_dispose(&p->score);
   sf__mix_history(&p->mix, false);
   free(p->fast.memo);
+  free(p->fast.lk);
   free(p);
 }
 
@@ -171,7 +173,10 @@ int sf_packer_evaluate(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol,
   prepare(p, idx, pol, demand, flags);
   double lo = INFINITY, hi = -INFINITY;
   p->fast.evaluating = true;
+  p->fast.shared = 0;
   for (size_t i = 0; i < n; i++) {
+    if (i + 2 < n && p->fast.kind != FAST_NONE)
+      sf__fast_prefetch(p, nodes[i + 2]);
     node_eval(p, nodes[i], &out[i]);
     if (out[i].fit == SF_FIT_YES) {
       lo = out[i].raw < lo ? out[i].raw : lo;
@@ -252,6 +257,16 @@ double sf_packer_node_frag(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *p
 void sf_packer_set_fast_path(sf_packer_t *p, bool on)
 {
   p->fast.on = on;
+}
+
+void sf_packer_set_alike(sf_packer_t *p, bool on)
+{
+  p->fast.alike = on;
+}
+
+size_t sf_packer_shared_verdicts(const sf_packer_t *p)
+{
+  return p->fast.shared;
 }
 
 void sf_packer_set_reasons(sf_packer_t *p, bool on)

@@ -25,8 +25,19 @@ typedef struct {
   uint32_t n, clen, largest;
 } fmemo_t;
 
+/*
+ * A node whose remembered verdict may serve nodes alike: by the high half of
+ * the hash of its state and selectors' answers (the low half chose the
+ * entry). Only a hint: what it points at is checked in full before use.
+ */
 typedef struct {
-  bool on; /* sf_packer_set_fast_path */
+  uint32_t tag;
+  sf_node_id node; /* -1: none */
+} falike_t;
+
+typedef struct {
+  bool on;    /* sf_packer_set_fast_path */
+  bool alike; /* sf_packer_set_alike: nodes in one state share a verdict */
   int kind;
   uint64_t sig; /* what a node's verdict depends on besides the node; 0: no memo */
   /*
@@ -35,13 +46,23 @@ typedef struct {
    * chooses (the node's CPU is checked before). 0: none.
    */
   uint64_t psig;
+  uint64_t selsig; /* the request's selectors (hnode_t selbits); 0: none */
   bool evaluating; /* in sf_packer_evaluate, where verdicts may come from the memo */
   fmemo_t *memo;
   size_t memocap; /* per node */
+  falike_t *lk;
+  size_t lkcap;  /* a power of two: half the index's nodes, 64 to 8,192 */
+  size_t shared; /* verdicts of this call taken from a node alike */
 } pk_fast_t;
 
 /* Which fast path serves this call, if any, and its signature. */
 void sf__fast_prepare(sf_packer_t *p);
+/*
+ * Brings into cache the table entry node's verdict would be looked up in
+ * (the table is read at random, one node in two misses the cache without),
+ * when its key is known already; a hint with no effect on any answer.
+ */
+void sf__fast_prefetch(const sf_packer_t *p, sf_node_id node);
 /* Filters and scores one node on the fast path; false, having done nothing, when it cannot serve it. */
 bool sf__fast_eval(sf_packer_t *p, sf_node_id node, sf_verdict_t *v);
 

@@ -62,6 +62,11 @@ double sf__score_frag(sf_packer_t *p, hnode_t *h);
  * node: devices may repeat (several requests on one shared device).
  */
 double sf__score(sf_packer_t *p, hnode_t *h, const pick_t *picks, size_t n);
+/*
+ * A raw score sf__score gave another node in the same state, as it gives it
+ * to the node being scored (p->node): the same step, this node's order.
+ */
+double sf__score_renode(const sf_packer_t *p, double raw);
 void sf__score_init(pk_score_t *s);
 /* A node's scoring begins: forget the last node's costs. */
 void sf__score_begin(pk_score_t *s);

@@ -8,6 +8,8 @@
 #ifndef SF_PACKER_PK_VIEW_H
 #define SF_PACKER_PK_VIEW_H
 
+#include <stddef.h>
+#include <string.h>
 #include "index_int.h"
 #include "slicefit/packer.h"
 
@@ -20,20 +22,25 @@
 #define HD_CAPS 64u     /* capacities not in one class: read them from the index */
 #define HD_WHOLE 128u   /* shared, but held whole by a result without shareID: taken */
 
+/*
+ * Everything before `dev` is the device's state, with no padding (`spare`
+ * is 0), so that two devices compare in one memcmp (sf__view_same_dev).
+ */
 typedef struct {
   sf_milli_t capfree; /* free amount of the only capacity (cls >= 0) */
   sf_milli_t fa;      /* free amount of the primary capacity; INT64_MAX: no primary, idle */
   sf_milli_t pval;    /* the primary capacity's value (0: none) */
-  sf_dev_id dev;
-  int32_t fp; /* free share, per-mille */
+  int32_t fp;         /* free share, per-mille */
   uint32_t holders;
   int32_t cls;    /* capacity class of the only capacity; -1: none, or HD_CAPS */
   int16_t island; /* -1: its own */
   int8_t prim;    /* primary capacity's index, or -1 */
   uint8_t ncaps;
   uint8_t nneed; /* entries its needs take in a candidate list: ncaps, at least 1 */
-  uint8_t model_bit, fl;
+  uint8_t model_bit, fl, spare;
+  sf_dev_id dev;
 } hdev_t;
+_Static_assert(offsetof(hdev_t, dev) == 44 && sizeof(hdev_t) == 48, "hdev_t: no padding");
 
 /* A capacity class: devices whose only capacity has the same name, total and request policy. */
 typedef struct {
@@ -65,6 +72,8 @@ typedef struct {
   uint32_t nisl, islcap;
   uint16_t isize_in[NISL_IN];
   uint8_t iheld_in[NISL_IN];
+  uint64_t shash;               /* hash of the state sf__view_same compares */
+  uint64_t selsig, selbits;     /* the selectors selsig (pk_fast_t) answer selbits, 2 bits a device */
   uint64_t fversion, shapehash; /* fs is for this version and the mix's shapes */
   uint64_t mixhash;             /* fb is for this mix (shapes and weights) */
   double fb;                    /* F(before) = Σ q fs[i].f */
@@ -82,6 +91,12 @@ typedef struct {
 
 /* sf__view_node when the summary must be (re)built. */
 hnode_t *sf__view_build(sf_packer_t *p, sf_node_id node);
+/*
+ * Are two nodes' summaries the same state, device by device in order, and
+ * so, for any call, the same verdict but for their names and node order?
+ * Plain nodes only (no device read from the index), as the fast path's.
+ */
+bool sf__view_same(const hnode_t *a, const hnode_t *b);
 void sf__view_dispose(pk_view_t *v);
 
 /* Free share in per-mille of `f` free out of `v`. */
@@ -92,6 +107,12 @@ static inline int32_t sf__permille(sf_milli_t f, sf_milli_t v)
   if (f >= v)
     return 1000;
   return (int32_t)(f > INT64_MAX / 1000 ? f / (v / 1000) : f * 1000 / v);
+}
+
+/* Two devices in the same state: the same needs, availability and score, wherever they are. */
+static inline bool sf__view_same_dev(const hdev_t *a, const hdev_t *b)
+{
+  return !(a->fl & HD_CAPS) && memcmp(a, b, offsetof(hdev_t, dev)) == 0;
 }
 
 /* Per island: its devices; and whether one of them has a holder. */

@@ -370,10 +370,24 @@ static int step_of(const pk_score_t *s, double cost)
   return k;
 }
 
-static double fgd_step(const sf_packer_t *p, double cost)
+/* The step and, below it, the node's place in the one fixed order: (0, 0.001]. */
+static double with_rank(const sf_packer_t *p, int step)
 {
   double rank = (double)(p->idx->nodes[p->node].order >> 11) / 9007199254740992.0; /* [0, 1) */
-  return (double)step_of(&p->score, cost) + 0.001 * (1.0 - rank);
+  return (double)step + 0.001 * (1.0 - rank);
+}
+
+static double fgd_step(const sf_packer_t *p, double cost)
+{
+  return with_rank(p, step_of(&p->score, cost));
+}
+
+double sf__score_renode(const sf_packer_t *p, double raw)
+{
+  if (p->pol->strategy == SF_STRATEGY_BINPACK || p->pol->strategy == SF_STRATEGY_SPREAD)
+    return raw; /* the node's state alone */
+  /* step + (0, 0.001] rounds to neither step nor step + 1 (steps are 0..100): floor is the step */
+  return with_rank(p, (int)floor(raw));
 }
 
 void sf_packer_set_bounds(sf_packer_t *p, bool on)

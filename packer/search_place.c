@@ -148,15 +148,6 @@ double sf__search_score(sf_packer_t *p)
 
 /* ---- one device ---- */
 
-/* Same summary, hence the same needs, score and preference but for the node order. */
-static bool same_state(const hdev_t *a, const hdev_t *b)
-{
-  return !(a->fl & HD_CAPS) && a->capfree == b->capfree && a->fa == b->fa && a->fp == b->fp &&
-         a->holders == b->holders && a->cls == b->cls && a->island == b->island &&
-         a->model_bit == b->model_bit && a->fl == b->fl && a->pval == b->pval && a->prim == b->prim &&
-         a->ncaps == b->ncaps;
-}
-
 int sf__search_one(sf_packer_t *p, double *raw)
 {
   pk_search_t *s = &p->search;
@@ -176,7 +167,7 @@ int sf__search_one(sf_packer_t *p, double *raw)
     /* A device in the same state as an earlier one would tie with it and lose on node order. */
     bool dup = false;
     for (size_t e = 0; e < i && !dup; e++)
-      dup = cs[e].avail && same_state(&s->h->d[cs[e].k], &s->h->d[cs[i].k]);
+      dup = cs[e].avail && sf__view_same_dev(&s->h->d[cs[e].k], &s->h->d[cs[i].k]);
     if (dup)
       continue;
     int64_t key = key_of(p, &cs[i]);

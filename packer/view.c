@@ -111,6 +111,40 @@ static void islands(hnode_t *h, uint32_t n)
   }
 }
 
+static uint64_t mix64(uint64_t h, uint64_t v)
+{
+  h = (h ^ v) * 0x9e3779b97f4a7c15ull;
+  return h ^ (h >> 29);
+}
+
+/* What sf__view_same compares, hashed: nodes in one state hash alike. */
+static uint64_t state_hash(const hnode_t *h)
+{
+  uint64_t x = mix64(mix64(h->n, (uint64_t)h->cpu_free), h->nisl);
+  for (uint32_t k = 0; k < h->n; k++) {
+    const hdev_t *d = &h->d[k];
+    x = mix64(x, (uint64_t)d->capfree);
+    x = mix64(x, (uint64_t)d->fa ^ ((uint64_t)d->pval << 7));
+    x = mix64(x, (uint64_t)(uint32_t)d->fp | (uint64_t)d->holders << 32);
+    x = mix64(x, (uint64_t)(uint32_t)d->cls | (uint64_t)(uint16_t)d->island << 32 |
+                     (uint64_t)(uint8_t)d->prim << 48 | (uint64_t)d->model_bit << 56);
+    x = mix64(x, (uint64_t)d->fl | (uint64_t)d->ncaps << 8);
+  }
+  return x;
+}
+
+bool sf__view_same(const hnode_t *a, const hnode_t *b)
+{
+  if (a->shash != b->shash || a->n != b->n || a->cpu_free != b->cpu_free || a->nisl != b->nisl ||
+      !a->plain || !b->plain)
+    return false;
+  for (uint32_t k = 0; k < a->n; k++)
+    if (!sf__view_same_dev(&a->d[k], &b->d[k]))
+      return false;
+  /* the islands' sizes and holders follow from the devices' islands and holders */
+  return true;
+}
+
 static void build(sf_packer_t *p, hnode_t *h, const sf__node_t *n)
 {
   if (n->ndevs > h->cap) {
@@ -136,6 +170,8 @@ static void build(sf_packer_t *p, hnode_t *h, const sf__node_t *n)
   }
   islands(h, nisl);
   h->cpu_free = n->cpu_alloc > 0 ? n->cpu_alloc - n->cpu_used : -1;
+  h->shash = state_hash(h);
+  h->selsig = 0;
 }
 
 hnode_t *sf__view_build(sf_packer_t *p, sf_node_id node)

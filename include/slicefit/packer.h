@@ -144,6 +144,19 @@ double sf_packer_step_margin(const sf_packer_t *p, double cost);
 void sf_packer_set_fast_path(sf_packer_t *p, bool on);
 
 /**
+ * Turns on (the default) or off one verdict for nodes alike: within one
+ * sf_packer_evaluate call on the fast path, a node whose summary equals one
+ * evaluated before it, device by device, with the request's selectors
+ * answering alike on its devices, takes that node's verdict, scored with
+ * its own place in the node order. The same answers either way; tests and
+ * benchmarks compare them.
+ */
+void sf_packer_set_alike(sf_packer_t *p, bool on);
+
+/** How many verdicts of the last sf_packer_evaluate call came from a node alike. */
+size_t sf_packer_shared_verdicts(const sf_packer_t *p);
+
+/**
  * Turns the verdicts' reasons on (the default) or off (left empty, for
  * callers that read only fit and score, such as the replay: formatting a
  * sentence per failing node was a tenth of a replay's time). Fit, scores

@@ -715,3 +715,171 @@ Test(prop, drift_bounds_the_cost_fgd)
   drift_bound("fgd", "packer", false, 33);
   drift_bound("fgd", "first-fit", true, 34);
 }
+
+/*
+ * Nodes alike (fast.c): within one call, a node in the same state as one
+ * evaluated before it, whose devices the request's selectors answer alike,
+ * takes that node's verdict with its own node order. Groups of nodes are
+ * filled alike, then churn pulls some apart; a selector answers NO on the
+ * second device of every third node of a group, which their states do not
+ * show. Every verdict (fit, raw score to the bit, score, reason, cost and
+ * sensitivities) must be what a packer without the sharing gives, over all
+ * strategies and both device choices, with nodes in a new order each call.
+ */
+static sf_match_t by_member(void *ctx, const sf_index_t *idx, sf_dev_id d)
+{
+  (void)ctx;
+  const sf_attr_t *a = sf_index_dev_attr(idx, d, DRV "/uuid"); /* GPU-alike-G-M-I */
+  unsigned g, m, i;
+  if (a == NULL || sscanf(a->s, "GPU-alike-%u-%u-%u", &g, &m, &i) != 3)
+    return SF_MATCH_UNKNOWN;
+  return m % 3 == 2 && i == 1 ? SF_MATCH_NO : SF_MATCH_YES;
+}
+
+static const sf_selector_t sel_member = {by_member, NULL, 0x5e1ec7};
+
+#define GROUPS 5
+#define MEMBERS 7
+
+static void alike_claim(rclaim_t *r)
+{
+  random_claim(r);
+  r->c.req.selectors = &sel_member;
+}
+
+Test(prop, nodes_alike_share_verdicts_exactly)
+{
+  static const char *const strategies[] = {"fragmentation", "fgd", "binpack", "spread"};
+  static const char *const models[] = {"NVIDIA H100", "NVIDIA A100", "RTX 4000"};
+  char err[200], holder[48];
+  rng = 4242;
+  sf_index_t *idx = sf_index_create();
+  sf_packer_t *pk = sf_packer_create(), *ref = sf_packer_create();
+  sf_packer_set_alike(ref, false);
+  sf_packer_set_bounds(pk, true);
+  sf_packer_set_bounds(ref, true);
+  sf_policy_t pol;
+  sf_policy_init(&pol);
+  cr_assert_eq(sf_policy_set(&pol, "island_map", "H100=4,A100=2", err, sizeof(err)), 0);
+  /* CPU-hungry whole GPUs: the node's free CPU moves the default's score (weight_unfed). */
+  cr_assert_eq(sf_policy_set(&pol, "fgd_mix", "8:4Gix1=3,12Gix1=1,16:wholex1=2,wholex2!=1", err,
+                             sizeof(err)),
+               0, "%s", err);
+  /* GROUPS groups of MEMBERS, and two twins (the last group) told apart by holders alone. */
+  enum { N = GROUPS * MEMBERS + 2 };
+  sf_node_id nodes[N], order[N];
+  for (int g = 0; g <= GROUPS; g++)
+    for (int m = 0; m < (g < GROUPS ? MEMBERS : 2); m++) {
+      char name[32];
+      snprintf(name, sizeof(name), "alike-%d-%d", g, m);
+      int model = g % 3;
+      nodes[g * MEMBERS + m] = tc_node(idx, name,
+                                       model == 2   ? 2
+                                       : model == 1 ? 4
+                                                    : 8,
+                                       models[model],
+                                       (model == 0   ? 80
+                                        : model == 1 ? 40
+                                                     : 20) *
+                                           GiB,
+                                       model != 1);
+      sf_node_spec_t ns = {name, 64000, 256LL << 30};
+      sf_index_node_upsert(idx, &ns, NULL);
+    }
+  sf_index_apply_policy(idx, &pol);
+  /* Fill the members of a group alike: the same claims land on the same devices of each. */
+  int pods = 0;
+  for (int g = 0; g < GROUPS; g++)
+    for (uint32_t k = below(4); k > 0; k--) {
+      rclaim_t r;
+      alike_claim(&r);
+      for (int m = 0; m < MEMBERS; m++) {
+        sf_node_id n = nodes[g * MEMBERS + m];
+        if (sf_packer_place(ref, idx, &pol, &r.c.dem, n, NULL, NULL) != SF_FIT_YES)
+          continue;
+        snprintf(holder, sizeof(holder), "pod-%d", pods++);
+        cr_assert_eq(sf_packer_commit(ref, idx, &r.c.dem, holder, NULL), 0);
+      }
+    }
+  /* The twins: one 8Gi pod on the first device of one, two 4Gi pods on the other's. */
+  for (int t = 0; t < 3; t++) {
+    rclaim_t r;
+    tc_claim(&r.c, 1, t == 0 ? 8 * GiB : 4 * GiB);
+    r.c.req.selectors = &sel_member;
+    cr_assert_eq(sf_policy_set(&pol, "device_choice", "first-fit", err, sizeof(err)), 0);
+    cr_assert_eq(sf_packer_place(ref, idx, &pol, &r.c.dem, nodes[N - 2 + (t > 0)], NULL, NULL),
+                 SF_FIT_YES);
+    snprintf(holder, sizeof(holder), "pod-%d", pods++);
+    cr_assert_eq(sf_packer_commit(ref, idx, &r.c.dem, holder, NULL), 0);
+  }
+  sf_verdict_t v[N], w[N];
+  size_t shared = 0, yes = 0;
+  for (int step = 0; step < 400; step++) {
+    cr_assert_eq(sf_policy_set(&pol, "strategy", strategies[below(4)], err, sizeof(err)), 0);
+    cr_assert_eq(sf_policy_set(&pol, "device_choice", below(2) ? "packer" : "first-fit", err,
+                               sizeof(err)),
+                 0);
+    /* a cap on sharers: a device's holders, not only whether it has any, decide */
+    cr_assert_eq(sf_policy_set(&pol, "max_sharers", below(2) ? "0" : "2", err, sizeof(err)), 0);
+    for (int i = 0; i < N; i++)
+      order[i] = nodes[i];
+    for (int i = N - 1; i > 0; i--) {
+      uint32_t j = below((uint32_t)i + 1);
+      sf_node_id t = order[i];
+      order[i] = order[j];
+      order[j] = t;
+    }
+    rclaim_t r;
+    alike_claim(&r);
+    cr_assert_eq(sf_packer_evaluate(pk, idx, &pol, &r.c.dem, order, N, 0, v), 0);
+    shared += sf_packer_shared_verdicts(pk);
+    cr_assert_eq(sf_packer_evaluate(ref, idx, &pol, &r.c.dem, order, N, 0, w), 0);
+    cr_assert_eq(sf_packer_shared_verdicts(ref), 0);
+    for (int i = 0; i < N; i++) {
+      cr_assert_eq(v[i].fit, w[i].fit, "step %d node %d", step, i);
+      cr_assert(v[i].raw == w[i].raw, "step %d node %d: raw %.17g vs %.17g", step, i, v[i].raw,
+                w[i].raw);
+      cr_assert_eq(v[i].score, w[i].score, "step %d node %d", step, i);
+      cr_assert_str_eq(v[i].reason, w[i].reason, "step %d node %d", step, i);
+      cr_assert(v[i].cost == w[i].cost, "step %d node %d", step, i);
+      for (int k = 0; k <= SF_DRIFT_TERMS; k++)
+        cr_assert(v[i].sens[k] == w[i].sens[k], "step %d node %d sens %d", step, i, k);
+      yes += v[i].fit == SF_FIT_YES;
+    }
+    /* Churn: a pod lands on one node (pulling it apart from its group), or one leaves. */
+    uint32_t what = below(8);
+    if (what == 0 && pods > 0) {
+      snprintf(holder, sizeof(holder), "pod-%u", below((uint32_t)pods));
+      sf_alloc_id a = sf_index_alloc_find(idx, holder);
+      if (a >= 0)
+        cr_assert_eq(sf_index_alloc_remove(idx, a), 0);
+    } else if (what == 2) { /* a node's allocatable CPU moves: only its CPU tells it apart */
+      char name[32];
+      uint32_t at = below(N);
+      snprintf(name, sizeof(name), "alike-%u-%u", at / MEMBERS, at % MEMBERS);
+      sf_node_spec_t ns = {name, 8000 + 28000 * (int64_t)below(3), 256LL << 30};
+      sf_index_node_upsert(idx, &ns, NULL);
+    } else if (what == 1) {
+      sf_node_id n = nodes[below(N)];
+      if (sf_packer_place(ref, idx, &pol, &r.c.dem, n, NULL, NULL) == SF_FIT_YES) {
+        snprintf(holder, sizeof(holder), "pod-%d", pods++);
+        cr_assert_eq(sf_packer_commit(ref, idx, &r.c.dem, holder, NULL), 0);
+      }
+    } else if (what == 3) { /* a pod on every member of a group that holds it: they stay alike */
+      uint32_t g = below(GROUPS);
+      for (int m = 0; m < MEMBERS; m++)
+        if (sf_packer_place(ref, idx, &pol, &r.c.dem, nodes[g * MEMBERS + m], NULL, NULL) ==
+            SF_FIT_YES) {
+          snprintf(holder, sizeof(holder), "pod-%d", pods++);
+          cr_assert_eq(sf_packer_commit(ref, idx, &r.c.dem, holder, NULL), 0);
+        }
+    }
+  }
+  /* Not vacuous: most calls shared verdicts, and many nodes fit. */
+  cr_assert_gt(shared, 1000, "only %zu verdicts shared", shared);
+  cr_assert_gt(yes, 400 * 5);
+  sf_policy_dispose(&pol);
+  sf_packer_destroy(ref);
+  sf_packer_destroy(pk);
+  sf_index_destroy(idx);
+}
