@@ -290,7 +290,8 @@ bool sf__fast_eval(sf_packer_t *p, sf_node_id node, sf_verdict_t *v)
   if (!h->plain)
     return false;
   fmemo_t *m = memo_of(f, node, p->idx->nnodes);
-  if (f->evaluating && f->sig != 0 && m->version == h->version && m->sig == f->sig) {
+  f->replayed = f->evaluating && f->sig != 0 && m->version == h->version && m->sig == f->sig;
+  if (f->replayed) {
     replay(p, m, v);
     return true;
   }

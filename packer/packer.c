@@ -174,8 +174,9 @@ int sf_packer_evaluate(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol,
   double lo = INFINITY, hi = -INFINITY;
   p->fast.evaluating = true;
   p->fast.shared = 0;
+  p->fast.replayed = false;
   for (size_t i = 0; i < n; i++) {
-    if (i + 2 < n && p->fast.kind != FAST_NONE)
+    if (i + 2 < n && p->fast.kind != FAST_NONE && !p->fast.replayed)
       sf__fast_prefetch(p, nodes[i + 2]);
     node_eval(p, nodes[i], &out[i]);
     if (out[i].fit == SF_FIT_YES) {

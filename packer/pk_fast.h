@@ -48,6 +48,7 @@ typedef struct {
   uint64_t psig;
   uint64_t selsig; /* the request's selectors (hnode_t selbits); 0: none */
   bool evaluating; /* in sf_packer_evaluate, where verdicts may come from the memo */
+  bool replayed;   /* the last node's own remembered verdict served (the next one's likely will) */
   fmemo_t *memo;
   size_t memocap; /* per node */
   falike_t *lk;
