@@ -144,12 +144,12 @@ double sf_packer_step_margin(const sf_packer_t *p, double cost);
 void sf_packer_set_fast_path(sf_packer_t *p, bool on);
 
 /**
- * Turns on (the default) or off one verdict for nodes alike: within one
- * sf_packer_evaluate call on the fast path, a node whose summary equals one
- * evaluated before it, device by device, with the request's selectors
- * answering alike on its devices, takes that node's verdict, scored with
- * its own place in the node order. The same answers either way; tests and
- * benchmarks compare them.
+ * Turns on (the default) or off one verdict for nodes alike: in
+ * sf_packer_evaluate on the fast path, a node whose summary equals, device
+ * by device, that of a node whose remembered verdict holds for this call,
+ * with the request's selectors answering alike on its devices, takes that
+ * verdict, scored with its own place in the node order. The same answers
+ * either way; tests and benchmarks compare them.
  */
 void sf_packer_set_alike(sf_packer_t *p, bool on);
 
