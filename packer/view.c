@@ -117,18 +117,18 @@ static uint64_t mix64(uint64_t h, uint64_t v)
   return h ^ (h >> 29);
 }
 
-/* What sf__view_same compares, hashed: nodes in one state hash alike. */
+/* What sf__view_same compares, hashed: each device's state (the bytes before `dev`), the CPU. */
 static uint64_t state_hash(const hnode_t *h)
 {
   uint64_t x = mix64(mix64(h->n, (uint64_t)h->cpu_free), h->nisl);
   for (uint32_t k = 0; k < h->n; k++) {
-    const hdev_t *d = &h->d[k];
-    x = mix64(x, (uint64_t)d->capfree);
-    x = mix64(x, (uint64_t)d->fa ^ ((uint64_t)d->pval << 7));
-    x = mix64(x, (uint64_t)(uint32_t)d->fp | (uint64_t)d->holders << 32);
-    x = mix64(x, (uint64_t)(uint32_t)d->cls | (uint64_t)(uint16_t)d->island << 32 |
-                     (uint64_t)(uint8_t)d->prim << 48 | (uint64_t)d->model_bit << 56);
-    x = mix64(x, (uint64_t)d->fl | (uint64_t)d->ncaps << 8);
+    unsigned char b[48] = {0};
+    memcpy(b, &h->d[k], offsetof(hdev_t, dev));
+    for (size_t i = 0; i < sizeof(b); i += 8) {
+      uint64_t w;
+      memcpy(&w, b + i, sizeof(w));
+      x = mix64(x, w);
+    }
   }
   return x;
 }
