@@ -47,6 +47,16 @@ static json_t *cost_obj(double tenants, double gpus, double nodes, double price)
   return o;
 }
 
+/* sf_replay_result_t.free_*_pct_at_100, as one object. */
+static json_t *free_obj(double too_small, double starved, double usable)
+{
+  json_t *o = json_object();
+  json_object_set_new(o, "too_small_pct", num(too_small));
+  json_object_set_new(o, "starved_pct", num(starved));
+  json_object_set_new(o, "usable_pct", num(usable));
+  return o;
+}
+
 static void emit(FILE *out, json_t *o)
 {
   json_dumpf(o, out, JSON_FLAGS);
@@ -70,6 +80,9 @@ void sf_replay_json_run(FILE *out, const sf_replay_result_t *r, double node_pric
   json_object_set_new(o, "unallocated_pct_at_100", num(r->unallocated_pct_at_100));
   json_object_set_new(o, "frag_pct_at_100", num(r->frag_pct_at_100));
   json_object_set_new(o, "sliver_floor_pct_at_100", num(r->sliver_floor_pct_at_100));
+  json_object_set_new(o, "free_at_100",
+                      free_obj(r->free_too_small_pct_at_100, r->free_starved_pct_at_100,
+                               r->free_usable_pct_at_100));
   json_object_set_new(o, "alloc_pct_final", num(r->alloc_pct_final));
   json_object_set_new(o, "arrived_pct_final", num(r->arrived_pct_final));
   json_object_set_new(o, "decision_us_p50", num(r->decision_us_p50));
@@ -156,6 +169,10 @@ void sf_replay_json_medians(FILE *out, const sf_replay_result_t *runs, size_t n,
   json_object_set_new(m, "unallocated_pct_at_100", num(MED(runs, n, unallocated_pct_at_100)));
   json_object_set_new(m, "frag_pct_at_100", num(MED(runs, n, frag_pct_at_100)));
   json_object_set_new(m, "sliver_floor_pct_at_100", num(MED(runs, n, sliver_floor_pct_at_100)));
+  json_object_set_new(m, "free_at_100",
+                      free_obj(MED(runs, n, free_too_small_pct_at_100),
+                               MED(runs, n, free_starved_pct_at_100),
+                               MED(runs, n, free_usable_pct_at_100)));
   json_object_set_new(m, "decision_us_p50", num(MED(runs, n, decision_us_p50)));
   json_object_set_new(m, "decision_us_p99", num(MED(runs, n, decision_us_p99)));
   json_object_set_new(m, "node_eval_us", num(MED(runs, n, node_eval_us)));

@@ -201,6 +201,83 @@ static void note_slivers(run_t *r, const sf_replay_pod_t *p, bool placed)
     r->left_at[1000 - p->gpu_milli] += 1000 - p->gpu_milli;
 }
 
+/* A one-GPU pod of the trace as free_split reads it. */
+typedef struct {
+  int32_t milli; /* 1000: a whole GPU, which only an idle one holds */
+  uint32_t spec;
+  int64_t cpu, mem;
+} gshape_t;
+
+static int cmp_gshape(const void *a, const void *b)
+{
+  const gshape_t *x = a, *y = b;
+  if (x->milli != y->milli)
+    return x->milli < y->milli ? -1 : 1;
+  if (x->spec != y->spec)
+    return x->spec < y->spec ? -1 : 1;
+  if (x->cpu != y->cpu)
+    return x->cpu < y->cpu ? -1 : 1;
+  return (x->mem > y->mem) - (x->mem < y->mem);
+}
+
+/* The trace's one-GPU pod shapes, distinct, by ascending share. */
+static gshape_t *gpu_shapes(const sf_replay_trace_t *t, size_t *n)
+{
+  gshape_t *v = sf_xcalloc(t->npods + 1, sizeof(*v));
+  size_t m = 0;
+  for (size_t i = 0; i < t->npods; i++) {
+    const sf_replay_pod_t *p = &t->pods[i];
+    if (p->num_gpu == 1 && p->gpu_milli > 0)
+      v[m++] = (gshape_t){p->gpu_milli, p->spec, p->cpu_milli, p->mem_bytes};
+  }
+  if (m > 0)
+    qsort(v, m, sizeof(*v), cmp_gshape);
+  size_t k = 0;
+  for (size_t i = 0; i < m; i++)
+    if (k == 0 || cmp_gshape(&v[k - 1], &v[i]) != 0)
+      v[k++] = v[i];
+  *n = k;
+  return v;
+}
+
+/*
+ * sf_replay_result_t.free_*_pct_at_100: each GPU's free share, by what the
+ * trace's one-GPU pods could still do with it (too small, starved by its
+ * node's CPU and memory, or usable).
+ */
+static void free_split(run_t *r, sf_replay_result_t *res)
+{
+  size_t ns;
+  gshape_t *sh = gpu_shapes(r->t, &ns);
+  int64_t part[3] = {0, 0, 0}; /* too small, starved, usable */
+  for (size_t i = 0; i < r->nnodes; i++) {
+    int64_t ca, cu, ma, mu;
+    sf_index_node_cpu_mem(r->idx, r->nodes[i], &ca, &cu, &ma, &mu);
+    int64_t cpu = ca > 0 ? ca - cu : INT64_MAX, mem = r->mem_free[i];
+    size_t nd;
+    const sf_dev_id *devs = sf_index_node_devices(r->idx, r->nodes[i], &nd);
+    for (size_t k = 0; k < nd; k++) {
+      int64_t f = sf_index_dev_live(r->idx, devs[k]) ? sf_index_dev_free_permille(r->idx, devs[k])
+                                                     : 0;
+      if (f <= 0)
+        continue;
+      int kind = 0;
+      for (size_t j = 0; j < ns && kind < 2; j++) {
+        if (sh[j].milli < 1000 ? sh[j].milli > f : f < 1000)
+          break; /* by ascending share: the rest ask more */
+        if (sh[j].spec != 0 && !sf__replay_match_model(&r->specsel[sh[j].spec], r->idx, devs[k]))
+          continue;
+        kind = sh[j].cpu <= cpu && sh[j].mem <= mem ? 2 : 1;
+      }
+      part[kind] += f;
+    }
+  }
+  free(sh);
+  res->free_too_small_pct_at_100 = pct(part[0], r->cap_milli);
+  res->free_starved_pct_at_100 = pct(part[1], r->cap_milli);
+  res->free_usable_pct_at_100 = pct(part[2], r->cap_milli);
+}
+
 /* Records what the thresholds and the curve need once the arrived load has grown. */
 static void mark(run_t *r, marks_t *m, sf_replay_result_t *res)
 {
@@ -216,6 +293,8 @@ static void mark(run_t *r, marks_t *m, sf_replay_result_t *res)
     if (sf_replay_thresholds[m->next_thresh] == 100) {
       res->unallocated_pct_at_100 = 100.0 - alloc;
       res->sliver_floor_pct_at_100 = r->t->native ? NAN : sliver_floor(r);
+      if (!r->t->native)
+        free_split(r, res);
       res->frag_pct_at_100 = frag_pct(r);
       res->tenants_at_100 = r->gpu_pods_present;
     }
@@ -454,6 +533,8 @@ int sf_replay_run(const sf_replay_trace_t *t, const sf_replay_opts_t *opts, sf_r
   for (size_t k = 0; k < SF_REPLAY_NTHRESH; k++)
     res->alloc_pct_at[k] = NAN;
   res->unallocated_pct_at_100 = res->frag_pct_at_100 = res->sliver_floor_pct_at_100 = NAN;
+  res->free_too_small_pct_at_100 = res->free_starved_pct_at_100 = NAN;
+  res->free_usable_pct_at_100 = NAN;
   if (!sf_replay_policy_valid(opts->policy, &r->kind, &strategy)) {
     snprintf(err, errlen, "unknown policy '%s' (known: %s)", opts->policy, sf_replay_policy_names());
     goto out;

@@ -279,6 +279,15 @@ typedef struct {
    * for native ones).
    */
   double sliver_floor_pct_at_100;
+  /*
+   * Where unallocated_pct_at_100 sits, GPU by GPU (the three add up to it;
+   * Alibaba traces only, NAN for native ones). A GPU's free share is
+   * too_small when no one-GPU pod of the trace that may use its model asks
+   * that little; starved when some such pod fits the GPU but none of them
+   * fits its node's free CPU and memory; usable when one fits all three
+   * (free GPU that only the arrival order left empty).
+   */
+  double free_too_small_pct_at_100, free_starved_pct_at_100, free_usable_pct_at_100;
   double decision_us_p50, decision_us_p99; /* per pod, with the replay's verdict cache */
   double node_eval_us; /* mean core time per node evaluated: x nodes = an uncached decision */
   /*

@@ -188,7 +188,10 @@ Test(replay_method, sliver_floor_counts_what_only_small_pods_could_use)
   sf_replay_trace_dispose(&t);
 }
 
-/* Every policy leaves at least the sliver floor unallocated on the bundled trace (a lower bound, never above). */
+/*
+ * Every policy leaves at least the sliver floor unallocated on the bundled
+ * trace (a lower bound, never above), and the free split adds up to it.
+ */
 Test(replay_method, sliver_floor_is_below_every_policy)
 {
   sf_replay_trace_t t;
@@ -203,9 +206,74 @@ Test(replay_method, sliver_floor_is_below_every_policy)
     cr_expect_leq(r.sliver_floor_pct_at_100, r.unallocated_pct_at_100 + 1e-9,
                   "%s: floor %.3f, unallocated %.3f", pols[i], r.sliver_floor_pct_at_100,
                   r.unallocated_pct_at_100);
+    double sum = r.free_too_small_pct_at_100 + r.free_starved_pct_at_100 + r.free_usable_pct_at_100;
+    cr_expect(fabs(sum - r.unallocated_pct_at_100) < 1e-9, "%s: %.6f + %.6f + %.6f against %.6f",
+              pols[i], r.free_too_small_pct_at_100, r.free_starved_pct_at_100,
+              r.free_usable_pct_at_100, r.unallocated_pct_at_100);
+    cr_expect(r.free_too_small_pct_at_100 >= 0 && r.free_starved_pct_at_100 >= 0 &&
+                  r.free_usable_pct_at_100 >= 0,
+              "%s", pols[i]);
     sf_replay_result_dispose(&r);
   }
   sf_replay_trace_dispose(&t);
+}
+
+static void run_one(const char *nodes, const char *pods, sf_replay_result_t *r)
+{
+  sf_replay_trace_t t;
+  char err[SF_REPLAY_ERR_MAX] = "";
+  sf_test_load_csv_text(&t, nodes, pods);
+  sf_replay_opts_t opts = {.policy = "fragmentation", .device_choice = -1, .seed = 7};
+  cr_assert_eq(sf_replay_run(&t, &opts, r, err, sizeof err), 0, "%s", err);
+  sf_replay_trace_dispose(&t);
+}
+
+/*
+ * Where the free GPU sits at 100%: too small for every pod of the trace,
+ * starved by its node's CPU, or usable by a pod that did not come. Each
+ * case's answer holds whatever the arrival order.
+ */
+Test(replay_method, free_split_names_where_the_free_gpu_sits)
+{
+  const char *hdr = "name,cpu_milli,memory_mib,num_gpu,gpu_milli\n";
+  char pods[256];
+  sf_replay_result_t r;
+
+  /* Two 700s fill both GPUs' CPU-fed room; the 300s left fit no pod of the trace. */
+  snprintf(pods, sizeof pods, "%sa,1000,1,1,700\nb,1000,1,1,700\nc,1000,1,1,700\n", hdr);
+  run_one("sn,cpu_milli,memory_mib,gpu,model\nn1,3000,1024,2,T4\n", pods, &r);
+  cr_expect_float_eq(r.unallocated_pct_at_100, 30.0, 1e-9);
+  cr_expect_float_eq(r.free_too_small_pct_at_100, 30.0, 1e-9);
+  cr_expect_float_eq(r.free_starved_pct_at_100, 0.0, 1e-9);
+  cr_expect_float_eq(r.free_usable_pct_at_100, 0.0, 1e-9);
+  sf_replay_result_dispose(&r);
+
+  /* The first pod takes the node's only core: the idle GPU is starved, the 300 or 400 too small. */
+  snprintf(pods, sizeof pods, "%sa,1000,1,1,700\nb,1000,1,1,700\nc,1000,1,1,600\n", hdr);
+  run_one("sn,cpu_milli,memory_mib,gpu,model\nn1,1000,1024,2,T4\n", pods, &r);
+  cr_expect_eq(r.pods_failed, 2);
+  cr_expect_float_eq(r.free_starved_pct_at_100, 50.0, 1e-9);
+  cr_expect(fabs(r.free_too_small_pct_at_100 - 15.0) < 1e-9 ||
+                fabs(r.free_too_small_pct_at_100 - 20.0) < 1e-9,
+            "too small: %.3f", r.free_too_small_pct_at_100);
+  cr_expect_float_eq(r.free_usable_pct_at_100, 0.0, 1e-9);
+  sf_replay_result_dispose(&r);
+
+  /* The 5-core pod fits no node; the GPU it leaves idle would take the other pod's shape. */
+  snprintf(pods, sizeof pods, "%sw1,1000,1,1,1000\nw2,5000,1,1,1000\n", hdr);
+  run_one("sn,cpu_milli,memory_mib,gpu,model\nn1,1000,1024,1,T4\nn2,1000,1024,1,T4\n", pods, &r);
+  cr_expect_eq(r.pods_failed, 1);
+  cr_expect_float_eq(r.free_usable_pct_at_100, 50.0, 1e-9);
+  cr_expect_float_eq(r.free_too_small_pct_at_100 + r.free_starved_pct_at_100, 0.0, 1e-9);
+  sf_replay_result_dispose(&r);
+
+  /* Host memory starves as CPU does: the first pod takes all of it, the GPU's other half waits. */
+  snprintf(pods, sizeof pods, "%sa,100,2048,1,500\nb,100,2048,1,500\n", hdr);
+  run_one("sn,cpu_milli,memory_mib,gpu,model\nn1,8000,2048,1,T4\n", pods, &r);
+  cr_expect_eq(r.pods_failed, 1);
+  cr_expect_float_eq(r.free_starved_pct_at_100, 50.0, 1e-9);
+  cr_expect_float_eq(r.free_too_small_pct_at_100 + r.free_usable_pct_at_100, 0.0, 1e-9);
+  sf_replay_result_dispose(&r);
 }
 
 /* CPU is checked per node: one 600-milli-CPU pod per 1000-milli node. */

@@ -58,6 +58,14 @@ Test(replay_report, json_lines_have_the_issue_keys)
   double a100 = json_number_value(json_object_get(at, "100"));
   double u100 = json_number_value(json_object_get(o, "unallocated_pct_at_100"));
   cr_expect_float_eq(a100 + u100, 100.0, 0.01);
+  json_t *fr = json_object_get(o, "free_at_100");
+  double parts = 0;
+  static const char *const fk[] = {"too_small_pct", "starved_pct", "usable_pct"};
+  for (size_t i = 0; i < 3; i++) {
+    cr_expect(json_is_number(json_object_get(fr, fk[i])), "free_at_100.%s not a number", fk[i]);
+    parts += json_number_value(json_object_get(fr, fk[i]));
+  }
+  cr_expect_float_eq(parts, u100, 0.01, "the split adds up to the unallocated");
   json_t *cost = json_object_get(o, "cost");
   cr_expect(json_number_value(json_object_get(cost, "usd_per_tenant_month")) > 0);
   json_decref(o);
@@ -69,6 +77,7 @@ Test(replay_report, json_lines_have_the_issue_keys)
   cr_expect_eq(json_array_size(json_object_get(o, "seeds")), 2);
   cr_expect_not_null(json_object_get(json_object_get(m, "alloc_pct_at"), "130"));
   cr_expect_not_null(json_object_get(m, "decision_us_p99"));
+  cr_expect(json_is_number(json_object_get(json_object_get(m, "free_at_100"), "starved_pct")));
   json_decref(o);
   fclose(f);
 
