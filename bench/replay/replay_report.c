@@ -200,7 +200,8 @@ void sf_replay_table(FILE *out, const sf_replay_result_t *const *runs, const siz
   fprintf(out, "%-13s %5s", "policy", "seeds");
   for (size_t c = 0; c < sizeof(cols) / sizeof(cols[0]); c++)
     fprintf(out, " %6s%d", "@", cols[c]);
-  fprintf(out, " %8s %8s %7s %8s %8s", "unalloc", "frag", "failed", "p50 us", "p99 us");
+  fprintf(out, " %8s %8s %8s %7s %8s %8s", "unalloc", "frag", "starved", "failed", "p50 us",
+          "p99 us");
   if (node_price > 0)
     fprintf(out, " %8s %9s", "ten/GPU", "$/ten-mo");
   fputc('\n', out);
@@ -218,6 +219,7 @@ void sf_replay_table(FILE *out, const sf_replay_result_t *const *runs, const siz
           cell(out, at[k], 9 - (cols[c] >= 100), 2);
     cell(out, MED(r, n, unallocated_pct_at_100), 8, 2);
     cell(out, MED(r, n, frag_pct_at_100), 8, 2);
+    cell(out, MED(r, n, free_starved_pct_at_100), 8, 2);
     cell(out, MEDZ(r, n, pods_failed), 7, 0);
     cell(out, MED(r, n, decision_us_p50), 8, 1);
     cell(out, MED(r, n, decision_us_p99), 8, 1);
@@ -229,8 +231,9 @@ void sf_replay_table(FILE *out, const sf_replay_result_t *const *runs, const siz
     fputc('\n', out);
   }
   fprintf(out, "columns: GPU allocation %% (median over seeds) when the arrived GPU request reaches "
-               "@N %% of capacity;\nunalloc and frag (FGD's fragmentation amount) in %% of all GPUs "
-               "at 100%%; failed pods; core time per decision.\n");
+               "@N %% of capacity;\nunalloc, frag (FGD's fragmentation amount) and starved (free GPU "
+               "no pod of the trace that fits it\ncan use for its node's CPU and memory) in %% of "
+               "all GPUs at 100%%; failed pods; core time per decision.\n");
   if (node_price > 0)
     fprintf(out, "cost: GPU tenants placed at 100%% load per GPU, and node price x nodes / "
                  "tenants, per month.\n");

@@ -101,6 +101,39 @@ Test(replay_report, json_lines_have_the_issue_keys)
   sf_replay_trace_dispose(&t);
 }
 
+/* The table's starved column is the median of the runs' free_starved_pct_at_100, under its header. */
+Test(replay_report, table_shows_the_starved_gpu)
+{
+  sf_replay_trace_t t;
+  sf_replay_result_t r[1];
+  sf_test_load_bundled(&t);
+  run(&t, "fgd", 42, &r[0]);
+  const sf_replay_result_t *runs[1] = {r};
+  size_t nruns[1] = {1};
+  FILE *f = tmpfile();
+  sf_replay_table(f, runs, nruns, 1, 0);
+  rewind(f);
+  char head[512], row[512];
+  cr_assert_not_null(fgets(head, sizeof head, f));
+  cr_assert_not_null(fgets(row, sizeof row, f));
+  fclose(f);
+  size_t col = 0, k = 0;
+  for (char *save, *tok = strtok_r(head, " \n", &save); tok; tok = strtok_r(NULL, " \n", &save), k++)
+    if (strcmp(tok, "starved") == 0)
+      col = k;
+  cr_assert_gt(col, 0, "no starved column");
+  char *tok, *save;
+  for (tok = strtok_r(row, " \n", &save), k = 0; tok && k < col; tok = strtok_r(NULL, " \n", &save))
+    k++;
+  cr_assert_not_null(tok);
+  char want[32];
+  snprintf(want, sizeof want, "%.2f", r[0].free_starved_pct_at_100);
+  cr_expect_str_eq(tok, want);
+  cr_expect_gt(r[0].free_starved_pct_at_100, 0.0, "the bundled trace strands some GPU at 100%%");
+  sf_replay_result_dispose(&r[0]);
+  sf_replay_trace_dispose(&t);
+}
+
 static double median_at_100(const sf_replay_trace_t *t, const char *policy, sf_choice_t choice)
 {
   double v[10];
