@@ -104,10 +104,10 @@ static void put_sizes(sf__buf_t *b, sf_cluster_t *c)
 }
 
 typedef struct {
-  double devices, used, frag;
+  double devices, used, frag, starved;
 } node_fig_t;
 
-/* A node's devices, the device-equivalents allocated on them, and FGD's fragmentation. */
+/* A node's devices, the device-equivalents allocated on them, FGD's fragmentation, what CPU starves. */
 static node_fig_t node_figures(sf_cluster_t *c, sf_packer_t *pk, sf_node_id node)
 {
   sf_index_t *idx = sf_cluster_index(c);
@@ -121,6 +121,7 @@ static node_fig_t node_figures(sf_cluster_t *c, sf_packer_t *pk, sf_node_id node
     f.used += (1000.0 - sf_index_dev_free_permille(idx, devs[i])) / 1000.0;
   }
   f.frag = n ? sf_packer_node_frag(pk, idx, sf_cluster_policy(c), node) / 1000.0 : 0;
+  f.starved = n ? sf_packer_node_starved(pk, idx, sf_cluster_policy(c), node) / 1000.0 : 0;
   return f;
 }
 
@@ -154,6 +155,7 @@ void sf__metrics_cluster(sf__buf_t *b, sf_cluster_t *c, sf_packer_t *pk)
     tot.devices += f.devices;
     tot.used += f.used;
     tot.frag += f.frag;
+    tot.starved += f.starved;
   }
   for (int i = 0; i < 3; i++) {
     sf__buf_printf(b, "# HELP %s %s\n# TYPE %s gauge\n", names[i], helps[i], names[i]);
@@ -165,6 +167,10 @@ void sf__metrics_cluster(sf__buf_t *b, sf_cluster_t *c, sf_packer_t *pk)
   put_gauge(b, "slicefit_cluster_devices_allocated", "Devices allocated in the cluster.", tot.used);
   put_gauge(b, "slicefit_cluster_fragmentation_devices",
             "Free device capacity the expected workload cannot use (FGD), in devices.", tot.frag);
+  put_gauge(b, "slicefit_cluster_devices_starved",
+            "Free device capacity a one-device claim of the expected workload fits but its "
+            "node's free CPU cannot feed, in devices.",
+            tot.starved);
 }
 
 /* ---- filter verdicts: how often slicefit narrows what DRA allowed ---- */

@@ -241,16 +241,35 @@ int sf_packer_commit(sf_packer_t *p, sf_index_t *idx, const sf_demand_t *demand,
   return err;
 }
 
-double sf_packer_node_frag(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol, sf_node_id node)
+/* The node's summary under pol's mix, with FGD's published measure (sf_packer_node_frag). */
+static hnode_t *node_measured(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol,
+                              sf_policy_t *fgd, sf_node_id node)
 {
   static const sf_demand_t none = {NULL, 0, 0, 0};
+  *fgd = *pol;
+  fgd->strategy = SF_STRATEGY_FGD;
+  prepare(p, idx, fgd, &none, 0);
+  p->node = node;
+  return sf__view_node(p, node, p->idx, &p->view);
+}
+
+double sf_packer_node_frag(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol, sf_node_id node)
+{
+  sf_policy_t fgd;
   if (!sf_index_node_live(idx, node))
     return 0.0;
-  sf_policy_t fgd = *pol;
-  fgd.strategy = SF_STRATEGY_FGD;
-  prepare(p, idx, &fgd, &none, 0);
-  p->node = node;
-  double f = sf__score_frag(p, sf__view_node(p, node, p->idx, &p->view));
+  double f = sf__score_frag(p, node_measured(p, idx, pol, &fgd, node));
+  p->pol = pol;
+  return f;
+}
+
+double sf_packer_node_starved(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol,
+                              sf_node_id node)
+{
+  sf_policy_t fgd;
+  if (!sf_index_node_live(idx, node))
+    return 0.0;
+  double f = (double)sf__score_starved(p, node_measured(p, idx, pol, &fgd, node));
   p->pol = pol;
   return f;
 }

@@ -57,6 +57,8 @@ void sf__score_policy(sf_packer_t *p);
 
 /* F(before) of the node against the call's mix; caches its per-shape statistics. */
 double sf__score_frag(sf_packer_t *p, hnode_t *h);
+/* sf_packer_node_starved of node h, under the mix prepared. */
+int64_t sf__score_starved(const sf_packer_t *p, const hnode_t *h);
 /*
  * The strategy's raw score (higher is better) of placing picks[0..n) on the
  * node: devices may repeat (several requests on one shared device).

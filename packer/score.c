@@ -191,6 +191,28 @@ double sf__score_frag(sf_packer_t *p, hnode_t *h)
   return h->fb;
 }
 
+int64_t sf__score_starved(const sf_packer_t *p, const hnode_t *h)
+{
+  int64_t sum = 0;
+  if (h->cpu_free < 0)
+    return 0;
+  for (uint32_t k = 0; k < h->n; k++) {
+    const hdev_t *d = &h->d[k];
+    if (!(d->fl & HD_GPU) || d->fp <= 0)
+      continue;
+    bool fits = false, fed = false;
+    for (size_t i = 0; i < p->mix.nmix && !fed; i++) {
+      const shape_t *m = &p->mix.mix[i];
+      if (m->count != 1 || !hosts(m, d, d->fl & HD_IDLE, d->fp, d->fa))
+        continue;
+      fits = true;
+      fed = h->cpu_free >= m->cpu_milli;
+    }
+    sum += fits && !fed ? d->fp : 0;
+  }
+  return sum;
+}
+
 /* One shape's statistics after the placement, from its statistics before. */
 static void shape_after(sf_packer_t *p, const hnode_t *h, size_t i, const after_t *af, fstat_t *s)
 {

@@ -108,6 +108,15 @@ int sf_packer_commit(sf_packer_t *p, sf_index_t *idx, const sf_demand_t *demand,
 double sf_packer_node_frag(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol, sf_node_id node);
 
 /**
+ * The node's starved free share, in milli-devices: the free share of each
+ * device that a one-device shape of the same mix fits, while the node's
+ * free CPU feeds none of the shapes that fit it (0 when the node's CPU is
+ * not tracked). Cost: O(shapes × devices of the node).
+ */
+double sf_packer_node_starved(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol,
+                              sf_node_id node);
+
+/**
  * Turns on (off by default) the verdicts' cost and sens, the bound a
  * caller that keeps verdicts across calls uses to know which of them a
  * move of the learned mix cannot have changed (the replay does; the

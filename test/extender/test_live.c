@@ -516,10 +516,20 @@ Test(live, node_cpu_and_pods_steer_placement, .timeout = 90)
   json_object_set_new(json_object_get(cruncher, "status"), "phase", json_string("Succeeded"));
   put_pod(&api, cruncher);
   wait_score(&s, web, 0, 9);
+  /* The held claim's pod takes all 8 CPUs of gpu-a: its idle gpu-1 fits both learned shapes
+   * (one GPU, 4 or 8 CPUs) and feeds neither, so it is starved; gpu-b feeds both. */
+  cr_assert_eq(metric(&s, "slicefit_cluster_devices_starved"), 0);
+  json_t *owner = cpu_pod("owner", "8", "held", "gpu-a");
+  put_pod(&api, owner);
+  wait_for(&s, "/metrics", "\nslicefit_cluster_devices_starved 1\n");
+  json_object_set_new(json_object_get(owner, "status"), "phase", json_string("Succeeded"));
+  put_pod(&api, owner);
+  wait_for(&s, "/metrics", "\nslicefit_cluster_devices_starved 0\n");
   cr_assert_eq(sfx_stop(&s), 0);
   sfx_api_stop(&api);
   remove_dir(dir);
   json_decref(trainer);
   json_decref(cruncher);
   json_decref(web);
+  json_decref(owner);
 }

@@ -600,6 +600,23 @@ Test(packer, fragmentation_keeps_islands_whole)
 }
 
 /*
+ * Nodes "a" (20 cores) and "b" (64 cores), four idle A100s each, and a
+ * learned mix of one pod: one whole GPU, 12 cores.
+ */
+static void cpu_nodes(sf_node_id n[2])
+{
+  n[0] = tc_node(idx, "a", 4, "A100", 40 * GiB, false);
+  n[1] = tc_node(idx, "b", 4, "A100", 40 * GiB, false);
+  sf_node_spec_t sa = {"a", 20000, 0}, sb = {"b", 64000, 0};
+  sf_index_node_upsert(idx, &sa, NULL);
+  sf_index_node_upsert(idx, &sb, NULL);
+  tc_claim_t mix;
+  tc_claim(&mix, 1, 0);
+  mix.dem.cpu_milli = 12000;
+  cr_assert_eq(sf_mix_learn(pk, idx, &pol, &mix.dem, +1), 0);
+}
+
+/*
  * weight_unfed: node "a" has 20 cores for four idle GPUs, so the learned pod
  * (one whole GPU, 12 cores) can be fed on one of them only and three count
  * as fragmentation; "b" has 64 cores and feeds all four. A 2-core pod on a
@@ -608,15 +625,9 @@ Test(packer, fragmentation_keeps_islands_whole)
  */
 Test(packer, fragmentation_counts_gpus_the_cpu_cannot_feed)
 {
-  sf_node_id n[2] = {tc_node(idx, "a", 4, "A100", 40 * GiB, false),
-                     tc_node(idx, "b", 4, "A100", 40 * GiB, false)};
-  sf_node_spec_t sa = {"a", 20000, 0}, sb = {"b", 64000, 0};
-  sf_index_node_upsert(idx, &sa, NULL);
-  sf_index_node_upsert(idx, &sb, NULL);
-  tc_claim_t mix, c;
-  tc_claim(&mix, 1, 0);
-  mix.dem.cpu_milli = 12000;
-  cr_assert_eq(sf_mix_learn(pk, idx, &pol, &mix.dem, +1), 0);
+  sf_node_id n[2];
+  cpu_nodes(n);
+  tc_claim_t c;
   tc_claim(&c, 1, 0);
   c.dem.cpu_milli = 2000;
   sf_verdict_t v[2];
@@ -634,6 +645,54 @@ Test(packer, fragmentation_counts_gpus_the_cpu_cannot_feed)
   set("strategy", "fgd");
   sf_packer_evaluate(pk, idx, &pol, &c.dem, n, 2, 0, v);
   cr_assert_float_eq(floor(v[0].raw), 50.0, 1e-9, "fgd keeps the published measure");
+}
+
+/*
+ * Starved GPU: the learned pod (one whole GPU, 12 cores) fits each idle GPU
+ * of "a", and a's 20 cores feed it until a 10-core pod takes one GPU: the
+ * three idle GPUs left are starved. "b" (64 cores) feeds them all; a node
+ * whose CPU is not tracked starves nothing; a sliver no shape fits is too
+ * small, not starved.
+ */
+Test(packer, starved_gpus_fit_the_mix_but_not_the_cpu)
+{
+  sf_node_id n[3];
+  cpu_nodes(n);
+  n[2] = tc_node(idx, "c", 4, "A100", 40 * GiB, false);
+  tc_claim_t c;
+  cr_assert_float_eq(sf_packer_node_starved(pk, idx, &pol, n[0]), 0.0, 1e-9);
+  tc_claim(&c, 1, 0);
+  c.dem.cpu_milli = 10000;
+  place(n[0], &c.dem, "ns/a");
+  place(n[1], &c.dem, "ns/b");
+  place(n[2], &c.dem, "ns/c");
+  cr_assert_float_eq(sf_packer_node_starved(pk, idx, &pol, n[0]), 3000.0, 1e-9);
+  cr_assert_float_eq(sf_packer_node_starved(pk, idx, &pol, n[1]), 0.0, 1e-9);
+  cr_assert_float_eq(sf_packer_node_starved(pk, idx, &pol, n[2]), 0.0, 1e-9, "CPU not tracked");
+  /* A shape that asks 2 cores fits a's 10: no GPU of a is starved any more. */
+  tc_claim_t light;
+  tc_claim(&light, 1, 0);
+  light.dem.cpu_milli = 2000;
+  cr_assert_eq(sf_mix_learn(pk, idx, &pol, &light.dem, +1), 0);
+  cr_assert_float_eq(sf_packer_node_starved(pk, idx, &pol, n[0]), 0.0, 1e-9);
+}
+
+/* A share left too small for every shape of the mix is not starved, however little CPU is left. */
+Test(packer, starved_leaves_out_slivers_no_shape_fits)
+{
+  sf_node_id n = tc_node(idx, "a", 2, "T4", 1000, true);
+  sf_node_spec_t sa = {"a", 1000, 0};
+  sf_index_node_upsert(idx, &sa, NULL);
+  set("capacity", "memory");
+  set("fgd_mix", "500m:500mx1=1"); /* half a core, half a GPU */
+  sf_milli_t eight = 800;
+  sf_pick_t p0 = {sf_index_dev_find(idx, DRV, "a", "gpu-0"), &eight, false};
+  cr_assert_eq(sf_index_alloc_add(idx, "x", n, 1000, 0, &p0, 1, 0, NULL), 0);
+  /* gpu-0: 200 free, too small for 500; gpu-1: idle, fits 500, but no CPU is left. */
+  cr_assert_float_eq(sf_packer_node_starved(pk, idx, &pol, n), 1000.0, 1e-9);
+  /* A shape without CPU is fed anywhere. */
+  set("fgd_mix", "500mx1=1");
+  cr_assert_float_eq(sf_packer_node_starved(pk, idx, &pol, n), 0.0, 1e-9);
 }
 
 Test(packer, held_mix_moves_only_when_published)
