@@ -3,6 +3,7 @@
  * islands constrain multi-GPU claims, and bad lines name file, line, column.
  */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +60,9 @@ Test(replay_native, departures_free_capacity_at_their_time)
   cr_expect_eq(r.pods_failed, 2);
   cr_expect_eq(r.pods_departed, 2, "a and b leave; the failed c never held anything");
   cr_expect_float_eq(r.alloc_pct_final, 50.0, 1e-9, "d alone at the end");
+  /* The sliver floor and the free split read one-GPU shares of an Alibaba list: not here. */
+  cr_expect(isnan(r.sliver_floor_pct_at_100) && isnan(r.free_starved_pct_at_100) &&
+            isnan(r.free_usable_pct_at_100) && isnan(r.free_too_small_pct_at_100));
   sf_replay_result_dispose(&r);
   sf_replay_trace_dispose(&t);
 }
