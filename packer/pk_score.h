@@ -9,7 +9,8 @@
  * F(m). Strategy fragmentation adds, when the node can host m, the idle GPUs
  * its free CPU cannot feed: of the idle GPUs that hold one pod of m and no
  * more (whole-GPU shapes, shares over half a GPU), those beyond what
- * floor(free CPU / m's CPU) pods of m take, times weight_unfed. FGD counts
+ * free CPU / m's CPU pods of m take (a fraction counts), times
+ * weight_unfed. FGD counts
  * them only once not one pod fits; that is how a node strands its GPUs.
  * Shares are per-mille of the device's primary capacity. Weights are
  * integers in steps of 1/WEIGHT_ONE and F is summed in int64, so F and its

@@ -131,8 +131,9 @@ static bool hosts(const sf_shape_t *m, const rdev_t *d)
 
 /*
  * F(m) by its definition; with strategy fragmentation, plus the idle GPUs
- * holding one pod of m (and no more) that the node's free CPU cannot feed,
- * times the weight in 1/1024 (`unfed`).
+ * holding one pod of m (and no more) that the node's free CPU cannot feed
+ * (a fraction of a pod's CPU feeds that fraction), times the weight in
+ * 1/1024 (`unfed`).
  */
 static int64_t frag_shape(const sf_shape_t *m, const rdev_t *d, size_t n, int64_t cpu_free,
                           int64_t unfed)
@@ -160,9 +161,10 @@ static int64_t frag_shape(const sf_shape_t *m, const rdev_t *d, size_t n, int64_
   if (!can)
     return total;
   if (cpu_free >= 0 && m->cpu_milli > 0) {
-    int64_t fed = cpu_free / m->cpu_milli, pods = one / m->count;
-    if (pods > fed)
-      small += (pods - fed) * m->count * 1000 * unfed / 1024;
+    /* the idle GPUs less those the free CPU feeds, cpu_free / cpu pods of count each */
+    int64_t lack = (int64_t)one * m->cpu_milli - cpu_free * m->count;
+    if (lack > 0)
+      small += lack * 1000 * unfed / (m->cpu_milli * 1024);
   }
   return small;
 }

@@ -617,11 +617,12 @@ static void cpu_nodes(sf_node_id n[2])
 }
 
 /*
- * weight_unfed: node "a" has 20 cores for four idle GPUs, so the learned pod
- * (one whole GPU, 12 cores) can be fed on one of them only and three count
- * as fragmentation; "b" has 64 cores and feeds all four. A 2-core pod on a
- * takes a GPU the CPU could not feed (dF = -1000, step 73); on b it changes
- * nothing (step 50). Without the term, as in FGD, both are step 50.
+ * weight_unfed: node "a" has 20 cores for four idle GPUs, so its CPU feeds
+ * 20 / 12 = 1.67 of the learned pod (one whole GPU, 12 cores) and 2.33 GPUs
+ * count as fragmentation; "b" has 64 cores and feeds all four. A 2-core pod
+ * on a leaves three idle GPUs and 18 cores, 1.5 GPUs unfed (dF = -833, step
+ * 69); on b it changes nothing (step 50). Without the term, as in FGD, both
+ * are step 50.
  */
 Test(packer, fragmentation_counts_gpus_the_cpu_cannot_feed)
 {
@@ -632,7 +633,8 @@ Test(packer, fragmentation_counts_gpus_the_cpu_cannot_feed)
   c.dem.cpu_milli = 2000;
   sf_verdict_t v[2];
   sf_packer_evaluate(pk, idx, &pol, &c.dem, n, 2, 0, v);
-  cr_assert_float_eq(floor(v[0].raw), floor(100.0 / (1.0 + exp(-1.0))), 1e-9);
+  cr_assert_float_eq(floor(v[0].raw), floor(100.0 / (1.0 + exp(-0.833))), 1e-9);
+  cr_assert_float_eq(floor(v[0].raw), 69.0, 1e-9);
   cr_assert_float_eq(floor(v[1].raw), 50.0, 1e-9);
   cr_assert_eq(v[0].score, 10);
   /* FGD's own measure (the replay's frag figure) does not count them. */
@@ -645,6 +647,39 @@ Test(packer, fragmentation_counts_gpus_the_cpu_cannot_feed)
   set("strategy", "fgd");
   sf_packer_evaluate(pk, idx, &pol, &c.dem, n, 2, 0, v);
   cr_assert_float_eq(floor(v[0].raw), 50.0, 1e-9, "fgd keeps the published measure");
+}
+
+/*
+ * The CPU a node lacks counts exactly, not in whole pods. Four idle GPUs
+ * each on "p" (21 cores), "q" (29) and "r" (48), and a learned pod of one
+ * whole GPU and 10 cores. A 5-core pod lowers what p and q lack by the same
+ * half GPU: p 1.9 -> 1.4, q 1.1 -> 0.6 GPUs unfed. Counted in whole pods
+ * fed, p would stay at 2 (21 and 16 cores both feed one pod short of a
+ * second) and q would drop from 2 to 1, so the node with more CPU per GPU
+ * would win every light pod. r feeds every GPU and gains nothing.
+ */
+Test(packer, unfed_counts_the_cpu_a_node_lacks_not_whole_pods)
+{
+  sf_node_id n[3];
+  const char *name[3] = {"p", "q", "r"};
+  int64_t cores[3] = {21, 29, 48};
+  for (int i = 0; i < 3; i++) {
+    n[i] = tc_node(idx, name[i], 4, "A100", 40 * GiB, false);
+    sf_node_spec_t sp = {name[i], cores[i] * 1000, 0};
+    sf_index_node_upsert(idx, &sp, NULL);
+  }
+  tc_claim_t mix, c;
+  tc_claim(&mix, 1, 0);
+  mix.dem.cpu_milli = 10000;
+  cr_assert_eq(sf_mix_learn(pk, idx, &pol, &mix.dem, +1), 0);
+  tc_claim(&c, 1, 0);
+  c.dem.cpu_milli = 5000;
+  sf_verdict_t v[3];
+  sf_packer_evaluate(pk, idx, &pol, &c.dem, n, 3, 0, v);
+  /* dF = -500 on p and q: step floor(100 / (1 + e^-0.5)) = 62 */
+  cr_assert_float_eq(floor(v[0].raw), 62.0, 1e-9);
+  cr_assert_float_eq(floor(v[1].raw), 62.0, 1e-9);
+  cr_assert_float_eq(floor(v[2].raw), 50.0, 1e-9);
 }
 
 /*
