@@ -49,16 +49,17 @@ static bool holds_one(const shape_t *m, sf_milli_t fa)
 
 /*
  * The idle GPUs a node that can host m cannot feed with CPU, weighted by
- * unfed (1/UNFED_ONE): ni idle devices each hold one pod of m, and its free
- * CPU feeds cpu_free / m's CPU pods of `count` devices each, a fraction
- * included: the CPU the node lacks, in GPUs of m. Rounded down to whole pods,
- * a light pod on a node with CPU to spare could round a pod's worth of GPUs
- * away and look as if it fed a stranded GPU, so the nodes with the most CPU
- * per GPU (the only hosts of the CPU-heaviest multi-GPU pods) went first;
- * counted exactly, a pod's CPU below m's lowers it by the same on every node
- * short of CPU and by nothing on one with CPU to spare (docs/replay.md). For
- * a shape that needs one island, ni ignores how the idle devices fall into
- * islands (the reference in test/ counts the same way).
+ * unfed (1/UNFED_ONE): ni idle devices each hold one device of m, so
+ * floor(ni / count) pods of m, and the free CPU feeds cpu_free / m's CPU of
+ * those pods, a fraction included: the CPU the node lacks, in GPUs of m.
+ * Were the CPU rounded down to whole pods, a light pod on a node with CPU to
+ * spare could round a pod's worth of GPUs away and look as if it fed a
+ * stranded GPU, so the nodes with the most CPU per GPU (the only hosts of
+ * the CPU-heaviest multi-GPU pods) would go first. Counted exactly, a pod
+ * with less CPU than m lowers it by the same on every node short of CPU and
+ * by nothing on one with CPU to spare (docs/replay.md). For a shape that
+ * needs one island, ni ignores how the idle devices fall into islands (the
+ * reference in test/ counts the same way).
  */
 static inline int64_t unfed(const shape_t *m, int32_t ni, int64_t cpu_free, int64_t w)
 {
@@ -68,8 +69,9 @@ static inline int64_t unfed(const shape_t *m, int32_t ni, int64_t cpu_free, int6
    */
   if (w == 0 || cpu_free < 0 || (int64_t)ni * m->cpu_milli <= cpu_free * (int64_t)m->count)
     return 0;
-  int64_t lack = (int64_t)ni * m->cpu_milli - cpu_free * (int64_t)m->count; /* > 0 here */
-  return lack * 1000 * w / (m->cpu_milli * UNFED_ONE);
+  int64_t held = (int64_t)(ni / (int32_t)m->count) * m->count; /* in whole pods of m */
+  int64_t lack = held * m->cpu_milli - cpu_free * (int64_t)m->count;
+  return lack > 0 ? lack * 1000 * w / (m->cpu_milli * UNFED_ONE) : 0;
 }
 
 void sf__score_policy(sf_packer_t *p)

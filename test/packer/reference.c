@@ -161,8 +161,8 @@ static int64_t frag_shape(const sf_shape_t *m, const rdev_t *d, size_t n, int64_
   if (!can)
     return total;
   if (cpu_free >= 0 && m->cpu_milli > 0) {
-    /* the idle GPUs less those the free CPU feeds, cpu_free / cpu pods of count each */
-    int64_t lack = (int64_t)one * m->cpu_milli - cpu_free * m->count;
+    /* the idle GPUs in whole pods of m less those the free CPU feeds, cpu_free / cpu pods */
+    int64_t lack = (int64_t)(one / m->count * m->count) * m->cpu_milli - cpu_free * m->count;
     if (lack > 0)
       small += lack * 1000 * unfed / (m->cpu_milli * 1024);
   }
