@@ -683,6 +683,35 @@ Test(packer, unfed_counts_the_cpu_a_node_lacks_not_whole_pods)
 }
 
 /*
+ * A shape of two GPUs takes idle GPUs two at a time, whatever the CPU: only
+ * the CPU is counted as a fraction. Learned pod: two whole GPUs, 20 cores.
+ * "five" (30 cores, five idle GPUs) holds two such pods, of which its CPU
+ * feeds 1.5: one GPU unfed, before and after a 1-GPU pod without CPU (four
+ * idle still hold two), so the pod scores step 50. "six" (30 cores, six
+ * idle) holds three, 1.5 fed: three GPUs unfed; after, two held: one. dF =
+ * -2000, step 88. Counting the odd idle GPU as a fraction of a pod would give
+ * both nodes dF = -1000, step 73.
+ */
+Test(packer, unfed_takes_idle_gpus_in_whole_pods_of_the_shape)
+{
+  sf_node_id n[2];
+  n[0] = tc_node(idx, "five", 5, "A100", 40 * GiB, false);
+  n[1] = tc_node(idx, "six", 6, "A100", 40 * GiB, false);
+  sf_node_spec_t s5 = {"five", 30000, 0}, s6 = {"six", 30000, 0};
+  sf_index_node_upsert(idx, &s5, NULL);
+  sf_index_node_upsert(idx, &s6, NULL);
+  tc_claim_t mix, c;
+  tc_claim(&mix, 2, 0);
+  mix.dem.cpu_milli = 20000;
+  cr_assert_eq(sf_mix_learn(pk, idx, &pol, &mix.dem, +1), 0);
+  tc_claim(&c, 1, 0);
+  sf_verdict_t v[2];
+  sf_packer_evaluate(pk, idx, &pol, &c.dem, n, 2, 0, v);
+  cr_assert_float_eq(floor(v[0].raw), 50.0, 1e-9);
+  cr_assert_float_eq(floor(v[1].raw), floor(100.0 / (1.0 + exp(-2.0))), 1e-9);
+}
+
+/*
  * Starved GPU: the learned pod (one whole GPU, 12 cores) fits each idle GPU
  * of "a", and a's 20 cores feed it until a 10-core pod takes one GPU: the
  * three idle GPUs left are starved. "b" (64 cores) feeds them all; a node
