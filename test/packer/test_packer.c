@@ -649,6 +649,24 @@ Test(packer, fragmentation_counts_gpus_the_cpu_cannot_feed)
   cr_assert_float_eq(floor(v[0].raw), 50.0, 1e-9, "fgd keeps the published measure");
 }
 
+/* An A100 node of `gpus` idle GPUs and `cores` cores. */
+static sf_node_id cpu_node(const char *name, int gpus, int64_t cores)
+{
+  sf_node_id n = tc_node(idx, name, gpus, "A100", 40 * GiB, false);
+  sf_node_spec_t sp = {name, cores * 1000, 0};
+  sf_index_node_upsert(idx, &sp, NULL);
+  return n;
+}
+
+/* The learned mix gains a pod of `gpus` whole GPUs and `cores` cores. */
+static void learn_pod(uint32_t gpus, int64_t cores)
+{
+  tc_claim_t mix;
+  tc_claim(&mix, gpus, 0);
+  mix.dem.cpu_milli = cores * 1000;
+  cr_assert_eq(sf_mix_learn(pk, idx, &pol, &mix.dem, +1), 0);
+}
+
 /*
  * The CPU a node lacks counts exactly, not in whole pods. Four idle GPUs
  * each on "p" (21 cores), "q" (29) and "r" (48), and a learned pod of one
@@ -660,18 +678,9 @@ Test(packer, fragmentation_counts_gpus_the_cpu_cannot_feed)
  */
 Test(packer, unfed_counts_the_cpu_a_node_lacks_not_whole_pods)
 {
-  sf_node_id n[3];
-  const char *name[3] = {"p", "q", "r"};
-  int64_t cores[3] = {21, 29, 48};
-  for (int i = 0; i < 3; i++) {
-    n[i] = tc_node(idx, name[i], 4, "A100", 40 * GiB, false);
-    sf_node_spec_t sp = {name[i], cores[i] * 1000, 0};
-    sf_index_node_upsert(idx, &sp, NULL);
-  }
-  tc_claim_t mix, c;
-  tc_claim(&mix, 1, 0);
-  mix.dem.cpu_milli = 10000;
-  cr_assert_eq(sf_mix_learn(pk, idx, &pol, &mix.dem, +1), 0);
+  sf_node_id n[3] = {cpu_node("p", 4, 21), cpu_node("q", 4, 29), cpu_node("r", 4, 48)};
+  learn_pod(1, 10);
+  tc_claim_t c;
   tc_claim(&c, 1, 0);
   c.dem.cpu_milli = 5000;
   sf_verdict_t v[3];
@@ -694,16 +703,9 @@ Test(packer, unfed_counts_the_cpu_a_node_lacks_not_whole_pods)
  */
 Test(packer, unfed_takes_idle_gpus_in_whole_pods_of_the_shape)
 {
-  sf_node_id n[2];
-  n[0] = tc_node(idx, "five", 5, "A100", 40 * GiB, false);
-  n[1] = tc_node(idx, "six", 6, "A100", 40 * GiB, false);
-  sf_node_spec_t s5 = {"five", 30000, 0}, s6 = {"six", 30000, 0};
-  sf_index_node_upsert(idx, &s5, NULL);
-  sf_index_node_upsert(idx, &s6, NULL);
-  tc_claim_t mix, c;
-  tc_claim(&mix, 2, 0);
-  mix.dem.cpu_milli = 20000;
-  cr_assert_eq(sf_mix_learn(pk, idx, &pol, &mix.dem, +1), 0);
+  sf_node_id n[2] = {cpu_node("five", 5, 30), cpu_node("six", 6, 30)};
+  learn_pod(2, 20);
+  tc_claim_t c;
   tc_claim(&c, 1, 0);
   sf_verdict_t v[2];
   sf_packer_evaluate(pk, idx, &pol, &c.dem, n, 2, 0, v);
