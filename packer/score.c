@@ -54,12 +54,12 @@ static bool holds_one(const shape_t *m, sf_milli_t fa)
  * those pods, a fraction included: the CPU the node lacks, in GPUs of m.
  * Were the CPU rounded down to whole pods, a light pod on a node with CPU to
  * spare could round a pod's worth of GPUs away and look as if it fed a
- * stranded GPU, so the nodes with the most CPU per GPU (the only hosts of
- * the CPU-heaviest multi-GPU pods) would go first. Counted exactly, a pod
- * with less CPU than m lowers it by the same on every node short of CPU and
- * by nothing on one with CPU to spare (docs/replay.md). For a shape that
- * needs one island, ni ignores how the idle devices fall into islands (the
- * reference in test/ counts the same way).
+ * stranded GPU, so the nodes with the most CPU per GPU would win the light
+ * pods. Counted exactly, a pod with less CPU than m lowers it by the same on
+ * every node short of CPU and by nothing on one with CPU to spare
+ * (docs/replay.md). For a shape that needs one island, ni ignores how the
+ * idle devices fall into islands (the reference in test/ counts the same
+ * way).
  */
 static inline int64_t unfed(const shape_t *m, int32_t ni, int64_t cpu_free, int64_t w)
 {
