@@ -89,6 +89,20 @@ def main():
             rc, out, err = run(*bad)
             check(rc != 0 and msg in err and "Traceback" not in err,
                   "%s refused with %r: %r" % (bad[1:], msg, err))
+        empty = os.path.join(d, "empty.csv")
+        open(empty, "w").close()
+        rc, _, err = run(empty, "--gpushare", "20")
+        check(rc != 0 and "empty" in err and "Traceback" not in err, "an empty file: %r" % err)
+        nocol = os.path.join(d, "nocol.csv")
+        with open(nocol, "w") as f:
+            f.write("name,cpu_milli,num_gpu\np0,1000,1\n")
+        rc, _, err = run(nocol, "--multigpu", "20")
+        check(rc != 0 and "no gpu_milli column" in err, "a list without gpu_milli: %r" % err)
+        nospec = os.path.join(d, "nospec.csv")
+        with open(nospec, "w") as f:
+            f.write("name,cpu_milli,num_gpu,gpu_milli\np0,1000,1,1000\n")
+        rc, _, err = run(base, "--gpuspec", "20", "--models", nospec)
+        check(rc != 0 and "no gpu_spec column" in err, "models without gpu_spec: %r" % err)
         write_list(os.path.join(d, "cpu.csv"), [(8000, 0, 0, "")] * 10)
         rc, _, err = run(os.path.join(d, "cpu.csv"), "--gpushare", "50")
         check(rc != 0 and "no pods of one of the two kinds" in err, "a list without GPU pods: %r" % err)
