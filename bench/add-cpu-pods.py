@@ -30,6 +30,24 @@ import random
 import sys
 
 
+def read_list(path):
+    """(header, rows) of an Alibaba pod list, or exit with a message naming what is wrong."""
+    try:
+        with open(path, newline="") as f:
+            rows = list(csv.reader(f))
+    except OSError as e:
+        sys.exit("%s: %s" % (path, e.strerror))
+    except (csv.Error, UnicodeDecodeError) as e:
+        sys.exit("%s: not a CSV pod list: %s" % (path, e))
+    if not rows:
+        sys.exit("%s: empty: want an Alibaba pod list with a header row" % path)
+    for col in ("name", "num_gpu"):
+        if col not in rows[0]:
+            sys.exit("%s: no %s column in the header (an Alibaba pod list has name, cpu_milli, "
+                     "memory_mib, num_gpu, gpu_milli)" % (path, col))
+    return rows[0], rows[1:]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("pods", help="an Alibaba pod list CSV")
@@ -38,17 +56,16 @@ def main():
     ap.add_argument("--donor", help="draw the CPU-only pods from this pod list instead")
     ap.add_argument("--seed", type=int, default=7)
     a = ap.parse_args()
-    with open(a.pods, newline="") as f:
-        rows = list(csv.reader(f))
-    header, body = rows[0], rows[1:]
-    with open(a.donor or a.pods, newline="") as f:
-        donor = list(csv.reader(f))
-    ngpu = donor[0].index("num_gpu")
-    cpu_only = [r for r in donor[1:] if r[ngpu] == "0"]
+    header, body = read_list(a.pods)
+    dheader, dbody = read_list(a.donor) if a.donor else (header, body)
+    ngpu = dheader.index("num_gpu")
+    cpu_only = [r for r in dbody if len(r) > ngpu and r[ngpu] == "0"]
     if not cpu_only:
         sys.exit("no CPU-only pods (num_gpu 0) in %s" % (a.donor or a.pods))
     if (a.extra is None) == (a.share is None):
         sys.exit("give either a count of pods to add or --share PERCENT")
+    if a.extra is not None and a.extra < 0:
+        sys.exit("the count of pods to add must be 0 or more")
     if a.share is not None:
         if not 0 <= a.share < 100:
             sys.exit("--share must be a percent in [0, 100)")

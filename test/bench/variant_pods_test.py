@@ -14,17 +14,12 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.dont_write_bytecode = True  # no __pycache__ in the tree
+sys.path.insert(0, HERE)
+from podlists import checker, write_pods  # noqa: E402
+
+check = checker("variant_pods_test")
 TOOL = os.path.join(HERE, "..", "..", "bench", "variant-pods.py")
-HEADER = ["name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec", "qos", "pod_phase",
-          "creation_time", "deletion_time", "scheduled_time"]
-
-
-def write_list(path, rows):
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f, lineterminator="\n")
-        w.writerow(HEADER)
-        for i, (cpu, k, m, spec) in enumerate(rows):
-            w.writerow(["p%04d" % i, cpu, 1024, k, m, spec, "LS", "Running", i, "", i])
 
 
 def run(*args):
@@ -41,11 +36,6 @@ def gpu_of(r):
     return m if k == 1 and m < 1000 else 1000 * k
 
 
-def check(cond, what):
-    if not cond:
-        sys.exit("variant_pods_test: FAILED: " + what)
-
-
 def main():
     rng = random.Random(3)
     rows = [(8000, 0, 0, "")] * 50
@@ -54,8 +44,8 @@ def main():
     specs = [(12000, 1, 1000, "T4")] * 60 + [(4000, 1, 470, "P100")] * 40
     with tempfile.TemporaryDirectory() as d:
         base = os.path.join(d, "openb_pod_list_default.csv")
-        write_list(base, rows)
-        write_list(os.path.join(d, "openb_pod_list_gpuspec10.csv"), rows[:-100] + specs)
+        write_pods(base, rows)
+        write_pods(os.path.join(d, "openb_pod_list_gpuspec10.csv"), rows[:-100] + specs)
         for flag, hot in (("--gpushare", lambda r: int(r["num_gpu"]) == 1 and int(r["gpu_milli"]) < 1000),
                           ("--multigpu", lambda r: int(r["num_gpu"]) > 1)):
             for pct in (0, 20, 60, 100):
@@ -103,7 +93,7 @@ def main():
             f.write("name,cpu_milli,num_gpu,gpu_milli\np0,1000,1,1000\n")
         rc, _, err = run(base, "--gpuspec", "20", "--models", nospec)
         check(rc != 0 and "no gpu_spec column" in err, "models without gpu_spec: %r" % err)
-        write_list(os.path.join(d, "cpu.csv"), [(8000, 0, 0, "")] * 10)
+        write_pods(os.path.join(d, "cpu.csv"), [(8000, 0, 0, "")] * 10)
         rc, _, err = run(os.path.join(d, "cpu.csv"), "--gpushare", "50")
         check(rc != 0 and "no pods of one of the two kinds" in err, "a list without GPU pods: %r" % err)
     print("variant_pods_test: all passed")
