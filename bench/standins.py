@@ -64,7 +64,7 @@ def parse_args(argv):
     ap.add_argument("--seeds", default="42-51", help="replay seeds, A-B (default 42-51)")
     ap.add_argument("--device-choice", default="first-fit,packer", help="first-fit, packer or both")
     ap.add_argument("--policy-file", help="the candidate: fragmentation with these policy keys")
-    ap.add_argument("--tune", default="1.3")
+    ap.add_argument("--tune", default="1.3", help="as slicefit-replay's (default 1.3)")
     ap.add_argument("--jobs", type=int, default=2, help="replays at once (default 2)")
     ap.add_argument("--keep", help="write the stand-ins to this directory and keep them")
     a = ap.parse_args(argv)
@@ -78,7 +78,7 @@ def parse_args(argv):
                                         "slicefit-replay")
     if not os.access(a.replay, os.X_OK):
         die("%s: not an executable (make builds it; or pass --replay)" % a.replay)
-    names = ORDER if a.lists == "all" else [s for s in a.lists.split(",") if s]
+    names = ORDER if a.lists == "all" else list(dict.fromkeys(s for s in a.lists.split(",") if s))
     for n in names:
         if n not in ORDER:
             die("--lists: unknown list %r (known: %s)" % (n, ", ".join(ORDER)))
@@ -153,7 +153,10 @@ def replay(a, pods, device, policy, policy_file):
 def main(argv):
     a = parse_args(argv)
     out = a.keep or tempfile.mkdtemp(prefix="standins.")
-    os.makedirs(out, exist_ok=True)
+    try:
+        os.makedirs(out, exist_ok=True)
+    except OSError as e:
+        die("--keep %s: %s" % (out, e.strerror))
     try:
         lists = build(a, out)
         jobs = [(label, path, d, pol) for label, path in lists for d in a.devices

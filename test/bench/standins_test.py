@@ -85,14 +85,14 @@ def main():
         with open(pf, "w") as f:
             json.dump({"headroom_pct": "25"}, f)  # 810-milli shares no longer fit: the file shows
 
-        rc, out, err = run("--trace", trace, "--replay", REPLAY, "--lists", "default,multigpu40,cpu250",
+        rc, out, err = run("--trace", trace, "--replay", REPLAY, "--lists", "default,multigpu40,cpu250,default",
                            "--draws", "3,4", "--seeds", "42-43", "--keep", keep, "--policy-file", pf)
         check(rc == 0, "a good run exits 0, got %d: %s" % (rc, err))
         rows = table(out)
         labels = sorted({r[0] for r in rows})
         check(labels == ["cpu250, draw 3", "cpu250, draw 4", "default", "multigpu40, draw 3",
                          "multigpu40, draw 4"], "one row set per list and draw: %s" % labels)
-        check(len(rows) == 10, "both device choices for each list: %d rows" % len(rows))
+        check(len(rows) == 10, "both device choices for each list, a list named twice once: %d rows" % len(rows))
         check("policy.json" in out, "the candidate is named with its policy file")
         for r in rows:
             check(abs((r[4] - r[2]) - r[6]) <= 0.011 and abs((r[5] - r[3]) - r[7]) <= 0.011,
@@ -142,6 +142,7 @@ def main():
             (["--trace", trace, "--device-choice", "best"], "--device-choice"),
             (["--trace", trace, "--policy-file", os.path.join(d, "none.json")], "no such file"),
             (["--trace", trace, "--jobs", "0"], "--jobs"),
+            (["--trace", trace, "--lists", "default", "--keep", pf], "--keep"),
             (["--trace", trace, "--replay", os.path.join(d, "none")], "not an executable"),
             (["--trace", partial, "--lists", "cpu050"], "not in the trace directory"),
             (["--trace", partial, "--lists", "cpu100"], "building cpu100: openb_pod_list_cpu050.csv is not"),
