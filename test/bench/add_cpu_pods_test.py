@@ -9,20 +9,17 @@ Run by make test; exits non-zero on the first failure.
 import csv
 import io
 import os
-import subprocess
 import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.dont_write_bytecode = True  # no __pycache__ in the tree
 sys.path.insert(0, HERE)
-from podlists import checker, write_pods  # noqa: E402
+from podlists import checker, runner, write_pods  # noqa: E402
 
 check = checker("add_cpu_pods_test")
 TOOL = os.path.join(HERE, "..", "..", "bench", "add-cpu-pods.py")
-def run(*args):
-    p = subprocess.run([sys.executable, TOOL] + list(args), capture_output=True, text=True)
-    return p.returncode, p.stdout, p.stderr
+run = runner(TOOL)
 
 
 def main():

@@ -1,6 +1,8 @@
 """What the tests of bench/'s Python tools share: a small Alibaba pod list written from tuples
-(no trace rows), and a check that stops the test with the tool's name and what failed."""
+(no trace rows), a runner of the tool under test, and a check that stops the test with its name
+and what failed."""
 import csv
+import subprocess
 import sys
 
 HEADER = ["name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec", "qos", "pod_phase",
@@ -21,3 +23,11 @@ def checker(test):
         if not cond:
             sys.exit("%s: FAILED: %s" % (test, what))
     return check
+
+
+def runner(tool):
+    """run(*args) -> (exit code, stdout, stderr) of the Python tool at path `tool`."""
+    def run(*args):
+        p = subprocess.run([sys.executable, tool] + list(args), capture_output=True, text=True)
+        return p.returncode, p.stdout, p.stderr
+    return run

@@ -18,10 +18,11 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.dont_write_bytecode = True  # no __pycache__ in the tree
 sys.path.insert(0, HERE)
-from podlists import checker, write_pods  # noqa: E402
+from podlists import checker, runner, write_pods  # noqa: E402
 
 check = checker("standins_test")
 TOOL = os.path.join(HERE, "..", "..", "bench", "standins.py")
+run = runner(TOOL)
 REPLAY = os.path.join(os.environ.get("SLICEFIT_BIN", os.path.join(HERE, "..", "..", "bin")),
                       "slicefit-replay")
 ROW = re.compile(r"^\| (.+?) \| (first-fit|packer) \| ([\d.]+) / ([\d.]+) \| ([\d.]+) / ([\d.]+) \| "
@@ -46,11 +47,6 @@ def make_trace(d):
     write_pods(os.path.join(d, "openb_pod_list_cpu050.csv"), rows[20:])
     spec = [(c, k, m, "T4" if i % 3 == 0 and k == 1 else "") for i, (c, k, m, _) in enumerate(rows)]
     write_pods(os.path.join(d, "openb_pod_list_gpuspec10.csv"), spec)
-
-
-def run(*args):
-    p = subprocess.run([sys.executable, TOOL] + list(args), capture_output=True, text=True)
-    return p.returncode, p.stdout, p.stderr
 
 
 def table(out):
