@@ -11,6 +11,7 @@ import json
 import os
 import random
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -115,6 +116,28 @@ def main():
         plain = direct(trace, mg, "packer", "fragmentation")
         check(abs(plain[0] - c[0]) > 0.1, "the policy file changes the candidate (%s vs %s)" % (plain, c))
         check("replays" in err, "progress on stderr")
+        check(re.search(r"^Read from .*: default\. Stand-ins: multigpu40, cpu250\.$", out, re.M) is not None,
+              "the footer says which lists were read and which were built")
+
+        # A list whose real file is in the trace directory is replayed as it is, not built;
+        # --stand-ins builds it anyway.
+        shutil.copy(mg, os.path.join(trace, "openb_pod_list_multigpu40.csv"))
+        rc, out, err = run("--trace", trace, "--replay", REPLAY, "--lists", "multigpu40", "--draws", "5,6",
+                           "--seeds", "42-43", "--device-choice", "packer", "--policy-file", pf)
+        check(rc == 0, "a run on a real list exits 0, got %d: %s" % (rc, err))
+        rows = table(out)
+        check([r[0] for r in rows] == ["multigpu40"], "the real list has one row, no draws: %s" % rows)
+        check(abs(rows[0][2] - f[0]) < 0.006 and abs(rows[0][4] - c[0]) < 0.006,
+              "the real list's file is what was replayed: %s vs %s, %s" % (rows[0], f, c))
+        check("Read from %s: multigpu40. Stand-ins: none." % trace in out, "the footer names the real list")
+        rc, out, err = run("--trace", trace, "--replay", REPLAY, "--lists", "multigpu40", "--draws", "3",
+                           "--seeds", "42-43", "--device-choice", "packer", "--policy-file", pf, "--stand-ins")
+        check(rc == 0, "--stand-ins exits 0, got %d: %s" % (rc, err))
+        rows = table(out)
+        check([r[0] for r in rows] == ["multigpu40"] and abs(rows[0][2] - f[0]) < 0.006,
+              "--stand-ins builds draw 3 again, the same list as before: %s vs %s" % (rows, f))
+        check("Stand-ins: multigpu40." in out, "the footer names the stand-in")
+        os.remove(os.path.join(trace, "openb_pod_list_multigpu40.csv"))
 
         # Bad input: a message, a non-zero exit, no traceback.
         bad_pf = os.path.join(d, "bad.json")
