@@ -14,17 +14,17 @@ prints one Markdown table of the medians and their difference, worst first:
   cpu100/200/250         bench/add-cpu-pods.py cpu050 --share P --donor default
   default, cpu050, gpushare40, gpuspec10, multigpu20: the trace's own lists, when present
 
-The paper's other lists are public too (alibaba/clusterdata, cluster-trace-gpu-v2023/csv): a
-list whose file is in --trace (openb_pod_list_multigpu40.csv, ...) is replayed as it is, in
-place of its stand-in, unless --stand-ins asks for the stand-in anyway.
-
   bench/standins.py --trace TRACE --seeds 42-51 > /tmp/standins.md
   bench/standins.py --trace TRACE --lists multigpu40,multigpu50 --draws 7,9,10,11 \\
       --policy-file my-policy.json
 
+The paper's other lists are public too (alibaba/clusterdata, cluster-trace-gpu-v2023/csv): a
+list whose file is in --trace (openb_pod_list_multigpu40.csv, ...) is replayed as it is, in
+place of its stand-in, unless --stand-ins asks for the stand-in anyway.
+
 --draws gives the stand-ins' own seeds (each draw is another list of the same composition; a
-list read from the trace has one). Progress goes to stderr. The stand-ins are written to a temporary
-directory, or kept in --keep DIR. No row of the trace ships with slicefit.
+list read from the trace has one). Progress goes to stderr. The stand-ins are written to a
+temporary directory, or kept in --keep DIR. No row of the trace ships with slicefit.
 """
 import argparse
 import concurrent.futures
@@ -109,17 +109,20 @@ def parse_args(argv):
     return a
 
 
+def read_from_trace(a, n):
+    """Is list n replayed from the trace directory (its own lists, or a real list there)?"""
+    return n in OWN or (not a.stand_ins and os.path.isfile(trace_file(a.trace, n)))
+
+
 def build(a, out):
     """[(label, csv path)] for every list and draw asked for; builds the stand-ins into out."""
     lists = []
-    a.read = []
     for n in a.names:
-        if n in OWN or (not a.stand_ins and os.path.isfile(trace_file(a.trace, n))):
+        if read_from_trace(a, n):
             path = trace_file(a.trace, n)
             if not os.path.isfile(path):
                 die("%s: not in the trace directory" % os.path.basename(path))
             lists.append((n, path))
-            a.read.append(n)
             continue
         tool, base, opt, val = BUILT[n]
         need = [base] + (["default"] if tool == "add-cpu-pods.py" else []) + \
@@ -207,8 +210,9 @@ def main(argv):
         print("| %s | %s | %.2f / %.2f | %.2f / %.2f | %+.2f / %+.2f | %s / %s |"
               % (label, d, f[0], f[1], c[0], c[1], c[0] - f[0], c[1] - f[1], st(f[2]), st(c[2])))
     below = [r for r in rows if r[0] < -0.1 - 1e-9]
-    built = [n for n in a.names if n not in a.read]
-    print("\nRead from %s: %s. Stand-ins: %s." % (a.trace, ", ".join(a.read) or "none", ", ".join(built) or "none"))
+    read = [n for n in a.names if read_from_trace(a, n)]
+    built = [n for n in a.names if n not in read]
+    print("\nRead from %s: %s. Stand-ins: %s." % (a.trace, ", ".join(read) or "none", ", ".join(built) or "none"))
     print("%d of %d rows more than 0.1 below fgd%s" % (
         len(below), len(rows), (": " + ", ".join("%s (%s)" % (r[1], r[2]) for r in below)) if below else ""))
     return 0
