@@ -13,6 +13,7 @@ prints one Markdown table of the medians and their difference, worst first:
   gpuspec05/20/25/33     bench/variant-pods.py default --gpuspec P (models of gpuspec10)
   cpu100/200/250         bench/add-cpu-pods.py cpu050 --share P --donor default
   default, cpu050, gpushare40, gpuspec10, multigpu20: the trace's own lists, when present
+  cpu0/037/072/235/300   no stand-in: replayed when their file is in --trace, else left out
 
   bench/standins.py --trace TRACE --seeds 42-51 > /tmp/standins.md
   bench/standins.py --trace TRACE --lists multigpu40,multigpu50 --draws 7,9,10,11 \\
@@ -48,7 +49,9 @@ for p in (5, 20, 25, 33):
     BUILT["gpuspec%02d" % p] = ("variant-pods.py", "default", "--gpuspec", p)
 for p in (10, 20, 25):
     BUILT["cpu%d" % (p * 10)] = ("add-cpu-pods.py", "cpu050", "--share", p)
-ORDER = OWN + list(BUILT)
+# The paper's lists with no stand-in: replayed from the trace directory when there, else left out.
+PAPER = ["cpu0", "cpu037", "cpu072", "cpu235", "cpu300"]
+ORDER = OWN + list(BUILT) + PAPER
 
 
 def die(msg):
@@ -84,7 +87,10 @@ def parse_args(argv):
                                         "slicefit-replay")
     if not os.access(a.replay, os.X_OK):
         die("%s: not an executable (make builds it; or pass --replay)" % a.replay)
-    names = ORDER if a.lists == "all" else list(dict.fromkeys(s for s in a.lists.split(",") if s))
+    if a.lists == "all":
+        names = [n for n in ORDER if n not in PAPER or os.path.isfile(trace_file(a.trace, n))]
+    else:
+        names = list(dict.fromkeys(s for s in a.lists.split(",") if s))
     for n in names:
         if n not in ORDER:
             die("--lists: unknown list %r (known: %s)" % (n, ", ".join(ORDER)))
@@ -111,7 +117,7 @@ def parse_args(argv):
 
 def read_from_trace(a, n):
     """Is list n replayed from the trace directory (its own lists, or a real list there)?"""
-    return n in OWN or (not a.stand_ins and os.path.isfile(trace_file(a.trace, n)))
+    return n in OWN or n in PAPER or (not a.stand_ins and os.path.isfile(trace_file(a.trace, n)))
 
 
 def build(a, out):
@@ -213,6 +219,9 @@ def main(argv):
     read = [n for n in a.names if read_from_trace(a, n)]
     built = [n for n in a.names if n not in read]
     print("\nRead from %s: %s. Stand-ins: %s." % (a.trace, ", ".join(read) or "none", ", ".join(built) or "none"))
+    absent = [n for n in PAPER if n not in a.names] if a.lists == "all" else []
+    if absent:
+        print("Not in the trace directory, and without a stand-in: %s." % ", ".join(absent))
     print("%d of %d rows more than 0.1 below fgd%s" % (
         len(below), len(rows), (": " + ", ".join("%s (%s)" % (r[1], r[2]) for r in below)) if below else ""))
     return 0

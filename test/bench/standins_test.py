@@ -50,6 +50,10 @@ def make_trace(d):
     write_pods(os.path.join(d, "openb_pod_list_gpuspec10.csv"), spec)
 
 
+def trace_file(trace, name):
+    return os.path.join(trace, "openb_pod_list_%s.csv" % name)
+
+
 def table(out):
     rows = []
     for line in out.splitlines():
@@ -139,6 +143,27 @@ def main():
         check("Stand-ins: multigpu40." in out, "the footer names the stand-in")
         os.remove(os.path.join(trace, "openb_pod_list_multigpu40.csv"))
 
+        # The paper's lists without a stand-in (cpu300, ...) are replayed when their file is
+        # there, --stand-ins or not, and under "all" left out, and named, when it is not.
+        shutil.copy(mg, os.path.join(trace, "openb_pod_list_cpu300.csv"))
+        rc, out, err = run("--trace", trace, "--replay", REPLAY, "--lists", "cpu300", "--seeds", "42-43",
+                           "--device-choice", "packer", "--policy-file", pf, "--stand-ins")
+        check(rc == 0, "a run on cpu300 exits 0, got %d: %s" % (rc, err))
+        rows = table(out)
+        check([r[0] for r in rows] == ["cpu300"] and abs(rows[0][2] - f[0]) < 0.006
+              and abs(rows[0][4] - c[0]) < 0.006, "cpu300 is its file, replayed: %s vs %s, %s" % (rows, f, c))
+        for n in ("gpushare40", "multigpu20"):  # the trace's own lists, which "all" replays too
+            shutil.copy(os.path.join(trace, "openb_pod_list_default.csv"), trace_file(trace, n))
+        rc, out, err = run("--trace", trace, "--replay", REPLAY, "--seeds", "42-42", "--device-choice", "packer")
+        check(rc == 0, "a run on all lists exits 0, got %d: %s" % (rc, err))
+        labels = {r[0] for r in table(out)}
+        check("cpu300" in labels and "cpu235" not in labels and "gpushare60" in labels and len(labels) == 20,
+              "all: the 19 lists and cpu300, not the absent ones: %s" % sorted(labels))
+        check("Not in the trace directory, and without a stand-in: cpu0, cpu037, cpu072, cpu235." in out,
+              "the footer names the lists left out")
+        for n in ("cpu300", "gpushare40", "multigpu20"):
+            os.remove(trace_file(trace, n))
+
         # Bad input: a message, a non-zero exit, no traceback.
         bad_pf = os.path.join(d, "bad.json")
         with open(bad_pf, "w") as f:
@@ -164,6 +189,7 @@ def main():
             (["--trace", trace, "--lists", "default", "--keep", pf], "--keep"),
             (["--trace", trace, "--replay", os.path.join(d, "none")], "not an executable"),
             (["--trace", partial, "--lists", "cpu050"], "not in the trace directory"),
+            (["--trace", trace, "--lists", "cpu235"], "openb_pod_list_cpu235.csv: not in the trace directory"),
             (["--trace", partial, "--lists", "cpu100"], "building cpu100: openb_pod_list_cpu050.csv is not"),
             (["--trace", partial, "--lists", "gpuspec20"], "building gpuspec20: openb_pod_list_gpuspec10.csv"),
             (["--trace", trace, "--lists", "default", "--seeds", "42-42", "--policy-file", bad_pf],
