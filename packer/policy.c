@@ -74,7 +74,7 @@ static const sf_policy_key_t keys[] = {
     {"weight_frag", "1", "weight of the fragmentation term (and the size of the score's steps)"},
     {"weight_island", "1", "penalty for breaking an intact NVLink island, in GPUs of fragmentation"},
     {"weight_model", "0.5", "penalty for using a scarce model a flexible claim does not need"},
-    {"weight_unfed", "1",
+    {"weight_unfed", "0.25",
      "fragmentation: share of an idle GPU the node's free CPU cannot feed that counts as fragmentation, 0..1"},
     {"mix_coverage", "95",
      "percent of the present pods the learned mix keeps, its most frequent shapes first (FGD's typical pods)"},

@@ -24,7 +24,7 @@
  *   weight_unfed      fragmentation: how much of an idle GPU that the node's free CPU
  *                     cannot feed counts as fragmentation for a typical pod that takes
  *                     whole GPUs (or more than half of one), in 0..1; 0 is FGD's measure
- *                     as published, which fgd keeps whatever this says (1)
+ *                     as published, which fgd keeps whatever this says (0.25)
  *   mix_coverage      percent of the present pods the learned mix keeps: its most frequent
  *                     shapes, in order, until they cover this share (FGD's typical
  *                     pods: 95); 100 keeps every shape (95)

@@ -622,7 +622,8 @@ static void cpu_nodes(sf_node_id n[2])
  * count as fragmentation; "b" has 64 cores and feeds all four. A 2-core pod
  * on a leaves three idle GPUs and 18 cores, 1.5 GPUs unfed (dF = -833, step
  * 69); on b it changes nothing (step 50). Without the term, as in FGD, both
- * are step 50.
+ * are step 50. The default weight, 0.25, counts a quarter of each: 583
+ * milli-GPU before, 375 after (whole milli, rounded down), dF = -208, step 55.
  */
 Test(packer, fragmentation_counts_gpus_the_cpu_cannot_feed)
 {
@@ -632,6 +633,12 @@ Test(packer, fragmentation_counts_gpus_the_cpu_cannot_feed)
   tc_claim(&c, 1, 0);
   c.dem.cpu_milli = 2000;
   sf_verdict_t v[2];
+  cr_assert_eq(pol.weight_unfed, 0.25, "the default");
+  sf_packer_evaluate(pk, idx, &pol, &c.dem, n, 2, 0, v);
+  cr_assert_float_eq(floor(v[0].raw), floor(100.0 / (1.0 + exp(-0.208))), 1e-9);
+  cr_assert_float_eq(floor(v[0].raw), 55.0, 1e-9);
+  cr_assert_float_eq(floor(v[1].raw), 50.0, 1e-9);
+  set("weight_unfed", "1"); /* the measure's own unit: whole GPUs */
   sf_packer_evaluate(pk, idx, &pol, &c.dem, n, 2, 0, v);
   cr_assert_float_eq(floor(v[0].raw), floor(100.0 / (1.0 + exp(-0.833))), 1e-9);
   cr_assert_float_eq(floor(v[0].raw), 69.0, 1e-9);
@@ -674,10 +681,12 @@ static void learn_pod(uint32_t gpus, int64_t cores)
  * half GPU: p 1.9 -> 1.4, q 1.1 -> 0.6 GPUs unfed. Counted in whole pods
  * fed, p would stay at 2 (21 and 16 cores both feed one pod short of a
  * second) and q would drop from 2 to 1, so the node with more CPU per GPU
- * would win every light pod. r feeds every GPU and gains nothing.
+ * would win every light pod. r feeds every GPU and gains nothing. (At
+ * weight 1, the measure's own unit.)
  */
 Test(packer, unfed_counts_the_cpu_a_node_lacks_not_whole_pods)
 {
+  set("weight_unfed", "1");
   sf_node_id n[3] = {cpu_node("p", 4, 21), cpu_node("q", 4, 29), cpu_node("r", 4, 48)};
   learn_pod(1, 10);
   tc_claim_t c;
@@ -699,10 +708,11 @@ Test(packer, unfed_counts_the_cpu_a_node_lacks_not_whole_pods)
  * idle still hold two), so the pod scores step 50. "six" (30 cores, six
  * idle) holds three, 1.5 fed: three GPUs unfed; after, two held: one. dF =
  * -2000, step 88. Counting the odd idle GPU as a fraction of a pod would give
- * both nodes dF = -1000, step 73.
+ * both nodes dF = -1000, step 73. (At weight 1.)
  */
 Test(packer, unfed_takes_idle_gpus_in_whole_pods_of_the_shape)
 {
+  set("weight_unfed", "1");
   sf_node_id n[2] = {cpu_node("five", 5, 30), cpu_node("six", 6, 30)};
   learn_pod(2, 20);
   tc_claim_t c;

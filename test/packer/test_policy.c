@@ -105,7 +105,7 @@ Test(policy, defaults_match_header)
   cr_assert_eq(p.weight_frag, 1.0);
   cr_assert_eq(p.weight_island, 1.0);
   cr_assert_eq(p.weight_model, 0.5);
-  cr_assert_eq(p.weight_unfed, 1.0);
+  cr_assert_eq(p.weight_unfed, 0.25);
   cr_assert_eq(p.mix_coverage, 95);
   cr_assert_eq(p.max_sharers, 0);
   cr_assert_eq(p.headroom_pct, 0);
