@@ -145,7 +145,7 @@ def main():
 
         # The paper's lists without a stand-in (cpu300, ...) are replayed when their file is
         # there, --stand-ins or not, and under "all" left out, and named, when it is not.
-        shutil.copy(mg, os.path.join(trace, "openb_pod_list_cpu300.csv"))
+        shutil.copy(mg, trace_file(trace, "cpu300"))
         rc, out, err = run("--trace", trace, "--replay", REPLAY, "--lists", "cpu300", "--seeds", "42-43",
                            "--device-choice", "packer", "--policy-file", pf, "--stand-ins")
         check(rc == 0, "a run on cpu300 exits 0, got %d: %s" % (rc, err))
@@ -153,7 +153,7 @@ def main():
         check([r[0] for r in rows] == ["cpu300"] and abs(rows[0][2] - f[0]) < 0.006
               and abs(rows[0][4] - c[0]) < 0.006, "cpu300 is its file, replayed: %s vs %s, %s" % (rows, f, c))
         for n in ("gpushare40", "multigpu20"):  # the trace's own lists, which "all" replays too
-            shutil.copy(os.path.join(trace, "openb_pod_list_default.csv"), trace_file(trace, n))
+            shutil.copy(trace_file(trace, "default"), trace_file(trace, n))
         rc, out, err = run("--trace", trace, "--replay", REPLAY, "--seeds", "42-42", "--device-choice", "packer")
         check(rc == 0, "a run on all lists exits 0, got %d: %s" % (rc, err))
         labels = {r[0] for r in table(out)}
