@@ -20,6 +20,12 @@ same arrivals as bench/offline-bfd.py) and prints, per seed and as medians over 
              (scaled to the arrivals; no knowledge of the order): a share goes into an open GPU
              whose planned pattern still has room for its size, else opens an idle GPU with the
              pattern that holds it and has the most GPUs left to open, else best fit as bf.
+  priced     The same, but a share goes where the plan's loss is least (slicefit's weight_plan,
+             packer/plan.c): the LP solved on the list's mix of shares with as many GPUs as their
+             volume fills prices each size by its dual (r = size less the dual price); K(f), the
+             most r a set of sizes within f holds, is what a GPU with f free is worth, and a
+             share m on a GPU with f free loses K(f) - K(f - m) - K(m). Ties: best fit. No plan
+             state per GPU: one table of 1,001 values.
 
 The three online packers see neither nodes nor CPU, which only helps them: a real scheduler,
 which must keep multi-GPU pods on one node and respect CPU, is not expected below them. No row of
@@ -82,7 +88,7 @@ def config_lp(shares, gpus):
     fractional). Returns (most milli-GPU placed, sizes, [(pattern, GPUs)])."""
     sizes = sorted(shares)
     if not sizes or gpus <= 0:
-        return 0.0, sizes, []
+        return 0.0, sizes, [], [0.0] * len(sizes)
     counts = [float(shares[s]) for s in sizes]
     unit = math.gcd(1000, *sizes)
     pats = []
@@ -103,14 +109,15 @@ def config_lp(shares, gpus):
         if value - duals[0] <= 1e-6 or pat in pats:  # no pattern improves the LP: optimal
             break
         pats.append(pat)
-    return -res.fun, sizes, [(pats[j], res.x[j]) for j in range(len(pats)) if res.x[j] > 1e-9]
+    return (-res.fun, sizes, [(pats[j], res.x[j]) for j in range(len(pats)) if res.x[j] > 1e-9],
+            [sizes[i] - duals[1 + i] for i in range(len(sizes))])
 
 
 def lp_floor(pods, gpus):
     """Least unallocated milli-GPU any packer can reach with these arrivals (see the top)."""
     whole, shares = split(pods)
     used = min(whole, gpus)
-    placed, _, _ = config_lp(shares, gpus - used)
+    placed, _, _, _ = config_lp(shares, gpus - used)
     return gpus * 1000 - used * 1000 - placed
 
 
@@ -141,6 +148,19 @@ def frag_table(mix):
     return {f: f * sum(c for s, c in mix.items() if s > f) / total for f in range(0, 1001, 10)}
 
 
+def worth_table(mix_pods):
+    """K(0..1000) of the plan of the mix's shares (see priced at the top)."""
+    _, shares = split(mix_pods)
+    if not shares:
+        return [0.0] * 1001
+    volume = sum(s * c for s, c in shares.items()) / 1000.0
+    _, sizes, _, worth = config_lp(dict(shares), volume)
+    k = [0.0] * 1001
+    for f in range(1, 1001):
+        k[f] = max([k[f - 1]] + [k[f - s] + max(w, 0.0) for s, w in zip(sizes, worth) if s <= f])
+    return k
+
+
 def online(pods, gpus, rule, mix_pods):
     """Unallocated milli-GPU after an online packer at GPU level placed `pods` in order."""
     g = GpuLevel(gpus)
@@ -148,11 +168,13 @@ def online(pods, gpus, rule, mix_pods):
     if rule == "fgd":
         table = frag_table(collections.Counter(min(int(p["gpu_milli"]), 1000) for p in mix_pods
                                                if int(p["num_gpu"]) > 0))
+    if rule == "priced":
+        worth = worth_table(mix_pods)
     if rule == "planned":
         scale = len(pods) / len(mix_pods)
         whole, shares = split(mix_pods)
-        _, sizes, sol = config_lp({s: c * scale for s, c in shares.items()},
-                                  gpus - min(whole * scale, gpus))
+        _, sizes, sol, _ = config_lp({s: c * scale for s, c in shares.items()},
+                                     gpus - min(whole * scale, gpus))
         slot = {s: i for i, s in enumerate(sizes)}
         left = [x for _, x in sol]
         room = collections.defaultdict(list)  # size -> open GPUs whose plan has room for it
@@ -193,6 +215,8 @@ def online(pods, gpus, rule, mix_pods):
             continue
         if rule == "fgd":
             free = min(fits, key=lambda f: (table[f - m] - table[f], f))
+        elif rule == "priced":
+            free = min(fits, key=lambda f: (round(worth[f] - worth[f - m] - worth[m], 6), f))
         else:
             free = fits[0]
             if rule == "planned":  # off plan: a GPU outside the plans first, else a planned one
@@ -206,7 +230,7 @@ def online(pods, gpus, rule, mix_pods):
 def main():
     nodes, pods, seeds, tune = offline_bfd.trace_args(__doc__)
     gpus = sum(int(n["gpu"]) for n in nodes)
-    cols = ["lp_floor", "bf", "fgd", "planned"]
+    cols = ["lp_floor", "bf", "fgd", "planned", "priced"]
     got = {c: [] for c in cols}
     print("unallocated %% of %d GPUs at 100%% load" % gpus)
     print("%-6s" % "seed" + "".join("%10s" % c for c in cols))

@@ -78,17 +78,9 @@ bool sf__demand_refers(const sf_constraint_t *c, uint32_t req, int32_t alt)
 static bool model_eligible(sf_packer_t *p, uint32_t b)
 {
   sf_index_t *idx = p->idx;
-  sf_dev_id d = idx->model_rep[b];
-  if (idx->model_devs[b] == 0)
+  sf_dev_id d = sf__index_model_dev(idx, b);
+  if (d < 0)
     return false;
-  if (d < 0 || (size_t)d >= idx->ndevs || !idx->devs[d].used || idx->devs[d].model_bit != b) {
-    for (d = 0; (size_t)d < idx->ndevs; d++)
-      if (idx->devs[d].used && !idx->devs[d].retired && idx->devs[d].model_bit == b)
-        break;
-    if ((size_t)d >= idx->ndevs)
-      return false;
-    idx->model_rep[b] = d;
-  }
   const sf_request_t *s = sf__demand_first(&p->dem, 0)->s;
   for (size_t i = 0; i < s->nselectors; i++)
     if (sf__index_select(idx, &s->selectors[i], d) != SF_MATCH_YES)

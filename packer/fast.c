@@ -75,6 +75,7 @@ static uint64_t signature(const sf_packer_t *p, uint64_t place)
   sig_add(&h, &pol->weight_island, sizeof(pol->weight_island));
   sig_add(&h, &pol->weight_model, sizeof(pol->weight_model));
   sig_add(&h, &pol->weight_unfed, sizeof(pol->weight_unfed));
+  sig_add(&h, &pol->weight_plan, sizeof(pol->weight_plan));
   sig_add(&h, &p->dem.dem->cpu_milli, sizeof(p->dem.dem->cpu_milli));
   sig_add(&h, &p->mix.mixhash, sizeof(p->mix.mixhash));
   sig_add(&h, &p->dem.flexible, sizeof(p->dem.flexible));

@@ -183,6 +183,8 @@ struct sf_index {
 /* For packer.c */
 void sf__index_dev_touched(sf_index_t *idx, sf_dev_id d);
 uint8_t sf__index_model_bit(sf_index_t *idx, sf_str_id model);
+/* A device of model bit b in the index (model_rep, found again when it is stale); -1: none. */
+sf_dev_id sf__index_model_dev(sf_index_t *idx, uint32_t b);
 sf_match_t sf__index_select(sf_index_t *idx, const sf_selector_t *sel, sf_dev_id d);
 /*
  * The selector's per-device answers (0: not asked yet, else 1 + sf_match_t),

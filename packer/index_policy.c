@@ -43,6 +43,22 @@ uint8_t sf__index_model_bit(sf_index_t *idx, sf_str_id model)
   return (uint8_t)idx->nmodels++;
 }
 
+sf_dev_id sf__index_model_dev(sf_index_t *idx, uint32_t b)
+{
+  sf_dev_id d = idx->model_rep[b];
+  if (idx->model_devs[b] == 0)
+    return -1;
+  if (d < 0 || (size_t)d >= idx->ndevs || !idx->devs[d].used || idx->devs[d].model_bit != b) {
+    for (d = 0; (size_t)d < idx->ndevs; d++)
+      if (idx->devs[d].used && !idx->devs[d].retired && idx->devs[d].model_bit == b)
+        break;
+    if ((size_t)d >= idx->ndevs)
+      return -1;
+    idx->model_rep[b] = d;
+  }
+  return d;
+}
+
 static bool ci_contains(const char *hay, const char *needle)
 {
   size_t n = strlen(needle);

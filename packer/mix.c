@@ -167,10 +167,17 @@ static uint32_t universe_id(pk_mix_t *mx, const shape_t *m)
  */
 static void drift(pk_mix_t *mx)
 {
-  if (mx->past == NULL || mx->mixhash == mx->prevhash)
+  if (mx->past == NULL || (mx->mixhash == mx->prevhash && !mx->plan.moved))
     return; /* bounds off (no caller reads the drift), or nothing moved */
+  bool replanned = mx->plan.moved;
+  mx->plan.moved = false;
+  if (replanned) { /* a plan's K moved: every cost may have, and no earlier mix bounds one */
+    mx->nuni = 0;
+    mx->drift.epoch += MIX_EPOCHS;
+    mx->reset_at = mx->drift.moves + 1;
+  }
   int64_t moved = 0, sum = 0;
-  if (mx->shapehash == mx->prevshapes && mx->nmix == mx->nprev) {
+  if (!replanned && mx->shapehash == mx->prevshapes && mx->nmix == mx->nprev) {
     memcpy(mx->uid, mx->prevuid, mx->nmix * sizeof(*mx->uid));
     for (size_t i = 0; i < mx->nmix; i++) {
       moved += llabs(mx->mix[i].q - mx->prev[i].q);
@@ -292,6 +299,175 @@ double sf_mix_joined(const sf_packer_t *p, uint64_t epoch)
   return (double)q / WEIGHT_ONE;
 }
 
+/* ---- the plans of the shares (pk_plan.h) ---- */
+
+static int by_weight(const void *a, const void *b)
+{
+  const plan_item_t *x = a, *y = b;
+  return x->w > y->w ? -1 : x->w < y->w ? 1 : x->size - y->size;
+}
+
+static int by_size(const void *a, const void *b)
+{
+  return ((const plan_item_t *)a)->size - ((const plan_item_t *)b)->size;
+}
+
+/*
+ * The mix's shares on a device of capacity cap: every shape that takes part
+ * of a device, its amount in per-mille of cap (rounded up: what it leaves
+ * free), weighted by its weight times its device count; equal sizes as
+ * one. A shape of whole devices, of cap or more, or of no device is no
+ * share. At most PLAN_SIZES sizes, the heaviest; ascending.
+ */
+static size_t plan_items(const pk_mix_t *mx, sf_milli_t cap, plan_item_t *it)
+{
+  plan_item_t all[SF__MIX_MAX + 1];
+  size_t n = 0;
+  for (size_t i = 0; i < mx->nmix; i++) {
+    const shape_t *m = &mx->mix[i];
+    if (m->count == 0 || m->amount <= 0 || m->amount >= cap || m->q <= 0)
+      continue;
+    int32_t size = (int32_t)((m->amount > INT64_MAX / 1000 ? m->amount / (cap / 1000 + 1) * 1000
+                                                           : m->amount * 1000 + cap - 1) /
+                             cap);
+    size = size < 1 ? 1 : size > PLAN_CELLS - 1 ? PLAN_CELLS - 1 : size;
+    double w = (double)m->q * m->count;
+    size_t j = 0;
+    while (j < n && all[j].size != size)
+      j++;
+    if (j == n)
+      all[n++] = (plan_item_t){size, 0.0};
+    all[j].w += w;
+  }
+  if (n > PLAN_SIZES) {
+    qsort(all, n, sizeof(*all), by_weight);
+    n = PLAN_SIZES;
+  }
+  qsort(all, n, sizeof(*all), by_size);
+  memcpy(it, all, n * sizeof(*it));
+  return n;
+}
+
+static bool plan_on(const sf_packer_t *p)
+{
+  return p->pol->strategy == SF_STRATEGY_FRAGMENTATION && p->pol->weight_plan > 0.0;
+}
+
+/* Brings one plan to the mix loaded; true when its K moved. */
+static bool plan_one(pk_mix_t *mx, plan_t *pl)
+{
+  plan_item_t it[PLAN_SIZES];
+  size_t n = plan_items(mx, pl->cap, it);
+  return sf__plan_set(pl, it, n);
+}
+
+/* The mix's hash with the plans' K folded in. */
+static void plan_fold(pk_mix_t *mx)
+{
+  uint64_t h = 0;
+  for (size_t i = 0; i < mx->plan.n; i++)
+    h = (h ^ mx->plan.p[i].hash) * 1099511628211ull;
+  mx->plan.hash = h;
+  mx->mixhash = mx->rawhash ^ h;
+}
+
+/*
+ * The device capacities the plans are for: the primary capacity of a
+ * device of each GPU model in the index, the PLAN_CAPS of most devices
+ * (ties: the smaller capacity first). A fleet's models each have one
+ * memory size, so a device of another size than its model's gets no plan.
+ */
+static size_t plan_caps(sf_index_t *idx, sf_milli_t *caps)
+{
+  sf_milli_t cap[SF__MODELS + 1];
+  uint32_t devs[SF__MODELS + 1];
+  size_t n = 0;
+  for (uint32_t b = 0; b <= SF__MODELS; b++) {
+    sf_dev_id d = sf__index_model_dev(idx, b);
+    if (d < 0)
+      continue;
+    const sf__dev_t *dv = &idx->devs[d];
+    if (dv->primary < 0 || !dv->shared || dv->caps[dv->primary].value <= 0)
+      continue;
+    sf_milli_t c = dv->caps[dv->primary].value;
+    size_t j = 0;
+    while (j < n && cap[j] != c)
+      j++;
+    if (j == n) {
+      cap[n] = c;
+      devs[n++] = 0;
+    }
+    devs[j] += idx->model_devs[b];
+  }
+  size_t out = 0;
+  for (; out < PLAN_CAPS && out < n; out++) { /* the most devices first: selection, n <= 64 */
+    size_t best = out;
+    for (size_t j = out + 1; j < n; j++)
+      if (devs[j] > devs[best] || (devs[j] == devs[best] && cap[j] < cap[best]))
+        best = j;
+    sf_milli_t tc = cap[out];
+    uint32_t td = devs[out];
+    cap[out] = cap[best];
+    devs[out] = devs[best];
+    cap[best] = tc;
+    devs[best] = td;
+    caps[out] = cap[out];
+  }
+  return out;
+}
+
+/*
+ * Brings the plans to the mix loaded and the index's capacities, under a
+ * policy that weighs them; a plan whose K moves marks the drift
+ * (plan.moved), and the mix's hash folds every K in.
+ */
+static void plan_load(sf_packer_t *p)
+{
+  pk_mix_t *mx = &p->mix;
+  pk_plan_t *pl = &mx->plan;
+  if (!plan_on(p))
+    return;
+  sf_milli_t caps[PLAN_CAPS];
+  size_t nc = plan_caps(p->idx, caps);
+  bool same = nc == pl->n;
+  for (size_t i = 0; i < nc && same; i++)
+    same = pl->p[i].cap == caps[i];
+  if (same && pl->of == mx->rawhash) {
+    plan_fold(mx);
+    return;
+  }
+  if (!same) { /* other capacities: a plan kept where its capacity stays, else begun anew */
+    plan_t old[PLAN_CAPS];
+    memcpy(old, pl->p, sizeof(old));
+    memset(pl->p, 0, sizeof(pl->p));
+    for (size_t i = 0; i < nc; i++) {
+      for (size_t j = 0; j < pl->n; j++)
+        if (old[j].cap == caps[i]) {
+          pl->p[i] = old[j];
+          old[j].binv = NULL;
+        }
+      pl->p[i].cap = caps[i];
+    }
+    for (size_t j = 0; j < PLAN_CAPS; j++)
+      free(old[j].binv);
+    pl->n = nc;
+    pl->moved = true;
+  }
+  for (size_t i = 0; i < pl->n; i++)
+    pl->moved = plan_one(mx, &pl->p[i]) || pl->moved;
+  pl->of = mx->rawhash;
+  plan_fold(mx);
+}
+
+const plan_t *sf__mix_plan(const sf_packer_t *p, sf_milli_t cap)
+{
+  const pk_plan_t *pl = &p->mix.plan;
+  for (size_t i = 0; i < pl->n; i++)
+    if (pl->p[i].cap == cap)
+      return &pl->p[i];
+  return NULL;
+}
+
 void sf__mix_load(sf_packer_t *p)
 {
   pk_mix_t *mx = &p->mix;
@@ -299,9 +475,13 @@ void sf__mix_load(sf_packer_t *p)
   bool read = mx->learned_version != idx->mix.version || mx->learned_serial != idx->serial ||
               mx->coverage != p->pol->mix_coverage;
   bool learned = !(p->pol->strategy == SF_STRATEGY_FGD && p->pol->nmix > 0) &&
-                 (read || mx->nlearned > 0); /* read again below, it may be empty */
-  if (!read && learned && mx->from_learned)
-    return; /* the learned mix as loaded last: nothing moved */
+                 (read || mx->nlearned > 0);  /* read again below, it may be empty */
+  if (!read && learned && mx->from_learned) { /* the learned mix as loaded last: nothing moved */
+    plan_load(p);
+    if (mx->plan.moved) /* the policy turned the plan on since */
+      drift(mx);
+    return;
+  }
   if (read) {
     size_t n;
     const sf__shape_t *m = sf__mix_read(idx, &n);
@@ -337,8 +517,10 @@ void sf__mix_load(sf_packer_t *p)
   for (size_t i = 0; i < mx->nmix; i++)
     mx->islands = mx->islands || mx->mix[i].island;
   group(mx);
-  mx->mixhash = hash_mix(mx->mix, mx->nmix, true);
+  mx->rawhash = hash_mix(mx->mix, mx->nmix, true);
+  mx->mixhash = mx->rawhash;
   mx->shapehash = hash_mix(mx->mix, mx->nmix, false);
+  plan_load(p);
   drift(mx);
 }
 

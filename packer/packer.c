@@ -42,6 +42,7 @@ void sf_packer_destroy(sf_packer_t *p)
   sf__search_dispose(&p->search);
   sf__score_dispose(&p->score);
   sf__mix_history(&p->mix, false);
+  sf__plan_dispose(&p->mix.plan);
   free(p->fast.memo);
   free(p->fast.lk);
   free(p);

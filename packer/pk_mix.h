@@ -8,6 +8,7 @@
 #define SF_PACKER_PK_MIX_H
 
 #include "index_int.h"
+#include "pk_plan.h"
 #include "slicefit/mix.h"
 #include "slicefit/packer.h"
 
@@ -48,7 +49,8 @@ typedef struct {
   size_t ngroup;
   uint16_t member[SF__MIX_MAX + 1]; /* shape indices, group by group */
   bool islands;                     /* a shape needs one island */
-  uint64_t mixhash;                 /* shapes and weights */
+  uint64_t mixhash;                 /* shapes and weights, and the plans' K */
+  uint64_t rawhash;                 /* shapes and weights alone */
   uint64_t shapehash;               /* shapes only: what per-shape statistics depend on */
   double scarcity[SF__MODELS + 1];
   /* the index's learned mix, as last read */
@@ -74,6 +76,8 @@ typedef struct {
   uint64_t sets[MIX_EPOCHS][MIX_SETWORDS];
   mixpast_t *past;   /* MIX_HISTORY of them, a ring, with bounds on; NULL otherwise */
   uint64_t reset_at; /* drift.moves when the universe last began again (older ids mean nothing) */
+  /* the plans of the shares, per device capacity (strategy fragmentation with weight_plan) */
+  pk_plan_t plan;
 } pk_mix_t;
 
 /* Keeps (on) or drops the past mixes sf_mix_since compares with. */
@@ -83,6 +87,8 @@ void sf__mix_history(pk_mix_t *mx, bool on);
 void sf__mix_load(sf_packer_t *p);
 /* Loads each model's scarcity against the mix. */
 void sf__mix_scarcity(sf_packer_t *p);
+/* The plan for devices of primary capacity cap under the mix loaded; NULL: none. */
+const plan_t *sf__mix_plan(const sf_packer_t *p, sf_milli_t cap);
 /* Adds (+1) or takes back (-1) the demand's shapes in the index's learned mix. */
 void sf__mix_learn(sf_packer_t *p, int sign);
 

@@ -494,9 +494,9 @@ static double island_penalty(const sf_packer_t *p, const hnode_t *h, const after
  * term weighs (0 when it does not apply).
  */
 static double cost_fragmentation(const sf_packer_t *p, const hnode_t *h, const after_t *af, double df,
-                                 double *taken)
+                                 double plan, double *taken)
 {
-  double raw = island_penalty(p, h, af, -p->pol->weight_frag * df);
+  double raw = island_penalty(p, h, af, -p->pol->weight_frag * df) - p->pol->weight_plan * plan;
   *taken = 0.0;
   if (p->dem.flexible)
     for (size_t j = 0; j < af->n; j++) {
@@ -505,6 +505,25 @@ static double cost_fragmentation(const sf_packer_t *p, const hnode_t *h, const a
       *taken += (double)(d->fp - af->fp[j]);
     }
   return -raw;
+}
+
+/*
+ * The plan's loss of a placement (pk_plan.h): what each GPU it takes part
+ * of spends of its worth beyond what the share taken is worth, per-mille.
+ * A whole GPU taken, or a share that fills its GPU, loses nothing.
+ */
+static double plan_loss(const sf_packer_t *p, const hnode_t *h, const after_t *af)
+{
+  double loss = 0.0;
+  for (size_t j = 0; j < af->n; j++) {
+    const hdev_t *d = &h->d[af->k[j]];
+    if (!(d->fl & HD_GPU) || !(d->fl & HD_MEASURED) || d->fp <= af->fp[j])
+      continue;
+    const plan_t *pl = sf__mix_plan(p, d->pval);
+    if (pl != NULL)
+      loss += sf__plan_loss(pl, d->fp, af->fp[j]);
+  }
+  return loss;
 }
 
 /*
@@ -609,7 +628,10 @@ double sf__score(sf_packer_t *p, hnode_t *h, const pick_t *picks, size_t n)
   int64_t cpu = h->cpu_free >= 0 ? h->cpu_free - p->dem.dem->cpu_milli : h->cpu_free;
   range_t rg;
   double df = frag_delta(p, h, &af, total, cpu, p->score.bounds ? &rg : NULL), taken = 0.0;
-  double cost = p->pol->strategy == SF_STRATEGY_FGD ? df : cost_fragmentation(p, h, &af, df, &taken);
+  double cost = df;
+  if (p->pol->strategy == SF_STRATEGY_FRAGMENTATION)
+    cost = cost_fragmentation(p, h, &af, df, p->pol->weight_plan > 0.0 ? plan_loss(p, h, &af) : 0.0,
+                              &taken);
   if (p->score.bounds)
     keep(&p->score, h, cost, rg, taken);
   return fgd_step(p, cost);

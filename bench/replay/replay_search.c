@@ -59,17 +59,41 @@ static const char *cpu_idle(const sf_replay_trace_t *t, const sf_policy_t *base)
   return "no node CPU in the trace";
 }
 
+/* Does some request of some pod of the trace answer `yes`? */
+static bool any_request(const sf_replay_trace_t *t, bool (*yes)(const sf_replay_req_t *))
+{
+  for (size_t i = 0; i < t->npods; i++)
+    for (size_t c = 0; c < t->pods[i].nclaims; c++)
+      for (size_t r = 0; r < t->pods[i].claims[c].nreqs; r++)
+        if (yes(&t->pods[i].claims[c].reqs[r]))
+          return true;
+  return false;
+}
+
+static bool names_model(const sf_replay_req_t *q)
+{
+  return q->spec != 0;
+}
+
+static bool takes_share(const sf_replay_req_t *q)
+{
+  return q->amount > 0;
+}
+
 /* Scarcity comes from claims that name models (packer/mix.c): none, and the term is 0. */
 static const char *models_idle(const sf_replay_trace_t *t, const sf_policy_t *base)
 {
   if (frag_only(t, base) != NULL)
     return frag_only(t, base);
-  for (size_t i = 0; i < t->npods; i++)
-    for (size_t c = 0; c < t->pods[i].nclaims; c++)
-      for (size_t r = 0; r < t->pods[i].claims[c].nreqs; r++)
-        if (t->pods[i].claims[c].reqs[r].spec != 0)
-          return NULL;
-  return "no pod selects a GPU model";
+  return any_request(t, names_model) ? NULL : "no pod selects a GPU model";
+}
+
+/* The plan prices the shares (packer/plan.c): a trace where no pod takes part of a GPU has none. */
+static const char *shares_idle(const sf_replay_trace_t *t, const sf_policy_t *base)
+{
+  if (frag_only(t, base) != NULL)
+    return frag_only(t, base);
+  return any_request(t, takes_share) ? NULL : "no pod takes part of a GPU";
 }
 
 /*
@@ -80,6 +104,8 @@ static const char *models_idle(const sf_replay_trace_t *t, const sf_policy_t *ba
  * mix_coverage from 80% to every shape; half of the candidates keep FGD's
  * 95, the published method, which a workload must beat to move it.
  * weight_unfed from 0 (FGD's measure) to 1; half keep the base's value.
+ * weight_plan from 1 to 64 on a log scale (0 leaves the plan out, which
+ * the base's value says); half keep the base's value.
  * The limits are platform rules that the replay can only see cost allocation
  * (it models no interference), so half of the candidates keep the base's
  * value; the other half try them from mild to strict.
@@ -89,6 +115,7 @@ static const sf_search_knob_t knobs[] = {
     {"weight_island", 0, 4, false, false, 0, islands_idle},
     {"weight_model", 0, 2, false, false, 0, models_idle},
     {"weight_unfed", 0, 1, false, false, 0.5, cpu_idle},
+    {"weight_plan", 1, 64, true, false, 0.5, shares_idle},
     {"mix_coverage", 80, 100, false, true, 0.5, frag_only},
     {"headroom_pct", 1, 20, false, true, 0.5, NULL},
     {"max_sharers", 2, 16, false, true, 0.5, NULL},

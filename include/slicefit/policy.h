@@ -25,6 +25,10 @@
  *                     cannot feed counts as fragmentation for a typical pod that takes
  *                     whole GPUs (or more than half of one), in 0..1; 0 is FGD's measure
  *                     as published, which fgd keeps whatever this says (0.25)
+ *   weight_plan       fragmentation: weight of the plan's loss, the per-mille of a GPU a
+ *                     share placement takes beyond its worth when the mix's shares pack
+ *                     as tightly as they can (the configuration LP's prices); 0 leaves
+ *                     the plan out (16)
  *   mix_coverage      percent of the present pods the learned mix keeps: its most frequent
  *                     shapes, in order, until they cover this share (FGD's typical
  *                     pods: 95); 100 keeps every shape (95)
@@ -86,7 +90,7 @@ typedef struct sf_policy {
   size_t nisland_rules; /* the policy's (sf_policy_dispose) */
   sf_shape_t *mix;
   size_t nmix; /* the policy's (sf_policy_dispose) */
-  double weight_frag, weight_island, weight_model, weight_unfed;
+  double weight_frag, weight_island, weight_model, weight_unfed, weight_plan;
   uint32_t mix_coverage;
   uint32_t max_sharers;
   uint32_t headroom_pct;

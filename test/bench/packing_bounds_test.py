@@ -84,7 +84,7 @@ def test_online_packers_never_overcommit():
         gpus = rnd.randint(4, 40)
         pods = [rnd.choice(mix) for _ in range(rnd.randint(5, 80))]
         demand = sum(int(p["num_gpu"]) * int(p["gpu_milli"]) for p in pods)
-        for rule in ("bf", "fgd", "planned"):
+        for rule in ("bf", "fgd", "planned", "priced"):
             seen = []
             real = pb.GpuLevel.put
 
@@ -104,6 +104,15 @@ def test_online_packers_never_overcommit():
             # The floor holds for every packer: what it places fits under capacity less the floor.
             check(demand - failed <= gpus * 1000 - pb.lp_floor(pods, gpus) + 1e-6,
                   "case %d: %s placed more than the LP floor allows" % (case, rule))
+
+
+def test_priced_worth():
+    # 470s and 810s: a 470 beside another is worth half an 810 alone (slicefit's test/packer/test_plan.c).
+    k = pb.worth_table([pod(1, 470)] * 10 + [pod(1, 810)] * 10)
+    check(abs(k[1000] - 810) < 1e-6 and abs(k[809] - 405) < 1e-6 and k[469] == 0, "K of 470/810")
+    # A 470 on an idle GPU or beside another loses nothing; where an 810 still fitted, 405.
+    check(abs(k[1000] - k[530] - k[470]) < 1e-6 and abs(k[530] - k[60] - k[470]) < 1e-6, "on plan")
+    check(abs(k[840] - k[370] - k[470] - 405) < 1e-6, "off plan")
 
 
 def test_bad_rows_are_named():
@@ -136,6 +145,7 @@ def test_bad_rows_are_named():
 def main():
     test_bad_rows_are_named()
     test_known_floors()
+    test_priced_worth()
     test_floor_is_below_every_packing()
     test_online_packers_never_overcommit()
     print("packing_bounds_test: all passed")

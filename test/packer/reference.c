@@ -208,6 +208,42 @@ double ref_binpack(const sf_index_t *idx, sf_node_id node, const sf_dev_id *pick
   return (gpus ? (double)used / (double)(gpus * 1000) : 0.0) + 0.1 * touched;
 }
 
+/* The most worth a set of plan sizes from index i on holds within f: every count of size i, then the rest. */
+static double most_worth(const ref_plan_t *pl, size_t i, int32_t f)
+{
+  if (i == pl->n)
+    return 0.0;
+  double best = 0.0;
+  for (int32_t k = 0; k * pl->size[i] <= f; k++) {
+    double w = k * pl->r[i] + most_worth(pl, i + 1, f - k * pl->size[i]);
+    best = w > best ? w : best;
+  }
+  return best;
+}
+
+double ref_plan_loss(const sf_index_t *idx, sf_node_id node, const sf_dev_id *picks,
+                     const sf_milli_t *use, size_t npicks, const ref_plan_t *plans, size_t nplans)
+{
+  rdev_t b[MAXD], a[MAXD];
+  size_t n = load(idx, node, b);
+  after(idx, node, picks, use, npicks, a);
+  double loss = 0.0;
+  for (size_t k = 0; k < n; k++) {
+    if (!b[k].gpu || !b[k].shared || b[k].fp <= a[k].fp)
+      continue;
+    for (size_t j = 0; j < nplans; j++)
+      if (plans[j].cap == b[k].value)
+        loss += most_worth(&plans[j], 0, b[k].fp) - most_worth(&plans[j], 0, a[k].fp) -
+                most_worth(&plans[j], 0, b[k].fp - a[k].fp);
+  }
+  return loss;
+}
+
+double ref_step(double cost)
+{
+  return floor(100.0 / (1.0 + exp(cost / 1000.0)));
+}
+
 double ref_fgd(const sf_index_t *idx, const sf_policy_t *pol, sf_node_id node, const sf_dev_id *picks,
                const sf_milli_t *use, size_t npicks, int64_t cpu_milli)
 {

@@ -39,4 +39,24 @@ double ref_binpack(const sf_index_t *idx, sf_node_id node, const sf_dev_id *pick
 double ref_fgd(const sf_index_t *idx, const sf_policy_t *pol, sf_node_id node, const sf_dev_id *picks,
                const sf_milli_t *use, size_t npicks, int64_t cpu_milli);
 
+/* The plan of the shares for devices of one memory capacity, as the packer priced them (pk_plan.h). */
+typedef struct {
+  sf_milli_t cap;
+  size_t n;
+  int32_t size[16]; /* per-mille of cap */
+  double r[16];     /* each size's worth, per-mille */
+} ref_plan_t;
+
+/*
+ * The plan's loss of the picks, by its definition: on each device a pick
+ * takes part of (memory, per-mille of its capacity: fb free before, fa
+ * after), K(fb) - K(fa) - K(fb - fa), K(f) the most worth a set of the
+ * plan's sizes within f holds, found by enumerating them.
+ */
+double ref_plan_loss(const sf_index_t *idx, sf_node_id node, const sf_dev_id *picks,
+                     const sf_milli_t *use, size_t npicks, const ref_plan_t *plans, size_t nplans);
+
+/* FGD's integer step of a cost in milli-GPUs: 100 x sigmoid(-cost/1000), truncated. */
+double ref_step(double cost);
+
 #endif

@@ -551,6 +551,7 @@ static void sliver_pair(bool sliver_first, sf_verdict_t v[2], sf_node_id n[2])
   sf_node_id s = n[sliver_first ? 0 : 1];
   sf_pick_t pk6 = {sf_index_dev_find(idx, DRV, sliver_first ? "p" : "q", "gpu-0"), &six, false};
   sf_index_alloc_add(idx, "x", s, 0, 0, &pk6, 1, 0, NULL);
+  set("weight_plan", "0"); /* FGD's steps alone: the plan would price the 500s' pairs */
   tc_claim_t mix, c;
   tc_claim(&mix, 1, 500);
   cr_assert_eq(sf_mix_learn(pk, idx, &pol, &mix.dem, +1), 0);

@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include "../../packer/packer_int.h"
 #include "slicefit/mix.h"
 #include "cluster.h"
 #include "reference.h"
@@ -341,16 +342,55 @@ static void prop_setup(sf_index_t **idx, sf_packer_t **pk, sf_policy_t *pol, sf_
 static const char *const MIX_ISLANDS = "8:4Gix1=3,12Gix1=1,wholex1=2,wholex2!=1,wholex4!=1";
 static const char *const MIX_PLAIN = "8:4Gix1=3,12Gix1=1,2:20Gix1=1,wholex1=2,16:wholex2=1";
 
+/* The packer's plans of the call just made (its private state): what the reference prices with. */
+static size_t read_plans(const sf_packer_t *pk, ref_plan_t *out)
+{
+  const pk_plan_t *pl = &pk->mix.plan;
+  for (size_t i = 0; i < pl->n; i++) {
+    cr_assert_leq(pl->p[i].n, 16);
+    out[i].cap = pl->p[i].cap;
+    out[i].n = pl->p[i].solved ? pl->p[i].n : 0;
+    for (size_t j = 0; j < out[i].n; j++) {
+      out[i].size[j] = pl->p[i].size[j];
+      out[i].r[j] = pl->p[i].r[j] / (double)PLAN_ONE;
+    }
+  }
+  return pl->n;
+}
+
+/*
+ * The reference's step of the picks under the policy: FGD's of dF, and
+ * under strategy fragmentation of weight_frag x dF + weight_plan x the
+ * plan's loss (islands and scarce models weigh 0 where this is used).
+ * *planned: whether the plan's loss was above 0.
+ */
+static double ref_score(const sf_index_t *idx, const sf_policy_t *pol, const sf_policy_t *ref,
+                        sf_node_id node, const sf_dev_id *picks, const sf_milli_t *use, size_t n,
+                        int64_t cpu, const ref_plan_t *plans, size_t nplans, bool *planned)
+{
+  double df = ref_frag(idx, ref, node, picks, use, n, cpu) -
+              ref_frag(idx, ref, node, NULL, NULL, 0, 0);
+  double loss = 0.0;
+  if (pol->strategy == SF_STRATEGY_FRAGMENTATION && pol->weight_plan > 0.0)
+    loss = ref_plan_loss(idx, node, picks, use, n, plans, nplans);
+  if (planned != NULL)
+    *planned = loss > 0.0;
+  if (pol->strategy != SF_STRATEGY_FRAGMENTATION)
+    return ref_fgd(idx, ref, node, picks, use, n, cpu);
+  return ref_step(pol->weight_frag * df + pol->weight_plan * loss);
+}
+
 /*
  * The loop of the comparisons: 250 steps of random claims (CPU up to
  * cpu_max cores) and departures, every node's verdict and raw score
  * against the reference under `ref` (the policy itself, or a copy holding
  * the learned mix as its fgd_mix). Returns how many FIT nodes scored
- * otherwise without the unfed term: 0 when it never mattered.
+ * otherwise without the unfed term: 0 when it never mattered; *planned
+ * counts the placements compared that the plan's loss weighed.
  */
 static int compare_with_reference(sf_index_t *idx, sf_packer_t *pk, const sf_policy_t *pol,
                                   const sf_policy_t *ref, const sf_node_id *nodes, const char *choice,
-                                  uint32_t cpu_max)
+                                  uint32_t cpu_max, int *planned)
 {
   char holder[32];
   sf_verdict_t v[NODES];
@@ -370,6 +410,8 @@ static int compare_with_reference(sf_index_t *idx, sf_packer_t *pk, const sf_pol
     random_claim(&r);
     r.c.dem.cpu_milli = (int64_t)below(cpu_max) * 1000;
     cr_assert_eq(sf_packer_evaluate(pk, idx, pol, &r.c.dem, nodes, NODES, 0, v), 0);
+    ref_plan_t plans[PLAN_CAPS];
+    size_t nplans = read_plans(pk, plans);
     int best = -1;
     for (int i = 0; i < NODES; i++) {
       if (v[i].fit == SF_FIT_UNSURE)
@@ -397,9 +439,12 @@ static int compare_with_reference(sf_index_t *idx, sf_packer_t *pk, const sf_pol
                   "step %d node %d: %.17g vs %.17g", step, i, v[i].raw,
                   ref_binpack(idx, nodes[i], picks, use, as.n));
       } else {
-        double want_raw = ref_fgd(idx, ref, nodes[i], picks, use, as.n, r.c.dem.cpu_milli);
+        bool lost;
+        double want_raw = ref_score(idx, pol, ref, nodes[i], picks, use, as.n, r.c.dem.cpu_milli,
+                                    plans, nplans, &lost);
         cr_assert_eq(floor(v[i].raw), want_raw, "step %d node %d: %g vs reference %g", step, i,
                      v[i].raw, want_raw);
+        *planned += lost;
         unfed += ref_frag(idx, ref, nodes[i], picks, use, as.n, r.c.dem.cpu_milli) !=
                  ref_frag(idx, &plain, nodes[i], picks, use, as.n, r.c.dem.cpu_milli);
         if (strcmp(choice, "packer") == 0 && rc.count == 1 && !rc.island) {
@@ -416,7 +461,8 @@ static int compare_with_reference(sf_index_t *idx, sf_packer_t *pk, const sf_pol
             if ((!shared && sf_index_dev_holders(idx, devs[k]) > 0) || (shared && fr < uk) ||
                 (pol->max_sharers > 0 && sf_index_dev_holders(idx, devs[k]) >= pol->max_sharers))
               continue;
-            double other = ref_fgd(idx, ref, nodes[i], &devs[k], &uk, 1, r.c.dem.cpu_milli);
+            double other = ref_score(idx, pol, ref, nodes[i], &devs[k], &uk, 1, r.c.dem.cpu_milli,
+                                     plans, nplans, NULL);
             cr_assert_leq(other, want_raw,
                           "step %d node %d: device %zu scores %g, the packer's pick %g", step, i, k,
                           other, want_raw);
@@ -447,7 +493,8 @@ static void against_reference_mix(const char *strategy, const char *choice, bool
   sf_policy_t pol;
   sf_node_id nodes[NODES];
   prop_setup(&idx, &pk, &pol, nodes, strategy, choice, fast, seed, "fgd_mix", mix);
-  compare_with_reference(idx, pk, &pol, &pol, nodes, choice, 8);
+  int planned = 0;
+  compare_with_reference(idx, pk, &pol, &pol, nodes, choice, 8, &planned);
   sf_policy_dispose(&pol);
   sf_packer_destroy(pk);
   sf_index_destroy(idx);
@@ -458,17 +505,21 @@ static void against_reference_mix(const char *strategy, const char *choice, bool
  * whole GPUs, shares, two GPUs at once, a share over half an A100, two GPUs
  * in one island: the one-device sums' island bookkeeping), then held,
  * and the reference reads it as its fgd_mix; islands and scarce models
- * weigh 0, so the cost is dF and its step FGD's. Pods ask for up to 23
- * cores of nodes' 64, so the CPU runs out while GPUs are idle, and the
- * unfed term has to change scores (it does on some of the nodes compared).
+ * weigh 0, so the cost is dF plus the plan's loss (with the packer's
+ * prices, K enumerated) and its step FGD's. Pods ask for up to 23 cores
+ * of nodes' 64, so the CPU runs out while GPUs are idle, and the unfed
+ * term has to change scores (it does on some of the nodes compared); the
+ * 4 GiB and 30 GiB shares give each memory size a plan, whose loss has
+ * to weigh some placements too.
  */
-static void against_reference_learned(const char *choice, bool fast, uint64_t seed, const char *unfed)
+static void against_reference_learned(const char *choice, bool fast, uint64_t seed, const char *unfed,
+                                      const char *plan)
 {
   static const struct {
     uint32_t count, gib, cores, times;
     bool island;
   } learn[] = {{1, 0, 16, 3, false},
-               {1, 4, 8, 2, false},
+               {1, 12, 8, 2, false},
                {2, 0, 24, 1, false},
                {1, 30, 4, 1, false},
                {2, 0, 20, 1, true}}; /* 8 pods: weights exact in 1/256 */
@@ -482,6 +533,7 @@ static void against_reference_learned(const char *choice, bool fast, uint64_t se
   cr_assert_eq(sf_policy_set(&pol, "weight_island", "0", err, sizeof(err)), 0);
   cr_assert_eq(sf_policy_set(&pol, "weight_model", "0", err, sizeof(err)), 0);
   cr_assert_eq(sf_policy_set(&pol, "mix_coverage", "100", err, sizeof(err)), 0);
+  cr_assert_eq(sf_policy_set(&pol, "weight_plan", plan, err, sizeof(err)), 0);
   for (size_t i = 0; i < nlearn; i++)
     for (uint32_t t = 0; t < learn[i].times; t++) {
       tc_claim_t c;
@@ -497,9 +549,14 @@ static void against_reference_learned(const char *choice, bool fast, uint64_t se
   ref.mix = sf_xcalloc(nlearn, sizeof(*ref.mix));
   for (size_t i = 0; i < nlearn; i++)
     cr_assert_eq(sf_mix_shape(idx, i, &ref.mix[ref.nmix++]), 0);
-  int differs = compare_with_reference(idx, pk, &pol, &ref, nodes, choice, 24);
+  int planned = 0;
+  int differs = compare_with_reference(idx, pk, &pol, &ref, nodes, choice, 24, &planned);
   if (pol.weight_unfed > 0)
     cr_assert_gt(differs, 20, "the unfed term changed only %d scores", differs);
+  if (pol.weight_plan > 0)
+    cr_assert_gt(planned, 10, "the plan weighed only %d placements", planned);
+  else
+    cr_assert_eq(planned, 0);
   sf_policy_dispose(&ref);
   sf_policy_dispose(&pol);
   sf_packer_destroy(pk);
@@ -508,10 +565,10 @@ static void against_reference_learned(const char *choice, bool fast, uint64_t se
 
 Test(prop, kernel_matches_reference_fragmentation_unfed)
 {
-  against_reference_learned("packer", true, 31, "1");
-  against_reference_learned("first-fit", false, 32, "1");
-  against_reference_learned("packer", false, 33, "0.5");
-  against_reference_learned("first-fit", true, 34, "0");
+  against_reference_learned("packer", true, 31, "1", "16");
+  against_reference_learned("first-fit", false, 32, "1", "0");
+  against_reference_learned("packer", false, 33, "0.5", "16");
+  against_reference_learned("first-fit", true, 34, "0", "3");
 }
 
 static void against_reference(const char *strategy, const char *choice, bool fast, uint64_t seed)
