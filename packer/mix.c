@@ -327,9 +327,9 @@ static size_t plan_items(const pk_mix_t *mx, sf_milli_t cap, plan_item_t *it)
     const shape_t *m = &mx->mix[i];
     if (m->count == 0 || m->amount <= 0 || m->amount >= cap || m->q <= 0)
       continue;
-    int32_t size = (int32_t)((m->amount > INT64_MAX / 1000 ? m->amount / (cap / 1000 + 1) * 1000
-                                                           : m->amount * 1000 + cap - 1) /
-                             cap);
+    int32_t size = m->amount <= INT64_MAX / 1000
+                       ? (int32_t)((m->amount * 1000 + cap - 1) / cap)
+                       : (int32_t)ceil((double)m->amount * 1000.0 / (double)cap);
     size = size < 1 ? 1 : size > PLAN_CELLS - 1 ? PLAN_CELLS - 1 : size;
     double w = (double)m->q * m->count;
     size_t j = 0;
