@@ -52,6 +52,7 @@ static uint64_t placement_signature(const sf_packer_t *p)
     sig_add(&h, &s->selectors[i].cache_key, sizeof(s->selectors[i].cache_key));
   }
   sig_add(&h, &pol->device_choice, sizeof(pol->device_choice));
+  sig_add(&h, &pol->strategy, sizeof(pol->strategy)); /* spread's preference is the loosest fit */
   sig_add(&h, &pol->max_sharers, sizeof(pol->max_sharers));
   sig_add(&h, &pol->headroom_pct, sizeof(pol->headroom_pct));
   return h ? h : 1;
@@ -103,7 +104,7 @@ void sf__fast_prepare(sf_packer_t *p)
     f->kind = FAST_ISLAND;
   uint64_t place = f->kind == FAST_NONE ? 0 : placement_signature(p);
   f->sig = signature(p, place);
-  f->psig = f->kind == FAST_SIMPLE && p->pol->device_choice != SF_CHOICE_PACKER ? place : 0;
+  f->psig = f->kind == FAST_SIMPLE && !sf__search_by_score(p) ? place : 0;
   f->selsig = 0;
   if (f->sig != 0 && d->slot[0].s->nselectors > 0) {
     const sf_request_t *rq = d->slot[0].s;
@@ -315,7 +316,8 @@ bool sf__fast_eval(sf_packer_t *p, sf_node_id node, sf_verdict_t *v)
   if (f->evaluating && m->version == h->version) {
     /*
      * The same placement under another mix or CPU (a pod of the same claim
-     * after the learned mix moved, or asking other CPU): first fit takes
+     * after the learned mix moved, or asking other CPU): first fit, and
+     * the packer's preference where it picks (sf__search_by_score), take
      * the same device, so only its score is new; a node without one fails
      * as it did.
      */
@@ -341,7 +343,7 @@ bool sf__fast_eval(sf_packer_t *p, sf_node_id node, sf_verdict_t *v)
   m->version = h->version;
   keep(f, m, v);
   m->psig = f->evaluating ? f->psig : 0;
-  if (v->fit == SF_FIT_YES && m->psig != 0) { /* the device first fit took (place, FAST_SIMPLE) */
+  if (v->fit == SF_FIT_YES && m->psig != 0) { /* the device place took, not by score */
     const pk_search_t *s = &p->search;
     const hdev_t *d = &h->d[s->rk[0]];
     m->pk = s->rk[0];

@@ -112,7 +112,14 @@ void sf__search_gather(sf_packer_t *p, uint32_t slot, bool stop);
 void sf__search_gather_all(sf_packer_t *p);
 /* Sorts slot's candidates in the packer's preference (device_choice packer only). */
 void sf__search_order(sf_packer_t *p, uint32_t slot);
-/* One device for slot 0: the best scored (packer) or the first available. Sets *raw. */
+/*
+ * Does a one-device placement take the device that scores best (device
+ * choice packer under fgd, FGD's own pick of a GPU)? Otherwise it takes the
+ * first in the packer's preference (packer under the other strategies) or
+ * in node order (first fit): a pick that does not depend on the mix.
+ */
+bool sf__search_by_score(const sf_packer_t *p);
+/* One device for slot 0: as sf__search_by_score says. Sets *raw. */
 int sf__search_one(sf_packer_t *p, double *raw);
 /*
  * `want` devices of slot 0 in one island (no other constraint, no counters

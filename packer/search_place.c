@@ -3,9 +3,13 @@
  * among candidates, the results, and the three searches.
  *
  * Placements. One device with no constraint: every available candidate is
- * scored and the best kept (device_choice packer under fgd and
- * fragmentation), else the first in the packer's preference or in node
- * order (first fit, what the in-tree allocator does). N devices of one
+ * scored and the best kept (device_choice packer under fgd), else the first
+ * in the packer's preference (packer under the other strategies) or in node
+ * order (first fit, what the in-tree allocator does). Under fragmentation
+ * the node is scored by its tightest fit, not by its best-scoring device:
+ * the plan of the shares would open an idle GPU for a share rather than
+ * fill a part-used one off plan, and that loses (docs/replay.md, "Which
+ * device on the node"). N devices of one
  * island on a node without counters: the first candidate, in order, whose
  * island holds enough, exact and without a budget. Anything else: a
  * depth-first search request by request, honouring the claims' constraints
@@ -148,13 +152,17 @@ double sf__search_score(sf_packer_t *p)
 
 /* ---- one device ---- */
 
+bool sf__search_by_score(const sf_packer_t *p)
+{
+  return p->pol->device_choice == SF_CHOICE_PACKER && p->pol->strategy == SF_STRATEGY_FGD;
+}
+
 int sf__search_one(sf_packer_t *p, double *raw)
 {
   pk_search_t *s = &p->search;
   const cand_t *cs = s->cands + s->coff[0];
   bool packer = p->pol->device_choice == SF_CHOICE_PACKER;
-  bool all = packer &&
-             (p->pol->strategy == SF_STRATEGY_FGD || p->pol->strategy == SF_STRATEGY_FRAGMENTATION);
+  bool all = sf__search_by_score(p);
   int64_t best = -1, bkey = 0;
   double bs = 0.0;
   for (size_t i = 0; i < s->clen[0]; i++) {

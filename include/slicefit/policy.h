@@ -7,7 +7,9 @@
  *   device_choice     first-fit | packer                       (first-fit)
  *       first-fit scores the device the in-tree DRA allocator will take (first
  *       fit in node order), as happens in a live cluster; packer lets the core
- *       pick the device (the replay measures both).
+ *       pick the device (the replay measures both): under fgd the device FGD
+ *       scores best, under the others the tightest fit, devices of an intact
+ *       island last.
  *   capacity          the shared capacity that measures a device's share  (memory)
  *   model_attribute   device attribute naming the GPU model    (productName)
  *   island_attribute  device attribute whose equal values form an NVLink island ("")

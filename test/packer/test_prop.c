@@ -316,9 +316,35 @@ Test(prop, remembered_verdicts_match_fresh_ones)
  * devices serves the claim; the raw score of the placement the packer
  * proposes is the strategy's formula over the devices' states after it;
  * and under device_choice packer a one-device claim gets the device FGD
- * scores best. Run with the fast path on and off, so its shortcuts and
+ * scores best (fgd) or the tightest fit (fragmentation). Run with the fast path on and off, so its shortcuts and
  * memo answer to the reference too.
  */
+/*
+ * The packer's preference for taking `use` of device dev (device_choice
+ * packer, strategies other than fgd): the free share it leaves, per-mille,
+ * the devices of an intact island (two or more, none held) after all others.
+ */
+static int64_t pref_key(const sf_index_t *idx, sf_node_id node, sf_dev_id dev, sf_milli_t use)
+{
+  sf_milli_t value = 0, fr = 0;
+  int c = sf_index_dev_cap_find(idx, dev, DRV "/memory");
+  if (c >= 0)
+    sf_index_dev_cap(idx, dev, (size_t)c, &value, &fr);
+  int64_t left = 0;
+  if (sf_index_dev_shared(idx, dev))
+    left = value > 0 ? (fr - use) * 1000 / value : sf_index_dev_holders(idx, dev) > 0 ? 0 : 1000;
+  int32_t isl = sf_index_dev_island(idx, dev);
+  size_t n, members = 0;
+  bool held = false;
+  const sf_dev_id *devs = sf_index_node_devices(idx, node, &n);
+  for (size_t k = 0; k < n && isl >= 0; k++)
+    if (sf_index_dev_island(idx, devs[k]) == isl) {
+      members++;
+      held |= sf_index_dev_holders(idx, devs[k]) > 0;
+    }
+  return (members >= 2 && !held ? 1000000 : 0) + left;
+}
+
 /* A random cluster under the strategy and device choice, islands on, and one more policy key. */
 static void prop_setup(sf_index_t **idx, sf_packer_t **pk, sf_policy_t *pol, sf_node_id *nodes,
                        const char *strategy, const char *choice, bool fast, uint64_t seed,
@@ -448,7 +474,12 @@ static int compare_with_reference(sf_index_t *idx, sf_packer_t *pk, const sf_pol
         unfed += ref_frag(idx, ref, nodes[i], picks, use, as.n, r.c.dem.cpu_milli) !=
                  ref_frag(idx, &plain, nodes[i], picks, use, as.n, r.c.dem.cpu_milli);
         if (strcmp(choice, "packer") == 0 && rc.count == 1 && !rc.island) {
-          /* No other device of the node scores better. */
+          /*
+           * Under fgd no other device of the node scores better; under the
+           * others none is a tighter fit (intact islands last).
+           */
+          bool by_score = pol->strategy == SF_STRATEGY_FGD;
+          int64_t pick_key = pref_key(idx, nodes[i], picks[0], use[0]);
           size_t n;
           const sf_dev_id *devs = sf_index_node_devices(idx, nodes[i], &n);
           for (size_t k = 0; k < n; k++) {
@@ -461,6 +492,12 @@ static int compare_with_reference(sf_index_t *idx, sf_packer_t *pk, const sf_pol
             if ((!shared && sf_index_dev_holders(idx, devs[k]) > 0) || (shared && fr < uk) ||
                 (pol->max_sharers > 0 && sf_index_dev_holders(idx, devs[k]) >= pol->max_sharers))
               continue;
+            if (!by_score) {
+              int64_t other = pref_key(idx, nodes[i], devs[k], uk);
+              cr_assert_geq(other, pick_key, "step %d node %d: device %zu fits tighter (%lld < %lld)",
+                            step, i, k, (long long)other, (long long)pick_key);
+              continue;
+            }
             double other = ref_score(idx, pol, ref, nodes[i], &devs[k], &uk, 1, r.c.dem.cpu_milli,
                                      plans, nplans, NULL);
             cr_assert_leq(other, want_raw,
