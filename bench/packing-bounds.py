@@ -11,6 +11,22 @@ same arrivals as bench/offline-bfd.py) and prints, per seed and as medians over 
              milli-GPU. Nodes, CPU, memory and GPU models are left out, which only lets it place
              more, so capacity less its optimum is a proven floor (column generation, the pricing
              step an exact bounded knapsack, solved by HiGHS through scipy).
+  wc_floor   A floor under what any WORK-CONSERVING packer leaves unallocated: one that places
+             every pod some GPU can hold when it arrives (kube-scheduler does: a pod that fits a
+             node is bound). Until the first failure every pod is placed, and a pod can fail only
+             once at most kmax - 1 GPUs are idle (kmax: the most GPUs one pod asks), which takes
+             at least as many arrivals as it takes for the shares (a GPU each, at most) and the
+             whole-GPU pods to cover all but kmax - 1 GPUs. Idle GPUs never come back (no pod
+             leaves), so after the first failure at most kmax - 1 more whole GPUs are placed. For
+             each window [a, b) of the first failure's arrival, the configuration LP with every
+             pod before a placed and the whole GPUs placed at most those arrived before b - 1
+             plus kmax - 1 bounds what any such packer places; the floor is the least over windows
+             (and over no failure at all). On the default list it lies above the LP floor
+             because the 810-milli pods that arrive while GPUs are idle must be placed, each
+             leaving 190 that only the few pods under 190 fill, where the LP floor drops them
+             and gives their GPUs to whole-GPU pods. At GPU level it is a floor for packers whose
+             pods fit any GPU: a pod that asks for a GPU model, or CPU a node lacks, can fail
+             while GPUs are idle, which the argument does not cover.
   bf         An online packer at GPU level: each pod as it arrives, no nodes, no CPU; a whole-GPU
              pod takes any idle GPU (k of them for k GPUs), a share the GPU with the least free
              share that holds it.
@@ -111,6 +127,75 @@ def config_lp(shares, gpus):
         pats.append(pat)
     return (-res.fun, sizes, [(pats[j], res.x[j]) for j in range(len(pats)) if res.x[j] > 1e-9],
             [sizes[i] - duals[1 + i] for i in range(len(sizes))])
+
+
+def bounded_lp(shares, low, whole_lo, whole_hi, gpus):
+    """Most milli-GPU placed on `gpus` GPUs with whole_lo..whole_hi whole GPUs, at most shares[s]
+    and at least low[s] shares of size s; None when no packing places the lower bounds."""
+    sizes = sorted(shares)
+    n = len(sizes)
+    if n == 0:
+        return None if whole_lo > gpus else 1000.0 * min(whole_hi, gpus)
+    top = [float(shares[s]) for s in sizes]
+    bottom = [float(low.get(s, 0)) for s in sizes]
+    unit = math.gcd(1000, *sizes)
+    miss = 1e5  # per share short of a lower bound: beyond any GPU's worth, so 0 when feasible
+    # no pattern holds more shares of a size than arrived (as in config_lp)
+    pats = [[max(1, min(1000 // s, int(top[i]))) if j == i else 0 for j in range(n)]
+            for i, s in enumerate(sizes)]
+    while True:
+        m = len(pats)
+        # variables: one per pattern, the whole GPUs, one shortfall per size
+        c = [-float(sum(a[i] * sizes[i] for i in range(n))) for a in pats] + [-1000.0] + [miss] * n
+        rows = [[1.0] * (m + 1) + [0.0] * n]
+        b = [float(gpus)]
+        for i in range(n):
+            rows.append([float(a[i]) for a in pats] + [0.0] * (n + 1))
+            b.append(top[i])
+        for i in range(n):
+            rows.append([-float(a[i]) for a in pats] + [0.0] + [-1.0 if j == i else 0.0 for j in range(n)])
+            b.append(-bottom[i])
+        res = linprog(np.array(c), A_ub=np.array(rows), b_ub=np.array(b),
+                      bounds=[(0, None)] * m + [(whole_lo, whole_hi)] + [(0, None)] * n,
+                      method="highs")
+        if res.status == 2:
+            return None
+        if res.status != 0:
+            raise RuntimeError("bounded configuration LP: " + res.message)
+        duals = -res.ineqlin.marginals
+        values = [sizes[i] - duals[1 + i] + duals[1 + n + i] for i in range(n)]
+        value, pat = best_pattern(sizes, top, values, unit)
+        if value - duals[0] <= 1e-6:
+            break
+        if pat in pats:
+            raise RuntimeError("bounded configuration LP: column generation stalled")
+        pats.append(pat)
+    if max(res.x[m + 1:]) > 1e-6:
+        return None
+    return float(sum(c[j] * -res.x[j] for j in range(m + 1)))
+
+
+def wc_floor(pods, gpus, windows=40):
+    """Least unallocated milli-GPU any work-conserving packer can reach (see the top)."""
+    arr = [p for p in pods if int(p["num_gpu"]) > 0 and int(p["gpu_milli"] or 0) > 0]
+    kmax = max([int(p["num_gpu"]) for p in arr if int(p["gpu_milli"]) >= 1000] + [1])
+    whole, shares = split(arr)
+    first, used = len(arr), 0
+    for j, p in enumerate(arr):
+        if used >= gpus - (kmax - 1):
+            first = j
+            break
+        used += int(p["num_gpu"])  # the most GPUs it can take from the idle ones
+    step = max(1, (len(arr) - first) // windows)
+    cuts = list(range(first, len(arr), step)) + [len(arr)]
+    best = None
+    for a, b in list(zip(cuts, cuts[1:])) + [(len(arr), len(arr))]:
+        whole_lo, low = split(arr[:a])
+        whole_b, _ = split(arr[:max(a, b - 1)])  # arrived before the failure, at b - 1 at most
+        placed = bounded_lp(shares, low, whole_lo, min(whole, whole_b + kmax - 1), gpus)
+        if placed is not None and (best is None or gpus * 1000 - placed < best):
+            best = gpus * 1000 - placed
+    return best
 
 
 def lp_floor(pods, gpus):
@@ -230,14 +315,15 @@ def online(pods, gpus, rule, mix_pods):
 def main():
     nodes, pods, seeds, tune = offline_bfd.trace_args(__doc__)
     gpus = sum(int(n["gpu"]) for n in nodes)
-    cols = ["lp_floor", "bf", "fgd", "planned", "priced"]
+    cols = ["lp_floor", "wc_floor", "bf", "fgd", "planned", "priced"]
     got = {c: [] for c in cols}
     print("unallocated %% of %d GPUs at 100%% load" % gpus)
     print("%-6s" % "seed" + "".join("%10s" % c for c in cols))
     for s in seeds:
         arr = offline_bfd.arrived_at_100(pods, gpus * 1000, s, tune)
         got["lp_floor"].append(lp_floor(arr, gpus))
-        for rule in cols[1:]:
+        got["wc_floor"].append(wc_floor(arr, gpus))
+        for rule in cols[2:]:
             got[rule].append(online(arr, gpus, rule, pods))
         print("%-6d" % s + "".join("%10.2f" % (got[c][-1] / gpus / 10.0) for c in cols))
     print("%-6s" % "median" + "".join("%10.2f" % (statistics.median(got[c]) / gpus / 10.0)

@@ -48,6 +48,44 @@ def exact_unallocated(pods, gpus):
     return gpus * 1000 - used * 1000 - best[0]
 
 
+def exact_work_conserving(pods, gpus):
+    """Least unallocated milli-GPU over every packer that places each pod, in order, whenever
+    some GPU holds it (depth-first over the distinct GPUs a share can take, small cases)."""
+    memo = {}
+
+    def go(i, free):
+        if i == len(pods):
+            return sum(free)
+        key = (i, free)
+        if key in memo:
+            return memo[key]
+        k, m = int(pods[i]["num_gpu"]), int(pods[i]["gpu_milli"])
+        if m >= 1000:
+            idle = [j for j, f in enumerate(free) if f == 1000]
+            if len(idle) < k:
+                best = go(i + 1, free)
+            else:
+                rest = list(free)
+                for j in idle[:k]:
+                    rest[j] = 0
+                best = go(i + 1, tuple(sorted(rest)))
+        else:
+            options = sorted(set(f for f in free if f >= m))
+            if not options:
+                best = go(i + 1, free)
+            else:
+                best = None
+                for f in options:
+                    rest = list(free)
+                    rest[rest.index(f)] -= m
+                    got = go(i + 1, tuple(sorted(rest)))
+                    best = got if best is None or got < best else best
+        memo[key] = best
+        return best
+
+    return go(0, tuple([1000] * gpus))
+
+
 def check(cond, what):
     if not cond:
         sys.exit("FAIL: " + what)
@@ -74,6 +112,39 @@ def test_floor_is_below_every_packing():
         floor, exact = pb.lp_floor(pods, gpus), exact_unallocated(pods, gpus)
         check(floor <= exact + 1e-6, "case %d: LP floor %.1f above the exact %d" % (case, floor, exact))
         check(floor >= -1e-6, "case %d: negative floor" % case)
+
+
+def test_work_conserving_floor():
+    # An 810 that arrives while both GPUs are idle must be placed, so one of the two whole GPUs
+    # that follow fails and 190 stays free; the LP floor drops the 810 and leaves nothing.
+    pods = [pod(1, 810), pod(1, 1000), pod(1, 1000)]
+    check(abs(pb.lp_floor(pods, 2)) < 1e-6, "810 then two whole GPUs: LP floor")
+    check(abs(pb.wc_floor(pods, 2) - 190) < 1e-6, "810 then two whole GPUs: %r" % pb.wc_floor(pods, 2))
+    # A 2-GPU pod fails with one GPU idle; the 1-GPU pod after it still takes that GPU.
+    pods = [pod(1, 1000), pod(2, 1000), pod(1, 1000)]
+    check(pb.wc_floor(pods, 2, windows=10) == 0, "a GPU idle after the first failure")
+    # Whole GPUs first: they fill both GPUs and the 810 fails, as the LP would have it.
+    check(abs(pb.wc_floor([pod(1, 1000), pod(1, 1000), pod(1, 810)], 2)) < 1e-6, "whole GPUs first")
+    # Below every work-conserving packing, at or above the LP floor, on random small cases.
+    rnd = random.Random(5)
+    sizes = [50, 110, 160, 190, 230, 320, 470, 500, 650, 810]
+    binding = 0
+    for case in range(80):
+        gpus = rnd.randint(1, 4)
+        pods = []
+        for i in range(rnd.randint(1, 8)):
+            r = rnd.random()
+            pods.append(pod(2, 1000) if r < 0.1 else pod(1, 1000) if r < 0.35 else
+                        pod(1, rnd.choice(sizes)))
+        floor, wc, exact = pb.lp_floor(pods, gpus), pb.wc_floor(pods, gpus, windows=case % 3 + 1), \
+            exact_work_conserving(pods, gpus)
+        check(wc is not None, "case %d: no window is feasible" % case)
+        check(wc <= exact + 1e-6, "case %d: work-conserving floor %.1f above the exact %d (%s, %d GPUs)"
+              % (case, wc, exact, [(p["num_gpu"], p["gpu_milli"]) for p in pods], gpus))
+        check(wc >= floor - 1e-6, "case %d: work-conserving floor %.1f below the LP floor %.1f"
+              % (case, wc, floor))
+        binding += wc > floor + 1e-6
+    check(binding >= 5, "the work-conserving floor rose above the LP floor in only %d cases" % binding)
 
 
 def test_online_packers_never_overcommit():
@@ -147,6 +218,7 @@ def main():
     test_known_floors()
     test_priced_worth()
     test_floor_is_below_every_packing()
+    test_work_conserving_floor()
     test_online_packers_never_overcommit()
     print("packing_bounds_test: all passed")
 
