@@ -73,6 +73,10 @@ _spec.loader.exec_module(offline_bfd)
 
 def split(pods):
     """Whole GPUs asked for (a k-GPU pod counts k), and the count of one-GPU shares per size."""
+    for p in pods:
+        if int(p["num_gpu"]) > 1 and 0 < int(p["gpu_milli"] or 0) < 1000:
+            sys.exit("packing-bounds.py: pod %s asks for a share of %s GPUs; the bounds model "
+                     "shares of one GPU only" % (p.get("name", "?"), p["num_gpu"]))
     whole = sum(int(p["num_gpu"]) for p in pods if int(p["gpu_milli"] or 0) >= 1000)
     shares = collections.Counter(int(p["gpu_milli"]) for p in pods
                                  if int(p["num_gpu"]) == 1 and 0 < int(p["gpu_milli"] or 0) < 1000)

@@ -123,6 +123,12 @@ def test_work_conserving_floor():
     # A 2-GPU pod fails with one GPU idle; the 1-GPU pod after it still takes that GPU.
     pods = [pod(1, 1000), pod(2, 1000), pod(1, 1000)]
     check(pb.wc_floor(pods, 2, windows=10) == 0, "a GPU idle after the first failure")
+    # A share spread over two GPUs is not modelled: refused, not left out of a floor.
+    try:
+        pb.wc_floor([pod(2, 500, "two-halves")], 2)
+        check(False, "a share of two GPUs was accepted")
+    except SystemExit as e:
+        check("two-halves" in str(e), "share of two GPUs: message %r" % str(e))
     # Whole GPUs first: they fill both GPUs and the 810 fails, as the LP would have it.
     check(abs(pb.wc_floor([pod(1, 1000), pod(1, 1000), pod(1, 810)], 2)) < 1e-6, "whole GPUs first")
     # Below every work-conserving packing, at or above the LP floor, on random small cases.
