@@ -319,18 +319,26 @@ static int by_size(const void *a, const void *b)
  * one. A shape of whole devices, of cap or more, or of no device is no
  * share. At most PLAN_SIZES sizes, the heaviest; ascending.
  */
+/* A shape's share of a device of capacity cap, per-mille rounded up; 0 when it is no share. */
+static int32_t share_size(const shape_t *m, sf_milli_t cap)
+{
+  if (m->count == 0 || m->amount <= 0 || m->amount >= cap || m->q <= 0)
+    return 0;
+  int32_t size = m->amount <= INT64_MAX / 1000
+                     ? (int32_t)((m->amount * 1000 + cap - 1) / cap)
+                     : (int32_t)ceil((double)m->amount * 1000.0 / (double)cap);
+  return size < 1 ? 1 : size > PLAN_CELLS - 1 ? PLAN_CELLS - 1 : size;
+}
+
 static size_t plan_items(const pk_mix_t *mx, sf_milli_t cap, plan_item_t *it)
 {
   plan_item_t all[SF__MIX_MAX + 1];
   size_t n = 0;
   for (size_t i = 0; i < mx->nmix; i++) {
     const shape_t *m = &mx->mix[i];
-    if (m->count == 0 || m->amount <= 0 || m->amount >= cap || m->q <= 0)
+    int32_t size = share_size(m, cap);
+    if (size == 0)
       continue;
-    int32_t size = m->amount <= INT64_MAX / 1000
-                       ? (int32_t)((m->amount * 1000 + cap - 1) / cap)
-                       : (int32_t)ceil((double)m->amount * 1000.0 / (double)cap);
-    size = size < 1 ? 1 : size > PLAN_CELLS - 1 ? PLAN_CELLS - 1 : size;
     double w = (double)m->q * m->count;
     size_t j = 0;
     while (j < n && all[j].size != size)
@@ -353,21 +361,57 @@ static bool plan_on(const sf_packer_t *p)
   return p->pol->strategy == SF_STRATEGY_FRAGMENTATION && p->pol->weight_plan > 0.0;
 }
 
-/* Brings one plan to the mix loaded; true when its K moved. */
+/*
+ * The plan's feed[]: per free share f, the least CPU of a share of the mix
+ * (every one, not only the LP's sizes) within f. True when it moved.
+ */
+static bool plan_feed(const pk_mix_t *mx, plan_t *pl)
+{
+  int64_t f[PLAN_CELLS + 1];
+  for (int c = 0; c <= PLAN_CELLS; c++)
+    f[c] = INT64_MAX;
+  for (size_t i = 0; i < mx->nmix; i++) {
+    int32_t size = share_size(&mx->mix[i], pl->cap);
+    if (size > 0 && mx->mix[i].cpu_milli < f[size])
+      f[size] = mx->mix[i].cpu_milli;
+  }
+  for (int c = 1; c <= PLAN_CELLS; c++)
+    f[c] = f[c] < f[c - 1] ? f[c] : f[c - 1];
+  if (memcmp(f, pl->feed, sizeof(f)) == 0 && pl->feedhash != 0)
+    return false;
+  memcpy(pl->feed, f, sizeof(f));
+  pl->feedmost = -1;
+  for (int c = 1; c <= PLAN_CELLS && pl->feedmost < 0; c++)
+    if (f[c] != INT64_MAX)
+      pl->feedmost = f[c];
+  uint64_t h = 1469598103934665603ull;
+  for (int c = 0; c <= PLAN_CELLS; c++)
+    h = (h ^ (uint64_t)f[c]) * 1099511628211ull;
+  pl->feedhash = h ? h : 1;
+  return true;
+}
+
+/* Brings one plan to the mix loaded; true when its K or what feeds it moved. */
 static bool plan_one(pk_mix_t *mx, plan_t *pl)
 {
   plan_item_t it[PLAN_SIZES];
   size_t n = plan_items(mx, pl->cap, it);
-  return sf__plan_set(pl, it, n);
+  bool moved = sf__plan_set(pl, it, n);
+  return plan_feed(mx, pl) || moved;
 }
 
-/* The mix's hash with the plans' K folded in. */
+/* The mix's hash with the plans' K and feed folded in, and the most CPU a free share needs. */
 static void plan_fold(pk_mix_t *mx)
 {
   uint64_t h = 0;
-  for (size_t i = 0; i < mx->plan.n; i++)
-    h = (h ^ mx->plan.p[i].hash) * 1099511628211ull;
+  int64_t starve = -1;
+  for (size_t i = 0; i < mx->plan.n; i++) {
+    const plan_t *pl = &mx->plan.p[i];
+    h = (h ^ pl->hash ^ pl->feedhash) * 1099511628211ull;
+    starve = pl->feedmost > starve ? pl->feedmost : starve;
+  }
   mx->plan.hash = h;
+  mx->plan.starve = starve;
   mx->mixhash = mx->rawhash ^ h;
 }
 

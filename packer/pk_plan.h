@@ -37,6 +37,14 @@ typedef struct {
   sf_milli_t cap;            /* 0: none */
   int32_t k[PLAN_CELLS + 1]; /* K(f), f per-mille free, in 1/PLAN_ONE per-mille */
   uint64_t hash;             /* of k[] */
+  /*
+   * What feeds a free share f: the least CPU (milli-cores) of a share of
+   * the mix within f, INT64_MAX when none fits. A node with less CPU left
+   * can put nothing more on that GPU: its worth K(f) is stranded.
+   */
+  int64_t feed[PLAN_CELLS + 1];
+  int64_t feedmost;  /* its largest finite value (the smallest share's); -1: none */
+  uint64_t feedhash; /* of feed[] */
   /* the LP it comes from: the sizes, and the optimal basis's inverse (m = n + 1 rows) */
   int32_t size[PLAN_SIZES];
   int32_t r[PLAN_SIZES]; /* each size's worth, in 1/PLAN_ONE per-mille */
@@ -49,7 +57,9 @@ typedef struct {
 typedef struct {
   plan_t p[PLAN_CAPS];
   size_t n;
-  uint64_t of;   /* the mix (sf__mix_load's hash of shapes and weights) the plans are for */
+  int64_t
+      starve;  /* the most CPU any plan's free share needs to be fed: a node left more strands none */
+  uint64_t of; /* the mix (sf__mix_load's hash of shapes and weights) the plans are for */
   uint64_t hash; /* of every plan's k[] */
   bool moved;    /* a plan's K moved since the drift last looked (pk_mix.h) */
 } pk_plan_t;
@@ -72,12 +82,21 @@ bool sf__plan_prices(plan_t *p, const plan_item_t *items, size_t n, int32_t *r);
 /* K(0..PLAN_CELLS) from the items' sizes and values r (an unbounded knapsack). */
 void sf__plan_table(const plan_item_t *items, const int32_t *r, size_t n, int32_t *k);
 
-/* What a device of free fb (per-mille) left at fa after a placement loses of the plan, per-mille. */
+/*
+ * What a device of free fb (per-mille) left at fa after a placement loses
+ * of the plan, per-mille, while its node can still feed what is left.
+ */
 static inline double sf__plan_loss(const plan_t *p, int32_t fb, int32_t fa)
 {
   if (fb <= fa || fb > PLAN_CELLS || fa < 0)
     return 0.0;
   return (double)(p->k[fb] - p->k[fa] - p->k[fb - fa]) / PLAN_ONE;
+}
+
+/* Is a free share f (per-mille) stranded on a node with cpu milli-cores free (-1: not tracked)? */
+static inline bool sf__plan_starved(const plan_t *p, int32_t f, int64_t cpu)
+{
+  return cpu >= 0 && f > 0 && f <= PLAN_CELLS && cpu < p->feed[f];
 }
 
 void sf__plan_dispose(pk_plan_t *pl);

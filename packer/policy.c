@@ -77,7 +77,7 @@ static const sf_policy_key_t keys[] = {
     {"weight_unfed", "0.25",
      "fragmentation: share of an idle GPU the node's free CPU cannot feed that counts as fragmentation, 0..1"},
     {"weight_plan", "16",
-     "fragmentation: weight of a share placement's loss against the plan of the mix's shares (their configuration LP), 0 = off"},
+     "fragmentation: weight of a share placement's loss against the plan of the mix's shares (their configuration LP) and of the part-used GPUs it leaves without CPU for a share, 0 = off"},
     {"mix_coverage", "95",
      "percent of the present pods the learned mix keeps, its most frequent shapes first (FGD's typical pods)"},
     {"max_sharers", "0", "most allocations on one shared device, 0 = unlimited"},

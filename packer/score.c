@@ -510,9 +510,16 @@ static double cost_fragmentation(const sf_packer_t *p, const hnode_t *h, const a
 /*
  * The plan's loss of a placement (pk_plan.h): what each GPU it takes part
  * of spends of its worth beyond what the share taken is worth, per-mille.
- * A whole GPU taken, or a share that fills its GPU, loses nothing.
+ * A whole GPU taken, or a share that fills its GPU, loses nothing. And
+ * what it strands: a GPU's free share is worth K(f) only while its node
+ * has the CPU for a share of the mix that fits f (plan_t.feed), so the
+ * share a pick leaves, when the CPU left after the pod feeds none, and
+ * each other part-used GPU of the node whose feed the pod's CPU takes,
+ * lose all their worth. An idle GPU the CPU no longer feeds is the unfed
+ * term's (weight_unfed), not the plan's. cpu: the node's free CPU after the
+ * pod (-1: not tracked).
  */
-static double plan_loss(const sf_packer_t *p, const hnode_t *h, const after_t *af)
+static double plan_loss(const sf_packer_t *p, const hnode_t *h, const after_t *af, int64_t cpu)
 {
   double loss = 0.0;
   for (size_t j = 0; j < af->n; j++) {
@@ -520,8 +527,24 @@ static double plan_loss(const sf_packer_t *p, const hnode_t *h, const after_t *a
     if (!(d->fl & HD_GPU) || !(d->fl & HD_MEASURED) || d->fp <= af->fp[j])
       continue;
     const plan_t *pl = sf__mix_plan(p, d->pval);
-    if (pl != NULL)
-      loss += sf__plan_loss(pl, d->fp, af->fp[j]);
+    if (pl == NULL)
+      continue;
+    loss += sf__plan_loss(pl, d->fp, af->fp[j]);
+    if (sf__plan_starved(pl, af->fp[j], cpu))
+      loss += (double)pl->k[af->fp[j]] / PLAN_ONE;
+  }
+  if (cpu < 0 || cpu >= p->mix.plan.starve)
+    return loss; /* every free share is still fed */
+  for (uint32_t k = 0; k < h->n; k++) {
+    const hdev_t *d = &h->d[k];
+    if (!(d->fl & HD_GPU) || !(d->fl & HD_MEASURED) || d->fp <= 0 || d->fp >= PLAN_CELLS)
+      continue;
+    bool picked = false;
+    for (size_t j = 0; j < af->n && !picked; j++)
+      picked = af->k[j] == k;
+    const plan_t *pl = picked ? NULL : sf__mix_plan(p, d->pval);
+    if (pl != NULL && !sf__plan_starved(pl, d->fp, h->cpu_free) && sf__plan_starved(pl, d->fp, cpu))
+      loss += (double)pl->k[d->fp] / PLAN_ONE;
   }
   return loss;
 }
@@ -630,8 +653,8 @@ double sf__score(sf_packer_t *p, hnode_t *h, const pick_t *picks, size_t n)
   double df = frag_delta(p, h, &af, total, cpu, p->score.bounds ? &rg : NULL), taken = 0.0;
   double cost = df;
   if (p->pol->strategy == SF_STRATEGY_FRAGMENTATION)
-    cost = cost_fragmentation(p, h, &af, df, p->pol->weight_plan > 0.0 ? plan_loss(p, h, &af) : 0.0,
-                              &taken);
+    cost = cost_fragmentation(p, h, &af, df,
+                              p->pol->weight_plan > 0.0 ? plan_loss(p, h, &af, cpu) : 0.0, &taken);
   if (p->score.bounds)
     keep(&p->score, h, cost, rg, taken);
   return fgd_step(p, cost);

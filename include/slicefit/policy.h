@@ -29,8 +29,9 @@
  *                     as published, which fgd keeps whatever this says (0.25)
  *   weight_plan       fragmentation: weight of the plan's loss, the per-mille of a GPU a
  *                     share placement takes beyond its worth when the mix's shares pack
- *                     as tightly as they can (the configuration LP's prices); 0 leaves
- *                     the plan out (16)
+ *                     as tightly as they can (the configuration LP's prices), and the
+ *                     worth of part-used GPUs it leaves without the CPU to feed a share
+ *                     of the mix; 0 leaves the plan out (16)
  *   mix_coverage      percent of the present pods the learned mix keeps: its most frequent
  *                     shapes, in order, until they cover this share (FGD's typical
  *                     pods: 95); 100 keeps every shape (95)

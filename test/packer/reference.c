@@ -221,21 +221,51 @@ static double most_worth(const ref_plan_t *pl, size_t i, int32_t f)
   return best;
 }
 
-double ref_plan_loss(const sf_index_t *idx, sf_node_id node, const sf_dev_id *picks,
-                     const sf_milli_t *use, size_t npicks, const ref_plan_t *plans, size_t nplans)
+/* Does free CPU cpu (-1: not tracked) feed a share of the mix within f per-mille of cap? */
+static bool fed(const sf_policy_t *pol, sf_milli_t cap, int32_t f, int64_t cpu)
+{
+  if (cpu < 0)
+    return true;
+  for (size_t i = 0; i < pol->nmix; i++) {
+    const sf_shape_t *m = &pol->mix[i];
+    if (m->count == 0 || m->amount <= 0 || m->amount >= cap || m->weight <= 0.0)
+      continue;
+    int64_t size = (m->amount * 1000 + cap - 1) / cap;
+    if (size <= f && m->cpu_milli <= cpu)
+      return true;
+  }
+  return false;
+}
+
+double ref_plan_loss(const sf_index_t *idx, const sf_policy_t *pol, sf_node_id node,
+                     const sf_dev_id *picks, const sf_milli_t *use, size_t npicks, int64_t cpu_milli,
+                     const ref_plan_t *plans, size_t nplans, double *strand)
 {
   rdev_t b[MAXD], a[MAXD];
   size_t n = load(idx, node, b);
   after(idx, node, picks, use, npicks, a);
-  double loss = 0.0;
+  int64_t ca, cu, ma, mu;
+  sf_index_node_cpu_mem(idx, node, &ca, &cu, &ma, &mu);
+  int64_t before = ca > 0 ? ca - cu : -1, left = ca > 0 ? ca - cu - cpu_milli : -1;
+  double loss = 0.0, lost = 0.0;
   for (size_t k = 0; k < n; k++) {
-    if (!b[k].gpu || !b[k].shared || b[k].fp <= a[k].fp)
+    bool picked = b[k].fp > a[k].fp;
+    if (!b[k].gpu || !b[k].shared || (!picked && (b[k].fp == 0 || b[k].fp >= 1000)))
       continue;
-    for (size_t j = 0; j < nplans; j++)
-      if (plans[j].cap == b[k].value)
-        loss += most_worth(&plans[j], 0, b[k].fp) - most_worth(&plans[j], 0, a[k].fp) -
-                most_worth(&plans[j], 0, b[k].fp - a[k].fp);
+    for (size_t j = 0; j < nplans; j++) {
+      const ref_plan_t *pl = &plans[j];
+      if (pl->cap != b[k].value)
+        continue;
+      double kb = most_worth(pl, 0, b[k].fp), ka = most_worth(pl, 0, a[k].fp);
+      double was = picked || fed(pol, pl->cap, b[k].fp, before) ? kb : 0.0;
+      double is = a[k].fp > 0 && fed(pol, pl->cap, a[k].fp, left) ? ka : 0.0;
+      double taken = picked ? most_worth(pl, 0, b[k].fp - a[k].fp) : 0.0;
+      loss += was - is - taken;
+      lost += (a[k].fp > 0 ? ka : 0.0) - is;
+    }
   }
+  if (strand != NULL)
+    *strand = lost;
   return loss;
 }
 

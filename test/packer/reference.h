@@ -48,13 +48,20 @@ typedef struct {
 } ref_plan_t;
 
 /*
- * The plan's loss of the picks, by its definition: on each device a pick
- * takes part of (memory, per-mille of its capacity: fb free before, fa
- * after), K(fb) - K(fa) - K(fb - fa), K(f) the most worth a set of the
- * plan's sizes within f holds, found by enumerating them.
+ * The plan's loss of the picks, by its definition: the worth of the node's
+ * part-used GPUs before less after, less what the shares taken are worth.
+ * K(f), the most worth a set of the plan's sizes within f holds (found by
+ * enumerating them), is a GPU's worth while its node's free CPU feeds a
+ * share of pol's mix that fits f (every shape of one or more devices that
+ * takes part of a device, its share rounded up in per-mille), else 0; a
+ * GPU a pick takes part of (fb free before, fa after) is fed before, by
+ * the pod, and its share taken is worth K(fb - fa). Idle GPUs not picked
+ * count nothing. *strand (may be NULL): the part of the loss that is worth
+ * stranded, K(fa) of a pick or K(f) of another GPU no longer fed.
  */
-double ref_plan_loss(const sf_index_t *idx, sf_node_id node, const sf_dev_id *picks,
-                     const sf_milli_t *use, size_t npicks, const ref_plan_t *plans, size_t nplans);
+double ref_plan_loss(const sf_index_t *idx, const sf_policy_t *pol, sf_node_id node,
+                     const sf_dev_id *picks, const sf_milli_t *use, size_t npicks, int64_t cpu_milli,
+                     const ref_plan_t *plans, size_t nplans, double *strand);
 
 /* FGD's integer step of a cost in milli-GPUs: 100 x sigmoid(-cost/1000), truncated. */
 double ref_step(double cost);
