@@ -312,13 +312,6 @@ static int by_size(const void *a, const void *b)
   return ((const plan_item_t *)a)->size - ((const plan_item_t *)b)->size;
 }
 
-/*
- * The mix's shares on a device of capacity cap: every shape that takes part
- * of a device, its amount in per-mille of cap (rounded up: what it leaves
- * free), weighted by its weight times its device count; equal sizes as
- * one. A shape of whole devices, of cap or more, or of no device is no
- * share. At most PLAN_SIZES sizes, the heaviest; ascending.
- */
 /* A shape's share of a device of capacity cap, per-mille rounded up; 0 when it is no share. */
 static int32_t share_size(const shape_t *m, sf_milli_t cap)
 {
@@ -330,6 +323,13 @@ static int32_t share_size(const shape_t *m, sf_milli_t cap)
   return size < 1 ? 1 : size > PLAN_CELLS - 1 ? PLAN_CELLS - 1 : size;
 }
 
+/*
+ * The mix's shares on a device of capacity cap: every shape that takes part
+ * of a device, its amount in per-mille of cap (rounded up: what it leaves
+ * free), weighted by its weight times its device count; equal sizes as
+ * one. A shape of whole devices, of cap or more, or of no device is no
+ * share. At most PLAN_SIZES sizes, the heaviest; ascending.
+ */
 static size_t plan_items(const pk_mix_t *mx, sf_milli_t cap, plan_item_t *it)
 {
   plan_item_t all[SF__MIX_MAX + 1];

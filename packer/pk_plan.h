@@ -57,11 +57,10 @@ typedef struct {
 typedef struct {
   plan_t p[PLAN_CAPS];
   size_t n;
-  int64_t
-      starve;  /* the most CPU any plan's free share needs to be fed: a node left more strands none */
-  uint64_t of; /* the mix (sf__mix_load's hash of shapes and weights) the plans are for */
-  uint64_t hash; /* of every plan's k[] */
-  bool moved;    /* a plan's K moved since the drift last looked (pk_mix.h) */
+  int64_t starve; /* the most CPU a free share needs: a node left more strands none */
+  uint64_t of;    /* the mix (sf__mix_load's hash of shapes and weights) the plans are for */
+  uint64_t hash;  /* of every plan's k[] and feed[] */
+  bool moved;     /* a plan's K or feed moved since the drift last looked (pk_mix.h) */
 } pk_plan_t;
 
 /*
