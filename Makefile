@@ -89,8 +89,19 @@ $(B)/extender/version.o: $(B)/revision.txt
 $(B)/extender/version.o: XDEFS = -DSF_VERSION='"$(VERSION)"' -DSF_REVISION='"$(REVISION)"'
 FORCE:
 
-# apiwatch/ (with its model/) and extender/ (without its main) link into a library of the shell.
-SHELL_SRC := $(wildcard apiwatch/*.c apiwatch/*/*.c) $(filter-out extender/main.c,$(wildcard extender/*.c))
+# The layers, each a library: packer <- model <- apiwatch, extender, bench.
+# model/ (the decoders of Kubernetes JSON, the cluster model, the pending pods, the
+# log) uses jansson and nothing of libcurl, libuv or libmicrohttpd (check-layers);
+# the daemon, the replay, the tests and the fuzzers all build on it.
+MODEL_SRC := $(wildcard model/*.c)
+MODEL_OBJ := $(MODEL_SRC:%.c=$(B)/%.o)
+MODEL_LIB := $(B)/libslicefit_model.a
+$(MODEL_LIB): $(MODEL_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+# apiwatch/ and extender/ (without its main) link into the library of the shell.
+SHELL_SRC := $(wildcard apiwatch/*.c) $(filter-out extender/main.c,$(wildcard extender/*.c))
 SHELL_OBJ := $(SHELL_SRC:%.c=$(B)/%.o)
 SHELL_LIB := $(B)/libslicefit_shell.a
 $(SHELL_LIB): $(SHELL_OBJ)
@@ -117,11 +128,11 @@ endif
 
 all: $(PROGS)
 
-$(BIN)/slicefit-replay: $(REPLAY_OBJ) $(SHELL_LIB) $(CORE_LIB)
+$(BIN)/slicefit-replay: $(REPLAY_OBJ) $(MODEL_LIB) $(CORE_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(OPT) $(LDSAN_$(V)) -o $@ $^ $(PKG_LIBS) -lm
 
-$(BIN)/slicefit: $(B)/extender/main.o $(SHELL_LIB) $(CORE_LIB)
+$(BIN)/slicefit: $(B)/extender/main.o $(SHELL_LIB) $(MODEL_LIB) $(CORE_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(OPT) $(LDSAN_$(V)) -o $@ $^ $(PKG_LIBS) -lm
 
@@ -136,10 +147,10 @@ IMAGE_BIN := build/image-bin
 $(B)/extender/version-image.o: extender/version.c
 	@mkdir -p $(@D)
 	$(CC) $(STD) $(WARN) $(OPT) $(INC) -DSF_VERSION='"$(VERSION)"' -DSF_REVISION='"release"' -c $< -o $@
-$(IMAGE_BIN)/slicefit: $(B)/extender/main.o $(B)/extender/version-image.o $(SHELL_LIB) $(CORE_LIB)
+$(IMAGE_BIN)/slicefit: $(B)/extender/main.o $(B)/extender/version-image.o $(SHELL_LIB) $(MODEL_LIB) $(CORE_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(OPT) $(LDSAN_$(V)) -o $@ $^ $(PKG_LIBS) -lm
-$(IMAGE_BIN)/slicefit-replay: $(REPLAY_OBJ) $(B)/extender/version-image.o $(SHELL_LIB) $(CORE_LIB)
+$(IMAGE_BIN)/slicefit-replay: $(REPLAY_OBJ) $(B)/extender/version-image.o $(MODEL_LIB) $(CORE_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(OPT) $(LDSAN_$(V)) -o $@ $^ $(PKG_LIBS) -lm
 image: $(IMAGE_BIN)/slicefit $(IMAGE_BIN)/slicefit-replay image/mkimage
@@ -160,7 +171,7 @@ TEST_BINS := $(foreach d,$(TEST_DIRS),$(B)/$(call test_name,$(d)))
 
 # Every one also links test/lsan_runner.c: LeakSanitizer checks Criterion's workers, not its runner.
 define test_rule
-$(B)/$(call test_name,$(1)): $(patsubst %.c,$(B)/%.o,$(wildcard test/$(1)/*.c)) $(B)/test/lsan_runner.o $(REPLAY_LIBOBJ) $(SHELL_LIB) $(CORE_LIB)
+$(B)/$(call test_name,$(1)): $(patsubst %.c,$(B)/%.o,$(wildcard test/$(1)/*.c)) $(B)/test/lsan_runner.o $(REPLAY_LIBOBJ) $(SHELL_LIB) $(MODEL_LIB) $(CORE_LIB)
 	@mkdir -p $$(@D)
 	$$(CC) $$(OPT) $$(LDSAN_$$(V)) -o $$@ $$^ $$(CRIT_LIBS) $$(PKG_LIBS) -lm
 endef
@@ -171,7 +182,7 @@ $(foreach d,$(TEST_DIRS),$(eval $(call test_rule,$(d))))
 TOOL_SRC  := $(wildcard test/tools/*.c)
 TOOL_BINS := $(TOOL_SRC:test/tools/%.c=$(B)/tools/%)
 define tool_rule
-$(B)/tools/$(1): $(B)/test/tools/$(1).o $(patsubst %.c,$(B)/%.o,$(wildcard test/tools/$(1)/*.c)) $(SHELL_LIB) $(CORE_LIB)
+$(B)/tools/$(1): $(B)/test/tools/$(1).o $(patsubst %.c,$(B)/%.o,$(wildcard test/tools/$(1)/*.c)) $(SHELL_LIB) $(MODEL_LIB) $(CORE_LIB)
 	@mkdir -p $$(@D)
 	$$(CC) $$(OPT) $$(LDSAN_$$(V)) -o $$@ $$^ $$(PKG_LIBS) -lm
 endef
@@ -203,7 +214,7 @@ ifeq ($(V),release)
 export SLICEFIT_IMAGE := $(CURDIR)/build/image
 IMAGE_FOR_TESTS := image
 endif
-test-suites: format-check $(PROGS) $(TOOL_BINS) $(TEST_BINS) check-pure $(IMAGE_FOR_TESTS)
+test-suites: format-check $(PROGS) $(TOOL_BINS) $(TEST_BINS) check-pure check-layers $(IMAGE_FOR_TESTS)
 	@rm -rf $(SAN_DIR); mkdir -p $(SAN_DIR)
 	@set -e; for t in $(TEST_BINS); do echo "== $$t"; $$t --jobs 2; $(MAKE) --no-print-directory no-strays sanitizer-reports; done
 	@echo "== test/bench/packing_bounds_test.py"; /usr/bin/python3 test/bench/packing_bounds_test.py
@@ -252,10 +263,22 @@ check-pure: $(CORE_LIB)
 	if [ -n "$$bad" ]; then echo "check-pure: the core calls outside the pure allow-list:"; echo "$$bad"; exit 1; fi
 	@echo "check-pure: $(sort $(dir $(CORE_SRC))) are pure"
 
+# The model layer decodes JSON (jansson) and keeps the cluster; it does no network I/O
+# and runs no event loop: no model source, nor a header it pulls in, names libcurl,
+# libuv or libmicrohttpd, and its library references none of their symbols.
+MODEL_IO := curl/|uv\.h|microhttpd
+check-layers: $(MODEL_LIB)
+	@hdrs=$$($(CC) $(STD) $(INC) $(PKG_CFLAGS) -MM $(MODEL_SRC) | tr ' \\' '\n\n' | grep '\.h$$' | grep -v '^/usr' | sort -u); \
+	if grep -nE '#include *[<"]($(MODEL_IO))' $(MODEL_SRC) $$hdrs; then \
+	  echo "check-layers: model/ includes a header of the shell's I/O libraries"; exit 1; fi
+	@bad=$$(nm -u $(MODEL_LIB) | awk 'NF==2 {print $$2}' | grep -E '^(curl_|uv_|MHD_)' | sort -u); \
+	if [ -n "$$bad" ]; then echo "check-layers: model/ calls the shell's I/O libraries:"; echo "$$bad"; exit 1; fi
+	@echo "check-layers: model/ uses no libcurl, libuv or libmicrohttpd"
+
 # ---- benchmarks (never timed tests) ----
 BENCH_SRC := $(wildcard bench/bench_*.c)
 BENCH_BINS := $(BENCH_SRC:bench/%.c=$(B)/bench/%)
-$(B)/bench/bench_%: $(B)/bench/bench_%.o $(REPLAY_LIBOBJ) $(SHELL_LIB) $(CORE_LIB)
+$(B)/bench/bench_%: $(B)/bench/bench_%.o $(REPLAY_LIBOBJ) $(SHELL_LIB) $(MODEL_LIB) $(CORE_LIB)
 	$(CC) $(OPT) $(LDSAN_$(V)) -o $@ $^ $(PKG_LIBS) -lm
 bench: $(BENCH_BINS) $(PROGS) $(TOOL_BINS)
 	@set -e; for b in $(BENCH_BINS); do echo "== $$b"; $$b; done
@@ -264,9 +287,9 @@ bench: $(BENCH_BINS) $(PROGS) $(TOOL_BINS)
 FUZZ_SRC := $(wildcard fuzz/fuzz_*.c)
 FUZZ_BINS := $(FUZZ_SRC:fuzz/%.c=build/fuzz/%)
 FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
-build/fuzz/fuzz_%: fuzz/fuzz_%.c $(CORE_SRC) $(SHELL_SRC) $(REPLAY_SRC)
+build/fuzz/fuzz_%: fuzz/fuzz_%.c $(CORE_SRC) $(MODEL_SRC) $(SHELL_SRC) $(REPLAY_SRC)
 	@mkdir -p $(@D)
-	clang $(STD) $(INC) $(PKG_CFLAGS) $(FUZZ_FLAGS) -o $@ $< $(CORE_SRC) $(SHELL_SRC) \
+	clang $(STD) $(INC) $(PKG_CFLAGS) $(FUZZ_FLAGS) -o $@ $< $(CORE_SRC) $(MODEL_SRC) $(SHELL_SRC) \
 	  $(filter-out bench/replay/replay_main.c,$(REPLAY_SRC)) $(PKG_LIBS) -lm
 fuzz: $(FUZZ_BINS)
 	@set -e; for f in $(FUZZ_BINS); do n=$$(basename $$f); mkdir -p build/fuzz/corpus-$$n; \
@@ -277,8 +300,8 @@ fuzz: $(FUZZ_BINS)
 # ---- house style: .clang-format ----
 # The tree was formatted once, in a commit of its own; make test runs format-check
 # first, so any drift from .clang-format fails it (make format applies the style).
-FORMAT_SRC := $(wildcard include/slicefit/*.h packer/*.[ch] packer/*/*.[ch] apiwatch/*.[ch] \
-  apiwatch/*/*.[ch] extender/*.[ch] bench/*.[ch] bench/*/*.[ch] test/*.[ch] test/*/*.[ch] \
+FORMAT_SRC := $(wildcard include/slicefit/*.h packer/*.[ch] packer/*/*.[ch] model/*.[ch] apiwatch/*.[ch] \
+  extender/*.[ch] bench/*.[ch] bench/*/*.[ch] test/*.[ch] test/*/*.[ch] \
   test/*/*/*.[ch] fuzz/*.c)
 format-check:
 	@clang-format --dry-run --Werror $(FORMAT_SRC) && echo "format-check: $(words $(FORMAT_SRC)) files match .clang-format"
@@ -320,7 +343,7 @@ run-replay: deps-run
 clean:
 	rm -rf build bin
 
-.PHONY: FORCE all image image-pin test test-suites no-strays sanitizer-reports check check-pure deps-run deps-test bench fuzz format format-check \
+.PHONY: FORCE all image image-pin test test-suites no-strays sanitizer-reports check check-pure check-layers deps-run deps-test bench fuzz format format-check \
         install deps run run-replay clean
 
 -include $(shell find build -name '*.d' 2>/dev/null)

@@ -37,7 +37,7 @@
  * when one of them learns the workload mix and the other does not: the
  * replay evaluates fragmentation with SF_EVAL_LEARN (bench/replay/replay_run.c,
  * since 7c075d7), the daemon without (sf_cluster_evaluate in
- * apiwatch/model/cluster_plan.c). A daemon that learned from the calls it serves
+ * model/cluster_plan.c). A daemon that learned from the calls it serves
  * would in turn fail the restart and replica checks; learning from the
  * claims it watches would satisfy all three.
  */

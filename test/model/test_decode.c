@@ -615,7 +615,7 @@ Test(decode, claim_strings_outlive_the_json)
   sf_object_free(o);
 }
 
-#include "../../../apiwatch/model/decode_int.h"
+#include "../../model/decode_int.h"
 
 #define SPEC_BASE                                                                                 \
   "{\"kind\":\"ResourceClaim\",\"metadata\":{\"name\":\"c\",\"namespace\":\"ns\"},\"spec\":"      \

@@ -1,4 +1,4 @@
-/* The log module's two formats (apiwatch/log.c): klog text and JSON lines. */
+/* The log module's two formats (model/log.c): klog text and JSON lines. */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <stdio.h>
