@@ -142,6 +142,7 @@ typedef struct {
   const char **selectors;
   size_t nselectors;
   const char *ext_resource; /* extendedResourceName, or NULL */
+  const char *created;      /* metadata.creationTimestamp (RFC 3339, UTC), "" when absent */
 } sf_device_class_t;
 
 typedef struct {
