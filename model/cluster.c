@@ -244,9 +244,15 @@ const sf_cel_prog_t *sf__compile(sf_cluster_t *c, const char *text)
     if (sf_map_count(&c->logged) >= 4096)
       sf_map_clear(&c->logged); /* bounded */
     sf_map_put(&c->logged, text, strlen(text), 1);
+    /* Say what the plan answers for it (cluster_plan.c selectors): DRA itself fails a claim
+     * whose selector has no cel field or is not valid CEL, so slicefit says no on every node;
+     * only what slicefit cannot evaluate leaves nodes unsure. */
     char qe[512], qw[512];
-    sf_log_warn("selector not supported, nodes stay unsure", "expr=%s reason=%s",
-                sf_log_quote(qe, sizeof qe, text), sf_log_quote(qw, sizeof qw, why));
+    const char *msg = !*text                   ? "selector has no cel field, nodes answer no"
+                      : sf_cel_prog_invalid(p) ? "selector is not valid CEL, nodes answer no"
+                                               : "selector not supported, nodes stay unsure";
+    sf_log_warn(msg, "expr=%s reason=%s", sf_log_quote(qe, sizeof qe, text),
+                sf_log_quote(qw, sizeof qw, why));
   }
   return p;
 }
