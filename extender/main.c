@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "slicefit/apiwatch.h"
 #include "slicefit/extender.h"
 #include "slicefit/log.h"
 #include "slicefit/policy.h"
@@ -33,6 +34,9 @@ static void usage(FILE *f)
              "                                  (default 30)\n"
              "      --allow-token-over-http     tests only: send a kubeconfig's bearer token to an\n"
              "                                  http:// server (refused by default)\n"
+             "      --kubernetes-version 1.N    answer as the allocator of that version with its\n"
+             "                                  default feature gates (default: a live cluster's\n"
+             "                                  /version; with --snapshot, every gate on)\n"
              "\n");
   fprintf(f,
           "Serving:\n"
@@ -175,7 +179,12 @@ static bool parse_limits(int argc, char **argv, int *i, sf_daemon_options_t *o)
     o->watch_silence_s = (unsigned)number("watch-silence", v);
   else if (strcmp(argv[*i], "--allow-token-over-http") == 0)
     o->allow_token_over_http = true;
-  else if ((v = flag(argc, argv, i, "max-nodelist-bytes")))
+  else if ((v = flag(argc, argv, i, "kubernetes-version"))) {
+    if (sf_kube_version_parse(v, &o->kube_minor) != 0 || o->kube_minor == 0) {
+      fprintf(stderr, "slicefit: --kubernetes-version %s: expected a version such as 1.34\n", v);
+      exit(2);
+    }
+  } else if ((v = flag(argc, argv, i, "max-nodelist-bytes")))
     h->max_nodelist_bytes = number("max-nodelist-bytes", v);
   else if ((v = flag(argc, argv, i, "max-buffered-bytes")))
     h->max_buffered_bytes = number("max-buffered-bytes", v);

@@ -214,6 +214,27 @@ void sf_cluster_set_policy(sf_cluster_t *c, const sf_policy_t *pol)
   c->mix_dirty = true;
 }
 
+#define GATE_BINDING_CONDITIONS 36 /* DRADeviceBindingConditions: alpha (off) 1.34-1.35, beta (on) */
+
+bool sf__gate_binding_conditions(const sf_cluster_t *c)
+{
+  return c->kube_minor == 0 || c->kube_minor >= GATE_BINDING_CONDITIONS;
+}
+
+void sf_cluster_set_kube_minor(sf_cluster_t *c, int minor)
+{
+  bool was = sf__gate_binding_conditions(c);
+  char err[SF_ERR_MAX];
+  c->kube_minor = minor > 0 ? minor : 0;
+  if (was != sf__gate_binding_conditions(c))
+    (void)sf__pools_sync_all(c, err, sizeof err); /* returns 0: invalid pools are recorded */
+}
+
+int sf_cluster_kube_minor(const sf_cluster_t *c)
+{
+  return c->kube_minor;
+}
+
 const sf_policy_t *sf_cluster_policy(const sf_cluster_t *c)
 {
   return &c->pol;

@@ -127,7 +127,11 @@ struct sf_cluster {
   size_t ninvalid;      /* pools invalid for some node */
   sf_node_id *name_ids; /* per position of the last evaluate's names: the node found (-1: none) */
   size_t nname_ids, capname_ids;
+  int kube_minor; /* the cluster's Kubernetes minor version; 0: unknown, every gate on */
 };
+
+/** Does the cluster's allocator select devices with binding conditions (DRADeviceBindingConditions)? */
+bool sf__gate_binding_conditions(const sf_cluster_t *c);
 
 /** The Node named `name`, or NULL. */
 const cnode_t *sf__node_get(const sf_cluster_t *c, const char *name);

@@ -54,6 +54,15 @@ void sf_cluster_destroy(sf_cluster_t *c);
 
 /** Replaces the policy in force (copied); re-applies its device facts. */
 void sf_cluster_set_policy(sf_cluster_t *c, const sf_policy_t *pol);
+/**
+ * The cluster's Kubernetes minor version (34 for 1.34), so that answers follow that version's
+ * allocator and its default feature gates: devices with bindingConditions are selectable from 1.36
+ * on (DRADeviceBindingConditions, beta and on by default there). 0, the default: unknown, every
+ * gate slicefit models on. Republishes the pools when an answer changes. Loop thread.
+ */
+void sf_cluster_set_kube_minor(sf_cluster_t *c, int minor);
+/** The minor version set, 0 when unknown. */
+int sf_cluster_kube_minor(const sf_cluster_t *c);
 /** The policy in force (borrowed until the next sf_cluster_set_policy). */
 const sf_policy_t *sf_cluster_policy(const sf_cluster_t *c);
 

@@ -68,6 +68,7 @@ typedef struct {
   size_t ndevs;
   sf_nodesel_t *dev_nodesel; /* per device (SF_NODESEL_NONE unless per-device) */
   const char **dev_node;     /* per device nodeName, or NULL */
+  bool *dev_binding;         /* per device: bindingConditions not empty */
   sf_counter_t *counters;
   size_t ncounters; /* sharedCounters, flattened */
 } sf_slice_t;
