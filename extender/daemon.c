@@ -88,7 +88,11 @@ done:
   return rc;
 }
 
-static int load_snapshot(daemon_t *d, const char *path, char *err, size_t errlen)
+/*
+ * The snapshot as a live cluster would be read: a bad object is rejected alone (logged and
+ * counted, as apiwatch rejects one event), the rest is served; --strict refuses the file.
+ */
+static int load_snapshot(daemon_t *d, const char *path, bool strict, char *err, size_t errlen)
 {
   json_error_t je;
   json_t *list = json_load_file(path, 0, &je);
@@ -97,7 +101,8 @@ static int load_snapshot(daemon_t *d, const char *path, char *err, size_t errlen
     return SF_EINVAL;
   }
   char why[SF_ERR_MAX];
-  int rc = sf_cluster_load_list(d->cluster, list, why, sizeof why);
+  int rc = strict ? sf_cluster_load_list(d->cluster, list, why, sizeof why)
+                  : sf_cluster_load_list_each(d->cluster, list, why, sizeof why);
   if (rc)
     snprintf(err, errlen, "%s: %s", path, why);
   else
@@ -126,7 +131,7 @@ static int build_cluster(daemon_t *d, const sf_daemon_options_t *opt, char *err,
   if (rc == 0 && opt->kube_minor)
     sf_cluster_set_kube_minor(d->cluster, opt->kube_minor);
   if (rc == 0 && opt->snapshot)
-    rc = load_snapshot(d, opt->snapshot, err, errlen);
+    rc = load_snapshot(d, opt->snapshot, opt->strict, err, errlen);
   if (have_pol)
     sf_policy_dispose(&pol);
   return rc;

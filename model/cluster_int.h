@@ -128,6 +128,8 @@ struct sf_cluster {
   sf_node_id *name_ids; /* per position of the last evaluate's names: the node found (-1: none) */
   size_t nname_ids, capname_ids;
   int kube_minor; /* the cluster's Kubernetes minor version; 0: unknown, every gate on */
+  uint64_t rejected[SF_KIND_COUNT]; /* objects refused (bad input), by kind, since start */
+  json_t *ignored; /* kind name -> objects of kinds slicefit does not track, seen in lists */
 };
 
 /** Does the cluster's allocator select devices with binding conditions (DRADeviceBindingConditions)? */
