@@ -176,3 +176,54 @@ Test(cluster, selector_without_cel_logs_what_it_answers)
   json_decref(cls);
   json_decref(l);
 }
+
+/*
+ * Partitionable devices as the example driver publishes them (a counter set per GPU, a partition
+ * and the whole GPU consuming it): with the partition held, the whole GPU's counter is short,
+ * and the reason names that counter.
+ */
+Test(cluster, reason_names_the_counter_used_up)
+{
+  ct_load("dra-example-driver/deployments__helm__dra-example-driver__templates__deviceclass.json");
+  /* The counters in one slice, the devices consuming them in another (the 1.35 layout). */
+  json_t *ctr = fx_json(
+      "{\"kind\":\"ResourceSlice\",\"metadata\":{\"name\":\"ctr\"},\"spec\":{\"driver\":"
+      "\"gpu.example.com\",\"nodeName\":\"n1\",\"pool\":{\"name\":\"n1\",\"resourceSliceCount\":2},"
+      "\"sharedCounters\":[{\"name\":\"gpu-0-counters\",\"counters\":{\"memory\":{\"value\":\"80Gi\"}}}]}}");
+  ct_apply(ctr);
+  json_decref(ctr);
+  json_t *slice = fx_json(
+      "{\"kind\":\"ResourceSlice\",\"metadata\":{\"name\":\"devs\"},\"spec\":{\"driver\":"
+      "\"gpu.example.com\",\"nodeName\":\"n1\",\"pool\":{\"name\":\"n1\",\"resourceSliceCount\":2},"
+      "\"devices\":[{\"name\":\"gpu-0-partition-0\",\"consumesCounters\":[{\"counterSet\":"
+      "\"gpu-0-counters\",\"counters\":{\"memory\":{\"value\":\"40Gi\"}}}]},{\"name\":\"gpu-0-full\","
+      "\"consumesCounters\":[{\"counterSet\":\"gpu-0-counters\",\"counters\":{\"memory\":{\"value\":"
+      "\"80Gi\"}}}]}]}}");
+  ct_apply(slice);
+  json_t *held = fx_json(
+      "{\"kind\":\"ResourceClaim\",\"metadata\":{\"name\":\"half\",\"namespace\":\"other\"},\"status\":"
+      "{\"allocation\":{\"devices\":{\"results\":[{\"request\":\"r\",\"driver\":\"gpu.example.com\","
+      "\"pool\":\"n1\",\"device\":\"gpu-0-partition-0\"}]},\"nodeSelector\":{\"nodeSelectorTerms\":"
+      "[{\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":\"In\",\"values\":[\"n1\"]}]}]}}}}");
+  ct_apply(held);
+  json_t *claim = fx_json(
+      "{\"kind\":\"ResourceClaim\",\"metadata\":{\"name\":\"c1\",\"namespace\":\"d\"},\"spec\":{\"devices\":"
+      "{\"requests\":[{\"name\":\"gpu\",\"exactly\":{\"deviceClassName\":\"gpu.example.com\"}}]}}}");
+  ct_apply(claim);
+  json_t *pod = fx_json(
+      "{\"metadata\":{\"name\":\"p\",\"namespace\":\"d\"},\"spec\":{\"resourceClaims\":"
+      "[{\"name\":\"gpu\",\"resourceClaimName\":\"c1\"}]}}");
+  sf_pod_plan_t *p = ct_plan(pod);
+  const char *names[] = {"n1"};
+  sf_verdict_t v[1];
+  ct_evaluate(p, names, 1, v);
+  cr_assert_eq(v[0].fit, SF_FIT_NO, "%s", v[0].reason);
+  cr_assert_str_eq(v[0].reason,
+                   "request gpu of claim d/c1: the shared counters of the matching devices "
+                   "are used up (counter memory of set gpu-0-counters)");
+  sf_pod_plan_free(p);
+  json_decref(pod);
+  json_decref(claim);
+  json_decref(held);
+  json_decref(slice);
+}
