@@ -12,7 +12,7 @@
 #include "fixture.h"
 #include "cluster_fx.h"
 
-/* The NVIDIA slices, two of them broken as the users met them, and the demo. */
+/* The NVIDIA slices, two of them broken as users met them, and the demo. */
 static json_t *mixed_list(void)
 {
   json_t *slices = fx_load("nvidia-slices.json");
