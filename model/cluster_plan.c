@@ -42,6 +42,7 @@ struct sf_pod_plan {
   size_t nprogs, capprogs;
   const char **ext_res; /* per request of the implicit claim (the last one): its resource */
   size_t next_res;      /* requests of the implicit claim; 0: none */
+  bool ext_failed;      /* `failed` comes from the implicit claim alone (its class) */
 };
 
 /* A reason sentence, cut to the verdict's size (names can be long). */
@@ -379,6 +380,7 @@ static void plan_ext(sf_cluster_t *c, sf_pod_plan_t *p, const sf_pod_t *pod)
     total += pod->ctrs[i].next;
   sf_request_t *reqs = sf__arena_alloc(p->a, total * sizeof(*reqs));
   const char **res_of = sf__arena_alloc(p->a, total * sizeof(*res_of));
+  bool failed = p->failed;
   for (size_t i = 0; i < pod->nctrs; i++)
     for (size_t k = 0; k < pod->ctrs[i].next; k++) {
       const sf_cap_request_t *res = &pod->ctrs[i].ext[k];
@@ -401,6 +403,7 @@ static void plan_ext(sf_cluster_t *c, sf_pod_plan_t *p, const sf_pod_t *pod)
   cl->nreqs = n;
   p->ext_res = res_of;
   p->next_res = n;
+  p->ext_failed = !failed && p->failed;
 }
 
 /* ---- the learned mix ---- */
@@ -562,6 +565,17 @@ static void unknown_node(const sf_cluster_t *c, const sf_pod_plan_t *p, const ch
  * has no packing to predict for the device plugin, so it neither prefers nor avoids the node.
  * True when `name` is such a node, with its verdict in v.
  */
+/* Does the node's device plugin serve every extended resource of the implicit claim? Then a
+ * class DRA would fail the claim on is not used there. */
+static bool plugin_serves_all(const sf_cluster_t *c, const sf_pod_plan_t *p, const char *name)
+{
+  const cnode_t *n = p->next_res ? sf__node_get(c, name) : NULL;
+  for (size_t k = 0; n && k < p->next_res; k++)
+    if (!sf__node_has_ext(n, p->ext_res[k]))
+      return false;
+  return n != NULL;
+}
+
 static bool plugin_node(sf_cluster_t *c, const sf_pod_plan_t *p, const char *name, sf_verdict_t *v)
 {
   const cnode_t *n = p->next_res ? sf__node_get(c, name) : NULL;
@@ -712,7 +726,7 @@ int sf_cluster_evaluate(sf_cluster_t *c, const sf_pod_plan_t *p, const char *con
     sf__pools_unsettled(c, &unsettled);
   for (size_t i = 0; i < n; i++) {
     sf_node_id id = -1;
-    if (p->failed)
+    if (p->failed && !(p->ext_failed && plugin_serves_all(c, p, names[i])))
       verdict(&out[i], SF_FIT_NO, p->fail_why);
     else if (p->conflict)
       verdict(&out[i], SF_FIT_NO, p->why);

@@ -185,3 +185,20 @@ Test(cluster, newest_class_wins_in_the_other_order_too)
   apply_class("gpu-h100", "2025-12-01T00:00:00Z", H100);
   expect_a100_node(true);
 }
+
+/* A class DRA fails the claim on (a selector that is not valid CEL) is not used on the plugin's node. */
+Test(cluster, failing_class_is_not_used_where_the_plugin_serves)
+{
+  ct_load("nvidia-slices.json");
+  apply_class("gpu.nvidia.com", "2026-01-01T00:00:00Z", "device.attributes[");
+  nodes("4");
+  json_t *pod = gpu_full_pod(1);
+  sf_pod_plan_t *p = ct_plan(pod);
+  sf_verdict_t v[3];
+  ct_evaluate(p, NODES, 3, v);
+  cr_assert_eq(v[0].fit, SF_FIT_NO, "DRA fails the claim on its own nodes");
+  cr_assert_eq(v[1].fit, SF_FIT_NO);
+  cr_assert_eq(v[2].fit, SF_FIT_YES, "%s", v[2].reason);
+  sf_pod_plan_free(p);
+  json_decref(pod);
+}
