@@ -1,7 +1,9 @@
 /*
  * API discovery, once at start: which version of a group serves a resource
  * (DeviceTaintRules are resource.k8s.io/v1alpha3 on 1.33-1.35 clusters that
- * enable the alpha API, later versions elsewhere, absent on most). Blocking
+ * enable the alpha API, later versions elsewhere, absent on most), and the
+ * server's Kubernetes version (whose default feature gates decide some of
+ * the allocator's answers). Blocking
  * libcurl easy calls with a deadline, before the loop runs. The bytes come
  * from the API server: parsed with jansson, sizes capped.
  */
@@ -138,5 +140,57 @@ int sf_apiwatch_discover(const sf_kubeconfig_t *kc, const char *group, const cha
     }
   }
   json_decref(groups);
+  return rc;
+}
+
+/* A decimal number of 1 to 3 digits at s, its end in *end; -1 when there is none. */
+static int small_number(const char *s, const char **end)
+{
+  int n = 0, digits = 0;
+  for (; *s >= '0' && *s <= '9' && digits < 4; s++, digits++)
+    n = n * 10 + (*s - '0');
+  *end = s;
+  return digits == 0 || digits > 3 ? -1 : n;
+}
+
+int sf_kube_version_parse(const char *text, int *minor)
+{
+  const char *p = text, *end;
+  if (*p == 'v')
+    p++;
+  if (small_number(p, &end) != 1 || *end != '.')
+    return SF_EINVAL;
+  int m = small_number(end + 1, &end);
+  if (m < 0 || (*end != '\0' && *end != '.' && *end != '-' && *end != '+'))
+    return SF_EINVAL;
+  *minor = m;
+  return 0;
+}
+
+int sf_apiwatch_server_minor(const sf_kubeconfig_t *kc, unsigned timeout_ms, int *minor, char *err,
+                             size_t errlen)
+{
+  json_t *v = NULL;
+  long code = get_json(kc, "/version", timeout_ms, &v, err, errlen);
+  if (v == NULL) {
+    if (code >= 0)
+      snprintf(err, errlen, "GET /version: HTTP %ld", code);
+    return SF_EINVAL;
+  }
+  const char *major = json_string_value(json_object_get(v, "major"));
+  const char *mi = json_string_value(json_object_get(v, "minor")), *end = "";
+  int m = mi ? small_number(mi, &end) : -1;
+  int rc = 0;
+  if (!major || strcmp(major, "1") || m < 0 || (*end && strcmp(end, "+"))) {
+    /* Some distributions leave major and minor empty: gitVersion ("v1.34.2-gke.1") then. */
+    const char *git = json_string_value(json_object_get(v, "gitVersion"));
+    if (!git || sf_kube_version_parse(git, &m) != 0) {
+      snprintf(err, errlen, "GET /version: no Kubernetes 1.x version in the answer");
+      rc = SF_EINVAL;
+    }
+  }
+  if (rc == 0)
+    *minor = m;
+  json_decref(v);
   return rc;
 }

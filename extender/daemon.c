@@ -88,7 +88,11 @@ done:
   return rc;
 }
 
-static int load_snapshot(daemon_t *d, const char *path, char *err, size_t errlen)
+/*
+ * The snapshot as a live cluster would be read: a bad object is rejected alone (logged and
+ * counted, as apiwatch rejects one event), the rest is served; --strict refuses the file.
+ */
+static int load_snapshot(daemon_t *d, const char *path, bool strict, char *err, size_t errlen)
 {
   json_error_t je;
   json_t *list = json_load_file(path, 0, &je);
@@ -97,7 +101,8 @@ static int load_snapshot(daemon_t *d, const char *path, char *err, size_t errlen
     return SF_EINVAL;
   }
   char why[SF_ERR_MAX];
-  int rc = sf_cluster_load_list(d->cluster, list, why, sizeof why);
+  int rc = strict ? sf_cluster_load_list(d->cluster, list, why, sizeof why)
+                  : sf_cluster_load_list_each(d->cluster, list, why, sizeof why);
   if (rc)
     snprintf(err, errlen, "%s: %s", path, why);
   else
@@ -123,8 +128,10 @@ static int build_cluster(daemon_t *d, const sf_daemon_options_t *opt, char *err,
     sf_log_warn("no random seed for the hash maps", "seed=0");
   if (rc == 0)
     d->cluster = sf_cluster_create_seeded(have_pol ? &pol : NULL, seed);
+  if (rc == 0 && opt->kube_minor)
+    sf_cluster_set_kube_minor(d->cluster, opt->kube_minor);
   if (rc == 0 && opt->snapshot)
-    rc = load_snapshot(d, opt->snapshot, err, errlen);
+    rc = load_snapshot(d, opt->snapshot, opt->strict, err, errlen);
   if (have_pol)
     sf_policy_dispose(&pol);
   return rc;
@@ -436,6 +443,25 @@ static void discover_taint_rules(daemon_t *d)
     sf_log_vinfo(2, "devicetaintrules not served by the API server; not watched", NULL);
 }
 
+/*
+ * The cluster's Kubernetes version decides answers that follow its default feature gates
+ * (DRADeviceBindingConditions): --kubernetes-version, else the API server's /version. Unknown,
+ * every gate slicefit models stays on, and the log says so.
+ */
+static void learn_version(daemon_t *d, const sf_daemon_options_t *opt)
+{
+  char err[SF_ERR_MAX] = "";
+  int minor = opt->kube_minor;
+  if (minor == 0 && sf_apiwatch_server_minor(&d->kube, 5000, &minor, err, sizeof err) != 0) {
+    sf_log_warn("cannot read the API server's version; answering with every feature gate on",
+                "error=\"%s\"", err);
+    return;
+  }
+  sf_cluster_set_kube_minor(d->cluster, minor);
+  sf_log_info("kubernetes version", "minor=%d source=%s", minor,
+              opt->kube_minor ? "--kubernetes-version" : "/version");
+}
+
 static int start_watch(daemon_t *d, const sf_daemon_options_t *opt, char *err, size_t errlen)
 {
   static const sf_apiwatch_sink_t sink = {sink_apply, sink_remove, sink_replace, NULL};
@@ -453,6 +479,7 @@ static int start_watch(daemon_t *d, const sf_daemon_options_t *opt, char *err, s
                           .staleness_ms = opt->stale_after_s * 1000u,
                           .silent_ms = opt->watch_silence_s * 1000u};
   discover_taint_rules(d);
+  learn_version(d, opt);
   o.device_taint_rules = d->taint_rules_version[0] ? d->taint_rules_version : NULL;
   d->watch = sf_apiwatch_create(&d->loop, d->cluster, &o, err, errlen);
   if (d->watch == NULL || sf_apiwatch_start(d->watch) != 0)

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "slicefit/apiwatch.h"
 #include "slicefit/extender.h"
 #include "slicefit/log.h"
 #include "slicefit/policy.h"
@@ -22,7 +23,10 @@ static void usage(FILE *f)
              "  " SF_DAEMON_DEFAULT_SNAPSHOT " (when run from the repository).\n"
              "      --snapshot FILE             JSON List of ResourceSlices, ResourceClaims and\n"
              "                                  DeviceClasses, as `kubectl get resourceslices,\n"
-             "                                  resourceclaims,deviceclasses -A -o json` prints it\n"
+             "                                  resourceclaims,deviceclasses -A -o json` prints it;\n"
+             "                                  an object that does not decode is rejected alone\n"
+             "                                  and logged, as a live cluster's\n"
+             "      --strict                    with --snapshot: refuse to start on one bad object\n"
              "      --kubeconfig FILE           watch a live cluster (ResourceSlices,\n"
              "                                  ResourceClaims, DeviceClasses, DeviceTaintRules)\n"
              "      --policy-configmap NS/NAME  live cluster: watch this ConfigMap for the policy\n"
@@ -33,6 +37,9 @@ static void usage(FILE *f)
              "                                  (default 30)\n"
              "      --allow-token-over-http     tests only: send a kubeconfig's bearer token to an\n"
              "                                  http:// server (refused by default)\n"
+             "      --kubernetes-version 1.N    answer as the allocator of that version with its\n"
+             "                                  default feature gates (default: a live cluster's\n"
+             "                                  /version; with --snapshot, every gate on)\n"
              "\n");
   fprintf(f,
           "Serving:\n"
@@ -175,7 +182,14 @@ static bool parse_limits(int argc, char **argv, int *i, sf_daemon_options_t *o)
     o->watch_silence_s = (unsigned)number("watch-silence", v);
   else if (strcmp(argv[*i], "--allow-token-over-http") == 0)
     o->allow_token_over_http = true;
-  else if ((v = flag(argc, argv, i, "max-nodelist-bytes")))
+  else if (strcmp(argv[*i], "--strict") == 0)
+    o->strict = true;
+  else if ((v = flag(argc, argv, i, "kubernetes-version"))) {
+    if (sf_kube_version_parse(v, &o->kube_minor) != 0 || o->kube_minor == 0) {
+      fprintf(stderr, "slicefit: --kubernetes-version %s: expected a version such as 1.34\n", v);
+      exit(2);
+    }
+  } else if ((v = flag(argc, argv, i, "max-nodelist-bytes")))
     h->max_nodelist_bytes = number("max-nodelist-bytes", v);
   else if ((v = flag(argc, argv, i, "max-buffered-bytes")))
     h->max_buffered_bytes = number("max-buffered-bytes", v);
@@ -257,6 +271,11 @@ static bool pick_source(sf_daemon_options_t *o)
       return false;
     }
     o->snapshot = SF_DAEMON_DEFAULT_SNAPSHOT;
+  }
+  if (o->strict && o->kubeconfig) {
+    fprintf(stderr, "slicefit: --strict applies to --snapshot; a live cluster rejects bad objects "
+                    "one by one\n");
+    return false;
   }
   if (o->policy_configmap && o->snapshot) {
     fprintf(stderr, "slicefit: --policy-configmap needs a live cluster, not --snapshot\n");

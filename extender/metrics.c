@@ -101,6 +101,13 @@ static void put_sizes(sf__buf_t *b, sf_cluster_t *c)
   for (int k = SF_KIND_UNKNOWN + 1; k < SF_KIND_COUNT; k++)
     sf__buf_printf(b, "slicefit_objects{kind=\"%s\"} %zu\n", sf_kind_name((sf_kind_t)k),
                    sf_cluster_count(c, (sf_kind_t)k));
+  sf__buf_puts(b, "# HELP slicefit_objects_rejected_total Objects refused as bad input (snapshot or "
+                  "watch), by kind; each is logged as \"object rejected\".\n"
+                  "# TYPE slicefit_objects_rejected_total counter\n");
+  for (int k = SF_KIND_UNKNOWN + 1; k < SF_KIND_COUNT; k++)
+    sf__buf_printf(b, "slicefit_objects_rejected_total{kind=\"%s\"} %llu\n",
+                   sf_kind_name((sf_kind_t)k),
+                   (unsigned long long)sf_cluster_rejected(c, (sf_kind_t)k));
 }
 
 typedef struct {

@@ -172,6 +172,7 @@ sf_cluster_t *sf_cluster_create_seeded(const sf_policy_t *pol, uint64_t hash_see
     store_init(&c->stores[k], hash_seed);
   sf_map_init(&c->pool_keys, hash_seed);
   c->node_refs = json_object();
+  c->ignored = json_object();
   sf_map_init(&c->cset_keys, hash_seed);
   c->scratch = sf__arena_create();
   sf_map_init(&c->logged, hash_seed);
@@ -190,6 +191,7 @@ void sf_cluster_destroy(sf_cluster_t *c)
   sf__pods_free(c);
   sf_map_dispose(&c->pool_keys);
   json_decref(c->node_refs);
+  json_decref(c->ignored);
   sf__claim_pools_free(c);
   sf__arena_destroy(c->scratch);
   free(c->lclaims);
@@ -212,6 +214,27 @@ void sf_cluster_set_policy(sf_cluster_t *c, const sf_policy_t *pol)
   c->pol = next;
   sf_index_apply_policy(c->idx, &c->pol);
   c->mix_dirty = true;
+}
+
+#define GATE_BINDING_CONDITIONS 36 /* DRADeviceBindingConditions: alpha (off) 1.34-1.35, beta (on) */
+
+bool sf__gate_binding_conditions(const sf_cluster_t *c)
+{
+  return c->kube_minor == 0 || c->kube_minor >= GATE_BINDING_CONDITIONS;
+}
+
+void sf_cluster_set_kube_minor(sf_cluster_t *c, int minor)
+{
+  bool was = sf__gate_binding_conditions(c);
+  char err[SF_ERR_MAX];
+  c->kube_minor = minor > 0 ? minor : 0;
+  if (was != sf__gate_binding_conditions(c))
+    (void)sf__pools_sync_all(c, err, sizeof err); /* returns 0: invalid pools are recorded */
+}
+
+int sf_cluster_kube_minor(const sf_cluster_t *c)
+{
+  return c->kube_minor;
 }
 
 const sf_policy_t *sf_cluster_policy(const sf_cluster_t *c)
@@ -244,9 +267,15 @@ const sf_cel_prog_t *sf__compile(sf_cluster_t *c, const char *text)
     if (sf_map_count(&c->logged) >= 4096)
       sf_map_clear(&c->logged); /* bounded */
     sf_map_put(&c->logged, text, strlen(text), 1);
+    /* Say what the plan answers for it (cluster_plan.c selectors): DRA itself fails a claim
+     * whose selector has no cel field or is not valid CEL, so slicefit says no on every node;
+     * only what slicefit cannot evaluate leaves nodes unsure. */
     char qe[512], qw[512];
-    sf_log_warn("selector not supported, nodes stay unsure", "expr=%s reason=%s",
-                sf_log_quote(qe, sizeof qe, text), sf_log_quote(qw, sizeof qw, why));
+    const char *msg = !*text                   ? "selector has no cel field, nodes answer no"
+                      : sf_cel_prog_invalid(p) ? "selector is not valid CEL, nodes answer no"
+                                               : "selector not supported, nodes stay unsure";
+    sf_log_warn(msg, "expr=%s reason=%s", sf_log_quote(qe, sizeof qe, text),
+                sf_log_quote(qw, sizeof qw, why));
   }
   return p;
 }
@@ -380,8 +409,10 @@ int sf_cluster_apply(sf_cluster_t *c, sf_kind_t kind, const json_t *obj, char *e
   int r = kind_of(kind, obj, err, errlen, &kind);
   if (r < 0)
     return r;
-  if ((r = sf_decode(obj, obj_kind(kind), &o, err, errlen)) < 0)
+  if ((r = sf_decode(obj, obj_kind(kind), &o, err, errlen)) < 0) {
+    c->rejected[kind]++;
     return r;
+  }
   if (kind == SF_KIND_NODE) {
     if (sf__node_set(c, &o->u.node))
       sf__pools_sync_reaching(c);
@@ -502,9 +533,47 @@ static int install(sf_cluster_t *c, sf_kind_t kind, sf_object_t **objs, size_t n
   return 0;
 }
 
-/* Decodes every item of `items` of `kind` (SF_KIND_UNKNOWN: any tracked kind, others skipped). */
-static int decode_items(const json_t *items, sf_kind_t kind, sf_object_t ***out, size_t *n, char *err,
-                        size_t errlen)
+/* The API's resource name of a tracked kind, as apiwatch names it ("resourceslices"). */
+static const char *resource_of(sf_kind_t k, char *buf, size_t len)
+{
+  const char *name = sf_kind_name(k);
+  size_t n = 0;
+  for (; name[n] && n + 3 < len; n++)
+    buf[n] = (char)(name[n] >= 'A' && name[n] <= 'Z' ? name[n] - 'A' + 'a' : name[n]);
+  snprintf(buf + n, len - n, "%s", n && buf[n - 1] == 's' ? "es" : "s");
+  return buf;
+}
+
+/* An object refused alone while the rest loads: logged as live mode logs it, and counted. */
+static void reject(sf_cluster_t *c, sf_kind_t k, const json_t *it, const char *why)
+{
+  char res[64], qn[300], qe[SF_ERR_MAX + 64];
+  const char *name = json_string_value(json_object_get(json_object_get(it, "metadata"), "name"));
+  c->rejected[k]++;
+  sf_log_warn("object rejected", "resource=%s name=%s error=%s", resource_of(k, res, sizeof res),
+              sf_log_quote(qn, sizeof qn, name ? name : "?"), sf_log_quote(qe, sizeof qe, why));
+}
+
+/* Counts an item of a kind the cluster does not track (a ResourceClaimTemplate, a Namespace). */
+static void ignore(sf_cluster_t *c, const json_t *it)
+{
+  const char *kind = json_string_value(json_object_get(it, "kind"));
+  if (!kind || !*kind)
+    kind = "(no kind)";
+  json_t *n = json_object_get(c->ignored, kind);
+  if (n == NULL && json_object_size(c->ignored) >= 64)
+    kind = "(other kinds)"; /* a list's kinds come from its author: bounded */
+  n = json_object_get(c->ignored, kind);
+  json_object_set_new(c->ignored, kind, json_integer(json_integer_value(n) + 1));
+}
+
+/*
+ * Decodes every item of `items` of `kind` (SF_KIND_UNKNOWN: any tracked kind, the others counted
+ * as ignored). An item that does not decode fails the whole call, or with `each` is rejected
+ * alone (reject()).
+ */
+static int decode_items(sf_cluster_t *c, const json_t *items, sf_kind_t kind, bool each,
+                        sf_object_t ***out, size_t *n, char *err, size_t errlen)
 {
   size_t len = json_array_size(items), i;
   sf_object_t **v = sf_xcalloc(len ? len : 1, sizeof(*v));
@@ -514,10 +583,17 @@ static int decode_items(const json_t *items, sf_kind_t kind, sf_object_t ***out,
   json_array_foreach(items, i, it)
   {
     sf_kind_t k = kind ? kind : sf_kind_from_name(json_string_value(json_object_get(it, "kind")));
-    if (k == SF_KIND_UNKNOWN)
+    if (k == SF_KIND_UNKNOWN) {
+      ignore(c, it);
       continue;
+    }
     char e[SF_ERR_MAX];
-    if ((r = sf_decode(it, obj_kind(k), &v[*n], e, sizeof e)) < 0) {
+    if ((r = sf_decode(it, obj_kind(k), &v[*n], e, sizeof e)) < 0 && each) {
+      reject(c, k, it, strncmp(e, "(object)", 8) ? e : e + 8);
+      r = 0;
+      continue;
+    }
+    if (r < 0) {
       if (err && errlen)
         snprintf(err, errlen, "items[%zu]%s%s", i, strncmp(e, "(object)", 8) ? "." : "",
                  strncmp(e, "(object)", 8) ? e : e + 8);
@@ -554,7 +630,7 @@ int sf_cluster_replace(sf_cluster_t *c, sf_kind_t kind, const json_t *items, cha
       snprintf(err, errlen, "items: expected an array");
     return r;
   }
-  if ((r = decode_items(items, kind, &objs, &n, err, errlen)) < 0)
+  if ((r = decode_items(c, items, kind, false, &objs, &n, err, errlen)) < 0)
     return r;
   if (kind == SF_KIND_NODE || kind == SF_KIND_POD) {
     if (kind == SF_KIND_NODE)
@@ -603,7 +679,7 @@ static void split(sf_object_t **objs, size_t n, sf_object_t ***per, size_t *cnt)
   }
 }
 
-int sf_cluster_load_list(sf_cluster_t *c, const json_t *list, char *err, size_t errlen)
+static int load_list(sf_cluster_t *c, const json_t *list, bool each, char *err, size_t errlen)
 {
   const json_t *items;
   sf_object_t **objs = NULL, **per[SF_KIND_COUNT] = {0};
@@ -611,7 +687,7 @@ int sf_cluster_load_list(sf_cluster_t *c, const json_t *list, char *err, size_t 
   int r = sf_decode_list_items(list, &items, err, errlen);
   if (r < 0)
     return r;
-  if ((r = decode_items(items, SF_KIND_UNKNOWN, &objs, &n, err, errlen)) < 0)
+  if ((r = decode_items(c, items, SF_KIND_UNKNOWN, each, &objs, &n, err, errlen)) < 0)
     return r;
   for (int k = 1; k < SF_KIND_COUNT; k++)
     per[k] = sf_xcalloc(n ? n : 1, sizeof(**per));
@@ -640,4 +716,24 @@ int sf_cluster_load_list(sf_cluster_t *c, const json_t *list, char *err, size_t 
     free(per[k]);
   free(objs);
   return r;
+}
+
+int sf_cluster_load_list(sf_cluster_t *c, const json_t *list, char *err, size_t errlen)
+{
+  return load_list(c, list, false, err, errlen);
+}
+
+int sf_cluster_load_list_each(sf_cluster_t *c, const json_t *list, char *err, size_t errlen)
+{
+  return load_list(c, list, true, err, errlen);
+}
+
+uint64_t sf_cluster_rejected(const sf_cluster_t *c, sf_kind_t kind)
+{
+  return kind > SF_KIND_UNKNOWN && kind < SF_KIND_COUNT ? c->rejected[kind] : 0;
+}
+
+const json_t *sf_cluster_ignored(const sf_cluster_t *c)
+{
+  return c->ignored;
 }

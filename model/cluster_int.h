@@ -58,12 +58,18 @@ typedef struct {
   size_t nincomplete_nodes, capincomplete; /* owned: nodes it is incomplete for */
 } pool_t;
 
-/* A Node as the cluster keeps it: its name and labels (owned copies), its allocatable amounts. */
+/*
+ * A Node as the cluster keeps it: its name and labels (owned copies), its allocatable amounts,
+ * and the extended resources (names with a '/') its allocatable lists, whatever their amount:
+ * those a device plugin serves there, which DRA leaves to NodeResourcesFit (KEP-5004).
+ */
 typedef struct {
   char *name;
   char **keys, **vals;
   size_t nlabels;
   int64_t cpu_milli, mem_bytes;
+  char **ext;
+  size_t next;
 } cnode_t;
 
 /*
@@ -121,12 +127,20 @@ struct sf_cluster {
   size_t ninvalid;      /* pools invalid for some node */
   sf_node_id *name_ids; /* per position of the last evaluate's names: the node found (-1: none) */
   size_t nname_ids, capname_ids;
+  int kube_minor; /* the cluster's Kubernetes minor version; 0: unknown, every gate on */
+  uint64_t rejected[SF_KIND_COUNT]; /* objects refused (bad input), by kind, since start */
+  json_t *ignored; /* kind name -> objects of kinds slicefit does not track, seen in lists */
 };
+
+/** Does the cluster's allocator select devices with binding conditions (DRADeviceBindingConditions)? */
+bool sf__gate_binding_conditions(const sf_cluster_t *c);
 
 /** The Node named `name`, or NULL. */
 const cnode_t *sf__node_get(const sf_cluster_t *c, const char *name);
 /** A label's value, or NULL. */
 const char *sf__node_label(const cnode_t *n, const char *key);
+/** Does the Node's allocatable list the extended resource `res` (a device plugin serves it)? */
+bool sf__node_has_ext(const cnode_t *n, const char *res);
 /** Records a Node (name and labels); true when it is new or its labels changed. */
 bool sf__node_set(sf_cluster_t *c, const sf_node_t *o);
 /** Forgets a Node; true when it was known. */

@@ -16,6 +16,15 @@
 #include <string.h>
 #include "cluster_int.h"
 
+static void ext_free(cnode_t *n)
+{
+  for (size_t i = 0; i < n->next; i++)
+    free(n->ext[i]);
+  free(n->ext);
+  n->ext = NULL;
+  n->next = 0;
+}
+
 static void cnode_free(cnode_t *n)
 {
   for (size_t i = 0; i < n->nlabels; i++) {
@@ -25,6 +34,35 @@ static void cnode_free(cnode_t *n)
   free(n->keys);
   free(n->vals);
   free(n->name);
+  ext_free(n);
+}
+
+bool sf__node_has_ext(const cnode_t *n, const char *res)
+{
+  for (size_t i = 0; n && i < n->next; i++)
+    if (!strcmp(n->ext[i], res))
+      return true;
+  return false;
+}
+
+/* The extended resources of o's allocatable, as n keeps them; a heartbeat that leaves them as
+ * they were costs a compare. */
+static void ext_set(cnode_t *n, const sf_node_t *o)
+{
+  size_t m = 0;
+  bool same = true;
+  for (size_t i = 0; i < o->nalloc; i++)
+    if (strchr(o->alloc[i].name, '/')) {
+      same = same && m < n->next && !strcmp(n->ext[m], o->alloc[i].name);
+      m++;
+    }
+  if (same && m == n->next)
+    return;
+  ext_free(n);
+  n->ext = sf_xcalloc(m + 1, sizeof(*n->ext));
+  for (size_t i = 0; i < o->nalloc; i++)
+    if (strchr(o->alloc[i].name, '/'))
+      n->ext[n->next++] = sf_xstrdup(o->alloc[i].name);
 }
 
 const cnode_t *sf__node_get(const sf_cluster_t *c, const char *name)
@@ -57,6 +95,8 @@ bool sf__node_set(sf_cluster_t *c, const sf_node_t *o)
 {
   const char *name = o->meta.name;
   int32_t i = sf_map_get(&c->node_keys, name, strlen(name));
+  char **ext_kept = NULL;
+  size_t next_kept = 0;
   c->nodes_tracked = true;
   bool alloc = i < 0 || c->cnodes[i].cpu_milli != o->cpu_milli ||
                c->cnodes[i].mem_bytes != o->mem_bytes;
@@ -65,6 +105,8 @@ bool sf__node_set(sf_cluster_t *c, const sf_node_t *o)
     c->cnodes[i].mem_bytes = o->mem_bytes;
     sf__host_sync(c, name);
   }
+  if (i >= 0)
+    ext_set(&c->cnodes[i], o);
   if (i >= 0 && same_labels(&c->cnodes[i], o))
     return false;
   if (i < 0) {
@@ -72,10 +114,18 @@ bool sf__node_set(sf_cluster_t *c, const sf_node_t *o)
     i = (int32_t)c->ncnodes++;
     sf_map_put(&c->node_keys, name, strlen(name), i);
   } else {
+    ext_kept = c->cnodes[i].ext;
+    next_kept = c->cnodes[i].next;
+    c->cnodes[i].ext = NULL;
+    c->cnodes[i].next = 0;
     cnode_free(&c->cnodes[i]);
   }
   cnode_t *n = &c->cnodes[i];
   memset(n, 0, sizeof *n);
+  n->ext = ext_kept;
+  n->next = next_kept;
+  if (!ext_kept)
+    ext_set(n, o);
   n->name = sf_xstrdup(name);
   n->keys = sf_xcalloc(o->nlabels + 1, sizeof(*n->keys));
   n->vals = sf_xcalloc(o->nlabels + 1, sizeof(*n->vals));

@@ -40,6 +40,9 @@ struct sf_pod_plan {
   sf_cel_cache_t *cel;         /* borrowed: where progs go back */
   const sf_cel_prog_t **progs; /* references held by the selectors */
   size_t nprogs, capprogs;
+  const char **ext_res; /* per request of the implicit claim (the last one): its resource */
+  size_t next_res;      /* requests of the implicit claim; 0: none */
+  bool ext_failed;      /* `failed` comes from the implicit claim alone (its class) */
 };
 
 /* A reason sentence, cut to the verdict's size (names can be long). */
@@ -328,17 +331,32 @@ static void plan_pod_claims(sf_cluster_t *c, sf_pod_plan_t *p, const sf_pod_t *p
 
 /* ---- extended resources ---- */
 
+/*
+ * The class that serves extended resource `res`: the one named by the implicit name
+ * deviceclass.resource.kubernetes.io/<class>, else among the classes whose extendedResourceName
+ * it is, the one created last, ties to the name sorted first (the API's rule for DeviceClassSpec
+ * extendedResourceName), whatever order the classes arrived in.
+ */
 static const sf_device_class_t *ext_class(const sf_cluster_t *c, const char *res)
 {
   const store_t *s = &c->stores[SF_KIND_DEVICE_CLASS];
+  const sf_device_class_t *best = NULL;
   size_t plen = strlen(EXT_PREFIX);
+  if (!strncmp(res, EXT_PREFIX, plen)) {
+    char key[KEY_MAX];
+    snprintf(key, sizeof key, "%s", res + plen);
+    const sf_object_t *o = sf__store_get(s, key);
+    return o ? &o->u.dclass : NULL;
+  }
   for (size_t i = 0; i < s->n; i++) {
     const sf_device_class_t *cls = &s->objs[i]->u.dclass;
-    if ((cls->ext_resource && !strcmp(cls->ext_resource, res)) ||
-        (!strncmp(res, EXT_PREFIX, plen) && !strcmp(res + plen, cls->meta.name)))
-      return cls;
+    if (!cls->ext_resource || strcmp(cls->ext_resource, res))
+      continue;
+    int newer = best ? strcmp(cls->created, best->created) : 1;
+    if (newer > 0 || (newer == 0 && strcmp(cls->meta.name, best->meta.name) < 0))
+      best = cls;
   }
-  return NULL;
+  return best;
 }
 
 static void ext_request(sf_cluster_t *c, sf_pod_plan_t *p, const sf_device_class_t *cls,
@@ -361,6 +379,8 @@ static void plan_ext(sf_cluster_t *c, sf_pod_plan_t *p, const sf_pod_t *pod)
   for (size_t i = 0; i < pod->nctrs; i++)
     total += pod->ctrs[i].next;
   sf_request_t *reqs = sf__arena_alloc(p->a, total * sizeof(*reqs));
+  const char **res_of = sf__arena_alloc(p->a, total * sizeof(*res_of));
+  bool failed = p->failed;
   for (size_t i = 0; i < pod->nctrs; i++)
     for (size_t k = 0; k < pod->ctrs[i].next; k++) {
       const sf_cap_request_t *res = &pod->ctrs[i].ext[k];
@@ -371,6 +391,7 @@ static void plan_ext(sf_cluster_t *c, sf_pod_plan_t *p, const sf_pod_t *pod)
         plan_claim(c, p, pod->meta.ns, pod->ext_claim);
         return;
       }
+      res_of[n] = res->name;
       ext_request(c, p, cls, res, i, k, &reqs[n++]);
     }
   if (n == 0)
@@ -380,6 +401,9 @@ static void plan_ext(sf_cluster_t *c, sf_pod_plan_t *p, const sf_pod_t *pod)
   sf_claim_t *cl = new_claim(p, name);
   cl->reqs = reqs;
   cl->nreqs = n;
+  p->ext_res = res_of;
+  p->next_res = n;
+  p->ext_failed = !failed && p->failed;
 }
 
 /* ---- the learned mix ---- */
@@ -533,6 +557,69 @@ static void unknown_node(const sf_cluster_t *c, const sf_pod_plan_t *p, const ch
 }
 
 /*
+ * KEP-5004: an extended resource that a Node's allocatable lists, whatever the amount, is its
+ * device plugin's there, and DRA serves the name only on nodes where no device plugin
+ * advertises it (the DRA plugin's filterExtendedResources). On such a node the implicit claim
+ * loses the requests of those resources and NodeResourcesFit judges them; whatever else the pod
+ * asks of DRA is judged as on any node. The node is scored in the middle of the range: slicefit
+ * has no packing to predict for the device plugin, so it neither prefers nor avoids the node.
+ * True when `name` is such a node, with its verdict in v.
+ */
+/* Does the node's device plugin serve every extended resource of the implicit claim? Then a
+ * class DRA would fail the claim on is not used there. */
+static bool plugin_serves_all(const sf_cluster_t *c, const sf_pod_plan_t *p, const char *name)
+{
+  const cnode_t *n = p->next_res ? sf__node_get(c, name) : NULL;
+  for (size_t k = 0; n && k < p->next_res; k++)
+    if (!sf__node_has_ext(n, p->ext_res[k]))
+      return false;
+  return n != NULL;
+}
+
+static bool plugin_node(sf_cluster_t *c, const sf_pod_plan_t *p, const char *name, sf_verdict_t *v)
+{
+  const cnode_t *n = p->next_res ? sf__node_get(c, name) : NULL;
+  const char *served = NULL;
+  size_t keep = 0;
+  for (size_t k = 0; n && k < p->next_res; k++) {
+    if (!sf__node_has_ext(n, p->ext_res[k]))
+      keep++;
+    else if (!served)
+      served = p->ext_res[k];
+  }
+  if (!served)
+    return false;
+  char why[SF_REASON_MAX];
+  say(why, sizeof why,
+      "the node's device plugin serves %s: kube-scheduler's NodeResourcesFit judges it", served);
+  const sf_claim_t *ext = &p->claims[p->nclaims - 1];
+  sf_claim_t *claims = sf_xmalloc(p->nclaims * sizeof(*claims));
+  sf_request_t *reqs = sf_xmalloc((keep ? keep : 1) * sizeof(*reqs));
+  size_t nclaims = p->nclaims - 1, m = 0;
+  memcpy(claims, p->claims, nclaims * sizeof(*claims));
+  for (size_t k = 0; k < p->next_res; k++)
+    if (!sf__node_has_ext(n, p->ext_res[k]))
+      reqs[m++] = ext->reqs[k];
+  if (keep) {
+    claims[nclaims] = *ext;
+    claims[nclaims].reqs = reqs;
+    claims[nclaims++].nreqs = keep;
+  }
+  verdict(v, SF_FIT_YES, why);
+  sf_node_id id = nclaims ? sf_index_node_find(c->idx, name) : -1;
+  sf_demand_t d = {claims, nclaims, 0, 0}; /* CPU and memory: NodeResourcesFit's too */
+  if (nclaims && id < 0)
+    unknown_node(c, p, name, v);
+  else if (nclaims && sf_packer_evaluate(c->packer, c->idx, &c->pol, &d, &id, 1, 0, v) < 0)
+    verdict(v, SF_FIT_UNSURE, why);
+  if (v->fit == SF_FIT_YES)
+    v->score = SF_SCORE_MAX / 2;
+  free(claims);
+  free(reqs);
+  return true;
+}
+
+/*
  * kube-scheduler's NodeResourcesFit has passed every node the extender sees,
  * counting the pods it has just placed and not yet bound; the index lags it.
  * So a node the core finds short of CPU or memory is no reason to reject:
@@ -639,7 +726,7 @@ int sf_cluster_evaluate(sf_cluster_t *c, const sf_pod_plan_t *p, const char *con
     sf__pools_unsettled(c, &unsettled);
   for (size_t i = 0; i < n; i++) {
     sf_node_id id = -1;
-    if (p->failed)
+    if (p->failed && !(p->ext_failed && plugin_serves_all(c, p, names[i])))
       verdict(&out[i], SF_FIT_NO, p->fail_why);
     else if (p->conflict)
       verdict(&out[i], SF_FIT_NO, p->why);
@@ -647,6 +734,8 @@ int sf_cluster_evaluate(sf_cluster_t *c, const sf_pod_plan_t *p, const char *con
       verdict(&out[i], SF_FIT_NO, p->pin_why);
     else if (p->unsure)
       verdict(&out[i], SF_FIT_UNSURE, p->why);
+    else if (plugin_node(c, p, names[i], &out[i]))
+      continue;
     else if (all_unsettled(c, p, &unsettled, names[i], &out[i]))
       continue;
     else if ((id = node_at(c, i, names[i])) < 0)

@@ -326,8 +326,12 @@ static const char *validate(const pool_t *p, const node_set_t *ns, uint64_t seed
   return why;
 }
 
-/* The devices (those reaching the node) and counters of the view. */
-static void gather(const pool_t *p, const char *node, const cnode_t *cn, node_set_t *ns)
+/*
+ * The devices (those reaching the node) and counters of the view. A device with binding
+ * conditions is left out where the cluster's allocator cannot select it (DRADeviceBindingConditions
+ * off: the allocator's isSelectable answers false), as if it were not published.
+ */
+static void gather(const pool_t *p, const char *node, const cnode_t *cn, bool binding, node_set_t *ns)
 {
   for (size_t k = 0; k < ns->nin; k++) {
     const sf_slice_t *s = ns->in[k];
@@ -340,6 +344,8 @@ static void gather(const pool_t *p, const char *node, const cnode_t *cn, node_se
     }
     for (size_t i = 0; i < s->ndevs; i++) {
       if (s->nodesel == SF_NODESEL_PER_DEVICE && !dev_reaches(o, i, node, cn))
+        continue;
+      if (s->dev_binding[i] && !binding)
         continue;
       sf_xgrow(&ns->devs, &ns->capdevs, ns->ndevs + 1, sizeof(*ns->devs));
       ns->devs[ns->ndevs++] = s->devs[i];
@@ -391,7 +397,7 @@ static view_t view_node(sf_cluster_t *c, pool_t *p, const char *node, node_set_t
     return VIEW_INVALID;
   }
   if (v == VIEW_OK)
-    gather(p, node, cn, ns);
+    gather(p, node, cn, sf__gate_binding_conditions(c), ns);
   return v;
 }
 

@@ -160,7 +160,14 @@ json_t *sf_cluster_state_json(sf_cluster_t *c)
   for (int k = 1; k < SF_KIND_COUNT; k++)
     json_object_set_new(counts, sf_kind_name((sf_kind_t)k),
                         json_integer((json_int_t)sf_cluster_count(c, (sf_kind_t)k)));
-  return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o}", "objects", counts, "pools", pools_json(c), "nodes",
-                   nodes_json(c->idx), "allocations", allocations_json(c), "policy",
-                   policy_json(&c->pol), "learned_mix", mix_json(c->idx));
+  /* Objects refused as bad input (each logged once, "object rejected"), and list items of kinds
+   * slicefit does not track: nothing is dropped without a trace. */
+  json_t *rejected = json_object();
+  for (int k = 1; k < SF_KIND_COUNT; k++)
+    json_object_set_new(rejected, sf_kind_name((sf_kind_t)k),
+                        json_integer((json_int_t)c->rejected[k]));
+  return json_pack("{s:o,s:o,s:O,s:o,s:o,s:o,s:o,s:o}", "objects", counts, "rejected", rejected,
+                   "ignored", c->ignored, "pools", pools_json(c), "nodes", nodes_json(c->idx),
+                   "allocations", allocations_json(c), "policy", policy_json(&c->pol), "learned_mix",
+                   mix_json(c->idx));
 }

@@ -335,9 +335,15 @@ int sf__decode_class(dctx_t *d, const json_t *j, sf_device_class_t *c)
 {
   const json_t *spec;
   int r;
+  size_t at = sf__dpush(d, "metadata");
+  if ((r = sf__dstr(d, json_object_get(j, "metadata"), "creationTimestamp", &c->created)) < 0)
+    return r;
+  sf__dpop(d, at);
+  if (!c->created)
+    c->created = "";
   if ((r = sf__dobj(d, j, "spec", &spec)) < 0 || !spec)
     return r;
-  size_t at = sf__dpush(d, "spec");
+  at = sf__dpush(d, "spec");
   if ((r = sf__dselectors(d, spec, "selectors", &c->selectors, &c->nselectors)) < 0)
     return r;
   if ((r = sf__dstr(d, spec, "extendedResourceName", &c->ext_resource)) < 0)

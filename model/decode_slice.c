@@ -407,6 +407,11 @@ static int device(dctx_t *d, const json_t *dev, sf_slice_t *s, size_t i)
   if (s->nodesel == SF_NODESEL_PER_DEVICE &&
       (r = node_selection(d, dev, false, &s->dev_nodesel[i], &s->dev_node[i])) < 0)
     return r;
+  const json_t *conds;
+  size_t nconds = 0;
+  if ((r = sf__darr(d, dev, "bindingConditions", &conds, &nconds)) < 0)
+    return r;
+  s->dev_binding[i] = nconds > 0;
   return 1;
 }
 
@@ -420,6 +425,7 @@ static int devices(dctx_t *d, const json_t *spec, sf_slice_t *s)
   s->devs = sf__arena_alloc(d->a, s->ndevs * sizeof(*s->devs));
   s->dev_nodesel = sf__arena_alloc(d->a, s->ndevs * sizeof(*s->dev_nodesel));
   s->dev_node = sf__arena_alloc(d->a, s->ndevs * sizeof(*s->dev_node));
+  s->dev_binding = sf__arena_alloc(d->a, s->ndevs * sizeof(*s->dev_binding));
   for (size_t i = 0; i < s->ndevs; i++) {
     size_t ati = sf__dpush_i(d, i);
     if ((r = device(d, json_array_get(arr, i), s, i)) < 0)

@@ -231,8 +231,7 @@ static void replay(sf_packer_t *p, const fmemo_t *m, sf_verdict_t *v)
   if (v->fit == SF_FIT_UNSURE) {
     sf__reason_say(p, R_UNKNOWN, 0, 0, 0, 0, v->reason, sizeof(v->reason));
   } else if (v->fit == SF_FIT_NO) {
-    stats_t st = m->st;
-    st.capname = s->ncaps ? s->caps[0].name : NULL; /* the remembered one was the last call's */
+    stats_t st = m->st; /* its capacity and counter names are interned: still the index's */
     if (!sf__reason_request(p, 0, &st, m->n, m->clen, v->reason, sizeof(v->reason)))
       sf__reason_say(p, R_ISLAND, 0, s->count, m->largest, 0, v->reason, sizeof(v->reason));
   }

@@ -40,13 +40,19 @@ static sf_milli_t tcounter(const pk_search_t *s, int32_t pool, uint32_t counter)
   return v;
 }
 
-static bool short_of(sf_milli_t left, sf_milli_t need, stats_t *st)
+/* Is `left` of capacity `name` short of `need`? The statistics keep the first capacity found
+ * short and the most any device has free of it, so the reason names what really is short. */
+static bool short_of(sf_milli_t left, sf_milli_t need, const char *name, stats_t *st)
 {
   if (left >= need)
     return false;
   if (st) {
     st->short_cap++;
-    if (left > st->best_free)
+    if (!st->capname) {
+      st->capname = name;
+      st->short_need = need;
+    }
+    if (st->capname == name && left > st->best_free)
       st->best_free = left;
   }
   return true;
@@ -82,13 +88,13 @@ SF_HOT bool avail(const sf_packer_t *p, const lim_t *l, const hdev_t *d, uint32_
     const sf_milli_t *t = &s->tcap[(size_t)k * MAXCAPS];
     if (d->cls >= 0) {
       if (short_of(d->capfree - (tent ? t[0] : 0) - reserve_of(l, l->cls[d->cls].cap.value), need[0],
-                   st))
+                   l->cls[d->cls].cap.name, st))
         return false;
     } else if (!plain && (d->fl & HD_CAPS)) {
       const sf__dev_t *dv = &p->idx->devs[d->dev];
       for (uint32_t i = 0; i < dv->ncaps; i++)
         if (short_of(dv->caps[i].free - (tent ? t[i] : 0) - reserve_of(l, dv->caps[i].value), need[i],
-                     st))
+                     dv->caps[i].name, st))
           return false;
     }
   }
@@ -99,8 +105,8 @@ SF_HOT bool avail(const sf_packer_t *p, const lim_t *l, const hdev_t *d, uint32_
       if (pl->counters[dv->cuses[u].counter].free -
               (tent ? tcounter(s, dv->pool, dv->cuses[u].counter) : 0) <
           dv->cuses[u].value) {
-        if (st)
-          st->counters++;
+        if (st && !st->counters++)
+          st->counter = &pl->counters[dv->cuses[u].counter];
         return false;
       }
   }

@@ -38,8 +38,11 @@ typedef struct {
 /* Per-slot candidate statistics, for reasons. */
 typedef struct {
   uint32_t match, unknown, tainted, shape, busy, short_cap, sharers, counters;
-  sf_milli_t best_free, want; /* best free amount of the first requested capacity */
+  /* The capacity found short first (interned, NULL: none), what a device would consume of it, and
+   * the most free of it on a matching device. */
   const char *capname;
+  sf_milli_t short_need, best_free;
+  const sf__counter_t *counter; /* the shared counter found used up first */
   const sf_taint_t *taint;
   uint32_t navail;   /* candidates available with nothing tentative */
   uint32_t nblocked; /* candidates blocked by a taint (All keeps them in its set) */

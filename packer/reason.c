@@ -18,10 +18,25 @@ static const char *effect_name(sf_taint_effect_t e)
   return e == SF_TAINT_NOEXECUTE ? "NoExecute" : e == SF_TAINT_NOSCHEDULE ? "NoSchedule" : "None";
 }
 
-static void qty(sf_milli_t v, char *buf, size_t len)
+/*
+ * v in the family a request wrote `like` in, as far as its value tells: binary ("4Gi") when that
+ * spells it shorter than decimal ("10G"), so a request of 10G is answered in G and one of 4Gi
+ * in Gi.
+ */
+static void qty(sf_milli_t v, sf_milli_t like, char *buf, size_t len)
 {
-  if (sf_quantity_format(v, 1, buf, len) < 0)
+  char bin[32], dec[32];
+  int nb = sf_quantity_format(like, 1, bin, sizeof bin),
+      nd = sf_quantity_format(like, 0, dec, sizeof dec);
+  if (sf_quantity_format(v, nb >= 0 && nb < nd, buf, len) < 0)
     snprintf(buf, len, "%lld", (long long)(v / 1000));
+}
+
+/* The unqualified part of a capacity or counter name. */
+static const char *short_name(const char *n)
+{
+  const char *sl = strrchr(n, '/');
+  return sl ? sl + 1 : n;
 }
 
 /* Formats reason `kind` about request r with numbers a, b, c into out[SF_REASON_MAX]. */
@@ -31,7 +46,6 @@ static void format(const sf_packer_t *p, int kind, size_t r, int64_t a, int64_t 
   const size_t len = SF_REASON_MAX;
   const pk_demand_t *d = &p->dem;
   const freq_t *f = d->nfr ? &d->fr[r < d->nfr ? r : 0] : NULL;
-  const sf_request_t *s = f ? sf__demand_first(d, (size_t)(f - d->fr))->s : NULL;
   const char *claim = f && d->dem->claims[f->claim].name ? d->dem->claims[f->claim].name : "";
   const char *rn = f && f->top->name ? f->top->name : "";
   const sf_taint_t *t = (const sf_taint_t *)(uintptr_t)b;
@@ -51,23 +65,38 @@ static void format(const sf_packer_t *p, int kind, size_t r, int64_t a, int64_t 
              claim);
     break;
   case R_SHORT: {
-    const char *cn = s->caps[0].name, *sl = strrchr(cn, '/');
-    qty(a, qa, sizeof(qa));
-    qty(b, qb, sizeof(qb));
+    /* c: the capacity found short (interned). The request names it, or the device's request
+     * policy consumes its default (a): then that is what the request needs. */
+    const char *cn = (const char *)(uintptr_t)c;
+    sf_milli_t want = a;
+    bool named = false;
+    for (uint32_t k = 0; f && k < f->nslots && !named; k++) {
+      const sf_request_t *alt = d->slot[f->slot + k].s;
+      for (size_t i = 0; i < alt->ncaps && !named; i++)
+        if (!strcmp(alt->caps[i].name, cn)) {
+          want = alt->caps[i].value;
+          named = true;
+        }
+    }
+    qty(want, want, qa, sizeof(qa));
+    qty(b, want, qb, sizeof(qb));
     snprintf(out, len,
-             "request %s of claim %s needs %s of %s; the most free on a matching device is %s", rn,
-             claim, qa, sl ? sl + 1 : cn, qb);
+             "request %s of claim %s needs %s of %s%s; the most free on a matching device is %s", rn,
+             claim, qa, short_name(cn), named ? "" : " (the device's default)", qb);
     break;
   }
   case R_SHARERS:
     snprintf(out, len, "matching devices already have %u sharers (policy max_sharers)",
              p->pol->max_sharers);
     break;
-  case R_COUNTERS:
+  case R_COUNTERS: {
+    const sf__counter_t *ct = (const sf__counter_t *)(uintptr_t)b;
     snprintf(out, len,
-             "request %s of claim %s: the shared counters of the partitionable devices are used up",
-             rn, claim);
+             "request %s of claim %s: the shared counters of the matching devices are used up "
+             "(counter %s of set %s)",
+             rn, claim, ct ? short_name(ct->name) : "", ct ? ct->set : "");
     break;
+  }
   case R_FREE:
     snprintf(out, len, "request %s of claim %s needs %u device(s); %u of %zu matching are free", rn,
              claim, (unsigned)a, (unsigned)b, (size_t)c);
@@ -109,10 +138,10 @@ void sf__reason_say(sf_packer_t *p, int kind, size_t r, int64_t a, int64_t b, in
   out[n] = '\0';
 }
 
-bool sf__reason_request(sf_packer_t *p, size_t r, const stats_t *st, size_t ndevs, size_t clen,
-                        char *out, size_t len)
+/* sf__reason_request for request r's alternative s (the request itself without alternatives). */
+static bool reason_alt(sf_packer_t *p, size_t r, const sf_request_t *s, const stats_t *st,
+                       size_t ndevs, size_t clen, char *out, size_t len)
 {
-  const sf_request_t *s = sf__demand_first(&p->dem, r)->s;
   uint32_t want = s->all ? (uint32_t)(clen ? clen : 1) : s->count, avail = st->navail;
   if (ndevs == 0)
     sf__reason_say(p, R_NODEVS, r, 0, 0, 0, out, len);
@@ -127,14 +156,34 @@ bool sf__reason_request(sf_packer_t *p, size_t r, const stats_t *st, size_t ndev
   else if (avail >= want)
     return false;
   else if (st->short_cap && st->capname && want == 1)
-    sf__reason_say(p, R_SHORT, r, st->want, st->best_free < 0 ? 0 : st->best_free, 0, out, len);
+    sf__reason_say(p, R_SHORT, r, st->short_need, st->best_free < 0 ? 0 : st->best_free,
+                   (int64_t)(uintptr_t)st->capname, out, len);
   else if (st->sharers)
     sf__reason_say(p, R_SHARERS, r, 0, 0, 0, out, len);
   else if (st->counters && avail == 0)
-    sf__reason_say(p, R_COUNTERS, r, 0, 0, 0, out, len);
+    sf__reason_say(p, R_COUNTERS, r, 0, (int64_t)(uintptr_t)st->counter, 0, out, len);
   else
     sf__reason_say(p, R_FREE, r, want, avail, (int64_t)clen, out, len);
   return true;
+}
+
+bool sf__reason_request(sf_packer_t *p, size_t r, const stats_t *st, size_t ndevs, size_t clen,
+                        char *out, size_t len)
+{
+  return reason_alt(p, r, sf__demand_first(&p->dem, r)->s, st, ndevs, clen, out, len);
+}
+
+/*
+ * The alternative of request r whose failure says the most: the first that some device matches
+ * (so devices that match but are in use are not reported as matching nothing), else the first.
+ */
+static uint32_t telling_slot(const sf_packer_t *p, size_t r)
+{
+  const freq_t *f = &p->dem.fr[r];
+  for (uint32_t a = 0; a < f->nslots; a++)
+    if (p->search.st[f->slot + a].match > 0)
+      return f->slot + a;
+  return f->slot;
 }
 
 /*
@@ -221,8 +270,9 @@ void sf__reason_fail(sf_packer_t *p, int rc, sf_verdict_t *v)
     return;
   }
   for (size_t r = 0; r < p->dem.nfr; r++) {
-    uint32_t slot = p->dem.fr[r].slot;
-    if (sf__reason_request(p, r, &s->st[slot], s->h->n, s->clen[slot], v->reason, sizeof(v->reason)))
+    uint32_t slot = telling_slot(p, r);
+    if (reason_alt(p, r, p->dem.slot[slot].s, &s->st[slot], s->h->n, s->clen[slot], v->reason,
+                   sizeof(v->reason)))
       return;
   }
   if (limit_reason(p, v->reason, sizeof(v->reason)))

@@ -264,10 +264,6 @@ SF_HOT void gather_devs(sf_packer_t *p, uint32_t slot, bool stop, bool plain)
   /* The statistics in place: a local copy would cost a copy out per node for little. */
   stats_t *t = &s->st[slot];
   *t = (stats_t){.best_free = -1};
-  if (rq->ncaps) {
-    t->want = rq->caps[0].value;
-    t->capname = rq->caps[0].name;
-  }
   bool unknown = false;
   for (uint32_t k = 0; k < n; k++) {
     const hdev_t *d = &dv[k];

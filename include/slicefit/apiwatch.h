@@ -173,6 +173,14 @@ sf_apiwatch_t *sf_apiwatch_create_sink(uv_loop_t *loop, const sf_apiwatch_opts_t
  */
 int sf_apiwatch_discover(const sf_kubeconfig_t *kc, const char *group, const char *resource,
                          unsigned timeout_ms, char *version, size_t cap, char *err, size_t errlen);
+/**
+ * The API server's Kubernetes minor version (GET /version: "minor" of major "1", a provider's
+ * "34+" read as 34), blocking like sf_apiwatch_discover. 0 or SF_EINVAL with err set.
+ */
+int sf_apiwatch_server_minor(const sf_kubeconfig_t *kc, unsigned timeout_ms, int *minor, char *err,
+                             size_t errlen);
+/** Reads "1.34", "v1.34" or "v1.34.2" into minor 34: 0, or SF_EINVAL for anything else. */
+int sf_kube_version_parse(const char *text, int *minor);
 
 /** Starts listing and watching every resource. 0 or SF_EINVAL if already started. */
 int sf_apiwatch_start(sf_apiwatch_t *w);

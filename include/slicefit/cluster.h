@@ -54,6 +54,15 @@ void sf_cluster_destroy(sf_cluster_t *c);
 
 /** Replaces the policy in force (copied); re-applies its device facts. */
 void sf_cluster_set_policy(sf_cluster_t *c, const sf_policy_t *pol);
+/**
+ * The cluster's Kubernetes minor version (34 for 1.34), so that answers follow that version's
+ * allocator and its default feature gates: devices with bindingConditions are selectable from 1.36
+ * on (DRADeviceBindingConditions, beta and on by default there). 0, the default: unknown, every
+ * gate slicefit models on. Republishes the pools when an answer changes. Loop thread.
+ */
+void sf_cluster_set_kube_minor(sf_cluster_t *c, int minor);
+/** The minor version set, 0 when unknown. */
+int sf_cluster_kube_minor(const sf_cluster_t *c);
 /** The policy in force (borrowed until the next sf_cluster_set_policy). */
 const sf_policy_t *sf_cluster_policy(const sf_cluster_t *c);
 
@@ -80,6 +89,21 @@ int sf_cluster_replace(sf_cluster_t *c, sf_kind_t kind, const json_t *items, cha
  * prints it. Items of kinds the cluster does not track are skipped.
  */
 int sf_cluster_load_list(sf_cluster_t *c, const json_t *list, char *err, size_t errlen);
+/**
+ * sf_cluster_load_list as live mode treats objects: an item that does not decode (an older
+ * apiVersion, a bad quantity, too many attributes) is rejected alone, logged as apiwatch logs it
+ * ("object rejected" with its resource, name and the decoder's error) and counted
+ * (sf_cluster_rejected), and the rest loads. Errors only for a `list` without items, or a step
+ * of the load that fails as a whole.
+ */
+int sf_cluster_load_list_each(sf_cluster_t *c, const json_t *list, char *err, size_t errlen);
+/** Objects of `kind` refused as bad input since the cluster was created (loads, applies). */
+uint64_t sf_cluster_rejected(const sf_cluster_t *c, sf_kind_t kind);
+/**
+ * Items of lists whose kind the cluster does not track (ResourceClaimTemplate, Namespace, ...),
+ * counted by kind name since the cluster was created: borrowed JSON object of integers.
+ */
+const json_t *sf_cluster_ignored(const sf_cluster_t *c);
 
 /** The cluster's index (borrowed: it lives as long as the cluster). */
 sf_index_t *sf_cluster_index(sf_cluster_t *c);

@@ -68,6 +68,7 @@ typedef struct {
   size_t ndevs;
   sf_nodesel_t *dev_nodesel; /* per device (SF_NODESEL_NONE unless per-device) */
   const char **dev_node;     /* per device nodeName, or NULL */
+  bool *dev_binding;         /* per device: bindingConditions not empty */
   sf_counter_t *counters;
   size_t ncounters; /* sharedCounters, flattened */
 } sf_slice_t;
@@ -142,6 +143,7 @@ typedef struct {
   const char **selectors;
   size_t nselectors;
   const char *ext_resource; /* extendedResourceName, or NULL */
+  const char *created;      /* metadata.creationTimestamp (RFC 3339, UTC), "" when absent */
 } sf_device_class_t;
 
 typedef struct {

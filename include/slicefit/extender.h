@@ -121,6 +121,8 @@ typedef struct {
   unsigned stale_after_s;        /* /readyz 503 once a resource is unconfirmed this long (30) */
   unsigned watch_silence_s;      /* a watch with no byte this long is restarted (30) */
   bool allow_token_over_http;    /* tests only: a bearer token to an http:// server */
+  int kube_minor;                /* --kubernetes-version's minor; 0: live, the server's /version */
+  bool strict;                   /* --strict: a snapshot with one bad object does not start */
 } sf_daemon_options_t;
 
 /** The release ("0.1.0") and the git commit it was built from ("unknown" outside git); static. */

@@ -533,3 +533,64 @@ Test(live, node_cpu_and_pods_steer_placement, .timeout = 90)
   json_decref(web);
   json_decref(owner);
 }
+
+/* The example cluster with every device of rtx-2 published with a binding condition. */
+static void load_with_conditions(sfx_api_t *a, const char *dir)
+{
+  json_t *list = sfx_load("extender/example-cluster.json");
+  load_kind(a, list, "DeviceClass", "deviceclasses", dir);
+  load_kind(a, list, "ResourceSlice", "resourceslices", dir);
+  load_kind(a, list, "ResourceClaim", "resourceclaims", dir);
+  size_t i, k;
+  json_t *it, *dev;
+  json_array_foreach(json_object_get(list, "items"), i, it)
+  {
+    const json_t *spec = json_object_get(it, "spec");
+    const char *node = json_string_value(json_object_get(spec, "nodeName"));
+    if (!node || strcmp(node, "rtx-2"))
+      continue;
+    json_t *s = json_deep_copy(it);
+    json_array_foreach(json_object_get(json_object_get(s, "spec"), "devices"), k, dev)
+        json_object_set_new(dev, "bindingConditions", json_pack("[s]", "gpu.nvidia.com/attached"));
+    char *text = json_dumps(s, JSON_COMPACT);
+    sfx_api_cmd(a, "put resourceslices %s", text);
+    free(text);
+    json_decref(s);
+  }
+  json_decref(list);
+}
+
+/* The fake API server says 1.34, where DRADeviceBindingConditions is off: rtx-2 refuses. */
+Test(live, binding_conditions_follow_the_servers_version, .timeout = 60)
+{
+  for (int flagged = 0; flagged < 2; flagged++) {
+    sfx_api_t api;
+    sfx_api_start(&api, NULL);
+    char dir[] = "/tmp/sfx-live-XXXXXX", kc[64];
+    cr_assert_not_null(mkdtemp(dir));
+    load_with_conditions(&api, dir);
+    snprintf(kc, sizeof kc, "%s/kubeconfig", dir);
+    sfx_write_kubeconfig(kc, api.port);
+    sfx_t s;
+    const char *args[] = {"--kubeconfig", kc, "--allow-token-over-http", NULL, NULL, NULL};
+    if (flagged) {
+      args[3] = "--kubernetes-version";
+      args[4] = "1.36";
+    }
+    sfx_start(&s, args);
+    wait_for(&s, "/readyz", "\"ready\":true");
+    cr_assert_eq(sfx_log_count(&s,
+                               flagged
+                                   ? "\"kubernetes version\" minor=36 source=\"--kubernetes-version\""
+                                   : "\"kubernetes version\" minor=34 source=\"/version\""),
+                 1);
+    json_t *res = sfx_filter_pod(&s, "tenants", "agent-sandbox-7");
+    const json_t *failed = json_object_get(json_object_get(res, "FailedNodes"), "rtx-2");
+    cr_assert_eq(failed == NULL, flagged == 1, "rtx-2 on 1.%d: %s", flagged ? 36 : 34,
+                 failed ? json_string_value(failed) : "passed");
+    json_decref(res);
+    cr_assert_eq(sfx_stop(&s), 0);
+    sfx_api_stop(&api);
+    remove_dir(dir);
+  }
+}

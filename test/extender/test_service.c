@@ -209,6 +209,8 @@ Test(service, flags)
                          "--debug-listen",
                          "--pending-warn-after",
                          "--version",
+                         "--strict",
+                         "--kubernetes-version",
                          "search_budget",
                          "headroom_pct",
                          "strategy",
@@ -224,6 +226,10 @@ Test(service, flags)
   cr_assert(strstr(out, "unknown flag --bogus"));
   cr_assert_eq(run_cli("--max-nodes=-3", out, sizeof out), 2);
   cr_assert_eq(run_cli("--listen", out, sizeof out), 2);
+  cr_assert_eq(run_cli("--kubernetes-version=34", out, sizeof out), 2);
+  cr_assert(strstr(out, "expected a version such as 1.34"), "%s", out);
+  cr_assert_eq(run_cli("--strict --kubeconfig /nonexistent", out, sizeof out), 2);
+  cr_assert(strstr(out, "--strict applies to --snapshot"), "%s", out);
 }
 
 Test(service, startup_errors)
@@ -526,6 +532,57 @@ Test(service, invalid_pools_are_reported_not_fatal)
   cr_assert_eq(sfx_log_count(&s, "resource pool invalid"), 2, "one line per invalid pool");
   cr_assert_eq(sfx_log_count(&s, "pool=\"driver-a/pool-1\""), 1);
   cr_assert_eq(sfx_stop(&s), 0);
+  unlink(snap);
+  rmdir(dir);
+}
+
+/*
+ * --snapshot reads objects as a live cluster's watch does: the v1beta1 ResourceSlice of the API's
+ * round-trip data (what 1.32 and 1.33 serve) is rejected alone, logged and counted, and the
+ * example cluster is served; the example's Namespace-like extras are counted as ignored.
+ * --strict refuses the file as before.
+ */
+Test(service, snapshot_rejects_bad_objects_alone)
+{
+  char dir[] = "/tmp/sf-reject-XXXXXX", snap[64], args[160];
+  static char out[8192];
+  cr_assert_not_null(mkdtemp(dir));
+  snprintf(snap, sizeof snap, "%s/snapshot.json", dir);
+  json_t *list = sfx_load("extender/example-cluster.json");
+  json_t *beta = sfx_load(
+      "test/fixtures/k8s-api-testdata/release-1.34.resource.k8s.io.v1beta1.ResourceSlice.json");
+  json_t *items = json_object_get(list, "items");
+  json_array_append(items, beta);
+  json_array_append_new(items, json_pack("{s:s,s:s,s:{s:s}}", "apiVersion", "v1", "kind", "Namespace",
+                                         "metadata", "name", "tenants"));
+  cr_assert_eq(json_dump_file(list, snap, 0), 0);
+  json_decref(beta);
+  json_decref(list);
+  sfx_t s;
+  const char *argv[] = {"--snapshot", snap, NULL};
+  sfx_start(&s, argv);
+  json_t *res = sfx_filter_pod(&s, "tenants", "agent-sandbox-7");
+  cr_assert_eq(json_array_size(json_object_get(res, "NodeNames")), 7, "the rest is served");
+  json_decref(res);
+  sfx_reply_t r;
+  get(&s, "/debug/state", &r, 200);
+  cr_assert(strstr(r.body, "\"rejected\": {") || strstr(r.body, "\"rejected\":{"), "%.300s", r.body);
+  json_t *st = json_loads(r.body, 0, NULL);
+  cr_assert_eq(json_integer_value(json_object_get(json_object_get(st, "rejected"), "ResourceSlice")),
+               1);
+  cr_assert_eq(json_integer_value(json_object_get(json_object_get(st, "ignored"), "Namespace")), 1);
+  json_decref(st);
+  sfx_reply_free(&r);
+  get(&s, "/metrics", &r, 200);
+  expect_line(r.body, "\nslicefit_objects_rejected_total{kind=\"ResourceSlice\"} 1\n");
+  sfx_reply_free(&r);
+  cr_assert_eq(sfx_log_count(&s, "\"object rejected\" resource=\"resourceslices\" name=\"nameValue\" "
+                                 "error=\"apiVersion: resource.k8s.io/v1beta1 is not supported"),
+               1);
+  cr_assert_eq(sfx_stop(&s), 0);
+  snprintf(args, sizeof args, "--snapshot %s --strict --listen 127.0.0.1:0", snap);
+  cr_assert_eq(run_cli(args, out, sizeof out), 1);
+  cr_assert(strstr(out, "apiVersion: resource.k8s.io/v1beta1 is not supported"), "%s", out);
   unlink(snap);
   rmdir(dir);
 }

@@ -204,7 +204,10 @@ static sf_fit_t run_live(sfx_api_t *a, const char *kc, const json_t *c, char *wh
     fprintf(stderr, "upstream live case: %s\n", str(c, "name"));
   put_objects(a, json_object_get(c, "objects"));
   sfx_t s;
-  const char *args[] = {"--kubeconfig", kc, "--allow-token-over-http", NULL};
+  /* The table is every feature gate on: the allocator of 1.36, where the last gate slicefit
+   * follows by version (DRADeviceBindingConditions) is on; the fake API server says 1.34. */
+  const char *args[] = {"--kubeconfig",         kc,     "--allow-token-over-http",
+                        "--kubernetes-version", "1.36", NULL};
   sfx_start(&s, args);
   wait_ready(&s, str(c, "name"));
   const char *node = str(c, "node");
