@@ -26,10 +26,11 @@ PKGS     := libmicrohttpd jansson libcurl libuv yaml-0.1 gnutls
 # lint), for the runtime image the CA bundle and umoci (test/manifests unpacks the
 # image with it), and python3-scipy (bench/packing-bounds.py solves its LP with HiGHS:
 # a solver we test against, not one we write); make deps installs all, clang and
-# valgrind too.
+# valgrind too. curl and jq run README.md's example (test/extender/test_readme.c).
 RUN_DEB_PKGS  := build-essential pkg-config libmicrohttpd-dev libjansson-dev \
                  libcurl4-openssl-dev libuv1-dev libyaml-dev libgnutls28-dev
 TEST_DEB_PKGS := $(RUN_DEB_PKGS) libcriterion-dev openssl prometheus procps ca-certificates umoci \
+                 curl jq \
                  clang-format python3-scipy
 DEB_PKGS      := $(TEST_DEB_PKGS) clang libclang-rt-14-dev valgrind
 

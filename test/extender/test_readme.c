@@ -1,0 +1,218 @@
+/*
+ * README.md's example is true: the daemon starts as `make run` starts it (the
+ * example cluster and policy, on ephemeral ports), the README's example block
+ * runs under /bin/sh in the top folder with its addresses pointed at that
+ * daemon, and each curl line prints what the README shows under it.
+ *
+ * The block is the first ```sh block that calls /filter. Its lines that start
+ * with "curl" are the commands; the "# " lines after a command are what it
+ * prints. Whitespace is not compared (the README wraps long JSON where it
+ * likes), and "..." stands for any text (a clock-dependent figure, or lines
+ * the README leaves out).
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "harness.h"
+
+#define MAXCMD 16
+#define MARK "@@readme-command@@"
+
+typedef struct {
+  char *script;          /* the block as a shell script, a marker before each command */
+  char *want[MAXCMD];    /* what each command prints, as the README shows it */
+  char *cmdline[MAXCMD]; /* the command, for the failure message */
+  size_t ncmd;
+} example_t;
+
+static char *slurp(FILE *f)
+{
+  size_t len = 0, cap = 4096;
+  char *buf = malloc(cap);
+  size_t got;
+  while ((got = fread(buf + len, 1, cap - len - 1, f)) > 0) {
+    len += got;
+    if (cap - len < 2)
+      buf = realloc(buf, cap *= 2);
+  }
+  buf[len] = '\0';
+  return buf;
+}
+
+static void append(char **s, const char *a, size_t n)
+{
+  size_t len = *s ? strlen(*s) : 0;
+  *s = realloc(*s, len + n + 1);
+  memcpy(*s + len, a, n);
+  (*s)[len + n] = '\0';
+}
+
+/* The line with the README's ports replaced by the daemon's. */
+static void append_ported(char **s, const char *line, size_t n, const sfx_t *d)
+{
+  char main_addr[32], debug_addr[32];
+  snprintf(main_addr, sizeof main_addr, "127.0.0.1:%u", d->port);
+  snprintf(debug_addr, sizeof debug_addr, "127.0.0.1:%u", d->debug_port);
+  for (size_t i = 0; i < n;) {
+    if (n - i >= 14 && strncmp(line + i, "localhost:8888", 14) == 0) {
+      append(s, main_addr, strlen(main_addr));
+      i += 14;
+    } else if (n - i >= 14 && strncmp(line + i, "localhost:8889", 14) == 0) {
+      append(s, debug_addr, strlen(debug_addr));
+      i += 14;
+    } else {
+      append(s, line + i, 1);
+      i++;
+    }
+  }
+}
+
+/* Parses the example block of `readme` into `ex` against daemon `d`. */
+static void parse(const char *readme, const sfx_t *d, example_t *ex)
+{
+  memset(ex, 0, sizeof *ex);
+  const char *at = strstr(readme, "localhost:8888/filter");
+  cr_assert_not_null(at, "README.md has no example calling localhost:8888/filter");
+  const char *start = at;
+  while (start > readme && strncmp(start, "```sh\n", 6) != 0)
+    start--;
+  cr_assert(strncmp(start, "```sh\n", 6) == 0, "the /filter example is not in a ```sh block");
+  start += 6;
+  const char *end = strstr(start, "\n```");
+  cr_assert_not_null(end, "the example block is not closed");
+  for (const char *p = start; p < end;) {
+    const char *nl = memchr(p, '\n', (size_t)(end - p) + 1);
+    size_t n = (size_t)(nl - p);
+    if (strncmp(p, "curl", 4) == 0) {
+      cr_assert_lt(ex->ncmd, MAXCMD, "more than %d commands in the example", MAXCMD);
+      append(&ex->script, "printf '\\n" MARK "\\n'\n", strlen("printf '\\n" MARK "\\n'\n"));
+      ex->cmdline[ex->ncmd] = strndup(p, n);
+      ex->want[ex->ncmd] = strdup("");
+      ex->ncmd++;
+      append_ported(&ex->script, p, n, d);
+      append(&ex->script, "\n", 1);
+    } else if (n >= 1 && p[0] == '#') {
+      /* What the last command prints; comments before the first command are notes. */
+      if (ex->ncmd > 0)
+        append(&ex->want[ex->ncmd - 1], p + 1, n - 1);
+    } else {
+      append_ported(&ex->script, p, n, d);
+      append(&ex->script, "\n", 1);
+    }
+    p = nl + 1;
+  }
+  cr_assert_geq(ex->ncmd, 5,
+                "the example has %zu commands, expected filter, prioritize, "
+                "metrics and debug state",
+                ex->ncmd);
+}
+
+static char *squeeze(const char *s, size_t n)
+{
+  char *out = malloc(n + 1);
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (s[i] != ' ' && s[i] != '\t' && s[i] != '\n' && s[i] != '\r')
+      out[k++] = s[i];
+  out[k] = '\0';
+  return out;
+}
+
+/* True when `got` is `want` with each "..." in want standing for any text. */
+static bool matches(const char *want, const char *got)
+{
+  const char *w = want, *g = got;
+  const char *dots = strstr(w, "...");
+  if (dots == NULL)
+    return strcmp(w, g) == 0;
+  if (strncmp(g, w, (size_t)(dots - w)) != 0)
+    return false;
+  g += dots - w;
+  w = dots + 3;
+  while ((dots = strstr(w, "...")) != NULL) {
+    char *piece = strndup(w, (size_t)(dots - w));
+    const char *hit = strstr(g, piece);
+    free(piece);
+    if (hit == NULL)
+      return false;
+    g = hit + (dots - w);
+    w = dots + 3;
+  }
+  size_t wl = strlen(w), gl = strlen(g);
+  return gl >= wl && strcmp(g + gl - wl, w) == 0;
+}
+
+/* The output of each command: the text between markers. */
+static void check_outputs(const example_t *ex, const char *out)
+{
+  const char *p = strstr(out, "\n" MARK "\n");
+  cr_assert_not_null(p, "the example printed no command output: %s", out);
+  for (size_t i = 0; i < ex->ncmd; i++) {
+    cr_assert_not_null(p, "command %zu (%s) did not run", i + 1, ex->cmdline[i]);
+    p += strlen("\n" MARK "\n");
+    const char *next = strstr(p, "\n" MARK "\n");
+    size_t n = next ? (size_t)(next - p) : strlen(p);
+    char *got = squeeze(p, n), *want = squeeze(ex->want[i], strlen(ex->want[i]));
+    cr_expect(want[0] != '\0', "README shows nothing under %s", ex->cmdline[i]);
+    cr_expect(matches(want, got),
+              "README.md's example: %s\n  prints: %.*s\n  README shows (whitespace aside): %s",
+              ex->cmdline[i], (int)n, p, want);
+    free(got);
+    free(want);
+    p = next;
+  }
+}
+
+Test(readme, the_example_prints_what_the_readme_shows, .timeout = 60)
+{
+  FILE *f = fopen(sfx_path("README.md"), "rb");
+  cr_assert_not_null(f, "README.md");
+  char *readme = slurp(f);
+  fclose(f);
+
+  sfx_t d;
+  sfx_start_example(&d, NULL);
+  cr_assert_gt(d.debug_port, 0u);
+  example_t ex;
+  parse(readme, &d, &ex);
+
+  char script[] = "/tmp/sf-readme-XXXXXX";
+  int fd = mkstemp(script);
+  cr_assert(fd >= 0);
+  cr_assert(write(fd, ex.script, strlen(ex.script)) == (ssize_t)strlen(ex.script));
+  close(fd);
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd, "cd '%s' && /bin/sh '%s' 2>&1", sfx_path(""), script);
+  FILE *sh = popen(cmd, "r");
+  cr_assert_not_null(sh);
+  char *out = slurp(sh);
+  int st = pclose(sh);
+  unlink(script);
+  cr_expect_eq(st, 0, "the example block failed (status %d): %s", st, out);
+  check_outputs(&ex, out);
+  cr_expect_eq(sfx_stop(&d), 0);
+
+  for (size_t i = 0; i < ex.ncmd; i++) {
+    free(ex.want[i]);
+    free(ex.cmdline[i]);
+  }
+  free(ex.script);
+  free(out);
+  free(readme);
+}
+
+/* The matcher the README test relies on: "..." is any text, everything else must agree. */
+Test(readme, the_matcher_is_exact_outside_its_gaps)
+{
+  cr_expect(matches("a...c", "abbbc"));
+  cr_expect(matches("a...", "abc"));
+  cr_expect(matches("...c", "abc"));
+  cr_expect(matches("a...b...c", "a1b2c"));
+  cr_expect(matches("abc", "abc"));
+  cr_expect_not(matches("abc", "abd"));
+  cr_expect_not(matches("a...c", "abcd"));
+  cr_expect_not(matches("a...b...c", "a1c2b"));
+  cr_expect_not(matches("ab...bc", "abc"));
+}
