@@ -222,6 +222,7 @@ test-suites: format-check $(PROGS) $(TOOL_BINS) $(TEST_BINS) check-pure check-la
 	@echo "== test/bench/variant_pods_test.py"; /usr/bin/python3 test/bench/variant_pods_test.py
 	@echo "== test/bench/add_cpu_pods_test.py"; /usr/bin/python3 test/bench/add_cpu_pods_test.py
 	@echo "== test/bench/standins_test.py"; /usr/bin/python3 test/bench/standins_test.py
+	@echo "== test/docs/links_test.py"; /usr/bin/python3 test/docs/links_test.py
 	@for tool in kubectl promtool; do command -v $$tool >/dev/null 2>&1 || \
 	  echo "note: $$tool is not on PATH: the tests that need it were skipped (SKIPPED lines above)"; done
 	@echo "all test suites passed"

@@ -27,6 +27,8 @@ MD_LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 HTML_ID = re.compile(r"<a\s+(?:id|name)=\"([^\"]+)\"")
 DOC_ANCHOR = re.compile(r"(docs/[A-Za-z0-9_./-]+\.md)#([A-Za-z0-9_-]+)")
 DOC_TITLE = re.compile(r"(docs/[A-Za-z0-9_./-]+\.md)[,:]?\s*\(?[\"“]([^\"”\n]+)[\"”]")
+# Inside docs/, a sibling page named bare: replay.md, "Speed".
+BARE_TITLE = re.compile(r"(?<![/\w])([a-z][a-z0-9_-]*\.md),?\s+[\"“]([^\"”\n]+)[\"”]")
 
 
 def slug(title):
@@ -117,14 +119,19 @@ def doc_mentions(top, rel, docs, errors):
             errors.append("%s:%d: %s: no such file" % (rel, no, m.group(1)))
         elif m.group(2) not in h[1]:
             errors.append("%s:%d: %s has no heading #%s" % (rel, no, m.group(1), m.group(2)))
-    for m in DOC_TITLE.finditer(text):
+    titles = [(m, m.group(1)) for m in DOC_TITLE.finditer(text)]
+    if rel.startswith("docs/") and rel.endswith(".md"):
+        here = os.path.dirname(rel)
+        titles += [(m, os.path.normpath(os.path.join(here, m.group(1))))
+                   for m in BARE_TITLE.finditer(text)]
+    for m, target in titles:
         no = text.count("\n", 0, m.start()) + 1
-        h = docs.of(m.group(1))
+        h = docs.of(target)
         want = re.sub(r"\s+", " ", m.group(2).replace("`", "")).strip()
         if h is None:
-            errors.append("%s:%d: %s: no such file" % (rel, no, m.group(1)))
+            errors.append("%s:%d: %s: no such file" % (rel, no, target))
         elif not any(t.startswith(want) for t in h[0]):
-            errors.append("%s:%d: %s has no section \"%s\"" % (rel, no, m.group(1), want))
+            errors.append("%s:%d: %s has no section \"%s\"" % (rel, no, target, want))
 
 
 def tracked(top):
@@ -162,14 +169,15 @@ def self_test():
         os.makedirs(os.path.join(t, "docs"))
         with open(os.path.join(t, "docs", "a.md"), "w") as f:
             f.write("# A\n\n## Two words\n\n## Two words\n\n```\n## Not a heading\n```\n"
-                    "[ok](b.md#b) [ok](#two-words-1) [bad](b.md#nope) [bad](c.md) [bad](#not-a-heading)\n")
+                    "[ok](b.md#b) [ok](#two-words-1) [bad](b.md#nope) [bad](c.md) [bad](#not-a-heading)\n"
+                    'b.md, "B" and b.md, "Gone"\n')
         with open(os.path.join(t, "docs", "b.md"), "w") as f:
             f.write("# B\n")
         with open(os.path.join(t, "x.c"), "w") as f:
             f.write('/* docs/a.md#two-words, docs/a.md, "Two words", docs/a.md "Three",'
                     " docs/a.md#three, docs/z.md#a */\n")
         errs = check(t, ["docs/a.md", "docs/b.md", "x.c"])
-        want = ["b.md#nope", "c.md: no such file", "#not-a-heading", 'section "Three"',
+        want = ["b.md#nope", "c.md: no such file", "#not-a-heading", 'section "Three"', 'section "Gone"',
                 "#three", "docs/z.md: no such file"]
         for w in want:
             assert any(w in e for e in errs), (w, errs)
