@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "cases.h"
 #include "harness.h"
 
 #define MAXCMD 16
@@ -201,6 +202,61 @@ Test(readme, the_example_prints_what_the_readme_shows, .timeout = 60)
   free(ex.script);
   free(out);
   free(readme);
+}
+
+/* The winner of the README's /prioritize between rtx-2 and rtx-5, under the example's policy
+ * with `key` set to `value` (no key: the policy as it is). */
+static const char *readme_winner(const char *key, const char *value)
+{
+  json_t *pol = sfx_load("extender/example-policy.json");
+  if (key)
+    json_object_set_new(pol, key, json_string(value));
+  char path[] = "/tmp/sf-readme-policy-XXXXXX";
+  int fd = mkstemp(path);
+  cr_assert(fd >= 0);
+  close(fd);
+  cr_assert_eq(json_dump_file(pol, path, 0), 0);
+  json_decref(pol);
+  char snap[1024];
+  snprintf(snap, sizeof snap, "%s", sfx_path("extender/example-cluster.json"));
+  const char *args[] = {"--snapshot", snap, "--policy", path, NULL};
+  sfx_t d;
+  sfx_start(&d, args);
+  json_t *pod = sfx_pod("pod-gpu-test1.json", "tenants", "agent-sandbox-7");
+  static const char *const names[] = {"rtx-2", "rtx-5"};
+  json_t *req = sfx_args(pod, names, 2, true);
+  long status = 0;
+  json_t *reply = sfx_post_json(&d, "/prioritize", req, &status);
+  cr_assert_eq(status, 200);
+  cr_assert(json_is_array(reply) && json_array_size(reply) == 2);
+  const char *winner = NULL;
+  size_t i;
+  json_t *e;
+  json_array_foreach(reply, i, e)
+  {
+    if (json_integer_value(json_object_get(e, "Score")) == 10)
+      winner = json_string_value(json_object_get(e, "Host"));
+  }
+  cr_assert_not_null(winner, "no node scored 10");
+  winner = strcmp(winner, "rtx-2") == 0 ? "rtx-2" : "rtx-5";
+  json_decref(reply);
+  json_decref(req);
+  json_decref(pod);
+  cr_expect_eq(sfx_stop(&d), 0);
+  unlink(path);
+  return winner;
+}
+
+/*
+ * The README's explanation of its /prioritize answer: the plan of the shares
+ * (weight_plan) is what sends the 6Gi claim to rtx-5's idle card; without it,
+ * or under plain fgd, the 8Gi left on rtx-2 wins.
+ */
+Test(readme, the_plan_of_the_shares_decides_the_example, .timeout = 60)
+{
+  cr_expect_str_eq(readme_winner(NULL, NULL), "rtx-5");
+  cr_expect_str_eq(readme_winner("weight_plan", "0"), "rtx-2");
+  cr_expect_str_eq(readme_winner("strategy", "fgd"), "rtx-2");
 }
 
 /* The matcher the README test relies on: "..." is any text, everything else must agree. */
