@@ -28,20 +28,6 @@ typedef struct {
   size_t ncmd;
 } example_t;
 
-static char *slurp(FILE *f)
-{
-  size_t len = 0, cap = 4096;
-  char *buf = malloc(cap);
-  size_t got;
-  while ((got = fread(buf + len, 1, cap - len - 1, f)) > 0) {
-    len += got;
-    if (cap - len < 2)
-      buf = realloc(buf, cap *= 2);
-  }
-  buf[len] = '\0';
-  return buf;
-}
-
 static void append(char **s, const char *a, size_t n)
 {
   size_t len = *s ? strlen(*s) : 0;
@@ -168,10 +154,8 @@ static void check_outputs(const example_t *ex, const char *out)
 
 Test(readme, the_example_prints_what_the_readme_shows, .timeout = 60)
 {
-  FILE *f = fopen(sfx_path("README.md"), "rb");
-  cr_assert_not_null(f, "README.md");
-  char *readme = slurp(f);
-  fclose(f);
+  char *readme = sfx_read_file(sfx_path("README.md"));
+  cr_assert(readme[0] != '\0', "README.md is missing or empty");
 
   sfx_t d;
   sfx_start_example(&d, NULL);
@@ -179,18 +163,18 @@ Test(readme, the_example_prints_what_the_readme_shows, .timeout = 60)
   example_t ex;
   parse(readme, &d, &ex);
 
-  char script[] = "/tmp/sf-readme-XXXXXX";
-  int fd = mkstemp(script);
-  cr_assert(fd >= 0);
+  char script[] = "/tmp/sf-readme-XXXXXX", outp[] = "/tmp/sf-readme-out-XXXXXX";
+  int fd = mkstemp(script), ofd = mkstemp(outp);
+  cr_assert(fd >= 0 && ofd >= 0);
   cr_assert(write(fd, ex.script, strlen(ex.script)) == (ssize_t)strlen(ex.script));
   close(fd);
+  close(ofd);
   char cmd[2048];
-  snprintf(cmd, sizeof cmd, "cd '%s' && /bin/sh '%s' 2>&1", sfx_path(""), script);
-  FILE *sh = popen(cmd, "r");
-  cr_assert_not_null(sh);
-  char *out = slurp(sh);
-  int st = pclose(sh);
+  snprintf(cmd, sizeof cmd, "cd '%s' && /bin/sh '%s' > '%s' 2>&1", sfx_path(""), script, outp);
+  int st = system(cmd);
+  char *out = sfx_read_file(outp);
   unlink(script);
+  unlink(outp);
   cr_expect_eq(st, 0, "the example block failed (status %d): %s", st, out);
   check_outputs(&ex, out);
   cr_expect_eq(sfx_stop(&d), 0);
