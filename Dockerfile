@@ -1,7 +1,7 @@
 # slicefit's container image: built with Debian 12's compiler and -dev
 # packages; the runtime image is FROM scratch and holds the two programs,
 # the exact shared libraries they load, the CA bundle and nothing else: no
-# shell, no package manager, no coreutils (issue 16). It runs as a non-root
+# shell, no package manager, no coreutils. It runs as a non-root
 # user. bin/slicefit is the extender the Deployment in manifests/ runs;
 # bin/slicefit-replay replays a policy change first.
 #

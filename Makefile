@@ -26,10 +26,11 @@ PKGS     := libmicrohttpd jansson libcurl libuv yaml-0.1 gnutls
 # lint), for the runtime image the CA bundle and umoci (test/manifests unpacks the
 # image with it), and python3-scipy (bench/packing-bounds.py solves its LP with HiGHS:
 # a solver we test against, not one we write); make deps installs all, clang and
-# valgrind too.
+# valgrind too. curl and jq run README.md's example (test/extender/test_readme.c).
 RUN_DEB_PKGS  := build-essential pkg-config libmicrohttpd-dev libjansson-dev \
                  libcurl4-openssl-dev libuv1-dev libyaml-dev libgnutls28-dev
 TEST_DEB_PKGS := $(RUN_DEB_PKGS) libcriterion-dev openssl prometheus procps ca-certificates umoci \
+                 curl jq \
                  clang-format python3-scipy
 DEB_PKGS      := $(TEST_DEB_PKGS) clang libclang-rt-14-dev valgrind
 
@@ -221,6 +222,7 @@ test-suites: format-check $(PROGS) $(TOOL_BINS) $(TEST_BINS) check-pure check-la
 	@echo "== test/bench/variant_pods_test.py"; /usr/bin/python3 test/bench/variant_pods_test.py
 	@echo "== test/bench/add_cpu_pods_test.py"; /usr/bin/python3 test/bench/add_cpu_pods_test.py
 	@echo "== test/bench/standins_test.py"; /usr/bin/python3 test/bench/standins_test.py
+	@echo "== test/docs/links_test.py"; /usr/bin/python3 test/docs/links_test.py
 	@for tool in kubectl promtool; do command -v $$tool >/dev/null 2>&1 || \
 	  echo "note: $$tool is not on PATH: the tests that need it were skipped (SKIPPED lines above)"; done
 	@echo "all test suites passed"

@@ -393,7 +393,7 @@ static void http_error(res_t *r, long code, curl_off_t retry_after)
   sf__watch_retry(r, delay);
 }
 
-/* The whole-request time limit of the current transfer (see issue). */
+/* The whole-request time limit of the current transfer (--watch-timeout and its kin). */
 static uint64_t limit_ms(const res_t *r)
 {
   const sf_apiwatch_opts_t *o = &r->w->o;

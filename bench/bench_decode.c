@@ -1,6 +1,6 @@
 /*
  * bench_decode: decoding a 128-device ResourceSlice, the most devices one
- * slice may hold (issue 3's target: under 200 us). A benchmark, never a
+ * slice may hold (the target: under 200 us). A benchmark, never a
  * test: it prints figures and exits 0.
  *
  * The slice repeats the device shape of test/fixtures/nvidia-slices.json

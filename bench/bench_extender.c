@@ -7,7 +7,7 @@
  * missing), then one client sends, over one keep-alive connection, filter
  * then prioritize for one pod over every node name (nodeCacheCapable), back
  * to back: the pod is tenants/agent-sandbox-7, whose pending claim asks 6Gi
- * of a shared card. Targets (the extender issue): p99 under 2 ms per call;
+ * of a shared card. Targets: p99 under 2 ms per call;
  * at least 500 pods (filter+prioritize pairs) per second; the daemon's RSS
  * flat over the run (read from /proc before and after).
  *

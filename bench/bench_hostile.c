@@ -1,5 +1,5 @@
 /*
- * bench_hostile: bin/slicefit under hostile clients (issue 16). A benchmark,
+ * bench_hostile: bin/slicefit under hostile clients. A benchmark,
  * never a test: it prints figures and exits 0 whatever they are. Loopback
  * only; every phase is bounded in count and time and stops by itself.
  *
@@ -21,7 +21,7 @@
  *              the daemon's 100 ms sweep timer ran at worst, i.e. the longest
  *              any one request could have waited behind another
  *   summary    the worst loop lag and the worst p99 of /healthz and /filter
- *              over the attack and large phases (the issue's 100 ms target)
+ *              over the attack and large phases (the target: 100 ms)
  *
  * usage: bench_hostile [REQUESTS]   (REQUESTS per measured series, default 200)
  * RLIMIT_NOFILE is raised to 8,192 (the 2,000 connections need their fds).
@@ -521,7 +521,7 @@ int main(int argc, char **argv)
   phase_bodies(daemon, port);
 
   print_lag(port, "end");
-  /* The issue's target: under load no request waits more than 100 ms behind another. */
+  /* The target: under load no request waits more than 100 ms behind another. */
   printf("summary  worst loop lag %.1f ms; worst p99 under load: /healthz %.2f ms, /filter %.2f ms "
          "(attack and large phases)\n",
          worst_lag_ms, worst_health_p99, worst_filter_p99);

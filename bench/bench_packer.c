@@ -3,7 +3,7 @@
  * cluster shaped like a real one. A benchmark, never a test: it prints
  * figures and exits 0 whatever they are (libuv's test/benchmark-*.c).
  *
- * Cases (the issue's targets):
+ * Cases (and their targets):
  *   frac    filter+score of one single-GPU fractional claim (4Gi of memory)
  *           over 5,000 nodes of 8 GPUs                       target < 500 us
  *   island  one claim for 4 whole GPUs in one NVLink island

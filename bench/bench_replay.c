@@ -1,5 +1,5 @@
 /*
- * bench_replay: wall time of whole replays, the issue's speed target (one
+ * bench_replay: wall time of whole replays, against the speed target (one
  * default-trace replay at --tune 1.3 with the fgd policy under 2 s on one
  * core). A benchmark, never a test: it prints figures and exits 0 whatever
  * they are.

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Replay a policy against fgd on the five trace lists and stand-ins for the paper's others.
 
-Issue 14 holds the default strategy to "never worse than our fgd by more than 0.1 point at 100%
-and 130% arrived load, on every pod list, in both device choices", and measures it on Alibaba
+The default strategy is meant never to be worse than our fgd by more than 0.1 point at 100% and
+130% arrived load, on every pod list, in both device choices, and that is measured on Alibaba
 pod lists this repository does not hold. This builds stand-ins for them from your copy of
-cluster-trace-gpu-v2023 (the same way docs/replay.md does by hand), replays each with fgd and
+cluster-trace-gpu-v2023 (as docs/research/packing.md describes), replays each with fgd and
 with the candidate (the default strategy, or fragmentation with --policy-file's keys), and
 prints one Markdown table of the medians and their difference, worst first:
 

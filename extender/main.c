@@ -171,7 +171,7 @@ static bool parse_log_flag(int argc, char **argv, int *i, sf_daemon_options_t *o
   return true;
 }
 
-/* The limits and deadlines of issue 16, and the TLS, probe and watch freshness flags. */
+/* The limits and deadlines against hostile clients, and the TLS, probe and watch freshness flags. */
 static bool parse_limits(int argc, char **argv, int *i, sf_daemon_options_t *o)
 {
   const char *v;

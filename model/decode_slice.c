@@ -112,7 +112,7 @@ static int attr_value(dctx_t *d, const json_t *v, sf_attr_t *a)
   }
   if (!best && lists)
     return attr_list(d, list, lv, a);
-  if (!best) { /* issue 12: what the decoder cannot read makes the reader unsure, never a no */
+  if (!best) { /* what the decoder cannot read makes the reader unsure, never a no */
     a->type = SF_ATTR_UNKNOWN;
     return 1;
   }

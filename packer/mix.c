@@ -14,7 +14,7 @@
  * the policy's mix_coverage (FGD's typical pods cover 95% of the pods: a
  * rare shape weighs little, but each one adds a CPU or GPU threshold where
  * a node's whole free GPU turns into fragmentation, and on CPU-bound
- * workloads those thresholds decide where pods go; docs/replay.md). The learned mix is read again
+ * workloads those thresholds decide where pods go; docs/research/packing.md). The learned mix is read again
  * when the index's mix version moves or the index is another one (its
  * serial: an index freed and another allocated at the same address is
  * still another index).

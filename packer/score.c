@@ -57,7 +57,7 @@ static bool holds_one(const shape_t *m, sf_milli_t fa)
  * stranded GPU, so the nodes with the most CPU per GPU would win the light
  * pods. Counted exactly, a pod with less CPU than m lowers it by the same on
  * every node short of CPU and by nothing on one with CPU to spare
- * (docs/replay.md). For a shape that needs one island, ni ignores how the
+ * (docs/research/packing.md). For a shape that needs one island, ni ignores how the
  * idle devices fall into islands (the reference in test/ counts the same
  * way).
  */
@@ -378,8 +378,8 @@ static double frag_delta(sf_packer_t *p, hnode_t *h, const after_t *af, int64_t 
  * every replica and after a restart, and not left to kube-scheduler's
  * random choice among equal totals. That bias is most of what FGD packs:
  * the replay with a fresh random choice among equals per pod loses 5.4
- * points on the default trace (docs/replay.md, "Why the default packs as
- * it does"), and comparing the cost exactly, with few equals, loses 0.7.
+ * points on the default trace (docs/research/packing.md, "Why FGD's integer
+ * steps and one node order"), and comparing the cost exactly, with few equals, loses 0.7.
  */
 /* The step: the largest j with cost <= t[j] (t[0] = +inf, t[100] = -inf). */
 static int step_of(const pk_score_t *s, double cost)

@@ -8,8 +8,8 @@
  * order (first fit, what the in-tree allocator does). Under fragmentation
  * the node is scored by its tightest fit, not by its best-scoring device:
  * the plan of the shares would open an idle GPU for a share rather than
- * fill a part-used one off plan, and that loses (docs/replay.md, "The
- * packer's device, and the floor under 3.5%"). N devices of one
+ * fill a part-used one off plan, and that loses (docs/research/packing.md,
+ * "Why the packer takes the node's tightest fit"). N devices of one
  * island on a node without counters: the first candidate, in order, whose
  * island holds enough, exact and without a budget. Anything else: a
  * depth-first search request by request, honouring the claims' constraints

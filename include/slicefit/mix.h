@@ -42,7 +42,7 @@ uint64_t sf_mix_hash(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol,
  * cached fragmentation, and a caller's verdicts keyed on the mix hash, stay
  * valid while the mix is held: a caller that publishes every K arrivals
  * evaluates nodes again K times less often for a mix that lags by at most
- * K arrivals (docs/replay.md, "Why the default packs as it does").
+ * K arrivals (--mix-every in docs/replay.md, "Policies").
  */
 void sf_mix_hold(sf_index_t *idx, bool on);
 /** Makes the observed learned mix the one scoring reads. O(shapes). */

@@ -1,6 +1,6 @@
 /*
  * Property: the cluster is a function of the set of objects it holds, not of
- * the order they came in (issue 16). Random sets of ResourceSlices of two
+ * the order they came in. Random sets of ResourceSlices of two
  * drivers (some publishing no device, some pools in two slices) are applied
  * in random orders, mixed with objects applied and deleted again and with
  * applies that fail (duplicate device names); the state and the verdicts
@@ -150,7 +150,7 @@ static void shuffled(sf_cluster_t *c, set_t *s)
     if (nt < s->ntemp && rnd(2))
       apply_ok(c, s->temp[nt++]);
     if (nb < s->nbad && rnd(2)) {
-      /* An invalid pool (issue 12: duplicate device names) is applied and offers nothing; it goes
+      /* An invalid pool (duplicate device names) is applied and offers nothing; it goes
        * again at once, and must leave no trace. */
       apply_ok(c, s->bad[nb]);
       cr_assert_eq(sf_cluster_delete(c, SF_KIND_UNKNOWN, s->bad[nb++], err, sizeof err), 0, "%s",
@@ -327,7 +327,7 @@ Test(cluster_order, names_resolved_again_as_nodes_come_and_go)
 
 Test(cluster_order, a_node_stays_while_any_pool_lists_it)
 {
-  /* The issue's sequence: a device-less slice of another driver keeps n1 present. */
+  /* A device-less slice of another driver keeps n1 present. */
   sf_cluster_t *c = sf_cluster_create(NULL);
   char err[SF_ERR_MAX];
   json_t *empty = slice("b", 1, 1, 0, 0, 1, 0, false), *full = slice("a", 0, 1, 1, 0, 1, 2, false);

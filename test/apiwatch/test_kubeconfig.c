@@ -152,7 +152,7 @@ Test(kubeconfig, token_with_a_newline_inside_is_refused)
   cr_assert(strstr(err, "control character"), "%s", err);
 }
 
-/* ---- inputs refused at start (issue 16) ---- */
+/* ---- inputs refused at start ---- */
 
 static const char *cluster_only(char *buf, size_t cap, const char *cluster_lines)
 {

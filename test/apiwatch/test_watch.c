@@ -498,7 +498,7 @@ Test(policy, bad_configmap_name_is_refused)
   cr_assert(strstr(err, "no-slash"), "%s", err);
 }
 
-/* ---- freshness (issue 16) ---- */
+/* ---- freshness ---- */
 
 TestSuite(fresh, .init = setup, .fini = teardown, .timeout = 90);
 

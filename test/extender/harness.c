@@ -39,7 +39,12 @@ const char *sfx_bin(const char *prog)
 
 char *sfx_log(const sfx_t *s)
 {
-  FILE *f = fopen(s->log_path, "rb");
+  return sfx_read_file(s->log_path);
+}
+
+char *sfx_read_file(const char *path)
+{
+  FILE *f = fopen(path, "rb");
   if (f == NULL)
     return strdup("");
   fseek(f, 0, SEEK_END);

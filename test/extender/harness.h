@@ -59,6 +59,8 @@ json_t *sfx_post_json(sfx_t *s, const char *path, const json_t *body, long *stat
 
 /** The whole log so far (new string). */
 char *sfx_log(const sfx_t *s);
+/** A whole file as a new NUL-terminated string; "" when it cannot be read. */
+char *sfx_read_file(const char *path);
 /** Occurrences of `needle` in the log. */
 int sfx_log_count(const sfx_t *s, const char *needle);
 

@@ -1,5 +1,5 @@
 /*
- * Hostile clients (issue 16): slow and idle connections, floods from one
+ * Hostile clients: slow and idle connections, floods from one
  * address, bodies that fill memory, one large request among small ones,
  * ambiguous framing, SIGTERM with requests on the wire, and serving TLS.
  * Real bin/slicefit processes on loopback; every wait is bounded.

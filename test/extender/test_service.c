@@ -477,7 +477,7 @@ static json_t *bad_slice(const char *name, const char *pool, int count, const ch
 }
 
 /*
- * Issue 12: invalid pools (a duplicate device name, an unknown counter set) do not stop
+ * Invalid pools (a duplicate device name, an unknown counter set) do not stop
  * --snapshot from loading; each is in /debug/state with its reason, counted by
  * slicefit_pools_invalid and logged once, and the node is served from its valid pool.
  */

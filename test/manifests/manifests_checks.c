@@ -151,7 +151,7 @@ int mf_check_probes(const yt_node_t *docs, char *why, size_t wl)
   /*
    * The probes go to --probe-listen, served on its own thread: a flood of
    * connections on 8888 or a long request on the loop must not turn into
-   * liveness restarts (issue 16).
+   * liveness restarts.
    */
   char probe[128];
   if (mf_flag(ctr, "--probe-listen", probe, sizeof probe) != 0 || !mf_streq(probe, "0.0.0.0:8891"))

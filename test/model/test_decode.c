@@ -674,8 +674,8 @@ Test(decode, claim_spec_equal)
   sf_object_free(a);
 }
 
-/* DRAListTypeAttributes: ints, bools, strings and versions are kept as lists (issue 12: they were
- * dropped, and a missing attribute failed matchAttribute for certain); an empty list, which the
+/* DRAListTypeAttributes: ints, bools, strings and versions are kept as lists (dropped, a
+ * missing attribute would fail matchAttribute for certain); an empty list, which the
  * allocator cannot compare either, is left out. */
 Test(decode, list_type_attributes)
 {
@@ -706,7 +706,7 @@ Test(decode, list_type_attributes)
 }
 
 /* An attribute with no value slicefit can read (none, or a kind of value it does not know) is
- * kept as SF_ATTR_UNKNOWN: whatever reads it is unsure, and the slice still loads (issue 12). */
+ * kept as SF_ATTR_UNKNOWN: whatever reads it is unsure, and the slice still loads. */
 Test(decode, attribute_without_a_readable_value_is_unknown)
 {
   sf_object_t *o = fx_decode(

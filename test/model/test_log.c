@@ -95,7 +95,7 @@ Test(log, verbosity)
 }
 
 /*
- * Log lines cannot be forged (issue 16): whatever a value holds (a newline
+ * Log lines cannot be forged: whatever a value holds (a newline
  * in a tenant's CEL, quotes, control bytes), one call writes one line.
  */
 static char path[] = "/tmp/sf-log-XXXXXX";

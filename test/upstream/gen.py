@@ -16,10 +16,10 @@ structured/internal/allocatortesting/allocator_testing.go (TestAllocator's
   node     the node kube-scheduler asks about;
   expect   "allocate" (upstream returns results: slicefit must answer FIT or
            UNSURE), "no" (upstream returns no results) or "error" (upstream
-           fails the claim): both must be NO; `unsure_ok` where the issue
+           fails the claim): both must be NO; `unsure_ok` where the project
            accepts UNSURE.
 
-Every feature gate is on, as in issue 12: a case written for a gate turned off
+Every feature gate is on: a case written for a gate turned off
 gets the verdict upstream gives with the gate on (its `note` says so).
 
 After upstream's cases (all 213 of kubernetes 008b365, in its order) come

@@ -954,7 +954,7 @@ Test(cel, selectors_filter_nodes_through_the_packer)
   filter(uncompiled, 2, SF_FIT_UNSURE, SF_FIT_NO, SF_FIT_NO);
 }
 
-/* ---- the cache stays bounded (issue 16) ---- */
+/* ---- the cache stays bounded ---- */
 
 Test(cel, released_programs_are_bounded_and_least_recently_used_go_first)
 {
