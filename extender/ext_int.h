@@ -116,8 +116,8 @@ void sf__metrics_requests(sf__buf_t *b, const sf__verb_stats_t *st, size_t n);
 /** Index sizes, per-node and cluster device allocation and fragmentation. */
 void sf__metrics_cluster(sf__buf_t *b, sf_cluster_t *c, sf_packer_t *pk);
 
-/* Reason classes of filter verdicts: 0 none (fit), 1..SF__NREASON-1 the packer's, SF__NREASON other. */
-#define SF__NREASON 11
+/* Reason classes of filter verdicts: 0 none (fit), 1..SF__NREASON-1 the packer's codes, SF__NREASON other. */
+#define SF__NREASON SF_REASON_COUNT
 
 /** The reason class of a verdict (0 for FIT). */
 size_t sf__reason_class(const sf_verdict_t *v);

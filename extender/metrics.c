@@ -175,63 +175,23 @@ void sf__metrics_cluster(sf__buf_t *b, sf_cluster_t *c, sf_packer_t *pk)
 
 /* ---- filter verdicts: how often slicefit narrows what DRA allowed ---- */
 
-/* Sentence fragments of the packer's reasons (packer/packer.c say_format), first match wins. */
-static const struct {
-  const char *needle, *cls;
-} reason_classes[SF__NREASON - 1] = {
-    {"no DRA devices", "no_devices"},
-    {"no device on the node matches", "no_matching_device"},
-    {"does not tolerate taint", "taint"},
-    {"sharers", "max_sharers"},
-    {"shared counters", "shared_counters"},
-    {"NVLink island", "island"},
-    {"selector cannot be evaluated", "selector"},
-    {"search passed its budget", "search_budget"},
-    {"cannot all be satisfied together", "claims_together"},
-    {"is free", "capacity"}, /* memory, CPU, a capacity, or free devices */
-};
-
+/*
+ * The class of a verdict is the reason code the packer made its sentence
+ * from (slicefit/packer.h); a NO or UNSURE verdict without one, which the
+ * packer never gives, is counted as "other".
+ */
 size_t sf__reason_class(const sf_verdict_t *v)
 {
   if (v->fit == SF_FIT_YES)
     return 0;
-  for (size_t i = 0; i < SF__NREASON - 1; i++)
-    if (strstr(v->reason, reason_classes[i].needle))
-      return i + 1;
-  return SF__NREASON; /* "other" */
+  return v->code > SF_REASON_NONE && v->code < SF_REASON_COUNT ? (size_t)v->code : SF__NREASON;
 }
-
-/*
- * The failing nodes of one call share a handful of sentences (the packer
- * formats each once per call and kind): a sentence met before in this call
- * has the class it had then, and one strcmp costs less than the ten strstr
- * of classifying it again (8% of a filter+prioritize pair with 5,000 names,
- * docs/benchmarks.md).
- */
-#define SEEN 8
 
 void sf__verdicts_count(uint64_t (*tab)[SF__NREASON + 1], const sf_verdict_t *v, size_t n,
                         size_t counts[3])
 {
-  const char *seen[SEEN];
-  size_t cls[SEEN], nseen = 0, next = 0;
   for (size_t i = 0; i < n; i++) {
-    size_t c = 0;
-    if (v[i].fit != SF_FIT_YES) {
-      size_t k = 0;
-      while (k < nseen && strcmp(seen[k], v[i].reason) != 0)
-        k++;
-      if (k < nseen) {
-        c = cls[k];
-      } else {
-        c = sf__reason_class(&v[i]);
-        seen[next] = v[i].reason;
-        cls[next] = c;
-        next = (next + 1) % SEEN;
-        nseen += nseen < SEEN;
-      }
-    }
-    tab[v[i].fit][c]++;
+    tab[v[i].fit][sf__reason_class(&v[i])]++;
     counts[v[i].fit]++;
   }
 }
@@ -244,7 +204,7 @@ void sf__metrics_verdicts(sf__buf_t *b, const uint64_t (*tab)[SF__NREASON + 1])
                   "reason class.\n# TYPE slicefit_filter_verdicts_total counter\n");
   for (int f = 0; f < 3; f++)
     for (size_t c = 0; c <= SF__NREASON; c++) {
-      const char *cls = c == 0 ? "none" : c == SF__NREASON ? "other" : reason_classes[c - 1].cls;
+      const char *cls = c == SF__NREASON ? "other" : sf_reason_code_name((sf_reason_code_t)c);
       /* fit has no reason; no and unsure always have one. Series that never
        * happened are left out, but each outcome has one always, for rate(). */
       if ((f == SF_FIT_YES) != (c == 0) || (tab[f][c] == 0 && c != 0 && c != SF__NREASON))
