@@ -45,8 +45,11 @@ static void usage(FILE *f)
           "      --metrics-listen HOST:PORT  also serve /metrics (and /healthz) on this plain-HTTP\n"
           "                                  address, for a NetworkPolicy that opens it to\n"
           "                                  Prometheus alone; \":PORT\" means 127.0.0.1\n"
-          "      --debug-state-over-tls BOOL with TLS, also serve /debug/state on --listen\n"
-          "                                  (default true; false turns it off there)\n"
+          "      --client-ca-file FILE       PEM CA: with TLS, a client must present a certificate\n"
+          "                                  it signed, or the handshake fails (reloaded on change)\n"
+          "      --debug-state-over-tls BOOL also serve /debug/state on --listen, to verified\n"
+          "                                  clients only: needs TLS and --client-ca-file\n"
+          "                                  (default false)\n"
           "      --tls-min-version V         oldest TLS version served: 1.2 or 1.3 (default 1.2)\n"
           "      --tls-reload-interval SECS  check the certificate files for changes (default 10)\n"
           "      --probe-listen HOST:PORT    serve /healthz and /readyz there too, on their own\n"
@@ -222,6 +225,8 @@ static bool parse_one(int argc, char **argv, int *i, sf_daemon_options_t *o)
     h->tls_cert_file = v;
   else if ((v = flag(argc, argv, i, "tls-private-key-file")))
     h->tls_key_file = v;
+  else if ((v = flag(argc, argv, i, "client-ca-file")))
+    h->tls_client_ca_file = v;
   else if ((v = flag(argc, argv, i, "max-body-bytes")))
     h->max_body_bytes = number("max-body-bytes", v);
   else if ((v = flag(argc, argv, i, "max-nodes")))

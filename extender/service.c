@@ -21,7 +21,6 @@ void sf_extender_config_init(sf_extender_config_t *cfg)
       .conn_timeout_s = 30,
       .max_connections = 1024,
       .drain_timeout_ms = 5000,
-      .debug_over_tls = true,
       .header_timeout_s = 10,
       .request_timeout_s = 30,
       .keepalive_requests = 1000,
@@ -278,8 +277,9 @@ static void on_debug_state(sf_extender_t *x, const sf__req_t *req, sf__reply_t *
 
 /*
  * /debug/state names every claim in every namespace: it is served on the
- * serving port only behind TLS (and debug_over_tls), else on the separate
- * --debug-listen listener, which serves nothing else but /healthz.
+ * separate --debug-listen listener, which serves nothing else but /healthz,
+ * and on the serving port only when asked (debug_over_tls) behind TLS with
+ * a client CA, so that only verified clients reach it.
  */
 static const sf__route_t routes[] = {
     {"/filter", "POST", on_filter, SF__V_FILTER, true},
@@ -326,6 +326,13 @@ int sf_extender_start(uv_loop_t *loop, sf_cluster_t *cluster, const sf_extender_
   x->cluster = cluster;
   x->cfg = *cfg;
   bool tls = cfg->tls_cert_file && cfg->tls_key_file;
+  if (cfg->debug_over_tls && !(tls && cfg->tls_client_ca_file)) {
+    snprintf(err, errlen,
+             "--debug-state-over-tls needs --tls-cert-file, --tls-private-key-file "
+             "and --client-ca-file: /debug/state names every claim");
+    free(x);
+    return SF_EINVAL;
+  }
   x->routes = cfg->debug_only ? debug_routes : cfg->metrics_only ? metrics_routes : routes;
   x->nroutes = cfg->debug_only              ? sizeof debug_routes / sizeof debug_routes[0]
                : cfg->metrics_only          ? sizeof metrics_routes / sizeof metrics_routes[0]

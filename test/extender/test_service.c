@@ -131,26 +131,6 @@ Test(service, debug_state)
   cr_assert_eq(sfx_stop(&s), 0);
 }
 
-/* Behind TLS the serving port may serve /debug/state too, unless told not to. */
-Test(service, debug_state_over_tls)
-{
-  const char *extra[] = {"--tls-cert-file", NULL, "--tls-private-key-file", NULL, NULL, NULL};
-  extra[1] = strdup(sfx_path("test/extender/data/tls/cert.pem"));
-  extra[3] = strdup(sfx_path("test/extender/data/tls/key.pem"));
-  for (int off = 0; off < 2; off++) {
-    sfx_t s;
-    extra[4] = off ? "--debug-state-over-tls=false" : NULL;
-    sfx_start_example(&s, extra);
-    s.debug_port = 0; /* ask the TLS port */
-    sfx_reply_t r;
-    get(&s, "/debug/state", &r, off ? 404 : 200);
-    sfx_reply_free(&r);
-    cr_assert_eq(sfx_stop(&s), 0);
-  }
-  free((char *)(uintptr_t)extra[1]);
-  free((char *)(uintptr_t)extra[3]);
-}
-
 Test(service, tls)
 {
   sfx_t s;
