@@ -28,7 +28,7 @@
 
 /*
  * The policies under test, as the ConfigMap holds them and --policy-file
- * reads them. SHIPPED is manifests/policy-configmap.yaml's (strategy
+ * reads them. SHIPPED is manifests/policy/policy-configmap.yaml's (strategy
  * fragmentation, first-fit) with the island map this cluster needs: the
  * NVIDIA driver publishes no NVLink attribute, so island_map says where
  * islands are. FIXED_MIX is plain FGD against a given workload mix.

@@ -41,10 +41,14 @@ static void teardown(void)
 
 Test(manifests, renders_the_expected_objects, .init = setup, .fini = teardown)
 {
-  const char *want[][2] = {{"Namespace", "slicefit-system"},     {"ServiceAccount", "slicefit"},
-                           {"Deployment", "slicefit"},           {"Service", "slicefit"},
-                           {"PodDisruptionBudget", "slicefit"},  {"ConfigMap", "slicefit-policy"},
-                           {"Deployment", "slicefit-scheduler"}, {"ClusterRole", "slicefit"}};
+  const char *want[][2] = {{"Namespace", "slicefit-system"},
+                           {"ServiceAccount", "slicefit"},
+                           {"Deployment", "slicefit"},
+                           {"Service", "slicefit"},
+                           {"PodDisruptionBudget", "slicefit"},
+                           {"Deployment", "slicefit-scheduler"},
+                           {"ClusterRole", "slicefit"},
+                           {"PodDisruptionBudget", "slicefit-scheduler"}};
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
     cr_expect(mf_find(rendered, want[i][0], want[i][1]) != NULL, "%s %s is missing", want[i][0],
               want[i][1]);
@@ -100,9 +104,14 @@ Test(manifests, default_scheduler_file_configures_the_same_extender, .init = set
 Test(manifests, policy_configmap_holds_every_key_the_daemon_accepts, .init = setup, .fini = teardown)
 {
   size_t len;
-  char *text = mf_read_file("manifests/policy-configmap.yaml", &len);
-  CHECK(mf_check_policy, rendered);
+  char *text = mf_read_file("manifests/policy/policy-configmap.yaml", &len);
+  yt_node_t *policy = mf_render("manifests/policy");
+  CHECK(mf_check_policy, policy);
   CHECK(mf_check_policy_comments, text);
+  cr_assert_eq(yt_len(policy), 1, "manifests/policy holds the policy ConfigMap alone");
+  cr_assert_null(mf_find(rendered, "ConfigMap", "slicefit-policy"),
+                 "re-applying the base would reset a tuned policy");
+  yt_free(policy);
   free(text);
 }
 
@@ -131,4 +140,30 @@ Test(manifests, examples_cover_the_four_shapes, .init = setup, .fini = teardown)
   yt_node_t *ex = mf_render("manifests/examples");
   CHECK(mf_check_examples, ex, rendered);
   yt_free(ex);
+}
+
+/* Every kustomization under manifests/ renders, and each object names its apiVersion, kind, name. */
+Test(manifests, every_directory_renders)
+{
+  char cmd[PATHMAX + 64], dir[PATHMAX];
+  snprintf(cmd, sizeof cmd, "cd '%s' && find manifests -name kustomization.yaml | sort",
+           getenv("SLICEFIT_TOP"));
+  FILE *p = popen(cmd, "r");
+  cr_assert_not_null(p);
+  int dirs = 0;
+  while (fgets(dir, sizeof dir, p)) {
+    *strrchr(dir, '/') = '\0';
+    yt_node_t *docs = mf_render(dir);
+    cr_assert_gt(yt_len(docs), 0, "%s renders nothing", dir);
+    for (size_t i = 0; i < yt_len(docs); i++) {
+      const yt_node_t *d = yt_at(docs, i);
+      cr_expect(mf_str_at(d, "apiVersion", NULL) && mf_str_at(d, "kind", NULL) &&
+                    mf_str_at(d, "metadata", "name"),
+                "%s: object %zu lacks apiVersion, kind or metadata.name", dir, i);
+    }
+    yt_free(docs);
+    dirs++;
+  }
+  pclose(p);
+  cr_assert_geq(dirs, 5, "manifests/, policy/, examples/, monitoring/, cert-manager/");
 }
