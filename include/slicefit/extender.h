@@ -45,6 +45,8 @@ typedef struct {
   unsigned liveness_stall_ms;  /* /healthz fails once the loop has not turned for this */
   const char *tls_min_version; /* "1.2" or "1.3" */
   unsigned tls_reload_s;       /* how often the certificate files are checked for changes */
+  const char *node_pool_label; /* Node label naming a node pool in /metrics; NULL: well-known ones */
+  double gpu_price_month;      /* price of one GPU for a month; > 0 adds each namespace's cost */
 } sf_extender_config_t;
 
 /*

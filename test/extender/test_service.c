@@ -188,6 +188,9 @@ Test(service, flags)
                          "--logging-format",
                          "--debug-listen",
                          "--pending-warn-after",
+                         "--client-ca-file",
+                         "--node-pool-label",
+                         "--gpu-price",
                          "--version",
                          "search_budget",
                          "headroom_pct",
@@ -203,6 +206,9 @@ Test(service, flags)
   cr_assert_eq(run_cli("--bogus", out, sizeof out), 2);
   cr_assert(strstr(out, "unknown flag --bogus"));
   cr_assert_eq(run_cli("--max-nodes=-3", out, sizeof out), 2);
+  cr_assert_eq(run_cli("--gpu-price=-5", out, sizeof out), 2);
+  cr_assert(strstr(out, "--gpu-price -5: expected a non-negative number"), "%s", out);
+  cr_assert_eq(run_cli("--gpu-price=12usd", out, sizeof out), 2);
   cr_assert_eq(run_cli("--listen", out, sizeof out), 2);
 }
 
