@@ -19,6 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include "slicefit/policy.h"
 #include "slicefit/quantity.h"
 #include "slicefit/cel.h"
@@ -166,4 +168,81 @@ Test(manifests, every_directory_renders)
   }
   pclose(p);
   cr_assert_geq(dirs, 5, "manifests/, policy/, examples/, monitoring/, cert-manager/");
+}
+
+/*
+ * kubectl's client dry run maps and accepts every object of every
+ * kustomization, against the fake API server's discovery (--discover-all
+ * names every kind manifests/ creates; the Prometheus Operator's and
+ * cert-manager's as their CRDs would). Schemas are not checked: no server
+ * here serves OpenAPI (--validate=false).
+ */
+Test(manifests, client_dry_run_accepts_every_object, .timeout = 120)
+{
+  if (system("command -v kubectl >/dev/null 2>&1") != 0) {
+    cr_log_warn("SKIPPED: manifests::client_dry_run_accepts_every_object: kubectl is not on PATH");
+    cr_skip_test("kubectl is not on PATH");
+  }
+  char exe[PATHMAX], tool[PATHMAX + 32], dir[] = "/tmp/sf-dryrun-XXXXXX", kc[64], line[64] = "";
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  cr_assert_gt(n, 0);
+  exe[n] = '\0';
+  *strrchr(exe, '/') = '\0';
+  snprintf(tool, sizeof tool, "%s/tools/fake-apiserver", exe);
+  cr_assert_not_null(mkdtemp(dir));
+  int in[2], out[2];
+  cr_assert(pipe(in) == 0 && pipe(out) == 0);
+  pid_t api = fork();
+  if (api == 0) {
+    dup2(in[0], 0);
+    dup2(out[1], 1);
+    close(in[1]);
+    close(out[0]);
+    execl(tool, tool, "--discover-all", (char *)NULL);
+    _exit(127);
+  }
+  close(in[0]);
+  close(out[1]);
+  FILE *from = fdopen(out[0], "r");
+  unsigned port = 0;
+  cr_assert(fgets(line, sizeof line, from) && sscanf(line, "port %u", &port) == 1, "%s", tool);
+  snprintf(kc, sizeof kc, "%s/kubeconfig", dir);
+  FILE *f = fopen(kc, "w");
+  fprintf(f,
+          "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n"
+          "    server: http://127.0.0.1:%u\nusers:\n- name: u\n  user: {}\ncontexts:\n"
+          "- name: fake\n  context:\n    cluster: fake\n    user: u\ncurrent-context: fake\n",
+          port);
+  fclose(f);
+  char cmd[PATHMAX * 2], path[PATHMAX];
+  snprintf(cmd, sizeof cmd, "cd '%s' && find manifests -name kustomization.yaml | sort",
+           getenv("SLICEFIT_TOP"));
+  FILE *dirs = popen(cmd, "r");
+  size_t objects = 0;
+  while (fgets(path, sizeof path, dirs)) {
+    *strrchr(path, '/') = '\0';
+    yt_node_t *docs = mf_render(path);
+    snprintf(cmd, sizeof cmd,
+             "kubectl kustomize '%s/%s' | KUBECONFIG=%s kubectl create --dry-run=client "
+             "--validate=false --cache-dir %s/cache -o name -f - 2>&1",
+             getenv("SLICEFIT_TOP"), path, kc, dir);
+    FILE *p = popen(cmd, "r");
+    char got[512];
+    size_t named = 0;
+    while (fgets(got, sizeof got, p)) {
+      named += strchr(got, '/') != NULL && strstr(got, " ") == NULL;
+      cr_expect(strchr(got, '/') && !strstr(got, " "), "%s: %s", path, got);
+    }
+    cr_expect_eq(pclose(p), 0, "kubectl's client dry run refused an object of %s", path);
+    cr_expect_eq(named, yt_len(docs), "%s: %zu objects accepted of %zu", path, named, yt_len(docs));
+    objects += named;
+    yt_free(docs);
+  }
+  pclose(dirs);
+  close(in[1]); /* end of its commands: it stops */
+  waitpid(api, NULL, 0);
+  fclose(from);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  cr_expect_eq(system(cmd), 0);
+  cr_log_info("kubectl's client dry run accepted %zu objects", objects);
 }
