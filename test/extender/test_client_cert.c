@@ -90,6 +90,12 @@ static long get_as(const sfx_t *s, const pki_t *p, const char *who, const char *
   return status;
 }
 
+static void nap(void)
+{
+  struct timespec ts = {0, 100000000L};
+  nanosleep(&ts, NULL);
+}
+
 static void start(sfx_t *s, const pki_t *p, const char *more)
 {
   static char cert[512], key[512], ca[128];
@@ -108,11 +114,18 @@ static void start(sfx_t *s, const pki_t *p, const char *more)
   sfx_start_example(s, extra);
 }
 
+/* Stops the server (it must exit 0) and removes the certificates. */
+static void finish(sfx_t *s, pki_t *p)
+{
+  cr_assert_eq(sfx_stop(s), 0);
+  pki_dispose(p);
+}
+
 Test(client_cert, only_clients_of_the_ca_are_served, .timeout = 60)
 {
   pki_t p;
-  pki_init(&p);
   sfx_t s;
+  pki_init(&p);
   start(&s, &p, NULL);
   cr_assert_eq(get_as(&s, &p, "a", "/healthz"), 200, "a client of the CA is served");
   cr_assert_eq(get_as(&s, &p, "a", "/metrics"), 200);
@@ -121,15 +134,14 @@ Test(client_cert, only_clients_of_the_ca_are_served, .timeout = 60)
   cr_assert_eq(get_as(&s, &p, "b", "/healthz"), 0, "another CA's certificate: no answer");
   /* /debug/state is not served on the serving port unless asked for. */
   cr_assert_eq(get_as(&s, &p, "a", "/debug/state"), 404);
-  cr_assert_eq(sfx_stop(&s), 0);
-  pki_dispose(&p);
+  finish(&s, &p);
 }
 
 Test(client_cert, a_rotated_ca_is_picked_up, .timeout = 60)
 {
   pki_t p;
-  pki_init(&p);
   sfx_t s;
+  pki_init(&p);
   start(&s, &p, NULL);
   cr_assert_eq(get_as(&s, &p, "a", "/healthz"), 200);
   cr_assert_eq(get_as(&s, &p, "b", "/healthz"), 0);
@@ -140,8 +152,7 @@ Test(client_cert, a_rotated_ca_is_picked_up, .timeout = 60)
   sh(cmd);
   long a = 200, b = 0;
   for (int i = 0; i < 100 && (a != 0 || b != 200); i++) {
-    struct timespec ts = {0, 100000000L};
-    nanosleep(&ts, NULL);
+    nap();
     a = get_as(&s, &p, "a", "/healthz");
     b = get_as(&s, &p, "b", "/healthz");
   }
@@ -152,26 +163,22 @@ Test(client_cert, a_rotated_ca_is_picked_up, .timeout = 60)
   snprintf(cmd, sizeof cmd, "echo garbage > %s/ca.new && mv %s/ca.new %s/ca.pem", p.dir, p.dir,
            p.dir);
   sh(cmd);
-  for (int i = 0; i < 100 && sfx_log_count(&s, "client CA not reloaded") == 0; i++) {
-    struct timespec ts = {0, 100000000L};
-    nanosleep(&ts, NULL);
-  }
+  for (int i = 0; i < 100 && sfx_log_count(&s, "client CA not reloaded") == 0; i++)
+    nap();
   cr_assert_eq(sfx_log_count(&s, "client CA not reloaded"), 1);
   cr_assert_eq(get_as(&s, &p, "b", "/healthz"), 200);
-  cr_assert_eq(sfx_stop(&s), 0);
-  pki_dispose(&p);
+  finish(&s, &p);
 }
 
 Test(client_cert, debug_state_over_tls_only_to_verified_clients, .timeout = 60)
 {
   pki_t p;
-  pki_init(&p);
   sfx_t s;
+  pki_init(&p);
   start(&s, &p, "--debug-state-over-tls=true");
   cr_assert_eq(get_as(&s, &p, "a", "/debug/state"), 200);
   cr_assert_eq(get_as(&s, &p, NULL, "/debug/state"), 0);
-  cr_assert_eq(sfx_stop(&s), 0);
-  pki_dispose(&p);
+  finish(&s, &p);
 }
 
 /* Runs bin/slicefit with args; its exit status, its output in out. */

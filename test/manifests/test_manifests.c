@@ -183,37 +183,12 @@ Test(manifests, client_dry_run_accepts_every_object, .timeout = 120)
     cr_log_warn("SKIPPED: manifests::client_dry_run_accepts_every_object: kubectl is not on PATH");
     cr_skip_test("kubectl is not on PATH");
   }
-  char exe[PATHMAX], tool[PATHMAX + 32], dir[] = "/tmp/sf-dryrun-XXXXXX", kc[64], line[64] = "";
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  cr_assert_gt(n, 0);
-  exe[n] = '\0';
-  *strrchr(exe, '/') = '\0';
-  snprintf(tool, sizeof tool, "%s/tools/fake-apiserver", exe);
+  char dir[] = "/tmp/sf-dryrun-XXXXXX", kc[64];
   cr_assert_not_null(mkdtemp(dir));
-  int in[2], out[2];
-  cr_assert(pipe(in) == 0 && pipe(out) == 0);
-  pid_t api = fork();
-  if (api == 0) {
-    dup2(in[0], 0);
-    dup2(out[1], 1);
-    close(in[1]);
-    close(out[0]);
-    execl(tool, tool, "--discover-all", (char *)NULL);
-    _exit(127);
-  }
-  close(in[0]);
-  close(out[1]);
-  FILE *from = fdopen(out[0], "r");
-  unsigned port = 0;
-  cr_assert(fgets(line, sizeof line, from) && sscanf(line, "port %u", &port) == 1, "%s", tool);
+  mf_fake_t api = {0};
+  mf_fake_start(&api, "--discover-all");
   snprintf(kc, sizeof kc, "%s/kubeconfig", dir);
-  FILE *f = fopen(kc, "w");
-  fprintf(f,
-          "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n"
-          "    server: http://127.0.0.1:%u\nusers:\n- name: u\n  user: {}\ncontexts:\n"
-          "- name: fake\n  context:\n    cluster: fake\n    user: u\ncurrent-context: fake\n",
-          port);
-  fclose(f);
+  mf_kubeconfig_write(kc, api.port, NULL);
   char cmd[PATHMAX * 2], path[PATHMAX];
   snprintf(cmd, sizeof cmd, "cd '%s' && find manifests -name kustomization.yaml | sort",
            getenv("SLICEFIT_TOP"));
@@ -239,9 +214,7 @@ Test(manifests, client_dry_run_accepts_every_object, .timeout = 120)
     yt_free(docs);
   }
   pclose(dirs);
-  close(in[1]); /* end of its commands: it stops */
-  waitpid(api, NULL, 0);
-  fclose(from);
+  mf_fake_stop(&api);
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   cr_expect_eq(system(cmd), 0);
   cr_log_info("kubectl's client dry run accepted %zu objects", objects);

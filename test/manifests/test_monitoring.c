@@ -27,7 +27,7 @@
 #include <stdint.h>
 #include <time.h>
 #include <unistd.h>
-#include "ytree.h"
+#include "manifests.h"
 
 static const char *top(void)
 {
@@ -94,46 +94,10 @@ static const yt_node_t *doc_of_kind(const yt_node_t *docs, const char *kind)
 /* ---- a live bin/slicefit and its /metrics ---- */
 
 typedef struct {
-  pid_t api, daemon;
-  int api_in; /* the fake API server's stdin: closing it stops the server */
-  FILE *api_out;
+  mf_fake_t api;
+  pid_t daemon;
   char dir[64];
 } live_t;
-
-static const char *build_dir(char *buf, size_t cap)
-{
-  ssize_t n = readlink("/proc/self/exe", buf, cap - 1);
-  cr_assert_gt(n, 0);
-  buf[n] = '\0';
-  *strrchr(buf, '/') = '\0';
-  return buf;
-}
-
-static unsigned start_api(live_t *l)
-{
-  char exe[PATH_MAX], tool[PATH_MAX + 32];
-  snprintf(tool, sizeof tool, "%s/tools/fake-apiserver", build_dir(exe, sizeof exe));
-  int in[2], out[2];
-  cr_assert(pipe(in) == 0 && pipe(out) == 0);
-  l->api = fork();
-  if (l->api == 0) {
-    dup2(in[0], 0);
-    dup2(out[1], 1);
-    close(in[1]);
-    close(out[0]);
-    execl(tool, tool, (char *)NULL);
-    _exit(127);
-  }
-  close(in[0]);
-  close(out[1]);
-  l->api_in = in[1];
-  l->api_out = fdopen(out[0], "r");
-  char line[64] = "";
-  unsigned port = 0;
-  cr_assert(fgets(line, sizeof line, l->api_out) && sscanf(line, "port %u", &port) == 1,
-            "%s did not start", tool);
-  return port;
-}
 
 static size_t on_data(char *d, size_t size, size_t n, void *ud)
 {
@@ -179,18 +143,11 @@ static unsigned live_start(live_t *l, void (*fill)(live_t *), const char *const 
   char kc[128], log[128], bin[PATH_MAX], listen[] = "--listen=127.0.0.1:0";
   strcpy(l->dir, "/tmp/sf-mon-XXXXXX");
   cr_assert_not_null(mkdtemp(l->dir));
-  unsigned api = start_api(l);
+  mf_fake_start(&l->api, NULL);
   if (fill)
     fill(l);
   snprintf(kc, sizeof kc, "%s/kubeconfig", l->dir);
-  FILE *f = fopen(kc, "w");
-  fprintf(f,
-          "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n"
-          "    server: http://127.0.0.1:%u\nusers:\n- name: u\n  user:\n    token: t\n"
-          "contexts:\n- name: fake\n  context:\n    cluster: fake\n    user: u\n"
-          "current-context: fake\n",
-          api);
-  fclose(f);
+  mf_kubeconfig_write(kc, l->api.port, "t");
   snprintf(log, sizeof log, "%s/slicefit.log", l->dir);
   const char *bindir = getenv("SLICEFIT_BIN");
   if (bindir && *bindir)
@@ -211,7 +168,7 @@ static unsigned live_start(live_t *l, void (*fill)(live_t *), const char *const 
   for (int i = 0; i < 1000 && port == 0; i++) {
     struct timespec ts = {0, 10000000L};
     nanosleep(&ts, NULL);
-    f = fopen(log, "r");
+    FILE *f = fopen(log, "r");
     char *text = f ? slurp(f) : NULL;
     if (f)
       fclose(f);
@@ -237,11 +194,7 @@ static void live_stop(live_t *l)
     kill(l->daemon, SIGTERM);
     waitpid(l->daemon, &st, 0);
   }
-  if (l->api > 0) {
-    close(l->api_in); /* end of its commands: it stops */
-    waitpid(l->api, NULL, 0);
-    fclose(l->api_out);
-  }
+  mf_fake_stop(&l->api);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", l->dir);
   cr_expect_eq(system(cmd), 0);
@@ -398,33 +351,68 @@ static json_t *to_json(const yt_node_t *n)
   return j;
 }
 
-/* The PrometheusRule's groups pass `promtool check rules`: PromQL parses, templates expand. */
-Test(monitoring, rules_pass_promtool)
+/* Skips the test, with a visible SKIPPED line, when promtool is not installed. */
+static void need_promtool(void)
 {
   if (system("command -v promtool >/dev/null 2>&1") != 0) {
-    cr_log_warn("SKIPPED: monitoring::rules_pass_promtool: promtool is not installed (make deps "
-                "installs Debian's prometheus)");
+    cr_log_warn("SKIPPED: monitoring::%s: promtool is not installed (make deps installs Debian's "
+                "prometheus)",
+                criterion_current_test->name);
     cr_skip_test("promtool is not installed");
   }
+}
+
+/*
+ * The PrometheusRule's groups as a rules file, dir/rules.yml, in a new
+ * temporary folder dir (a template, "/tmp/sf-rules-XXXXXX"). Returns the
+ * rules' names, in order, as a new JSON array.
+ */
+static json_t *write_rules(char *dir)
+{
   yt_node_t *docs = render_or_read("manifests/monitoring", "prometheusrule.yaml");
   const yt_node_t *rule = doc_of_kind(docs, "PrometheusRule");
-  cr_assert_not_null(rule);
-  json_t *file = json_pack("{s:o}", "groups", to_json(yt_dig(rule, "spec", "groups", NULL)));
-  char dir[] = "/tmp/sf-rules-XXXXXX", path[64], cmd[160];
+  cr_assert_not_null(rule, "no PrometheusRule in manifests/monitoring");
+  const yt_node_t *groups = yt_dig(rule, "spec", "groups", NULL);
+  json_t *file = json_pack("{s:o}", "groups", to_json(groups)), *names = json_array();
+  for (size_t g = 0; g < yt_len(groups); g++) {
+    const yt_node_t *rules = yt_get(yt_at(groups, g), "rules");
+    for (size_t r = 0; r < yt_len(rules); r++)
+      json_array_append_new(names, json_string(yt_str(yt_get(yt_at(rules, r), "alert"))));
+  }
+  char path[64];
   cr_assert_not_null(mkdtemp(dir));
   snprintf(path, sizeof path, "%s/rules.yml", dir);
   cr_assert_eq(json_dump_file(file, path, JSON_INDENT(1)), 0);
-  snprintf(cmd, sizeof cmd, "promtool check rules %s 2>&1", path);
-  FILE *p = popen(cmd, "r");
-  char *out = slurp(p);
-  int st = pclose(p);
-  unlink(path);
-  rmdir(dir);
-  cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "promtool check rules: %s", out);
-  cr_expect(strstr(out, "SUCCESS: 10 rules found"), "%s", out);
-  free(out);
   json_decref(file);
   yt_free(docs);
+  return names;
+}
+
+/* Runs a shell command; its exit status, its output (new) in *out. */
+static int run(const char *cmd, char **out)
+{
+  FILE *p = popen(cmd, "r");
+  cr_assert_not_null(p, "%s", cmd);
+  *out = slurp(p);
+  int st = pclose(p);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The PrometheusRule's groups pass `promtool check rules`: PromQL parses, templates expand. */
+Test(monitoring, rules_pass_promtool)
+{
+  need_promtool();
+  char dir[] = "/tmp/sf-rules-XXXXXX", cmd[160], *out;
+  json_t *names = write_rules(dir);
+  snprintf(cmd, sizeof cmd, "promtool check rules %s/rules.yml 2>&1; st=$?; rm -rf %s; exit $st", dir,
+           dir);
+  cr_expect_eq(run(cmd, &out), 0, "promtool check rules: %s", out);
+  char want[64];
+  snprintf(want, sizeof want, "SUCCESS: %zu rules found", json_array_size(names));
+  cr_expect(strstr(out, want), "%s", out);
+  cr_expect_eq(json_array_size(names), 10);
+  free(out);
+  json_decref(names);
 }
 
 /*
@@ -434,61 +422,35 @@ Test(monitoring, rules_pass_promtool)
  */
 Test(monitoring, alerts_fire_and_stay_silent)
 {
-  if (system("command -v promtool >/dev/null 2>&1") != 0) {
-    cr_log_warn("SKIPPED: monitoring::alerts_fire_and_stay_silent: promtool is not installed "
-                "(make deps installs Debian's prometheus)");
-    cr_skip_test("promtool is not installed");
-  }
-  yt_node_t *docs = render_or_read("manifests/monitoring", "prometheusrule.yaml");
-  const yt_node_t *rule = doc_of_kind(docs, "PrometheusRule");
-  cr_assert_not_null(rule);
-  json_t *file = json_pack("{s:o}", "groups", to_json(yt_dig(rule, "spec", "groups", NULL)));
-  char dir[] = "/tmp/sf-rules-XXXXXX", path[64], cmd[PATH_MAX + 256];
-  cr_assert_not_null(mkdtemp(dir));
-  snprintf(path, sizeof path, "%s/rules.yml", dir);
-  cr_assert_eq(json_dump_file(file, path, JSON_INDENT(1)), 0);
+  need_promtool();
+  char dir[] = "/tmp/sf-rules-XXXXXX", cmd[PATH_MAX + 256], *out;
+  json_t *names = write_rules(dir), *name;
   snprintf(cmd, sizeof cmd, "%s/test/manifests/alerts.test.yml", top());
   FILE *f = fopen(cmd, "r");
   cr_assert_not_null(f, "%s", cmd);
   char *tests = slurp(f);
   fclose(f);
-  const yt_node_t *groups = yt_dig(rule, "spec", "groups", NULL);
-  for (size_t g = 0; g < yt_len(groups); g++) {
-    const yt_node_t *rules = yt_get(yt_at(groups, g), "rules");
-    for (size_t r = 0; r < yt_len(rules); r++) {
-      char want[160];
-      snprintf(want, sizeof want, "alertname: %s\n    exp_alerts:\n    - exp_labels",
-               yt_str(yt_get(yt_at(rules, r), "alert")));
-      cr_expect(strstr(tests, want), "alerts.test.yml has no case where %s fires",
-                yt_str(yt_get(yt_at(rules, r), "alert")));
-    }
+  size_t i;
+  json_array_foreach(names, i, name)
+  {
+    char want[160];
+    snprintf(want, sizeof want, "alertname: %s\n    exp_alerts:\n    - exp_labels",
+             json_string_value(name));
+    cr_expect(strstr(tests, want), "alerts.test.yml has no case where %s fires",
+              json_string_value(name));
   }
   snprintf(cmd, sizeof cmd,
            "cp '%s/test/manifests/alerts.test.yml' %s/ && cd %s && promtool test rules "
-           "alerts.test.yml 2>&1; st=$?; rm -f %s/alerts.test.yml %s/rules.yml; exit $st",
-           top(), dir, dir, dir, dir);
-  FILE *p = popen(cmd, "r");
-  char *out = slurp(p);
-  int st = pclose(p);
-  rmdir(dir);
-  cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "promtool test rules:\n%s", out);
+           "alerts.test.yml 2>&1; st=$?; rm -rf %s; exit $st",
+           top(), dir, dir, dir);
+  cr_expect_eq(run(cmd, &out), 0, "promtool test rules:\n%s", out);
   cr_expect(strstr(out, "SUCCESS"), "%s", out);
   free(out);
   free(tests);
-  json_decref(file);
-  yt_free(docs);
+  json_decref(names);
 }
 
 /* ---- the Grafana dashboard against a real Prometheus ---- */
-
-/* Sends one command to the fake API server; fails unless it answers ok. */
-static void api_cmd(live_t *l, const char *cmd)
-{
-  dprintf(l->api_in, "%s\n", cmd);
-  char line[512] = "";
-  cr_assert(fgets(line, sizeof line, l->api_out) && strncmp(line, "ok", 2) == 0, "%.200s: %s", cmd,
-            line);
-}
 
 /* The example cluster, by resource, and the Node h100-0 in node pool "gpu-h100". */
 static void api_load_example(live_t *l)
@@ -510,12 +472,13 @@ static void api_load_example(live_t *l)
     cr_assert_eq(json_dump_file(items, path, 0), 0);
     json_decref(items);
     snprintf(cmd, sizeof cmd, "load %s %s", kinds[k][1], path);
-    api_cmd(l, cmd);
+    mf_fake_cmd(&l->api, cmd);
   }
   json_decref(list);
-  api_cmd(l, "put nodes {\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"h100-0\","
-             "\"labels\":{\"karpenter.sh/nodepool\":\"gpu-h100\"}},\"status\":{\"allocatable\":"
-             "{\"cpu\":\"64\",\"memory\":\"512Gi\"}}}");
+  mf_fake_cmd(&l->api,
+              "put nodes {\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"h100-0\","
+              "\"labels\":{\"karpenter.sh/nodepool\":\"gpu-h100\"}},\"status\":{\"allocatable\":"
+              "{\"cpu\":\"64\",\"memory\":\"512Gi\"}}}");
 }
 
 /* A free loopback port (bound, then closed: the race is the test's only). */
