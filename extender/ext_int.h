@@ -364,6 +364,8 @@ int sf__tls_start(sf_extender_t *x, struct MHD_OptionItem *opts, char *err, size
 /** Checks the files now; a changed, valid pair replaces the served one. */
 void sf__tls_check(sf_extender_t *x);
 void sf__tls_stop(sf_extender_t *x);
+/** Certificate and client CA reloads, clients refused (zeros without TLS). */
+void sf__metrics_tls(sf__buf_t *b, const sf_extender_t *x);
 
 
 /** Resolves "HOST:PORT" for a listener; errors name `flag`. */

@@ -237,6 +237,7 @@ static void on_metrics(sf_extender_t *x, const sf__req_t *req, sf__reply_t *rep)
   sf__metrics_requests(&rep->body, x->stats, SF__V_COUNT);
   sf__metrics_cluster(&rep->body, x->cluster, x->packer, x->cfg.node_pool_label);
   sf__metrics_tenants(&rep->body, x->cluster, x->cfg.gpu_price_month);
+  sf__metrics_tls(&rep->body, x);
   sf__metrics_verdicts(&rep->body, (const uint64_t(*)[SF__NREASON + 1]) x->verdicts_total);
   sf__metrics_build(&rep->body);
   sf__metrics_process(&rep->body);

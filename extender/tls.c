@@ -308,6 +308,26 @@ void sf__tls_check(sf_extender_t *x)
   sf_log_info("serving certificate reloaded", "cert=%s", x->cfg.tls_cert_file);
 }
 
+void sf__metrics_tls(sf__buf_t *b, const sf_extender_t *x)
+{
+  const struct sf__tls *t = x->tls;
+  sf__buf_printf(b,
+                 "# HELP slicefit_tls_certificate_reloads_total Serving certificate pairs "
+                 "loaded after a change of their files.\n"
+                 "# TYPE slicefit_tls_certificate_reloads_total counter\n"
+                 "slicefit_tls_certificate_reloads_total %llu\n"
+                 "# HELP slicefit_tls_client_ca_reloads_total Client CA files (--client-ca-file) "
+                 "loaded after a change.\n# TYPE slicefit_tls_client_ca_reloads_total counter\n"
+                 "slicefit_tls_client_ca_reloads_total %llu\n"
+                 "# HELP slicefit_tls_clients_refused_total TLS handshakes refused for a client "
+                 "certificate that does not chain to the client CA.\n"
+                 "# TYPE slicefit_tls_clients_refused_total counter\n"
+                 "slicefit_tls_clients_refused_total %llu\n",
+                 (unsigned long long)(t ? t->reloads : 0),
+                 (unsigned long long)(t ? t->ca_reloads : 0),
+                 (unsigned long long)(t ? t->clients_refused : 0));
+}
+
 void sf__tls_stop(sf_extender_t *x)
 {
   struct sf__tls *t = x->tls;

@@ -8,6 +8,7 @@
  * The CAs and client certificates are made by openssl at run time; the
  * serving certificate is test/extender/data/tls's.
  */
+#define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,18 +64,20 @@ static void pki_dispose(pki_t *p)
 
 /*
  * GET path over a fresh TLS connection with client certificate `who`
- * (NULL: none); the HTTP status, or 0 when no answer came.
+ * (NULL: none); the HTTP status, or 0 when no answer came. The body goes
+ * to *body (new) when body is not NULL.
  */
-static long get_as(const sfx_t *s, const pki_t *p, const char *who, const char *path)
+static long get_body(const sfx_t *s, const pki_t *p, const char *who, const char *path, char **body)
 {
-  char url[128], cert[160], key[160];
+  char url[128], cert[160], key[160], *text = NULL;
+  size_t len = 0;
   snprintf(url, sizeof url, "https://127.0.0.1:%u%s", s->port, path);
   CURL *c = curl_easy_init();
   curl_easy_setopt(c, CURLOPT_URL, url);
   curl_easy_setopt(c, CURLOPT_CAINFO, sfx_path("test/extender/data/tls/cert.pem"));
   curl_easy_setopt(c, CURLOPT_TIMEOUT, 10L);
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, fwrite);
-  FILE *sink = fopen("/dev/null", "w");
+  FILE *sink = open_memstream(&text, &len);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, sink);
   if (who) {
     snprintf(cert, sizeof cert, "%s/%s.pem", p->dir, who);
@@ -87,7 +90,16 @@ static long get_as(const sfx_t *s, const pki_t *p, const char *who, const char *
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
   curl_easy_cleanup(c);
   fclose(sink);
+  if (body)
+    *body = text;
+  else
+    free(text);
   return status;
+}
+
+static long get_as(const sfx_t *s, const pki_t *p, const char *who, const char *path)
+{
+  return get_body(s, p, who, path, NULL);
 }
 
 static void nap(void)
@@ -134,6 +146,11 @@ Test(client_cert, only_clients_of_the_ca_are_served, .timeout = 60)
   cr_assert_eq(get_as(&s, &p, "b", "/healthz"), 0, "another CA's certificate: no answer");
   /* /debug/state is not served on the serving port unless asked for. */
   cr_assert_eq(get_as(&s, &p, "a", "/debug/state"), 404);
+  /* Refusals are counted: the no-certificate ones fail before verification, b's in it. */
+  char *text = NULL;
+  cr_assert_eq(get_body(&s, &p, "a", "/metrics", &text), 200);
+  cr_assert(strstr(text, "\nslicefit_tls_clients_refused_total 1\n"), "%s", text);
+  free(text);
   finish(&s, &p);
 }
 
