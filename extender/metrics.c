@@ -141,10 +141,12 @@ static const char *const pool_labels[] = {"karpenter.sh/nodepool", "cloud.google
 
 static const char *node_pool(sf_cluster_t *c, const char *node, const char *label)
 {
-  const char *v = label && *label ? sf_cluster_node_label(c, node, label) : NULL;
-  for (size_t i = 0; v == NULL && !(label && *label) && i < sizeof pool_labels / sizeof *pool_labels;
-       i++)
-    v = sf_cluster_node_label(c, node, pool_labels[i]);
+  const char *v = NULL;
+  if (label && *label)
+    v = sf_cluster_node_label(c, node, label);
+  else
+    for (size_t i = 0; v == NULL && i < sizeof pool_labels / sizeof *pool_labels; i++)
+      v = sf_cluster_node_label(c, node, pool_labels[i]);
   return v && *v ? v : "none";
 }
 
