@@ -113,11 +113,21 @@ typedef struct {
 void sf__stats_record(sf__verb_stats_t *st, unsigned status, double secs);
 /** Request counters and latency histograms in Prometheus text format. */
 void sf__metrics_requests(sf__buf_t *b, const sf__verb_stats_t *st, size_t n);
-/** Index sizes, per-node and cluster device allocation and fragmentation. */
-void sf__metrics_cluster(sf__buf_t *b, sf_cluster_t *c, sf_packer_t *pk);
+/**
+ * Index sizes, per-node, per node pool and GPU model, and cluster device
+ * allocation and fragmentation. pool_label: the Node label naming a node
+ * pool, or NULL for the well-known ones (Karpenter, GKE, EKS, AKS).
+ */
+void sf__metrics_cluster(sf__buf_t *b, sf_cluster_t *c, sf_packer_t *pk, const char *pool_label);
+/**
+ * Allocation by namespace (the SF__PENDING_TOP_NS holding most devices, the
+ * rest as other): device-equivalents and claims held, and with a GPU price
+ * (> 0, per device and month) what each namespace's share costs a month.
+ */
+void sf__metrics_tenants(sf__buf_t *b, sf_cluster_t *c, double gpu_price_month);
 
-/* Reason classes of filter verdicts: 0 none (fit), 1..SF__NREASON-1 the packer's, SF__NREASON other. */
-#define SF__NREASON 11
+/* Reason classes of filter verdicts: 0 none (fit), 1..SF__NREASON-1 the packer's codes, SF__NREASON other. */
+#define SF__NREASON SF_REASON_COUNT
 
 /** The reason class of a verdict (0 for FIT). */
 size_t sf__reason_class(const sf_verdict_t *v);
@@ -354,6 +364,8 @@ int sf__tls_start(sf_extender_t *x, struct MHD_OptionItem *opts, char *err, size
 /** Checks the files now; a changed, valid pair replaces the served one. */
 void sf__tls_check(sf_extender_t *x);
 void sf__tls_stop(sf_extender_t *x);
+/** Certificate and client CA reloads, clients refused (zeros without TLS). */
+void sf__metrics_tls(sf__buf_t *b, const sf_extender_t *x);
 
 
 /** Resolves "HOST:PORT" for a listener; errors name `flag`. */

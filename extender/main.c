@@ -52,13 +52,26 @@ static void usage(FILE *f)
           "      --metrics-listen HOST:PORT  also serve /metrics (and /healthz) on this plain-HTTP\n"
           "                                  address, for a NetworkPolicy that opens it to\n"
           "                                  Prometheus alone; \":PORT\" means 127.0.0.1\n"
-          "      --debug-state-over-tls BOOL with TLS, also serve /debug/state on --listen\n"
-          "                                  (default true; false turns it off there)\n"
+          "      --client-ca-file FILE       PEM CA: with TLS, a client must present a certificate\n"
+          "                                  it signed, or the handshake fails (reloaded on change)\n"
+          "      --debug-state-over-tls BOOL also serve /debug/state on --listen, to verified\n"
+          "                                  clients only: needs TLS and --client-ca-file\n"
+          "                                  (default false)\n"
           "      --tls-min-version V         oldest TLS version served: 1.2 or 1.3 (default 1.2)\n"
           "      --tls-reload-interval SECS  check the certificate files for changes (default 10)\n"
           "      --probe-listen HOST:PORT    serve /healthz and /readyz there too, on their own\n"
           "                                  thread (default: off)\n"
-          "\n"
+          "\n");
+  fprintf(f, "Metrics:\n"
+             "      --node-pool-label KEY       Node label that names a node pool in the per-pool\n"
+             "                                  metrics (default: karpenter.sh/nodepool,\n"
+             "                                  cloud.google.com/gke-nodepool,\n"
+             "                                  eks.amazonaws.com/nodegroup or\n"
+             "                                  kubernetes.azure.com/agentpool, first found)\n"
+             "      --gpu-price PRICE           price of one GPU for a month (a node's price over\n"
+             "                                  its GPUs): adds slicefit_namespace_monthly_cost\n"
+             "\n");
+  fprintf(f,
           "Limits (docs/operators.md lists each with its default):\n"
           "      --max-body-bytes N          larger request bodies get 413 (default 26648576:\n"
           "                                  100,000 node names of up to 253 characters)\n"
@@ -99,6 +112,19 @@ static void usage(FILE *f)
   for (size_t i = 0; i < n; i++)
     fprintf(f, "  %-22s %s (default %s)\n", keys[i].key, keys[i].doc,
             keys[i].def[0] ? keys[i].def : "empty");
+}
+
+/* A price: a finite non-negative decimal number (exits with a message otherwise). */
+static double price(const char *name, const char *v)
+{
+  char *end;
+  double p = strtod(v, &end);
+  if (*v == '\0' || *end != '\0' || !(p >= 0 && p < 1e12)) {
+    fprintf(stderr, "slicefit: --%s %s: expected a non-negative number (a price per month)\n", name,
+            v);
+    exit(2);
+  }
+  return p;
 }
 
 /* Matches --name=value or --name value; *i advances past what was used. */
@@ -236,6 +262,12 @@ static bool parse_one(int argc, char **argv, int *i, sf_daemon_options_t *o)
     h->tls_cert_file = v;
   else if ((v = flag(argc, argv, i, "tls-private-key-file")))
     h->tls_key_file = v;
+  else if ((v = flag(argc, argv, i, "client-ca-file")))
+    h->tls_client_ca_file = v;
+  else if ((v = flag(argc, argv, i, "node-pool-label")))
+    h->node_pool_label = v;
+  else if ((v = flag(argc, argv, i, "gpu-price")))
+    h->gpu_price_month = price("gpu-price", v);
   else if ((v = flag(argc, argv, i, "max-body-bytes")))
     h->max_body_bytes = number("max-body-bytes", v);
   else if ((v = flag(argc, argv, i, "max-nodes")))

@@ -139,7 +139,86 @@ static void put_node_line(sf__buf_t *b, const char *metric, const char *node, do
   sf__buf_printf(b, "} %.6g\n", v);
 }
 
-void sf__metrics_cluster(sf__buf_t *b, sf_cluster_t *c, sf_packer_t *pk)
+/* ---- by node pool and GPU model ---- */
+
+/* Node labels that name a node pool, first found wins, when --node-pool-label is not given. */
+static const char *const pool_labels[] = {"karpenter.sh/nodepool", "cloud.google.com/gke-nodepool",
+                                          "eks.amazonaws.com/nodegroup",
+                                          "kubernetes.azure.com/agentpool"};
+
+static const char *node_pool(sf_cluster_t *c, const char *node, const char *label)
+{
+  const char *v = NULL;
+  if (label && *label)
+    v = sf_cluster_node_label(c, node, label);
+  else
+    for (size_t i = 0; v == NULL && i < sizeof pool_labels / sizeof *pool_labels; i++)
+      v = sf_cluster_node_label(c, node, pool_labels[i]);
+  return v && *v ? v : "none";
+}
+
+/* agg["pool\tmodel"] += {devices, allocated, fragmentation}. */
+static void agg_add(json_t *agg, const char *pool, const char *model, double dev, double used,
+                    double frag)
+{
+  char key[512];
+  snprintf(key, sizeof key, "%s\t%s", pool, model && *model ? model : "unknown");
+  json_t *a = json_object_get(agg, key);
+  if (a == NULL) {
+    a = json_pack("[f,f,f]", 0.0, 0.0, 0.0);
+    json_object_set_new(agg, key, a);
+  }
+  const double add[3] = {dev, used, frag};
+  for (size_t i = 0; i < 3; i++)
+    json_array_set_new(a, i, json_real(json_real_value(json_array_get(a, i)) + add[i]));
+}
+
+/* A node's devices by model into agg; its fragmentation under the model of its first device. */
+static void agg_node(json_t *agg, sf_cluster_t *c, sf_node_id node, double frag, const char *label)
+{
+  sf_index_t *idx = sf_cluster_index(c);
+  const char *pool = node_pool(c, sf_index_node_name(idx, node), label), *first = NULL;
+  size_t n;
+  const sf_dev_id *devs = sf_index_node_devices(idx, node, &n);
+  for (size_t i = 0; i < n; i++) {
+    if (!sf_index_dev_live(idx, devs[i]))
+      continue;
+    const char *model = sf_index_str(idx, sf_index_dev_model(idx, devs[i]));
+    first = first ? first : model;
+    agg_add(agg, pool, model, 1, (1000.0 - sf_index_dev_free_permille(idx, devs[i])) / 1000.0, 0);
+  }
+  if (first)
+    agg_add(agg, pool, first, 0, 0, frag);
+}
+
+static void put_pools(sf__buf_t *b, json_t *agg)
+{
+  static const char *const names[3] = {"slicefit_pool_devices", "slicefit_pool_devices_allocated",
+                                       "slicefit_pool_fragmentation_devices"};
+  static const char *const helps[3] =
+      {"Devices offered, by node pool (--node-pool-label) and GPU model.",
+       "Devices allocated, shared devices by the share used, by node pool and GPU model.",
+       "Free device capacity the expected workload cannot use (FGD), in devices, by node pool "
+       "and the GPU model of each node's first device."};
+  for (size_t m = 0; m < 3; m++) {
+    sf__buf_printf(b, "# HELP %s %s\n# TYPE %s gauge\n", names[m], helps[m], names[m]);
+    const char *k;
+    json_t *v;
+    json_object_foreach(agg, k, v)
+    {
+      const char *tab = strchr(k, '\t');
+      sf__buf_printf(b, "%s{pool=", names[m]);
+      char pool[256];
+      snprintf(pool, sizeof pool, "%.*s", (int)(tab - k), k);
+      sf__buf_json_str(b, pool);
+      sf__buf_puts(b, ",model=");
+      sf__buf_json_str(b, tab + 1);
+      sf__buf_printf(b, "} %.6g\n", json_real_value(json_array_get(v, m)));
+    }
+  }
+}
+
+void sf__metrics_cluster(sf__buf_t *b, sf_cluster_t *c, sf_packer_t *pk, const char *pool_label)
 {
   sf_index_t *idx = sf_cluster_index(c);
   put_sizes(b, c);
@@ -151,6 +230,7 @@ void sf__metrics_cluster(sf__buf_t *b, sf_cluster_t *c, sf_packer_t *pk)
        "Free device capacity the expected workload cannot use (FGD), in devices."};
   node_fig_t tot = {0};
   sf__buf_t parts[3] = {{0}};
+  json_t *agg = json_object();
   for (sf_node_id nd = 0; nd < sf_index_node_end(idx); nd++) {
     if (!sf_index_node_live(idx, nd))
       continue;
@@ -163,7 +243,10 @@ void sf__metrics_cluster(sf__buf_t *b, sf_cluster_t *c, sf_packer_t *pk)
     tot.used += f.used;
     tot.frag += f.frag;
     tot.starved += f.starved;
+    agg_node(agg, c, nd, f.frag, pool_label);
   }
+  put_pools(b, agg);
+  json_decref(agg);
   for (int i = 0; i < 3; i++) {
     sf__buf_printf(b, "# HELP %s %s\n# TYPE %s gauge\n", names[i], helps[i], names[i]);
     if (parts[i].len)
@@ -182,63 +265,23 @@ void sf__metrics_cluster(sf__buf_t *b, sf_cluster_t *c, sf_packer_t *pk)
 
 /* ---- filter verdicts: how often slicefit narrows what DRA allowed ---- */
 
-/* Sentence fragments of the packer's reasons (packer/packer.c say_format), first match wins. */
-static const struct {
-  const char *needle, *cls;
-} reason_classes[SF__NREASON - 1] = {
-    {"no DRA devices", "no_devices"},
-    {"no device on the node matches", "no_matching_device"},
-    {"does not tolerate taint", "taint"},
-    {"sharers", "max_sharers"},
-    {"shared counters", "shared_counters"},
-    {"NVLink island", "island"},
-    {"selector cannot be evaluated", "selector"},
-    {"search passed its budget", "search_budget"},
-    {"cannot all be satisfied together", "claims_together"},
-    {"is free", "capacity"}, /* memory, CPU, a capacity, or free devices */
-};
-
+/*
+ * The class of a verdict is the reason code the packer made its sentence
+ * from (slicefit/packer.h); a NO or UNSURE verdict without one, which the
+ * packer never gives, is counted as "other".
+ */
 size_t sf__reason_class(const sf_verdict_t *v)
 {
   if (v->fit == SF_FIT_YES)
     return 0;
-  for (size_t i = 0; i < SF__NREASON - 1; i++)
-    if (strstr(v->reason, reason_classes[i].needle))
-      return i + 1;
-  return SF__NREASON; /* "other" */
+  return v->code > SF_REASON_NONE && v->code < SF_REASON_COUNT ? (size_t)v->code : SF__NREASON;
 }
-
-/*
- * The failing nodes of one call share a handful of sentences (the packer
- * formats each once per call and kind): a sentence met before in this call
- * has the class it had then, and one strcmp costs less than the ten strstr
- * of classifying it again (8% of a filter+prioritize pair with 5,000 names,
- * docs/benchmarks.md).
- */
-#define SEEN 8
 
 void sf__verdicts_count(uint64_t (*tab)[SF__NREASON + 1], const sf_verdict_t *v, size_t n,
                         size_t counts[3])
 {
-  const char *seen[SEEN];
-  size_t cls[SEEN], nseen = 0, next = 0;
   for (size_t i = 0; i < n; i++) {
-    size_t c = 0;
-    if (v[i].fit != SF_FIT_YES) {
-      size_t k = 0;
-      while (k < nseen && strcmp(seen[k], v[i].reason) != 0)
-        k++;
-      if (k < nseen) {
-        c = cls[k];
-      } else {
-        c = sf__reason_class(&v[i]);
-        seen[next] = v[i].reason;
-        cls[next] = c;
-        next = (next + 1) % SEEN;
-        nseen += nseen < SEEN;
-      }
-    }
-    tab[v[i].fit][c]++;
+    tab[v[i].fit][sf__reason_class(&v[i])]++;
     counts[v[i].fit]++;
   }
 }
@@ -251,7 +294,7 @@ void sf__metrics_verdicts(sf__buf_t *b, const uint64_t (*tab)[SF__NREASON + 1])
                   "reason class.\n# TYPE slicefit_filter_verdicts_total counter\n");
   for (int f = 0; f < 3; f++)
     for (size_t c = 0; c <= SF__NREASON; c++) {
-      const char *cls = c == 0 ? "none" : c == SF__NREASON ? "other" : reason_classes[c - 1].cls;
+      const char *cls = c == SF__NREASON ? "other" : sf_reason_code_name((sf_reason_code_t)c);
       /* fit has no reason; no and unsure always have one. Series that never
        * happened are left out, but each outcome has one always, for rate(). */
       if ((f == SF_FIT_YES) != (c == 0) || (tab[f][c] == 0 && c != 0 && c != SF__NREASON))

@@ -97,6 +97,7 @@ void sf__pending_load_list(json_t *pending, const json_t *list)
 typedef struct {
   const char *ns;
   json_int_t n;
+  double oldest_s; /* age of its oldest pending claim */
 } ns_count_t;
 
 static int by_count(const void *a, const void *b)
@@ -105,7 +106,14 @@ static int by_count(const void *a, const void *b)
   return x->n != y->n ? (x->n < y->n ? 1 : -1) : strcmp(x->ns, y->ns);
 }
 
-static void put_namespaces(sf__buf_t *b, const json_t *pending)
+static double age_of(const json_t *v, int64_t now_s)
+{
+  int64_t created = json_integer_value(v);
+  return created > 0 && created < now_s ? (double)(now_s - created) : 0;
+}
+
+/* by_ns[namespace] = [claims, oldest age]; a new object. */
+static json_t *count_by_namespace(const json_t *pending, int64_t now_s)
 {
   json_t *by_ns = json_object();
   const char *k;
@@ -115,34 +123,54 @@ static void put_namespaces(sf__buf_t *b, const json_t *pending)
     const char *slash = strchr(k, '/');
     char ns[256];
     snprintf(ns, sizeof ns, "%.*s", slash ? (int)(slash - k) : 0, k);
-    json_object_set_new(by_ns, ns, json_integer(json_integer_value(json_object_get(by_ns, ns)) + 1));
+    const json_t *was = json_object_get(by_ns, ns);
+    double age = age_of(v, now_s), oldest = json_real_value(json_array_get(was, 1));
+    json_object_set_new(by_ns, ns,
+                        json_pack("[I,f]", json_integer_value(json_array_get(was, 0)) + 1,
+                                  age > oldest ? age : oldest));
   }
+  return by_ns;
+}
+
+static void put_ns_line(sf__buf_t *b, const char *metric, const char *ns, double v)
+{
+  sf__buf_printf(b, "%s{namespace=", metric);
+  sf__buf_json_str(b, ns); /* a namespace is a DNS label: no escapes in practice */
+  sf__buf_printf(b, "} %.0f\n", v);
+}
+
+static void put_namespaces(sf__buf_t *b, const json_t *pending, int64_t now_s)
+{
+  json_t *by_ns = count_by_namespace(pending, now_s);
   size_t n = json_object_size(by_ns), i = 0;
-  ns_count_t *c = sf_xcalloc(n + 1, sizeof *c);
-  json_object_foreach(by_ns, k, v) c[i++] = (ns_count_t){k, json_integer_value(v)};
+  ns_count_t *c = sf_xcalloc(n + 1, sizeof *c), other = {"other", 0, 0};
+  const char *k;
+  json_t *v;
+  json_object_foreach(by_ns, k, v) c[i++] = (ns_count_t){k, json_integer_value(json_array_get(v, 0)),
+                                                         json_real_value(json_array_get(v, 1))};
   qsort(c, n, sizeof *c, by_count);
-  json_int_t other = 0;
+  size_t top = n < SF__PENDING_TOP_NS ? n : SF__PENDING_TOP_NS;
+  for (i = 0; i < n; i++)
+    if (i >= top || strcmp(c[i].ns, "other") == 0) {
+      other.n += c[i].n;
+      other.oldest_s = c[i].oldest_s > other.oldest_s ? c[i].oldest_s : other.oldest_s;
+    }
   sf__buf_puts(b, "# HELP slicefit_claims_pending ResourceClaims without an allocation, by "
                   "namespace (the " SF__PENDING_TOP_NS_TEXT " with most; the rest as other).\n"
                   "# TYPE slicefit_claims_pending gauge\n");
-  for (i = 0; i < n; i++) {
-    if (i >= SF__PENDING_TOP_NS || strcmp(c[i].ns, "other") == 0) {
-      other += c[i].n;
-      continue;
-    }
-    sf__buf_puts(b, "slicefit_claims_pending{namespace=");
-    sf__buf_json_str(b, c[i].ns); /* a namespace is a DNS label: no escapes in practice */
-    sf__buf_printf(b, "} %lld\n", (long long)c[i].n);
-  }
-  sf__buf_printf(b, "slicefit_claims_pending{namespace=\"other\"} %lld\n", (long long)other);
+  for (i = 0; i < top; i++)
+    if (strcmp(c[i].ns, "other") != 0)
+      put_ns_line(b, "slicefit_claims_pending", c[i].ns, (double)c[i].n);
+  put_ns_line(b, "slicefit_claims_pending", "other", (double)other.n);
+  sf__buf_puts(b, "# HELP slicefit_claims_pending_oldest_age_seconds Age of the oldest pending "
+                  "claim, by namespace (those of slicefit_claims_pending; 0 when none).\n"
+                  "# TYPE slicefit_claims_pending_oldest_age_seconds gauge\n");
+  for (i = 0; i < top; i++)
+    if (strcmp(c[i].ns, "other") != 0)
+      put_ns_line(b, "slicefit_claims_pending_oldest_age_seconds", c[i].ns, c[i].oldest_s);
+  put_ns_line(b, "slicefit_claims_pending_oldest_age_seconds", "other", other.oldest_s);
   free(c);
   json_decref(by_ns);
-}
-
-static double age_of(const json_t *v, int64_t now_s)
-{
-  int64_t created = json_integer_value(v);
-  return created > 0 && created < now_s ? (double)(now_s - created) : 0;
 }
 
 void sf__metrics_pending(sf__buf_t *b, const json_t *pending, int64_t now_s,
@@ -158,7 +186,7 @@ void sf__metrics_pending(sf__buf_t *b, const json_t *pending, int64_t now_s,
     oldest = age > oldest ? age : oldest;
     too_long += age > (double)st->warn_after_s;
   }
-  put_namespaces(b, pending);
+  put_namespaces(b, pending, now_s);
   sf__buf_printf(b,
                  "# HELP slicefit_claims_pending_oldest_seconds Age of the oldest pending "
                  "claim (0 when none).\n# TYPE slicefit_claims_pending_oldest_seconds gauge\n"

@@ -21,7 +21,6 @@ void sf_extender_config_init(sf_extender_config_t *cfg)
       .conn_timeout_s = 30,
       .max_connections = 1024,
       .drain_timeout_ms = 5000,
-      .debug_over_tls = true,
       .header_timeout_s = 10,
       .request_timeout_s = 30,
       .keepalive_requests = 1000,
@@ -236,7 +235,9 @@ static void on_metrics(sf_extender_t *x, const sf__req_t *req, sf__reply_t *rep)
   x = x->metrics_of ? x->metrics_of : x;
   rep->ctype = "text/plain; version=0.0.4; charset=utf-8";
   sf__metrics_requests(&rep->body, x->stats, SF__V_COUNT);
-  sf__metrics_cluster(&rep->body, x->cluster, x->packer);
+  sf__metrics_cluster(&rep->body, x->cluster, x->packer, x->cfg.node_pool_label);
+  sf__metrics_tenants(&rep->body, x->cluster, x->cfg.gpu_price_month);
+  sf__metrics_tls(&rep->body, x);
   sf__metrics_verdicts(&rep->body, (const uint64_t(*)[SF__NREASON + 1]) x->verdicts_total);
   sf__metrics_build(&rep->body);
   sf__metrics_process(&rep->body);
@@ -278,8 +279,9 @@ static void on_debug_state(sf_extender_t *x, const sf__req_t *req, sf__reply_t *
 
 /*
  * /debug/state names every claim in every namespace: it is served on the
- * serving port only behind TLS (and debug_over_tls), else on the separate
- * --debug-listen listener, which serves nothing else but /healthz.
+ * separate --debug-listen listener, which serves nothing else but /healthz,
+ * and on the serving port only when asked (debug_over_tls) behind TLS with
+ * a client CA, so that only verified clients reach it.
  */
 static const sf__route_t routes[] = {
     {"/filter", "POST", on_filter, SF__V_FILTER, true},
@@ -326,6 +328,13 @@ int sf_extender_start(uv_loop_t *loop, sf_cluster_t *cluster, const sf_extender_
   x->cluster = cluster;
   x->cfg = *cfg;
   bool tls = cfg->tls_cert_file && cfg->tls_key_file;
+  if (cfg->debug_over_tls && !(tls && cfg->tls_client_ca_file)) {
+    snprintf(err, errlen,
+             "--debug-state-over-tls needs --tls-cert-file, --tls-private-key-file "
+             "and --client-ca-file: /debug/state names every claim");
+    free(x);
+    return SF_EINVAL;
+  }
   x->routes = cfg->debug_only ? debug_routes : cfg->metrics_only ? metrics_routes : routes;
   x->nroutes = cfg->debug_only              ? sizeof debug_routes / sizeof debug_routes[0]
                : cfg->metrics_only          ? sizeof metrics_routes / sizeof metrics_routes[0]

@@ -91,6 +91,12 @@ const char *sf__node_label(const cnode_t *n, const char *key)
   return NULL;
 }
 
+const char *sf_cluster_node_label(const sf_cluster_t *c, const char *node, const char *key)
+{
+  const cnode_t *n = sf__node_get(c, node);
+  return n ? sf__node_label(n, key) : NULL;
+}
+
 bool sf__node_set(sf_cluster_t *c, const sf_node_t *o)
 {
   const char *name = o->meta.name;

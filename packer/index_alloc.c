@@ -47,6 +47,41 @@ const sf_pick_t *sf_index_alloc_picks(const sf_index_t *idx, sf_alloc_id a, size
   return idx->allocs[a].picks;
 }
 
+sf_alloc_id sf_index_alloc_end(const sf_index_t *idx)
+{
+  return (sf_alloc_id)idx->nallocs;
+}
+
+const char *sf_index_alloc_holder(const sf_index_t *idx, sf_alloc_id a)
+{
+  return (a >= 0 && (size_t)a < idx->nallocs && idx->allocs[a].used) ? idx->allocs[a].holder : NULL;
+}
+
+/* A pick's share of its device in milli-devices: its primary capacity's share, else all of it. */
+static int64_t pick_milli(const sf_index_t *idx, const sf_pick_t *pk)
+{
+  const sf__dev_t *dv = &idx->devs[pk->dev];
+  if (!dv->shared || pk->whole || dv->primary < 0 || pk->consumed == NULL)
+    return 1000;
+  sf_milli_t value = dv->caps[dv->primary].value, used = pk->consumed[dv->primary];
+  if (value <= 0 || used >= value)
+    return 1000;
+  if (used <= 0)
+    return 0;
+  /* used < value here; past 9.2e15 milli-units scale the value down instead. */
+  return used > INT64_MAX / 1000 ? used / (value / 1000) : used * 1000 / value;
+}
+
+int64_t sf_index_alloc_device_milli(const sf_index_t *idx, sf_alloc_id a)
+{
+  size_t n;
+  const sf_pick_t *picks = sf_index_alloc_picks(idx, a, &n);
+  int64_t total = 0;
+  for (size_t k = 0; k < n; k++)
+    total += pick_milli(idx, &picks[k]);
+  return total;
+}
+
 /* Is device d offered on `node` (homed or mirrored there)? */
 bool sf__index_dev_on(const sf_index_t *idx, sf_dev_id d, sf_node_id node)
 {

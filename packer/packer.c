@@ -79,17 +79,19 @@ static bool simple(const sf_packer_t *p)
 }
 
 /* The node's CPU and memory; false with the reason when the pod's do not fit. */
-static bool host_fits(const sf_packer_t *p, sf_node_id node, sf_verdict_t *v)
+static bool host_fits(sf_packer_t *p, sf_node_id node, sf_verdict_t *v)
 {
   const sf__node_t *n = &p->idx->nodes[node];
   const sf_demand_t *d = p->dem.dem;
   if (n->cpu_alloc > 0 && d->cpu_milli > n->cpu_alloc - n->cpu_used) {
+    sf__reason_mark(p, R_CPU);
     if (!p->reason.off)
       snprintf(v->reason, sizeof(v->reason), "needs %lldm CPU; %lldm is free",
                (long long)d->cpu_milli, (long long)(n->cpu_alloc - n->cpu_used));
     return false;
   }
   if (n->mem_alloc > 0 && d->mem_bytes > n->mem_alloc - n->mem_used) {
+    sf__reason_mark(p, R_MEMORY);
     if (!p->reason.off)
       snprintf(v->reason, sizeof(v->reason), "needs %lld MiB of memory; %lld MiB is free",
                (long long)(d->mem_bytes >> 20), (long long)((n->mem_alloc - n->mem_used) >> 20));
@@ -156,6 +158,14 @@ static int round_half_up(double v)
   return s + (v - (double)s >= 0.5);
 }
 
+/* node_eval with the verdict's reason code: the kind of the last reason said about the node. */
+static void node_verdict(sf_packer_t *p, sf_node_id node, sf_verdict_t *v)
+{
+  p->reason.last = SF_REASON_NONE;
+  node_eval(p, node, v);
+  v->code = v->fit == SF_FIT_YES ? SF_REASON_NONE : (sf_reason_code_t)p->reason.last;
+}
+
 int sf_packer_evaluate(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol,
                        const sf_demand_t *demand, const sf_node_id *nodes, size_t n, unsigned flags,
                        sf_verdict_t *out)
@@ -168,7 +178,7 @@ int sf_packer_evaluate(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol,
       return SF_ENOENT;
   if (demand->nclaims == 0 && demand->cpu_milli == 0 && demand->mem_bytes == 0) {
     for (size_t i = 0; i < n; i++)
-      out[i] = (sf_verdict_t){SF_FIT_YES, 0.0, 0, 0.0, {0.0}, ""};
+      out[i] = (sf_verdict_t){SF_FIT_YES, SF_REASON_NONE, 0.0, 0, 0.0, {0.0}, ""};
     return 0;
   }
   prepare(p, idx, pol, demand, flags);
@@ -179,7 +189,7 @@ int sf_packer_evaluate(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol,
   for (size_t i = 0; i < n; i++) {
     if (i + 2 < n && p->fast.kind != FAST_NONE && !p->fast.replayed)
       sf__fast_prefetch(p, nodes[i + 2]);
-    node_eval(p, nodes[i], &out[i]);
+    node_verdict(p, nodes[i], &out[i]);
     if (out[i].fit == SF_FIT_YES) {
       lo = out[i].raw < lo ? out[i].raw : lo;
       hi = out[i].raw > hi ? out[i].raw : hi;
@@ -207,10 +217,10 @@ sf_fit_t sf_packer_place(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol
   pk_search_t *s = &p->search;
   p->last_node = -1;
   if (!sf_index_node_live(idx, node)) {
-    v = (sf_verdict_t){SF_FIT_NO, 0.0, 0, 0.0, {0.0}, "no such node"};
+    v = (sf_verdict_t){SF_FIT_NO, SF_REASON_NO_DEVICES, 0.0, 0, 0.0, {0.0}, "no such node"};
   } else {
     prepare(p, idx, pol, demand, 0);
-    node_eval(p, node, &v);
+    node_verdict(p, node, &v);
   }
   if (v.fit == SF_FIT_YES) {
     v.score = SF_SCORE_MAX;

@@ -9,18 +9,24 @@
 
 #include "pk_search.h"
 
+/* The kinds of sentence are the public reason codes (slicefit/packer.h). */
 enum {
-  R_NODEVS = 1,
-  R_NOMATCH,
-  R_TAINT,
-  R_NOCAP,
-  R_SHORT,
-  R_SHARERS,
-  R_COUNTERS,
-  R_FREE,
-  R_ISLAND,
-  R_LIMIT,
-  R_UNKNOWN
+  R_NODEVS = SF_REASON_NO_DEVICES,
+  R_NOMATCH = SF_REASON_NO_MATCH,
+  R_TAINT = SF_REASON_TAINT,
+  R_NOCAP = SF_REASON_NO_CAPACITY,
+  R_SHORT = SF_REASON_CAPACITY_SHORT,
+  R_SHARERS = SF_REASON_SHARERS,
+  R_COUNTERS = SF_REASON_COUNTERS,
+  R_FREE = SF_REASON_DEVICE_COUNT,
+  R_ISLAND = SF_REASON_ISLAND,
+  R_LIMIT = SF_REASON_CLAIM_LIMIT,
+  R_UNKNOWN = SF_REASON_SELECTOR,
+  R_CONSTRAINT = SF_REASON_CONSTRAINT,
+  R_TOGETHER = SF_REASON_TOGETHER,
+  R_BUDGET = SF_REASON_SEARCH_BUDGET,
+  R_CPU = SF_REASON_NODE_CPU,
+  R_MEMORY = SF_REASON_NODE_MEMORY
 };
 
 #define NSAY 16
@@ -36,7 +42,11 @@ typedef struct {
   say_t says[NSAY];
   size_t nsay;
   bool off; /* callers that read no reason: verdicts only, nothing formatted */
+  int last; /* the kind of the reason said last (set even when off): the verdict's code */
 } pk_reason_t;
+
+/* Records `kind` as the reason of the node being judged (for sentences made without say). */
+void sf__reason_mark(sf_packer_t *p, int kind);
 
 /* Writes reason `kind` about request r with numbers a, b, c (memoised for the call). */
 void sf__reason_say(sf_packer_t *p, int kind, size_t r, int64_t a, int64_t b, int64_t c, char *out,

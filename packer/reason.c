@@ -113,11 +113,41 @@ static void format(const sf_packer_t *p, int kind, size_t r, int64_t a, int64_t 
   }
 }
 
+const char *sf_reason_code_name(sf_reason_code_t code)
+{
+  static const char *const names[SF_REASON_COUNT] = {
+      [SF_REASON_NONE] = "none",
+      [SF_REASON_NO_DEVICES] = "no_devices",
+      [SF_REASON_NO_MATCH] = "no_matching_device",
+      [SF_REASON_TAINT] = "taint",
+      [SF_REASON_NO_CAPACITY] = "no_capacity",
+      [SF_REASON_CAPACITY_SHORT] = "device_capacity",
+      [SF_REASON_SHARERS] = "max_sharers",
+      [SF_REASON_COUNTERS] = "shared_counters",
+      [SF_REASON_DEVICE_COUNT] = "device_count",
+      [SF_REASON_ISLAND] = "island",
+      [SF_REASON_CLAIM_LIMIT] = "claim_limit",
+      [SF_REASON_SELECTOR] = "selector",
+      [SF_REASON_CONSTRAINT] = "constraint",
+      [SF_REASON_TOGETHER] = "claims_together",
+      [SF_REASON_SEARCH_BUDGET] = "search_budget",
+      [SF_REASON_NODE_CPU] = "node_cpu",
+      [SF_REASON_NODE_MEMORY] = "node_memory",
+  };
+  return (unsigned)code < SF_REASON_COUNT ? names[code] : "unknown";
+}
+
+void sf__reason_mark(sf_packer_t *p, int kind)
+{
+  p->reason.last = kind;
+}
+
 void sf__reason_say(sf_packer_t *p, int kind, size_t r, int64_t a, int64_t b, int64_t c, char *out,
                     size_t len)
 {
   pk_reason_t *rs = &p->reason;
   say_t *e = NULL;
+  sf__reason_mark(p, kind);
   if (rs->off) {
     out[0] = '\0';
     return;
@@ -236,6 +266,7 @@ static void constraint_reason(sf_packer_t *p, char *out, size_t len)
   for (size_t i = 0; i < d->ncs; i++) {
     const sf_constraint_t *c = d->cs[i].c;
     const char *claim = d->dem->claims[d->cs[i].claim].name;
+    sf__reason_mark(p, R_CONSTRAINT);
     snprintf(out, len,
              c->kind == SF_CONSTRAINT_MATCH
                  ? "no set of free devices shares one value of %s as claim %s requires"
@@ -243,6 +274,7 @@ static void constraint_reason(sf_packer_t *p, char *out, size_t len)
              c->attr ? c->attr : "", claim ? claim : "");
     return;
   }
+  sf__reason_mark(p, R_TOGETHER);
   snprintf(out, len,
            "the requests of the pod's claims cannot all be satisfied together on this node");
 }
@@ -253,6 +285,7 @@ void sf__reason_fail(sf_packer_t *p, int rc, sf_verdict_t *v)
   v->fit = SF_FIT_NO;
   if (rc == SEARCH_BUDGET) {
     v->fit = SF_FIT_UNSURE;
+    sf__reason_mark(p, R_BUDGET);
     if (!p->reason.off)
       snprintf(v->reason, sizeof(v->reason),
                "placement search passed its budget of %u steps; left to the DRA plugin",
@@ -261,6 +294,7 @@ void sf__reason_fail(sf_packer_t *p, int rc, sf_verdict_t *v)
   }
   if (s->unknown) {
     v->fit = SF_FIT_UNSURE;
+    sf__reason_mark(p, R_UNKNOWN);
     if (s->unknown_attr && !p->reason.off)
       snprintf(v->reason, sizeof(v->reason),
                "a device's %s has no value slicefit can read, for a constraint; left to the DRA plugin",

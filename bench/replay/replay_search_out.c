@@ -1,7 +1,7 @@
 /*
  * What --search prints: the table of the built-in strategies and the best
  * candidates on train and holdout, and the winning policy as the policy
- * ConfigMap (manifests/policy-configmap.yaml's name, namespace and shape).
+ * ConfigMap (manifests/policy/policy-configmap.yaml's name, namespace and shape).
  * Neither has a timing in it, so the same search prints the same bytes.
  */
 #include <math.h>

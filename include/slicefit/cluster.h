@@ -160,6 +160,9 @@ uint64_t sf_cluster_pod_changes(const sf_cluster_t *c);
 /** Index allocations that hold the CPU and memory of a node's pods (one per node with bound pods), not claims. */
 size_t sf_cluster_pod_allocations(const sf_cluster_t *c);
 
+/** The value of label `key` of Node `node` (borrowed, valid until the Node changes), or NULL. */
+const char *sf_cluster_node_label(const sf_cluster_t *c, const char *node, const char *key);
+
 /** Pools invalid for some node (duplicate device names, unknown counter sets, ...). */
 size_t sf_cluster_invalid_pools(const sf_cluster_t *c);
 

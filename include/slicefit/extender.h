@@ -22,17 +22,18 @@ typedef struct {
   const char *listen;        /* "HOST:PORT"; port 0 picks a free one (borrowed) */
   const char *tls_cert_file; /* PEM; with tls_key_file enables HTTPS (borrowed, may be NULL) */
   const char *tls_key_file;
-  size_t max_body_bytes;     /* a larger request body gets 413 */
-  size_t max_nodelist_bytes; /* a larger body that is not NodeNames (a NodeList) gets 413;
+  const char *tls_client_ca_file; /* PEM CA: clients must present a certificate it signed (or NULL) */
+  size_t max_body_bytes;          /* a larger request body gets 413 */
+  size_t max_nodelist_bytes;      /* a larger body that is not NodeNames (a NodeList) gets 413;
                                     0 = max_body_bytes */
-  size_t max_nodes;          /* more nodes in one request gets 413 */
-  unsigned max_depth;        /* deeper JSON nesting gets 400 */
-  unsigned conn_timeout_s;   /* keep-alive: an idle connection is closed after this */
+  size_t max_nodes;               /* more nodes in one request gets 413 */
+  unsigned max_depth;             /* deeper JSON nesting gets 400 */
+  unsigned conn_timeout_s;        /* keep-alive: an idle connection is closed after this */
   unsigned max_connections;
-  unsigned drain_timeout_ms;   /* SIGTERM: most time given to in-flight requests */
-  bool debug_only;             /* the --debug-listen listener: /debug/state and /healthz only */
-  bool metrics_only;           /* the --metrics-listen listener: /metrics and /healthz only */
-  bool debug_over_tls;         /* a TLS listener serves /debug/state too (default true) */
+  unsigned drain_timeout_ms; /* SIGTERM: most time given to in-flight requests */
+  bool debug_only;           /* the --debug-listen listener: /debug/state and /healthz only */
+  bool metrics_only;         /* the --metrics-listen listener: /metrics and /healthz only */
+  bool debug_over_tls; /* a TLS listener serves /debug/state too (default false; needs a client CA) */
   unsigned header_timeout_s;   /* a request's headers must be complete within this */
   unsigned request_timeout_s;  /* headers complete to answer sent */
   unsigned keepalive_requests; /* answers per connection; the last says Connection: close */
@@ -44,6 +45,8 @@ typedef struct {
   unsigned liveness_stall_ms;  /* /healthz fails once the loop has not turned for this */
   const char *tls_min_version; /* "1.2" or "1.3" */
   unsigned tls_reload_s;       /* how often the certificate files are checked for changes */
+  const char *node_pool_label; /* Node label naming a node pool in /metrics; NULL: well-known ones */
+  double gpu_price_month;      /* price of one GPU for a month; > 0 adds each namespace's cost */
 } sf_extender_config_t;
 
 /*

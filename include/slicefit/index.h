@@ -268,6 +268,16 @@ int sf_index_alloc_remove(sf_index_t *idx, sf_alloc_id a);
 sf_alloc_id sf_index_alloc_find(const sf_index_t *idx, const char *holder);
 size_t sf_index_alloc_count(const sf_index_t *idx);
 sf_node_id sf_index_alloc_node(const sf_index_t *idx, sf_alloc_id a);
+/** One past the highest allocation id; ids below it may be free (sf_index_alloc_holder NULL). */
+sf_alloc_id sf_index_alloc_end(const sf_index_t *idx);
+/** The allocation's holder (borrowed), or NULL for a free id. */
+const char *sf_index_alloc_holder(const sf_index_t *idx, sf_alloc_id a);
+/**
+ * The devices the allocation holds, in milli-devices: 1000 for each device
+ * held whole, a shared device's pick by its share of the device's primary
+ * capacity (4Gi of a 20Gi card: 200). Cost: O(picks).
+ */
+int64_t sf_index_alloc_device_milli(const sf_index_t *idx, sf_alloc_id a);
 /** The allocation's devices (borrowed; valid until the allocation is removed). */
 const sf_pick_t *sf_index_alloc_picks(const sf_index_t *idx, sf_alloc_id a, size_t *n);
 

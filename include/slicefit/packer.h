@@ -25,10 +25,40 @@ typedef enum { SF_FIT_NO = 0, SF_FIT_YES = 1, SF_FIT_UNSURE = 2 } sf_fit_t;
 #define SF_SCORE_MAX 10  /* kube-scheduler's MaxExtenderPriority */
 #define SF_DRIFT_TERMS 3 /* sf_mix_drift_t (slicefit/mix.h) */
 
+/*
+ * Why a node does not fit (NO) or was left to the DRA plugin (UNSURE): the
+ * kind of sentence its reason is made from. Metrics count verdicts by it
+ * (sf_reason_code_name), so a sentence's wording can change freely.
+ */
+typedef enum {
+  SF_REASON_NONE = 0,       /* FIT */
+  SF_REASON_NO_DEVICES,     /* the node has no DRA devices */
+  SF_REASON_NO_MATCH,       /* no device matches the request's class and selectors */
+  SF_REASON_TAINT,          /* the matching devices carry a taint not tolerated */
+  SF_REASON_NO_CAPACITY,    /* no matching device offers the capacity asked for */
+  SF_REASON_CAPACITY_SHORT, /* memory (or another capacity) short on every matching device */
+  SF_REASON_SHARERS,        /* policy max_sharers reached */
+  SF_REASON_COUNTERS,       /* partitionable devices' shared counters used up */
+  SF_REASON_DEVICE_COUNT,   /* fewer free matching devices than the request's count */
+  SF_REASON_ISLAND,         /* no NVLink island with enough free GPUs */
+  SF_REASON_CLAIM_LIMIT,    /* a claim past DRA's limit of results per claim */
+  SF_REASON_SELECTOR,       /* UNSURE: a selector or attribute slicefit cannot evaluate */
+  SF_REASON_CONSTRAINT,     /* a matchAttribute or distinctAttribute constraint */
+  SF_REASON_TOGETHER,       /* the requests fit alone but not all together */
+  SF_REASON_SEARCH_BUDGET,  /* UNSURE: the placement search passed its budget */
+  SF_REASON_NODE_CPU,       /* the node's free CPU */
+  SF_REASON_NODE_MEMORY,    /* the node's free memory */
+  SF_REASON_COUNT
+} sf_reason_code_t;
+
+/** The code's stable snake_case name (a metric label); "unknown" out of range. O(1). */
+const char *sf_reason_code_name(sf_reason_code_t code);
+
 typedef struct {
   sf_fit_t fit;
-  double raw; /* strategy's score of the placement, higher is better (FIT only) */
-  int score;  /* 0..SF_SCORE_MAX over the evaluated FIT nodes: the best raw score (and only it) gets
+  sf_reason_code_t code; /* NO and UNSURE: the kind of reason; FIT: SF_REASON_NONE */
+  double raw;            /* strategy's score of the placement, higher is better (FIT only) */
+  int score; /* 0..SF_SCORE_MAX over the evaluated FIT nodes: the best raw score (and only it) gets
                  SF_SCORE_MAX, the others min-max over 0..SF_SCORE_MAX-1 */
   /*
    * fgd and fragmentation, FIT: the least cost of the placements scored on

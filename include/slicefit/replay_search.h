@@ -29,7 +29,7 @@
 #include "slicefit/policy.h"
 #include "slicefit/replay.h"
 
-/* The policy ConfigMap the daemon watches (manifests/policy-configmap.yaml). */
+/* The policy ConfigMap the daemon watches (manifests/policy/policy-configmap.yaml). */
 #define SF_SEARCH_CONFIGMAP_NAMESPACE "slicefit-system"
 #define SF_SEARCH_CONFIGMAP_NAME "slicefit-policy"
 

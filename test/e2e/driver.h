@@ -53,6 +53,17 @@ typedef struct {
   size_t replica_diffs;    /* the replicas answered one call differently */
   size_t state_checks;
   char first_problem[512];
+  /*
+   * As kube-scheduler calls slicefit through the Service: each call goes
+   * to the next replica in turn, a failed call fails the attempt, which is
+   * retried after a back-off that doubles (kube-scheduler: 1 s, up to 10 s).
+   * Otherwise every call goes to every replica, which must agree.
+   */
+  bool service;
+  int backoff_ms;
+  size_t next_replica;
+  size_t failed_calls, retried_calls; /* calls refused; calls answered after a refusal */
+  int64_t max_wait_ms;                /* longest from a call's first refusal to its answer */
 } drv_t;
 
 #define DRV_TLS 1u  /* the replicas serve https with a certificate the driver verifies */

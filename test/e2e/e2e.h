@@ -148,6 +148,8 @@ int e2e_slicefit_start(e2e_slicefit_t *s, const char *dir, const char *const *ar
 int e2e_slicefit_wait_ready(e2e_slicefit_t *s, int deadline_ms);
 /** SIGTERM, wait (SIGKILL after 5 s); the exit status, or -1. */
 int e2e_slicefit_stop(e2e_slicefit_t *s);
+/** SIGKILL, as a node failure or an OOM kill: no drain. Its port stays (calls to it are refused). */
+int e2e_slicefit_kill(e2e_slicefit_t *s);
 
 /**
  * Kills and reaps every process this test process started and has not

@@ -299,6 +299,18 @@ int e2e_slicefit_stop(e2e_slicefit_t *s)
   return st < 0 ? -1 : WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+int e2e_slicefit_kill(e2e_slicefit_t *s)
+{
+  int st = 0;
+  if (s->pid <= 0)
+    return -1;
+  kill(s->pid, SIGKILL);
+  waitpid(s->pid, &st, 0);
+  untrack(s->pid);
+  s->pid = 0;
+  return WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL ? 0 : -1;
+}
+
 void e2e_rmdir(const char *dir)
 {
   if (getenv("SLICEFIT_E2E_KEEP"))

@@ -28,7 +28,7 @@
 
 /*
  * The policies under test, as the ConfigMap holds them and --policy-file
- * reads them. SHIPPED is manifests/policy-configmap.yaml's (strategy
+ * reads them. SHIPPED is manifests/policy/policy-configmap.yaml's (strategy
  * fragmentation, first-fit) with the island map this cluster needs: the
  * NVIDIA driver publishes no NVLink attribute, so island_map says where
  * islands are. FIXED_MIX is plain FGD against a given workload mix.
@@ -464,4 +464,57 @@ Test(e2e, replay_prefixes_account_for_every_failure)
   cr_log_info("replay: %zu of %d pods fail", n, NPODS);
   json_decref(run);
   e2e_rmdir(d.dir);
+}
+
+/*
+ * High availability: kube-scheduler calls slicefit through its Service, and
+ * one of the two replicas is killed (SIGKILL: a node failure, an OOM kill;
+ * no drain) a third of the way through the run. The Service keeps sending
+ * every other call to the dead replica until it is back (the worst case:
+ * no endpoint removal); each refused call is retried after a back-off and
+ * answered by the other replica. No pod is lost (every pod fares as in the
+ * replay, which knows no failure; none is left Pending that DRA could
+ * place), a pod waits at most one back-off and one call, and the restarted
+ * replica rebuilds the same index from the API server. The figures are
+ * logged (docs/operators.md, "High availability", quotes them).
+ */
+Test(e2e, replica_killed_mid_run_loses_no_pod, .fini = teardown)
+{
+  drv_t *d = &D;
+  drv_setup(d, SHIPPED, 2, NPODS, SEED, DRV_TLS);
+  d->service = true;
+  d->backoff_ms = 100; /* kube-scheduler's is 1 s (podInitialBackoffSeconds), scaled down */
+  size_t n = drv_nevents(d);
+  drv_run(d, 0, n / 3, 0);
+  cr_assert_eq(d->failed_calls, 0);
+  cr_assert_eq(e2e_slicefit_kill(&d->sf[1]), 0, "SIGKILL of replica 1");
+  drv_run(d, n / 3, n / 2, 0);
+  size_t refused = d->failed_calls;
+  int64_t t = e2e_now_ms();
+  drv_start_replica(d, 1);
+  int64_t ready_ms = e2e_now_ms() - t;
+  drv_wait_seen(d);
+  for (size_t r = 0; r < d->nreplicas; r++)
+    drv_check_state(d, d->sf[r].port);
+  drv_run(d, n / 2, n, 40);
+  size_t placed = 0, rejected = 0;
+  for (size_t i = 0; i < d->npods; i++) {
+    placed += d->out[i] == OUT_PLACED;
+    rejected += d->out[i] == OUT_EXTENDER_EMPTY || d->out[i] == OUT_ERROR;
+  }
+  cr_log_info("e2e HA: replica 1 killed after %zu of %zu events; %zu calls refused while it was "
+              "down, each answered by replica 0 after one back-off (%zu retried, longest wait "
+              "%lld ms with a %d ms back-off); the restarted replica was ready %lld ms after it "
+              "started; %zu pods placed, %zu lost",
+              n / 3, n, refused, d->retried_calls, (long long)d->max_wait_ms, d->backoff_ms,
+              (long long)ready_ms, placed, rejected);
+  cr_expect_gt(refused, 0, "no call reached the dead replica: the test proves nothing");
+  cr_expect_eq(d->failed_calls, refused, "calls failed after the replica was back");
+  cr_expect_eq(d->retried_calls, refused, "a refused call was retried more than once");
+  cr_expect_lt(d->max_wait_ms, d->backoff_ms + 1000, "a pod waited %lld ms",
+               (long long)d->max_wait_ms);
+  cr_expect_eq(rejected, 0, "pods left Pending although DRA could place them: %s", d->first_problem);
+  cr_expect_eq(d->dropped_feasible, 0, "%s", d->first_problem);
+  drv_stop_all(d);
+  replay_check(d);
 }

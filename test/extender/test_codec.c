@@ -286,6 +286,20 @@ Test(codec, pending_namespaces_bounded)
   /* ns00..ns04 hold 1+2+3+4+5 claims. */
   cr_assert(strstr(b.p, "\nslicefit_claims_pending{namespace=\"other\"} 15\n"), "%s", b.p);
   sf__buf_dispose(&b);
+  /* The oldest age by namespace: ns03's last claim created at 40, the others at 100. */
+  json_object_set_new(p, "ns03/c3", json_integer(40));
+  json_object_set_new(p, "ns14/c0", json_integer(70));
+  sf__metrics_pending(&b, p, 110, &st);
+  cr_assert(strstr(b.p, "\nslicefit_claims_pending_oldest_age_seconds{namespace=\"ns14\"} 40\n"),
+            "%s", b.p);
+  cr_assert(strstr(b.p, "\nslicefit_claims_pending_oldest_age_seconds{namespace=\"ns05\"} 10\n"));
+  cr_assert(strstr(b.p, "\nslicefit_claims_pending_oldest_age_seconds{namespace=\"other\"} 70\n"));
+  cr_assert(strstr(b.p, "\nslicefit_claims_pending_oldest_seconds 70\n"));
+  series = 0;
+  for (const char *q = b.p; (q = strstr(q, "\nslicefit_claims_pending_oldest_age_seconds{")); q++)
+    series++;
+  cr_assert_eq(series, SF__PENDING_TOP_NS + 1);
+  sf__buf_dispose(&b);
   json_decref(p);
 }
 

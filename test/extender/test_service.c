@@ -131,26 +131,6 @@ Test(service, debug_state)
   cr_assert_eq(sfx_stop(&s), 0);
 }
 
-/* Behind TLS the serving port may serve /debug/state too, unless told not to. */
-Test(service, debug_state_over_tls)
-{
-  const char *extra[] = {"--tls-cert-file", NULL, "--tls-private-key-file", NULL, NULL, NULL};
-  extra[1] = strdup(sfx_path("test/extender/data/tls/cert.pem"));
-  extra[3] = strdup(sfx_path("test/extender/data/tls/key.pem"));
-  for (int off = 0; off < 2; off++) {
-    sfx_t s;
-    extra[4] = off ? "--debug-state-over-tls=false" : NULL;
-    sfx_start_example(&s, extra);
-    s.debug_port = 0; /* ask the TLS port */
-    sfx_reply_t r;
-    get(&s, "/debug/state", &r, off ? 404 : 200);
-    sfx_reply_free(&r);
-    cr_assert_eq(sfx_stop(&s), 0);
-  }
-  free((char *)(uintptr_t)extra[1]);
-  free((char *)(uintptr_t)extra[3]);
-}
-
 Test(service, tls)
 {
   sfx_t s;
@@ -208,6 +188,9 @@ Test(service, flags)
                          "--logging-format",
                          "--debug-listen",
                          "--pending-warn-after",
+                         "--client-ca-file",
+                         "--node-pool-label",
+                         "--gpu-price",
                          "--version",
                          "--strict",
                          "--kubernetes-version",
@@ -225,6 +208,9 @@ Test(service, flags)
   cr_assert_eq(run_cli("--bogus", out, sizeof out), 2);
   cr_assert(strstr(out, "unknown flag --bogus"));
   cr_assert_eq(run_cli("--max-nodes=-3", out, sizeof out), 2);
+  cr_assert_eq(run_cli("--gpu-price=-5", out, sizeof out), 2);
+  cr_assert(strstr(out, "--gpu-price -5: expected a non-negative number"), "%s", out);
+  cr_assert_eq(run_cli("--gpu-price=12usd", out, sizeof out), 2);
   cr_assert_eq(run_cli("--listen", out, sizeof out), 2);
   cr_assert_eq(run_cli("--kubernetes-version=34", out, sizeof out), 2);
   cr_assert(strstr(out, "expected a version such as 1.34"), "%s", out);

@@ -34,6 +34,22 @@ int mf_secret_file(const yt_node_t *vol, const char *secret, const char *key, co
 const char *mf_base(const char *path);
 int mf_say(char *why, size_t wl, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* fake.c: the fake kube-apiserver (tools/fake-apiserver beside the suite's binary) */
+#include <stdio.h>
+#include <sys/types.h>
+typedef struct {
+  pid_t pid;
+  int in;    /* its stdin: closing it stops the server */
+  FILE *out; /* its answers */
+  unsigned port;
+} mf_fake_t;
+/** Starts it with one of its flags (or NULL); fails the test if it does not. */
+void mf_fake_start(mf_fake_t *f, const char *flag);
+/** Sends one command; fails the test unless the fake answers ok. */
+void mf_fake_cmd(mf_fake_t *f, const char *cmd);
+void mf_fake_stop(mf_fake_t *f);
+/** A kubeconfig at path for the fake on 127.0.0.1:port, with a bearer token or none (NULL). */
+void mf_kubeconfig_write(const char *path, unsigned port, const char *token);
 /* manifests_checks.c */
 /** The DeviceClass menu: every class the examples may ask for. */
 extern const char *const mf_menu[3];

@@ -193,12 +193,18 @@ int mf_check_tls_flags(const yt_node_t *docs, char *why, size_t wl)
     if (!mf_secret_file(mf_volume_for(dep, ctr, path), NULL, keys[i], mf_base(path)))
       return mf_say(why, wl, "%s %s is not the %s key of a mounted Secret", flags[i], path, keys[i]);
   }
+  if (mf_flag(ctr, "--client-ca-file", path, sizeof path) != 0)
+    return mf_say(why, wl, "slicefit needs --client-ca-file: callers must prove who they are");
+  if (!mf_secret_file(mf_volume_for(dep, ctr, path), NULL, "ca.crt", mf_base(path)))
+    return mf_say(why, wl, "--client-ca-file %s is not the ca.crt key of a mounted Secret", path);
+  if (mf_flag(ctr, "--debug-state-over-tls", path, sizeof path) == 0 && !mf_streq(path, "false"))
+    return mf_say(why, wl, "/debug/state must stay off the serving port");
   if (mf_flag(ctr, "--policy-configmap", policy, sizeof policy) != 0 ||
       !mf_streq(policy, "slicefit-system/slicefit-policy"))
     return mf_say(why, wl, "slicefit must watch --policy-configmap slicefit-system/slicefit-policy");
-  const yt_node_t *cm = mf_find(docs, "ConfigMap", "slicefit-policy");
-  if (!mf_streq(mf_str_at(cm, "metadata", "namespace"), "slicefit-system"))
-    return mf_say(why, wl, "the policy ConfigMap slicefit-system/slicefit-policy is missing");
+  /* Re-applying the base must not reset a tuned policy: the ConfigMap lives in policy/. */
+  if (mf_find(docs, "ConfigMap", "slicefit-policy") != NULL)
+    return mf_say(why, wl, "the policy ConfigMap must not be in the base kustomization");
   return 0;
 }
 
@@ -251,26 +257,48 @@ static int selects(const yt_node_t *sel, const yt_node_t *labels)
   return yt_len(ml) > 0;
 }
 
-/* Two replicas on two nodes, a PodDisruptionBudget keeping one. */
-int mf_check_availability(const yt_node_t *docs, char *why, size_t wl)
+static yt_node_t *scheduler_config(const yt_node_t *docs, const yt_node_t **dep_out);
+
+/* Two replicas of Deployment `name` on two nodes, critical priority, a PodDisruptionBudget keeping one. */
+static int available(const yt_node_t *docs, const char *name, char *why, size_t wl)
 {
-  const yt_node_t *dep = mf_find(docs, "Deployment", "slicefit");
+  const yt_node_t *dep = mf_find(docs, "Deployment", name);
   const yt_node_t *labels = yt_dig(dep, "spec", "template", "metadata", "labels", NULL);
   const yt_node_t *anti = yt_dig(mf_pod_spec(dep), "affinity", "podAntiAffinity",
                                  "requiredDuringSchedulingIgnoredDuringExecution", NULL);
   if (!mf_streq(mf_str_at(dep, "spec", "replicas"), "2"))
-    return mf_say(why, wl, "slicefit must run 2 replicas");
+    return mf_say(why, wl, "%s must run 2 replicas", name);
+  if (!mf_streq(mf_str_at(mf_pod_spec(dep), "priorityClassName", NULL), "system-cluster-critical"))
+    return mf_say(why, wl, "%s needs priorityClassName system-cluster-critical", name);
   int spread = 0;
   for (size_t i = 0; i < yt_len(anti); i++)
     spread |= mf_streq(mf_str_at(yt_at(anti, i), "topologyKey", NULL), "kubernetes.io/hostname") &&
               selects(yt_get(yt_at(anti, i), "labelSelector"), labels);
   if (!spread)
-    return mf_say(why, wl, "slicefit replicas need pod anti-affinity on kubernetes.io/hostname");
-  const yt_node_t *pdb = mf_find(docs, "PodDisruptionBudget", NULL);
-  if (!mf_streq(mf_str_at(pdb, "spec", "minAvailable"), "1") ||
-      !selects(yt_dig(pdb, "spec", "selector", NULL), labels))
-    return mf_say(why, wl, "a PodDisruptionBudget with minAvailable 1 must select slicefit's pods");
-  return 0;
+    return mf_say(why, wl, "%s replicas need pod anti-affinity on kubernetes.io/hostname", name);
+  for (size_t i = 0; i < yt_len(docs); i++) {
+    const yt_node_t *pdb = yt_at(docs, i);
+    if (mf_streq(mf_str_at(pdb, "kind", NULL), "PodDisruptionBudget") &&
+        mf_streq(mf_str_at(pdb, "spec", "minAvailable"), "1") &&
+        selects(yt_dig(pdb, "spec", "selector", NULL), labels))
+      return 0;
+  }
+  return mf_say(why, wl, "a PodDisruptionBudget with minAvailable 1 must select %s's pods", name);
+}
+
+int mf_check_availability(const yt_node_t *docs, char *why, size_t wl)
+{
+  if (available(docs, "slicefit", why, wl) != 0 ||
+      available(docs, "slicefit-scheduler", why, wl) != 0)
+    return -1;
+  /* Two scheduler replicas are safe only under leader election. */
+  const yt_node_t *dep = NULL;
+  yt_node_t *cfg = scheduler_config(docs, &dep);
+  int rc = mf_streq(mf_str_at(yt_get(yt_at(cfg, 0), "leaderElection"), "leaderElect", NULL), "true")
+               ? 0
+               : mf_say(why, wl, "two scheduler replicas need leaderElection.leaderElect: true");
+  yt_free(cfg);
+  return rc;
 }
 
 /* ---- the Service and the extender configuration ---- */
@@ -350,6 +378,23 @@ int mf_has_profile(const yt_node_t *cfg, const char *name)
 }
 
 /* The second scheduler: the profile, the extender, and the CA file mounted from the Secret. */
+/* The extender's certFile and keyFile: tls.crt and tls.key of the mounted slicefit-scheduler-client. */
+static int client_cert(const yt_node_t *cfg, const yt_node_t *dep, char *why, size_t wl)
+{
+  const yt_node_t *tls = yt_get(yt_at(yt_get(yt_at(cfg, 0), "extenders"), 0), "tlsConfig");
+  const char *names[] = {"certFile", "keyFile"}, *keys[] = {"tls.crt", "tls.key"};
+  for (int i = 0; i < 2; i++) {
+    const char *f = mf_str_at(tls, names[i], NULL);
+    if (f == NULL || !mf_secret_file(mf_volume_for(dep, mf_first_container(dep), f),
+                                     "slicefit-scheduler-client", keys[i], mf_base(f)))
+      return mf_say(why, wl,
+                    "tlsConfig.%s must be the %s of the mounted Secret "
+                    "slicefit-scheduler-client",
+                    names[i], keys[i]);
+  }
+  return 0;
+}
+
 int mf_check_second_scheduler(const yt_node_t *docs, char *why, size_t wl)
 {
   char url[512];
@@ -374,7 +419,7 @@ int mf_check_second_scheduler(const yt_node_t *docs, char *why, size_t wl)
                                    "secretName", NULL);
     if (mf_secret_file(mf_volume_for(dep, mf_first_container(dep), ca), secret, "ca.crt",
                        mf_base(ca)))
-      rc = 0;
+      rc = client_cert(cfg, dep, why, wl);
     else
       mf_say(why, wl, "caFile %s is not the ca.crt of slicefit's Secret %s, mounted", ca,
              secret ? secret : "?");

@@ -19,6 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include "slicefit/policy.h"
 #include "slicefit/quantity.h"
 #include "slicefit/cel.h"
@@ -41,10 +43,14 @@ static void teardown(void)
 
 Test(manifests, renders_the_expected_objects, .init = setup, .fini = teardown)
 {
-  const char *want[][2] = {{"Namespace", "slicefit-system"},     {"ServiceAccount", "slicefit"},
-                           {"Deployment", "slicefit"},           {"Service", "slicefit"},
-                           {"PodDisruptionBudget", "slicefit"},  {"ConfigMap", "slicefit-policy"},
-                           {"Deployment", "slicefit-scheduler"}, {"ClusterRole", "slicefit"}};
+  const char *want[][2] = {{"Namespace", "slicefit-system"},
+                           {"ServiceAccount", "slicefit"},
+                           {"Deployment", "slicefit"},
+                           {"Service", "slicefit"},
+                           {"PodDisruptionBudget", "slicefit"},
+                           {"Deployment", "slicefit-scheduler"},
+                           {"ClusterRole", "slicefit"},
+                           {"PodDisruptionBudget", "slicefit-scheduler"}};
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
     cr_expect(mf_find(rendered, want[i][0], want[i][1]) != NULL, "%s %s is missing", want[i][0],
               want[i][1]);
@@ -100,9 +106,14 @@ Test(manifests, default_scheduler_file_configures_the_same_extender, .init = set
 Test(manifests, policy_configmap_holds_every_key_the_daemon_accepts, .init = setup, .fini = teardown)
 {
   size_t len;
-  char *text = mf_read_file("manifests/policy-configmap.yaml", &len);
-  CHECK(mf_check_policy, rendered);
+  char *text = mf_read_file("manifests/policy/policy-configmap.yaml", &len);
+  yt_node_t *policy = mf_render("manifests/policy");
+  CHECK(mf_check_policy, policy);
   CHECK(mf_check_policy_comments, text);
+  cr_assert_eq(yt_len(policy), 1, "manifests/policy holds the policy ConfigMap alone");
+  cr_assert_null(mf_find(rendered, "ConfigMap", "slicefit-policy"),
+                 "re-applying the base would reset a tuned policy");
+  yt_free(policy);
   free(text);
 }
 
@@ -131,4 +142,80 @@ Test(manifests, examples_cover_the_four_shapes, .init = setup, .fini = teardown)
   yt_node_t *ex = mf_render("manifests/examples");
   CHECK(mf_check_examples, ex, rendered);
   yt_free(ex);
+}
+
+/* Every kustomization under manifests/ renders, and each object names its apiVersion, kind, name. */
+Test(manifests, every_directory_renders)
+{
+  char cmd[PATHMAX + 64], dir[PATHMAX];
+  snprintf(cmd, sizeof cmd, "cd '%s' && find manifests -name kustomization.yaml | sort",
+           getenv("SLICEFIT_TOP"));
+  FILE *p = popen(cmd, "r");
+  cr_assert_not_null(p);
+  int dirs = 0;
+  while (fgets(dir, sizeof dir, p)) {
+    *strrchr(dir, '/') = '\0';
+    yt_node_t *docs = mf_render(dir);
+    cr_assert_gt(yt_len(docs), 0, "%s renders nothing", dir);
+    for (size_t i = 0; i < yt_len(docs); i++) {
+      const yt_node_t *d = yt_at(docs, i);
+      cr_expect(mf_str_at(d, "apiVersion", NULL) && mf_str_at(d, "kind", NULL) &&
+                    mf_str_at(d, "metadata", "name"),
+                "%s: object %zu lacks apiVersion, kind or metadata.name", dir, i);
+    }
+    yt_free(docs);
+    dirs++;
+  }
+  pclose(p);
+  cr_assert_geq(dirs, 5, "manifests/, policy/, examples/, monitoring/, cert-manager/");
+}
+
+/*
+ * kubectl's client dry run maps and accepts every object of every
+ * kustomization, against the fake API server's discovery (--discover-all
+ * names every kind manifests/ creates; the Prometheus Operator's and
+ * cert-manager's as their CRDs would). Schemas are not checked: no server
+ * here serves OpenAPI (--validate=false).
+ */
+Test(manifests, client_dry_run_accepts_every_object, .timeout = 120)
+{
+  if (system("command -v kubectl >/dev/null 2>&1") != 0) {
+    cr_log_warn("SKIPPED: manifests::client_dry_run_accepts_every_object: kubectl is not on PATH");
+    cr_skip_test("kubectl is not on PATH");
+  }
+  char dir[] = "/tmp/sf-dryrun-XXXXXX", kc[64];
+  cr_assert_not_null(mkdtemp(dir));
+  mf_fake_t api = {0};
+  mf_fake_start(&api, "--discover-all");
+  snprintf(kc, sizeof kc, "%s/kubeconfig", dir);
+  mf_kubeconfig_write(kc, api.port, NULL);
+  char cmd[PATHMAX * 2], path[PATHMAX];
+  snprintf(cmd, sizeof cmd, "cd '%s' && find manifests -name kustomization.yaml | sort",
+           getenv("SLICEFIT_TOP"));
+  FILE *dirs = popen(cmd, "r");
+  size_t objects = 0;
+  while (fgets(path, sizeof path, dirs)) {
+    *strrchr(path, '/') = '\0';
+    yt_node_t *docs = mf_render(path);
+    snprintf(cmd, sizeof cmd,
+             "kubectl kustomize '%s/%s' | KUBECONFIG=%s kubectl create --dry-run=client "
+             "--validate=false --cache-dir %s/cache -o name -f - 2>&1",
+             getenv("SLICEFIT_TOP"), path, kc, dir);
+    FILE *p = popen(cmd, "r");
+    char got[512];
+    size_t named = 0;
+    while (fgets(got, sizeof got, p)) {
+      named += strchr(got, '/') != NULL && strstr(got, " ") == NULL;
+      cr_expect(strchr(got, '/') && !strstr(got, " "), "%s: %s", path, got);
+    }
+    cr_expect_eq(pclose(p), 0, "kubectl's client dry run refused an object of %s", path);
+    cr_expect_eq(named, yt_len(docs), "%s: %zu objects accepted of %zu", path, named, yt_len(docs));
+    objects += named;
+    yt_free(docs);
+  }
+  pclose(dirs);
+  mf_fake_stop(&api);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  cr_expect_eq(system(cmd), 0);
+  cr_log_info("kubectl's client dry run accepted %zu objects", objects);
 }

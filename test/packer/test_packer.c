@@ -50,6 +50,10 @@ static sf_dev_id place(sf_node_id n, const sf_demand_t *d, const char *holder)
   return dev;
 }
 
+/* The verdict's reason code: the class its sentence is counted in. */
+#define CODE(v, c) \
+  cr_assert_eq((v).code, c, "code %s for: %s", sf_reason_code_name((v).code), (v).reason)
+
 TestSuite(packer, .init = setup, .fini = teardown);
 
 Test(packer, fractional_claims_fill_a_shared_card_then_stop)
@@ -64,6 +68,7 @@ Test(packer, fractional_claims_fill_a_shared_card_then_stop)
   cr_assert_eq(v.fit, SF_FIT_NO);
   cr_assert(strstr(v.reason, "needs 6Gi of memory; the most free on a matching device is 2Gi"), "%s",
             v.reason);
+  CODE(v, SF_REASON_CAPACITY_SHORT);
 }
 
 Test(packer, capacity_requests_round_up_as_dra_does)
@@ -92,6 +97,7 @@ Test(packer, counts_and_readable_reasons)
   cr_assert_eq(v.fit, SF_FIT_NO);
   cr_assert_str_eq(v.reason,
                    "request gpu of claim default/claim needs 2 device(s); 1 of 2 matching are free");
+  CODE(v, SF_REASON_DEVICE_COUNT);
 }
 
 Test(packer, nvlink_island_reason)
@@ -113,6 +119,7 @@ Test(packer, nvlink_island_reason)
   cr_assert_eq(v.fit, SF_FIT_NO);
   cr_assert_str_eq(v.reason,
                    "request gpu of claim default/claim needs 2 device(s); 0 of 4 matching are free");
+  CODE(v, SF_REASON_DEVICE_COUNT);
 }
 
 Test(packer, island_constraint_fails_on_split_islands)
@@ -128,6 +135,7 @@ Test(packer, island_constraint_fails_on_split_islands)
   sf_verdict_t v = eval1(n, &isl.dem);
   cr_assert_eq(v.fit, SF_FIT_NO);
   cr_assert_str_eq(v.reason, "needs 2 GPUs in one NVLink island; the largest free island has 1");
+  CODE(v, SF_REASON_ISLAND);
 }
 
 Test(packer, taints_and_tolerations)
@@ -142,6 +150,7 @@ Test(packer, taints_and_tolerations)
   cr_assert_eq(v.fit, SF_FIT_NO);
   cr_assert(strstr(v.reason, "does not tolerate taint gpu.nvidia.com/xid=79:NoSchedule"), "%s",
             v.reason);
+  CODE(v, SF_REASON_TAINT);
   sf_toleration_t tol = {"gpu.nvidia.com/xid", NULL, true, true, SF_TAINT_NONE};
   c.req.tols = &tol;
   c.req.ntols = 1;
@@ -167,6 +176,7 @@ Test(packer, all_mode_fails_on_a_tainted_device_instead_of_leaving_it_out)
   cr_assert(strstr(v.reason,
                    "does not tolerate taint gpu.nvidia.com/xid=79:NoSchedule on 1 matching device"),
             "%s", v.reason);
+  CODE(v, SF_REASON_TAINT);
   c.req.admin = true;
   cr_assert_eq(eval1(n, &c.dem).fit, SF_FIT_NO, "admin access does not pass a taint either");
   c.req.admin = false;
@@ -191,6 +201,7 @@ Test(packer, unknown_selector_passes_the_node_as_unsure)
   sf_verdict_t v = eval1(n, &c.dem);
   cr_assert_eq(v.fit, SF_FIT_UNSURE);
   cr_assert(strstr(v.reason, "left to the DRA plugin"));
+  CODE(v, SF_REASON_SELECTOR);
 }
 
 Test(packer, first_available_alternatives)
@@ -229,6 +240,7 @@ Test(packer, match_and_distinct_attributes)
   sf_verdict_t v = eval1(n, &d);
   cr_assert_eq(v.fit, SF_FIT_NO);
   cr_assert(strstr(v.reason, "shares one value of " DRV "/nosuch"), "%s", v.reason);
+  CODE(v, SF_REASON_CONSTRAINT);
 }
 
 Test(packer, all_mode_takes_every_matching_device)
@@ -280,6 +292,7 @@ Test(packer, all_mode_counts_toward_the_result_limit_per_claim)
   cr_assert(strstr(v.reason,
                    "claim ns/one would get 33 devices on this node; DRA allows 32 per claim"),
             "%s", v.reason);
+  CODE(v, SF_REASON_CLAIM_LIMIT);
   /* The limit is per claim: 31 in one, 2 in the other. */
   sf_claim_t apart[2] = {{"ns/a", &all_a, 1, NULL, 0}, {"ns/b", &two_b, 1, NULL, 0}};
   d = (sf_demand_t){apart, 2, 0, 0};
@@ -336,6 +349,7 @@ Test(packer, shared_device_held_whole_takes_no_share)
   sf_verdict_t v = eval1(n, &c.dem);
   cr_assert_eq(v.fit, SF_FIT_NO);
   cr_assert(strstr(v.reason, "0 of 1 matching are free"), "%s", v.reason);
+  CODE(v, SF_REASON_DEVICE_COUNT);
   cr_assert_eq(sf_index_alloc_remove(idx, a), 0);
   tc_valid(idx);
   cr_assert_eq(eval1(n, &c.dem).fit, SF_FIT_YES);
@@ -379,6 +393,7 @@ Test(packer, constraint_on_an_unreadable_attribute_is_unsure)
   sf_verdict_t v = eval1(n, &c.dem);
   cr_assert_eq(v.fit, SF_FIT_UNSURE);
   cr_assert(strstr(v.reason, "gpu.nvidia.com/numa has no value slicefit can read"), "%s", v.reason);
+  CODE(v, SF_REASON_SELECTOR);
   /* One device is enough: the readable one fits, whatever the other holds. */
   tc_claim(&c, 1, 0);
   c.claim.cons = &match;
@@ -397,6 +412,7 @@ Test(packer, max_sharers_and_headroom)
   sf_verdict_t v = eval1(n, &c.dem);
   cr_assert_eq(v.fit, SF_FIT_NO);
   cr_assert(strstr(v.reason, "max_sharers"), "%s", v.reason);
+  CODE(v, SF_REASON_SHARERS);
   set("max_sharers", "0");
   set("headroom_pct", "50");
   tc_claim(&c, 1, 9 * GiB); /* 18 used + 2 already; 10 of 20 kept free */
@@ -420,6 +436,7 @@ Test(packer, search_budget_bounds_hostile_claims)
   sf_verdict_t v = eval1(n, &d);
   cr_assert_eq(v.fit, SF_FIT_UNSURE, "%s", v.reason);
   cr_assert(strstr(v.reason, "budget of 1000 steps"), "%s", v.reason);
+  CODE(v, SF_REASON_SEARCH_BUDGET);
   r[8].count = 8; /* 8 + 8 fits */
   cr_assert_eq(eval1(n, &d).fit, SF_FIT_YES);
 }
@@ -816,9 +833,11 @@ Test(packer, cpu_and_memory_checked_when_tracked)
   sf_verdict_t v = eval1(n, &d);
   cr_assert_eq(v.fit, SF_FIT_NO);
   cr_assert_str_eq(v.reason, "needs 6000m CPU; 4000m is free");
+  CODE(v, SF_REASON_NODE_CPU);
   d = (sf_demand_t){NULL, 0, 0, 16LL << 30};
   v = eval1(n, &d);
   cr_assert_str_eq(v.reason, "needs 16384 MiB of memory; 8192 MiB is free");
+  CODE(v, SF_REASON_NODE_MEMORY);
 }
 
 Test(packer, no_claims_pass_every_node)
@@ -845,6 +864,7 @@ Test(packer, summaries_follow_changes_and_indexes)
   sf_verdict_t v = eval1(n, &c.dem);
   cr_assert_eq(v.fit, SF_FIT_NO);
   cr_assert(strstr(v.reason, "the most free on a matching device is 4Gi") != NULL, "%s", v.reason);
+  CODE(v, SF_REASON_CAPACITY_SHORT);
   /* Removed and added again under the same name: a fresh, idle node. */
   cr_assert_eq(sf_index_alloc_remove(idx, sf_index_alloc_find(idx, "ns/first")), 0);
   cr_assert_eq(sf_index_node_remove(idx, n), 0);
@@ -876,4 +896,49 @@ Test(packer, summaries_are_per_index)
   cr_assert_eq(w.fit, SF_FIT_YES, "a summary of another index was reused: %s", w.reason);
   cr_assert_eq(eval1(n, &big.dem).fit, SF_FIT_NO);
   sf_index_destroy(other);
+}
+
+/* Reasons the tests above do not reach, each with its code. */
+Test(packer, every_reason_has_its_code)
+{
+  sf_node_id bare = tc_node(idx, "bare", 0, "RTX", 20 * GiB, true);
+  sf_node_id rtx = tc_node(idx, "rtx", 1, "RTX", 20 * GiB, false);
+  tc_claim_t c;
+  tc_claim(&c, 1, 0);
+  sf_verdict_t v = eval1(bare, &c.dem);
+  cr_assert_eq(v.fit, SF_FIT_NO);
+  CODE(v, SF_REASON_NO_DEVICES);
+  sf_selector_t h100 = tc_sel_model("H100");
+  c.req.selectors = &h100;
+  v = eval1(rtx, &c.dem);
+  cr_assert_eq(v.fit, SF_FIT_NO);
+  CODE(v, SF_REASON_NO_MATCH);
+  tc_claim(&c, 1, GiB);
+  c.cap.name = DRV "/bandwidth"; /* a capacity no device publishes */
+  v = eval1(rtx, &c.dem);
+  cr_assert_eq(v.fit, SF_FIT_NO);
+  CODE(v, SF_REASON_NO_CAPACITY);
+  /* Two claims that each fit alone on the one card, not together. */
+  tc_claim_t a, b;
+  tc_claim(&a, 1, 0);
+  tc_claim(&b, 1, 0);
+  sf_claim_t both[2] = {a.claim, b.claim};
+  both[1].name = "ns/other";
+  sf_demand_t d = {both, 2, 0, 0};
+  v = eval1(rtx, &d);
+  cr_assert_eq(v.fit, SF_FIT_NO);
+  CODE(v, SF_REASON_TOGETHER);
+  cr_assert_eq(eval1(rtx, &a.dem).code, SF_REASON_NONE);
+}
+
+/* Every code has a name of its own; none is "other", the class of a verdict without one. */
+Test(packer, reason_codes_have_distinct_names)
+{
+  for (int i = 0; i < SF_REASON_COUNT; i++) {
+    const char *n = sf_reason_code_name((sf_reason_code_t)i);
+    cr_assert(n && *n && strcmp(n, "other") != 0 && strcmp(n, "unknown") != 0, "code %d", i);
+    for (int j = 0; j < i; j++)
+      cr_assert_str_neq(n, sf_reason_code_name((sf_reason_code_t)j), "codes %d and %d", i, j);
+  }
+  cr_assert_str_eq(sf_reason_code_name(SF_REASON_COUNT), "unknown");
 }

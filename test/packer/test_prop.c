@@ -144,6 +144,10 @@ static void run_policy(const char *strategy, const char *choice, uint64_t seed)
                 again[i].raw);
       cr_assert_eq(gen[i].score, again[i].score);
       cr_assert_str_eq(gen[i].reason, again[i].reason);
+      cr_assert_eq(gen[i].code, again[i].code, "%s", gen[i].reason);
+      /* Every sentence has the code it is counted by; only FIT has none. */
+      cr_assert((gen[i].fit == SF_FIT_YES) == (gen[i].code == SF_REASON_NONE), "%s", gen[i].reason);
+      cr_assert_lt(gen[i].code, SF_REASON_COUNT);
     }
     int best = -1;
     for (int i = 0; i < NODES; i++) {

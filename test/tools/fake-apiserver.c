@@ -11,7 +11,12 @@
  * sees an object that starts or stops matching as ADDED or DELETED, as
  * kube-apiserver's watch cache sends it.
  *
- *   fake-apiserver [--token T] [--no-watch-list] [--no-device-taint-rules]
+ *   fake-apiserver [--token T] [--no-watch-list] [--no-device-taint-rules] [--discover-all]
+ *
+ * --discover-all adds to discovery every other kind manifests/ creates
+ * (Deployments, RBAC, PodDisruptionBudgets, the Prometheus Operator's and
+ * cert-manager's kinds, ...), discovery only: enough for kubectl's client
+ * dry run to map each object; requests on them get 404.
  *
  * prints "port N" and then reads commands on stdin, one per line, answering
  * each with one line ("ok ..." or "err ..."):
@@ -224,8 +229,11 @@ int main(int argc, char **argv)
       fk_S.no_watch_list = true;
     else if (!strcmp(argv[i], "--no-device-taint-rules"))
       fk_S.no_taint_rules = true;
+    else if (!strcmp(argv[i], "--discover-all"))
+      fk_S.discover_all = true;
     else
-      fk_die("usage: fake-apiserver [--token T] [--no-watch-list] [--no-device-taint-rules]");
+      fk_die("usage: fake-apiserver [--token T] [--no-watch-list] [--no-device-taint-rules] "
+             "[--discover-all]");
   }
   struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = 0};
   sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);

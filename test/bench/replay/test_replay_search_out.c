@@ -158,7 +158,7 @@ Test(replay_search_out, the_configmap_is_the_one_in_manifests)
 {
   char path[PATH_MAX];
   const char *top = getenv("SLICEFIT_TOP");
-  snprintf(path, sizeof path, "%s/manifests/policy-configmap.yaml", top ? top : ".");
+  snprintf(path, sizeof path, "%s/manifests/policy/policy-configmap.yaml", top ? top : ".");
   FILE *f = fopen(path, "r");
   cr_assert_not_null(f, "cannot open %s", path);
   char *shipped = slurp(f);

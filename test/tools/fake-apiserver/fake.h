@@ -56,6 +56,7 @@ typedef struct {
   char *token;
   bool no_watch_list, ignore_watch_list, shutting;
   bool no_taint_rules; /* --no-device-taint-rules: a cluster without the alpha API */
+  bool discover_all;   /* --discover-all: discovery also names the kinds manifests/ holds */
   int fail_code, fail_n, fail_secs;
   unsigned long drop_gen, close_gen, bookmark_gen, expire_gen, trunc_gen;
   int split_left, stall_ms;

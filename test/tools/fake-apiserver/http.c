@@ -104,17 +104,74 @@ static enum MHD_Result send_body(struct MHD_Connection *c, char *body)
 
 /* ---- discovery ---- */
 
+/* --discover-all: kinds served in discovery only. */
+static const struct {
+  const char *gv, *name, *kind;
+  bool namespaced;
+} more[] = {
+    {"v1", "namespaces", "Namespace", false},
+    {"v1", "serviceaccounts", "ServiceAccount", true},
+    {"v1", "services", "Service", true},
+    {"v1", "secrets", "Secret", true},
+    {"resource.k8s.io/v1", "resourceclaimtemplates", "ResourceClaimTemplate", true},
+    {"apps/v1", "deployments", "Deployment", true},
+    {"policy/v1", "poddisruptionbudgets", "PodDisruptionBudget", true},
+    {"rbac.authorization.k8s.io/v1", "clusterroles", "ClusterRole", false},
+    {"rbac.authorization.k8s.io/v1", "clusterrolebindings", "ClusterRoleBinding", false},
+    {"rbac.authorization.k8s.io/v1", "roles", "Role", true},
+    {"rbac.authorization.k8s.io/v1", "rolebindings", "RoleBinding", true},
+    {"networking.k8s.io/v1", "networkpolicies", "NetworkPolicy", true},
+    {"scheduling.k8s.io/v1", "priorityclasses", "PriorityClass", false},
+    {"monitoring.coreos.com/v1", "servicemonitors", "ServiceMonitor", true},
+    {"monitoring.coreos.com/v1", "prometheusrules", "PrometheusRule", true},
+    {"cert-manager.io/v1", "issuers", "Issuer", true},
+    {"cert-manager.io/v1", "certificates", "Certificate", true},
+};
+#define NMORE (sizeof more / sizeof more[0])
+
+static json_t *resource_entry(const char *name, bool namespaced, const char *kind)
+{
+  return json_pack("{s:s, s:s, s:b, s:s, s:[s,s,s]}", "name", name, "singularName", "", "namespaced",
+                   namespaced, "kind", kind, "verbs", "get", "list", "watch");
+}
+
+/* The API groups discovery lists, each with its one version. */
+static json_t *group_list(void)
+{
+  json_t *groups = json_array();
+  const char *gvs[NMORE + 1] = {"resource.k8s.io/v1"};
+  size_t n = 1;
+  for (size_t i = 0; fk_S.discover_all && i < NMORE; i++) {
+    bool seen = strchr(more[i].gv, '/') == NULL; /* core v1 is no group */
+    for (size_t k = 0; k < n && !seen; k++)
+      seen = strcmp(gvs[k], more[i].gv) == 0;
+    if (!seen)
+      gvs[n++] = more[i].gv;
+  }
+  for (size_t k = 0; k < n; k++) {
+    char group[128];
+    snprintf(group, sizeof group, "%.*s", (int)(strchr(gvs[k], '/') - gvs[k]), gvs[k]);
+    const char *v = strchr(gvs[k], '/') + 1;
+    json_array_append_new(groups,
+                          json_pack("{s:s, s:[{s:s, s:s}], s:{s:s, s:s}}", "name", group, "versions",
+                                    "groupVersion", gvs[k], "version", v, "preferredVersion",
+                                    "groupVersion", gvs[k], "version", v));
+  }
+  return json_pack("{s:s, s:s, s:o}", "kind", "APIGroupList", "apiVersion", "v1", "groups", groups);
+}
+
 static json_t *resource_list(const char *gv)
 {
   json_t *rs = json_array();
+  for (size_t i = 0; fk_S.discover_all && i < NMORE; i++)
+    if (!strcmp(more[i].gv, gv))
+      json_array_append_new(rs, resource_entry(more[i].name, more[i].namespaced, more[i].kind));
   for (int i = 0; i < NRES; i++) {
     if (strcmp(fk_RES[i].gv, gv))
       continue;
     if (fk_S.no_taint_rules && !strcmp(fk_RES[i].name, "devicetaintrules"))
       continue;
-    json_array_append_new(rs, json_pack("{s:s, s:s, s:b, s:s, s:[s,s,s]}", "name", fk_RES[i].name,
-                                        "singularName", "", "namespaced", fk_RES[i].namespaced,
-                                        "kind", fk_RES[i].kind, "verbs", "get", "list", "watch"));
+    json_array_append_new(rs, resource_entry(fk_RES[i].name, fk_RES[i].namespaced, fk_RES[i].kind));
   }
   return json_pack("{s:s, s:s, s:s, s:o}", "kind", "APIResourceList", "apiVersion", "v1",
                    "groupVersion", gv, "resources", rs);
@@ -132,16 +189,14 @@ static enum MHD_Result discovery(struct MHD_Connection *c, const char *url)
                                "v1", "serverAddressByClientCIDRs", "clientCIDR", "0.0.0.0/0",
                                "serverAddress", "127.0.0.1"));
   if (!strcmp(url, "/apis"))
-    return send_json(c, 200,
-                     json_pack("{s:s, s:s, s:[{s:s, s:[{s:s, s:s}], s:{s:s, s:s}}]}", "kind",
-                               "APIGroupList", "apiVersion", "v1", "groups", "name",
-                               "resource.k8s.io", "versions", "groupVersion", "resource.k8s.io/v1",
-                               "version", "v1", "preferredVersion", "groupVersion",
-                               "resource.k8s.io/v1", "version", "v1"));
+    return send_json(c, 200, group_list());
   if (!strcmp(url, "/api/v1"))
     return send_json(c, 200, resource_list("v1"));
   if (!strcmp(url, "/apis/resource.k8s.io/v1"))
     return send_json(c, 200, resource_list("resource.k8s.io/v1"));
+  for (size_t i = 0; fk_S.discover_all && i < NMORE; i++)
+    if (!strncmp(url, "/apis/", 6) && !strcmp(url + 6, more[i].gv))
+      return send_json(c, 200, resource_list(more[i].gv));
   if (!strcmp(url, "/healthz") || !strcmp(url, "/readyz") || !strcmp(url, "/livez"))
     return send_text(c, 200, "text/plain", strdup("ok"));
   return fk_send_status(c, 404, "NotFound", "the server could not find the requested resource", 0);
