@@ -290,6 +290,16 @@ bool sf_cel_prog_invalid(const sf_cel_prog_t *p)
   return !namespace_call(p->err, p->text);
 }
 
+unsigned sf_cel_prog_min_minor(const sf_cel_prog_t *p)
+{
+  return p->minor;
+}
+
+int sf_cel_function_minor(const char *name)
+{
+  return sf__cel_function_minor(name);
+}
+
 const char *sf_cel_prog_text(const sf_cel_prog_t *p)
 {
   return p->text;
@@ -329,6 +339,9 @@ sf_match_t sf_cel_eval(const sf_cel_prog_t *p, const sf_index_t *idx, sf_dev_id 
   c.narena = 0;
   c.nscratch = 0;
   cel_val_t r = sf__cel_ev(&c, p->root);
+  /* cel-go stops the whole evaluation at the limit: no && or || absorbs it. */
+  if (c.steps > CEL_COST_MAX)
+    r = sf__cel_err(p->root, "operation cancelled: actual cost limit exceeded");
   explain(p, &r, err, errlen);
   if (r.t == V_UNK)
     return SF_MATCH_UNKNOWN;
