@@ -261,9 +261,11 @@ int sf__cel_order(const cel_val_t *a, const cel_val_t *b);
 
 /**
  * Translates an RE2 pattern into POSIX ERE and compiles it into *r; r->ok
- * false when the pattern uses what POSIX cannot express the same way.
+ * false when the pattern uses what POSIX cannot express the same way. With
+ * `positions` regexec reports where the match is (find), else only whether
+ * there is one (matches).
  */
-void sf__cel_re_compile(cel_re_t *r, const char *pat, size_t len);
+void sf__cel_re_compile(cel_re_t *r, const char *pat, size_t len, bool positions);
 /**
  * Calls an extension function (cel_ext.c: the strings extension, sets, lists,
  * regex find); `fn` is the node's. Arguments as for sf__cel_call.

@@ -297,7 +297,7 @@ cel_re_t *sf__cel_regex(cel_ctx_t *c, uint32_t n, const cel_val_t *pat, cel_re_t
   const cel_node_t *nd = &c->p->nodes[n];
   if (nd->v.i >= 0)
     return &c->p->res[nd->v.i];
-  sf__cel_re_compile(dyn, pat->v.s, pat->n);
+  sf__cel_re_compile(dyn, pat->v.s, pat->n, nd->fn != FN_MATCHES);
   return dyn;
 }
 

@@ -235,7 +235,7 @@ static void const_regex(parser_t *ps, cel_node_t *call)
   if (pat->op != N_STR)
     return;
   p->res = sf_xrealloc(p->res, (p->nres + 1) * sizeof *p->res);
-  sf__cel_re_compile(&p->res[p->nres], p->pool + pat->v.s.off, pat->v.s.len);
+  sf__cel_re_compile(&p->res[p->nres], p->pool + pat->v.s.off, pat->v.s.len, call->fn != FN_MATCHES);
   call->v.i = p->nres++;
 }
 
@@ -269,6 +269,26 @@ static bool fits(uint16_t have, uint16_t want)
 }
 
 /*
+ * The types argument i (from 1) of function k may have: the table's, except
+ * where the overloads fix each position (a string's indexOf(string, int),
+ * replace(string, string, int), split(string, int), findAll(string, int)).
+ */
+static uint16_t arg_type(size_t k, uint32_t i, uint16_t target)
+{
+  switch (fns[k].fn) {
+  case FN_INDEXOF:
+  case FN_LASTINDEXOF:
+    if (target != TY_STR)
+      return fns[k].arg;
+    return i == 1 ? TY_STR : TY_INT;
+  case FN_REPLACE: return i <= 2 ? TY_STR : TY_INT;
+  case FN_SPLIT:
+  case FN_FINDALL: return i == 1 ? TY_STR : TY_INT;
+  default: return fns[k].arg;
+  }
+}
+
+/*
  * The checks cel-go's type checker makes of a call whose operands' types are
  * known: a target or argument that no overload takes does not compile.
  */
@@ -276,7 +296,7 @@ static void check_call(parser_t *ps, size_t k, uint32_t pos, const uint32_t *arg
 {
   bool ok = fits(ps->ty[args[0]], fns[k].tgt);
   for (uint32_t i = 1; ok && i < nargs; i++)
-    ok = fits(ps->ty[args[i]], fns[k].arg);
+    ok = fits(ps->ty[args[i]], arg_type(k, i, ps->ty[args[0]]));
   if (!ok)
     sf__cel_fail(ps, pos, "found no matching overload for '%s' applied to these argument types",
                  fns[k].name);
@@ -422,6 +442,14 @@ static uint32_t macro(parser_t *ps, const tok_t *name, uint32_t range)
 
 static uint32_t member_call(parser_t *ps, uint32_t target, const tok_t *name)
 {
+  /* Macros of the environment that build maps or order by a key: their variables are not references. */
+  static const char *const unsupported[] = {"sortBy", "transformMap", "transformMapEntry", "optMap",
+                                            "optFlatMap"};
+  for (size_t k = 0; k < sizeof unsupported / sizeof unsupported[0]; k++)
+    if (sf__cel_tok_is(name, ps->src, unsupported[k])) {
+      sf__cel_fail(ps, name->pos, "unsupported macro '%s'", unsupported[k]);
+      return 0;
+    }
   if (macro_kind(ps, name, 1) >= 0 || macro_kind(ps, name, 2) >= 0)
     return macro(ps, name, target);
   return call_args(ps, name, target);
@@ -646,6 +674,11 @@ static uint32_t primary(parser_t *ps)
     uint32_t *items;
     uint32_t n = exprs(ps, ']', &items, UINT32_MAX);
     uint32_t r = ps->failed ? 0 : mk(ps, N_LIST, t.pos, items, n);
+    /* The base environment's HomogeneousAggregateLiterals: elements of known, different types do not compile. */
+    for (uint32_t i = 1; !ps->failed && i < n; i++)
+      if (ps->ty[items[i]] != TY_DYN && ps->ty[items[0]] != TY_DYN &&
+          ps->ty[items[i]] != ps->ty[items[0]])
+        sf__cel_fail(ps, ps->p->nodes[items[i]].pos, "list literal elements of different types");
     free(items);
     return r;
   }
