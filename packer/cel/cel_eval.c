@@ -556,8 +556,9 @@ static bool elem2(cel_ctx_t *c, uint32_t n, const cel_val_t *range, size_t *i)
     c->slots[slot] = sf__cel_int((int64_t)at);
     c->slots[slot + 1] = k;
   } else {
+    /* elem() left *i just past the field it named. */
     c->slots[slot] = k;
-    sf__cel_dev_field(c, n, range->t == V_ADOM, range, k.v.s, k.n, &c->slots[slot + 1]);
+    sf__cel_field_value(c, n, range->t == V_ADOM, *i - 1, &c->slots[slot + 1]);
   }
   return true;
 }

@@ -306,6 +306,8 @@ int sf__cel_lookup(cel_ctx_t *c, uint32_t n, const cel_val_t *m, const char *key
                    cel_val_t *out);
 /** Size of a device map value (ATTRS/CAPS: domains; ADOM/CDOM: fields); false for other values. */
 bool sf__cel_map_size(const cel_ctx_t *c, const cel_val_t *m, int64_t *out);
+/** The value of the device's attribute (attrs) or capacity i. */
+void sf__cel_field_value(cel_ctx_t *c, uint32_t node, bool attrs, size_t i, cel_val_t *out);
 /** The attribute or capacity `key` of domain `dom` on the context's device; 1 found, 0 not. */
 int sf__cel_dev_field(cel_ctx_t *c, uint32_t node, bool attrs, const cel_val_t *dom, const char *key,
                       size_t kn, cel_val_t *out);

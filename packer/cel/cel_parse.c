@@ -126,10 +126,14 @@ static uint32_t exprs(parser_t *ps, int close, uint32_t **out, uint32_t first)
  * The functions of the Kubernetes base CEL environment
  * (k8s.io/apiserver/pkg/cel/environment/base.go) that slicefit evaluates,
  * with the Kubernetes minor version whose base environment first offers the
- * function (0: since CEL came to Kubernetes; the standard functions, the
- * Kubernetes lists and regex libraries). Where overloads differ, the oldest
- * one's: indexOf and lastIndexOf of a list are 0, of a string 29. The
- * version table of docs/operators.md is this one. `tgt` and `arg` are the
+ * function. 0: since CEL came to Kubernetes (the standard functions, the
+ * Kubernetes lists, regex and URL libraries, and cel-go's strings extension
+ * at version 0: charAt, indexOf, join, replace, split, substring, trim, ...);
+ * 28 quantities and optionals; 29 the strings extension's version 2 (format,
+ * strings.quote) and sets; 30 ip and cidr; 31 the format library and, in
+ * DRA's own environment, semver and cel.bind; 32 two-variable
+ * comprehensions; 34 the lists extension's version 3. The version table of
+ * docs/operators.md is this one. `tgt` and `arg` are the
  * static types the overloads accept for the target (or first argument of a
  * global) and for the other arguments; `ret` the result's.
  */
@@ -170,12 +174,12 @@ static const struct {
     {"orValue", FN_ORVALUE, 2, 2, 2, 28, TY_OPT, TY_DYN, TY_DYN},
     {"hasValue", FN_HASVALUE, 2, 1, 1, 28, TY_OPT, 0, TY_BOOL},
     {"value", FN_VALUE, 2, 1, 1, 28, TY_OPT, 0, TY_DYN},
-    {"charAt", FN_CHARAT, 2, 2, 2, 29, TY_STR, TY_INT, TY_STR},
-    {"join", FN_JOIN, 2, 1, 2, 29, TY_LIST, TY_STR, TY_STR},
-    {"replace", FN_REPLACE, 2, 3, 4, 29, TY_STR, TY_STR | TY_INT, TY_STR},
-    {"split", FN_SPLIT, 2, 2, 3, 29, TY_STR, TY_STR | TY_INT, TY_LIST},
-    {"substring", FN_SUBSTRING, 2, 2, 3, 29, TY_STR, TY_INT, TY_STR},
-    {"trim", FN_TRIM, 2, 1, 1, 29, TY_STR, 0, TY_STR},
+    {"charAt", FN_CHARAT, 2, 2, 2, 0, TY_STR, TY_INT, TY_STR},
+    {"join", FN_JOIN, 2, 1, 2, 0, TY_LIST, TY_STR, TY_STR},
+    {"replace", FN_REPLACE, 2, 3, 4, 0, TY_STR, TY_STR | TY_INT, TY_STR},
+    {"split", FN_SPLIT, 2, 2, 3, 0, TY_STR, TY_STR | TY_INT, TY_LIST},
+    {"substring", FN_SUBSTRING, 2, 2, 3, 0, TY_STR, TY_INT, TY_STR},
+    {"trim", FN_TRIM, 2, 1, 1, 0, TY_STR, 0, TY_STR},
     {"format", FN_FORMAT, 2, 2, 2, 29, TY_STR, TY_LIST, TY_STR},
     {"strings.quote", FN_QUOTE, 4, 1, 1, 29, TY_STR, 0, TY_STR},
     {"sets.contains", FN_SETS_CONTAINS, 4, 2, 2, 29, TY_LIST, TY_LIST, TY_BOOL},

@@ -380,7 +380,7 @@ Test(cel_ext, version_table)
     const char *name;
     int minor;
   } fs[] = {{"size", 0},           {"matches", 0},   {"find", 0},    {"isSorted", 0},
-            {"indexOf", 0},        {"quantity", 28}, {"split", 29},  {"strings.quote", 29},
+            {"indexOf", 0},        {"quantity", 28}, {"split", 0},   {"strings.quote", 29},
             {"sets.contains", 29}, {"format", 29},   {"semver", 31}, {"transformList", 32},
             {"existsOne", 32},     {"all", 0},       {"slice", 34},  {"lists.range", 34},
             {"sortBy", -1},        {"url", -1},      {"ip", -1}};
@@ -390,7 +390,9 @@ Test(cel_ext, version_table)
     const char *expr;
     unsigned minor;
   } ps[] = {{"device.driver == 'gpu.nvidia.com'", 0},
-            {"device.attributes['gpu.nvidia.com'].uuid.split('-').size() == 5", 29},
+            {"device.attributes['gpu.nvidia.com'].uuid.split('-').size() == 5", 0},
+            {"sets.contains(device.attributes['gpu.nvidia.com'].uuid.split('-'), ['GPU'])", 29},
+            {"'%s'.format([device.driver]) == 'gpu.nvidia.com'", 29},
             {"[1].slice(0, 1) == [1] && 'a'.trim() == 'a'", 34},
             {"[1].all(i, v, v > 0)", 32},
             {"[1].all(v, v > 0)", 0},
