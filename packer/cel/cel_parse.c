@@ -202,7 +202,8 @@ static const struct {
     {"int", FN_INT, 1, 1, 1, 0, TY_NUM | TY_STR, 0, TY_INT},
     {"uint", FN_UINT, 1, 1, 1, 0, TY_NUM | TY_STR, 0, TY_UINT},
     {"double", FN_DOUBLE, 1, 1, 1, 0, TY_NUM | TY_STR, 0, TY_DOUBLE},
-    {"string", FN_STRING, 1, 1, 1, 0, TY_NUM | TY_STR | TY_BOOL, 0, TY_STR},
+    /* string() of a quantity or a version is left to run time: not every Kubernetes release agrees. */
+    {"string", FN_STRING, 1, 1, 1, 0, TY_NUM | TY_STR | TY_BOOL | TY_QTY | TY_SEMVER, 0, TY_STR},
     {"dyn", FN_DYN, 1, 1, 1, 0, TY_DYN, 0, TY_DYN},
 };
 
