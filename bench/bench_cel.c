@@ -12,11 +12,14 @@
  * with the same < 1 us target. Each row is the median of RUNS runs of REPS
  * evaluations.
  *
- * usage: bench_cel [REPS [RUNS]]     (defaults 1000000 and 7)
- * For instruction counts: valgrind --tool=callgrind build/release/bench/bench_cel 100000 1
+ * usage: bench_cel [REPS [RUNS [NAME]]]     (defaults 1000000 and 7; NAME: only the cases
+ * whose name contains it)
+ * For instruction counts: valgrind --tool=callgrind build/release/bench/bench_cel 100000 1 NAME,
+ * then callgrind_annotate --inclusive=yes: sf_cel_eval's count over its calls.
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include "slicefit/cel.h"
 
@@ -108,8 +111,9 @@ int main(int argc, char **argv)
 {
   long reps = argc > 1 ? atol(argv[1]) : 1000000;
   int runs = argc > 2 ? atoi(argv[2]) : 7;
+  const char *only = argc > 3 ? argv[3] : NULL;
   if (reps < 1 || runs < 1 || runs > 64) {
-    fprintf(stderr, "usage: bench_cel [REPS [RUNS (1-64)]]\n");
+    fprintf(stderr, "usage: bench_cel [REPS [RUNS (1-64) [NAME]]]\n");
     return 2;
   }
   sf_index_t *idx = sf_index_create();
@@ -118,6 +122,8 @@ int main(int argc, char **argv)
   printf("%-18s %10s %8s   (median of %d runs x %ld evaluations)\n", "selector", "ns/eval", "answer",
          runs, reps);
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    if (only != NULL && strstr(cases[k].name, only) == NULL)
+      continue;
     const sf_cel_prog_t *p = sf_cel_compile(cache, cases[k].expr);
     char why[128] = "";
     sf_match_t m = sf_cel_eval(p, idx, dev, why, sizeof why);
