@@ -127,6 +127,22 @@ enum {
   FN_FIRST,
   FN_LAST,
   FN_RANGE,
+  /* The Kubernetes IP and CIDR libraries. */
+  FN_IP,
+  FN_ISIP,
+  FN_ISCANONICAL,
+  FN_FAMILY,
+  FN_ISUNSPECIFIED,
+  FN_ISLOOPBACK,
+  FN_ISLLMULTICAST,
+  FN_ISLLUNICAST,
+  FN_ISGLOBALUNICAST,
+  FN_CIDR,
+  FN_ISCIDR,
+  FN_CONTAINSIP,
+  FN_CONTAINSCIDR,
+  FN_MASKED,
+  FN_PREFIXLEN,
   FN__COUNT
 };
 /* Macros; the two-variable forms (ext.TwoVarComprehensions) end in 2. */
@@ -202,7 +218,9 @@ enum {
   V_CAPS,
   V_ADOM,
   V_CDOM,
-  V_NONE
+  V_NONE,
+  V_IP,  /* v.s: 18 bytes of scratch (cel_net.c) */
+  V_CIDR /* the same, with the prefix length */
 };
 #define CV_OPT 1u /* optional.of(the value) */
 
@@ -271,6 +289,10 @@ void sf__cel_re_compile(cel_re_t *r, const char *pat, size_t len, bool positions
  * regex find); `fn` is the node's. Arguments as for sf__cel_call.
  */
 cel_val_t sf__cel_ext_call(cel_ctx_t *c, uint32_t node, int fn, const cel_val_t *a, uint32_t na);
+/** Calls an IP or CIDR function (cel_net.c), string() of an IP or CIDR included. */
+cel_val_t sf__cel_net_call(cel_ctx_t *c, uint32_t node, int fn, const cel_val_t *a, uint32_t na);
+/** Equality of two IPs or two CIDRs (the same kind). */
+bool sf__cel_net_eq(const cel_val_t *a, const cel_val_t *b);
 /** The node's compiled regular expression, or `dyn` compiled from pat (the caller frees dyn). */
 cel_re_t *sf__cel_regex(cel_ctx_t *c, uint32_t node, const cel_val_t *pat, cel_re_t *dyn);
 /** Reserves n list elements in the arena, or NULL when it is exhausted (cel_eval.c). */

@@ -48,6 +48,7 @@ enum {
   TY_ADOM = 4096,   /* device.attributes[domain] */
   TY_CAPS = 8192,   /* device.capacity */
   TY_CDOM = 16384,  /* device.capacity[domain] */
+  TY_NET = 32768,   /* an IP or a CIDR */
   TY_DYN = 0xFFFF
 };
 #define TY_MAP (TY_DEVICE | TY_ATTRS | TY_ADOM | TY_CAPS | TY_CDOM)

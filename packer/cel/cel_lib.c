@@ -499,9 +499,13 @@ cel_val_t sf__cel_call(cel_ctx_t *c, uint32_t n, const cel_val_t *a, uint32_t na
   case FN_INT: return to_int(n, &a[0]);
   case FN_UINT: return to_uint(n, &a[0]);
   case FN_DOUBLE: return to_double(n, &a[0]);
-  case FN_STRING: return to_string(c, n, &a[0]);
+  case FN_STRING:
+    return a[0].t == V_IP || a[0].t == V_CIDR ? sf__cel_net_call(c, n, fn, a, na)
+                                              : to_string(c, n, &a[0]);
   default: break;
   }
+  if (fn >= FN_IP)
+    return sf__cel_net_call(c, n, fn, a, na);
   if (fn >= FN_CHARAT)
     return sf__cel_ext_call(c, n, fn, a, na);
   if (a[0].t == V_STR)

@@ -199,11 +199,28 @@ static const struct {
     {"first", FN_FIRST, 2, 1, 1, 34, TY_LIST, 0, TY_OPT},
     {"last", FN_LAST, 2, 1, 1, 34, TY_LIST, 0, TY_OPT},
     {"lists.range", FN_RANGE, 4, 1, 1, 34, TY_INT, 0, TY_LIST},
+    /* ip(string) and cidr.ip() share a name. */
+    {"ip", FN_IP, 3, 1, 1, 30, TY_STR | TY_NET, 0, TY_NET},
+    {"isIP", FN_ISIP, 1, 1, 1, 30, TY_STR, 0, TY_BOOL},
+    {"ip.isCanonical", FN_ISCANONICAL, 4, 1, 1, 30, TY_STR, 0, TY_BOOL},
+    {"family", FN_FAMILY, 2, 1, 1, 30, TY_NET, 0, TY_INT},
+    {"isUnspecified", FN_ISUNSPECIFIED, 2, 1, 1, 30, TY_NET, 0, TY_BOOL},
+    {"isLoopback", FN_ISLOOPBACK, 2, 1, 1, 30, TY_NET, 0, TY_BOOL},
+    {"isLinkLocalMulticast", FN_ISLLMULTICAST, 2, 1, 1, 30, TY_NET, 0, TY_BOOL},
+    {"isLinkLocalUnicast", FN_ISLLUNICAST, 2, 1, 1, 30, TY_NET, 0, TY_BOOL},
+    {"isGlobalUnicast", FN_ISGLOBALUNICAST, 2, 1, 1, 30, TY_NET, 0, TY_BOOL},
+    {"cidr", FN_CIDR, 1, 1, 1, 30, TY_STR, 0, TY_NET},
+    {"isCIDR", FN_ISCIDR, 1, 1, 1, 30, TY_STR, 0, TY_BOOL},
+    {"containsIP", FN_CONTAINSIP, 2, 2, 2, 30, TY_NET, TY_NET | TY_STR, TY_BOOL},
+    {"containsCIDR", FN_CONTAINSCIDR, 2, 2, 2, 30, TY_NET, TY_NET | TY_STR, TY_BOOL},
+    {"masked", FN_MASKED, 2, 1, 1, 30, TY_NET, 0, TY_NET},
+    {"prefixLength", FN_PREFIXLEN, 2, 1, 1, 30, TY_NET, 0, TY_INT},
     {"int", FN_INT, 1, 1, 1, 0, TY_NUM | TY_STR, 0, TY_INT},
     {"uint", FN_UINT, 1, 1, 1, 0, TY_NUM | TY_STR, 0, TY_UINT},
     {"double", FN_DOUBLE, 1, 1, 1, 0, TY_NUM | TY_STR, 0, TY_DOUBLE},
     /* string() of a quantity or a version is left to run time: not every Kubernetes release agrees. */
-    {"string", FN_STRING, 1, 1, 1, 0, TY_NUM | TY_STR | TY_BOOL | TY_QTY | TY_SEMVER, 0, TY_STR},
+    {"string", FN_STRING, 1, 1, 1, 0, TY_NUM | TY_STR | TY_BOOL | TY_QTY | TY_SEMVER | TY_NET, 0,
+     TY_STR},
     {"dyn", FN_DYN, 1, 1, 1, 0, TY_DYN, 0, TY_DYN},
 };
 
@@ -634,7 +651,7 @@ static uint32_t ident(parser_t *ps, const tok_t *t)
     return mk(ps, N_DEVICE, t->pos, NULL, 0);
   if ((sf__cel_tok_is(t, ps->src, "cel") || sf__cel_tok_is(t, ps->src, "optional") ||
        sf__cel_tok_is(t, ps->src, "strings") || sf__cel_tok_is(t, ps->src, "sets") ||
-       sf__cel_tok_is(t, ps->src, "lists")) &&
+       sf__cel_tok_is(t, ps->src, "lists") || sf__cel_tok_is(t, ps->src, "ip")) &&
       peek_namespaced(ps)) {
     sf__cel_next(ps);
     return namespaced(ps, t);
@@ -749,7 +766,7 @@ static int binop(const parser_t *ps, int level)
  */
 static void check_operator(parser_t *ps, int op, uint32_t pos, uint32_t l, uint32_t r)
 {
-  uint16_t never = TY_QTY | TY_SEMVER | TY_NULL | TY_MAP | TY_OPT;
+  uint16_t never = TY_QTY | TY_SEMVER | TY_NULL | TY_MAP | TY_OPT | TY_NET;
   if (op >= N_ADD && op <= N_MOD)
     never |= TY_BOOL;
   else if (op < N_LT || op > N_GE)

@@ -1,7 +1,7 @@
 /*
  * CEL's extension libraries as the Kubernetes base environment offers them
  * to DRA selectors: the strings extension (version 2), sets, the Kubernetes
- * lists and regex libraries, the lists extension (version 3) and
+ * lists, regex, IP and CIDR libraries, the lists extension (version 3) and
  * two-variable comprehensions. Expected values are cel-go's documented
  * examples (ext/strings.go, ext/lists.go, ext/sets.go, the Kubernetes
  * library's doc comments), errors included. Also: the version table, what
@@ -331,6 +331,62 @@ Test(cel_ext, two_variable_comprehensions)
   CHECK(cs, a100);
 }
 
+Test(cel_ext, ip_and_cidr)
+{
+  static const case_t cs[] = {
+      {"ip('127.0.0.1').family() == 4", 'Y'},
+      {"ip('::1').family() == 6", 'Y'},
+      {"isIP('127.0.0.1') && isIP('::1') && isIP('2001:db8::1.2.3.4')", 'Y'},
+      {"isIP('1.2.3') || isIP('127.0.0.256') || isIP('127.0.0.01') || isIP('1::2::3')", 'N'},
+      {"isIP('fe80::1%eth0') || isIP('::ffff:1.2.3.4') || isIP('1:2:3:4:5:6:7:8:9')", 'N'},
+      {"isIP('::1:2:3:4:5:6:7:8') || isIP('12345::') || isIP(':1') || isIP('1:')", 'N'},
+      {"ip('1.2.3') == ip('1.2.3.0')", 'E'},
+      {"ip('::ffff:1.2.3.4').family() == 6", 'E'},
+      {"ip('fe80::1%eth0').family() == 6", 'E'},
+      {"ip.isCanonical('127.0.0.1') && ip.isCanonical('2001:db8::abcd')", 'Y'},
+      {"ip.isCanonical('2001:DB8::ABCD') || ip.isCanonical('2001:db8::0:0:0:abcd')", 'N'},
+      {"ip.isCanonical('1.2.3') == false", 'E'},
+      {"ip('127.0.0.1').isLoopback() && ip('::1').isLoopback() && !ip('1.2.3.4').isLoopback()", 'Y'},
+      {"ip('0.0.0.0').isUnspecified() && ip('::').isUnspecified() && !ip('::1').isUnspecified()",
+       'Y'},
+      {"ip('224.0.0.1').isLinkLocalMulticast() && ip('ff02::1').isLinkLocalMulticast()", 'Y'},
+      {"ip('224.0.1.1').isLinkLocalMulticast() || ip('fd00::1').isLinkLocalMulticast()", 'N'},
+      {"ip('169.254.169.254').isLinkLocalUnicast() && ip('fe80::1').isLinkLocalUnicast()", 'Y'},
+      {"ip('192.168.0.1').isGlobalUnicast() && ip('fd00::1').isGlobalUnicast()", 'Y'},
+      {"ip('255.255.255.255').isGlobalUnicast() || ip('::1').isGlobalUnicast() || "
+       "ip('ff00::1').isGlobalUnicast() || ip('fe80::1').isGlobalUnicast()",
+       'N'},
+      {"ip('127.0.0.1') == ip('127.0.0.1') && ip('::1') != ip('::2')", 'Y'},
+      {"string(ip('127.0.0.1')) == '127.0.0.1'", 'Y'},
+      {"string(ip('2001:DB8::0:0:ABCD')) == '2001:db8::abcd'", 'Y'},
+      {"string(ip('1:0:0:2:0:0:0:3')) == '1:0:0:2::3'", 'Y'},
+      {"string(ip('1:0:0:2:2:0:0:3')) == '1::2:2:0:0:3'", 'Y'},
+      {"string(ip('1:2:3:4:5:6:7:0')) == '1:2:3:4:5:6:7:0'", 'Y'},
+      {"string(ip('::1.2.3.4')) == '::102:304'", 'Y'},
+      {"cidr('192.168.0.0/24').containsIP(ip('192.168.0.1'))", 'Y'},
+      {"cidr('192.168.0.0/24').containsIP('192.168.0.1')", 'Y'},
+      {"cidr('192.168.0.0/24').containsIP(ip('192.168.1.1'))", 'N'},
+      {"cidr('10.0.0.0/8').containsIP(ip('::1'))", 'N'},
+      {"cidr('192.168.0.0/24').containsIP('192.168.0')", 'E'},
+      {"cidr('192.168.0.0/24').containsCIDR(cidr('192.168.0.0/25'))", 'Y'},
+      {"cidr('192.168.0.0/24').containsCIDR('192.168.0.0/24')", 'Y'},
+      {"cidr('192.168.0.0/24').containsCIDR('192.168.0.0/23')", 'N'},
+      {"cidr('2001:db8::/32').containsCIDR('2001:db8:1::/48')", 'Y'},
+      {"cidr('192.168.0.1/24').ip() == ip('192.168.0.1')", 'Y'},
+      {"cidr('192.168.0.1/24').masked() == cidr('192.168.0.0/24')", 'Y'},
+      {"cidr('2001:db8::1/33').masked() == cidr('2001:db8::/33')", 'Y'},
+      {"cidr('::1/128').prefixLength() == 128", 'Y'},
+      {"string(cidr('192.168.0.1/24')) == '192.168.0.1/24'", 'Y'},
+      {"isCIDR('192.168.0.0/24') && isCIDR('::/0')", 'Y'},
+      {"isCIDR('192.168.0.0/33') || isCIDR('192.168.0.0') || isCIDR('1.2.3.4/08') || isCIDR('::/129')",
+       'N'},
+      {"cidr('::ffff:1.2.3.4/120').prefixLength() == 120", 'E'},
+      {"cidr('10.0.0.0/8') == cidr('10.0.0.0/16')", 'N'},
+      {"ip('1.2.3.4') == dyn('1.2.3.4')", 'E'},
+  };
+  CHECK(cs, a100);
+}
+
 Test(cel_ext, checker_rejections_are_invalid)
 {
   /* What cel-go's checker refuses, DRA's admission refuses: slicefit calls it invalid, not unknown. */
@@ -345,7 +401,8 @@ Test(cel_ext, checker_rejections_are_invalid)
       {"[1, 'a'].size() == 2", 'C'},
       {"'a'.split('')", 'C'},
       {"isURL('https://example.com')", 'S'},
-      {"ip('10.0.0.1').family() == 4", 'S'},
+      {"ip('10.0.0.1') < ip('10.0.0.2')", 'C'},
+      {"cidr('10.0.0.0/8').containsIP(1)", 'C'},
   };
   CHECK(cs, a100);
 }
@@ -379,11 +436,28 @@ Test(cel_ext, version_table)
   static const struct {
     const char *name;
     int minor;
-  } fs[] = {{"size", 0},           {"matches", 0},   {"find", 0},    {"isSorted", 0},
-            {"indexOf", 0},        {"quantity", 28}, {"split", 0},   {"strings.quote", 29},
-            {"sets.contains", 29}, {"format", 29},   {"semver", 31}, {"transformList", 32},
-            {"existsOne", 32},     {"all", 0},       {"slice", 34},  {"lists.range", 34},
-            {"sortBy", -1},        {"url", -1},      {"ip", -1}};
+  } fs[] = {{"size", 0},
+            {"matches", 0},
+            {"find", 0},
+            {"isSorted", 0},
+            {"indexOf", 0},
+            {"quantity", 28},
+            {"split", 0},
+            {"strings.quote", 29},
+            {"sets.contains", 29},
+            {"format", 29},
+            {"semver", 31},
+            {"transformList", 32},
+            {"existsOne", 32},
+            {"all", 0},
+            {"slice", 34},
+            {"lists.range", 34},
+            {"sortBy", -1},
+            {"url", -1},
+            {"ip", 30},
+            {"cidr", 30},
+            {"ip.isCanonical", 30},
+            {"containsIP", 30}};
   for (size_t i = 0; i < sizeof fs / sizeof fs[0]; i++)
     cr_expect_eq(sf_cel_function_minor(fs[i].name), fs[i].minor, "%s", fs[i].name);
   static const struct {
