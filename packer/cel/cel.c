@@ -55,8 +55,10 @@
  * == to another type is "no such overload", as Kubernetes' types answer.
  * Quantities and versions order through their methods, not with <.
  *
- * Cost: each node evaluated and each macro iteration is a step; past 1e6
- * steps the result is UNKNOWN. Evaluation allocates nothing on the heap
+ * Cost: a lower bound of what cel-go charges with Kubernetes' estimator
+ * (cel_eval.c): reads of `device` and of variables, macro iterations and
+ * string traversals. Past DRA's limit of 1e6 the result is cel-go's runtime
+ * error, whatever && or || would have absorbed. Evaluation allocates nothing on the heap
  * except a matches() whose pattern is not a literal.
  *
  * Cache: text -> slot through slicefit/map.h; program ids are 1, 2, ... in

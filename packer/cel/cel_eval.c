@@ -136,10 +136,29 @@ static cel_val_t ev_index(cel_ctx_t *c, uint32_t n)
   return opt ? none : sf__cel_err(n, "no such key");
 }
 
+/* Is node n a chain of selections and constant indexes from `device` or a variable? */
+static bool attribute_chain(const cel_ctx_t *c, uint32_t n)
+{
+  for (;;) {
+    const cel_node_t *nd = node(c, n);
+    if (nd->op == N_DEVICE || nd->op == N_VAR)
+      return true;
+    if (nd->op == N_INDEX && node(c, kid(c, n, 1))->op > N_STR)
+      return false;
+    if (nd->op != N_SELECT && nd->op != N_INDEX)
+      return false;
+    n = kid(c, n, 0);
+  }
+}
+
 static cel_val_t ev_has(cel_ctx_t *c, uint32_t n)
 {
   const cel_node_t *nd = node(c, n);
+  uint32_t steps = c->steps;
   cel_val_t m = sf__cel_ev(c, kid(c, n, 0)), out;
+  /* Kubernetes' environment charges nothing for has() of an attribute (PresenceTestHasCost false). */
+  if (attribute_chain(c, kid(c, n, 0)) && steps <= CEL_COST_MAX)
+    c->steps = steps;
   if (BAD(m))
     return m;
   if (m.flags & CV_OPT || m.t == V_NONE)
@@ -392,13 +411,17 @@ cel_val_t sf__cel_ev(cel_ctx_t *c, uint32_t n)
   const cel_node_t *nd = node(c, n);
   cel_val_t r = {.t = V_NULL};
   /*
-   * The steps are a lower bound of cel-go's runtime cost: constants, &&, ||
-   * and ?: cost nothing there and count nothing here; every other node costs
-   * at least 1 there. Past the limit cel-go's evaluation has failed too, so
-   * the answer is its runtime error, not UNKNOWN.
+   * The steps are a lower bound of the runtime cost cel-go charges with
+   * Kubernetes' cost estimator: a read of `device` or of a variable starts an
+   * attribute, which costs 1 however long its chain of selections; each macro
+   * iteration costs at least its accumulator's read (elem()); string
+   * functions at least a tenth of the string's length (the library's).
+   * Operators, calls and literals may cost 0 there (an empty string's
+   * trim(), a constant list folded at compile time) and count nothing here.
+   * Past the limit cel-go's evaluation has failed too, so the answer is its
+   * runtime error, not UNKNOWN.
    */
-  if (nd->op > N_STR && nd->op != N_AND && nd->op != N_OR && nd->op != N_COND && nd->op != N_QTY &&
-      nd->op != N_SEMVER && ++c->steps > CEL_COST_MAX)
+  if ((nd->op == N_DEVICE || nd->op == N_VAR) && ++c->steps > CEL_COST_MAX)
     return sf__cel_err(n, "operation cancelled: actual cost limit exceeded");
   switch (nd->op) {
   case N_NULL: return r;
@@ -464,7 +487,9 @@ cel_val_t sf__cel_ev(cel_ctx_t *c, uint32_t n)
  */
 static bool elem(cel_ctx_t *c, const cel_val_t *range, size_t *i, cel_val_t *out)
 {
-  c->steps++;
+  /* Past the cost limit every loop ends at once; sf_cel_eval turns the result into the error. */
+  if (++c->steps > CEL_COST_MAX)
+    return false;
   if (range->t == V_LIST) {
     if (*i >= range->n)
       return false;

@@ -11,7 +11,8 @@
  * Strings are UTF-8 and indexed by code point, as cel-go's []rune; offsets
  * and counts follow cel-go's functions exactly, errors included (an offset
  * out of range, a substring range backwards, a negative slice). Results are
- * built in the evaluation's scratch and arena; exhausting them is UNKNOWN.
+ * built in the evaluation's scratch and arena; exhausting them is UNKNOWN,
+ * which also bounds the work of sort() and distinct() in one evaluation.
  * Where slicefit's answer could differ from Go's (a format clause of a
  * double, find() of a pattern whose leftmost-first and leftmost-longest
  * matches can differ, a findAll() with empty matches, sorting NaN), the
@@ -129,22 +130,29 @@ static bool occurs(const cel_val_t *s, size_t at, const cel_val_t *sub)
  * indexOf and lastIndexOf, cel-go's way: an empty substring answers the
  * offset unchecked; otherwise an offset outside [0, runes) is an error (so
  * is any search in an empty string), and lastIndexOf starts no later than
- * the last place the substring fits.
+ * the last place the substring fits. One pass over the bytes, counting
+ * runes; lastIndexOf keeps the last match at or before the offset.
  */
 static cel_val_t index_of(uint32_t n, const cel_val_t *s, const cel_val_t *sub, int64_t off,
                           bool last)
 {
-  int64_t runes = nrunes(s->v.s, s->n), subr = nrunes(sub->v.s, sub->n);
+  int64_t runes = nrunes(s->v.s, s->n), subr = nrunes(sub->v.s, sub->n), found = -1;
   if (sub->n == 0)
     return sf__cel_int(off);
   if (off < 0 || off >= runes)
     return sf__cel_err(n, "index out of range");
   if (last && off > runes - subr)
     off = runes - subr;
-  for (int64_t i = off; last ? i >= 0 : i <= runes - subr; i += last ? -1 : 1)
-    if (occurs(s, rune_off(s->v.s, s->n, i), sub))
-      return sf__cel_int(i);
-  return sf__cel_int(-1);
+  size_t at = 0, len;
+  for (int64_t r = 0; r <= runes - subr && (!last || r <= off); r++, at += len) {
+    if (r >= (last ? 0 : off) && occurs(s, at, sub)) {
+      found = r;
+      if (!last)
+        break;
+    }
+    rune_at((const unsigned char *)s->v.s + at, s->n - at, &len);
+  }
+  return sf__cel_int(found);
 }
 
 static cel_val_t substring(cel_ctx_t *c, uint32_t n, const cel_val_t *s, int64_t from, int64_t to)
@@ -657,7 +665,6 @@ static cel_val_t distinct(cel_ctx_t *c, uint32_t n, const cel_val_t *l)
       return seen;
     if (!seen.v.b)
       out[count++] = l->v.l[i];
-    c->steps += (uint32_t)count / 16;
   }
   return list_val(out, count);
 }
@@ -688,7 +695,6 @@ static cel_val_t sort(cel_ctx_t *c, uint32_t n, const cel_val_t *l)
     if (BAD(bad))
       return bad;
     out[j] = x;
-    c->steps += i / 16;
   }
   return list_val(out, l->n);
 }
@@ -729,8 +735,30 @@ static bool args_are(const cel_val_t *a, uint32_t na, const char *want)
   return true;
 }
 
+/*
+ * What Kubernetes' cost estimator charges at least for a string function:
+ * a tenth of the target's length (twice that for replace and split), for
+ * find and findAll times the pattern's quarter length; counted here as a
+ * sixteenth. charAt, format and strings.quote have cel-go's nominal cost.
+ */
+static uint32_t traversal(int fn, const cel_val_t *a)
+{
+  switch (fn) {
+  case FN_INDEXOF:
+  case FN_LASTINDEXOF:
+  case FN_SUBSTRING:
+  case FN_TRIM:
+  case FN_REPLACE:
+  case FN_SPLIT: return a[0].n / 16;
+  case FN_FIND:
+  case FN_FINDALL: return a[1].t == V_STR && a[1].n > 0 ? a[0].n / 16 : 0;
+  default: return 0;
+  }
+}
+
 static cel_val_t string_ext(cel_ctx_t *c, uint32_t n, int fn, const cel_val_t *a, uint32_t na)
 {
+  c->steps += traversal(fn, a);
   switch (fn) {
   case FN_CHARAT: return args_are(a, na, "i") ? char_at(c, n, &a[0], a[1].v.i) : overload(n);
   case FN_INDEXOF:

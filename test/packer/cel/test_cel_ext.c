@@ -425,6 +425,22 @@ Test(cel_ext, cost_limit_is_a_runtime_error_nothing_absorbs)
   cr_expect_eq(outcome(cube, a100, why, sizeof why), 'E');
   cr_expect(strstr(why, "cost limit") != NULL, "%s", why);
   free(cube);
+  /* Four deep is 1e8 iterations: every loop stops at the limit, so this ends at once. */
+  char *deep = repeat("cel.bind(l, [0", ", 0", 99,
+                      "], l.all(a, l.all(b, l.all(c, l.all(d, true)))) || true)");
+  cr_expect_eq(outcome(deep, a100, why, sizeof why), 'E');
+  cr_expect(strstr(why, "cost limit") != NULL, "%s", why);
+  free(deep);
+  /* A false && stops before the loops, as in cel-go: no cost. */
+  char *lazy = repeat("false && cel.bind(l, [0", ", 0", 99, "], l.all(a, l.all(b, l.all(c, true))))");
+  cr_expect_eq(outcome(lazy, a100, why, sizeof why), 'N', "%s", why);
+  free(lazy);
+  /* Reads of the device count, has() does not; 1e4 iterations of both stay well inside. */
+  char *reads = repeat("cel.bind(l, [0", ", 0", 99,
+                       "], l.all(x, l.all(y, has(device.attributes['gpu.nvidia.com'].index) && "
+                       "device.attributes['gpu.nvidia.com'].index == 0)))");
+  cr_expect_eq(outcome(reads, a100, why, sizeof why), 'Y', "%s", why);
+  free(reads);
   /* 1e4 iterations of constants stay well inside. */
   char *square = repeat("cel.bind(l, [0", ", 0", 99, "], l.all(x, l.all(y, true)))");
   cr_expect_eq(outcome(square, a100, why, sizeof why), 'Y', "%s", why);
