@@ -11,6 +11,7 @@
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
+#include "cel_cases.h"
 #include "slicefit/cel.h"
 #include "slicefit/packer.h"
 
@@ -153,37 +154,12 @@ static void teardown(void)
 
 TestSuite(cel, .init = setup, .fini = teardown);
 
-typedef struct {
-  const char *expr;
-  char want;
-} case_t;
-
 static char outcome(const char *expr, sf_dev_id dev, char *why, size_t whylen)
 {
-  const sf_cel_prog_t *p = sf_cel_compile(cache, expr);
-  why[0] = '\0';
-  sf_match_t m = sf_cel_eval(p, idx, dev, why, whylen);
-  if (sf_cel_prog_error(p) != NULL) {
-    cr_assert_eq(m, SF_MATCH_UNKNOWN);
-    return 'C';
-  }
-  if (m == SF_MATCH_YES)
-    return 'Y';
-  if (m == SF_MATCH_UNKNOWN)
-    return 'U';
-  return why[0] ? 'E' : 'N';
+  return cel_outcome(cache, idx, expr, dev, why, whylen, false);
 }
 
-static void check(const case_t *cs, size_t n, sf_dev_id dev)
-{
-  for (size_t i = 0; i < n; i++) {
-    char why[256];
-    char got = outcome(cs[i].expr, dev, why, sizeof why);
-    cr_expect_eq(got, cs[i].want, "%s: want %c, got %c (%s)", cs[i].expr, cs[i].want, got, why);
-  }
-}
-
-#define CHECK(cs, dev) check(cs, sizeof cs / sizeof cs[0], dev)
+#define CHECK(cs, dev) cel_check(cache, idx, cs, sizeof cs / sizeof cs[0], dev, false)
 
 Test(cel, arithmetic_and_overflow)
 {
@@ -684,63 +660,53 @@ Test(cel, does_not_compile)
   cr_assert_str_eq(why, "2:3: unsupported function 'foo'");
 }
 
-static char *repeat(const char *head, const char *unit, int n, const char *tail)
-{
-  size_t len = strlen(head) + strlen(unit) * (size_t)n + strlen(tail) + 1;
-  char *s = malloc(len);
-  strcpy(s, head);
-  for (int i = 0; i < n; i++)
-    strcat(s, unit);
-  strcat(s, tail);
-  return s;
-}
-
 Test(cel, limits)
 {
   char why[256];
   /* Deep nesting does not compile; a long || chain is balanced and does. */
-  char *deep = repeat("", "(", 300, "true");
+  char *deep = cel_repeat("", "(", 300, "true");
   cr_expect_eq(outcome(deep, g0, why, sizeof why), 'C');
   free(deep);
-  char *nots = repeat("", "!", 300, "true");
+  char *nots = cel_repeat("", "!", 300, "true");
   cr_expect_eq(outcome(nots, g0, why, sizeof why), 'C');
   cr_expect_str_eq(why, "1:201: expression nested too deeply");
   free(nots);
-  nots = repeat("", "-", 10000, "1 == 1");
+  nots = cel_repeat("", "-", 10000, "1 == 1");
   cr_expect_eq(outcome(nots, g0, why, sizeof why), 'C');
   free(nots);
-  char *ors = repeat("false", " || false", 1000, " || true");
+  char *ors = cel_repeat("false", " || false", 1000, " || true");
   cr_expect_eq(outcome(ors, g0, why, sizeof why), 'Y', "%s", why);
   free(ors);
-  char *sels = repeat("device", ".x", 300, " == 1");
+  char *sels = cel_repeat("device", ".x", 300, " == 1");
   cr_expect_eq(outcome(sels, g0, why, sizeof why), 'C');
   free(sels);
-  char *longtext = repeat("'", "a", 11000, "' == ''");
+  char *longtext = cel_repeat("'", "a", 11000, "' == ''");
   cr_expect_eq(outcome(longtext, g0, why, sizeof why), 'C');
   free(longtext);
   /*
    * A hundred-element list walked three deep: 1e6 iterations, over DRA's cost
    * limit, where cel-go stops with a runtime error: no match.
    */
-  char *cube = repeat("cel.bind(l, [0", ", 0", 99, "], l.all(x, l.all(y, l.all(z, true))))");
+  char *cube = cel_repeat("cel.bind(l, [0", ", 0", 99, "], l.all(x, l.all(y, l.all(z, true))))");
   cr_expect_eq(outcome(cube, g0, why, sizeof why), 'E');
   cr_expect(strstr(why, "cost limit") != NULL, "%s", why);
   free(cube);
-  char *wide = repeat("cel.bind(l, [0", ", 0", 99, "], l.map(x, [x, x, x, x, x, x]).size() == 100)");
+  char *wide = cel_repeat("cel.bind(l, [0", ", 0", 99,
+                          "], l.map(x, [x, x, x, x, x, x]).size() == 100)");
   cr_expect_eq(outcome(wide, g0, why, sizeof why), 'U');
   cr_expect(strstr(why, "arena") != NULL, "%s", why);
   free(wide);
-  char *big = repeat("cel.bind(s, '", "a", 1000, "', s + s + s + s + s + s + s + s + s == '')");
+  char *big = cel_repeat("cel.bind(s, '", "a", 1000, "', s + s + s + s + s + s + s + s + s == '')");
   cr_expect_eq(outcome(big, g0, why, sizeof why), 'U');
   free(big);
-  char *closing = repeat("true", ")", 40, "");
-  char *vars = repeat("", "cel.bind(v, 1, ", 40, closing);
+  char *closing = cel_repeat("true", ")", 40, "");
+  char *vars = cel_repeat("", "cel.bind(v, 1, ", 40, closing);
   cr_expect_eq(outcome(vars, g0, why, sizeof why), 'C');
   cr_expect_str_eq(sf_cel_prog_error(sf_cel_compile(cache, vars)), "1:490: too many variables");
   free(vars);
   free(closing);
-  closing = repeat("v == 1", ")", 30, "");
-  vars = repeat("", "cel.bind(v, 1, ", 30, closing);
+  closing = cel_repeat("v == 1", ")", 30, "");
+  vars = cel_repeat("", "cel.bind(v, 1, ", 30, closing);
   cr_expect_eq(outcome(vars, g0, why, sizeof why), 'Y', "%s", why);
   free(vars);
   free(closing);

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "cel_cases.h"
 #include "slicefit/cel.h"
 
 static sf_index_t *idx;
@@ -74,37 +75,12 @@ static void teardown(void)
 
 TestSuite(cel_ext, .init = setup, .fini = teardown);
 
-typedef struct {
-  const char *expr;
-  char want;
-} case_t;
-
 static char outcome(const char *expr, sf_dev_id dev, char *why, size_t whylen)
 {
-  const sf_cel_prog_t *p = sf_cel_compile(cache, expr);
-  why[0] = '\0';
-  sf_match_t m = sf_cel_eval(p, idx, dev, why, whylen);
-  if (sf_cel_prog_error(p) != NULL) {
-    cr_assert_eq(m, SF_MATCH_UNKNOWN);
-    return sf_cel_prog_invalid(p) ? 'C' : 'S';
-  }
-  if (m == SF_MATCH_YES)
-    return 'Y';
-  if (m == SF_MATCH_UNKNOWN)
-    return 'U';
-  return why[0] ? 'E' : 'N';
+  return cel_outcome(cache, idx, expr, dev, why, whylen, true);
 }
 
-static void check(const case_t *cs, size_t n, sf_dev_id dev)
-{
-  for (size_t i = 0; i < n; i++) {
-    char why[256];
-    char got = outcome(cs[i].expr, dev, why, sizeof why);
-    cr_expect_eq(got, cs[i].want, "%s: want %c, got %c (%s)", cs[i].expr, cs[i].want, got, why);
-  }
-}
-
-#define CHECK(cs, dev) check(cs, sizeof cs / sizeof cs[0], dev)
+#define CHECK(cs, dev) cel_check(cache, idx, cs, sizeof cs / sizeof cs[0], dev, true)
 
 Test(cel_ext, char_at_index_of_last_index_of)
 {
@@ -407,42 +383,33 @@ Test(cel_ext, checker_rejections_are_invalid)
   CHECK(cs, a100);
 }
 
-static char *repeat(const char *head, const char *unit, int n, const char *tail)
-{
-  size_t len = strlen(head) + strlen(unit) * (size_t)n + strlen(tail) + 1;
-  char *s = malloc(len);
-  strcpy(s, head);
-  for (int i = 0; i < n; i++)
-    strcat(s, unit);
-  strcat(s, tail);
-  return s;
-}
-
 Test(cel_ext, cost_limit_is_a_runtime_error_nothing_absorbs)
 {
   char why[256];
-  char *cube = repeat("cel.bind(l, [0", ", 0", 99, "], l.all(x, l.all(y, l.all(z, true))) || true)");
+  char *cube = cel_repeat("cel.bind(l, [0", ", 0", 99,
+                          "], l.all(x, l.all(y, l.all(z, true))) || true)");
   cr_expect_eq(outcome(cube, a100, why, sizeof why), 'E');
   cr_expect(strstr(why, "cost limit") != NULL, "%s", why);
   free(cube);
   /* Four deep is 1e8 iterations: every loop stops at the limit, so this ends at once. */
-  char *deep = repeat("cel.bind(l, [0", ", 0", 99,
-                      "], l.all(a, l.all(b, l.all(c, l.all(d, true)))) || true)");
+  char *deep = cel_repeat("cel.bind(l, [0", ", 0", 99,
+                          "], l.all(a, l.all(b, l.all(c, l.all(d, true)))) || true)");
   cr_expect_eq(outcome(deep, a100, why, sizeof why), 'E');
   cr_expect(strstr(why, "cost limit") != NULL, "%s", why);
   free(deep);
   /* A false && stops before the loops, as in cel-go: no cost. */
-  char *lazy = repeat("false && cel.bind(l, [0", ", 0", 99, "], l.all(a, l.all(b, l.all(c, true))))");
+  char *lazy = cel_repeat("false && cel.bind(l, [0", ", 0", 99,
+                          "], l.all(a, l.all(b, l.all(c, true))))");
   cr_expect_eq(outcome(lazy, a100, why, sizeof why), 'N', "%s", why);
   free(lazy);
   /* Reads of the device count, has() does not; 1e4 iterations of both stay well inside. */
-  char *reads = repeat("cel.bind(l, [0", ", 0", 99,
-                       "], l.all(x, l.all(y, has(device.attributes['gpu.nvidia.com'].index) && "
-                       "device.attributes['gpu.nvidia.com'].index == 0)))");
+  char *reads = cel_repeat("cel.bind(l, [0", ", 0", 99,
+                           "], l.all(x, l.all(y, has(device.attributes['gpu.nvidia.com'].index) && "
+                           "device.attributes['gpu.nvidia.com'].index == 0)))");
   cr_expect_eq(outcome(reads, a100, why, sizeof why), 'Y', "%s", why);
   free(reads);
   /* 1e4 iterations of constants stay well inside. */
-  char *square = repeat("cel.bind(l, [0", ", 0", 99, "], l.all(x, l.all(y, true)))");
+  char *square = cel_repeat("cel.bind(l, [0", ", 0", 99, "], l.all(x, l.all(y, true)))");
   cr_expect_eq(outcome(square, a100, why, sizeof why), 'Y', "%s", why);
   free(square);
 }
