@@ -109,7 +109,6 @@ static bool put(sbuf_t *b, const char *s, size_t n)
   return true;
 }
 
-
 static cel_val_t char_at(cel_ctx_t *c, uint32_t n, const cel_val_t *s, int64_t i)
 {
   if (i < 0 || i > nrunes(s->v.s, s->n))
