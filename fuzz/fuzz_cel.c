@@ -10,7 +10,10 @@
  *     and reason;
  *   - a program that does not compile answers UNKNOWN with its error as
  *     the reason; every answer is YES, NO or UNKNOWN, and NO for a CEL
- *     error or UNKNOWN always comes with a reason.
+ *     error or UNKNOWN always comes with a reason;
+ *   - the version a program needs is the same from both caches and one the
+ *     version table holds (at most 34); only a program with an error is
+ *     invalid.
  * The devices: an NVIDIA A100 and a MIG device, a dra-example-driver GPU, a
  * device with no attributes, and one with edge values (INT64_MIN, an empty
  * string, non-ASCII text, capacities of SF_MILLI_MAX and 1.5 units).
@@ -77,6 +80,10 @@ static void same_outcome(const sf_cel_prog_t *a, const sf_cel_prog_t *b)
   const char *ea = sf_cel_prog_error(a), *eb = sf_cel_prog_error(b);
   assert((ea == NULL) == (eb == NULL));
   assert(ea == NULL || strcmp(ea, eb) == 0);
+  assert(sf_cel_prog_invalid(a) == sf_cel_prog_invalid(b));
+  assert(!sf_cel_prog_invalid(a) || ea != NULL);
+  assert(ea != NULL ||
+         (sf_cel_prog_min_minor(a) == sf_cel_prog_min_minor(b) && sf_cel_prog_min_minor(a) <= 34));
   for (int d = 0; d < NDEV; d++) {
     char w1[256], w2[256], w3[256];
     sf_match_t m1 = sf_cel_eval(a, idx, devs[d], w1, sizeof w1);

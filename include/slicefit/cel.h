@@ -60,6 +60,19 @@ const char *sf_cel_prog_error(const sf_cel_prog_t *p);
  * function or literal, a nesting or size limit): the in-tree plugin judges.
  */
 bool sf_cel_prog_invalid(const sf_cel_prog_t *p);
+/**
+ * The oldest Kubernetes 1.x minor version whose API server offers every CEL
+ * function and macro the program uses (the strings extension 29, ip/cidr 30,
+ * two-variable comprehensions 32, the lists extension 34, ...): on an older
+ * cluster DRA rejects the expression. 0 when it uses nothing versioned.
+ */
+unsigned sf_cel_prog_min_minor(const sf_cel_prog_t *p);
+/**
+ * The minor version that added the CEL function or macro `name` (a method
+ * name, "strings.quote", "sets.contains", "lists.range"; for overloaded
+ * names the oldest overload's), or -1 when slicefit does not evaluate it.
+ */
+int sf_cel_function_minor(const char *name);
 /** The expression text (borrowed). */
 const char *sf_cel_prog_text(const sf_cel_prog_t *p);
 /** A nonzero id, unique within the cache: a selector's cache_key. */

@@ -55,8 +55,10 @@
  * == to another type is "no such overload", as Kubernetes' types answer.
  * Quantities and versions order through their methods, not with <.
  *
- * Cost: each node evaluated and each macro iteration is a step; past 1e6
- * steps the result is UNKNOWN. Evaluation allocates nothing on the heap
+ * Cost: a lower bound of what cel-go charges with Kubernetes' estimator
+ * (cel_eval.c): reads of `device` and of variables, macro iterations and
+ * string traversals. Past DRA's limit of 1e6 the result is cel-go's runtime
+ * error, whatever && or || would have absorbed. Evaluation allocates nothing on the heap
  * except a matches() whose pattern is not a literal.
  *
  * Cache: text -> slot through slicefit/map.h; program ids are 1, 2, ... in
@@ -290,6 +292,16 @@ bool sf_cel_prog_invalid(const sf_cel_prog_t *p)
   return !namespace_call(p->err, p->text);
 }
 
+unsigned sf_cel_prog_min_minor(const sf_cel_prog_t *p)
+{
+  return p->minor;
+}
+
+int sf_cel_function_minor(const char *name)
+{
+  return sf__cel_function_minor(name);
+}
+
 const char *sf_cel_prog_text(const sf_cel_prog_t *p)
 {
   return p->text;
@@ -329,6 +341,9 @@ sf_match_t sf_cel_eval(const sf_cel_prog_t *p, const sf_index_t *idx, sf_dev_id 
   c.narena = 0;
   c.nscratch = 0;
   cel_val_t r = sf__cel_ev(&c, p->root);
+  /* cel-go stops the whole evaluation at the limit: no && or || absorbs it. */
+  if (c.steps > CEL_COST_MAX)
+    r = sf__cel_err(p->root, "operation cancelled: actual cost limit exceeded");
   explain(p, &r, err, errlen);
   if (r.t == V_UNK)
     return SF_MATCH_UNKNOWN;

@@ -124,6 +124,30 @@ int sf__cel_lookup(cel_ctx_t *c, uint32_t n, const cel_val_t *m, const char *key
   }
 }
 
+void sf__cel_field_value(cel_ctx_t *c, uint32_t n, bool attrs, size_t i, cel_val_t *out)
+{
+  memset(out, 0, sizeof *out);
+  if (!attrs) {
+    out->t = V_QTY;
+    sf_index_dev_cap(c->idx, c->dev, i, &out->v.q, NULL);
+    return;
+  }
+  const sf_attr_t *a = sf_index_dev_attr_at(c->idx, c->dev, i);
+  if (a->type == SF_ATTR_INT || a->type == SF_ATTR_BOOL) {
+    *out = a->type == SF_ATTR_INT ? sf__cel_int(a->i) : sf__cel_bool(a->i != 0);
+  } else if (a->type == SF_ATTR_LIST) {
+    *out = sf__cel_unk(n, "list-type attributes are not supported in expressions");
+  } else if (a->type == SF_ATTR_UNKNOWN) {
+    *out = sf__cel_unk(n, "the device's attribute has no value slicefit can read");
+  } else {
+    out->t = a->type == SF_ATTR_STRING ? V_STR : V_SEMVER;
+    out->v.s = a->s;
+    out->n = (uint32_t)strlen(a->s);
+    if (out->t == V_SEMVER && sf__cel_semver(out->v.s, out->n, NULL) != 0)
+      *out = sf__cel_unk(n, "the device's version attribute is not a semantic version");
+  }
+}
+
 int sf__cel_dev_field(cel_ctx_t *c, uint32_t n, bool attrs, const cel_val_t *dom, const char *key,
                       size_t kn, cel_val_t *out)
 {
@@ -134,29 +158,7 @@ int sf__cel_dev_field(cel_ctx_t *c, uint32_t n, bool attrs, const cel_val_t *dom
     if (!sf__cel_in_domain(name, dom->v.s, dom->n) || strlen(name + dom->n + 1) != kn ||
         memcmp(name + dom->n + 1, key, kn) != 0)
       continue;
-    if (!attrs) {
-      out->t = V_QTY;
-      sf_index_dev_cap(c->idx, c->dev, i, &out->v.q, NULL);
-      return 1;
-    }
-    const sf_attr_t *a = sf_index_dev_attr_at(c->idx, c->dev, i);
-    if (a->type == SF_ATTR_INT || a->type == SF_ATTR_BOOL) {
-      *out = a->type == SF_ATTR_INT ? sf__cel_int(a->i) : sf__cel_bool(a->i != 0);
-      return 1;
-    }
-    if (a->type == SF_ATTR_LIST) {
-      *out = sf__cel_unk(n, "list-type attributes are not supported in expressions");
-      return 1;
-    }
-    if (a->type == SF_ATTR_UNKNOWN) {
-      *out = sf__cel_unk(n, "the device's attribute has no value slicefit can read");
-      return 1;
-    }
-    out->t = a->type == SF_ATTR_STRING ? V_STR : V_SEMVER;
-    out->v.s = a->s;
-    out->n = (uint32_t)strlen(a->s);
-    if (out->t == V_SEMVER && sf__cel_semver(out->v.s, out->n, NULL) != 0)
-      *out = sf__cel_unk(n, "the device's version attribute is not a semantic version");
+    sf__cel_field_value(c, n, attrs, i, out);
     return 1;
   }
   return 0;

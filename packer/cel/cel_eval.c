@@ -20,7 +20,7 @@ char *sf__cel_scratch(cel_ctx_t *c, size_t n)
   return s;
 }
 
-static cel_val_t *reserve(cel_ctx_t *c, size_t n)
+cel_val_t *sf__cel_reserve(cel_ctx_t *c, size_t n)
 {
   if (n > CEL_ARENA - c->narena)
     return NULL;
@@ -136,10 +136,29 @@ static cel_val_t ev_index(cel_ctx_t *c, uint32_t n)
   return opt ? none : sf__cel_err(n, "no such key");
 }
 
+/* Is node n a chain of selections and constant indexes from `device` or a variable? */
+static bool attribute_chain(const cel_ctx_t *c, uint32_t n)
+{
+  for (;;) {
+    const cel_node_t *nd = node(c, n);
+    if (nd->op == N_DEVICE || nd->op == N_VAR)
+      return true;
+    if (nd->op == N_INDEX && node(c, kid(c, n, 1))->op > N_STR)
+      return false;
+    if (nd->op != N_SELECT && nd->op != N_INDEX)
+      return false;
+    n = kid(c, n, 0);
+  }
+}
+
 static cel_val_t ev_has(cel_ctx_t *c, uint32_t n)
 {
   const cel_node_t *nd = node(c, n);
+  uint32_t steps = c->steps;
   cel_val_t m = sf__cel_ev(c, kid(c, n, 0)), out;
+  /* Kubernetes' environment charges nothing for has() of an attribute (PresenceTestHasCost false). */
+  if (attribute_chain(c, kid(c, n, 0)) && steps <= CEL_COST_MAX)
+    c->steps = steps;
   if (BAD(m))
     return m;
   if (m.flags & CV_OPT || m.t == V_NONE)
@@ -187,7 +206,7 @@ static cel_val_t concat(cel_ctx_t *c, uint32_t n, const cel_val_t *a, const cel_
     r.v.s = s;
     return r;
   }
-  cel_val_t *l = reserve(c, r.n);
+  cel_val_t *l = sf__cel_reserve(c, r.n);
   if (l == NULL)
     return sf__cel_unk(n, "list arena exhausted");
   memcpy(l, a->v.l, a->n * sizeof *l);
@@ -332,7 +351,7 @@ static cel_val_t ev_in(cel_ctx_t *c, uint32_t n)
 static cel_val_t ev_list(cel_ctx_t *c, uint32_t n)
 {
   const cel_node_t *nd = node(c, n);
-  cel_val_t *l = reserve(c, nd->nk), bad = {.t = V_LIST};
+  cel_val_t *l = sf__cel_reserve(c, nd->nk), bad = {.t = V_LIST};
   if (l == NULL)
     return sf__cel_unk(n, "list arena exhausted");
   for (uint32_t i = 0; i < nd->nk; i++) {
@@ -347,7 +366,7 @@ static cel_val_t ev_list(cel_ctx_t *c, uint32_t n)
 static cel_val_t ev_call(cel_ctx_t *c, uint32_t n)
 {
   const cel_node_t *nd = node(c, n);
-  cel_val_t a[2], bad = {.t = V_NULL};
+  cel_val_t a[CEL_ARGS_MAX], bad = {.t = V_NULL};
   for (uint32_t i = 0; i < nd->nk; i++) {
     a[i] = sf__cel_ev(c, kid(c, n, i));
     if (BAD(a[i]) && bad.t != V_UNK)
@@ -391,8 +410,19 @@ cel_val_t sf__cel_ev(cel_ctx_t *c, uint32_t n)
 {
   const cel_node_t *nd = node(c, n);
   cel_val_t r = {.t = V_NULL};
-  if (++c->steps > CEL_COST_MAX)
-    return sf__cel_unk(n, "cost limit exceeded");
+  /*
+   * The steps are a lower bound of the runtime cost cel-go charges with
+   * Kubernetes' cost estimator: a read of `device` or of a variable starts an
+   * attribute, which costs 1 however long its chain of selections; each macro
+   * iteration costs at least its accumulator's read (elem()); string
+   * functions at least a tenth of the string's length (the library's).
+   * Operators, calls and literals may cost 0 there (an empty string's
+   * trim(), a constant list folded at compile time) and count nothing here.
+   * Past the limit cel-go's evaluation has failed too, so the answer is its
+   * runtime error, not UNKNOWN.
+   */
+  if ((nd->op == N_DEVICE || nd->op == N_VAR) && ++c->steps > CEL_COST_MAX)
+    return sf__cel_err(n, "operation cancelled: actual cost limit exceeded");
   switch (nd->op) {
   case N_NULL: return r;
   case N_BOOL: return sf__cel_bool(nd->v.b);
@@ -450,9 +480,16 @@ cel_val_t sf__cel_ev(cel_ctx_t *c, uint32_t n)
 
 /* ---- macros ---- */
 
-/* Element i of the range (a list, or a domain map's keys); false past the end. */
+/*
+ * Element i of the range (a list, or a domain map's keys); false past the
+ * end. Each iteration is a step: cel-go charges at least its accumulator's
+ * read.
+ */
 static bool elem(cel_ctx_t *c, const cel_val_t *range, size_t *i, cel_val_t *out)
 {
+  /* Past the cost limit every loop ends at once; sf_cel_eval turns the result into the error. */
+  if (++c->steps > CEL_COST_MAX)
+    return false;
   if (range->t == V_LIST) {
     if (*i >= range->n)
       return false;
@@ -499,7 +536,7 @@ static cel_val_t quantifier(cel_ctx_t *c, uint32_t n, const cel_val_t *range, bo
 static cel_val_t collect(cel_ctx_t *c, uint32_t n, const cel_val_t *range)
 {
   const cel_node_t *nd = node(c, n);
-  cel_val_t *out = nd->fn == M_EXISTS_ONE ? NULL : reserve(c, range_len(c, range)), x;
+  cel_val_t *out = nd->fn == M_EXISTS_ONE ? NULL : sf__cel_reserve(c, range_len(c, range)), x;
   if (nd->fn != M_EXISTS_ONE && out == NULL)
     return sf__cel_unk(n, "list arena exhausted");
   uint32_t count = 0;
@@ -529,9 +566,86 @@ static cel_val_t collect(cel_ctx_t *c, uint32_t n, const cel_val_t *range)
   return r;
 }
 
+/*
+ * The next (key, value) of the range into the macro's two slots: (index,
+ * element) of a list, (name, value) of a domain map. False past the end.
+ */
+static bool elem2(cel_ctx_t *c, uint32_t n, const cel_val_t *range, size_t *i)
+{
+  uint32_t slot = (uint32_t)node(c, n)->v.u;
+  size_t at = *i;
+  cel_val_t k;
+  if (!elem(c, range, i, &k))
+    return false;
+  if (range->t == V_LIST) {
+    c->slots[slot] = sf__cel_int((int64_t)at);
+    c->slots[slot + 1] = k;
+  } else {
+    /* elem() left *i just past the field it named. */
+    c->slots[slot] = k;
+    sf__cel_field_value(c, n, range->t == V_ADOM, *i - 1, &c->slots[slot + 1]);
+  }
+  return true;
+}
+
+/* A bool predicate's value, or the error (ERR/UNK) that ends the macro. */
+static bool predicate(uint32_t n, cel_val_t p, cel_val_t *bad)
+{
+  if (BAD(p) || p.t != V_BOOL || p.flags & CV_OPT) {
+    *bad = BAD(p) ? p : sf__cel_err(n, "no such overload: predicate is not a bool");
+    return false;
+  }
+  return true;
+}
+
+/*
+ * all(k, v, p), exists(k, v, p), existsOne(k, v, p) and transformList(k,
+ * v, [filter,] e) of ext.TwoVarComprehensions: the quantifiers absorb as
+ * their one-variable forms, the others are strict.
+ */
+static cel_val_t compr2(cel_ctx_t *c, uint32_t n, const cel_val_t *range)
+{
+  const cel_node_t *nd = node(c, n);
+  int kind = nd->fn;
+  bool is_all = kind == M_ALL2;
+  cel_val_t acc = sf__cel_bool(is_all), bad;
+  cel_val_t *out = kind == M_TRANSFORM2 ? sf__cel_reserve(c, range_len(c, range)) : NULL;
+  if (kind == M_TRANSFORM2 && out == NULL)
+    return sf__cel_unk(n, "list arena exhausted");
+  uint32_t count = 0;
+  size_t i = 0;
+  while (elem2(c, n, range, &i)) {
+    if (kind == M_ALL2 || kind == M_EXISTS2) {
+      acc = logic2(n, acc, sf__cel_ev(c, kid(c, n, 1)), is_all);
+      if (acc.t == V_BOOL && acc.v.b != is_all)
+        break;
+      continue;
+    }
+    cel_val_t p = kind == M_TRANSFORM2 && nd->nk == 2 ? sf__cel_bool(true)
+                                                      : sf__cel_ev(c, kid(c, n, 1));
+    if (!predicate(n, p, &bad))
+      return bad;
+    if (p.v.b && kind == M_TRANSFORM2) {
+      cel_val_t x = sf__cel_ev(c, kid(c, n, nd->nk - 1));
+      if (BAD(x))
+        return x;
+      out[count] = x;
+    }
+    count += p.v.b;
+  }
+  if (kind == M_ALL2 || kind == M_EXISTS2)
+    return acc;
+  if (kind == M_EXISTS_ONE2)
+    return sf__cel_bool(count == 1);
+  cel_val_t r = {.t = V_LIST, .n = count, .v.l = out};
+  return r;
+}
+
 static cel_val_t compr(cel_ctx_t *c, uint32_t n, const cel_val_t *range)
 {
   int kind = node(c, n)->fn;
+  if (kind >= M_ALL2)
+    return compr2(c, n, range);
   if (kind == M_ALL || kind == M_EXISTS)
     return quantifier(c, n, range, kind == M_ALL);
   return collect(c, n, range);

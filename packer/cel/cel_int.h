@@ -17,7 +17,8 @@
 #define CEL_TEXT_MAX 10240    /* DRA's limit on an expression's length */
 #define CEL_DEPTH_MAX 200     /* deepest expression tree */
 #define CEL_SLOTS_MAX 32      /* variables (cel.bind, macros) in one program */
-#define CEL_COST_MAX 1000000u /* evaluation steps (DRA's cost limit is 1e6 too) */
+#define CEL_COST_MAX 1000000u /* DRA's cost limit (CELSelectorExpressionMaxCost) */
+#define CEL_ARGS_MAX 4        /* arguments of one call, the target included */
 #define CEL_ARENA 512         /* values built during one evaluation (list elements) */
 #define CEL_SCRATCH 8192      /* bytes of strings built during one evaluation */
 
@@ -54,7 +55,7 @@ enum {
   N_IN,
   N_CALL,  /* fn; kids: [target] args (F_TARGET); v.i: regex index or -1 */
   N_BIND,  /* slot v.u; kids: init, body */
-  N_COMPR, /* fn: macro kind; slot v.u; kids: range, a [, b] */
+  N_COMPR, /* fn: macro kind; slot v.u (and v.u + 1 for two variables); kids: range, a [, b] */
   N_QTY,   /* quantity('literal'), parsed at compile time: v.i milli-units */
   N_SEMVER /* semver('literal'), checked at compile time: v.s */
 };
@@ -97,9 +98,65 @@ enum {
   FN_DOUBLE,
   FN_STRING,
   FN_DYN,
+  /* The strings extension (cel-go ext.Strings, version 2). */
+  FN_CHARAT,
+  FN_INDEXOF,
+  FN_LASTINDEXOF,
+  FN_JOIN,
+  FN_QUOTE,
+  FN_REPLACE,
+  FN_SPLIT,
+  FN_SUBSTRING,
+  FN_TRIM,
+  FN_FORMAT,
+  /* Sets (ext.Sets), Kubernetes lists and regex, cel-go lists (ext.Lists, version 3). */
+  FN_SETS_CONTAINS,
+  FN_SETS_EQUIVALENT,
+  FN_SETS_INTERSECTS,
+  FN_ISSORTED,
+  FN_SUM,
+  FN_MIN,
+  FN_MAX,
+  FN_FIND,
+  FN_FINDALL,
+  FN_SLICE,
+  FN_FLATTEN,
+  FN_DISTINCT,
+  FN_REVERSE,
+  FN_SORT,
+  FN_FIRST,
+  FN_LAST,
+  FN_RANGE,
+  /* The Kubernetes IP and CIDR libraries. */
+  FN_IP,
+  FN_ISIP,
+  FN_ISCANONICAL,
+  FN_FAMILY,
+  FN_ISUNSPECIFIED,
+  FN_ISLOOPBACK,
+  FN_ISLLMULTICAST,
+  FN_ISLLUNICAST,
+  FN_ISGLOBALUNICAST,
+  FN_CIDR,
+  FN_ISCIDR,
+  FN_CONTAINSIP,
+  FN_CONTAINSCIDR,
+  FN_MASKED,
+  FN_PREFIXLEN,
   FN__COUNT
 };
-enum { M_EXISTS, M_ALL, M_EXISTS_ONE, M_MAP, M_FILTER };
+/* Macros; the two-variable forms (ext.TwoVarComprehensions) end in 2. */
+enum {
+  M_EXISTS,
+  M_ALL,
+  M_EXISTS_ONE,
+  M_MAP,
+  M_FILTER,
+  M_ALL2,
+  M_EXISTS2,
+  M_EXISTS_ONE2,
+  M_TRANSFORM2
+};
 
 typedef struct {
   uint8_t op, flags;
@@ -140,6 +197,7 @@ struct sf_cel_prog {
   cel_re_t *res;
   uint32_t nres;
   uint32_t root, nslots;
+  uint8_t minor; /* the oldest Kubernetes 1.x whose base CEL environment has every function used */
 };
 
 /* Values. ERR and UNK carry a static message and the node that raised it. */
@@ -160,7 +218,9 @@ enum {
   V_CAPS,
   V_ADOM,
   V_CDOM,
-  V_NONE
+  V_NONE,
+  V_IP,  /* v.s: 18 bytes of scratch (cel_net.c) */
+  V_CIDR /* the same, with the prefix length */
 };
 #define CV_OPT 1u /* optional.of(the value) */
 
@@ -191,6 +251,8 @@ typedef struct {
 
 /** Line and column (from 1) of byte `pos` of `text`. */
 void sf__cel_linecol(const char *text, uint32_t pos, uint32_t *line, uint32_t *col);
+/** The minor version of the table in cel_parse.c for a function or macro name; -1 when unknown. */
+int sf__cel_function_minor(const char *name);
 /** Parses and checks `p->text` into p's nodes; on failure sets p->err. */
 void sf__cel_parse(sf_cel_prog_t *p);
 /** Evaluates node n. */
@@ -217,9 +279,27 @@ int sf__cel_order(const cel_val_t *a, const cel_val_t *b);
 
 /**
  * Translates an RE2 pattern into POSIX ERE and compiles it into *r; r->ok
- * false when the pattern uses what POSIX cannot express the same way.
+ * false when the pattern uses what POSIX cannot express the same way. With
+ * `positions` regexec reports where the match is (find), else only whether
+ * there is one (matches).
  */
-void sf__cel_re_compile(cel_re_t *r, const char *pat, size_t len);
+void sf__cel_re_compile(cel_re_t *r, const char *pat, size_t len, bool positions);
+/**
+ * Calls an extension function (cel_ext.c: the strings extension, sets, lists,
+ * regex find); `fn` is the node's. Arguments as for sf__cel_call.
+ */
+cel_val_t sf__cel_ext_call(cel_ctx_t *c, uint32_t node, int fn, const cel_val_t *a, uint32_t na);
+/** Calls an IP or CIDR function (cel_net.c), string() of an IP or CIDR included. */
+cel_val_t sf__cel_net_call(cel_ctx_t *c, uint32_t node, int fn, const cel_val_t *a, uint32_t na);
+/** Equality of two IPs or two CIDRs (the same kind). */
+bool sf__cel_net_eq(const cel_val_t *a, const cel_val_t *b);
+/** The node's compiled regular expression, or `dyn` compiled from pat (the caller frees dyn). */
+cel_re_t *sf__cel_regex(cel_ctx_t *c, uint32_t node, const cel_val_t *pat, cel_re_t *dyn);
+/** Reserves n list elements in the arena, or NULL when it is exhausted (cel_eval.c). */
+cel_val_t *sf__cel_reserve(cel_ctx_t *c, size_t n);
+/** A string value over s (borrowed for the evaluation). */
+cel_val_t sf__cel_str(const char *s, size_t n);
+
 /** Parses a semantic version (strict SemVer 2.0.0); 0, or -1 when invalid. `part` may be NULL. */
 int sf__cel_semver(const char *s, size_t n, int64_t part[3]);
 /** Orders two valid semantic versions by SemVer precedence: -1, 0, 1. */
@@ -248,6 +328,8 @@ int sf__cel_lookup(cel_ctx_t *c, uint32_t n, const cel_val_t *m, const char *key
                    cel_val_t *out);
 /** Size of a device map value (ATTRS/CAPS: domains; ADOM/CDOM: fields); false for other values. */
 bool sf__cel_map_size(const cel_ctx_t *c, const cel_val_t *m, int64_t *out);
+/** The value of the device's attribute (attrs) or capacity i. */
+void sf__cel_field_value(cel_ctx_t *c, uint32_t node, bool attrs, size_t i, cel_val_t *out);
 /** The attribute or capacity `key` of domain `dom` on the context's device; 1 found, 0 not. */
 int sf__cel_dev_field(cel_ctx_t *c, uint32_t node, bool attrs, const cel_val_t *dom, const char *key,
                       size_t kn, cel_val_t *out);

@@ -26,6 +26,34 @@ typedef struct {
   uint32_t len, slot;
 } scope_t;
 
+/*
+ * Static types, as far as the parser knows them: a mask of what a node can
+ * be. Literals, device.driver, device.capacity's quantities and most
+ * functions' results are known; attributes, variables and indexing are
+ * TY_DYN, which never fails a check.
+ */
+enum {
+  TY_BOOL = 1,
+  TY_INT = 2,
+  TY_UINT = 4,
+  TY_DOUBLE = 8,
+  TY_STR = 16,
+  TY_LIST = 32,
+  TY_QTY = 64,
+  TY_SEMVER = 128,
+  TY_NULL = 256,
+  TY_OPT = 512,
+  TY_DEVICE = 1024, /* device */
+  TY_ATTRS = 2048,  /* device.attributes */
+  TY_ADOM = 4096,   /* device.attributes[domain] */
+  TY_CAPS = 8192,   /* device.capacity */
+  TY_CDOM = 16384,  /* device.capacity[domain] */
+  TY_NET = 32768,   /* an IP or a CIDR */
+  TY_DYN = 0xFFFF
+};
+#define TY_MAP (TY_DEVICE | TY_ATTRS | TY_ADOM | TY_CAPS | TY_CDOM)
+#define TY_NUM (TY_INT | TY_UINT | TY_DOUBLE)
+
 typedef struct {
   sf_cel_prog_t *p;
   const char *src;
@@ -36,6 +64,8 @@ typedef struct {
   uint32_t rec; /* parser recursion */
   uint16_t *depth;
   size_t depthcap;
+  uint16_t *ty; /* each node's static type: TY_ bits, TY_DYN when not known */
+  size_t tycap;
   size_t nodecap, kidcap, poolcap;
   scope_t scope[CEL_SLOTS_MAX];
   uint32_t nscope;

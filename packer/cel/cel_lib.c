@@ -18,11 +18,13 @@ static cel_val_t overload(uint32_t n)
   return sf__cel_err(n, "no such overload");
 }
 
-static cel_val_t str_val(const char *s, size_t n)
+cel_val_t sf__cel_str(const char *s, size_t n)
 {
   cel_val_t r = {.t = V_STR, .n = (uint32_t)n, .v.s = s};
   return r;
 }
+
+#define str_val sf__cel_str
 
 static cel_val_t qty_val(sf_milli_t q)
 {
@@ -290,12 +292,19 @@ static int64_t codepoints(const char *s, size_t n)
   return k;
 }
 
+cel_re_t *sf__cel_regex(cel_ctx_t *c, uint32_t n, const cel_val_t *pat, cel_re_t *dyn)
+{
+  const cel_node_t *nd = &c->p->nodes[n];
+  if (nd->v.i >= 0)
+    return &c->p->res[nd->v.i];
+  sf__cel_re_compile(dyn, pat->v.s, pat->n, nd->fn != FN_MATCHES);
+  return dyn;
+}
+
 static cel_val_t matches(cel_ctx_t *c, uint32_t n, const cel_val_t *s, const cel_val_t *pat)
 {
   const cel_node_t *nd = &c->p->nodes[n];
-  cel_re_t dyn, *re = nd->v.i >= 0 ? &c->p->res[nd->v.i] : &dyn;
-  if (nd->v.i < 0)
-    sf__cel_re_compile(&dyn, pat->v.s, pat->n);
+  cel_re_t dyn, *re = sf__cel_regex(c, n, pat, &dyn);
   cel_val_t r = sf__cel_unk(n, "regular expression not supported by the POSIX translation");
   bool wide = false;
   for (uint32_t i = 0; i < s->n; i++)
@@ -490,9 +499,15 @@ cel_val_t sf__cel_call(cel_ctx_t *c, uint32_t n, const cel_val_t *a, uint32_t na
   case FN_INT: return to_int(n, &a[0]);
   case FN_UINT: return to_uint(n, &a[0]);
   case FN_DOUBLE: return to_double(n, &a[0]);
-  case FN_STRING: return to_string(c, n, &a[0]);
+  case FN_STRING:
+    return a[0].t == V_IP || a[0].t == V_CIDR ? sf__cel_net_call(c, n, fn, a, na)
+                                              : to_string(c, n, &a[0]);
   default: break;
   }
+  if (fn >= FN_IP)
+    return sf__cel_net_call(c, n, fn, a, na);
+  if (fn >= FN_CHARAT)
+    return sf__cel_ext_call(c, n, fn, a, na);
   if (a[0].t == V_STR)
     return string_fn(c, n, fn, a, na);
   if (a[0].t == V_QTY)

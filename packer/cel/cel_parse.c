@@ -10,6 +10,7 @@
  * The text is untrusted (a DeviceClass or claim written by a user): lengths,
  * nesting depth and the number of variables are capped.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cel_lex.h"
@@ -17,11 +18,42 @@
 
 /* ---- nodes ---- */
 
+/* The static type of a new node of kind op over kids, before call() or a selection refines it. */
+static uint16_t static_type(const parser_t *ps, int op, const uint32_t *kids, uint32_t nk)
+{
+  static const uint16_t lit[] = {
+      [N_NULL] = TY_NULL,     [N_BOOL] = TY_BOOL,     [N_INT] = TY_INT,   [N_UINT] = TY_UINT,
+      [N_DOUBLE] = TY_DOUBLE, [N_STR] = TY_STR,       [N_LIST] = TY_LIST, [N_DEVICE] = TY_DEVICE,
+      [N_QTY] = TY_QTY,       [N_SEMVER] = TY_SEMVER, [N_HAS] = TY_BOOL,  [N_NOT] = TY_BOOL,
+      [N_AND] = TY_BOOL,      [N_OR] = TY_BOOL,       [N_EQ] = TY_BOOL,   [N_NE] = TY_BOOL,
+      [N_LT] = TY_BOOL,       [N_LE] = TY_BOOL,       [N_GT] = TY_BOOL,   [N_GE] = TY_BOOL,
+      [N_IN] = TY_BOOL,
+  };
+  if (op < (int)(sizeof lit / sizeof lit[0]) && lit[op] != 0)
+    return lit[op];
+  switch (op) {
+  case N_NEG: return ps->ty[kids[0]];
+  case N_BIND: return ps->ty[kids[1]];
+  case N_COND: return ps->ty[kids[1]] == ps->ty[kids[2]] ? ps->ty[kids[1]] : TY_DYN;
+  case N_ADD:
+  case N_SUB:
+  case N_MUL:
+  case N_DIV:
+  case N_MOD:
+    return nk == 2 && ps->ty[kids[0]] == ps->ty[kids[1]] &&
+                   (ps->ty[kids[0]] & (TY_NUM | TY_STR | TY_LIST)) == ps->ty[kids[0]]
+               ? ps->ty[kids[0]]
+               : TY_DYN;
+  default: return TY_DYN;
+  }
+}
+
 static uint32_t mk(parser_t *ps, int op, uint32_t pos, const uint32_t *kids, uint32_t nk)
 {
   sf_cel_prog_t *p = ps->p;
   sf_xgrow(&p->nodes, &ps->nodecap, (size_t)p->nnodes + 1, sizeof *p->nodes);
   sf_xgrow(&ps->depth, &ps->depthcap, (size_t)p->nnodes + 1, sizeof *ps->depth);
+  sf_xgrow(&ps->ty, &ps->tycap, (size_t)p->nnodes + 1, sizeof *ps->ty);
   sf_xgrow(&p->kids, &ps->kidcap, (size_t)p->nkids + nk, sizeof *p->kids);
   uint32_t n = p->nnodes++;
   cel_node_t *nd = &p->nodes[n];
@@ -37,6 +69,7 @@ static uint32_t mk(parser_t *ps, int op, uint32_t pos, const uint32_t *kids, uin
       d = ps->depth[kids[i]];
   }
   ps->depth[n] = (uint16_t)(d + 1);
+  ps->ty[n] = static_type(ps, op, kids, nk);
   if (d + 1 > CEL_DEPTH_MAX)
     sf__cel_fail(ps, pos, "expression nested too deeply");
   return n;
@@ -89,44 +122,131 @@ static uint32_t exprs(parser_t *ps, int close, uint32_t **out, uint32_t first)
   return n;
 }
 
+/*
+ * The functions of the Kubernetes base CEL environment
+ * (k8s.io/apiserver/pkg/cel/environment/base.go) that slicefit evaluates,
+ * with the Kubernetes minor version whose base environment first offers the
+ * function. 0: since CEL came to Kubernetes (the standard functions, the
+ * Kubernetes lists, regex and URL libraries, and cel-go's strings extension
+ * at version 0: charAt, indexOf, join, replace, split, substring, trim, ...);
+ * 28 quantities and optionals; 29 the strings extension's version 2 (format,
+ * strings.quote) and sets; 30 ip and cidr; 31 the format library and, in
+ * DRA's own environment, semver and cel.bind; 32 two-variable
+ * comprehensions; 34 the lists extension's version 3. The version table of
+ * docs/operators.md is this one. `tgt` and `arg` are the
+ * static types the overloads accept for the target (or first argument of a
+ * global) and for the other arguments; `ret` the result's.
+ */
+static const struct {
+  const char *name; /* "ns.name" for a namespaced global */
+  uint16_t fn;
+  uint8_t kind;     /* 1: global, 2: method, 3: both, 4: namespaced global */
+  uint8_t min, max; /* arguments including the target */
+  uint8_t minor;
+  uint16_t tgt, arg, ret;
+} fns[] = {
+    {"size", FN_SIZE, 3, 1, 1, 0, TY_STR | TY_LIST | TY_MAP, 0, TY_INT},
+    {"startsWith", FN_STARTS, 2, 2, 2, 0, TY_STR, TY_STR, TY_BOOL},
+    {"endsWith", FN_ENDS, 2, 2, 2, 0, TY_STR, TY_STR, TY_BOOL},
+    {"contains", FN_CONTAINS, 2, 2, 2, 0, TY_STR, TY_STR, TY_BOOL},
+    {"matches", FN_MATCHES, 3, 2, 2, 0, TY_STR, TY_STR, TY_BOOL},
+    {"lowerAscii", FN_LOWER, 2, 1, 1, 0, TY_STR, 0, TY_STR},
+    {"upperAscii", FN_UPPER, 2, 1, 1, 0, TY_STR, 0, TY_STR},
+    {"find", FN_FIND, 2, 2, 2, 0, TY_STR, TY_STR, TY_STR},
+    {"findAll", FN_FINDALL, 2, 2, 3, 0, TY_STR, TY_STR | TY_INT, TY_LIST},
+    {"isSorted", FN_ISSORTED, 2, 1, 1, 0, TY_LIST, 0, TY_BOOL},
+    {"sum", FN_SUM, 2, 1, 1, 0, TY_LIST, 0, TY_DYN},
+    {"min", FN_MIN, 2, 1, 1, 0, TY_LIST, 0, TY_DYN},
+    {"max", FN_MAX, 2, 1, 1, 0, TY_LIST, 0, TY_DYN},
+    {"indexOf", FN_INDEXOF, 2, 2, 3, 0, TY_STR | TY_LIST, TY_DYN, TY_INT},
+    {"lastIndexOf", FN_LASTINDEXOF, 2, 2, 3, 0, TY_STR | TY_LIST, TY_DYN, TY_INT},
+    {"quantity", FN_QUANTITY, 1, 1, 1, 28, TY_STR, 0, TY_QTY},
+    {"isQuantity", FN_ISQUANTITY, 1, 1, 1, 28, TY_STR, 0, TY_BOOL},
+    {"compareTo", FN_COMPARE, 2, 2, 2, 28, TY_QTY | TY_SEMVER, TY_QTY | TY_SEMVER, TY_INT},
+    {"isGreaterThan", FN_GT, 2, 2, 2, 28, TY_QTY | TY_SEMVER, TY_QTY | TY_SEMVER, TY_BOOL},
+    {"isLessThan", FN_LT, 2, 2, 2, 28, TY_QTY | TY_SEMVER, TY_QTY | TY_SEMVER, TY_BOOL},
+    {"add", FN_ADD, 2, 2, 2, 28, TY_QTY, TY_QTY | TY_INT, TY_QTY},
+    {"sub", FN_SUB, 2, 2, 2, 28, TY_QTY, TY_QTY | TY_INT, TY_QTY},
+    {"asInteger", FN_ASINT, 2, 1, 1, 28, TY_QTY, 0, TY_INT},
+    {"asApproximateFloat", FN_ASFLOAT, 2, 1, 1, 28, TY_QTY, 0, TY_DOUBLE},
+    {"isInteger", FN_ISINT, 2, 1, 1, 28, TY_QTY, 0, TY_BOOL},
+    {"sign", FN_SIGN, 2, 1, 1, 28, TY_QTY, 0, TY_INT},
+    {"orValue", FN_ORVALUE, 2, 2, 2, 28, TY_OPT, TY_DYN, TY_DYN},
+    {"hasValue", FN_HASVALUE, 2, 1, 1, 28, TY_OPT, 0, TY_BOOL},
+    {"value", FN_VALUE, 2, 1, 1, 28, TY_OPT, 0, TY_DYN},
+    {"charAt", FN_CHARAT, 2, 2, 2, 0, TY_STR, TY_INT, TY_STR},
+    {"join", FN_JOIN, 2, 1, 2, 0, TY_LIST, TY_STR, TY_STR},
+    {"replace", FN_REPLACE, 2, 3, 4, 0, TY_STR, TY_STR | TY_INT, TY_STR},
+    {"split", FN_SPLIT, 2, 2, 3, 0, TY_STR, TY_STR | TY_INT, TY_LIST},
+    {"substring", FN_SUBSTRING, 2, 2, 3, 0, TY_STR, TY_INT, TY_STR},
+    {"trim", FN_TRIM, 2, 1, 1, 0, TY_STR, 0, TY_STR},
+    {"format", FN_FORMAT, 2, 2, 2, 29, TY_STR, TY_LIST, TY_STR},
+    {"strings.quote", FN_QUOTE, 4, 1, 1, 29, TY_STR, 0, TY_STR},
+    {"sets.contains", FN_SETS_CONTAINS, 4, 2, 2, 29, TY_LIST, TY_LIST, TY_BOOL},
+    {"sets.equivalent", FN_SETS_EQUIVALENT, 4, 2, 2, 29, TY_LIST, TY_LIST, TY_BOOL},
+    {"sets.intersects", FN_SETS_INTERSECTS, 4, 2, 2, 29, TY_LIST, TY_LIST, TY_BOOL},
+    /* The base environment has semver from 1.33; DRA's own environment adds it from 1.31. */
+    {"semver", FN_SEMVER, 1, 1, 2, 31, TY_STR, TY_BOOL, TY_SEMVER},
+    {"isSemver", FN_ISSEMVER, 1, 1, 2, 31, TY_STR, TY_BOOL, TY_BOOL},
+    {"major", FN_MAJOR, 2, 1, 1, 31, TY_SEMVER, 0, TY_INT},
+    {"minor", FN_MINOR, 2, 1, 1, 31, TY_SEMVER, 0, TY_INT},
+    {"patch", FN_PATCH, 2, 1, 1, 31, TY_SEMVER, 0, TY_INT},
+    {"slice", FN_SLICE, 2, 3, 3, 34, TY_LIST, TY_INT, TY_LIST},
+    {"flatten", FN_FLATTEN, 2, 1, 2, 34, TY_LIST, TY_INT, TY_LIST},
+    {"distinct", FN_DISTINCT, 2, 1, 1, 34, TY_LIST, 0, TY_LIST},
+    {"reverse", FN_REVERSE, 2, 1, 1, 34, TY_LIST, 0, TY_LIST},
+    {"sort", FN_SORT, 2, 1, 1, 34, TY_LIST, 0, TY_LIST},
+    {"first", FN_FIRST, 2, 1, 1, 34, TY_LIST, 0, TY_OPT},
+    {"last", FN_LAST, 2, 1, 1, 34, TY_LIST, 0, TY_OPT},
+    {"lists.range", FN_RANGE, 4, 1, 1, 34, TY_INT, 0, TY_LIST},
+    /* ip(string) and cidr.ip() share a name. */
+    {"ip", FN_IP, 3, 1, 1, 30, TY_STR | TY_NET, 0, TY_NET},
+    {"isIP", FN_ISIP, 1, 1, 1, 30, TY_STR, 0, TY_BOOL},
+    {"ip.isCanonical", FN_ISCANONICAL, 4, 1, 1, 30, TY_STR, 0, TY_BOOL},
+    {"family", FN_FAMILY, 2, 1, 1, 30, TY_NET, 0, TY_INT},
+    {"isUnspecified", FN_ISUNSPECIFIED, 2, 1, 1, 30, TY_NET, 0, TY_BOOL},
+    {"isLoopback", FN_ISLOOPBACK, 2, 1, 1, 30, TY_NET, 0, TY_BOOL},
+    {"isLinkLocalMulticast", FN_ISLLMULTICAST, 2, 1, 1, 30, TY_NET, 0, TY_BOOL},
+    {"isLinkLocalUnicast", FN_ISLLUNICAST, 2, 1, 1, 30, TY_NET, 0, TY_BOOL},
+    {"isGlobalUnicast", FN_ISGLOBALUNICAST, 2, 1, 1, 30, TY_NET, 0, TY_BOOL},
+    {"cidr", FN_CIDR, 1, 1, 1, 30, TY_STR, 0, TY_NET},
+    {"isCIDR", FN_ISCIDR, 1, 1, 1, 30, TY_STR, 0, TY_BOOL},
+    {"containsIP", FN_CONTAINSIP, 2, 2, 2, 30, TY_NET, TY_NET | TY_STR, TY_BOOL},
+    {"containsCIDR", FN_CONTAINSCIDR, 2, 2, 2, 30, TY_NET, TY_NET | TY_STR, TY_BOOL},
+    {"masked", FN_MASKED, 2, 1, 1, 30, TY_NET, 0, TY_NET},
+    {"prefixLength", FN_PREFIXLEN, 2, 1, 1, 30, TY_NET, 0, TY_INT},
+    {"int", FN_INT, 1, 1, 1, 0, TY_NUM | TY_STR, 0, TY_INT},
+    {"uint", FN_UINT, 1, 1, 1, 0, TY_NUM | TY_STR, 0, TY_UINT},
+    {"double", FN_DOUBLE, 1, 1, 1, 0, TY_NUM | TY_STR, 0, TY_DOUBLE},
+    /* string() of a quantity or a version is left to run time: not every Kubernetes release agrees. */
+    {"string", FN_STRING, 1, 1, 1, 0, TY_NUM | TY_STR | TY_BOOL | TY_QTY | TY_SEMVER | TY_NET, 0,
+     TY_STR},
+    {"dyn", FN_DYN, 1, 1, 1, 0, TY_DYN, 0, TY_DYN},
+};
+
+/* Macros (cel-go's standard ones, and from 1.32 ext.TwoVarComprehensions) by name and variables. */
 static const struct {
   const char *name;
-  uint16_t fn;
-  uint8_t kind;     /* 1: global, 2: method, 3: both */
-  uint8_t min, max; /* arguments including the target */
-} fns[] = {
-    {"size", FN_SIZE, 3, 1, 1},
-    {"startsWith", FN_STARTS, 2, 2, 2},
-    {"endsWith", FN_ENDS, 2, 2, 2},
-    {"contains", FN_CONTAINS, 2, 2, 2},
-    {"matches", FN_MATCHES, 3, 2, 2},
-    {"lowerAscii", FN_LOWER, 2, 1, 1},
-    {"upperAscii", FN_UPPER, 2, 1, 1},
-    {"quantity", FN_QUANTITY, 1, 1, 1},
-    {"isQuantity", FN_ISQUANTITY, 1, 1, 1},
-    {"compareTo", FN_COMPARE, 2, 2, 2},
-    {"isGreaterThan", FN_GT, 2, 2, 2},
-    {"isLessThan", FN_LT, 2, 2, 2},
-    {"add", FN_ADD, 2, 2, 2},
-    {"sub", FN_SUB, 2, 2, 2},
-    {"asInteger", FN_ASINT, 2, 1, 1},
-    {"asApproximateFloat", FN_ASFLOAT, 2, 1, 1},
-    {"isInteger", FN_ISINT, 2, 1, 1},
-    {"sign", FN_SIGN, 2, 1, 1},
-    {"semver", FN_SEMVER, 1, 1, 2},
-    {"isSemver", FN_ISSEMVER, 1, 1, 2},
-    {"major", FN_MAJOR, 2, 1, 1},
-    {"minor", FN_MINOR, 2, 1, 1},
-    {"patch", FN_PATCH, 2, 1, 1},
-    {"orValue", FN_ORVALUE, 2, 2, 2},
-    {"hasValue", FN_HASVALUE, 2, 1, 1},
-    {"value", FN_VALUE, 2, 1, 1},
-    {"int", FN_INT, 1, 1, 1},
-    {"uint", FN_UINT, 1, 1, 1},
-    {"double", FN_DOUBLE, 1, 1, 1},
-    {"string", FN_STRING, 1, 1, 1},
-    {"dyn", FN_DYN, 1, 1, 1},
+  uint8_t kind, vars, minor;
+} macros[] = {
+    {"exists", M_EXISTS, 1, 0},           {"all", M_ALL, 1, 0},
+    {"exists_one", M_EXISTS_ONE, 1, 0},   {"map", M_MAP, 1, 0},
+    {"filter", M_FILTER, 1, 0},           {"all", M_ALL2, 2, 32},
+    {"exists", M_EXISTS2, 2, 32},         {"existsOne", M_EXISTS_ONE2, 2, 32},
+    {"exists_one", M_EXISTS_ONE2, 2, 32}, {"transformList", M_TRANSFORM2, 2, 32},
 };
+
+int sf__cel_function_minor(const char *name)
+{
+  for (size_t k = 0; k < sizeof fns / sizeof fns[0]; k++)
+    if (strcmp(fns[k].name, name) == 0)
+      return fns[k].minor;
+  int best = -1;
+  for (size_t k = 0; k < sizeof macros / sizeof macros[0]; k++)
+    if (strcmp(macros[k].name, name) == 0 && (best < 0 || macros[k].minor < best))
+      best = macros[k].minor;
+  return best;
+}
 
 /* A regular expression compiled once when the pattern is a literal. */
 static void const_regex(parser_t *ps, cel_node_t *call)
@@ -137,7 +257,7 @@ static void const_regex(parser_t *ps, cel_node_t *call)
   if (pat->op != N_STR)
     return;
   p->res = sf_xrealloc(p->res, (p->nres + 1) * sizeof *p->res);
-  sf__cel_re_compile(&p->res[p->nres], p->pool + pat->v.s.off, pat->v.s.len);
+  sf__cel_re_compile(&p->res[p->nres], p->pool + pat->v.s.off, pat->v.s.len, call->fn != FN_MATCHES);
   call->v.i = p->nres++;
 }
 
@@ -164,27 +284,78 @@ static void fold(parser_t *ps, cel_node_t *call)
   }
 }
 
-static uint32_t call(parser_t *ps, const tok_t *name, bool method, uint32_t *args, uint32_t nargs)
+/* Does a known static type `have` (TY_DYN when unknown) fit the overloads' `want`? */
+static bool fits(uint16_t have, uint16_t want)
+{
+  return have == TY_DYN || (have & want) != 0;
+}
+
+/*
+ * The types argument i (from 1) of function k may have: the table's, except
+ * where the overloads fix each position (a string's indexOf(string, int),
+ * replace(string, string, int), split(string, int), findAll(string, int)).
+ */
+static uint16_t arg_type(size_t k, uint32_t i, uint16_t target)
+{
+  switch (fns[k].fn) {
+  case FN_INDEXOF:
+  case FN_LASTINDEXOF:
+    if (target != TY_STR)
+      return fns[k].arg;
+    return i == 1 ? TY_STR : TY_INT;
+  case FN_REPLACE: return i <= 2 ? TY_STR : TY_INT;
+  case FN_SPLIT:
+  case FN_FINDALL: return i == 1 ? TY_STR : TY_INT;
+  default: return fns[k].arg;
+  }
+}
+
+/*
+ * The checks cel-go's type checker makes of a call whose operands' types are
+ * known: a target or argument that no overload takes does not compile.
+ */
+static void check_call(parser_t *ps, size_t k, uint32_t pos, const uint32_t *args, uint32_t nargs)
+{
+  bool ok = fits(ps->ty[args[0]], fns[k].tgt);
+  for (uint32_t i = 1; ok && i < nargs; i++)
+    ok = fits(ps->ty[args[i]], arg_type(k, i, ps->ty[args[0]]));
+  if (!ok)
+    sf__cel_fail(ps, pos, "found no matching overload for '%s' applied to these argument types",
+                 fns[k].name);
+}
+
+static uint32_t call_named(parser_t *ps, const char *name, size_t len, uint32_t pos, bool method,
+                           uint32_t *args, uint32_t nargs)
 {
   for (size_t k = 0; k < sizeof fns / sizeof fns[0]; k++) {
-    if (!sf__cel_tok_is(name, ps->src, fns[k].name))
+    if (strlen(fns[k].name) != len || memcmp(fns[k].name, name, len) != 0)
       continue;
-    if (!(fns[k].kind & (method ? 2 : 1)) || nargs < fns[k].min || nargs > fns[k].max) {
-      sf__cel_fail(ps, name->pos, "no overload of '%s' takes %u argument(s)%s", fns[k].name,
+    if (!(fns[k].kind & (method ? 2 : 1 | 4)) || nargs < fns[k].min || nargs > fns[k].max) {
+      sf__cel_fail(ps, pos, "no overload of '%s' takes %u argument(s)%s", fns[k].name,
                    method ? nargs - 1 : nargs, method ? " as a method" : "");
       return 0;
     }
-    uint32_t n = mk(ps, N_CALL, name->pos, args, nargs);
+    if (nargs > 0)
+      check_call(ps, k, pos, args, nargs);
+    uint32_t n = mk(ps, N_CALL, pos, args, nargs);
     cel_node_t *nd = &ps->p->nodes[n];
     nd->fn = fns[k].fn;
     nd->flags = method ? F_TARGET : 0;
-    if (nd->fn == FN_MATCHES)
+    ps->ty[n] = fns[k].ret;
+    if (fns[k].minor > ps->p->minor)
+      ps->p->minor = fns[k].minor;
+    if (nd->fn == FN_MATCHES || nd->fn == FN_FIND || nd->fn == FN_FINDALL)
       const_regex(ps, nd);
     fold(ps, nd);
     return n;
   }
-  sf__cel_fail(ps, name->pos, "unsupported function '%.*s'", (int)name->len, ps->src + name->pos);
+  sf__cel_fail(ps, pos, "unsupported function '%.*s'", (int)len, name);
   return 0;
+}
+
+static uint32_t call(parser_t *ps, const tok_t *name, bool method, uint32_t *args, uint32_t nargs)
+{
+  return call_named(ps, ps->src + name->pos, name->len, name->pos, method, args, nargs);
 }
 
 /* Generic call: the arguments follow at '('. */
@@ -233,34 +404,76 @@ static uint32_t bind(parser_t *ps, uint32_t pos)
   return n;
 }
 
-static const char *const macros[] = {"exists", "all", "exists_one", "map", "filter"};
-
-/* range.macro(var, a [, b]): after '('. */
-static uint32_t macro(parser_t *ps, int kind, uint32_t range, uint32_t pos)
+/* Is the text after the current token (an identifier) a ','? Then it is a second variable. */
+static bool second_var(const parser_t *ps)
 {
-  uint32_t slot, k[3] = {range, 0, 0}, nk = 2;
+  uint32_t i = ps->at;
+  while (i < ps->len &&
+         (ps->src[i] == ' ' || ps->src[i] == '\n' || ps->src[i] == '\t' || ps->src[i] == '\r'))
+    i++;
+  return ps->cur.t == T_IDENT && i < ps->len && ps->src[i] == ',';
+}
+
+/* The macro `name` with one or two variables; -1 when there is none. */
+static int macro_kind(const parser_t *ps, const tok_t *name, uint8_t vars)
+{
+  for (size_t k = 0; k < sizeof macros / sizeof macros[0]; k++)
+    if (macros[k].vars == vars && sf__cel_tok_is(name, ps->src, macros[k].name))
+      return (int)k;
+  return -1;
+}
+
+/* range.macro(var, [var2,] a [, b]): after '('. */
+static uint32_t macro(parser_t *ps, const tok_t *name, uint32_t range)
+{
+  uint32_t slot, slot2, k[3] = {range, 0, 0}, nk = 2;
   tok_t v = ps->cur;
   sf__cel_next(ps);
   sf__cel_expect(ps, ',');
+  int m = second_var(ps) ? macro_kind(ps, name, 2) : -1;
+  m = m >= 0 ? m : macro_kind(ps, name, 1);
+  if (m < 0)
+    m = macro_kind(ps, name, 2); /* existsOne and transformList have only two variables */
   push_var(ps, &v, &slot);
+  if (macros[m].vars == 2) {
+    tok_t w = ps->cur;
+    sf__cel_next(ps);
+    sf__cel_expect(ps, ',');
+    push_var(ps, &w, &slot2);
+  }
   if (ps->failed)
     return 0;
+  int kind = macros[m].kind;
   k[1] = expr(ps);
-  if (kind == M_MAP && sf__cel_accept(ps, ','))
+  if ((kind == M_MAP || kind == M_TRANSFORM2) && sf__cel_accept(ps, ','))
     k[nk++] = expr(ps);
-  ps->nscope--;
+  ps->nscope -= macros[m].vars;
   sf__cel_expect(ps, ')');
-  uint32_t n = mk(ps, N_COMPR, pos, k, nk);
+  uint32_t n = mk(ps, N_COMPR, name->pos, k, nk);
   ps->p->nodes[n].fn = (uint16_t)kind;
   ps->p->nodes[n].v.u = slot;
+  bool pred = kind == M_EXISTS || kind == M_ALL || kind == M_EXISTS_ONE || kind == M_ALL2 ||
+              kind == M_EXISTS2 || kind == M_EXISTS_ONE2;
+  ps->ty[n] = pred ? TY_BOOL : TY_LIST;
+  if (macros[m].minor > ps->p->minor)
+    ps->p->minor = macros[m].minor;
+  if (!fits(ps->ty[range], TY_LIST | TY_ATTRS | TY_ADOM | TY_CAPS | TY_CDOM))
+    sf__cel_fail(ps, name->pos, "expression of this type cannot be the range of a comprehension");
   return n;
 }
 
 static uint32_t member_call(parser_t *ps, uint32_t target, const tok_t *name)
 {
-  for (int k = 0; k < (int)(sizeof macros / sizeof macros[0]); k++)
-    if (sf__cel_tok_is(name, ps->src, macros[k]))
-      return macro(ps, k, target, name->pos);
+  /* Macros of the environment that build maps or order by a key: their variables are not references. */
+  static const char *const unsupported[] = {"sortBy", "transformMap", "transformMapEntry", "optMap",
+                                            "optFlatMap"};
+  for (size_t k = 0; k < sizeof unsupported / sizeof unsupported[0]; k++)
+    if (sf__cel_tok_is(name, ps->src, unsupported[k])) {
+      sf__cel_fail(ps, name->pos, "unsupported macro '%s'", unsupported[k]);
+      return 0;
+    }
+  if (macro_kind(ps, name, 1) >= 0 || macro_kind(ps, name, 2) >= 0)
+    return macro(ps, name, target);
   return call_args(ps, name, target);
 }
 
@@ -273,6 +486,34 @@ static bool reserved(const tok_t *t, const char *src)
     if (sf__cel_tok_is(t, src, words[k]))
       return true;
   return false;
+}
+
+/*
+ * The static type of selecting (name != NULL) or indexing node e's operand,
+ * as DRA declares the device: an object with fields driver, attributes,
+ * capacity (and allowMultipleAllocations), maps of maps below it, attribute
+ * values dyn and capacities quantities. A field the device does not have
+ * does not compile.
+ */
+static void access_type(parser_t *ps, uint32_t e, const tok_t *name)
+{
+  static const char *const fields[] = {"driver", "attributes", "capacity",
+                                       "allowMultipleAllocations"};
+  static const uint16_t types[] = {TY_STR, TY_ATTRS, TY_CAPS, TY_BOOL};
+  const cel_node_t *nd = &ps->p->nodes[e];
+  uint16_t of = ps->ty[ps->p->kids[nd->k0]];
+  ps->ty[e] = TY_DYN;
+  if (nd->flags & F_OPT)
+    return;
+  if (of == TY_DEVICE && name != NULL) {
+    for (size_t k = 0; k < sizeof fields / sizeof fields[0]; k++)
+      if (sf__cel_tok_is(name, ps->src, fields[k]))
+        ps->ty[e] = types[k];
+    if (ps->ty[e] == TY_DYN)
+      sf__cel_fail(ps, name->pos, "undefined field '%.*s'", (int)name->len, ps->src + name->pos);
+  } else if (of == TY_ATTRS || of == TY_CAPS || of == TY_CDOM) {
+    ps->ty[e] = of == TY_ATTRS ? TY_ADOM : of == TY_CAPS ? TY_CDOM : TY_QTY;
+  }
 }
 
 static uint32_t member_tail(parser_t *ps, uint32_t e)
@@ -295,12 +536,14 @@ static uint32_t member_tail(parser_t *ps, uint32_t e)
       e = mk1(ps, N_SELECT, pos, e);
       ps->p->nodes[e].flags = opt ? F_OPT : 0;
       set_name(ps, e, ps->src + name.pos, name.len);
+      access_type(ps, e, &name);
     } else if (sf__cel_accept(ps, '[')) {
       bool opt = sf__cel_accept(ps, '?');
       uint32_t i = expr(ps);
       sf__cel_expect(ps, ']');
       e = mk2(ps, N_INDEX, pos, e, i);
       ps->p->nodes[e].flags = opt ? F_OPT : 0;
+      access_type(ps, e, NULL);
     } else {
       break;
     }
@@ -352,9 +595,17 @@ static uint32_t namespaced(parser_t *ps, const tok_t *ns)
     free(args);
     return r;
   }
-  sf__cel_fail(ps, ns->pos, "unsupported function '%.*s.%.*s'", (int)ns->len, ps->src + ns->pos,
-               (int)fn.len, ps->src + fn.pos);
-  return 0;
+  /* strings.quote, sets.contains, lists.range, ...: the table's "ns.name" entries. */
+  char full[64];
+  int len = snprintf(full, sizeof full, "%.*s.%.*s", (int)ns->len, ps->src + ns->pos, (int)fn.len,
+                     ps->src + fn.pos);
+  uint32_t *args;
+  uint32_t n = exprs(ps, ')', &args, UINT32_MAX), r = 0;
+  if (!ps->failed)
+    r = call_named(ps, full, len > 0 && (size_t)len < sizeof full ? (size_t)len : 0, ns->pos, false,
+                   args, n);
+  free(args);
+  return r;
 }
 
 static bool peek_namespaced(const parser_t *ps)
@@ -398,7 +649,9 @@ static uint32_t ident(parser_t *ps, const tok_t *t)
   }
   if (sf__cel_tok_is(t, ps->src, "device"))
     return mk(ps, N_DEVICE, t->pos, NULL, 0);
-  if ((sf__cel_tok_is(t, ps->src, "cel") || sf__cel_tok_is(t, ps->src, "optional")) &&
+  if ((sf__cel_tok_is(t, ps->src, "cel") || sf__cel_tok_is(t, ps->src, "optional") ||
+       sf__cel_tok_is(t, ps->src, "strings") || sf__cel_tok_is(t, ps->src, "sets") ||
+       sf__cel_tok_is(t, ps->src, "lists") || sf__cel_tok_is(t, ps->src, "ip")) &&
       peek_namespaced(ps)) {
     sf__cel_next(ps);
     return namespaced(ps, t);
@@ -443,6 +696,11 @@ static uint32_t primary(parser_t *ps)
     uint32_t *items;
     uint32_t n = exprs(ps, ']', &items, UINT32_MAX);
     uint32_t r = ps->failed ? 0 : mk(ps, N_LIST, t.pos, items, n);
+    /* The base environment's HomogeneousAggregateLiterals: elements of known, different types do not compile. */
+    for (uint32_t i = 1; !ps->failed && i < n; i++)
+      if (ps->ty[items[i]] != TY_DYN && ps->ty[items[0]] != TY_DYN &&
+          ps->ty[items[i]] != ps->ty[items[0]])
+        sf__cel_fail(ps, ps->p->nodes[items[i]].pos, "list literal elements of different types");
     free(items);
     return r;
   }
@@ -500,6 +758,28 @@ static int binop(const parser_t *ps, int level)
   return -1;
 }
 
+/*
+ * cel-go's checker: no ordering or arithmetic operator takes a quantity, a
+ * version, a bool (for arithmetic), null, a map or an optional, so an operand
+ * known to be one does not compile (quantities and versions order through
+ * compareTo and their other methods).
+ */
+static void check_operator(parser_t *ps, int op, uint32_t pos, uint32_t l, uint32_t r)
+{
+  uint16_t never = TY_QTY | TY_SEMVER | TY_NULL | TY_MAP | TY_OPT | TY_NET;
+  if (op >= N_ADD && op <= N_MOD)
+    never |= TY_BOOL;
+  else if (op < N_LT || op > N_GE)
+    return;
+  for (int i = 0; i < 2; i++) {
+    uint16_t t = ps->ty[i ? r : l];
+    if (t != TY_DYN && (t & ~never) == 0) {
+      sf__cel_fail(ps, pos, "found no matching overload for this operator on these operand types");
+      return;
+    }
+  }
+}
+
 /* Left-associative binary levels: 1 relations, 2 addition, 3 multiplication. */
 static uint32_t binary(parser_t *ps, int level)
 {
@@ -509,6 +789,8 @@ static uint32_t binary(parser_t *ps, int level)
     uint32_t pos = ps->cur.pos;
     sf__cel_next(ps);
     uint32_t r = level == 3 ? unary(ps) : binary(ps, level + 1);
+    if (!ps->failed)
+      check_operator(ps, op, pos, l, r);
     l = mk2(ps, op, pos, l, r);
   }
   return l;
@@ -577,7 +859,11 @@ void sf__cel_parse(sf_cel_prog_t *p)
   p->root = expr(&ps);
   if (!ps.failed && ps.cur.t != T_EOF)
     sf__cel_fail(&ps, ps.cur.pos, "unexpected text after the expression");
+  /* DRA compiles a selector only if it is a bool or dyn. */
+  if (!ps.failed && !fits(ps.ty[p->root], TY_BOOL))
+    sf__cel_fail(&ps, 0, "must evaluate to bool or the unknown type");
   if (ps.failed)
     p->err = sf_xstrdup(ps.err);
   free(ps.depth);
+  free(ps.ty);
 }

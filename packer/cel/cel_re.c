@@ -1,8 +1,10 @@
 /*
- * RE2 patterns (CEL's matches()) translated into POSIX extended regular
- * expressions for <regex.h>. Only whether a pattern matches somewhere in
- * the text matters (REG_NOSUB), so greediness (`*?`) and group kinds
- * (`(?:`, `(?P<name>`) can be dropped. The translation accepts the subset
+ * RE2 patterns (CEL's matches(), find() and findAll()) translated into
+ * POSIX extended regular expressions for <regex.h>. For matches() only
+ * whether a pattern matches somewhere in the text matters (REG_NOSUB), so
+ * greediness (`*?`) and group kinds (`(?:`, `(?P<name>`) can be dropped;
+ * find() answers only for patterns where the extent cannot differ either
+ * (cel_ext.c). The translation accepts the subset
  * where both engines agree on ASCII text:
  *
  *   literals, escaped punctuation, \n \t \r \f \v \a, \xHH (ASCII)
@@ -421,7 +423,7 @@ static void step(re_t *r)
   r->empty = false;
 }
 
-void sf__cel_re_compile(cel_re_t *out, const char *pat, size_t len)
+void sf__cel_re_compile(cel_re_t *out, const char *pat, size_t len, bool positions)
 {
   re_t r;
   memset(&r, 0, sizeof r);
@@ -443,6 +445,7 @@ void sf__cel_re_compile(cel_re_t *out, const char *pat, size_t len)
   memset(out, 0, sizeof *out);
   out->bytewise = r.bytewise;
   if (!r.bad)
-    out->ok = regcomp(&out->re, r.out, REG_EXTENDED | REG_NOSUB | (r.icase ? REG_ICASE : 0)) == 0;
+    out->ok = regcomp(&out->re, r.out,
+                      REG_EXTENDED | (positions ? 0 : REG_NOSUB) | (r.icase ? REG_ICASE : 0)) == 0;
   free(r.out);
 }

@@ -144,8 +144,9 @@ cel_val_t sf__cel_eq(uint32_t n, const cel_val_t *a, const cel_val_t *b)
   if (numeric(a->t) && numeric(b->t))
     return sf__cel_bool(cmp_num(a, b) == 0);
   if (a->t != b->t) {
-    /* Kubernetes' Quantity and Semver types answer "no such overload" to another type, not false. */
-    bool ext = a->t == V_QTY || a->t == V_SEMVER || b->t == V_QTY || b->t == V_SEMVER;
+    /* Kubernetes' Quantity, Semver, IP and CIDR types answer "no such overload" to another type. */
+    bool ext = a->t == V_QTY || a->t == V_SEMVER || a->t >= V_IP || b->t == V_QTY ||
+               b->t == V_SEMVER || b->t >= V_IP;
     return ext ? sf__cel_err(n, "no such overload: equality") : sf__cel_bool(false);
   }
   switch (a->t) {
@@ -157,6 +158,8 @@ cel_val_t sf__cel_eq(uint32_t n, const cel_val_t *a, const cel_val_t *b)
   case V_QTY: return sf__cel_bool(a->v.q == b->v.q);
   case V_SEMVER: return sf__cel_bool(sf__cel_semver_cmp(a->v.s, a->n, b->v.s, b->n) == 0);
   case V_LIST: return list_eq(n, a, b);
+  case V_IP:
+  case V_CIDR: return sf__cel_bool(sf__cel_net_eq(a, b));
   default: return sf__cel_unk(n, "equality of maps is not supported");
   }
 }
