@@ -13,12 +13,14 @@
  *   fgd            FGD's node score, 100 x sigmoid(-dF / 1000) truncated,
  *                  dF the fragmentation increase in milli-GPUs, with a fixed
  *                  order of node names below one step (fgd_step);
- *   fragmentation  FGD's node score of a cost: weight_frag x dF, plus
+ *   fragmentation  FGD's node score of a cost, the sum of the terms of one
+ *                  table (`terms`: key, weight, function): weight_frag x dF,
  *                  weight_island x 1000 for each intact island the placement
- *                  breaks without taking it whole, plus weight_model x
- *                  scarcity x the share taken of each device of a scarce
- *                  model when the demand could use several models; the same
- *                  integer steps and node order as fgd (fgd_step).
+ *                  breaks without taking it whole, weight_plan x the plan's
+ *                  loss, weight_model x scarcity x the share taken of each
+ *                  device of a scarce model when the demand could use
+ *                  several models; the same integer steps and node order as
+ *                  fgd (fgd_step).
  *
  * F(before) comes from per-shape statistics of the node (fstat_t), kept
  * with the summary for its version and the mix's shapes (not weights);
@@ -469,9 +471,46 @@ void sf__score_init(pk_score_t *s)
   }
 }
 
-/* Islands kept whole: each intact island the placement takes part of, not all of, pays. */
-static double island_penalty(const sf_packer_t *p, const hnode_t *h, const after_t *af, double raw)
+/*
+ * The terms of strategy fragmentation's cost, each one row of `terms`: its
+ * policy key, its weight (a field of the policy) and its function, which
+ * adds the term times its weight to the cost summed so far (a term of
+ * several parts adds them one by one, in a fixed order, so the sum is the
+ * same double whatever the weights). Costs are in milli-GPUs of
+ * fragmentation, on FGD's scale. A term whose weight is 0 is skipped.
+ *
+ * The unfed idle GPUs (weight_unfed) are no row: they are a part of F
+ * itself (unfed(), above), counted per shape where the node can host it,
+ * so they enter the cost through dF and weight_frag.
+ */
+typedef struct {
+  const hnode_t *h;
+  const after_t *af;
+  double df;   /* the fragmentation increase */
+  int64_t cpu; /* the node's free CPU after the pod (-1: not tracked) */
+} term_in_t;
+
+typedef double (*term_fn)(const sf_packer_t *p, const term_in_t *in, double w, double cost);
+
+typedef struct {
+  const char *key; /* the policy key of its weight */
+  size_t weight;   /* offsetof the weight in sf_policy_t */
+  term_fn add;
+} term_t;
+
+/* Fragmentation: dF, FGD's measure with the unfed idle GPUs. */
+static double term_frag(const sf_packer_t *p, const term_in_t *in, double w, double cost)
 {
+  (void)p;
+  return cost + w * in->df;
+}
+
+/* Islands kept whole: each intact island the placement takes part of, not all of, pays 1000. */
+static double term_island(const sf_packer_t *p, const term_in_t *in, double w, double cost)
+{
+  const hnode_t *h = in->h;
+  const after_t *af = in->af;
+  (void)p;
   for (size_t j = 0; j < af->n; j++) {
     int16_t isl = h->d[af->k[j]].island;
     bool first = sf__view_intact(h, isl);
@@ -483,28 +522,9 @@ static double island_penalty(const sf_packer_t *p, const hnode_t *h, const after
     for (size_t e = j; e < af->n; e++)
       used += h->d[af->k[e]].island == isl;
     if (used < sf__view_isize(h)[isl])
-      raw -= p->pol->weight_island * 1000.0;
+      cost += w * 1000.0;
   }
-  return raw;
-}
-
-/*
- * The fragmentation strategy's cost: FGD's dF weighted, then islands and
- * scarce models kept, on FGD's scale. *taken: the GPU share the scarce-model
- * term weighs (0 when it does not apply).
- */
-static double cost_fragmentation(const sf_packer_t *p, const hnode_t *h, const after_t *af, double df,
-                                 double plan, double *taken)
-{
-  double raw = island_penalty(p, h, af, -p->pol->weight_frag * df) - p->pol->weight_plan * plan;
-  *taken = 0.0;
-  if (p->dem.flexible)
-    for (size_t j = 0; j < af->n; j++) {
-      const hdev_t *d = &h->d[af->k[j]];
-      raw -= p->pol->weight_model * p->mix.scarcity[d->model_bit] * (double)(d->fp - af->fp[j]);
-      *taken += (double)(d->fp - af->fp[j]);
-    }
-  return -raw;
+  return cost;
 }
 
 /*
@@ -519,8 +539,11 @@ static double cost_fragmentation(const sf_packer_t *p, const hnode_t *h, const a
  * term's (weight_unfed), not the plan's. cpu: the node's free CPU after the
  * pod (-1: not tracked).
  */
-static double plan_loss(const sf_packer_t *p, const hnode_t *h, const after_t *af, int64_t cpu)
+static double term_plan(const sf_packer_t *p, const term_in_t *in, double w, double cost)
 {
+  const hnode_t *h = in->h;
+  const after_t *af = in->af;
+  int64_t cpu = in->cpu;
   double loss = 0.0;
   for (size_t j = 0; j < af->n; j++) {
     const hdev_t *d = &h->d[af->k[j]];
@@ -534,7 +557,7 @@ static double plan_loss(const sf_packer_t *p, const hnode_t *h, const after_t *a
       loss += (double)pl->k[af->fp[j]] / PLAN_ONE;
   }
   if (cpu < 0 || cpu >= p->mix.plan.starve)
-    return loss; /* every free share is still fed */
+    return cost + w * loss; /* every free share is still fed */
   for (uint32_t k = 0; k < h->n; k++) {
     const hdev_t *d = &h->d[k];
     if (!(d->fl & HD_GPU) || !(d->fl & HD_MEASURED) || d->fp <= 0 || d->fp >= PLAN_CELLS)
@@ -546,7 +569,56 @@ static double plan_loss(const sf_packer_t *p, const hnode_t *h, const after_t *a
     if (pl != NULL && !sf__plan_starved(pl, d->fp, h->cpu_free) && sf__plan_starved(pl, d->fp, cpu))
       loss += (double)pl->k[d->fp] / PLAN_ONE;
   }
-  return loss;
+  return cost + w * loss;
+}
+
+/* Scarce models: scarcity x the share taken of each device, when the demand could use several models. */
+static double term_model(const sf_packer_t *p, const term_in_t *in, double w, double cost)
+{
+  if (!p->dem.flexible)
+    return cost;
+  for (size_t j = 0; j < in->af->n; j++) {
+    const hdev_t *d = &in->h->d[in->af->k[j]];
+    cost += w * p->mix.scarcity[d->model_bit] * (double)(d->fp - in->af->fp[j]);
+  }
+  return cost;
+}
+
+#define WEIGHT(f) offsetof(sf_policy_t, f)
+static const term_t terms[] = {
+    {"weight_frag", WEIGHT(weight_frag), term_frag},
+    {"weight_island", WEIGHT(weight_island), term_island},
+    {"weight_plan", WEIGHT(weight_plan), term_plan},
+    {"weight_model", WEIGHT(weight_model), term_model},
+};
+#define NTERMS (sizeof(terms) / sizeof(terms[0]))
+
+static double weight_of(const sf_policy_t *pol, const term_t *t)
+{
+  double w;
+  memcpy(&w, (const char *)pol + t->weight, sizeof(w));
+  return w;
+}
+
+/* The fragmentation strategy's cost: the sum of its terms, each weighted. */
+static double cost_fragmentation(const sf_packer_t *p, const term_in_t *in)
+{
+  double cost = 0.0;
+  for (size_t t = 0; t < NTERMS; t++) {
+    double w = weight_of(p->pol, &terms[t]);
+    if (w != 0.0)
+      cost = terms[t].add(p, in, w, cost);
+  }
+  return cost;
+}
+
+/* The GPU share of the devices of a scarce model a placement takes (0 when the term does not apply). */
+static double scarce_taken(const sf_packer_t *p, const hnode_t *h, const after_t *af)
+{
+  double taken = 0.0;
+  for (size_t j = 0; p->dem.flexible && j < af->n; j++)
+    taken += (double)(h->d[af->k[j]].fp - af->fp[j]);
+  return taken;
 }
 
 /*
@@ -650,13 +722,11 @@ double sf__score(sf_packer_t *p, hnode_t *h, const pick_t *picks, size_t n)
   }
   int64_t cpu = h->cpu_free >= 0 ? h->cpu_free - p->dem.dem->cpu_milli : h->cpu_free;
   range_t rg;
-  double df = frag_delta(p, h, &af, total, cpu, p->score.bounds ? &rg : NULL), taken = 0.0;
-  double cost = df;
-  if (p->pol->strategy == SF_STRATEGY_FRAGMENTATION)
-    cost = cost_fragmentation(p, h, &af, df,
-                              p->pol->weight_plan > 0.0 ? plan_loss(p, h, &af, cpu) : 0.0, &taken);
+  double df = frag_delta(p, h, &af, total, cpu, p->score.bounds ? &rg : NULL);
+  bool frag = p->pol->strategy == SF_STRATEGY_FRAGMENTATION;
+  double cost = frag ? cost_fragmentation(p, &(term_in_t){h, &af, df, cpu}) : df;
   if (p->score.bounds)
-    keep(&p->score, h, cost, rg, taken);
+    keep(&p->score, h, cost, rg, frag ? scarce_taken(p, h, &af) : 0.0);
   return fgd_step(p, cost);
 }
 
