@@ -29,6 +29,14 @@ typedef struct {
   sf_milli_t use;
 } pick_t;
 
+/* The devices of a placement, distinct, with their state after it (pk_plan.h names it). */
+typedef struct pk_after {
+  const uint32_t *k;
+  const sf_milli_t *fa;
+  const int32_t *fp;
+  size_t n;
+} after_t;
+
 /* FGD's steps are between -4595 and 4595 milli-GPUs and at least 40 wide: buckets of 8 find them. */
 #define STEP_SPAN 4600.0
 #define STEP_BUCKET 8.0

@@ -95,14 +95,6 @@ static inline int64_t fshape(const shape_t *m, const fstat_t *s, int64_t total, 
   return can ? s->small + unfed(m, s->ni, cpu_free, w) : total;
 }
 
-/* The devices of a placement, distinct, with their state after it. */
-typedef struct {
-  const uint32_t *k;
-  const sf_milli_t *fa;
-  const int32_t *fp;
-  size_t n;
-} after_t;
-
 /* A shape's statistics over the node, the devices of `af` (may be NULL) in their state after. */
 static void shape_stats(sf_packer_t *p, const hnode_t *h, const shape_t *m, const after_t *af,
                         fstat_t *s)
@@ -527,49 +519,10 @@ static double term_island(const sf_packer_t *p, const term_in_t *in, double w, d
   return cost;
 }
 
-/*
- * The plan's loss of a placement (pk_plan.h): what each GPU it takes part
- * of spends of its worth beyond what the share taken is worth, per-mille.
- * A whole GPU taken, or a share that fills its GPU, loses nothing. And
- * what it strands: a GPU's free share is worth K(f) only while its node
- * has the CPU for a share of the mix that fits f (plan_t.feed), so the
- * share a pick leaves, when the CPU left after the pod feeds none, and
- * each other part-used GPU of the node whose feed the pod's CPU takes,
- * lose all their worth. An idle GPU the CPU no longer feeds is the unfed
- * term's (weight_unfed), not the plan's. cpu: the node's free CPU after the
- * pod (-1: not tracked).
- */
+/* The plan's loss (plan.c, sf__plan_cost). */
 static double term_plan(const sf_packer_t *p, const term_in_t *in, double w, double cost)
 {
-  const hnode_t *h = in->h;
-  const after_t *af = in->af;
-  int64_t cpu = in->cpu;
-  double loss = 0.0;
-  for (size_t j = 0; j < af->n; j++) {
-    const hdev_t *d = &h->d[af->k[j]];
-    if (!(d->fl & HD_GPU) || !(d->fl & HD_MEASURED) || d->fp <= af->fp[j])
-      continue;
-    const plan_t *pl = sf__mix_plan(p, d->pval);
-    if (pl == NULL)
-      continue;
-    loss += sf__plan_loss(pl, d->fp, af->fp[j]);
-    if (sf__plan_starved(pl, af->fp[j], cpu))
-      loss += (double)pl->k[af->fp[j]] / PLAN_ONE;
-  }
-  if (cpu < 0 || cpu >= p->mix.plan.starve)
-    return cost + w * loss; /* every free share is still fed */
-  for (uint32_t k = 0; k < h->n; k++) {
-    const hdev_t *d = &h->d[k];
-    if (!(d->fl & HD_GPU) || !(d->fl & HD_MEASURED) || d->fp <= 0 || d->fp >= PLAN_CELLS)
-      continue;
-    bool picked = false;
-    for (size_t j = 0; j < af->n && !picked; j++)
-      picked = af->k[j] == k;
-    const plan_t *pl = picked ? NULL : sf__mix_plan(p, d->pval);
-    if (pl != NULL && !sf__plan_starved(pl, d->fp, h->cpu_free) && sf__plan_starved(pl, d->fp, cpu))
-      loss += (double)pl->k[d->fp] / PLAN_ONE;
-  }
-  return cost + w * loss;
+  return cost + w * sf__plan_cost(p, in->h, in->af, in->cpu);
 }
 
 /* Scarce models: scarcity x the share taken of each device, when the demand could use several models. */
