@@ -101,14 +101,48 @@ typedef struct sf_policy {
   sf_cpu_only_t cpu_only_pods;
 } sf_policy_t;
 
+/* The range a policy search draws a numeric key from (bin/slicefit-replay --search). */
+typedef struct {
+  double lo, hi; /* lo < hi; lo == hi == 0: the search leaves the key alone */
+  bool log;      /* drawn uniformly in log(lo)..log(hi) (lo > 0) */
+  bool integer;  /* whole numbers lo..hi, each about equally likely */
+  double keep;   /* 0..1: the share of candidates that keep the base's value */
+} sf_policy_range_t;
+
+/*
+ * One key of the policy, in the one table every list of keys comes from:
+ * the parser and the defaults (policy.c), the fast path's memo signature
+ * (packer/fast.c hashes every key's value; `places` ones into the placement's
+ * signature too), the search's knobs (`search`), the daemon's and the
+ * replay's --help, and the keys manifests/policy-configmap.yaml documents
+ * (test/manifests checks it holds every key and no other).
+ */
+/* How policy.c reads and stores a key's value: private to it. */
+typedef struct {
+  int kind;
+  size_t off;      /* of the field in sf_policy_t */
+  uint32_t lo, hi; /* integers: range; names: least length; weights: the largest (0: 1e6) */
+} sf_policy_rule_t;
+
 typedef struct {
   const char *key;
   const char *def; /* default, as text */
   const char *doc; /* one line */
+  bool places;     /* the device a placement takes can depend on it, not only the score */
+  sf_policy_range_t search;
+  sf_policy_rule_t rule;
 } sf_policy_key_t;
 
 /** Every key with its default and meaning; *n gets the count (static data). */
 const sf_policy_key_t *sf_policy_keys(size_t *n);
+
+/**
+ * A 64-bit hash of every key's value (names to their end, the lists item by
+ * item), folded into h; with `places_only`, of the keys that can move a
+ * placement alone. Two policies that print the same for every key hash the
+ * same. O(size of the policy's values): a few hundred bytes.
+ */
+uint64_t sf_policy_hash(const sf_policy_t *pol, bool places_only, uint64_t h);
 
 /** Fills in every default. */
 void sf_policy_init(sf_policy_t *pol);
