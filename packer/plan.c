@@ -4,7 +4,8 @@
  * what a free share is worth at its dual prices; its inputs, built from the
  * mix loaded (the share sizes per device capacity, the CPU that feeds each
  * free share, the capacities planned for); and the loss a placement pays
- * against it, the term weight_plan weighs in strategy fragmentation's cost.
+ * against it and what a placement strands of it, the terms weight_plan and
+ * weight_strand weigh in strategy fragmentation's cost.
  *
  * The LP, for sizes s_i (per-mille) with weights c_i:
  *   max  sum_p v_p x_p   (v_p = sum_i a_ip s_i, the share a pattern p places)
@@ -300,7 +301,8 @@ static size_t plan_items(const pk_mix_t *mx, sf_milli_t cap, plan_item_t *it)
 
 static bool plan_on(const sf_packer_t *p)
 {
-  return p->pol->strategy == SF_STRATEGY_FRAGMENTATION && p->pol->weight_plan > 0.0;
+  return p->pol->strategy == SF_STRATEGY_FRAGMENTATION &&
+         (p->pol->weight_plan > 0.0 || p->pol->weight_strand > 0.0);
 }
 
 /*
@@ -454,36 +456,51 @@ const plan_t *sf__plan_of(const sf_packer_t *p, sf_milli_t cap)
   return NULL;
 }
 
-/* ---- its loss: the term of strategy fragmentation's cost (score.c) ---- */
+/* ---- its terms of strategy fragmentation's cost (score.c) ---- */
+
+/* The plan of the device a pick takes part of, when there is one and the pick leaves some of it. */
+static const plan_t *picked_plan(const sf_packer_t *p, const hnode_t *h, const after_t *af, size_t j)
+{
+  const hdev_t *d = &h->d[af->k[j]];
+  if (!(d->fl & HD_GPU) || !(d->fl & HD_MEASURED) || d->fp <= af->fp[j])
+    return NULL;
+  return sf__plan_of(p, d->pval);
+}
 
 /*
- * The plan's loss of a placement: what each GPU it takes part
- * of spends of its worth beyond what the share taken is worth, per-mille.
- * A whole GPU taken, or a share that fills its GPU, loses nothing. And
- * what it strands: a GPU's free share is worth K(f) only while its node
- * has the CPU for a share of the mix that fits f (plan_t.feed), so the
- * share a pick leaves, when the CPU left after the pod feeds none, and
- * each other part-used GPU of the node whose feed the pod's CPU takes,
- * lose all their worth. An idle GPU the CPU no longer feeds is the unfed
- * term's (weight_unfed), not the plan's. cpu: the node's free CPU after the
- * pod (-1: not tracked).
+ * The plan's loss of a placement: what each GPU it takes part of spends of
+ * its worth beyond what the share taken is worth, per-mille. A whole GPU
+ * taken, or a share that fills its GPU, loses nothing.
  */
-double sf__plan_cost(const sf_packer_t *p, const hnode_t *h, const after_t *af, int64_t cpu)
+double sf__plan_cost(const sf_packer_t *p, const hnode_t *h, const after_t *af)
 {
   double loss = 0.0;
   for (size_t j = 0; j < af->n; j++) {
-    const hdev_t *d = &h->d[af->k[j]];
-    if (!(d->fl & HD_GPU) || !(d->fl & HD_MEASURED) || d->fp <= af->fp[j])
-      continue;
-    const plan_t *pl = sf__plan_of(p, d->pval);
-    if (pl == NULL)
-      continue;
-    loss += sf__plan_loss(pl, d->fp, af->fp[j]);
-    if (sf__plan_starved(pl, af->fp[j], cpu))
-      loss += (double)pl->k[af->fp[j]] / PLAN_ONE;
+    const plan_t *pl = picked_plan(p, h, af, j);
+    if (pl != NULL)
+      loss += sf__plan_loss(pl, h->d[af->k[j]].fp, af->fp[j]);
+  }
+  return loss;
+}
+
+/*
+ * What a placement strands, per-mille: a GPU's free share is worth K(f)
+ * only while its node has the CPU for a share of the mix that fits f
+ * (plan_t.feed), so the share a pick leaves, when the CPU left after the
+ * pod feeds none, and each other part-used GPU of the node whose feed the
+ * pod's CPU takes, lose all their worth. An idle GPU the CPU no longer
+ * feeds is the unfed term's (weight_unfed), not this one's.
+ */
+double sf__plan_strand(const sf_packer_t *p, const hnode_t *h, const after_t *af, int64_t cpu)
+{
+  double lost = 0.0;
+  for (size_t j = 0; j < af->n; j++) {
+    const plan_t *pl = picked_plan(p, h, af, j);
+    if (pl != NULL && sf__plan_starved(pl, af->fp[j], cpu))
+      lost += (double)pl->k[af->fp[j]] / PLAN_ONE;
   }
   if (cpu < 0 || cpu >= p->mix.plan.starve)
-    return loss; /* every free share is still fed */
+    return lost; /* every free share is still fed */
   for (uint32_t k = 0; k < h->n; k++) {
     const hdev_t *d = &h->d[k];
     if (!(d->fl & HD_GPU) || !(d->fl & HD_MEASURED) || d->fp <= 0 || d->fp >= PLAN_CELLS)
@@ -493,9 +510,9 @@ double sf__plan_cost(const sf_packer_t *p, const hnode_t *h, const after_t *af, 
       picked = af->k[j] == k;
     const plan_t *pl = picked ? NULL : sf__plan_of(p, d->pval);
     if (pl != NULL && !sf__plan_starved(pl, d->fp, h->cpu_free) && sf__plan_starved(pl, d->fp, cpu))
-      loss += (double)pl->k[d->fp] / PLAN_ONE;
+      lost += (double)pl->k[d->fp] / PLAN_ONE;
   }
-  return loss;
+  return lost;
 }
 
 void sf__plan_dispose(pk_plan_t *pl)

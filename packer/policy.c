@@ -91,9 +91,9 @@ static const sf_policy_key_t keys[] = {
      * The weights: weight_frag over two orders of magnitude around its
      * default (only the ratios of the weights rank nodes), the penalties
      * from 0 to four times their defaults; weight_unfed from 0 (FGD's
-     * measure) to 1 and weight_plan from 1 to 64 on a log scale (0 leaves
-     * the plan out, which the base's value says), half of the candidates
-     * keeping the base's value.
+     * measure) to 1, weight_plan and weight_strand from 1 to 64 on a log
+     * scale (0 leaves the term out, which the base's value says), half of
+     * the candidates keeping the base's value.
      */
     {"weight_frag",
      "1",
@@ -121,10 +121,16 @@ static const sf_policy_key_t keys[] = {
      RULE(K_WEIGHT, weight_unfed, 0, 1)},
     {"weight_plan",
      "16",
-     "fragmentation: weight of a share placement's loss against the plan of the mix's shares (their configuration LP) and of the part-used GPUs it leaves without CPU for a share, 0 = off",
+     "fragmentation: weight of a share placement's loss against the plan of the mix's shares (their configuration LP), 0 = off",
      false,
      {1, 64, true, false, 0.5},
      RULE(K_WEIGHT, weight_plan, 0, 0)},
+    {"weight_strand",
+     "16",
+     "fragmentation: weight of the worth of the part-used GPUs a placement leaves without CPU for a share of the mix, 0 = off",
+     false,
+     {1, 64, true, false, 0.5},
+     RULE(K_WEIGHT, weight_strand, 0, 0)},
     /* mix_coverage from 80% to every shape; half keep FGD's 95, the published method. */
     {"mix_coverage",
      "95",

@@ -17,7 +17,8 @@
  *                  table (`terms`: key, weight, function): weight_frag x dF,
  *                  weight_island x 1000 for each intact island the placement
  *                  breaks without taking it whole, weight_plan x the plan's
- *                  loss, weight_model x scarcity x the share taken of each
+ *                  loss, weight_strand x the worth of the free shares it
+ *                  leaves without CPU, weight_model x scarcity x the share taken of each
  *                  device of a scarce model when the demand could use
  *                  several models; the same integer steps and node order as
  *                  fgd (fgd_step).
@@ -522,7 +523,13 @@ static double term_island(const sf_packer_t *p, const term_in_t *in, double w, d
 /* The plan's loss (plan.c, sf__plan_cost). */
 static double term_plan(const sf_packer_t *p, const term_in_t *in, double w, double cost)
 {
-  return cost + w * sf__plan_cost(p, in->h, in->af, in->cpu);
+  return cost + w * sf__plan_cost(p, in->h, in->af);
+}
+
+/* The CPU a placement strands: the worth of the free shares it leaves unfed (plan.c). */
+static double term_strand(const sf_packer_t *p, const term_in_t *in, double w, double cost)
+{
+  return cost + w * sf__plan_strand(p, in->h, in->af, in->cpu);
 }
 
 /* Scarce models: scarcity x the share taken of each device, when the demand could use several models. */
@@ -542,6 +549,7 @@ static const term_t terms[] = {
     {"weight_frag", WEIGHT(weight_frag), term_frag},
     {"weight_island", WEIGHT(weight_island), term_island},
     {"weight_plan", WEIGHT(weight_plan), term_plan},
+    {"weight_strand", WEIGHT(weight_strand), term_strand},
     {"weight_model", WEIGHT(weight_model), term_model},
 };
 #define NTERMS (sizeof(terms) / sizeof(terms[0]))

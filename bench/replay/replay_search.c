@@ -96,6 +96,12 @@ static const char *shares_idle(const sf_replay_trace_t *t, const sf_policy_t *ba
   return any_request(t, takes_share) ? NULL : "no pod takes part of a GPU";
 }
 
+/* What a placement strands is the worth of shares left without CPU: it needs both (packer/plan.c). */
+static const char *strand_idle(const sf_replay_trace_t *t, const sf_policy_t *base)
+{
+  return shares_idle(t, base) != NULL ? shares_idle(t, base) : cpu_idle(t, base);
+}
+
 /*
  * When each knob cannot act, by its key. The knobs themselves, their ranges
  * and their order come from the policy's table (sf_policy_keys: every key
@@ -107,8 +113,9 @@ static const struct {
   const char *key;
   idle_fn idle;
 } idles[] = {
-    {"weight_frag", frag_only}, {"weight_island", islands_idle}, {"weight_model", models_idle},
-    {"weight_unfed", cpu_idle}, {"weight_plan", shares_idle},    {"mix_coverage", frag_only},
+    {"weight_frag", frag_only},  {"weight_island", islands_idle}, {"weight_model", models_idle},
+    {"weight_unfed", cpu_idle},  {"weight_plan", shares_idle},    {"weight_strand", strand_idle},
+    {"mix_coverage", frag_only},
 };
 
 static sf_search_knob_t knobs[SF_SEARCH_MAX_KNOBS];

@@ -29,9 +29,11 @@
  *                     as published, which fgd keeps whatever this says (0.25)
  *   weight_plan       fragmentation: weight of the plan's loss, the per-mille of a GPU a
  *                     share placement takes beyond its worth when the mix's shares pack
- *                     as tightly as they can (the configuration LP's prices), and the
- *                     worth of part-used GPUs it leaves without the CPU to feed a share
- *                     of the mix; 0 leaves the plan out (16)
+ *                     as tightly as they can (the configuration LP's prices); 0 leaves
+ *                     it out (16)
+ *   weight_strand     fragmentation: weight of the worth (at the plan's prices) of the
+ *                     part-used GPUs a placement leaves without the CPU to feed a share
+ *                     of the mix; 0 leaves it out (16)
  *   mix_coverage      percent of the present pods the learned mix keeps: its most frequent
  *                     shapes, in order, until they cover this share (FGD's typical
  *                     pods: 95); 100 keeps every shape (95)
@@ -93,7 +95,7 @@ typedef struct sf_policy {
   size_t nisland_rules; /* the policy's (sf_policy_dispose) */
   sf_shape_t *mix;
   size_t nmix; /* the policy's (sf_policy_dispose) */
-  double weight_frag, weight_island, weight_model, weight_unfed, weight_plan;
+  double weight_frag, weight_island, weight_model, weight_unfed, weight_plan, weight_strand;
   uint32_t mix_coverage;
   uint32_t max_sharers;
   uint32_t headroom_pct;

@@ -387,7 +387,8 @@ static size_t read_plans(const sf_packer_t *pk, ref_plan_t *out)
 /*
  * The reference's step of the picks under the policy: FGD's of dF, and
  * under strategy fragmentation of weight_frag x dF + weight_plan x the
- * plan's loss (islands and scarce models weigh 0 where this is used).
+ * plan's loss + weight_strand x what it strands (islands and scarce models
+ * weigh 0 where this is used).
  * *planned: whether the plan's loss was above 0; *stranded: whether some
  * of it was worth the pod's CPU stranded (both may be NULL).
  */
@@ -399,7 +400,8 @@ static double ref_score(const sf_index_t *idx, const sf_policy_t *pol, const sf_
   double df = ref_frag(idx, ref, node, picks, use, n, cpu) -
               ref_frag(idx, ref, node, NULL, NULL, 0, 0);
   double loss = 0.0, strand = 0.0;
-  if (pol->strategy == SF_STRATEGY_FRAGMENTATION && pol->weight_plan > 0.0)
+  if (pol->strategy == SF_STRATEGY_FRAGMENTATION &&
+      (pol->weight_plan > 0.0 || pol->weight_strand > 0.0))
     loss = ref_plan_loss(idx, ref, node, picks, use, n, cpu, plans, nplans, &strand);
   if (planned != NULL)
     *planned = loss > 0.0;
@@ -407,7 +409,8 @@ static double ref_score(const sf_index_t *idx, const sf_policy_t *pol, const sf_
     *stranded = strand > 0.0;
   if (pol->strategy != SF_STRATEGY_FRAGMENTATION)
     return ref_fgd(idx, ref, node, picks, use, n, cpu);
-  return ref_step(pol->weight_frag * df + pol->weight_plan * loss);
+  return ref_step(pol->weight_frag * df + pol->weight_plan * (loss - strand) +
+                  pol->weight_strand * strand);
 }
 
 /*
@@ -557,7 +560,7 @@ static void against_reference_mix(const char *strategy, const char *choice, bool
  * worth of some part-used GPUs (what the placements stranded is returned).
  */
 static int against_reference_learned(const char *choice, bool fast, uint64_t seed, const char *unfed,
-                                     const char *plan)
+                                     const char *plan, const char *strand)
 {
   static const struct {
     uint32_t count, gib, cores, times;
@@ -578,6 +581,7 @@ static int against_reference_learned(const char *choice, bool fast, uint64_t see
   cr_assert_eq(sf_policy_set(&pol, "weight_model", "0", err, sizeof(err)), 0);
   cr_assert_eq(sf_policy_set(&pol, "mix_coverage", "100", err, sizeof(err)), 0);
   cr_assert_eq(sf_policy_set(&pol, "weight_plan", plan, err, sizeof(err)), 0);
+  cr_assert_eq(sf_policy_set(&pol, "weight_strand", strand, err, sizeof(err)), 0);
   for (size_t i = 0; i < nlearn; i++)
     for (uint32_t t = 0; t < learn[i].times; t++) {
       tc_claim_t c;
@@ -597,7 +601,7 @@ static int against_reference_learned(const char *choice, bool fast, uint64_t see
   int differs = compare_with_reference(idx, pk, &pol, &ref, nodes, choice, 24, &planned, &stranded);
   if (pol.weight_unfed > 0)
     cr_assert_gt(differs, 20, "the unfed term changed only %d scores", differs);
-  if (pol.weight_plan > 0)
+  if (pol.weight_plan > 0 || pol.weight_strand > 0)
     cr_assert_gt(planned, 10, "the plan weighed only %d placements", planned);
   else
     cr_assert_eq(planned + stranded, 0);
@@ -610,10 +614,13 @@ static int against_reference_learned(const char *choice, bool fast, uint64_t see
 
 Test(prop, kernel_matches_reference_fragmentation_unfed)
 {
-  int stranded = against_reference_learned("packer", true, 31, "1", "16");
-  stranded += against_reference_learned("first-fit", false, 32, "1", "0");
-  stranded += against_reference_learned("packer", false, 33, "0.5", "16");
-  stranded += against_reference_learned("first-fit", true, 34, "0", "3");
+  int stranded = against_reference_learned("packer", true, 31, "1", "16", "16");
+  stranded += against_reference_learned("first-fit", false, 32, "1", "0", "0");
+  stranded += against_reference_learned("packer", false, 33, "0.5", "16", "16");
+  stranded += against_reference_learned("first-fit", true, 34, "0", "3", "3");
+  /* The two terms apart: the plan's loss alone, and what is stranded alone. */
+  stranded += against_reference_learned("packer", true, 35, "1", "16", "0");
+  stranded += against_reference_learned("first-fit", false, 36, "0.25", "0", "16");
   /* Not vacuous: some placements left a node too little CPU to feed its part-used GPUs. */
   cr_assert_gt(stranded, 10, "the plan counted worth stranded in only %d placements", stranded);
 }

@@ -448,8 +448,9 @@ Test(replay_search, knobs_that_cannot_act_on_the_trace_are_not_varied, .timeout 
   o.nseeds = 1;
   run_search(&t, &o, &r);
   cr_expect(idle(&r, "weight_island") && idle(&r, "weight_model") && !idle(&r, "weight_frag") &&
-            !idle(&r, "mix_coverage") && !idle(&r, "weight_unfed") && !idle(&r, "weight_plan"));
-  cr_expect_eq(r.nknobs + r.nidle, 8);
+            !idle(&r, "mix_coverage") && !idle(&r, "weight_unfed") && !idle(&r, "weight_plan") &&
+            !idle(&r, "weight_strand"));
+  cr_expect_eq(r.nknobs + r.nidle, 9);
   sf_search_result_dispose(&r);
   o.tune = 0;
   run_search(&nt, &o, &r);
@@ -460,7 +461,8 @@ Test(replay_search, knobs_that_cannot_act_on_the_trace_are_not_varied, .timeout 
   o.base = &bp;
   run_search(&nt, &o, &r);
   cr_expect(idle(&r, "weight_frag") && idle(&r, "weight_island") && idle(&r, "weight_model") &&
-            idle(&r, "mix_coverage") && idle(&r, "weight_unfed") && idle(&r, "weight_plan"));
+            idle(&r, "mix_coverage") && idle(&r, "weight_unfed") && idle(&r, "weight_plan") &&
+            idle(&r, "weight_strand"));
   cr_expect_eq(r.nknobs, 2, "the limits filter under every strategy");
   sf_search_result_dispose(&r);
   sf_policy_dispose(&bp);
