@@ -31,6 +31,7 @@ struct sf_packer {
   sf_node_id node;      /* being evaluated */
   uint64_t stamp;       /* this call */
   sf_node_id last_node; /* of the last placement, for commit; -1: none */
+  bool host_lags;       /* the call's SF_EVAL_HOST_LAGS */
   pk_demand_t dem;
   pk_view_t view;
   pk_search_t search;

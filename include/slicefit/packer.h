@@ -68,6 +68,15 @@ typedef struct sf_packer sf_packer_t;
  * dropped; slicefit/mix.h).
  */
 #define SF_EVAL_LEARN 1u
+/*
+ * The index's node CPU and memory lag the caller's judge of them (the
+ * daemon: kube-scheduler's NodeResourcesFit has passed every node it sends,
+ * counting the pods it has just placed and not yet bound). A node short of
+ * the pod's CPU or memory is then judged on its devices alone: NO with the
+ * devices' reason when they do not fit, else UNSURE (passed, unscored). The
+ * replay, whose index is the truth, leaves it off.
+ */
+#define SF_EVAL_HOST_LAGS 2u
 
 sf_packer_t *sf_packer_create(void);
 void sf_packer_destroy(sf_packer_t *p);
@@ -76,7 +85,11 @@ void sf_packer_destroy(sf_packer_t *p);
  * Filters and scores `nodes` (borrowed, n entries) for `demand`, writing
  * out[i] for nodes[i]. The index is not changed except for its selector
  * cache and, with SF_EVAL_LEARN, its learned mix. A demand with no claims
- * and no CPU/memory fits every node with score 0, at O(n) cost.
+ * and no CPU/memory fits every node with score 0, at O(n) cost. A demand
+ * with no claims but CPU or memory (a CPU-only pod) under fgd or
+ * fragmentation can only add fragmentation: every node where it adds none
+ * (FGD's step 50 or above) gets SF_SCORE_MAX, and the others at most
+ * SF_SCORE_MAX - 1.
  * Cost: O(n × devices per node) plus the bounded search on nodes where the
  * demand has several requests or constraints.
  */

@@ -877,3 +877,33 @@ Test(packer, summaries_are_per_index)
   cr_assert_eq(eval1(n, &big.dem).fit, SF_FIT_NO);
   sf_index_destroy(other);
 }
+
+/*
+ * SF_EVAL_HOST_LAGS: a node short of the pod's CPU by the index's count is
+ * judged on its devices alone, passed unscored when they fit and rejected
+ * with their reason when they do not; without the flag it is rejected for
+ * its CPU.
+ */
+Test(packer, host_lags_passes_a_node_short_of_cpu_when_its_devices_fit)
+{
+  sf_node_id n = tc_node(idx, "n", 1, "RTX", 20 * GiB, true);
+  sf_node_spec_t ns = {"n", 4000, 0};
+  sf_index_node_upsert(idx, &ns, NULL);
+  sf_index_apply_policy(idx, &pol);
+  tc_claim_t c;
+  tc_claim(&c, 1, 4 * GiB);
+  c.dem.cpu_milli = 8000;
+  sf_verdict_t v;
+  cr_assert_eq(sf_packer_evaluate(pk, idx, &pol, &c.dem, &n, 1, 0, &v), 0);
+  cr_assert_eq(v.fit, SF_FIT_NO);
+  cr_assert(strstr(v.reason, "CPU") != NULL, "%s", v.reason);
+  cr_assert_eq(sf_packer_evaluate(pk, idx, &pol, &c.dem, &n, 1, SF_EVAL_HOST_LAGS, &v), 0);
+  cr_assert_eq(v.fit, SF_FIT_UNSURE, "%s", v.reason);
+  cr_assert_eq(v.score, 0);
+  cr_assert(strstr(v.reason, "kube-scheduler judges CPU") != NULL, "%s", v.reason);
+  tc_claim(&c, 1, 40 * GiB); /* more than the card has: the devices reject */
+  c.dem.cpu_milli = 8000;
+  cr_assert_eq(sf_packer_evaluate(pk, idx, &pol, &c.dem, &n, 1, SF_EVAL_HOST_LAGS, &v), 0);
+  cr_assert_eq(v.fit, SF_FIT_NO);
+  cr_assert(strstr(v.reason, "CPU") == NULL, "the devices' reason: %s", v.reason);
+}
