@@ -99,7 +99,7 @@ static bool host_fits(const sf_packer_t *p, sf_node_id node, sf_verdict_t *v)
 }
 
 /* Filters and scores the node's devices (p->node); leaves the placement in p->search.res on FIT. */
-static void node_devices(sf_packer_t *p, sf_verdict_t *v)
+SF_HOT void node_devices(sf_packer_t *p, sf_verdict_t *v)
 {
   if (p->fast.kind != FAST_NONE && sf__fast_eval(p, p->node, v))
     return;
@@ -324,21 +324,6 @@ double sf_packer_node_starved(sf_packer_t *p, sf_index_t *idx, const sf_policy_t
   double f = (double)sf__score_starved(p, node_measured(p, idx, pol, &fgd, node));
   p->pol = pol;
   return f;
-}
-
-void sf_packer_set_fast_path(sf_packer_t *p, bool on)
-{
-  p->fast.on = on;
-}
-
-void sf_packer_set_alike(sf_packer_t *p, bool on)
-{
-  p->fast.alike = on;
-}
-
-size_t sf_packer_shared_verdicts(const sf_packer_t *p)
-{
-  return p->fast.shared;
 }
 
 void sf_packer_set_reasons(sf_packer_t *p, bool on)

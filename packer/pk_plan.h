@@ -115,19 +115,15 @@ const plan_t *sf__plan_of(const sf_packer_t *p, sf_milli_t cap);
 
 struct pk_after; /* a placement's devices after it (pk_score.h) */
 /*
- * The plan's loss of a placement on node h, per-mille, the term weight_plan
- * weighs (score.c): what it spends of its GPUs' worth beyond the worth of
- * the shares it takes. O(picks).
+ * The plan's two terms of a placement on node h, per-mille (score.c weighs
+ * them): *loss, what it spends of its GPUs' worth beyond the worth of the
+ * shares it takes (weight_plan); *strand, the worth of the free shares it
+ * leaves without the CPU for a share of the mix (weight_strand). cpu: the
+ * node's free CPU after the pod (-1: not tracked). O(picks), or O(devices)
+ * when the CPU left is short.
  */
-double sf__plan_cost(const sf_packer_t *p, const hnode_t *h, const struct pk_after *af);
-/*
- * What a placement on node h strands, per-mille, the term weight_strand
- * weighs: the worth of the free shares it leaves without the CPU for a
- * share of the mix. cpu: the node's free CPU after the pod (-1: not
- * tracked). O(picks), or O(devices) when the CPU left is short.
- */
-double sf__plan_strand(const sf_packer_t *p, const hnode_t *h, const struct pk_after *af,
-                       int64_t cpu);
+void sf__plan_terms(const sf_packer_t *p, const hnode_t *h, const struct pk_after *af, int64_t cpu,
+                    double *loss, double *strand);
 
 void sf__plan_dispose(pk_plan_t *pl);
 

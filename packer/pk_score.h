@@ -61,6 +61,15 @@ typedef struct { /* scratch */
 
 #define UNFED_ONE 1024
 
+/* A term of strategy fragmentation's cost (score.c, TERMS): its policy key and its weight's field. */
+typedef struct {
+  const char *key;
+  size_t weight; /* offsetof the weight (a double) in sf_policy_t */
+} sf__term_t;
+
+/* The terms, in the order the cost sums them (static data; *n gets the count). */
+const sf__term_t *sf__score_terms(size_t *n);
+
 /* The call's policy is p->pol: what the kernel keeps of it. */
 void sf__score_policy(sf_packer_t *p);
 
@@ -79,6 +88,12 @@ double sf__score(sf_packer_t *p, hnode_t *h, const pick_t *picks, size_t n);
  */
 double sf__score_renode(const sf_packer_t *p, double raw);
 void sf__score_init(pk_score_t *s);
+/*
+ * FGD's integer node score of a cost in milli-GPUs, 100 x sigmoid(-cost /
+ * 1000) truncated: the integer part of the raw score of fgd and
+ * fragmentation. Non-increasing in cost. O(1).
+ */
+int sf__score_step(const pk_score_t *s, double cost);
 /* A node's scoring begins: forget the last node's costs. */
 void sf__score_begin(pk_score_t *s);
 /* The node's least cost and how far its placements' costs can move with the mix (sf_verdict_t);

@@ -458,49 +458,36 @@ const plan_t *sf__plan_of(const sf_packer_t *p, sf_milli_t cap)
 
 /* ---- its terms of strategy fragmentation's cost (score.c) ---- */
 
-/* The plan of the device a pick takes part of, when there is one and the pick leaves some of it. */
-static const plan_t *picked_plan(const sf_packer_t *p, const hnode_t *h, const after_t *af, size_t j)
-{
-  const hdev_t *d = &h->d[af->k[j]];
-  if (!(d->fl & HD_GPU) || !(d->fl & HD_MEASURED) || d->fp <= af->fp[j])
-    return NULL;
-  return sf__plan_of(p, d->pval);
-}
-
 /*
- * The plan's loss of a placement: what each GPU it takes part of spends of
- * its worth beyond what the share taken is worth, per-mille. A whole GPU
- * taken, or a share that fills its GPU, loses nothing.
- */
-double sf__plan_cost(const sf_packer_t *p, const hnode_t *h, const after_t *af)
-{
-  double loss = 0.0;
-  for (size_t j = 0; j < af->n; j++) {
-    const plan_t *pl = picked_plan(p, h, af, j);
-    if (pl != NULL)
-      loss += sf__plan_loss(pl, h->d[af->k[j]].fp, af->fp[j]);
-  }
-  return loss;
-}
-
-/*
- * What a placement strands, per-mille: a GPU's free share is worth K(f)
- * only while its node has the CPU for a share of the mix that fits f
+ * The plan's two terms of a placement, per-mille, in one walk over its
+ * picks. *loss: what each GPU it takes part of spends of its worth beyond
+ * what the share taken is worth (a whole GPU taken, or a share that fills
+ * its GPU, loses nothing). *strand: a GPU's free share is worth K(f) only
+ * while its node has the CPU for a share of the mix that fits f
  * (plan_t.feed), so the share a pick leaves, when the CPU left after the
  * pod feeds none, and each other part-used GPU of the node whose feed the
  * pod's CPU takes, lose all their worth. An idle GPU the CPU no longer
- * feeds is the unfed term's (weight_unfed), not this one's.
+ * feeds is the unfed term's (weight_unfed), not the plan's.
  */
-double sf__plan_strand(const sf_packer_t *p, const hnode_t *h, const after_t *af, int64_t cpu)
+void sf__plan_terms(const sf_packer_t *p, const hnode_t *h, const after_t *af, int64_t cpu,
+                    double *loss, double *strand)
 {
-  double lost = 0.0;
+  double spent = 0.0, lost = 0.0;
   for (size_t j = 0; j < af->n; j++) {
-    const plan_t *pl = picked_plan(p, h, af, j);
-    if (pl != NULL && sf__plan_starved(pl, af->fp[j], cpu))
+    const hdev_t *d = &h->d[af->k[j]];
+    if (!(d->fl & HD_GPU) || !(d->fl & HD_MEASURED) || d->fp <= af->fp[j])
+      continue;
+    const plan_t *pl = sf__plan_of(p, d->pval);
+    if (pl == NULL)
+      continue;
+    spent += sf__plan_loss(pl, d->fp, af->fp[j]);
+    if (sf__plan_starved(pl, af->fp[j], cpu))
       lost += (double)pl->k[af->fp[j]] / PLAN_ONE;
   }
+  *loss = spent;
+  *strand = lost;
   if (cpu < 0 || cpu >= p->mix.plan.starve)
-    return lost; /* every free share is still fed */
+    return; /* every free share is still fed */
   for (uint32_t k = 0; k < h->n; k++) {
     const hdev_t *d = &h->d[k];
     if (!(d->fl & HD_GPU) || !(d->fl & HD_MEASURED) || d->fp <= 0 || d->fp >= PLAN_CELLS)
@@ -512,7 +499,7 @@ double sf__plan_strand(const sf_packer_t *p, const hnode_t *h, const after_t *af
     if (pl != NULL && !sf__plan_starved(pl, d->fp, h->cpu_free) && sf__plan_starved(pl, d->fp, cpu))
       lost += (double)pl->k[d->fp] / PLAN_ONE;
   }
-  return lost;
+  *strand = lost;
 }
 
 void sf__plan_dispose(pk_plan_t *pl)

@@ -61,32 +61,34 @@ typedef struct {
   size_t len, pos;
 } out_t;
 
-/* Rows of the one table: key, default, doc, placement, search range, rule. */
+/*
+ * Rows of the one table: key, default, whether it can move a placement,
+ * the search's range (lo, hi, log scale, integer, share kept), the rule
+ * and the doc: one line a key, left as written.
+ */
 #define RULE(kind, field, lo, hi)              \
   {                                            \
     kind, offsetof(sf_policy_t, field), lo, hi \
   }
-#define NOSEARCH          \
-  {                       \
-    0, 0, false, false, 0 \
+#define RANGE(lo, hi, log, integer, keep) \
+  {                                       \
+    lo, hi, log, integer, keep            \
+  }
+#define NOSEARCH RANGE(0, 0, false, false, 0)
+#define KEY(key, def, places, range, rule, doc) \
+  {                                             \
+    key, def, doc, places, range, rule          \
   }
 
+/* clang-format off */
 static const sf_policy_key_t keys[] = {
-    {"strategy", "fragmentation", "how nodes are scored: fragmentation | fgd | binpack | spread",
-     true, NOSEARCH, RULE(K_STRATEGY, strategy, 0, 0)},
-    {"device_choice", "first-fit",
-     "first-fit scores the device the in-tree DRA allocator takes; packer lets the core pick", true,
-     NOSEARCH, RULE(K_CHOICE, device_choice, 0, 0)},
-    {"capacity", "memory", "the shared capacity that measures a device's share", true, NOSEARCH,
-     RULE(K_NAME, capacity, 1, 0)},
-    {"model_attribute", "productName", "device attribute naming the GPU model", true, NOSEARCH,
-     RULE(K_NAME, model_attribute, 1, 0)},
-    {"island_attribute", "", "device attribute whose equal values form an NVLink island", true,
-     NOSEARCH, RULE(K_NAME, island_attribute, 0, 0)},
-    {"island_map", "", "islands by model when no attribute says: [NODEPREFIX:]MODEL=SIZE,...", true,
-     NOSEARCH, RULE(K_ISLANDS, island_rules, 0, 0)},
-    {"fgd_mix", "", "target workload for strategy fgd: [CPU:]AMOUNTxCOUNT[@M1|M2][!]=WEIGHT,...",
-     false, NOSEARCH, RULE(K_MIX, mix, 0, 0)},
+    KEY("strategy", "fragmentation", true, NOSEARCH, RULE(K_STRATEGY, strategy, 0, 0), "how nodes are scored: fragmentation | fgd | binpack | spread"),
+    KEY("device_choice", "first-fit", true, NOSEARCH, RULE(K_CHOICE, device_choice, 0, 0), "first-fit scores the device the in-tree DRA allocator takes; packer lets the core pick"),
+    KEY("capacity", "memory", true, NOSEARCH, RULE(K_NAME, capacity, 1, 0), "the shared capacity that measures a device's share"),
+    KEY("model_attribute", "productName", true, NOSEARCH, RULE(K_NAME, model_attribute, 1, 0), "device attribute naming the GPU model"),
+    KEY("island_attribute", "", true, NOSEARCH, RULE(K_NAME, island_attribute, 0, 0), "device attribute whose equal values form an NVLink island"),
+    KEY("island_map", "", true, NOSEARCH, RULE(K_ISLANDS, island_rules, 0, 0), "islands by model when no attribute says: [NODEPREFIX:]MODEL=SIZE,..."),
+    KEY("fgd_mix", "", false, NOSEARCH, RULE(K_MIX, mix, 0, 0), "target workload for strategy fgd: [CPU:]AMOUNTxCOUNT[@M1|M2][!]=WEIGHT,..."),
     /*
      * The weights: weight_frag over two orders of magnitude around its
      * default (only the ratios of the weights rank nodes), the penalties
@@ -95,77 +97,30 @@ static const sf_policy_key_t keys[] = {
      * scale (0 leaves the term out, which the base's value says), half of
      * the candidates keeping the base's value.
      */
-    {"weight_frag",
-     "1",
-     "weight of the fragmentation term (and the size of the score's steps)",
-     false,
-     {0.1, 10, true, false, 0},
-     RULE(K_WEIGHT, weight_frag, 0, 0)},
-    {"weight_island",
-     "1",
-     "penalty for breaking an intact NVLink island, in GPUs of fragmentation",
-     false,
-     {0, 4, false, false, 0},
-     RULE(K_WEIGHT, weight_island, 0, 0)},
-    {"weight_model",
-     "0.5",
-     "penalty for using a scarce model a flexible claim does not need",
-     false,
-     {0, 2, false, false, 0},
-     RULE(K_WEIGHT, weight_model, 0, 0)},
-    {"weight_unfed",
-     "0.25",
-     "fragmentation: share of an idle GPU the node's free CPU cannot feed that counts as fragmentation, 0..1",
-     false,
-     {0, 1, false, false, 0.5},
-     RULE(K_WEIGHT, weight_unfed, 0, 1)},
-    {"weight_plan",
-     "16",
-     "fragmentation: weight of a share placement's loss against the plan of the mix's shares (their configuration LP), 0 = off",
-     false,
-     {1, 64, true, false, 0.5},
-     RULE(K_WEIGHT, weight_plan, 0, 0)},
-    {"weight_strand",
-     "16",
-     "fragmentation: weight of the worth of the part-used GPUs a placement leaves without CPU for a share of the mix, 0 = off",
-     false,
-     {1, 64, true, false, 0.5},
-     RULE(K_WEIGHT, weight_strand, 0, 0)},
+    KEY("weight_frag", "1", false, RANGE(0.1, 10, true, false, 0), RULE(K_WEIGHT, weight_frag, 0, 0), "weight of the fragmentation term (and the size of the score's steps)"),
+    KEY("weight_island", "1", false, RANGE(0, 4, false, false, 0), RULE(K_WEIGHT, weight_island, 0, 0), "penalty for breaking an intact NVLink island, in GPUs of fragmentation"),
+    KEY("weight_model", "0.5", false, RANGE(0, 2, false, false, 0), RULE(K_WEIGHT, weight_model, 0, 0), "penalty for using a scarce model a flexible claim does not need"),
+    KEY("weight_unfed", "0.25", false, RANGE(0, 1, false, false, 0.5), RULE(K_WEIGHT, weight_unfed, 0, 1), "fragmentation: share of an idle GPU the node's free CPU cannot feed that counts as fragmentation, 0..1"),
+    KEY("weight_plan", "16", false, RANGE(1, 64, true, false, 0.5), RULE(K_WEIGHT, weight_plan, 0, 0), "fragmentation: weight of a share placement's loss against the plan of the mix's shares (their configuration LP), 0 = off"),
+    KEY("weight_strand", "16", false, RANGE(1, 64, true, false, 0.5), RULE(K_WEIGHT, weight_strand, 0, 0), "fragmentation: weight of the worth of the part-used GPUs a placement leaves without CPU for a share of the mix, 0 = off"),
     /* mix_coverage from 80% to every shape; half keep FGD's 95, the published method. */
-    {"mix_coverage",
-     "95",
-     "percent of the present pods the learned mix keeps, its most frequent shapes first (FGD's typical pods)",
-     false,
-     {80, 100, false, true, 0.5},
-     RULE(K_UINT, mix_coverage, 1, 100)},
+    KEY("mix_coverage", "95", false, RANGE(80, 100, false, true, 0.5), RULE(K_UINT, mix_coverage, 1, 100), "percent of the present pods the learned mix keeps, its most frequent shapes first (FGD's typical pods)"),
     /*
      * The limits are platform rules that the replay can only see cost
      * allocation (it models no interference), so half of the candidates
      * keep the base's value; the other half try them from mild to strict.
      */
-    {"max_sharers",
-     "0",
-     "most allocations on one shared device, 0 = unlimited",
-     true,
-     {2, 16, false, true, 0.5},
-     RULE(K_UINT, max_sharers, 0, 100000)},
-    {"headroom_pct",
-     "0",
-     "percent of each shared device's capacity kept free",
-     true,
-     {1, 20, false, true, 0.5},
-     RULE(K_UINT, headroom_pct, 0, 99)},
+    KEY("max_sharers", "0", true, RANGE(2, 16, false, true, 0.5), RULE(K_UINT, max_sharers, 0, 100000), "most allocations on one shared device, 0 = unlimited"),
+    KEY("headroom_pct", "0", true, RANGE(1, 20, false, true, 0.5), RULE(K_UINT, headroom_pct, 0, 99), "percent of each shared device's capacity kept free"),
     /*
      * search_budget bounds the core's work per node: it changes no
      * placement unless the budget runs out, and then only for the worse, so
      * the search leaves it alone.
      */
-    {"search_budget", "4096", "most search steps per node before a node is passed as unsure", true,
-     NOSEARCH, RULE(K_UINT, search_budget, 16, 10000000)},
-    {"cpu_only_pods", "score",
-     "pods without claims: score places them by the strategy (FGD keeps a typical pod's CPU free); pass leaves them to kube-scheduler",
-     false, NOSEARCH, RULE(K_CPU_ONLY, cpu_only_pods, 0, 0)},
+    KEY("search_budget", "4096", true, NOSEARCH, RULE(K_UINT, search_budget, 16, 10000000), "most search steps per node before a node is passed as unsure"),
+    KEY("cpu_only_pods", "score", false, NOSEARCH, RULE(K_CPU_ONLY, cpu_only_pods, 0, 0), "pods without claims: score places them by the strategy (FGD keeps a typical pod's CPU free); pass leaves them to kube-scheduler"),
 };
+/* clang-format on */
 
 #define NKEYS (sizeof keys / sizeof keys[0])
 typedef sf_policy_rule_t rule_t;

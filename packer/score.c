@@ -262,7 +262,7 @@ typedef struct {
  * and fshape, reading each shape's statistics without copying them: one
  * device leaves at most one island short of a host, which shape_after's
  * bi/bi2 settle without a walk over the node. Part of the fast path: with
- * it off (sf_packer_set_fast_path) the general sums score, and the
+ * it off (pk_fast_t.on, which the tests clear) the general sums score, and the
  * property tests hold both to each other and to the reference
  * (test/packer/reference.c). `ranged` and `islands` are constants where it
  * is inlined (frag_after_one): without island shapes in the mix, their
@@ -421,9 +421,9 @@ void sf_packer_set_bounds(sf_packer_t *p, bool on)
   sf__mix_history(&p->mix, on);
 }
 
-int sf_packer_step(const sf_packer_t *p, double cost)
+int sf__score_step(const pk_score_t *s, double cost)
 {
-  return step_of(&p->score, cost);
+  return step_of(s, cost);
 }
 
 double sf_packer_step_cost(const sf_packer_t *p, int k)
@@ -465,7 +465,7 @@ void sf__score_init(pk_score_t *s)
 }
 
 /*
- * The terms of strategy fragmentation's cost, each one row of `terms`: its
+ * The terms of strategy fragmentation's cost, each one row of TERMS: its
  * policy key, its weight (a field of the policy) and its function, which
  * adds the term times its weight to the cost summed so far (a term of
  * several parts adds them one by one, in a fixed order, so the sum is the
@@ -481,25 +481,21 @@ typedef struct {
   const after_t *af;
   double df;   /* the fragmentation increase */
   int64_t cpu; /* the node's free CPU after the pod (-1: not tracked) */
+  /* the plan's two terms, worked out once for both rows (plan_terms) */
+  bool planned;
+  double loss, strand;
 } term_in_t;
 
-typedef double (*term_fn)(const sf_packer_t *p, const term_in_t *in, double w, double cost);
-
-typedef struct {
-  const char *key; /* the policy key of its weight */
-  size_t weight;   /* offsetof the weight in sf_policy_t */
-  term_fn add;
-} term_t;
 
 /* Fragmentation: dF, FGD's measure with the unfed idle GPUs. */
-static double term_frag(const sf_packer_t *p, const term_in_t *in, double w, double cost)
+static double term_frag(const sf_packer_t *p, term_in_t *in, double w, double cost)
 {
   (void)p;
   return cost + w * in->df;
 }
 
 /* Islands kept whole: each intact island the placement takes part of, not all of, pays 1000. */
-static double term_island(const sf_packer_t *p, const term_in_t *in, double w, double cost)
+static double term_island(const sf_packer_t *p, term_in_t *in, double w, double cost)
 {
   const hnode_t *h = in->h;
   const after_t *af = in->af;
@@ -520,20 +516,29 @@ static double term_island(const sf_packer_t *p, const term_in_t *in, double w, d
   return cost;
 }
 
-/* The plan's loss (plan.c, sf__plan_cost). */
-static double term_plan(const sf_packer_t *p, const term_in_t *in, double w, double cost)
+static void plan_terms(const sf_packer_t *p, term_in_t *in)
 {
-  return cost + w * sf__plan_cost(p, in->h, in->af);
+  if (!in->planned)
+    sf__plan_terms(p, in->h, in->af, in->cpu, &in->loss, &in->strand);
+  in->planned = true;
+}
+
+/* The plan's loss (plan.c). */
+static double term_plan(const sf_packer_t *p, term_in_t *in, double w, double cost)
+{
+  plan_terms(p, in);
+  return cost + w * in->loss;
 }
 
 /* The CPU a placement strands: the worth of the free shares it leaves unfed (plan.c). */
-static double term_strand(const sf_packer_t *p, const term_in_t *in, double w, double cost)
+static double term_strand(const sf_packer_t *p, term_in_t *in, double w, double cost)
 {
-  return cost + w * sf__plan_strand(p, in->h, in->af, in->cpu);
+  plan_terms(p, in);
+  return cost + w * in->strand;
 }
 
 /* Scarce models: scarcity x the share taken of each device, when the demand could use several models. */
-static double term_model(const sf_packer_t *p, const term_in_t *in, double w, double cost)
+static double term_model(const sf_packer_t *p, term_in_t *in, double w, double cost)
 {
   if (!p->dem.flexible)
     return cost;
@@ -544,32 +549,43 @@ static double term_model(const sf_packer_t *p, const term_in_t *in, double w, do
   return cost;
 }
 
-#define WEIGHT(f) offsetof(sf_policy_t, f)
-static const term_t terms[] = {
-    {"weight_frag", WEIGHT(weight_frag), term_frag},
-    {"weight_island", WEIGHT(weight_island), term_island},
-    {"weight_plan", WEIGHT(weight_plan), term_plan},
-    {"weight_strand", WEIGHT(weight_strand), term_strand},
-    {"weight_model", WEIGHT(weight_model), term_model},
-};
-#define NTERMS (sizeof(terms) / sizeof(terms[0]))
+/*
+ * The table: one row per term, in the order the cost sums them (the order
+ * the costs were always summed in, so they stay the same doubles):
+ * X(policy key, its field in sf_policy_t, function).
+ */
+#define TERMS(X)                                 \
+  X("weight_frag", weight_frag, term_frag)       \
+  X("weight_island", weight_island, term_island) \
+  X("weight_plan", weight_plan, term_plan)       \
+  X("weight_strand", weight_strand, term_strand) \
+  X("weight_model", weight_model, term_model)
 
-static double weight_of(const sf_policy_t *pol, const term_t *t)
+#define TERM_ROW(key, field, fn) {key, offsetof(sf_policy_t, field)},
+static const sf__term_t terms[] = {TERMS(TERM_ROW)};
+#undef TERM_ROW
+
+const sf__term_t *sf__score_terms(size_t *n)
 {
-  double w;
-  memcpy(&w, (const char *)pol + t->weight, sizeof(w));
-  return w;
+  *n = sizeof(terms) / sizeof(terms[0]);
+  return terms;
 }
 
-/* The fragmentation strategy's cost: the sum of its terms, each weighted. */
-static double cost_fragmentation(const sf_packer_t *p, const term_in_t *in)
+/*
+ * The fragmentation strategy's cost: the sum of its terms, each weighted,
+ * a loop over the table that the preprocessor unrolls, so each row's
+ * function is called directly (and inlined) where an indirect call per row
+ * cost 4% of an evaluate call (bench_packer frac, callgrind).
+ */
+static double cost_fragmentation(const sf_packer_t *p, term_in_t *in)
 {
+  const sf_policy_t *pol = p->pol;
   double cost = 0.0;
-  for (size_t t = 0; t < NTERMS; t++) {
-    double w = weight_of(p->pol, &terms[t]);
-    if (w != 0.0)
-      cost = terms[t].add(p, in, w, cost);
-  }
+#define TERM_ADD(key, field, fn) \
+  if (pol->field != 0.0)         \
+    cost = fn(p, in, pol->field, cost);
+  TERMS(TERM_ADD)
+#undef TERM_ADD
   return cost;
 }
 
@@ -685,7 +701,7 @@ double sf__score(sf_packer_t *p, hnode_t *h, const pick_t *picks, size_t n)
   range_t rg;
   double df = frag_delta(p, h, &af, total, cpu, p->score.bounds ? &rg : NULL);
   bool frag = p->pol->strategy == SF_STRATEGY_FRAGMENTATION;
-  double cost = frag ? cost_fragmentation(p, &(term_in_t){h, &af, df, cpu}) : df;
+  double cost = frag ? cost_fragmentation(p, &(term_in_t){h, &af, df, cpu, false, 0.0, 0.0}) : df;
   if (p->score.bounds)
     keep(&p->score, h, cost, rg, frag ? scarce_taken(p, h, &af) : 0.0);
   return fgd_step(p, cost);

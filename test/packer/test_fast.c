@@ -88,3 +88,26 @@ Test(fast, changing_any_policy_key_changes_the_memo_signature)
   sf_packer_destroy(pk);
   sf_index_destroy(idx);
 }
+
+/* Each term of strategy fragmentation's cost (score.c) is weighed by the policy key of its row. */
+Test(fast, every_scoring_term_is_weighed_by_its_policy_key)
+{
+  size_t nt, nk;
+  const sf__term_t *t = sf__score_terms(&nt);
+  const sf_policy_key_t *keys = sf_policy_keys(&nk);
+  cr_assert_geq(nt, 5, "fragmentation, islands, the plan, CPU stranded, scarce models");
+  for (size_t i = 0; i < nt; i++) {
+    bool found = false;
+    for (size_t k = 0; k < nk; k++)
+      found = found || strcmp(keys[k].key, t[i].key) == 0;
+    cr_assert(found, "term %s is not a policy key", t[i].key);
+    sf_policy_t pol;
+    char err[256];
+    double w;
+    sf_policy_init(&pol);
+    cr_assert_eq(sf_policy_set(&pol, t[i].key, "0.75", err, sizeof(err)), 0, "%s", err);
+    memcpy(&w, (const char *)&pol + t[i].weight, sizeof(w));
+    cr_expect_eq(w, 0.75, "term %s reads another field than its key sets", t[i].key);
+    sf_policy_dispose(&pol);
+  }
+}

@@ -103,7 +103,7 @@ static void run_policy(const char *strategy, const char *choice, uint64_t seed)
   sf_index_t *idx = sf_index_create();
   sf_packer_t *pk = sf_packer_create();
   sf_packer_t *slow = sf_packer_create(); /* the general path, to compare with the fast one */
-  sf_packer_set_fast_path(slow, false);
+  slow->fast.on = false;
   sf_policy_t pol;
   sf_policy_init(&pol);
   char err[200];
@@ -354,7 +354,7 @@ static void prop_setup(sf_index_t **idx, sf_packer_t **pk, sf_policy_t *pol, sf_
   rng = seed;
   *idx = sf_index_create();
   *pk = sf_packer_create();
-  sf_packer_set_fast_path(*pk, fast);
+  (*pk)->fast.on = fast;
   sf_policy_init(pol);
   cr_assert_eq(sf_policy_set(pol, "strategy", strategy, err, sizeof(err)), 0);
   cr_assert_eq(sf_policy_set(pol, "device_choice", choice, err, sizeof(err)), 0);
@@ -745,8 +745,8 @@ static void drift_bound(const char *strategy, const char *choice, bool fast, uin
         s->fit = false;
         continue;
       }
-      cr_assert_eq(floor(v[i].raw), sf_packer_step(pk, v[i].cost), "step %d node %d: raw %g, cost %g",
-                   step, i, v[i].raw, v[i].cost);
+      cr_assert_eq(floor(v[i].raw), sf__score_step(&pk->score, v[i].cost),
+                   "step %d node %d: raw %g, cost %g", step, i, v[i].raw, v[i].cost);
       if (s->fit && s->changes == changes[i]) {
         double bound = sf_mix_joined(pk, s->dr.epoch) * s->sens[SF_DRIFT_TERMS] + 1e-6;
         for (int t = 0; t < SF_DRIFT_TERMS; t++)
@@ -785,7 +785,7 @@ static void drift_bound(const char *strategy, const char *choice, bool fast, uin
 }
 
 /*
- * FGD's step from the bucket table (sf_packer_step) against its formula,
+ * FGD's step from the bucket table (sf__score_step) against its formula,
  * 100 x sigmoid(-cost / 1000) truncated, away from the boundaries where the
  * formula itself decides; the boundary costs (sf_packer_step_cost) and the
  * margins (sf_packer_step_margin) around them.
@@ -798,18 +798,18 @@ Test(prop, step_table_matches_the_formula)
   cr_assert(isinf(sf_packer_step_cost(pk, 100)) && sf_packer_step_cost(pk, 100) < 0);
   for (int k = 1; k < 100; k++) {
     double t = sf_packer_step_cost(pk, k);
-    cr_assert_eq(sf_packer_step(pk, t - 1e-3), k, "just below the %d boundary", k);
-    cr_assert_eq(sf_packer_step(pk, t + 1e-3), k - 1, "just above the %d boundary", k);
+    cr_assert_eq(sf__score_step(&pk->score, t - 1e-3), k, "just below the %d boundary", k);
+    cr_assert_eq(sf__score_step(&pk->score, t + 1e-3), k - 1, "just above the %d boundary", k);
     cr_assert_leq(sf_packer_step_margin(pk, t), 1e-6, "no margin on the %d boundary", k);
   }
   for (int i = 0; i < 200000; i++) {
     double cost = ((double)(next() % 12000000) - 6000000.0) / 1000.0; /* -6000 .. 6000, 1e-3 steps */
-    int k = sf_packer_step(pk, cost);
+    int k = sf__score_step(&pk->score, cost);
     double m = sf_packer_step_margin(pk, cost);
     if (m > 0.0) {
       cr_assert_eq(k, (int)floor(100.0 / (1.0 + exp(cost / 1000.0))), "cost %.3f", cost);
-      cr_assert_eq(sf_packer_step(pk, cost - m), k, "cost %.3f - margin %.6f", cost, m);
-      cr_assert_eq(sf_packer_step(pk, cost + m), k, "cost %.3f + margin %.6f", cost, m);
+      cr_assert_eq(sf__score_step(&pk->score, cost - m), k, "cost %.3f - margin %.6f", cost, m);
+      cr_assert_eq(sf__score_step(&pk->score, cost + m), k, "cost %.3f + margin %.6f", cost, m);
     }
     cr_assert(k >= 0 && k <= 99);
   }
@@ -866,7 +866,7 @@ Test(prop, nodes_alike_share_verdicts_exactly)
   rng = 4242;
   sf_index_t *idx = sf_index_create();
   sf_packer_t *pk = sf_packer_create(), *ref = sf_packer_create();
-  sf_packer_set_alike(ref, false);
+  ref->fast.alike = false;
   sf_packer_set_bounds(pk, true);
   sf_packer_set_bounds(ref, true);
   sf_policy_t pol;
@@ -943,9 +943,9 @@ Test(prop, nodes_alike_share_verdicts_exactly)
     rclaim_t r;
     alike_claim(&r);
     cr_assert_eq(sf_packer_evaluate(pk, idx, &pol, &r.c.dem, order, N, 0, v), 0);
-    shared += sf_packer_shared_verdicts(pk);
+    shared += pk->fast.shared;
     cr_assert_eq(sf_packer_evaluate(ref, idx, &pol, &r.c.dem, order, N, 0, w), 0);
-    cr_assert_eq(sf_packer_shared_verdicts(ref), 0);
+    cr_assert_eq(ref->fast.shared, 0);
     for (int i = 0; i < N; i++) {
       cr_assert_eq(v[i].fit, w[i].fit, "step %d node %d", step, i);
       cr_assert(v[i].raw == w[i].raw, "step %d node %d: raw %.17g vs %.17g", step, i, v[i].raw,
