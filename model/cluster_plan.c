@@ -510,8 +510,6 @@ static void verdict(sf_verdict_t *v, sf_fit_t fit, const char *why)
   "no complete, valid resource pool reaches the node (invalid resource pools were encountered)"
 
 #define NO_GPUS_CPU_ONLY "the node has no GPU to strand: the best place for a pod without claims"
-#define HOST_SHORT \
-  "kube-scheduler judges CPU and memory (its view counts the pods it has just placed)"
 
 /*
  * DRA refuses allocation mode All on a node that a pool reaches incomplete or invalid, whatever
@@ -545,7 +543,7 @@ static void unknown_node(const sf_cluster_t *c, const sf_pod_plan_t *p, const ch
   }
   if (p->cpu_only) {
     verdict(v, SF_FIT_YES, "");
-    v->raw = 50.0; /* FGD's step for an increase of 0 (cap_cpu_only) */
+    v->raw = 50.0; /* FGD's step for an increase of 0 (packer.c, cap_cpu_only) */
     v->score = SF_SCORE_MAX;
     return;
   }
@@ -556,15 +554,6 @@ static void unknown_node(const sf_cluster_t *c, const sf_pod_plan_t *p, const ch
   verdict(v, SF_FIT_NO, invalid ? NO_POOL_INVALID : NO_POOL);
 }
 
-/*
- * KEP-5004: an extended resource that a Node's allocatable lists, whatever the amount, is its
- * device plugin's there, and DRA serves the name only on nodes where no device plugin
- * advertises it (the DRA plugin's filterExtendedResources). On such a node the implicit claim
- * loses the requests of those resources and NodeResourcesFit judges them; whatever else the pod
- * asks of DRA is judged as on any node. The node is scored in the middle of the range: slicefit
- * has no packing to predict for the device plugin, so it neither prefers nor avoids the node.
- * True when `name` is such a node, with its verdict in v.
- */
 /* Does the node's device plugin serve every extended resource of the implicit claim? Then a
  * class DRA would fail the claim on is not used there. */
 static bool plugin_serves_all(const sf_cluster_t *c, const sf_pod_plan_t *p, const char *name)
@@ -576,6 +565,15 @@ static bool plugin_serves_all(const sf_cluster_t *c, const sf_pod_plan_t *p, con
   return n != NULL;
 }
 
+/*
+ * KEP-5004: an extended resource that a Node's allocatable lists, whatever the amount, is its
+ * device plugin's there, and DRA serves the name only on nodes where no device plugin
+ * advertises it (the DRA plugin's filterExtendedResources). On such a node the implicit claim
+ * loses the requests of those resources and NodeResourcesFit judges them; whatever else the pod
+ * asks of DRA is judged as on any node. The node is scored in the middle of the range: slicefit
+ * has no packing to predict for the device plugin, so it neither prefers nor avoids the node.
+ * True when `name` is such a node, with its verdict in v.
+ */
 static bool plugin_node(sf_cluster_t *c, const sf_pod_plan_t *p, const char *name, sf_verdict_t *v)
 {
   const cnode_t *n = p->next_res ? sf__node_get(c, name) : NULL;
@@ -617,71 +615,6 @@ static bool plugin_node(sf_cluster_t *c, const sf_pod_plan_t *p, const char *nam
   free(claims);
   free(reqs);
   return true;
-}
-
-/*
- * kube-scheduler's NodeResourcesFit has passed every node the extender sees,
- * counting the pods it has just placed and not yet bound; the index lags it.
- * So a node the core finds short of CPU or memory is no reason to reject:
- * it is judged again without them, and passed unscored (UNSURE) when its
- * devices fit. The devices alone still reject (a GPU reason), and the node
- * gets no score over the nodes where the pod's CPU fits.
- */
-static void host_recheck(sf_cluster_t *c, const sf_pod_plan_t *p, const sf_node_id *ids,
-                         const size_t *pos, size_t m, sf_verdict_t *out)
-{
-  sf_node_id *short_ids = sf_xmalloc(m * sizeof(*short_ids));
-  size_t *short_pos = sf_xmalloc(m * sizeof(*short_pos)), k = 0;
-  for (size_t i = 0; i < m; i++) {
-    int64_t ca, cu, ma, mu;
-    if (out[pos[i]].fit != SF_FIT_NO)
-      continue;
-    sf_index_node_cpu_mem(c->idx, ids[i], &ca, &cu, &ma, &mu);
-    if ((ca > 0 && p->demand.cpu_milli > ca - cu) || (ma > 0 && p->demand.mem_bytes > ma - mu)) {
-      short_ids[k] = ids[i];
-      short_pos[k++] = pos[i];
-    }
-  }
-  if (k > 0) {
-    sf_demand_t d = p->demand;
-    sf_verdict_t *v = sf_xmalloc(k * sizeof(*v));
-    d.cpu_milli = d.mem_bytes = 0;
-    if (sf_packer_evaluate(c->packer, c->idx, &c->pol, &d, short_ids, k, 0, v) == 0)
-      for (size_t i = 0; i < k; i++) {
-        if (v[i].fit == SF_FIT_NO)
-          out[short_pos[i]] = v[i];
-        else
-          verdict(&out[short_pos[i]], SF_FIT_UNSURE, HOST_SHORT);
-      }
-    free(v);
-  }
-  free(short_ids);
-  free(short_pos);
-}
-
-/*
- * A pod without claims can only add fragmentation (FGD's increase is 0 at
- * best, the score of a node without GPUs). Every node where it adds none
- * (a node without GPUs, or one that leaves each typical pod its CPU) is as
- * good as any other and gets SF_SCORE_MAX; a GPU node whose increase is
- * above 0 keeps at most SF_SCORE_MAX - 1 even when it is the best GPU node.
- * Both strategies score on FGD's integer steps (score.c fgd_step): an
- * increase of 0 is step 50, any increase above 0 a step below it. binpack
- * and spread do not measure fragmentation and are left alone.
- */
-static void cap_cpu_only(const sf_cluster_t *c, const sf_pod_plan_t *p, size_t n, sf_verdict_t *out)
-{
-  sf_strategy_t st = c->pol.strategy;
-  if (!p->cpu_only || (st != SF_STRATEGY_FRAGMENTATION && st != SF_STRATEGY_FGD))
-    return;
-  for (size_t i = 0; i < n; i++) {
-    if (out[i].fit != SF_FIT_YES)
-      continue;
-    if (floor(out[i].raw) >= 50.0)
-      out[i].score = SF_SCORE_MAX;
-    else if (out[i].score == SF_SCORE_MAX)
-      out[i].score = SF_SCORE_MAX - 1;
-  }
 }
 
 /*
@@ -745,20 +678,22 @@ int sf_cluster_evaluate(sf_cluster_t *c, const sf_pod_plan_t *p, const char *con
       pos[m++] = i;
     }
   }
+  /*
+   * kube-scheduler's NodeResourcesFit has passed every node the extender
+   * sees, counting the pods it has just placed and not yet bound; the index
+   * lags it. So a node the core finds short of CPU or memory is judged on
+   * its devices alone (SF_EVAL_HOST_LAGS), and the scores are the core's.
+   */
   int r = 0;
   if (m == n) { /* every node known and evaluated (the usual call): no scatter needed */
-    r = sf_packer_evaluate(c->packer, c->idx, &c->pol, &p->demand, ids, m, 0, out);
+    r = sf_packer_evaluate(c->packer, c->idx, &c->pol, &p->demand, ids, m, SF_EVAL_HOST_LAGS, out);
   } else if (m > 0) {
     sf_verdict_t *sub = sf_xmalloc(m * sizeof(*sub));
-    r = sf_packer_evaluate(c->packer, c->idx, &c->pol, &p->demand, ids, m, 0, sub);
+    r = sf_packer_evaluate(c->packer, c->idx, &c->pol, &p->demand, ids, m, SF_EVAL_HOST_LAGS, sub);
     for (size_t k = 0; r == 0 && k < m; k++)
       out[pos[k]] = sub[k];
     free(sub);
   }
-  if (r == 0 && m > 0 && (p->demand.cpu_milli > 0 || p->demand.mem_bytes > 0))
-    host_recheck(c, p, ids, pos, m, out);
-  if (r == 0)
-    cap_cpu_only(c, p, n, out);
   sf_map_dispose(&unsettled);
   free(ids);
   free(pos);

@@ -22,10 +22,6 @@ void sf_log_set_verbosity(int v)
 {
   verbosity = v;
 }
-int sf_log_verbosity(void)
-{
-  return verbosity;
-}
 void sf_log_set_format(sf_log_format_t f)
 {
   format = f;

@@ -28,14 +28,15 @@ static void sig_add(uint64_t *h, const void *data, size_t n)
 /*
  * The signature of what a node's placement depends on besides the node's
  * own summary: the index, the request (count, capacity, selectors by their
- * cache keys), the device choice and the availability limits. 0 (nothing
- * remembered) when a selector has no cache.
+ * cache keys) and the policy's keys that can move a placement (the device
+ * choice, the availability limits, what the index derives devices from;
+ * sf_policy_key_t.places). 0 (nothing remembered) when a selector has no
+ * cache.
  */
 static uint64_t placement_signature(const sf_packer_t *p)
 {
   const slot_t *sl = &p->dem.slot[0];
   const sf_request_t *s = sl->s;
-  const sf_policy_t *pol = p->pol;
   uint64_t h = 1469598103934665603ull;
   sig_add(&h, &p->fast.kind, sizeof(p->fast.kind));
   sig_add(&h, &p->idx->serial, sizeof(p->idx->serial));
@@ -51,32 +52,24 @@ static uint64_t placement_signature(const sf_packer_t *p)
       return 0;
     sig_add(&h, &s->selectors[i].cache_key, sizeof(s->selectors[i].cache_key));
   }
-  sig_add(&h, &pol->device_choice, sizeof(pol->device_choice));
-  sig_add(&h, &pol->strategy, sizeof(pol->strategy)); /* spread's preference is the loosest fit */
-  sig_add(&h, &pol->max_sharers, sizeof(pol->max_sharers));
-  sig_add(&h, &pol->headroom_pct, sizeof(pol->headroom_pct));
+  h = sf_policy_hash(p->pol, true, h); /* the keys that can move a placement (policy.c's table) */
   return h ? h : 1;
 }
 
 /*
  * The signature of everything a node's fast verdict depends on besides the
- * node's own summary: its placement's (above), the scoring policy, the
+ * node's own summary: its placement's (above), every key of the policy
+ * (generated from its one table, so a key added there is in it), the
  * pod's CPU, the workload mix and the models' scarcity. Names are not in
  * it: reasons are written per call. 0 (nothing remembered) when the
  * placement's is.
  */
 static uint64_t signature(const sf_packer_t *p, uint64_t place)
 {
-  const sf_policy_t *pol = p->pol;
   uint64_t h = place;
   if (h == 0)
     return 0;
-  sig_add(&h, &pol->strategy, sizeof(pol->strategy));
-  sig_add(&h, &pol->weight_frag, sizeof(pol->weight_frag));
-  sig_add(&h, &pol->weight_island, sizeof(pol->weight_island));
-  sig_add(&h, &pol->weight_model, sizeof(pol->weight_model));
-  sig_add(&h, &pol->weight_unfed, sizeof(pol->weight_unfed));
-  sig_add(&h, &pol->weight_plan, sizeof(pol->weight_plan));
+  h = sf_policy_hash(p->pol, false, h); /* every key of the policy's table */
   sig_add(&h, &p->dem.dem->cpu_milli, sizeof(p->dem.dem->cpu_milli));
   sig_add(&h, &p->mix.mixhash, sizeof(p->mix.mixhash));
   sig_add(&h, &p->dem.flexible, sizeof(p->dem.flexible));

@@ -100,29 +100,12 @@ static bool host_fits(sf_packer_t *p, sf_node_id node, sf_verdict_t *v)
   return true;
 }
 
-/* Filters and scores one node; leaves the placement in p->search.res on FIT. */
-static void node_eval(sf_packer_t *p, sf_node_id node, sf_verdict_t *v)
+/* Filters and scores the node's devices (p->node); leaves the placement in p->search.res on FIT. */
+SF_HOT void node_devices(sf_packer_t *p, sf_verdict_t *v)
 {
-  /*
-   * Field by field: a compound literal would zero all of reason[] too, a
-   * write of three cache lines per node (0.9 MB over 5,000 nodes) where
-   * one is needed.
-   */
-  v->fit = SF_FIT_NO;
-  v->raw = 0.0;
-  v->score = 0;
-  v->reason[0] = '\0';
-  v->cost = 0.0;
-  for (int k = 0; k <= SF_DRIFT_TERMS; k++)
-    v->sens[k] = 0.0;
-  p->node = node;
-  if (p->score.bounds)
-    sf__score_begin(&p->score);
-  if (!host_fits(p, node, v))
+  if (p->fast.kind != FAST_NONE && sf__fast_eval(p, p->node, v))
     return;
-  if (p->fast.kind != FAST_NONE && sf__fast_eval(p, node, v))
-    return;
-  sf__search_begin(p, sf__view_node(p, node, p->idx, &p->view));
+  sf__search_begin(p, sf__view_node(p, p->node, p->idx, &p->view));
   int rc;
   double raw = 0.0;
   if (simple(p)) {
@@ -143,6 +126,45 @@ static void node_eval(sf_packer_t *p, sf_node_id node, sf_verdict_t *v)
   v->raw = raw;
   if (p->score.bounds)
     sf__score_sens(p, &v->cost, v->sens);
+}
+
+#define HOST_LAGS "kube-scheduler judges CPU and memory (its view counts the pods it has just placed)"
+
+/* Filters and scores one node; leaves the placement in p->search.res on FIT. */
+static void node_eval(sf_packer_t *p, sf_node_id node, sf_verdict_t *v)
+{
+  /*
+   * Field by field: a compound literal would zero all of reason[] too, a
+   * write of three cache lines per node (0.9 MB over 5,000 nodes) where
+   * one is needed.
+   */
+  v->fit = SF_FIT_NO;
+  v->raw = 0.0;
+  v->score = 0;
+  v->reason[0] = '\0';
+  v->cost = 0.0;
+  for (int k = 0; k <= SF_DRIFT_TERMS; k++)
+    v->sens[k] = 0.0;
+  p->node = node;
+  if (p->score.bounds)
+    sf__score_begin(&p->score);
+  if (host_fits(p, node, v)) {
+    node_devices(p, v);
+    return;
+  }
+  if (!p->host_lags)
+    return;
+  /* Short of CPU or memory by the index's count, which lags the judge's: the devices decide. */
+  node_devices(p, v);
+  if (v->fit == SF_FIT_NO)
+    return;
+  v->fit = SF_FIT_UNSURE;
+  v->raw = 0.0;
+  v->cost = 0.0;
+  for (int k = 0; k <= SF_DRIFT_TERMS; k++)
+    v->sens[k] = 0.0;
+  if (!p->reason.off)
+    snprintf(v->reason, sizeof(v->reason), "%s", HOST_LAGS);
 }
 
 /* ---- public entry points ---- */
@@ -166,6 +188,31 @@ static void node_verdict(sf_packer_t *p, sf_node_id node, sf_verdict_t *v)
   v->code = v->fit == SF_FIT_YES ? SF_REASON_NONE : (sf_reason_code_t)p->reason.last;
 }
 
+/*
+ * A pod without claims can only add fragmentation (FGD's increase is 0 at
+ * best, the score of a node without GPUs). Every node where it adds none
+ * (a node without GPUs, or one that leaves each typical pod its CPU) is as
+ * good as any other and gets SF_SCORE_MAX; a GPU node whose increase is
+ * above 0 keeps at most SF_SCORE_MAX - 1 even when it is the best GPU node.
+ * Both strategies score on FGD's integer steps (score.c fgd_step): an
+ * increase of 0 is step 50, any increase above 0 a step below it. binpack
+ * and spread do not measure fragmentation and are left alone.
+ */
+static void cap_cpu_only(const sf_packer_t *p, size_t n, sf_verdict_t *out)
+{
+  sf_strategy_t st = p->pol->strategy;
+  if (st != SF_STRATEGY_FRAGMENTATION && st != SF_STRATEGY_FGD)
+    return;
+  for (size_t i = 0; i < n; i++) {
+    if (out[i].fit != SF_FIT_YES)
+      continue;
+    if (floor(out[i].raw) >= 50.0)
+      out[i].score = SF_SCORE_MAX;
+    else if (out[i].score == SF_SCORE_MAX)
+      out[i].score = SF_SCORE_MAX - 1;
+  }
+}
+
 int sf_packer_evaluate(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol,
                        const sf_demand_t *demand, const sf_node_id *nodes, size_t n, unsigned flags,
                        sf_verdict_t *out)
@@ -182,6 +229,7 @@ int sf_packer_evaluate(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol,
     return 0;
   }
   prepare(p, idx, pol, demand, flags);
+  p->host_lags = (flags & SF_EVAL_HOST_LAGS) != 0;
   double lo = INFINITY, hi = -INFINITY;
   p->fast.evaluating = true;
   p->fast.shared = 0;
@@ -204,7 +252,10 @@ int sf_packer_evaluate(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol,
      * the top score to many nodes. */
     out[i].score = out[i].raw == hi ? SF_SCORE_MAX : round_half_up(x * (SF_SCORE_MAX - 1));
   }
+  if (demand->nclaims == 0)
+    cap_cpu_only(p, n, out);
   p->fast.evaluating = false;
+  p->host_lags = false;
   p->last_node = -1;
   return 0;
 }
@@ -283,21 +334,6 @@ double sf_packer_node_starved(sf_packer_t *p, sf_index_t *idx, const sf_policy_t
   double f = (double)sf__score_starved(p, node_measured(p, idx, pol, &fgd, node));
   p->pol = pol;
   return f;
-}
-
-void sf_packer_set_fast_path(sf_packer_t *p, bool on)
-{
-  p->fast.on = on;
-}
-
-void sf_packer_set_alike(sf_packer_t *p, bool on)
-{
-  p->fast.alike = on;
-}
-
-size_t sf_packer_shared_verdicts(const sf_packer_t *p)
-{
-  return p->fast.shared;
 }
 
 void sf_packer_set_reasons(sf_packer_t *p, bool on)

@@ -5,7 +5,7 @@
  *   pk_view.h    per-node summaries every rule reads            (view.c)
  *   pk_search.h  candidates, tentative overlay, placements      (search.c)
  *   pk_mix.h     the mix a call scores against, scarcity        (mix.c)
- *   pk_plan.h    the plan of the mix's shares, its LP and K      (plan.c)
+ *   pk_plan.h    the plan of the shares: LP, K, inputs, loss    (plan.c)
  *   pk_score.h   the one scoring kernel                         (score.c)
  *   pk_reason.h  reasons for nodes that do not fit              (reason.c)
  *   pk_fast.h    the fast path and its per-node memo            (fast.c)
@@ -31,6 +31,7 @@ struct sf_packer {
   sf_node_id node;      /* being evaluated */
   uint64_t stamp;       /* this call */
   sf_node_id last_node; /* of the last placement, for commit; -1: none */
+  bool host_lags;       /* the call's SF_EVAL_HOST_LAGS */
   pk_demand_t dem;
   pk_view_t view;
   pk_search_t search;

@@ -36,8 +36,16 @@ typedef struct {
 } falike_t;
 
 typedef struct {
-  bool on;    /* sf_packer_set_fast_path */
-  bool alike; /* sf_packer_set_alike: nodes in one state share a verdict */
+  /*
+   * Both true from sf_packer_create; the tests clear them to compare the
+   * paths (the same answers either way). alike: on the fast path, a node
+   * whose summary equals, device by device, that of a node whose
+   * remembered verdict holds for this call, with the request's selectors
+   * answering alike on its devices, takes that verdict, scored with its own
+   * place in the node order (`shared` counts them per call).
+   */
+  bool on;
+  bool alike;
   int kind;
   uint64_t sig; /* what a node's verdict depends on besides the node; 0: no memo */
   /*

@@ -76,7 +76,7 @@ typedef struct {
   uint64_t sets[MIX_EPOCHS][MIX_SETWORDS];
   mixpast_t *past;   /* MIX_HISTORY of them, a ring, with bounds on; NULL otherwise */
   uint64_t reset_at; /* drift.moves when the universe last began again (older ids mean nothing) */
-  /* the plans of the shares, per device capacity (strategy fragmentation with weight_plan) */
+  /* the plans of the shares, per device capacity (pk_plan.h; its hash is folded into mixhash) */
   pk_plan_t plan;
 } pk_mix_t;
 
@@ -87,8 +87,6 @@ void sf__mix_history(pk_mix_t *mx, bool on);
 void sf__mix_load(sf_packer_t *p);
 /* Loads each model's scarcity against the mix. */
 void sf__mix_scarcity(sf_packer_t *p);
-/* The plan for devices of primary capacity cap under the mix loaded; NULL: none. */
-const plan_t *sf__mix_plan(const sf_packer_t *p, sf_milli_t cap);
 /* Adds (+1) or takes back (-1) the demand's shapes in the index's learned mix. */
 void sf__mix_learn(sf_packer_t *p, int sign);
 

@@ -1,7 +1,11 @@
 /*
- * The packer's plan of the shares (plan.c): what the mix's shares are worth
- * when they pack as tightly as they can, and what a GPU's free share is
- * worth for them. Private to packer/.
+ * The packer's plan of the shares (plan.c, all of it): what the mix's
+ * shares are worth when they pack as tightly as they can, what a GPU's free
+ * share is worth for them, the plan's inputs (the mix's share sizes, the
+ * CPU that feeds a free share, the device capacities planned for) and the
+ * loss a placement pays against it. Its state is pk_plan_t, one per packer
+ * in its mix (pk_mix_t.plan, whose hash the plan's K moves); packer.c frees
+ * it with sf__plan_dispose. Private to packer/.
  *
  * The configuration LP of the mix's shares (Gilmore-Gomory): every GPU that
  * holds shares holds a pattern of them summing to at most its capacity;
@@ -19,7 +23,9 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include "pk_view.h"
 #include "slicefit/common.h"
+#include "slicefit/packer.h"
 
 #define PLAN_CELLS 1000 /* K in per-mille of the device's capacity */
 #define PLAN_ONE 8      /* K and r in steps of 1/PLAN_ONE per-mille */
@@ -97,6 +103,27 @@ static inline bool sf__plan_starved(const plan_t *p, int32_t f, int64_t cpu)
 {
   return cpu >= 0 && f > 0 && f <= PLAN_CELLS && cpu < p->feed[f];
 }
+
+/*
+ * Brings the plans (p->mix.plan) to the mix loaded and the index's
+ * capacities, under a policy that weighs them; a plan whose K or feed moves
+ * marks the drift (pk_plan_t.moved), and the mix's hash folds every K in.
+ */
+void sf__plan_load(sf_packer_t *p);
+/* The plan for devices of primary capacity cap under the mix loaded; NULL: none. */
+const plan_t *sf__plan_of(const sf_packer_t *p, sf_milli_t cap);
+
+struct pk_after; /* a placement's devices after it (pk_score.h) */
+/*
+ * The plan's two terms of a placement on node h, per-mille (score.c weighs
+ * them): *loss, what it spends of its GPUs' worth beyond the worth of the
+ * shares it takes (weight_plan); *strand, the worth of the free shares it
+ * leaves without the CPU for a share of the mix (weight_strand). cpu: the
+ * node's free CPU after the pod (-1: not tracked). O(picks), or O(devices)
+ * when the CPU left is short.
+ */
+void sf__plan_terms(const sf_packer_t *p, const hnode_t *h, const struct pk_after *af, int64_t cpu,
+                    double *loss, double *strand);
 
 void sf__plan_dispose(pk_plan_t *pl);
 

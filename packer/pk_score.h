@@ -29,6 +29,14 @@ typedef struct {
   sf_milli_t use;
 } pick_t;
 
+/* The devices of a placement, distinct, with their state after it (pk_plan.h names it). */
+typedef struct pk_after {
+  const uint32_t *k;
+  const sf_milli_t *fa;
+  const int32_t *fp;
+  size_t n;
+} after_t;
+
 /* FGD's steps are between -4595 and 4595 milli-GPUs and at least 40 wide: buckets of 8 find them. */
 #define STEP_SPAN 4600.0
 #define STEP_BUCKET 8.0
@@ -53,6 +61,15 @@ typedef struct { /* scratch */
 
 #define UNFED_ONE 1024
 
+/* A term of strategy fragmentation's cost (score.c, TERMS): its policy key and its weight's field. */
+typedef struct {
+  const char *key;
+  size_t weight; /* offsetof the weight (a double) in sf_policy_t */
+} sf__term_t;
+
+/* The terms, in the order the cost sums them (static data; *n gets the count). */
+const sf__term_t *sf__score_terms(size_t *n);
+
 /* The call's policy is p->pol: what the kernel keeps of it. */
 void sf__score_policy(sf_packer_t *p);
 
@@ -71,6 +88,12 @@ double sf__score(sf_packer_t *p, hnode_t *h, const pick_t *picks, size_t n);
  */
 double sf__score_renode(const sf_packer_t *p, double raw);
 void sf__score_init(pk_score_t *s);
+/*
+ * FGD's integer node score of a cost in milli-GPUs, 100 x sigmoid(-cost /
+ * 1000) truncated: the integer part of the raw score of fgd and
+ * fragmentation. Non-increasing in cost. O(1).
+ */
+int sf__score_step(const pk_score_t *s, double cost);
 /* A node's scoring begins: forget the last node's costs. */
 void sf__score_begin(pk_score_t *s);
 /* The node's least cost and how far its placements' costs can move with the mix (sf_verdict_t);

@@ -2,11 +2,16 @@
  * The policy: every knob of the packer, set from the key/value strings of a
  * ConfigMap. The values are untrusted text.
  *
- * One static table lists each key with its default, its one-line doc and the
- * rule that parses it: an enumeration, a name (fixed char array), a weight
- * (double), a bounded integer, or one of the two lists. sf_policy_init
- * applies every default through the same parser, so the table is the only
- * place a default lives; the tests check it against policy.h.
+ * One static table (keys[], sf_policy_key_t) lists each key with its
+ * default, its one-line doc, whether it can move a placement, the range a
+ * policy search draws it from, and the rule that parses it: an enumeration,
+ * a name (fixed char array), a weight (double), a bounded integer, or one
+ * of the two lists. sf_policy_init applies every default through the same
+ * parser, so the table is the only place a default lives; the tests check
+ * it against policy.h. Everything else that lists keys is generated from
+ * it: the fast path's memo signature (sf_policy_hash), the search's knobs,
+ * the daemon's and the replay's --help; test/manifests checks that the
+ * ConfigMap documents every key and no other.
  *
  * Values are trimmed of surrounding whitespace. Grammars of the lists, items
  * separated by ',' (an empty value means none, an empty item is an error):
@@ -46,12 +51,6 @@
 typedef enum { K_STRATEGY, K_CHOICE, K_CPU_ONLY, K_NAME, K_ISLANDS, K_MIX, K_WEIGHT, K_UINT } kind_t;
 
 typedef struct {
-  kind_t kind;
-  size_t off;      /* of the field, for names, weights and integers */
-  uint32_t lo, hi; /* integers: range; names: least length */
-} rule_t;
-
-typedef struct {
   const char *p;
   size_t n;
 } span_t;
@@ -62,53 +61,72 @@ typedef struct {
   size_t len, pos;
 } out_t;
 
-static const sf_policy_key_t keys[] = {
-    {"strategy", "fragmentation", "how nodes are scored: fragmentation | fgd | binpack | spread"},
-    {"device_choice", "first-fit",
-     "first-fit scores the device the in-tree DRA allocator takes; packer lets the core pick"},
-    {"capacity", "memory", "the shared capacity that measures a device's share"},
-    {"model_attribute", "productName", "device attribute naming the GPU model"},
-    {"island_attribute", "", "device attribute whose equal values form an NVLink island"},
-    {"island_map", "", "islands by model when no attribute says: [NODEPREFIX:]MODEL=SIZE,..."},
-    {"fgd_mix", "", "target workload for strategy fgd: [CPU:]AMOUNTxCOUNT[@M1|M2][!]=WEIGHT,..."},
-    {"weight_frag", "1", "weight of the fragmentation term (and the size of the score's steps)"},
-    {"weight_island", "1", "penalty for breaking an intact NVLink island, in GPUs of fragmentation"},
-    {"weight_model", "0.5", "penalty for using a scarce model a flexible claim does not need"},
-    {"weight_unfed", "0.25",
-     "fragmentation: share of an idle GPU the node's free CPU cannot feed that counts as fragmentation, 0..1"},
-    {"weight_plan", "16",
-     "fragmentation: weight of a share placement's loss against the plan of the mix's shares (their configuration LP) and of the part-used GPUs it leaves without CPU for a share, 0 = off"},
-    {"mix_coverage", "95",
-     "percent of the present pods the learned mix keeps, its most frequent shapes first (FGD's typical pods)"},
-    {"max_sharers", "0", "most allocations on one shared device, 0 = unlimited"},
-    {"headroom_pct", "0", "percent of each shared device's capacity kept free"},
-    {"search_budget", "4096", "most search steps per node before a node is passed as unsure"},
-    {"cpu_only_pods", "score",
-     "pods without claims: score places them by the strategy (FGD keeps a typical pod's CPU free); pass leaves them to kube-scheduler"},
-};
+/*
+ * Rows of the one table: key, default, whether it can move a placement,
+ * the search's range (lo, hi, log scale, integer, share kept), the rule
+ * and the doc: one line a key, left as written.
+ */
+#define RULE(kind, field, lo, hi)              \
+  {                                            \
+    kind, offsetof(sf_policy_t, field), lo, hi \
+  }
+#define RANGE(lo, hi, log, integer, keep) \
+  {                                       \
+    lo, hi, log, integer, keep            \
+  }
+#define NOSEARCH RANGE(0, 0, false, false, 0)
+#define KEY(key, def, places, range, rule, doc) \
+  {                                             \
+    key, def, doc, places, range, rule          \
+  }
 
-static const rule_t rules[] = {
-    {K_STRATEGY, 0, 0, 0},
-    {K_CHOICE, 0, 0, 0},
-    {K_NAME, offsetof(sf_policy_t, capacity), 1, 0},
-    {K_NAME, offsetof(sf_policy_t, model_attribute), 1, 0},
-    {K_NAME, offsetof(sf_policy_t, island_attribute), 0, 0},
-    {K_ISLANDS, 0, 0, 0},
-    {K_MIX, 0, 0, 0},
-    {K_WEIGHT, offsetof(sf_policy_t, weight_frag), 0, 0},
-    {K_WEIGHT, offsetof(sf_policy_t, weight_island), 0, 0},
-    {K_WEIGHT, offsetof(sf_policy_t, weight_model), 0, 0},
-    {K_WEIGHT, offsetof(sf_policy_t, weight_unfed), 0, 1},
-    {K_WEIGHT, offsetof(sf_policy_t, weight_plan), 0, 0},
-    {K_UINT, offsetof(sf_policy_t, mix_coverage), 1, 100},
-    {K_UINT, offsetof(sf_policy_t, max_sharers), 0, 100000},
-    {K_UINT, offsetof(sf_policy_t, headroom_pct), 0, 99},
-    {K_UINT, offsetof(sf_policy_t, search_budget), 16, 10000000},
-    {K_CPU_ONLY, 0, 0, 0},
+/* clang-format off */
+static const sf_policy_key_t keys[] = {
+    KEY("strategy", "fragmentation", true, NOSEARCH, RULE(K_STRATEGY, strategy, 0, 0), "how nodes are scored: fragmentation | fgd | binpack | spread"),
+    KEY("device_choice", "first-fit", true, NOSEARCH, RULE(K_CHOICE, device_choice, 0, 0), "first-fit scores the device the in-tree DRA allocator takes; packer lets the core pick"),
+    KEY("capacity", "memory", true, NOSEARCH, RULE(K_NAME, capacity, 1, 0), "the shared capacity that measures a device's share"),
+    KEY("model_attribute", "productName", true, NOSEARCH, RULE(K_NAME, model_attribute, 1, 0), "device attribute naming the GPU model"),
+    KEY("island_attribute", "", true, NOSEARCH, RULE(K_NAME, island_attribute, 0, 0), "device attribute whose equal values form an NVLink island"),
+    KEY("island_map", "", true, NOSEARCH, RULE(K_ISLANDS, island_rules, 0, 0), "islands by model when no attribute says: [NODEPREFIX:]MODEL=SIZE,..."),
+    KEY("fgd_mix", "", false, NOSEARCH, RULE(K_MIX, mix, 0, 0), "target workload for strategy fgd: [CPU:]AMOUNTxCOUNT[@M1|M2][!]=WEIGHT,..."),
+    /*
+     * The weights: weight_frag over two orders of magnitude around its
+     * default (only the ratios of the weights rank nodes), the penalties
+     * from 0 to four times their defaults; weight_unfed from 0 (FGD's
+     * measure) to 1, weight_plan and weight_strand from 1 to 64 on a log
+     * scale (0 leaves the term out, which the base's value says), half of
+     * the candidates keeping the base's value.
+     */
+    KEY("weight_frag", "1", false, RANGE(0.1, 10, true, false, 0), RULE(K_WEIGHT, weight_frag, 0, 0), "weight of the fragmentation term (and the size of the score's steps)"),
+    KEY("weight_island", "1", false, RANGE(0, 4, false, false, 0), RULE(K_WEIGHT, weight_island, 0, 0), "penalty for breaking an intact NVLink island, in GPUs of fragmentation"),
+    KEY("weight_model", "0.5", false, RANGE(0, 2, false, false, 0), RULE(K_WEIGHT, weight_model, 0, 0), "penalty for using a scarce model a flexible claim does not need"),
+    KEY("weight_unfed", "0.25", false, RANGE(0, 1, false, false, 0.5), RULE(K_WEIGHT, weight_unfed, 0, 1), "fragmentation: share of an idle GPU the node's free CPU cannot feed that counts as fragmentation, 0..1"),
+    KEY("weight_plan", "16", false, RANGE(1, 64, true, false, 0.5), RULE(K_WEIGHT, weight_plan, 0, 0), "fragmentation: weight of a share placement's loss against the plan of the mix's shares (their configuration LP), 0 = off"),
+    KEY("weight_strand", "16", false, RANGE(1, 64, true, false, 0.5), RULE(K_WEIGHT, weight_strand, 0, 0), "fragmentation: weight of the worth of the part-used GPUs a placement leaves without CPU for a share of the mix, 0 = off"),
+    /* mix_coverage from 80% to every shape; half keep FGD's 95, the published method. */
+    KEY("mix_coverage", "95", false, RANGE(80, 100, false, true, 0.5), RULE(K_UINT, mix_coverage, 1, 100), "percent of the present pods the learned mix keeps, its most frequent shapes first (FGD's typical pods)"),
+    /*
+     * The limits are platform rules that the replay can only see cost
+     * allocation (it models no interference), so half of the candidates
+     * keep the base's value; the other half try them from mild to strict.
+     */
+    KEY("max_sharers", "0", true, RANGE(2, 16, false, true, 0.5), RULE(K_UINT, max_sharers, 0, 100000), "most allocations on one shared device, 0 = unlimited"),
+    KEY("headroom_pct", "0", true, RANGE(1, 20, false, true, 0.5), RULE(K_UINT, headroom_pct, 0, 99), "percent of each shared device's capacity kept free"),
+    /*
+     * search_budget bounds the core's work per node: it changes no
+     * placement unless the budget runs out, and then only for the worse, so
+     * the search leaves it alone.
+     */
+    KEY("search_budget", "4096", true, NOSEARCH, RULE(K_UINT, search_budget, 16, 10000000), "most search steps per node before a node is passed as unsure"),
+    KEY("cpu_only_pods", "score", false, NOSEARCH, RULE(K_CPU_ONLY, cpu_only_pods, 0, 0), "pods without claims: score places them by the strategy (FGD keeps a typical pod's CPU free); pass leaves them to kube-scheduler"),
 };
+/* clang-format on */
 
 #define NKEYS (sizeof keys / sizeof keys[0])
-_Static_assert(sizeof rules / sizeof rules[0] == NKEYS, "one rule per key");
+typedef sf_policy_rule_t rule_t;
+_Static_assert(sizeof(sf_strategy_t) == sizeof(int) && sizeof(sf_choice_t) == sizeof(int) &&
+                   sizeof(sf_cpu_only_t) == sizeof(int),
+               "the enumerations hash as int");
 
 static const char *const strategies[] = {"fragmentation", "fgd", "binpack", "spread"};
 static const char *const choices[] = {"first-fit", "packer"};
@@ -473,7 +491,7 @@ int sf_policy_set(sf_policy_t *pol, const char *key, const char *value, char *er
     return SF_EINVAL;
   }
   v = trim(mkspan(value));
-  if ((rc = apply(pol, &rules[k], v, why, sizeof why)) != 0)
+  if ((rc = apply(pol, &keys[k].rule, v, why, sizeof why)) != 0)
     snprintf(err, errlen, "policy key \"%s\": bad value \"%.*s\": %s", key,
              v.n > 512 ? 512 : (int)v.n, v.p, why);
   return rc;
@@ -484,7 +502,7 @@ void sf_policy_init(sf_policy_t *pol)
   char why[WHY_MAX];
   memset(pol, 0, sizeof *pol);
   for (size_t i = 0; i < NKEYS; i++) {
-    int rc = apply(pol, &rules[i], mkspan(keys[i].def), why, sizeof why);
+    int rc = apply(pol, &keys[i].rule, mkspan(keys[i].def), why, sizeof why);
     assert(rc == 0);
     (void)rc;
   }
@@ -656,9 +674,67 @@ int sf_policy_get(const sf_policy_t *pol, const char *key, char *buf, size_t len
     buf[0] = '\0';
   if (k < 0)
     return SF_ENOENT;
-  put_value(&o, pol, &rules[k]);
+  put_value(&o, pol, &keys[k].rule);
   /* A truncated value would not read back as the same policy. */
   return o.pos < len ? 0 : SF_E2BIG;
+}
+
+/* ---- hashing ---- */
+
+static uint64_t mixin(uint64_t h, const void *data, size_t n)
+{
+  const unsigned char *b = data;
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ b[i]) * 0x100000001b3ull;
+  return h;
+}
+
+static uint64_t mixstr(uint64_t h, const char *s)
+{
+  return mixin(h, s, strlen(s) + 1);
+}
+
+static uint64_t hash_shape(uint64_t h, const sf_shape_t *sh)
+{
+  h = mixin(h, &sh->cpu_milli, sizeof sh->cpu_milli);
+  h = mixin(h, &sh->amount, sizeof sh->amount);
+  h = mixin(h, &sh->count, sizeof sh->count);
+  h = mixin(h, &sh->island, sizeof sh->island);
+  h = mixin(h, &sh->weight, sizeof sh->weight);
+  for (uint32_t m = 0; m < sh->nmodels; m++)
+    h = mixstr(h, sh->models[m]);
+  return mixin(h, &sh->nmodels, sizeof sh->nmodels);
+}
+
+/* One key's value; every field is read where the table says it is. */
+static uint64_t hash_value(uint64_t h, const sf_policy_t *pol, const rule_t *r)
+{
+  const char *field = (const char *)pol + r->off;
+  switch (r->kind) {
+  case K_NAME: return mixstr(h, field);
+  case K_ISLANDS:
+    for (size_t i = 0; i < pol->nisland_rules; i++) {
+      h = mixstr(h, pol->island_rules[i].node_prefix);
+      h = mixstr(h, pol->island_rules[i].model);
+      h = mixin(h, &pol->island_rules[i].size, sizeof pol->island_rules[i].size);
+    }
+    return mixin(h, &pol->nisland_rules, sizeof pol->nisland_rules);
+  case K_MIX:
+    for (size_t i = 0; i < pol->nmix; i++)
+      h = hash_shape(h, &pol->mix[i]);
+    return mixin(h, &pol->nmix, sizeof pol->nmix);
+  case K_WEIGHT: return mixin(h, field, sizeof(double));
+  case K_UINT: return mixin(h, field, sizeof(uint32_t));
+  default: return mixin(h, field, sizeof(int)); /* the enumerations */
+  }
+}
+
+uint64_t sf_policy_hash(const sf_policy_t *pol, bool places_only, uint64_t h)
+{
+  for (size_t i = 0; i < NKEYS; i++)
+    if (keys[i].places || !places_only)
+      h = hash_value(h, pol, &keys[i].rule);
+  return h;
 }
 
 const char *sf_strategy_name(sf_strategy_t s)

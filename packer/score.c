@@ -13,12 +13,15 @@
  *   fgd            FGD's node score, 100 x sigmoid(-dF / 1000) truncated,
  *                  dF the fragmentation increase in milli-GPUs, with a fixed
  *                  order of node names below one step (fgd_step);
- *   fragmentation  FGD's node score of a cost: weight_frag x dF, plus
+ *   fragmentation  FGD's node score of a cost, the sum of the terms of one
+ *                  table (`terms`: key, weight, function): weight_frag x dF,
  *                  weight_island x 1000 for each intact island the placement
- *                  breaks without taking it whole, plus weight_model x
- *                  scarcity x the share taken of each device of a scarce
- *                  model when the demand could use several models; the same
- *                  integer steps and node order as fgd (fgd_step).
+ *                  breaks without taking it whole, weight_plan x the plan's
+ *                  loss, weight_strand x the worth of the free shares it
+ *                  leaves without CPU, weight_model x scarcity x the share taken of each
+ *                  device of a scarce model when the demand could use
+ *                  several models; the same integer steps and node order as
+ *                  fgd (fgd_step).
  *
  * F(before) comes from per-shape statistics of the node (fstat_t), kept
  * with the summary for its version and the mix's shapes (not weights);
@@ -92,14 +95,6 @@ static inline int64_t fshape(const shape_t *m, const fstat_t *s, int64_t total, 
   bool can = cpu_ok && (m->island ? best >= (int32_t)m->count : s->nh >= (int32_t)m->count);
   return can ? s->small + unfed(m, s->ni, cpu_free, w) : total;
 }
-
-/* The devices of a placement, distinct, with their state after it. */
-typedef struct {
-  const uint32_t *k;
-  const sf_milli_t *fa;
-  const int32_t *fp;
-  size_t n;
-} after_t;
 
 /* A shape's statistics over the node, the devices of `af` (may be NULL) in their state after. */
 static void shape_stats(sf_packer_t *p, const hnode_t *h, const shape_t *m, const after_t *af,
@@ -267,7 +262,7 @@ typedef struct {
  * and fshape, reading each shape's statistics without copying them: one
  * device leaves at most one island short of a host, which shape_after's
  * bi/bi2 settle without a walk over the node. Part of the fast path: with
- * it off (sf_packer_set_fast_path) the general sums score, and the
+ * it off (pk_fast_t.on, which the tests clear) the general sums score, and the
  * property tests hold both to each other and to the reference
  * (test/packer/reference.c). `ranged` and `islands` are constants where it
  * is inlined (frag_after_one): without island shapes in the mix, their
@@ -426,9 +421,9 @@ void sf_packer_set_bounds(sf_packer_t *p, bool on)
   sf__mix_history(&p->mix, on);
 }
 
-int sf_packer_step(const sf_packer_t *p, double cost)
+int sf__score_step(const pk_score_t *s, double cost)
 {
-  return step_of(&p->score, cost);
+  return step_of(s, cost);
 }
 
 double sf_packer_step_cost(const sf_packer_t *p, int k)
@@ -469,9 +464,42 @@ void sf__score_init(pk_score_t *s)
   }
 }
 
-/* Islands kept whole: each intact island the placement takes part of, not all of, pays. */
-static double island_penalty(const sf_packer_t *p, const hnode_t *h, const after_t *af, double raw)
+/*
+ * The terms of strategy fragmentation's cost, each one row of TERMS: its
+ * policy key, its weight (a field of the policy) and its function, which
+ * adds the term times its weight to the cost summed so far (a term of
+ * several parts adds them one by one, in a fixed order, so the sum is the
+ * same double whatever the weights). Costs are in milli-GPUs of
+ * fragmentation, on FGD's scale. A term whose weight is 0 is skipped.
+ *
+ * The unfed idle GPUs (weight_unfed) are no row: they are a part of F
+ * itself (unfed(), above), counted per shape where the node can host it,
+ * so they enter the cost through dF and weight_frag.
+ */
+typedef struct {
+  const hnode_t *h;
+  const after_t *af;
+  double df;   /* the fragmentation increase */
+  int64_t cpu; /* the node's free CPU after the pod (-1: not tracked) */
+  /* the plan's two terms, worked out once for both rows (plan_terms) */
+  bool planned;
+  double loss, strand;
+} term_in_t;
+
+
+/* Fragmentation: dF, FGD's measure with the unfed idle GPUs. */
+static double term_frag(const sf_packer_t *p, term_in_t *in, double w, double cost)
 {
+  (void)p;
+  return cost + w * in->df;
+}
+
+/* Islands kept whole: each intact island the placement takes part of, not all of, pays 1000. */
+static double term_island(const sf_packer_t *p, term_in_t *in, double w, double cost)
+{
+  const hnode_t *h = in->h;
+  const after_t *af = in->af;
+  (void)p;
   for (size_t j = 0; j < af->n; j++) {
     int16_t isl = h->d[af->k[j]].island;
     bool first = sf__view_intact(h, isl);
@@ -483,70 +511,91 @@ static double island_penalty(const sf_packer_t *p, const hnode_t *h, const after
     for (size_t e = j; e < af->n; e++)
       used += h->d[af->k[e]].island == isl;
     if (used < sf__view_isize(h)[isl])
-      raw -= p->pol->weight_island * 1000.0;
+      cost += w * 1000.0;
   }
-  return raw;
+  return cost;
+}
+
+static void plan_terms(const sf_packer_t *p, term_in_t *in)
+{
+  if (!in->planned)
+    sf__plan_terms(p, in->h, in->af, in->cpu, &in->loss, &in->strand);
+  in->planned = true;
+}
+
+/* The plan's loss (plan.c). */
+static double term_plan(const sf_packer_t *p, term_in_t *in, double w, double cost)
+{
+  plan_terms(p, in);
+  return cost + w * in->loss;
+}
+
+/* The CPU a placement strands: the worth of the free shares it leaves unfed (plan.c). */
+static double term_strand(const sf_packer_t *p, term_in_t *in, double w, double cost)
+{
+  plan_terms(p, in);
+  return cost + w * in->strand;
+}
+
+/* Scarce models: scarcity x the share taken of each device, when the demand could use several models. */
+static double term_model(const sf_packer_t *p, term_in_t *in, double w, double cost)
+{
+  if (!p->dem.flexible)
+    return cost;
+  for (size_t j = 0; j < in->af->n; j++) {
+    const hdev_t *d = &in->h->d[in->af->k[j]];
+    cost += w * p->mix.scarcity[d->model_bit] * (double)(d->fp - in->af->fp[j]);
+  }
+  return cost;
 }
 
 /*
- * The fragmentation strategy's cost: FGD's dF weighted, then islands and
- * scarce models kept, on FGD's scale. *taken: the GPU share the scarce-model
- * term weighs (0 when it does not apply).
+ * The table: one row per term, in the order the cost sums them (the order
+ * the costs were always summed in, so they stay the same doubles):
+ * X(policy key, its field in sf_policy_t, function).
  */
-static double cost_fragmentation(const sf_packer_t *p, const hnode_t *h, const after_t *af, double df,
-                                 double plan, double *taken)
+#define TERMS(X)                                 \
+  X("weight_frag", weight_frag, term_frag)       \
+  X("weight_island", weight_island, term_island) \
+  X("weight_plan", weight_plan, term_plan)       \
+  X("weight_strand", weight_strand, term_strand) \
+  X("weight_model", weight_model, term_model)
+
+#define TERM_ROW(key, field, fn) {key, offsetof(sf_policy_t, field)},
+static const sf__term_t terms[] = {TERMS(TERM_ROW)};
+#undef TERM_ROW
+
+const sf__term_t *sf__score_terms(size_t *n)
 {
-  double raw = island_penalty(p, h, af, -p->pol->weight_frag * df) - p->pol->weight_plan * plan;
-  *taken = 0.0;
-  if (p->dem.flexible)
-    for (size_t j = 0; j < af->n; j++) {
-      const hdev_t *d = &h->d[af->k[j]];
-      raw -= p->pol->weight_model * p->mix.scarcity[d->model_bit] * (double)(d->fp - af->fp[j]);
-      *taken += (double)(d->fp - af->fp[j]);
-    }
-  return -raw;
+  *n = sizeof(terms) / sizeof(terms[0]);
+  return terms;
 }
 
 /*
- * The plan's loss of a placement (pk_plan.h): what each GPU it takes part
- * of spends of its worth beyond what the share taken is worth, per-mille.
- * A whole GPU taken, or a share that fills its GPU, loses nothing. And
- * what it strands: a GPU's free share is worth K(f) only while its node
- * has the CPU for a share of the mix that fits f (plan_t.feed), so the
- * share a pick leaves, when the CPU left after the pod feeds none, and
- * each other part-used GPU of the node whose feed the pod's CPU takes,
- * lose all their worth. An idle GPU the CPU no longer feeds is the unfed
- * term's (weight_unfed), not the plan's. cpu: the node's free CPU after the
- * pod (-1: not tracked).
+ * The fragmentation strategy's cost: the sum of its terms, each weighted,
+ * a loop over the table that the preprocessor unrolls, so each row's
+ * function is called directly (and inlined) where an indirect call per row
+ * cost 4% of an evaluate call (bench_packer frac, callgrind).
  */
-static double plan_loss(const sf_packer_t *p, const hnode_t *h, const after_t *af, int64_t cpu)
+static double cost_fragmentation(const sf_packer_t *p, term_in_t *in)
 {
-  double loss = 0.0;
-  for (size_t j = 0; j < af->n; j++) {
-    const hdev_t *d = &h->d[af->k[j]];
-    if (!(d->fl & HD_GPU) || !(d->fl & HD_MEASURED) || d->fp <= af->fp[j])
-      continue;
-    const plan_t *pl = sf__mix_plan(p, d->pval);
-    if (pl == NULL)
-      continue;
-    loss += sf__plan_loss(pl, d->fp, af->fp[j]);
-    if (sf__plan_starved(pl, af->fp[j], cpu))
-      loss += (double)pl->k[af->fp[j]] / PLAN_ONE;
-  }
-  if (cpu < 0 || cpu >= p->mix.plan.starve)
-    return loss; /* every free share is still fed */
-  for (uint32_t k = 0; k < h->n; k++) {
-    const hdev_t *d = &h->d[k];
-    if (!(d->fl & HD_GPU) || !(d->fl & HD_MEASURED) || d->fp <= 0 || d->fp >= PLAN_CELLS)
-      continue;
-    bool picked = false;
-    for (size_t j = 0; j < af->n && !picked; j++)
-      picked = af->k[j] == k;
-    const plan_t *pl = picked ? NULL : sf__mix_plan(p, d->pval);
-    if (pl != NULL && !sf__plan_starved(pl, d->fp, h->cpu_free) && sf__plan_starved(pl, d->fp, cpu))
-      loss += (double)pl->k[d->fp] / PLAN_ONE;
-  }
-  return loss;
+  const sf_policy_t *pol = p->pol;
+  double cost = 0.0;
+#define TERM_ADD(key, field, fn) \
+  if (pol->field != 0.0)         \
+    cost = fn(p, in, pol->field, cost);
+  TERMS(TERM_ADD)
+#undef TERM_ADD
+  return cost;
+}
+
+/* The GPU share of the devices of a scarce model a placement takes (0 when the term does not apply). */
+static double scarce_taken(const sf_packer_t *p, const hnode_t *h, const after_t *af)
+{
+  double taken = 0.0;
+  for (size_t j = 0; p->dem.flexible && j < af->n; j++)
+    taken += (double)(h->d[af->k[j]].fp - af->fp[j]);
+  return taken;
 }
 
 /*
@@ -650,13 +699,11 @@ double sf__score(sf_packer_t *p, hnode_t *h, const pick_t *picks, size_t n)
   }
   int64_t cpu = h->cpu_free >= 0 ? h->cpu_free - p->dem.dem->cpu_milli : h->cpu_free;
   range_t rg;
-  double df = frag_delta(p, h, &af, total, cpu, p->score.bounds ? &rg : NULL), taken = 0.0;
-  double cost = df;
-  if (p->pol->strategy == SF_STRATEGY_FRAGMENTATION)
-    cost = cost_fragmentation(p, h, &af, df,
-                              p->pol->weight_plan > 0.0 ? plan_loss(p, h, &af, cpu) : 0.0, &taken);
+  double df = frag_delta(p, h, &af, total, cpu, p->score.bounds ? &rg : NULL);
+  bool frag = p->pol->strategy == SF_STRATEGY_FRAGMENTATION;
+  double cost = frag ? cost_fragmentation(p, &(term_in_t){h, &af, df, cpu, false, 0.0, 0.0}) : df;
   if (p->score.bounds)
-    keep(&p->score, h, cost, rg, taken);
+    keep(&p->score, h, cost, rg, frag ? scarce_taken(p, h, &af) : 0.0);
   return fgd_step(p, cost);
 }
 

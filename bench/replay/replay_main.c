@@ -72,6 +72,18 @@ static const char usage[] =
     "  --search-out FILE     write the ConfigMap YAML to FILE instead of stdout\n"
     "  --help                this text\n";
 
+/* The usage, then every policy key --policy-file takes, from the policy's one table. */
+static void help(void)
+{
+  size_t n;
+  const sf_policy_key_t *keys = sf_policy_keys(&n);
+  fputs(usage, stdout);
+  fputs("\nPolicy keys (--policy-file, as the extender's ConfigMap):\n", stdout);
+  for (size_t i = 0; i < n; i++)
+    printf("  %-22s %s (default %s)\n", keys[i].key, keys[i].doc,
+           keys[i].def[0] ? keys[i].def : "empty");
+}
+
 typedef struct {
   const char *nodes, *pods, *trace, *policy_file, *svg, *snapshot;
   char *policies;
@@ -295,7 +307,7 @@ static int parse_flags(int argc, char **argv, flags_t *f)
       if (parse_double(optarg, 0, 1e9, &f->node_price) != 0 || f->node_price <= 0)
         return bad("--node-price: expected a positive price in USD, got '%s'", optarg);
       break;
-    case 'h': fputs(usage, stdout); exit(0);
+    case 'h': help(); exit(0);
     default: return bad("unknown or incomplete option '%s'", argv[optind - 1]);
     }
   }

@@ -96,45 +96,65 @@ static const char *shares_idle(const sf_replay_trace_t *t, const sf_policy_t *ba
   return any_request(t, takes_share) ? NULL : "no pod takes part of a GPU";
 }
 
+/* What a placement strands is the worth of shares left without CPU: it needs both (packer/plan.c). */
+static const char *strand_idle(const sf_replay_trace_t *t, const sf_policy_t *base)
+{
+  return shares_idle(t, base) != NULL ? shares_idle(t, base) : cpu_idle(t, base);
+}
+
 /*
- * The knob table: one line per knob (key, lo, hi, log scale, integer, share
- * kept at the base's value, when it cannot act). The weights: weight_frag
- * over two orders of magnitude around its default (only the ratios of the
- * weights rank nodes), the penalties from 0 to four times their defaults.
- * mix_coverage from 80% to every shape; half of the candidates keep FGD's
- * 95, the published method, which a workload must beat to move it.
- * weight_unfed from 0 (FGD's measure) to 1; half keep the base's value.
- * weight_plan from 1 to 64 on a log scale (0 leaves the plan out, which
- * the base's value says); half keep the base's value.
- * The limits are platform rules that the replay can only see cost allocation
- * (it models no interference), so half of the candidates keep the base's
- * value; the other half try them from mild to strict.
+ * When each knob cannot act, by its key. The knobs themselves, their ranges
+ * and their order come from the policy's table (sf_policy_keys: every key
+ * with a search range); a knob without a line here can always act (the
+ * tests name the knobs that must have one).
  */
-static const sf_search_knob_t knobs[] = {
-    {"weight_frag", 0.1, 10, true, false, 0, frag_only},
-    {"weight_island", 0, 4, false, false, 0, islands_idle},
-    {"weight_model", 0, 2, false, false, 0, models_idle},
-    {"weight_unfed", 0, 1, false, false, 0.5, cpu_idle},
-    {"weight_plan", 1, 64, true, false, 0.5, shares_idle},
-    {"mix_coverage", 80, 100, false, true, 0.5, frag_only},
-    {"headroom_pct", 1, 20, false, true, 0.5, NULL},
-    {"max_sharers", 2, 16, false, true, 0.5, NULL},
+typedef const char *(*idle_fn)(const sf_replay_trace_t *t, const sf_policy_t *base);
+static const struct {
+  const char *key;
+  idle_fn idle;
+} idles[] = {
+    {"weight_frag", frag_only},  {"weight_island", islands_idle}, {"weight_model", models_idle},
+    {"weight_unfed", cpu_idle},  {"weight_plan", shares_idle},    {"weight_strand", strand_idle},
+    {"mix_coverage", frag_only},
 };
-#define NKNOBS (sizeof(knobs) / sizeof(knobs[0]))
-_Static_assert(NKNOBS <= SF_SEARCH_MAX_KNOBS, "raise SF_SEARCH_MAX_KNOBS");
+
+static sf_search_knob_t knobs[SF_SEARCH_MAX_KNOBS];
+static size_t nknobs;
+static pthread_once_t knobs_once = PTHREAD_ONCE_INIT;
+
+static void knobs_build(void)
+{
+  size_t n;
+  const sf_policy_key_t *keys = sf_policy_keys(&n);
+  for (size_t i = 0; i < n; i++) {
+    const sf_policy_range_t *r = &keys[i].search;
+    if (!(r->lo < r->hi))
+      continue;
+    if (nknobs == SF_SEARCH_MAX_KNOBS)
+      abort(); /* a programmer's error: raise SF_SEARCH_MAX_KNOBS */
+    idle_fn idle = NULL;
+    for (size_t j = 0; j < sizeof(idles) / sizeof(idles[0]); j++)
+      if (strcmp(idles[j].key, keys[i].key) == 0)
+        idle = idles[j].idle;
+    knobs[nknobs++] = (sf_search_knob_t){keys[i].key, r->lo,   r->hi, r->log,
+                                         r->integer,  r->keep, idle};
+  }
+}
 
 static const sf_strategy_t builtins[SF_SEARCH_BUILTINS] = {SF_STRATEGY_FGD, SF_STRATEGY_FRAGMENTATION,
                                                            SF_STRATEGY_BINPACK, SF_STRATEGY_SPREAD};
 
 const sf_search_knob_t *sf_search_knobs(size_t *n)
 {
-  *n = NKNOBS;
+  pthread_once(&knobs_once, knobs_build);
+  *n = nknobs;
   return knobs;
 }
 
 const sf_search_knob_t *sf_search_knob(const char *key)
 {
-  for (size_t i = 0; i < NKNOBS; i++)
+  pthread_once(&knobs_once, knobs_build);
+  for (size_t i = 0; i < nknobs; i++)
     if (strcmp(knobs[i].key, key) == 0)
       return &knobs[i];
   return NULL;
@@ -333,14 +353,16 @@ static int check_opts(const sf_search_opts_t *o, char *err, size_t errlen)
 
 static int pick_knobs(search_t *s, char *err, size_t errlen)
 {
-  size_t n = s->o->keys ? s->o->nkeys : NKNOBS;
+  size_t nall;
+  const sf_search_knob_t *all = sf_search_knobs(&nall);
+  size_t n = s->o->keys ? s->o->nkeys : nall;
   for (size_t i = 0; i < n; i++) {
-    const sf_search_knob_t *k = s->o->keys ? sf_search_knob(s->o->keys[i]) : &knobs[i];
+    const sf_search_knob_t *k = s->o->keys ? sf_search_knob(s->o->keys[i]) : &all[i];
     if (k == NULL) {
       size_t m = 0;
       char list[512];
-      for (size_t j = 0; j < NKNOBS; j++)
-        m += (size_t)snprintf(list + m, sizeof(list) - m, "%s%s", j ? ", " : "", knobs[j].key);
+      for (size_t j = 0; j < nall; j++)
+        m += (size_t)snprintf(list + m, sizeof(list) - m, "%s%s", j ? ", " : "", all[j].key);
       snprintf(err, errlen, "'%s' is not a knob the search varies (knobs: %s)", s->o->keys[i], list);
       return SF_EINVAL;
     }

@@ -30,7 +30,6 @@ typedef enum { SF_LOG_TEXT = 0, SF_LOG_JSON } sf_log_format_t;
 
 /** Sets the verbosity (the -v flag); default 0. */
 void sf_log_set_verbosity(int v);
-int sf_log_verbosity(void);
 /** Sets the format (--logging-format); default text. */
 void sf_log_set_format(sf_log_format_t f);
 /** "text" or "json" into *out; -1 for anything else. */

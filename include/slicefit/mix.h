@@ -58,7 +58,9 @@ void sf_mix_publish(sf_index_t *idx);
  * moves whenever the set of shapes changes: sf_mix_joined weighs the
  * shapes that joined since an epoch. A caller that keeps verdicts
  * (sf_verdict_t.cost and .sens) knows which of them a move of the mix
- * cannot change.
+ * cannot change: an interface for such a caller (the replay's verdict
+ * cache, bench/replay/replay_cache.c; slicefit/packer.h), which the daemon
+ * does not use.
  */
 typedef struct {
   uint64_t epoch;

@@ -62,7 +62,7 @@ typedef struct {
                  SF_SCORE_MAX, the others min-max over 0..SF_SCORE_MAX-1 */
   /*
    * fgd and fragmentation, FIT: the least cost of the placements scored on
-   * the node, in milli-GPUs (raw's integer part is sf_packer_step(cost)),
+   * the node, in milli-GPUs (raw's integer part is FGD's step of it),
    * and how far it can move while the node does not change but the mix it
    * is scored with does: by at most the sum over k of sens[k] times how far
    * term k of sf_mix_drift moved since, plus sens[SF_DRIFT_TERMS] times
@@ -98,6 +98,15 @@ typedef struct sf_packer sf_packer_t;
  * dropped; slicefit/mix.h).
  */
 #define SF_EVAL_LEARN 1u
+/*
+ * The index's node CPU and memory lag the caller's judge of them (the
+ * daemon: kube-scheduler's NodeResourcesFit has passed every node it sends,
+ * counting the pods it has just placed and not yet bound). A node short of
+ * the pod's CPU or memory is then judged on its devices alone: NO with the
+ * devices' reason when they do not fit, else UNSURE (passed, unscored). The
+ * replay, whose index is the truth, leaves it off.
+ */
+#define SF_EVAL_HOST_LAGS 2u
 
 sf_packer_t *sf_packer_create(void);
 void sf_packer_destroy(sf_packer_t *p);
@@ -106,7 +115,11 @@ void sf_packer_destroy(sf_packer_t *p);
  * Filters and scores `nodes` (borrowed, n entries) for `demand`, writing
  * out[i] for nodes[i]. The index is not changed except for its selector
  * cache and, with SF_EVAL_LEARN, its learned mix. A demand with no claims
- * and no CPU/memory fits every node with score 0, at O(n) cost.
+ * and no CPU/memory fits every node with score 0, at O(n) cost. A demand
+ * with no claims but CPU or memory (a CPU-only pod) under fgd or
+ * fragmentation can only add fragmentation: every node where it adds none
+ * (FGD's step 50 or above) gets SF_SCORE_MAX, and the others at most
+ * SF_SCORE_MAX - 1.
  * Cost: O(n × devices per node) plus the bounded search on nodes where the
  * demand has several requests or constraints.
  */
@@ -146,6 +159,16 @@ double sf_packer_node_frag(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *p
 double sf_packer_node_starved(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol,
                               sf_node_id node);
 
+/*
+ * The interface of a caller that keeps verdicts across calls and must know
+ * which of them a move of the learned mix cannot have changed: the bounds
+ * (sf_packer_set_bounds, sf_verdict_t.cost and .sens), FGD's steps
+ * (sf_packer_step_cost, sf_packer_step_margin) and the mix's drift
+ * (slicefit/mix.h: sf_mix_drift, sf_mix_since, sf_mix_joined). The replay's
+ * verdict cache (bench/replay/replay_cache.c) is that caller; the daemon
+ * asks every node again and uses none of it.
+ */
+
 /**
  * Turns on (off by default) the verdicts' cost and sens, the bound a
  * caller that keeps verdicts across calls uses to know which of them a
@@ -155,13 +178,6 @@ double sf_packer_node_starved(sf_packer_t *p, sf_index_t *idx, const sf_policy_t
  * call; fit, raw and score are the same either way.
  */
 void sf_packer_set_bounds(sf_packer_t *p, bool on);
-
-/**
- * FGD's integer node score of a cost in milli-GPUs, 100 x sigmoid(-cost /
- * 1000) truncated: the integer part of the raw score of fgd and
- * fragmentation. Non-increasing in cost. O(1).
- */
-int sf_packer_step(const sf_packer_t *p, double cost);
 
 /**
  * The largest cost whose step is k or more: +inf for k <= 0, -inf past 99
@@ -174,26 +190,6 @@ double sf_packer_step_cost(const sf_packer_t *p, int k);
  * boundary). O(1).
  */
 double sf_packer_step_margin(const sf_packer_t *p, double cost);
-
-/**
- * Turns the fast path (plain nodes, one request of one device or of N
- * devices in one island) on (the default) or off. Both paths give the same
- * answers; tests and benchmarks compare them.
- */
-void sf_packer_set_fast_path(sf_packer_t *p, bool on);
-
-/**
- * Turns on (the default) or off one verdict for nodes alike: in
- * sf_packer_evaluate on the fast path, a node whose summary equals, device
- * by device, that of a node whose remembered verdict holds for this call,
- * with the request's selectors answering alike on its devices, takes that
- * verdict, scored with its own place in the node order. The same answers
- * either way; tests and benchmarks compare them.
- */
-void sf_packer_set_alike(sf_packer_t *p, bool on);
-
-/** How many verdicts of the last sf_packer_evaluate call came from a node alike. */
-size_t sf_packer_shared_verdicts(const sf_packer_t *p);
 
 /**
  * Turns the verdicts' reasons on (the default) or off (left empty, for

@@ -29,9 +29,11 @@
  *                     as published, which fgd keeps whatever this says (0.25)
  *   weight_plan       fragmentation: weight of the plan's loss, the per-mille of a GPU a
  *                     share placement takes beyond its worth when the mix's shares pack
- *                     as tightly as they can (the configuration LP's prices), and the
- *                     worth of part-used GPUs it leaves without the CPU to feed a share
- *                     of the mix; 0 leaves the plan out (16)
+ *                     as tightly as they can (the configuration LP's prices); 0 leaves
+ *                     it out (16)
+ *   weight_strand     fragmentation: weight of the worth (at the plan's prices) of the
+ *                     part-used GPUs a placement leaves without the CPU to feed a share
+ *                     of the mix; 0 leaves it out (16)
  *   mix_coverage      percent of the present pods the learned mix keeps: its most frequent
  *                     shapes, in order, until they cover this share (FGD's typical
  *                     pods: 95); 100 keeps every shape (95)
@@ -93,7 +95,7 @@ typedef struct sf_policy {
   size_t nisland_rules; /* the policy's (sf_policy_dispose) */
   sf_shape_t *mix;
   size_t nmix; /* the policy's (sf_policy_dispose) */
-  double weight_frag, weight_island, weight_model, weight_unfed, weight_plan;
+  double weight_frag, weight_island, weight_model, weight_unfed, weight_plan, weight_strand;
   uint32_t mix_coverage;
   uint32_t max_sharers;
   uint32_t headroom_pct;
@@ -101,14 +103,48 @@ typedef struct sf_policy {
   sf_cpu_only_t cpu_only_pods;
 } sf_policy_t;
 
+/* The range a policy search draws a numeric key from (bin/slicefit-replay --search). */
+typedef struct {
+  double lo, hi; /* lo < hi; lo == hi == 0: the search leaves the key alone */
+  bool log;      /* drawn uniformly in log(lo)..log(hi) (lo > 0) */
+  bool integer;  /* whole numbers lo..hi, each about equally likely */
+  double keep;   /* 0..1: the share of candidates that keep the base's value */
+} sf_policy_range_t;
+
+/*
+ * One key of the policy, in the one table every list of keys comes from:
+ * the parser and the defaults (policy.c), the fast path's memo signature
+ * (packer/fast.c hashes every key's value; `places` ones into the placement's
+ * signature too), the search's knobs (`search`), the daemon's and the
+ * replay's --help, and the keys manifests/policy-configmap.yaml documents
+ * (test/manifests checks it holds every key and no other).
+ */
+/* How policy.c reads and stores a key's value: private to it. */
+typedef struct {
+  int kind;
+  size_t off;      /* of the field in sf_policy_t */
+  uint32_t lo, hi; /* integers: range; names: least length; weights: the largest (0: 1e6) */
+} sf_policy_rule_t;
+
 typedef struct {
   const char *key;
   const char *def; /* default, as text */
   const char *doc; /* one line */
+  bool places;     /* the device a placement takes can depend on it, not only the score */
+  sf_policy_range_t search;
+  sf_policy_rule_t rule;
 } sf_policy_key_t;
 
 /** Every key with its default and meaning; *n gets the count (static data). */
 const sf_policy_key_t *sf_policy_keys(size_t *n);
+
+/**
+ * A 64-bit hash of every key's value (names to their end, the lists item by
+ * item), folded into h; with `places_only`, of the keys that can move a
+ * placement alone. Two policies that print the same for every key hash the
+ * same. O(size of the policy's values): a few hundred bytes.
+ */
+uint64_t sf_policy_hash(const sf_policy_t *pol, bool places_only, uint64_t h);
 
 /** Fills in every default. */
 void sf_policy_init(sf_policy_t *pol);

@@ -56,7 +56,11 @@ typedef struct {
   const char *(*idle)(const sf_replay_trace_t *t, const sf_policy_t *base);
 } sf_search_knob_t;
 
-/** The knob table: every knob --search may vary (static data; *n gets the count). */
+/**
+ * The knob table: every knob --search may vary, one per policy key with a
+ * search range (sf_policy_key_t.search), in the policy table's order
+ * (static data, built once, thread-safe; *n gets the count).
+ */
 const sf_search_knob_t *sf_search_knobs(size_t *n);
 /** The table's entry for `key`, or NULL. */
 const sf_search_knob_t *sf_search_knob(const char *key);

@@ -173,7 +173,7 @@ static int run_cli(const char *args, char *out, size_t cap)
 
 Test(service, flags)
 {
-  static char out[8192];
+  static char out[65536];
   cr_assert_eq(run_cli("--help", out, sizeof out), 0);
   const char *flags[] = {"--listen",
                          "--snapshot",

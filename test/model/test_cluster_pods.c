@@ -392,3 +392,60 @@ Test(cluster_pods, the_learned_mix_carries_the_pods_cpu)
   cr_assert_eq(sf_mix_shape(sf_cluster_index(C), 0, &sh), 0);
   cr_assert_eq(sh.cpu_milli, 0);
 }
+
+/*
+ * The daemon's scores are the core's: sf_cluster_evaluate (what extender/
+ * answers from) and sf_packer_evaluate as the replay calls it (a packer of
+ * its own over the same index and policy, no flags: bench/replay/
+ * replay_cache.c) agree on every node, for a pod with a claim and for a
+ * CPU-only pod, whose scores only the core may shape. No node is short of
+ * the pods' CPU: there the daemon alone passes a node (SF_EVAL_HOST_LAGS),
+ * because its index lags kube-scheduler's and the replay's is the truth.
+ */
+static void same_as_replay(sf_pod_plan_t *p, const sf_demand_t *d, const char *const *names, size_t n)
+{
+  sf_verdict_t daemon[4], replay[4];
+  sf_node_id ids[4];
+  cr_assert_leq(n, 4);
+  cr_assert_eq(sf_cluster_evaluate(C, p, names, n, daemon), 0);
+  sf_index_t *idx = sf_cluster_index(C);
+  for (size_t i = 0; i < n; i++)
+    ids[i] = sf_index_node_find(idx, names[i]);
+  sf_packer_t *pk = sf_packer_create();
+  cr_assert_eq(sf_packer_evaluate(pk, idx, sf_cluster_policy(C), d, ids, n, 0, replay), 0);
+  sf_packer_destroy(pk);
+  for (size_t i = 0; i < n; i++) {
+    cr_expect_eq(daemon[i].fit, replay[i].fit, "%s: %s / %s", names[i], daemon[i].reason,
+                 replay[i].reason);
+    cr_expect(daemon[i].raw == replay[i].raw, "%s: raw %.17g / %.17g", names[i], daemon[i].raw,
+              replay[i].raw);
+    cr_expect_eq(daemon[i].score, replay[i].score, "%s", names[i]);
+  }
+}
+
+Test(cluster_pods, the_daemons_scores_are_the_replays)
+{
+  static const char *const NODES[] = {"n1", "n2", "n3"};
+  apply(SF_KIND_UNKNOWN, class_gpu());
+  for (int i = 0; i < 3; i++) {
+    apply(SF_KIND_UNKNOWN, node(NODES[i], "16", "64Gi"));
+    apply(SF_KIND_UNKNOWN, slice(NODES[i], 2));
+  }
+  apply(SF_KIND_UNKNOWN, pod("web", "busy", "n2", "11", NULL, NULL)); /* n2: 5 CPUs free */
+  apply(SF_KIND_UNKNOWN, gpu_pod("held", "n3", "2"));                 /* n3: a GPU taken */
+  json_t *typical = gpu_pod("typical", NULL, "4");
+  apply(SF_KIND_POD, json_incref(typical));
+  sf_pod_plan_free(plan(typical)); /* the mix learns a 4-CPU whole-GPU pod */
+  /* A whole GPU and 2 CPUs, as the replay builds it from a trace row. */
+  sf_request_t req = {.name = "gpu", .count = 1};
+  sf_claim_t claim = {.name = "ml/next-gpu", .reqs = &req, .nreqs = 1};
+  sf_demand_t d = {.claims = &claim, .nclaims = 1, .cpu_milli = 2000};
+  sf_pod_plan_t *p = plan(gpu_pod("next", NULL, "2"));
+  same_as_replay(p, &d, NODES, 3);
+  sf_pod_plan_free(p);
+  /* A pod without claims: 4 CPUs on n2 leave 1, short of the typical pod's 4. */
+  sf_demand_t cpu_only = {.cpu_milli = 4000, .mem_bytes = (int64_t)1 << 30};
+  p = plan(pod("web", "frontend", NULL, "4", "1Gi", "Pending"));
+  same_as_replay(p, &cpu_only, NODES, 3);
+  sf_pod_plan_free(p);
+}

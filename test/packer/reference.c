@@ -261,7 +261,7 @@ double ref_plan_loss(const sf_index_t *idx, const sf_policy_t *pol, sf_node_id n
       double is = a[k].fp > 0 && fed(pol, pl->cap, a[k].fp, left) ? ka : 0.0;
       double taken = picked ? most_worth(pl, 0, b[k].fp - a[k].fp) : 0.0;
       loss += was - is - taken;
-      lost += (a[k].fp > 0 ? ka : 0.0) - is;
+      lost += was > 0.0 || picked ? (a[k].fp > 0 ? ka : 0.0) - is : 0.0;
     }
   }
   if (strand != NULL)

@@ -57,7 +57,9 @@ typedef struct {
  * GPU a pick takes part of (fb free before, fa after) is fed before, by
  * the pod, and its share taken is worth K(fb - fa). Idle GPUs not picked
  * count nothing. *strand (may be NULL): the part of the loss that is worth
- * stranded, K(fa) of a pick or K(f) of another GPU no longer fed.
+ * stranded, K(fa) of a pick or K(f) of another GPU fed before and no
+ * longer (policy weight_strand); the rest is the plan's loss proper
+ * (weight_plan).
  */
 double ref_plan_loss(const sf_index_t *idx, const sf_policy_t *pol, sf_node_id node,
                      const sf_dev_id *picks, const sf_milli_t *use, size_t npicks, int64_t cpu_milli,

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include "../../packer/packer_int.h" /* pk->fast.on: the fast path off */
 #include "slicefit/mix.h"
 #include "cluster.h"
 #include "slicefit/policy.h"
@@ -323,7 +324,7 @@ Test(packer, all_mode_counts_toward_the_result_limit_per_claim)
   sf_claim_t big = {"ns/big", &many, 1, NULL, 0};
   d = (sf_demand_t){&big, 1, 0, 0};
   cr_assert_eq(eval1(n, &d).fit, SF_FIT_NO);
-  sf_packer_set_fast_path(pk, false);
+  pk->fast.on = false; /* the general search gives the same answer */
   cr_assert_eq(eval1(n, &d).fit, SF_FIT_NO);
 }
 
@@ -941,4 +942,34 @@ Test(packer, reason_codes_have_distinct_names)
       cr_assert_str_neq(n, sf_reason_code_name((sf_reason_code_t)j), "codes %d and %d", i, j);
   }
   cr_assert_str_eq(sf_reason_code_name(SF_REASON_COUNT), "unknown");
+}
+
+/*
+ * SF_EVAL_HOST_LAGS: a node short of the pod's CPU by the index's count is
+ * judged on its devices alone, passed unscored when they fit and rejected
+ * with their reason when they do not; without the flag it is rejected for
+ * its CPU.
+ */
+Test(packer, host_lags_passes_a_node_short_of_cpu_when_its_devices_fit)
+{
+  sf_node_id n = tc_node(idx, "n", 1, "RTX", 20 * GiB, true);
+  sf_node_spec_t ns = {"n", 4000, 0};
+  sf_index_node_upsert(idx, &ns, NULL);
+  sf_index_apply_policy(idx, &pol);
+  tc_claim_t c;
+  tc_claim(&c, 1, 4 * GiB);
+  c.dem.cpu_milli = 8000;
+  sf_verdict_t v;
+  cr_assert_eq(sf_packer_evaluate(pk, idx, &pol, &c.dem, &n, 1, 0, &v), 0);
+  cr_assert_eq(v.fit, SF_FIT_NO);
+  cr_assert(strstr(v.reason, "CPU") != NULL, "%s", v.reason);
+  cr_assert_eq(sf_packer_evaluate(pk, idx, &pol, &c.dem, &n, 1, SF_EVAL_HOST_LAGS, &v), 0);
+  cr_assert_eq(v.fit, SF_FIT_UNSURE, "%s", v.reason);
+  cr_assert_eq(v.score, 0);
+  cr_assert(strstr(v.reason, "kube-scheduler judges CPU") != NULL, "%s", v.reason);
+  tc_claim(&c, 1, 40 * GiB); /* more than the card has: the devices reject */
+  c.dem.cpu_milli = 8000;
+  cr_assert_eq(sf_packer_evaluate(pk, idx, &pol, &c.dem, &n, 1, SF_EVAL_HOST_LAGS, &v), 0);
+  cr_assert_eq(v.fit, SF_FIT_NO);
+  cr_assert(strstr(v.reason, "CPU") == NULL, "the devices' reason: %s", v.reason);
 }

@@ -103,7 +103,7 @@ static void run_policy(const char *strategy, const char *choice, uint64_t seed)
   sf_index_t *idx = sf_index_create();
   sf_packer_t *pk = sf_packer_create();
   sf_packer_t *slow = sf_packer_create(); /* the general path, to compare with the fast one */
-  sf_packer_set_fast_path(slow, false);
+  slow->fast.on = false;
   sf_policy_t pol;
   sf_policy_init(&pol);
   char err[200];
@@ -358,7 +358,7 @@ static void prop_setup(sf_index_t **idx, sf_packer_t **pk, sf_policy_t *pol, sf_
   rng = seed;
   *idx = sf_index_create();
   *pk = sf_packer_create();
-  sf_packer_set_fast_path(*pk, fast);
+  (*pk)->fast.on = fast;
   sf_policy_init(pol);
   cr_assert_eq(sf_policy_set(pol, "strategy", strategy, err, sizeof(err)), 0);
   cr_assert_eq(sf_policy_set(pol, "device_choice", choice, err, sizeof(err)), 0);
@@ -391,7 +391,8 @@ static size_t read_plans(const sf_packer_t *pk, ref_plan_t *out)
 /*
  * The reference's step of the picks under the policy: FGD's of dF, and
  * under strategy fragmentation of weight_frag x dF + weight_plan x the
- * plan's loss (islands and scarce models weigh 0 where this is used).
+ * plan's loss + weight_strand x what it strands (islands and scarce models
+ * weigh 0 where this is used).
  * *planned: whether the plan's loss was above 0; *stranded: whether some
  * of it was worth the pod's CPU stranded (both may be NULL).
  */
@@ -403,7 +404,8 @@ static double ref_score(const sf_index_t *idx, const sf_policy_t *pol, const sf_
   double df = ref_frag(idx, ref, node, picks, use, n, cpu) -
               ref_frag(idx, ref, node, NULL, NULL, 0, 0);
   double loss = 0.0, strand = 0.0;
-  if (pol->strategy == SF_STRATEGY_FRAGMENTATION && pol->weight_plan > 0.0)
+  if (pol->strategy == SF_STRATEGY_FRAGMENTATION &&
+      (pol->weight_plan > 0.0 || pol->weight_strand > 0.0))
     loss = ref_plan_loss(idx, ref, node, picks, use, n, cpu, plans, nplans, &strand);
   if (planned != NULL)
     *planned = loss > 0.0;
@@ -411,7 +413,8 @@ static double ref_score(const sf_index_t *idx, const sf_policy_t *pol, const sf_
     *stranded = strand > 0.0;
   if (pol->strategy != SF_STRATEGY_FRAGMENTATION)
     return ref_fgd(idx, ref, node, picks, use, n, cpu);
-  return ref_step(pol->weight_frag * df + pol->weight_plan * loss);
+  return ref_step(pol->weight_frag * df + pol->weight_plan * (loss - strand) +
+                  pol->weight_strand * strand);
 }
 
 /*
@@ -561,7 +564,7 @@ static void against_reference_mix(const char *strategy, const char *choice, bool
  * worth of some part-used GPUs (what the placements stranded is returned).
  */
 static int against_reference_learned(const char *choice, bool fast, uint64_t seed, const char *unfed,
-                                     const char *plan)
+                                     const char *plan, const char *strand)
 {
   static const struct {
     uint32_t count, gib, cores, times;
@@ -582,6 +585,7 @@ static int against_reference_learned(const char *choice, bool fast, uint64_t see
   cr_assert_eq(sf_policy_set(&pol, "weight_model", "0", err, sizeof(err)), 0);
   cr_assert_eq(sf_policy_set(&pol, "mix_coverage", "100", err, sizeof(err)), 0);
   cr_assert_eq(sf_policy_set(&pol, "weight_plan", plan, err, sizeof(err)), 0);
+  cr_assert_eq(sf_policy_set(&pol, "weight_strand", strand, err, sizeof(err)), 0);
   for (size_t i = 0; i < nlearn; i++)
     for (uint32_t t = 0; t < learn[i].times; t++) {
       tc_claim_t c;
@@ -601,7 +605,7 @@ static int against_reference_learned(const char *choice, bool fast, uint64_t see
   int differs = compare_with_reference(idx, pk, &pol, &ref, nodes, choice, 24, &planned, &stranded);
   if (pol.weight_unfed > 0)
     cr_assert_gt(differs, 20, "the unfed term changed only %d scores", differs);
-  if (pol.weight_plan > 0)
+  if (pol.weight_plan > 0 || pol.weight_strand > 0)
     cr_assert_gt(planned, 10, "the plan weighed only %d placements", planned);
   else
     cr_assert_eq(planned + stranded, 0);
@@ -614,10 +618,13 @@ static int against_reference_learned(const char *choice, bool fast, uint64_t see
 
 Test(prop, kernel_matches_reference_fragmentation_unfed)
 {
-  int stranded = against_reference_learned("packer", true, 31, "1", "16");
-  stranded += against_reference_learned("first-fit", false, 32, "1", "0");
-  stranded += against_reference_learned("packer", false, 33, "0.5", "16");
-  stranded += against_reference_learned("first-fit", true, 34, "0", "3");
+  int stranded = against_reference_learned("packer", true, 31, "1", "16", "16");
+  stranded += against_reference_learned("first-fit", false, 32, "1", "0", "0");
+  stranded += against_reference_learned("packer", false, 33, "0.5", "16", "16");
+  stranded += against_reference_learned("first-fit", true, 34, "0", "3", "3");
+  /* The two terms apart: the plan's loss alone, and what is stranded alone. */
+  stranded += against_reference_learned("packer", true, 35, "1", "16", "0");
+  stranded += against_reference_learned("first-fit", false, 36, "0.25", "0", "16");
   /* Not vacuous: some placements left a node too little CPU to feed its part-used GPUs. */
   cr_assert_gt(stranded, 10, "the plan counted worth stranded in only %d placements", stranded);
 }
@@ -742,8 +749,8 @@ static void drift_bound(const char *strategy, const char *choice, bool fast, uin
         s->fit = false;
         continue;
       }
-      cr_assert_eq(floor(v[i].raw), sf_packer_step(pk, v[i].cost), "step %d node %d: raw %g, cost %g",
-                   step, i, v[i].raw, v[i].cost);
+      cr_assert_eq(floor(v[i].raw), sf__score_step(&pk->score, v[i].cost),
+                   "step %d node %d: raw %g, cost %g", step, i, v[i].raw, v[i].cost);
       if (s->fit && s->changes == changes[i]) {
         double bound = sf_mix_joined(pk, s->dr.epoch) * s->sens[SF_DRIFT_TERMS] + 1e-6;
         for (int t = 0; t < SF_DRIFT_TERMS; t++)
@@ -782,7 +789,7 @@ static void drift_bound(const char *strategy, const char *choice, bool fast, uin
 }
 
 /*
- * FGD's step from the bucket table (sf_packer_step) against its formula,
+ * FGD's step from the bucket table (sf__score_step) against its formula,
  * 100 x sigmoid(-cost / 1000) truncated, away from the boundaries where the
  * formula itself decides; the boundary costs (sf_packer_step_cost) and the
  * margins (sf_packer_step_margin) around them.
@@ -795,18 +802,18 @@ Test(prop, step_table_matches_the_formula)
   cr_assert(isinf(sf_packer_step_cost(pk, 100)) && sf_packer_step_cost(pk, 100) < 0);
   for (int k = 1; k < 100; k++) {
     double t = sf_packer_step_cost(pk, k);
-    cr_assert_eq(sf_packer_step(pk, t - 1e-3), k, "just below the %d boundary", k);
-    cr_assert_eq(sf_packer_step(pk, t + 1e-3), k - 1, "just above the %d boundary", k);
+    cr_assert_eq(sf__score_step(&pk->score, t - 1e-3), k, "just below the %d boundary", k);
+    cr_assert_eq(sf__score_step(&pk->score, t + 1e-3), k - 1, "just above the %d boundary", k);
     cr_assert_leq(sf_packer_step_margin(pk, t), 1e-6, "no margin on the %d boundary", k);
   }
   for (int i = 0; i < 200000; i++) {
     double cost = ((double)(next() % 12000000) - 6000000.0) / 1000.0; /* -6000 .. 6000, 1e-3 steps */
-    int k = sf_packer_step(pk, cost);
+    int k = sf__score_step(&pk->score, cost);
     double m = sf_packer_step_margin(pk, cost);
     if (m > 0.0) {
       cr_assert_eq(k, (int)floor(100.0 / (1.0 + exp(cost / 1000.0))), "cost %.3f", cost);
-      cr_assert_eq(sf_packer_step(pk, cost - m), k, "cost %.3f - margin %.6f", cost, m);
-      cr_assert_eq(sf_packer_step(pk, cost + m), k, "cost %.3f + margin %.6f", cost, m);
+      cr_assert_eq(sf__score_step(&pk->score, cost - m), k, "cost %.3f - margin %.6f", cost, m);
+      cr_assert_eq(sf__score_step(&pk->score, cost + m), k, "cost %.3f + margin %.6f", cost, m);
     }
     cr_assert(k >= 0 && k <= 99);
   }
@@ -863,7 +870,7 @@ Test(prop, nodes_alike_share_verdicts_exactly)
   rng = 4242;
   sf_index_t *idx = sf_index_create();
   sf_packer_t *pk = sf_packer_create(), *ref = sf_packer_create();
-  sf_packer_set_alike(ref, false);
+  ref->fast.alike = false;
   sf_packer_set_bounds(pk, true);
   sf_packer_set_bounds(ref, true);
   sf_policy_t pol;
@@ -940,9 +947,9 @@ Test(prop, nodes_alike_share_verdicts_exactly)
     rclaim_t r;
     alike_claim(&r);
     cr_assert_eq(sf_packer_evaluate(pk, idx, &pol, &r.c.dem, order, N, 0, v), 0);
-    shared += sf_packer_shared_verdicts(pk);
+    shared += pk->fast.shared;
     cr_assert_eq(sf_packer_evaluate(ref, idx, &pol, &r.c.dem, order, N, 0, w), 0);
-    cr_assert_eq(sf_packer_shared_verdicts(ref), 0);
+    cr_assert_eq(ref->fast.shared, 0);
     for (int i = 0; i < N; i++) {
       cr_assert_eq(v[i].fit, w[i].fit, "step %d node %d", step, i);
       cr_assert(v[i].raw == w[i].raw, "step %d node %d: raw %.17g vs %.17g", step, i, v[i].raw,

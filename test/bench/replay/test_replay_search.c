@@ -77,10 +77,35 @@ Test(replay_search, every_numeric_policy_key_is_a_knob_or_left_out_on_purpose)
       out = out || strcmp(keys[j].key, not_searched[i]) == 0;
     if (is_number(keys[j].def) && !out)
       cr_expect_not_null(sf_search_knob(keys[j].key),
-                         "policy key '%s' is numeric but not in the search's knob table "
-                         "(bench/replay/replay_search.c knobs[]): add its line, or list it in "
+                         "policy key '%s' is numeric but has no search range in the policy's "
+                         "table (packer/policy.c keys[]): give it one, or list it in "
                          "not_searched here with the reason",
                          keys[j].key);
+  }
+}
+
+/* The knobs come from the policy's table, in its order; each term's weight knows when it is idle. */
+Test(replay_search, the_knobs_are_the_policy_keys_with_a_search_range)
+{
+  static const char *const must_know_idle[] = {"weight_frag",  "weight_island", "weight_model",
+                                               "weight_unfed", "weight_plan",   "mix_coverage"};
+  size_t nk, nkeys, j = 0;
+  const sf_search_knob_t *k = sf_search_knobs(&nk);
+  const sf_policy_key_t *keys = sf_policy_keys(&nkeys);
+  for (size_t i = 0; i < nkeys; i++) {
+    const sf_policy_range_t *r = &keys[i].search;
+    if (!(r->lo < r->hi))
+      continue;
+    cr_assert_lt(j, nk);
+    cr_expect_str_eq(k[j].key, keys[i].key);
+    cr_expect(k[j].lo == r->lo && k[j].hi == r->hi && k[j].keep == r->keep, "%s", k[j].key);
+    j++;
+  }
+  cr_expect_eq(j, nk);
+  for (size_t i = 0; i < sizeof must_know_idle / sizeof *must_know_idle; i++) {
+    const sf_search_knob_t *kn = sf_search_knob(must_know_idle[i]);
+    cr_assert_not_null(kn, "%s", must_know_idle[i]);
+    cr_expect_not_null(kn->idle, "%s: replay_search.c idles[] has no line for it", kn->key);
   }
 }
 
@@ -423,8 +448,9 @@ Test(replay_search, knobs_that_cannot_act_on_the_trace_are_not_varied, .timeout 
   o.nseeds = 1;
   run_search(&t, &o, &r);
   cr_expect(idle(&r, "weight_island") && idle(&r, "weight_model") && !idle(&r, "weight_frag") &&
-            !idle(&r, "mix_coverage") && !idle(&r, "weight_unfed") && !idle(&r, "weight_plan"));
-  cr_expect_eq(r.nknobs + r.nidle, 8);
+            !idle(&r, "mix_coverage") && !idle(&r, "weight_unfed") && !idle(&r, "weight_plan") &&
+            !idle(&r, "weight_strand"));
+  cr_expect_eq(r.nknobs + r.nidle, 9);
   sf_search_result_dispose(&r);
   o.tune = 0;
   run_search(&nt, &o, &r);
@@ -435,7 +461,8 @@ Test(replay_search, knobs_that_cannot_act_on_the_trace_are_not_varied, .timeout 
   o.base = &bp;
   run_search(&nt, &o, &r);
   cr_expect(idle(&r, "weight_frag") && idle(&r, "weight_island") && idle(&r, "weight_model") &&
-            idle(&r, "mix_coverage") && idle(&r, "weight_unfed") && idle(&r, "weight_plan"));
+            idle(&r, "mix_coverage") && idle(&r, "weight_unfed") && idle(&r, "weight_plan") &&
+            idle(&r, "weight_strand"));
   cr_expect_eq(r.nknobs, 2, "the limits filter under every strategy");
   sf_search_result_dispose(&r);
   sf_policy_dispose(&bp);

@@ -1,0 +1,113 @@
+/*
+ * The fast path's memo signature (packer/fast.c) against the policy's one
+ * table of keys (packer/policy.c): a remembered verdict is replayed only for
+ * a call with the same signature, so every key must move it.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+#include "../../packer/packer_int.h"
+#include "cluster.h"
+#include "slicefit/policy.h"
+
+/* A value other than the default for each key; a key added to the table needs its line here. */
+static const struct {
+  const char *key, *other;
+} others[] = {
+    {"strategy", "fgd"},
+    {"device_choice", "packer"},
+    {"capacity", "cores"},
+    {"model_attribute", "model"},
+    {"island_attribute", "cliqueId"},
+    {"island_map", "RTX=2"},
+    {"fgd_mix", "4Gix1=1"},
+    {"weight_frag", "2"},
+    {"weight_island", "0"},
+    {"weight_model", "1"},
+    {"weight_unfed", "1"},
+    {"weight_plan", "8"},
+    {"weight_strand", "4"},
+    {"mix_coverage", "100"},
+    {"max_sharers", "3"},
+    {"headroom_pct", "10"},
+    {"search_budget", "100"},
+    {"cpu_only_pods", "pass"},
+};
+
+static const char *other_of(const char *key)
+{
+  for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++)
+    if (strcmp(others[i].key, key) == 0)
+      return others[i].other;
+  return NULL;
+}
+
+/* The signature sf_packer_evaluate keeps verdicts under, for one claim on one node. */
+static uint64_t signature(sf_packer_t *pk, sf_index_t *idx, const sf_policy_t *pol, sf_node_id n,
+                          const sf_demand_t *d)
+{
+  sf_verdict_t v;
+  sf_index_apply_policy(idx, pol);
+  cr_assert_eq(sf_packer_evaluate(pk, idx, pol, d, &n, 1, 0, &v), 0);
+  return pk->fast.sig;
+}
+
+Test(fast, changing_any_policy_key_changes_the_memo_signature)
+{
+  sf_index_t *idx = sf_index_create();
+  sf_packer_t *pk = sf_packer_create();
+  sf_node_id n = tc_node(idx, "n", 4, "RTX", 20 * GiB, true);
+  tc_claim_t c;
+  tc_claim(&c, 1, 4 * GiB);
+  sf_policy_t def;
+  sf_policy_init(&def);
+  uint64_t base = signature(pk, idx, &def, n, &c.dem);
+  cr_assert_neq(base, 0, "the claim takes the fast path: the test reaches the memo");
+  size_t nk;
+  const sf_policy_key_t *keys = sf_policy_keys(&nk);
+  for (size_t i = 0; i < nk; i++) {
+    const char *other = other_of(keys[i].key);
+    cr_assert_not_null(other, "policy key %s: add a value other than its default to others[]",
+                       keys[i].key);
+    cr_assert_str_neq(other, keys[i].def);
+    sf_policy_t pol;
+    char err[256];
+    sf_policy_init(&pol);
+    cr_assert_eq(sf_policy_set(&pol, keys[i].key, other, err, sizeof(err)), 0, "%s", err);
+    cr_expect_neq(signature(pk, idx, &pol, n, &c.dem), base, "%s = %s leaves the signature",
+                  keys[i].key, other);
+    /* The placement's part moves with the keys that can move a placement, and only with them. */
+    bool moved = sf_policy_hash(&pol, true, 1) != sf_policy_hash(&def, true, 1);
+    cr_expect_eq(moved, keys[i].places, "%s: placement hash moved %d, places %d", keys[i].key, moved,
+                 keys[i].places);
+    cr_expect_neq(sf_policy_hash(&pol, false, 1), sf_policy_hash(&def, false, 1), "%s", keys[i].key);
+    sf_policy_dispose(&pol);
+  }
+  /* And back: the same policy gives the same signature, so verdicts are kept. */
+  cr_expect_eq(signature(pk, idx, &def, n, &c.dem), base);
+  sf_policy_dispose(&def);
+  sf_packer_destroy(pk);
+  sf_index_destroy(idx);
+}
+
+/* Each term of strategy fragmentation's cost (score.c) is weighed by the policy key of its row. */
+Test(fast, every_scoring_term_is_weighed_by_its_policy_key)
+{
+  size_t nt, nk;
+  const sf__term_t *t = sf__score_terms(&nt);
+  const sf_policy_key_t *keys = sf_policy_keys(&nk);
+  cr_assert_geq(nt, 5, "fragmentation, islands, the plan, CPU stranded, scarce models");
+  for (size_t i = 0; i < nt; i++) {
+    bool found = false;
+    for (size_t k = 0; k < nk; k++)
+      found = found || strcmp(keys[k].key, t[i].key) == 0;
+    cr_assert(found, "term %s is not a policy key", t[i].key);
+    sf_policy_t pol;
+    char err[256];
+    double w;
+    sf_policy_init(&pol);
+    cr_assert_eq(sf_policy_set(&pol, t[i].key, "0.75", err, sizeof(err)), 0, "%s", err);
+    memcpy(&w, (const char *)&pol + t[i].weight, sizeof(w));
+    cr_expect_eq(w, 0.75, "term %s reads another field than its key sets", t[i].key);
+    sf_policy_dispose(&pol);
+  }
+}
