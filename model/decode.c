@@ -588,6 +588,7 @@ int sf_decode(const json_t *j, sf_obj_kind_t kind, sf_object_t **out, char *err,
     goto out;
   if ((r = dispatch(&d, j, o)) < 0)
     goto out;
+  sf__slice_detach(o);
   *out = o;
   o = NULL;
   r = 0;

@@ -61,6 +61,12 @@ typedef struct {
   bool own; /* strings are copied into the arena: the object keeps no reference to its JSON */
 } dctx_t;
 
+/**
+ * Copies every string a decoded ResourceSlice borrows into its arena and
+ * drops its JSON but for the node selectors and counter sets the pools read
+ * (decode_own.c). Other kinds are left alone. Cost: O(size of the slice).
+ */
+void sf__slice_detach(sf_object_t *o);
 /** `s` (len bytes) as the decoded object keeps it: borrowed from the JSON, or an arena copy. */
 const char *sf__dkeep(dctx_t *d, const char *s, size_t len);
 /** Enters field `key` (borrowed until popped); returns the depth to pop back to. */
