@@ -140,8 +140,12 @@ void sf__pending_apply(json_t *pending, const json_t *claim);
 void sf__pending_delete(json_t *pending, const json_t *claim);
 /** Replaces every claim with `items` (a relist). */
 void sf__pending_replace(json_t *pending, const json_t *items);
-/** Records the ResourceClaims of a kubectl List. */
-void sf__pending_load_list(json_t *pending, const json_t *list);
+/**
+ * Loads the List in file `path` into the cluster item by item (snapshot.c),
+ * its pending claims into `pending`. SF_EINVAL or SF_ENOENT with
+ * "path: reason" in `err`; the cluster is unchanged then.
+ */
+int sf__snapshot_load(sf_cluster_t *c, json_t *pending, const char *path, char *err, size_t errlen);
 #define SF__PENDING_TOP_NS 10 /* namespaces with their own series; the rest: other */
 #define SF__PENDING_TOP_NS_TEXT "10"
 

@@ -80,6 +80,21 @@ int sf_cluster_replace(sf_cluster_t *c, sf_kind_t kind, const json_t *items, cha
  * prints it. Items of kinds the cluster does not track are skipped.
  */
 int sf_cluster_load_list(sf_cluster_t *c, const json_t *list, char *err, size_t errlen);
+/**
+ * Item i of such a list (borrowed) decoded by its "kind": *out a new object,
+ * or NULL for a kind the cluster does not track. SF_EINVAL with
+ * "items[i].path: reason" in `err`. With sf_cluster_load_objects, a list is
+ * loaded as its items are read (listscan.h), never held whole.
+ */
+struct sf_object; /* decode.h */
+int sf_cluster_decode_item(const json_t *it, size_t i, struct sf_object **out, char *err,
+                           size_t errlen);
+/**
+ * Loads decoded objects as sf_cluster_load_list loads a list's items: steals
+ * objs[0..n) (the array stays the caller's), frees them on an error.
+ */
+int sf_cluster_load_objects(sf_cluster_t *c, struct sf_object **objs, size_t n, char *err,
+                            size_t errlen);
 
 /** The cluster's index (borrowed: it lives as long as the cluster). */
 sf_index_t *sf_cluster_index(sf_cluster_t *c);
