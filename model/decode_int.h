@@ -25,6 +25,14 @@ void sf__arena_destroy(sf_arena_t *a);
 void sf__arena_reset(sf_arena_t *a);
 /** `n` zeroed bytes, aligned for any type; valid until the arena dies. */
 void *sf__arena_alloc(sf_arena_t *a, size_t n);
+/**
+ * `n` bytes (not zeroed) in the room left in the current chunk, or in a
+ * chunk of their own of just that size: for a last allocation whose size is
+ * known, where doubling the chunk would leave its second half unused.
+ */
+void *sf__arena_alloc_exact(sf_arena_t *a, size_t n);
+/** Whether `p` points into one of the arena's chunks. Cost: O(chunks). */
+bool sf__arena_owns(const sf_arena_t *a, const void *p);
 /** "a/b" in the arena. */
 char *sf__arena_join(sf_arena_t *a, const char *x, const char *y);
 

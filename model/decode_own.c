@@ -12,26 +12,37 @@
 
 #define SEEN 64 /* strings remembered for sharing; a slice repeats few */
 
+/*
+ * Two passes over the same strings in the same order: the first adds up the
+ * bytes (w NULL), the second copies them into one block of exactly that
+ * size, so the slice's arena grows by what it keeps and no more. Strings
+ * already in the arena (qualified names) stay where they are.
+ */
 typedef struct {
   sf_arena_t *a;
+  char *w;     /* where the next copy goes; NULL while counting */
+  size_t need; /* bytes the copies take */
   const char *from[SEEN], *to[SEEN];
 } own_t;
 
 static const char *keep(own_t *k, const char *s)
 {
-  if (s == NULL)
-    return NULL;
+  if (s == NULL || sf__arena_owns(k->a, s))
+    return s;
   size_t len = strlen(s);
   unsigned h = (unsigned)(len * 31 + (unsigned char)s[0] * 7 +
                           (len ? (unsigned char)s[len - 1] : 0)) %
                SEEN;
   if (k->from[h] && strcmp(k->from[h], s) == 0)
     return k->to[h];
-  char *c = sf__arena_alloc(k->a, len + 1);
-  memcpy(c, s, len + 1);
   k->from[h] = s;
-  k->to[h] = c;
-  return c;
+  if (k->w == NULL) {
+    k->need += len + 1;
+    return k->to[h] = s;
+  }
+  k->to[h] = memcpy(k->w, s, len + 1);
+  k->w += len + 1;
+  return k->to[h];
 }
 
 static void own_device(own_t *k, sf_device_spec_t *dev)
@@ -98,26 +109,36 @@ static json_t *pruned(const json_t *j)
   return wrap;
 }
 
+static void own_slice(own_t *k, sf_slice_t *s)
+{
+  s->meta.ns = keep(k, s->meta.ns);
+  s->meta.name = keep(k, s->meta.name);
+  s->meta.uid = keep(k, s->meta.uid);
+  s->meta.rv = keep(k, s->meta.rv);
+  s->driver = keep(k, s->driver);
+  s->pool = keep(k, s->pool);
+  s->node = keep(k, s->node);
+  for (size_t i = 0; i < s->ndevs; i++) {
+    own_device(k, &s->devs[i]);
+    s->dev_node[i] = keep(k, s->dev_node[i]);
+  }
+  for (size_t i = 0; i < s->ncounters; i++) {
+    s->counters[i].set = keep(k, s->counters[i].set);
+    s->counters[i].counter = keep(k, s->counters[i].counter);
+  }
+}
+
 void sf__slice_detach(sf_object_t *o)
 {
   if (o == NULL || o->kind != SF_OBJ_RESOURCE_SLICE || o->json == NULL)
     return;
-  own_t k = {.a = o->arena};
+  own_t count = {.a = o->arena};
   sf_slice_t *s = &o->u.slice;
-  s->meta.ns = keep(&k, s->meta.ns);
-  s->meta.name = keep(&k, s->meta.name);
-  s->meta.uid = keep(&k, s->meta.uid);
-  s->meta.rv = keep(&k, s->meta.rv);
-  s->driver = keep(&k, s->driver);
-  s->pool = keep(&k, s->pool);
-  s->node = keep(&k, s->node);
-  for (size_t i = 0; i < s->ndevs; i++) {
-    own_device(&k, &s->devs[i]);
-    s->dev_node[i] = keep(&k, s->dev_node[i]);
-  }
-  for (size_t i = 0; i < s->ncounters; i++) {
-    s->counters[i].set = keep(&k, s->counters[i].set);
-    s->counters[i].counter = keep(&k, s->counters[i].counter);
+  own_slice(&count, s); /* counting leaves every pointer as it was */
+  if (count.need) {
+    own_t copy = {.a = o->arena};
+    copy.w = sf__arena_alloc_exact(o->arena, count.need);
+    own_slice(&copy, s);
   }
   json_t *small = pruned(o->json);
   json_decref(o->json);
