@@ -121,6 +121,10 @@ struct sf_cluster {
   size_t ninvalid;      /* pools invalid for some node */
   sf_node_id *name_ids; /* per position of the last evaluate's names: the node found (-1: none) */
   size_t nname_ids, capname_ids;
+  uint64_t node_removals; /* index nodes removed: ids are reused after one */
+  uint64_t name_list;     /* the caller's id of the names name_ids are for (0: none) */
+  size_t name_nodes;      /* the index's node count then */
+  uint64_t name_removals; /* node_removals then */
 };
 
 /** The Node named `name`, or NULL. */

@@ -605,8 +605,10 @@ static void cap_cpu_only(const sf_cluster_t *c, const sf_pod_plan_t *p, size_t n
  * hash and a probe: 11% of a filter+prioritize pair over 5,000 names
  * (docs/benchmarks.md).
  */
-static sf_node_id node_at(sf_cluster_t *c, size_t i, const char *name)
+static sf_node_id node_at(sf_cluster_t *c, size_t i, const char *name, bool same)
 {
+  if (same && i < c->nname_ids && c->name_ids[i] >= 0)
+    return c->name_ids[i];
   if (i < c->nname_ids) {
     const char *had = sf_index_node_name(c->idx, c->name_ids[i]);
     if (had != NULL && strcmp(had, name) == 0)
@@ -622,9 +624,33 @@ static sf_node_id node_at(sf_cluster_t *c, size_t i, const char *name)
   return id;
 }
 
+/*
+ * The names are the list `list` the caller passed last time, and no node
+ * came or went in the index since (a removal frees an id for reuse, an
+ * addition may name a position that found none): each position's node is
+ * the one found then, without reading a name.
+ */
+static bool same_list(sf_cluster_t *c, uint64_t list)
+{
+  size_t nodes = sf_index_node_count(c->idx);
+  bool same = list != 0 && list == c->name_list && nodes == c->name_nodes &&
+              c->node_removals == c->name_removals;
+  c->name_list = list;
+  c->name_nodes = nodes;
+  c->name_removals = c->node_removals;
+  return same;
+}
+
 int sf_cluster_evaluate(sf_cluster_t *c, const sf_pod_plan_t *p, const char *const *names, size_t n,
                         sf_verdict_t *out)
 {
+  return sf_cluster_evaluate_list(c, p, names, n, 0, out);
+}
+
+int sf_cluster_evaluate_list(sf_cluster_t *c, const sf_pod_plan_t *p, const char *const *names,
+                             size_t n, uint64_t list, sf_verdict_t *out)
+{
+  bool same = same_list(c, list);
   sf__mix_refresh(c);
   if (sf_pod_plan_empty(p)) {
     for (size_t i = 0; i < n; i++)
@@ -649,7 +675,7 @@ int sf_cluster_evaluate(sf_cluster_t *c, const sf_pod_plan_t *p, const char *con
       verdict(&out[i], SF_FIT_UNSURE, p->why);
     else if (all_unsettled(c, p, &unsettled, names[i], &out[i]))
       continue;
-    else if ((id = node_at(c, i, names[i])) < 0)
+    else if ((id = node_at(c, i, names[i], same)) < 0)
       unknown_node(c, p, names[i], &out[i]);
     else {
       ids[m] = id;

@@ -131,6 +131,15 @@ bool sf_pod_plan_empty(const sf_pod_plan_t *p);
  */
 int sf_cluster_evaluate(sf_cluster_t *c, const sf_pod_plan_t *p, const char *const *names, size_t n,
                         sf_verdict_t *out);
+/**
+ * The same for a caller that knows its name lists: `list` (nonzero) says
+ * these are, name for name, the names it passed last time with that id, so
+ * the nodes found for them then are taken again without reading a name
+ * (unless a node came or went since). 0: an unknown list, as above.
+ * Cost: the packer's over the known nodes, O(1) per name for a known list.
+ */
+int sf_cluster_evaluate_list(sf_cluster_t *c, const sf_pod_plan_t *p, const char *const *names,
+                             size_t n, uint64_t list, sf_verdict_t *out);
 
 /**
  * Checks the pods' bookkeeping: each node's CPU and memory in use equal the
