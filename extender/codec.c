@@ -515,6 +515,20 @@ static void put_name(sf__buf_t *b, const sf__args_t *a, size_t i)
     sf__buf_json_str(b, a->names[i]);
 }
 
+/* ",name" (no comma first) of a kept list in one copy. */
+static void put_kept_item(sf__buf_t *b, const sf__names_t *l, size_t i, bool first)
+{
+  size_t len = l->raw[2 * i + 1];
+  sf__buf_reserve(b, len + 1);
+  char *o = b->p + b->len;
+  if (!first)
+    *o++ = ',';
+  memcpy(o, l->text + l->raw[2 * i], len);
+  o += len;
+  *o = '\0';
+  b->len = (size_t)(o - b->p);
+}
+
 static bool passes(const sf_verdict_t *v, size_t i)
 {
   return !v || v[i].fit != SF_FIT_NO;
@@ -526,6 +540,11 @@ static void put_passing(sf__buf_t *b, const sf__args_t *a, const sf_verdict_t *v
   for (size_t i = 0; i < a->n; i++) {
     if (!passes(v, i))
       continue;
+    if (a->list) {
+      put_kept_item(b, a->list, i, first);
+      first = false;
+      continue;
+    }
     if (!first)
       sf__buf_put(b, ",", 1);
     first = false;
@@ -553,10 +572,13 @@ typedef struct {
   size_t off, len;  /* where its escaped form sits in the buffer */
 } seen_t;
 
-static void put_reason(sf__buf_t *b, const char *reason, seen_t *seen, size_t *nseen)
+/* Neighbouring nodes mostly fail alike: the reason matched last is tried first (*last). */
+static void put_reason(sf__buf_t *b, const char *reason, seen_t *seen, size_t *nseen, size_t *last)
 {
-  for (size_t k = 0; k < *nseen; k++) {
+  for (size_t j = 0; j < *nseen; j++) {
+    size_t k = (*last + j) % *nseen;
     if (strcmp(seen[k].text, reason) == 0) {
+      *last = k;
       size_t off = seen[k].off, len = seen[k].len;
       sf__buf_reserve(b, len); /* may move the text: hence offsets, not pointers */
       memcpy(b->p + b->len, b->p + off, len);
@@ -575,17 +597,21 @@ static void put_failed(sf__buf_t *b, const sf__args_t *a, const sf_verdict_t *v)
 {
   static const char unknown[] = "does not fit the pod's device claims";
   seen_t seen[SEEN_REASONS];
-  size_t nseen = 0;
+  size_t nseen = 0, last = 0;
   bool first = true;
   for (size_t i = 0; v && i < a->n; i++) {
     if (passes(v, i))
       continue;
-    if (!first)
-      sf__buf_put(b, ",", 1);
+    if (a->list) {
+      put_kept_item(b, a->list, i, first);
+    } else {
+      if (!first)
+        sf__buf_put(b, ",", 1);
+      put_name(b, a, i);
+    }
     first = false;
-    put_name(b, a, i);
     sf__buf_put(b, ":", 1);
-    put_reason(b, v[i].reason[0] ? v[i].reason : unknown, seen, &nseen);
+    put_reason(b, v[i].reason[0] ? v[i].reason : unknown, seen, &nseen, &last);
   }
 }
 
@@ -608,6 +634,31 @@ void sf__filter_reply(sf__buf_t *b, const sf__args_t *a, const sf_verdict_t *v)
   sf__buf_puts(b, "},\"FailedAndUnresolvableNodes\":{},\"Error\":\"\"}");
 }
 
+/* `,"Score":N}` at o, room reserved; the buffer ends there. */
+static void put_score(sf__buf_t *b, char *o, int score)
+{
+  memcpy(o, ",\"Score\":", 9);
+  o += 9;
+  if (score >= 10)
+    *o++ = (char)('0' + score / 10);
+  *o++ = (char)('0' + score % 10);
+  *o++ = '}';
+  *o = '\0';
+  b->len = (size_t)(o - b->p);
+}
+
+/* The entry of name i of a kept list, written at once: its quoted form is copied as it came. */
+static void put_host_kept(sf__buf_t *b, const sf__names_t *l, size_t i, int score)
+{
+  size_t len = l->raw[2 * i + 1];
+  sf__buf_reserve(b, len + 24);
+  char *o = b->p + b->len;
+  memcpy(o, "{\"Host\":", 8);
+  memcpy(o + 8, l->text + l->raw[2 * i], len);
+  o += 8 + len;
+  put_score(b, o, score);
+}
+
 void sf__prioritize_reply(sf__buf_t *b, const sf__args_t *a, const sf_verdict_t *v)
 {
   sf__buf_put(b, "[", 1);
@@ -616,18 +667,14 @@ void sf__prioritize_reply(sf__buf_t *b, const sf__args_t *a, const sf_verdict_t 
     score = score < 0 ? 0 : score > SF_SCORE_MAX ? SF_SCORE_MAX : score;
     if (i)
       sf__buf_put(b, ",", 1);
+    if (a->list) {
+      put_host_kept(b, a->list, i, score);
+      continue;
+    }
     sf__buf_put(b, "{\"Host\":", 8);
     put_name(b, a, i);
     sf__buf_reserve(b, 13);
-    char *o = b->p + b->len;
-    memcpy(o, ",\"Score\":", 9);
-    o += 9;
-    if (score >= 10)
-      *o++ = (char)('0' + score / 10);
-    *o++ = (char)('0' + score % 10);
-    *o++ = '}';
-    *o = '\0';
-    b->len = (size_t)(o - b->p);
+    put_score(b, b->p + b->len, score);
   }
   sf__buf_put(b, "]", 1);
 }

@@ -236,7 +236,8 @@ bool sf__evcache_lookup(const sf__evcache_t *ec, const char *key, uint64_t gen,
 /**
  * The same for names of list `list` (0: unknown): the positions found for
  * that list are kept, and the next lookup of it copies by them, finding no
- * name again while the stored names stay those of one list.
+ * name again while the stored names stay those of one list. Fills only
+ * fit, raw and score of out[i] (a prioritize reads no more).
  */
 bool sf__evcache_lookup_list(sf__evcache_t *ec, const char *key, uint64_t gen,
                              const char *const *names, size_t n, uint64_t list, sf_verdict_t *out);

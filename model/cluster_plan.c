@@ -673,7 +673,7 @@ int sf_cluster_evaluate_list(sf_cluster_t *c, const sf_pod_plan_t *p, const char
       verdict(&out[i], SF_FIT_NO, p->pin_why);
     else if (p->unsure)
       verdict(&out[i], SF_FIT_UNSURE, p->why);
-    else if (all_unsettled(c, p, &unsettled, names[i], &out[i]))
+    else if (p->all_who[0] && all_unsettled(c, p, &unsettled, names[i], &out[i]))
       continue;
     else if ((id = node_at(c, i, names[i], same)) < 0)
       unknown_node(c, p, names[i], &out[i]);
