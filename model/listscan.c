@@ -182,10 +182,48 @@ static int step(sf_listscan_t *s, char ch, sf_listscan_item_fn fn, void *ud)
   return structure(s, ch, fn, ud);
 }
 
+/* Bytes that change the state inside an object or array element outside strings. */
+static bool structural(char ch)
+{
+  return ch == '"' || ch == '{' || ch == '}' || ch == '[' || ch == ']';
+}
+
+/*
+ * Inside an object or array element (most of a list's bytes), the run up to
+ * the next byte that can change the state (a quote or backslash in a
+ * string, a quote or bracket outside) is copied at once: a byte at a time,
+ * the scan cost a third of jansson's parse of the items.
+ */
+static size_t plain_run(const sf_listscan_t *s, const char *p, size_t len)
+{
+  size_t j = 0;
+  if (s->elem != '{' && s->elem != '[')
+    return 0;
+  if (s->in_str) {
+    if (!s->esc)
+      while (j < len && p[j] != '"' && p[j] != '\\')
+        j++;
+  } else {
+    while (j < len && !structural(p[j]))
+      j++;
+  }
+  return j;
+}
+
 int sf_listscan_feed(sf_listscan_t *s, const char *data, size_t len, sf_listscan_item_fn fn, void *ud)
 {
-  for (size_t i = 0; i < len; i++) {
-    int rc = step(s, data[i], fn, ud);
+  for (size_t i = 0; i < len;) {
+    size_t run = plain_run(s, data + i, len - i);
+    if (run) {
+      if (s->ilen + run + 1 > s->max)
+        return SF_E2BIG;
+      sf_xgrow(&s->item, &s->icap, s->ilen + run + 1, 1);
+      memcpy(s->item + s->ilen, data + i, run);
+      s->ilen += run;
+      i += run;
+      continue;
+    }
+    int rc = step(s, data[i++], fn, ud);
     if (rc)
       return rc;
   }
