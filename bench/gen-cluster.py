@@ -19,7 +19,9 @@ them (extender/example-policy.json: island_map "H100=8,A100=2").
 --gpus N gives every node N GPUs of its shape instead (the issue's "10,000 nodes x
 8 GPUs"), and --allocations N adds N allocated claims of one device each on
 random nodes (a whole card, or 1-8Gi of a shared one; first fit, never over
-capacity), --pending N as many pending ones: the load of a busy fleet.
+capacity), --pending N as many pending ones: the load of a busy fleet. With
+either, two more pending claims serve bench_extender's reply cases:
+queue/wait-any (any GPU) and queue/wait-big (64Gi of a shared card: no node).
 
 Deterministic for a given --seed. Examples:
 
@@ -188,6 +190,10 @@ def load(g, nodes, gpus, n, pending):
             break
     for i in range(pending):
         out.append(claim(g, "queue", "wait-%d" % i, "gpu-shared", 1, "%dGi" % (1 + i % 8)))
+    # bench_extender's two reply cases: any free GPU (most nodes pass), and 64Gi of a shared
+    # card (no node has one: every node fails, with a reason each).
+    out.append(claim(g, "queue", "wait-any", "gpu.nvidia.com", 1))
+    out.append(claim(g, "queue", "wait-big", "gpu-shared", 1, "64Gi"))
     return out
 
 
