@@ -14,7 +14,7 @@
  * usage: bench_extender [PAIRS [SNAPSHOT | NODES]]      (PAIRS default 3000)
  *   NODES (a number) uses build/cluster-NODES-x8.json, made if missing by
  *   bench/gen-cluster.py --nodes NODES --gpus 8 --allocations 5*NODES (the
- *   issue's 10,000 nodes x 8 GPUs with 50,000 allocations at 10000).
+ *   10,000 nodes x 8 GPUs with 50,000 allocations at 10000).
  *   BENCH_REPLY=pass sends queue/wait-any (any free GPU: the nodes with one
  *   pass), BENCH_REPLY=fail queue/wait-big (64Gi of a shared card: every node
  *   fails, with a reason each); both need such a generated cluster. The reply's

@@ -16,9 +16,9 @@ Nodes mix three shapes, in the proportions 4:4:8 of the bundled example:
 The islands are not device attributes in the NVIDIA driver: the policy says
 them (extender/example-policy.json: island_map "H100=8,A100=2").
 
---gpus N gives every node N GPUs of its shape instead (the issue's "10,000 nodes x
-8 GPUs"), and --allocations N adds N allocated claims of one device each on
-random nodes (a whole card, or 1-8Gi of a shared one; first fit, never over
+--gpus N gives every node N GPUs of its shape instead (10,000 nodes x 8 GPUs is
+the extender benchmark's large cluster), and --allocations N adds N allocated
+claims of one device each on random nodes (a whole card, or 1-8Gi of a shared one; first fit, never over
 capacity), --pending N as many pending ones: the load of a busy fleet. With
 either, two more pending claims serve bench_extender's reply cases:
 queue/wait-any (any GPU) and queue/wait-big (64Gi of a shared card: no node).
