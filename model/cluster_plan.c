@@ -632,13 +632,18 @@ static sf_node_id node_at(sf_cluster_t *c, size_t i, const char *name, bool same
  */
 static bool same_list(sf_cluster_t *c, uint64_t list)
 {
-  size_t nodes = sf_index_node_count(c->idx);
-  bool same = list != 0 && list == c->name_list && nodes == c->name_nodes &&
+  bool same = list != 0 && list == c->name_list && sf_index_node_count(c->idx) == c->name_nodes &&
               c->node_removals == c->name_removals;
-  c->name_list = list;
-  c->name_nodes = nodes;
-  c->name_removals = c->node_removals;
+  c->name_list = 0; /* until this call has found every position's node */
   return same;
+}
+
+/* Every position of `list` went through node_at: name_ids are its nodes. */
+static void keep_list(sf_cluster_t *c, uint64_t list)
+{
+  c->name_list = list;
+  c->name_nodes = sf_index_node_count(c->idx);
+  c->name_removals = c->node_removals;
 }
 
 int sf_cluster_evaluate(sf_cluster_t *c, const sf_pod_plan_t *p, const char *const *names, size_t n,
@@ -682,6 +687,9 @@ int sf_cluster_evaluate_list(sf_cluster_t *c, const sf_pod_plan_t *p, const char
       pos[m++] = i;
     }
   }
+  /* A plan that pins, fails or is unsure skips positions: their ids are another list's. */
+  if (!p->failed && !p->conflict && !p->pin && !p->unsure && !p->all_who[0])
+    keep_list(c, list);
   int r = 0;
   if (m == n) { /* every node known and evaluated (the usual call): no scatter needed */
     r = sf_packer_evaluate(c->packer, c->idx, &c->pol, &p->demand, ids, m, 0, out);

@@ -72,6 +72,21 @@ Test(cluster, a_known_list_follows_nodes_that_come_and_go)
   cr_assert_eq(fit[0], SF_FIT_YES);
   both(p, names, 3, 7, fit);
   cr_assert_eq(fit[1], SF_FIT_UNSURE);
+  /* A call that finds no node (a pod that asks nothing) leaves the positions another list's. */
+  static const char *const probe[] = {"nope", "gpu-node-c"};
+  json_t *bare = fx_json("{\"metadata\":{\"name\":\"q\",\"namespace\":\"t\",\"uid\":\"v\"},"
+                         "\"spec\":{}}");
+  sf_pod_plan_t *empty = ct_plan(bare);
+  cr_assert(sf_pod_plan_empty(empty));
+  sf_verdict_t got[2], want[2];
+  cr_assert_eq(sf_cluster_evaluate_list(ct_cluster, empty, probe, 2, 9, got), 0);
+  cr_assert_eq(sf_cluster_evaluate_list(ct_cluster, p, probe, 2, 9, got), 0);
+  ct_evaluate(p, probe, 2, want);
+  cr_assert_eq(got[0].fit, want[0].fit, "'nope' is no node, whatever the last list had there");
+  cr_assert_eq(got[0].fit, SF_FIT_UNSURE);
+  cr_assert_eq(got[1].fit, want[1].fit);
+  sf_pod_plan_free(empty);
+  json_decref(bare);
   sf_pod_plan_free(p);
   json_decref(c);
   json_decref(l);
