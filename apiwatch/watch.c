@@ -369,6 +369,7 @@ void sf_apiwatch_destroy(sf_apiwatch_t *w)
     free(r->cont);
     free(r->body.p);
     json_decref(r->items);
+    sf_listscan_dispose(&r->scan);
     sf_framer_dispose(&r->framer);
   }
   free(w->cm_name);

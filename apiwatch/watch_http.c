@@ -26,9 +26,10 @@ static size_t on_data(char *p, size_t sz, size_t n, void *ud)
   size_t len = sz * n;
   long code = 0;
   curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &code);
-  if (code != 200 || r->phase == PH_LIST) {
-    size_t cap = code == 200 ? r->w->o.max_list_bytes : MAX_ERR_BODY;
-    if (buf_add(&r->body, p, len, cap))
+  if (code == 200 && r->phase == PH_LIST)
+    return sf__watch_list_bytes(r, p, len) == 0 ? len : 0;
+  if (code != 200) {
+    if (buf_add(&r->body, p, len, MAX_ERR_BODY))
       return len;
     sf__watch_fail_event(r, ACT_FAIL, "response larger than the cap");
     return 0;
@@ -190,6 +191,9 @@ void sf__watch_issue(res_t *r, phase_t ph)
   r->phase = ph;
   r->action = ACT_NONE;
   r->body.len = 0;
+  sf_listscan_dispose(&r->scan);
+  sf_listscan_init(&r->scan, w->o.max_list_bytes);
+  r->list_bytes = 0;
   r->events_now = 0;
   r->started_ms = uv_now(w->loop);
   sf_framer_reset(&r->framer);

@@ -10,6 +10,7 @@
 #include <curl/curl.h>
 #include "curl_int.h"
 #include "slicefit/apiwatch.h"
+#include "slicefit/listscan.h"
 #include "slicefit/log.h"
 
 
@@ -47,7 +48,9 @@ typedef struct {
   char *cont;
   CURL *easy;
   struct curl_slist *hdrs;
-  buf_t body;
+  buf_t body;         /* an error's body */
+  sf_listscan_t scan; /* a LIST page's body, item by item */
+  size_t list_bytes;  /* of the page so far */
   sf_framer_t framer;
   bool in_initial; /* streaming, before the initial-events-end bookmark */
   bool direct;     /* this list applies objects as they come (see relist) */
@@ -99,6 +102,8 @@ void sf__watch_retry(res_t *r, uint32_t delay_ms);
 void sf__watch_relist(res_t *r);
 int sf__watch_fail_event(res_t *r, action_t act, const char *why);
 int sf__watch_on_event(res_t *r, const char *ev, size_t len);
+/** Bytes of a LIST page: each item that ends within them goes on as listed; 0 or -1 (failed). */
+int sf__watch_list_bytes(res_t *r, const char *p, size_t len);
 void sf__watch_finished(res_t *r, CURLcode cc);
 
 #endif

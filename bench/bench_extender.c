@@ -11,7 +11,14 @@
  * at least 500 pods (filter+prioritize pairs) per second; the daemon's RSS
  * flat over the run (read from /proc before and after).
  *
- * usage: bench_extender [PAIRS [SNAPSHOT]]      (PAIRS default 3000)
+ * usage: bench_extender [PAIRS [SNAPSHOT | NODES]]      (PAIRS default 3000)
+ *   NODES (a number) uses build/cluster-NODES-x8.json, made if missing by
+ *   bench/gen-cluster.py --nodes NODES --gpus 8 --allocations 5*NODES (the
+ *   10,000 nodes x 8 GPUs with 50,000 allocations at 10000).
+ *   BENCH_REPLY=pass sends queue/wait-any (any free GPU: the nodes with one
+ *   pass), BENCH_REPLY=fail queue/wait-big (64Gi of a shared card: every node
+ *   fails, with a reason each); both need such a generated cluster. The reply's
+ *   size is printed.
  *   BENCH_URL=http://127.0.0.1:8888 uses a running daemon instead (RSS then
  *   needs BENCH_PID). BENCH_NODELIST=1 sends full Node objects (non-cache
  *   mode). BENCH_BODIES=DIR only writes the request body to
@@ -33,9 +40,10 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "slicefit/listscan.h"
 
-#define POD_NS "tenants"
-#define POD_NAME "agent-sandbox-7"
+static const char *pod_ns = "tenants";
+static const char *pod_name = "agent-sandbox-7";
 #define POD_B "agent-sandbox-8"
 #define ALT_SNAPSHOT "build/cluster-alternate.json"
 
@@ -52,41 +60,59 @@ static void die(const char *what)
   exit(1);
 }
 
-/* The node names of the snapshot's slices, and the claim pod `pod` owns. */
-static json_t *scan(const json_t *list, const char *pod, char *claim, size_t cap)
+typedef struct {
+  json_t *names;
+  const char *pod;
+  char *claim;
+  size_t cap;
+} scan_t;
+
+static int scan_item(void *ud, const char *text, size_t len)
 {
-  json_t *names = json_array();
-  size_t i;
-  const json_t *it;
-  json_array_foreach(json_object_get(list, "items"), i, it)
-  {
-    const char *kind = json_string_value(json_object_get(it, "kind"));
-    const json_t *md = json_object_get(it, "metadata");
-    if (kind && strcmp(kind, "ResourceSlice") == 0)
-      json_array_append(names, json_object_get(json_object_get(it, "spec"), "nodeName"));
-    const json_t *own = json_array_get(json_object_get(md, "ownerReferences"), 0);
-    const char *on = json_string_value(json_object_get(own, "name"));
-    if (kind && strcmp(kind, "ResourceClaim") == 0 && on && strcmp(on, pod) == 0)
-      snprintf(claim, cap, "%s", json_string_value(json_object_get(md, "name")));
-  }
-  return names;
+  scan_t *sc = ud;
+  json_t *it = json_loadb(text, len, 0, NULL);
+  const char *kind = json_string_value(json_object_get(it, "kind"));
+  const json_t *md = json_object_get(it, "metadata");
+  if (kind && strcmp(kind, "ResourceSlice") == 0)
+    json_array_append(sc->names, json_object_get(json_object_get(it, "spec"), "nodeName"));
+  const json_t *own = json_array_get(json_object_get(md, "ownerReferences"), 0);
+  const char *on = json_string_value(json_object_get(own, "name"));
+  if (kind && strcmp(kind, "ResourceClaim") == 0 && on && strcmp(on, sc->pod) == 0)
+    snprintf(sc->claim, sc->cap, "%s", json_string_value(json_object_get(md, "name")));
+  json_decref(it);
+  return 0;
+}
+
+/* The node names of the snapshot's slices, and the claim pod `pod` owns, item by item. */
+static json_t *scan(const char *snapshot, const char *pod, char *claim, size_t cap)
+{
+  scan_t sc = {json_array(), pod, claim, cap};
+  sf_listscan_t ls;
+  sf_listscan_init(&ls, 0);
+  FILE *f = fopen(snapshot, "rb");
+  if (f == NULL)
+    die("cannot open the snapshot");
+  static char buf[1 << 20];
+  size_t got;
+  while ((got = fread(buf, 1, sizeof buf, f)) > 0)
+    if (sf_listscan_feed(&ls, buf, got, scan_item, &sc) != 0)
+      die("the snapshot is not a List");
+  fclose(f);
+  sf_listscan_dispose(&ls);
+  return sc.names;
 }
 
 /* ExtenderArgs for pod `name` over every node, in the mode asked. */
 static char *build_body(const char *snapshot, const char *name, bool nodelist, size_t *nnodes)
 {
   json_error_t je;
-  json_t *list = json_load_file(snapshot, 0, &je);
-  if (list == NULL)
-    die(je.text);
   char claim[256] = "";
-  json_t *names = scan(list, name, claim, sizeof claim);
-  json_decref(list);
+  json_t *names = scan(snapshot, name, claim, sizeof claim);
   json_t *pod = json_load_file("test/extender/data/pod-gpu-test1.json", 0, &je);
   if (pod == NULL || claim[0] == '\0')
     die("no pod (run from the repository) or no claim for it in the snapshot");
   json_t *md = json_object_get(pod, "metadata");
-  json_object_set_new(md, "namespace", json_string(POD_NS));
+  json_object_set_new(md, "namespace", json_string(pod_ns));
   json_object_set_new(md, "name", json_string(name));
   json_object_set_new(md, "uid", json_string(name)); /* the verdict cache tells pods apart */
   json_object_set_new(json_object_get(pod, "status"), "resourceClaimStatuses",
@@ -126,11 +152,11 @@ static void write_alternate(const char *snapshot)
     json_t *own = json_array_get(json_object_get(json_object_get(it, "metadata"), "ownerReferences"),
                                  0);
     const char *on = json_string_value(json_object_get(own, "name"));
-    if (on && strcmp(on, POD_NAME) == 0)
+    if (on && strcmp(on, pod_name) == 0)
       copy = json_deep_copy(it);
   }
   if (copy == NULL)
-    die("no claim of " POD_NAME " in the snapshot");
+    die("no claim of the pod in the snapshot");
   json_t *md = json_object_get(copy, "metadata");
   json_object_set_new(md, "name", json_string(POD_B "-gpu-alt"));
   json_object_set_new(md, "uid", json_string("bench-alternate-claim"));
@@ -141,7 +167,7 @@ static void write_alternate(const char *snapshot)
                                       "exactly");
   json_t *caps = json_object_get(json_object_get(req, "capacity"), "requests");
   if (caps == NULL || json_object_set_new(caps, "memory", json_string("2Gi")) != 0)
-    die("the claim of " POD_NAME " asks no memory");
+    die("the claim of the pod asks no memory");
   json_array_append_new(json_object_get(list, "items"), copy);
   if (json_dump_file(list, ALT_SNAPSHOT, JSON_COMPACT) != 0)
     die("cannot write " ALT_SNAPSHOT);
@@ -300,7 +326,8 @@ static char *prioritize_body(client_t *cl, const char *body)
   json_t *names = json_object_get(res, "NodeNames");
   if (!json_is_array(names))
     die("filter gave no NodeNames");
-  printf("  filter passes %zu nodes; prioritize is sent those\n", json_array_size(names));
+  printf("  filter passes %zu nodes, fails %zu; reply %zu bytes; prioritize is sent those\n",
+         json_array_size(names), json_object_size(json_object_get(res, "FailedNodes")), r.len);
   json_object_set(args, "NodeNames", names);
   char *out = json_dumps(args, JSON_COMPACT);
   json_decref(res);
@@ -351,10 +378,47 @@ static void run(client_t *cl, char *const *body, size_t nbodies, size_t pairs, p
     free(pbody[k]);
 }
 
+/* NODES given as the second argument: the generated cluster of that many nodes of 8 GPUs. */
+static const char *sized_snapshot(const char *arg, char *buf, size_t cap)
+{
+  char *end;
+  unsigned long n = strtoul(arg, &end, 10);
+  if (*arg == '\0' || *end != '\0')
+    return arg;
+  if (n == 0)
+    die("NODES must be positive");
+  snprintf(buf, cap, "build/cluster-%lu-x8.json", n);
+  if (access(buf, R_OK) == 0)
+    return buf;
+  char cmd[512];
+  snprintf(cmd, sizeof cmd,
+           "python3 bench/gen-cluster.py --nodes %lu --gpus 8 --allocations %lu --out %s", n, 5 * n,
+           buf);
+  printf("generating %s\n", buf);
+  if (system(cmd) != 0)
+    die("cannot generate the cluster");
+  return buf;
+}
+
+/* BENCH_REPLY: which pod the calls are for. */
+static void choose_pod(void)
+{
+  const char *r = getenv("BENCH_REPLY");
+  if (r == NULL || *r == '\0')
+    return;
+  if (strcmp(r, "pass") && strcmp(r, "fail"))
+    die("BENCH_REPLY is pass or fail");
+  pod_ns = "queue";
+  pod_name = strcmp(r, "pass") == 0 ? "wait-any" : "wait-big";
+}
+
 int main(int argc, char **argv)
 {
   size_t pairs = argc > 1 ? strtoul(argv[1], NULL, 10) : 3000;
-  const char *snapshot = argc > 2 ? argv[2] : "build/cluster-5000.json";
+  char sized[128];
+  const char *snapshot = argc > 2 ? sized_snapshot(argv[2], sized, sizeof sized)
+                                  : "build/cluster-5000.json";
+  choose_pod();
   const char *url = getenv("BENCH_URL");
   bool nodelist = getenv("BENCH_NODELIST") && strcmp(getenv("BENCH_NODELIST"), "1") == 0;
   if (getenv("SLICEFIT_TOP") && chdir(getenv("SLICEFIT_TOP")) != 0)
@@ -370,7 +434,7 @@ int main(int argc, char **argv)
     snapshot = ALT_SNAPSHOT;
   }
   size_t nnodes, nbodies = alternate ? 2 : 1;
-  char *body[2] = {build_body(snapshot, POD_NAME, nodelist, &nnodes), NULL};
+  char *body[2] = {build_body(snapshot, pod_name, nodelist, &nnodes), NULL};
   if (alternate)
     body[1] = build_body(snapshot, POD_B, nodelist, &nnodes);
   if (getenv("BENCH_BODIES")) { /* only write the body, for wrk */

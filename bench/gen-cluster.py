@@ -16,10 +16,18 @@ Nodes mix three shapes, in the proportions 4:4:8 of the bundled example:
 The islands are not device attributes in the NVIDIA driver: the policy says
 them (extender/example-policy.json: island_map "H100=8,A100=2").
 
+--gpus N gives every node N GPUs of its shape instead (10,000 nodes x 8 GPUs is
+the extender benchmark's large cluster), and --allocations N adds N allocated
+claims of one device each on random nodes (a whole card, or 1-8Gi of a shared one; first fit, never over
+capacity), --pending N as many pending ones: the load of a busy fleet. With
+either, two more pending claims serve bench_extender's reply cases:
+queue/wait-any (any GPU) and queue/wait-big (64Gi of a shared card: no node).
+
 Deterministic for a given --seed. Examples:
 
   bench/gen-cluster.py --out extender/example-cluster.json          # 16 nodes
   bench/gen-cluster.py --nodes 5000 --out build/cluster-5000.json   # the benchmark's
+  bench/gen-cluster.py --nodes 10000 --gpus 8 --allocations 50000 --out build/cluster-10000x8.json
 """
 import argparse
 import json
@@ -161,15 +169,50 @@ def claims_for(g, nodes):
     return out
 
 
+def load(g, nodes, gpus, n, pending):
+    """n allocated claims of one device on random nodes, then `pending` pending ones."""
+    used = {}  # (node, device) -> Gi used (shared) or -1 (taken whole)
+    out, tries = [], 0
+    while len(out) < n and tries < 20 * n:
+        tries += 1
+        node, shape = nodes[g.rnd.randrange(len(nodes))]
+        shared, size = shape[7], int(shape[6][:-2])
+        count = gpus or shape[2]
+        mem = "%dGi" % g.rnd.choice([1, 2, 4, 4, 8]) if shared else None
+        for d in range(count):
+            u = used.get((node, d), 0)
+            if u < 0 or (not shared and u) or (shared and u + int(mem[:-2]) > size):
+                continue
+            used[(node, d)] = u + int(mem[:-2]) if shared else -1
+            cls = "gpu-shared" if shared else "gpu-whole-card"
+            out.append(claim(g, "load", "fill-%d" % len(out), cls, 1, mem, node, ["gpu-%d" % d],
+                             shared))
+            break
+    for i in range(pending):
+        out.append(claim(g, "queue", "wait-%d" % i, "gpu-shared", 1, "%dGi" % (1 + i % 8)))
+    # bench_extender's two reply cases: any free GPU (most nodes pass), and 64Gi of a shared
+    # card (no node has one: every node fails, with a reason each).
+    out.append(claim(g, "queue", "wait-any", "gpu.nvidia.com", 1))
+    out.append(claim(g, "queue", "wait-big", "gpu-shared", 1, "64Gi"))
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--nodes", type=int, default=16)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--gpus", type=int, default=0, help="GPUs per node (default: by shape)")
+    ap.add_argument("--allocations", type=int, default=0)
+    ap.add_argument("--pending", type=int, default=0)
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     g = Gen(a.seed)
     nodes = node_names(a.nodes)
+    if a.gpus:
+        nodes = [(n, s[:2] + (a.gpus,) + s[3:]) for n, s in nodes]
     items = device_classes(g) + [slice_for(g, n, s) for n, s in nodes] + claims_for(g, nodes)
+    if a.allocations or a.pending:
+        items += load(g, nodes, a.gpus, a.allocations, a.pending)
     doc = {"apiVersion": "v1", "items": items, "kind": "List", "metadata": {"resourceVersion": ""}}
     with open(a.out, "w") as f:
         json.dump(doc, f, indent=4, sort_keys=True)

@@ -268,8 +268,28 @@ static int fast_names(sf__args_t *a, cur_t *c, const sf__limits_t *lim)
   return eat(c, ']') ? 0 : SF_EINVAL;
 }
 
+/* At '[': the kept list when the array's bytes are its bytes, else fast_names. */
+static int names_or_list(sf__args_t *a, cur_t *c, const sf__limits_t *lim, const sf__names_t *list)
+{
+  if (list && list->len && list->n <= lim->max_nodes && (size_t)(c->end - c->p) >= list->len &&
+      memcmp(c->p, list->text, list->len) == 0) {
+    a->list = list;
+    a->names = list->names;
+    a->n = list->n;
+    c->p += list->len;
+    return 0;
+  }
+  return fast_names(a, c, lim);
+}
+
 static void drop_names(sf__args_t *a)
 {
+  if (a->list) { /* the kept list's, not ours */
+    a->list = NULL;
+    a->names = NULL;
+    a->n = 0;
+    return;
+  }
   free(a->names);
   free(a->arena);
   a->names = NULL;
@@ -321,7 +341,7 @@ static bool is_null(cur_t v)
  * any other value is skipped and checked with jansson.
  */
 static bool fast_member(cur_t *c, spans_t *sp, unsigned seen[3], sf__args_t *a,
-                        const sf__limits_t *lim)
+                        const sf__limits_t *lim, const sf__names_t *list)
 {
   static const char *const fields[3] = {"Pod", "NodeNames", "Nodes"};
   ws(c);
@@ -352,7 +372,7 @@ static bool fast_member(cur_t *c, spans_t *sp, unsigned seen[3], sf__args_t *a,
   cur_t dropped = *slot[f];
   if (f == 1)
     drop_names(a);
-  if (f == 1 && c->p < c->end && *c->p == '[' ? fast_names(a, c, lim) != 0 : !skip_value(c))
+  if (f == 1 && c->p < c->end && *c->p == '[' ? names_or_list(a, c, lim, list) != 0 : !skip_value(c))
     return false;
   v.end = c->p;
   *slot[f] = v;
@@ -362,7 +382,7 @@ static bool fast_member(cur_t *c, spans_t *sp, unsigned seen[3], sf__args_t *a,
   return dropped.p == NULL || (f == 1 && *dropped.p == '[') || valid_span(dropped, lim);
 }
 
-static int fast_root(sf__args_t *a, cur_t c, const sf__limits_t *lim)
+static int fast_root(sf__args_t *a, cur_t c, const sf__limits_t *lim, sf__names_t *list)
 {
   spans_t sp;
   memset(&sp, 0, sizeof sp);
@@ -371,7 +391,7 @@ static int fast_root(sf__args_t *a, cur_t c, const sf__limits_t *lim)
     return SF_EINVAL;
   if (!eat(&c, '}')) {
     do {
-      if (!fast_member(&c, &sp, seen, a, lim))
+      if (!fast_member(&c, &sp, seen, a, lim, list))
         return SF_EINVAL;
     } while (eat(&c, ','));
     if (!eat(&c, '}'))
@@ -395,15 +415,23 @@ static int fast_root(sf__args_t *a, cur_t c, const sf__limits_t *lim)
   if (!json_is_object(pod))
     return SF_EINVAL;
   a->cache_mode = true;
+  if (list && a->list == NULL) { /* a new array: kept for the calls that follow */
+    sf__names_keep(list, sp.names.p, (size_t)(sp.names.end - sp.names.p), &a->arena, &a->names, a->n);
+    if (list->id) {
+      a->list = list;
+      a->names = list->names;
+    }
+  }
   return 0;
 }
 
-static int parse_fast(sf__args_t *a, const char *body, size_t len, const sf__limits_t *lim)
+static int parse_fast(sf__args_t *a, const char *body, size_t len, const sf__limits_t *lim,
+                      sf__names_t *list)
 {
   *a = (sf__args_t){0};
   if (lim->max_depth < 2) /* the root and the NodeNames array */
     return SF_EINVAL;
-  int rc = fast_root(a, (cur_t){body, body + len}, lim);
+  int rc = fast_root(a, (cur_t){body, body + len}, lim, list);
   if (rc)
     sf__args_dispose(a);
   return rc;
@@ -412,7 +440,13 @@ static int parse_fast(sf__args_t *a, const char *body, size_t len, const sf__lim
 int sf__args_parse(sf__args_t *a, const char *body, size_t len, const sf__limits_t *lim, char *err,
                    size_t errlen)
 {
-  if (parse_fast(a, body, len, lim) == 0)
+  return sf__args_parse_list(a, body, len, lim, NULL, err, errlen);
+}
+
+int sf__args_parse_list(sf__args_t *a, const char *body, size_t len, const sf__limits_t *lim,
+                        sf__names_t *list, char *err, size_t errlen)
+{
+  if (parse_fast(a, body, len, lim, list) == 0)
     return 0;
   /* A jansson tree takes about twenty times its text: large NodeLists are refused. */
   if (lim->max_general_bytes && len > lim->max_general_bytes) {
@@ -428,7 +462,8 @@ int sf__args_parse(sf__args_t *a, const char *body, size_t len, const sf__limits
 void sf__args_dispose(sf__args_t *a)
 {
   json_decref(a->root);
-  free(a->names);
+  if (a->list == NULL)
+    free(a->names);
   free(a->items);
   free(a->arena);
   free(a->items_text);
@@ -471,6 +506,29 @@ void sf__args_detach(sf__args_t *a)
   a->root = root;
 }
 
+/* Name i as a JSON string: copied as it came when the list was kept, else escaped. */
+static void put_name(sf__buf_t *b, const sf__args_t *a, size_t i)
+{
+  if (a->list)
+    sf__buf_put(b, a->list->text + a->list->raw[2 * i], a->list->raw[2 * i + 1]);
+  else
+    sf__buf_json_str(b, a->names[i]);
+}
+
+/* ",name" (no comma first) of a kept list in one copy. */
+static void put_kept_item(sf__buf_t *b, const sf__names_t *l, size_t i, bool first)
+{
+  size_t len = l->raw[2 * i + 1];
+  sf__buf_reserve(b, len + 1);
+  char *o = b->p + b->len;
+  if (!first)
+    *o++ = ',';
+  memcpy(o, l->text + l->raw[2 * i], len);
+  o += len;
+  *o = '\0';
+  b->len = (size_t)(o - b->p);
+}
+
 static bool passes(const sf_verdict_t *v, size_t i)
 {
   return !v || v[i].fit != SF_FIT_NO;
@@ -482,11 +540,16 @@ static void put_passing(sf__buf_t *b, const sf__args_t *a, const sf_verdict_t *v
   for (size_t i = 0; i < a->n; i++) {
     if (!passes(v, i))
       continue;
+    if (a->list) {
+      put_kept_item(b, a->list, i, first);
+      first = false;
+      continue;
+    }
     if (!first)
       sf__buf_put(b, ",", 1);
     first = false;
     if (a->cache_mode) {
-      sf__buf_json_str(b, a->names[i]);
+      put_name(b, a, i);
     } else if (a->items_text) {
       sf__buf_put(b, a->items_text + a->items_off[i], a->items_off[i + 1] - a->items_off[i]);
     } else {
@@ -509,10 +572,13 @@ typedef struct {
   size_t off, len;  /* where its escaped form sits in the buffer */
 } seen_t;
 
-static void put_reason(sf__buf_t *b, const char *reason, seen_t *seen, size_t *nseen)
+/* Neighbouring nodes mostly fail alike: the reason matched last is tried first (*last). */
+static void put_reason(sf__buf_t *b, const char *reason, seen_t *seen, size_t *nseen, size_t *last)
 {
-  for (size_t k = 0; k < *nseen; k++) {
+  for (size_t j = 0; j < *nseen; j++) {
+    size_t k = (*last + j) % *nseen;
     if (strcmp(seen[k].text, reason) == 0) {
+      *last = k;
       size_t off = seen[k].off, len = seen[k].len;
       sf__buf_reserve(b, len); /* may move the text: hence offsets, not pointers */
       memcpy(b->p + b->len, b->p + off, len);
@@ -531,17 +597,21 @@ static void put_failed(sf__buf_t *b, const sf__args_t *a, const sf_verdict_t *v)
 {
   static const char unknown[] = "does not fit the pod's device claims";
   seen_t seen[SEEN_REASONS];
-  size_t nseen = 0;
+  size_t nseen = 0, last = 0;
   bool first = true;
   for (size_t i = 0; v && i < a->n; i++) {
     if (passes(v, i))
       continue;
-    if (!first)
-      sf__buf_put(b, ",", 1);
+    if (a->list) {
+      put_kept_item(b, a->list, i, first);
+    } else {
+      if (!first)
+        sf__buf_put(b, ",", 1);
+      put_name(b, a, i);
+    }
     first = false;
-    sf__buf_json_str(b, a->names[i]);
     sf__buf_put(b, ":", 1);
-    put_reason(b, v[i].reason[0] ? v[i].reason : unknown, seen, &nseen);
+    put_reason(b, v[i].reason[0] ? v[i].reason : unknown, seen, &nseen, &last);
   }
 }
 
@@ -564,6 +634,31 @@ void sf__filter_reply(sf__buf_t *b, const sf__args_t *a, const sf_verdict_t *v)
   sf__buf_puts(b, "},\"FailedAndUnresolvableNodes\":{},\"Error\":\"\"}");
 }
 
+/* `,"Score":N}` at o, room reserved; the buffer ends there. */
+static void put_score(sf__buf_t *b, char *o, int score)
+{
+  memcpy(o, ",\"Score\":", 9);
+  o += 9;
+  if (score >= 10)
+    *o++ = (char)('0' + score / 10);
+  *o++ = (char)('0' + score % 10);
+  *o++ = '}';
+  *o = '\0';
+  b->len = (size_t)(o - b->p);
+}
+
+/* The entry of name i of a kept list, written at once: its quoted form is copied as it came. */
+static void put_host_kept(sf__buf_t *b, const sf__names_t *l, size_t i, int score)
+{
+  size_t len = l->raw[2 * i + 1];
+  sf__buf_reserve(b, len + 24);
+  char *o = b->p + b->len;
+  memcpy(o, "{\"Host\":", 8);
+  memcpy(o + 8, l->text + l->raw[2 * i], len);
+  o += 8 + len;
+  put_score(b, o, score);
+}
+
 void sf__prioritize_reply(sf__buf_t *b, const sf__args_t *a, const sf_verdict_t *v)
 {
   sf__buf_put(b, "[", 1);
@@ -572,18 +667,14 @@ void sf__prioritize_reply(sf__buf_t *b, const sf__args_t *a, const sf_verdict_t 
     score = score < 0 ? 0 : score > SF_SCORE_MAX ? SF_SCORE_MAX : score;
     if (i)
       sf__buf_put(b, ",", 1);
+    if (a->list) {
+      put_host_kept(b, a->list, i, score);
+      continue;
+    }
     sf__buf_put(b, "{\"Host\":", 8);
-    sf__buf_json_str(b, a->names[i]);
+    put_name(b, a, i);
     sf__buf_reserve(b, 13);
-    char *o = b->p + b->len;
-    memcpy(o, ",\"Score\":", 9);
-    o += 9;
-    if (score >= 10)
-      *o++ = (char)('0' + score / 10);
-    *o++ = (char)('0' + score % 10);
-    *o++ = '}';
-    *o = '\0';
-    b->len = (size_t)(o - b->p);
+    put_score(b, b->p + b->len, score);
   }
   sf__buf_put(b, "]", 1);
 }

@@ -2,6 +2,7 @@
  * bin/slicefit's life: load the state and the policy, serve on one libuv
  * loop, drain on SIGTERM or SIGINT, and exit 0.
  */
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,20 +95,8 @@ done:
  */
 static int load_snapshot(daemon_t *d, const char *path, bool strict, char *err, size_t errlen)
 {
-  json_error_t je;
-  json_t *list = json_load_file(path, 0, &je);
-  if (list == NULL) {
-    snprintf(err, errlen, "%s: line %d: %s", path, je.line, je.text);
-    return SF_EINVAL;
-  }
-  char why[SF_ERR_MAX];
-  int rc = strict ? sf_cluster_load_list(d->cluster, list, why, sizeof why)
-                  : sf_cluster_load_list_each(d->cluster, list, why, sizeof why);
-  if (rc)
-    snprintf(err, errlen, "%s: %s", path, why);
-  else
-    sf__pending_load_list(d->pending, list);
-  json_decref(list);
+  int rc = sf__snapshot_load(d->cluster, d->pending, path, strict, err, errlen);
+  malloc_trim(0); /* what loading freed goes back to the system */
   return rc;
 }
 
@@ -210,6 +199,8 @@ static void on_sync_tick(uv_timer_t *t)
   if (synced != d->ext->ready)
     sf_log_info(synced ? "cluster state synced" : "cluster state stale", "ready=%s",
                 synced ? "true" : "false");
+  if (synced && !d->ext->ready)
+    malloc_trim(0); /* the lists' text and trees are freed: give the memory back */
   sf_extender_set_ready(d->ext, synced);
 }
 

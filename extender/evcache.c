@@ -42,6 +42,7 @@ void sf__evcache_dispose(sf__evcache_t *ec)
   free(ec->names);
   free(ec->v);
   free(ec->slots);
+  free(ec->map);
   memset(ec, 0, sizeof *ec);
 }
 
@@ -96,13 +97,23 @@ static bool same_names(const sf__evcache_t *ec, const char *const *names, size_t
 sf_verdict_t *sf__evcache_store(sf__evcache_t *ec, const char *key, uint64_t gen,
                                 const char *const *names, size_t n, sf_verdict_t *v, size_t *vcap)
 {
+  return sf__evcache_store_list(ec, key, gen, names, n, 0, v, vcap);
+}
+
+sf_verdict_t *sf__evcache_store_list(sf__evcache_t *ec, const char *key, uint64_t gen,
+                                     const char *const *names, size_t n, uint64_t list,
+                                     sf_verdict_t *v, size_t *vcap)
+{
   if (n > UINT32_MAX - 1)
     return v;
   /* kube-scheduler sends the same names call after call: keep them and their table. */
-  if (!ec->valid || !same_names(ec, names, n)) {
+  bool known = list != 0 && list == ec->list && ec->n == n;
+  if (!ec->valid || (!known && !same_names(ec, names, n))) {
     copy_names(ec, names, n);
     index_names(ec);
+    ec->map_list = 0; /* positions found in other names */
   }
+  ec->list = list;
   snprintf(ec->key, sizeof ec->key, "%s", key);
   ec->gen = gen;
   ec->nfit = 0;
@@ -139,6 +150,34 @@ bool sf__evcache_lookup(const sf__evcache_t *ec, const char *key, uint64_t gen,
       return false;
     out[i] = ec->v[k];
     nfit += out[i].fit == SF_FIT_YES;
+  }
+  return nfit == ec->nfit;
+}
+
+bool sf__evcache_lookup_list(sf__evcache_t *ec, const char *key, uint64_t gen,
+                             const char *const *names, size_t n, uint64_t list, sf_verdict_t *out)
+{
+  if (!ec->valid || ec->gen != gen || strcmp(ec->key, key) != 0)
+    return false;
+  if (list == 0 || list != ec->map_list || n != ec->nmap) {
+    ec->map_list = 0;
+    sf_xgrow(&ec->map, &ec->capmap, n ? n : 1, sizeof *ec->map);
+    for (size_t i = 0; i < n; i++) {
+      long k = find(ec, names[i]);
+      if (k < 0)
+        return false;
+      ec->map[i] = (uint32_t)k;
+    }
+    ec->nmap = n;
+    ec->map_list = list;
+  }
+  size_t nfit = 0;
+  for (size_t i = 0; i < n; i++) { /* what a prioritize reads: not the whole verdict */
+    const sf_verdict_t *from = &ec->v[ec->map[i]];
+    out[i].fit = from->fit;
+    out[i].raw = from->raw;
+    out[i].score = from->score;
+    nfit += from->fit == SF_FIT_YES;
   }
   return nfit == ec->nfit;
 }

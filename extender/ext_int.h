@@ -45,14 +45,37 @@ typedef struct {
   size_t max_general_bytes; /* bodies the jansson path decodes (a NodeList); 0 = any size */
 } sf__limits_t;
 
+/*
+ * The NodeNames array of the last call of a verb, kept as it came (names.c):
+ * kube-scheduler sends the same names, in the same order, call after call,
+ * so an array whose bytes are the same is taken whole, without decoding a
+ * name, and `id` tells the cluster and the verdict cache that it is the
+ * list they saw last (their per-name work is then skipped too). Loop-owned.
+ */
+typedef struct {
+  char *text; /* the array's bytes, '[' through ']' */
+  size_t len;
+  char *arena;        /* the decoded names' text */
+  const char **names; /* n names, into arena */
+  uint32_t *raw;      /* per name, its quoted JSON form in text: raw[2i] offset, raw[2i+1] length */
+  size_t n;
+  uint64_t id; /* nonzero, unique per distinct array */
+} sf__names_t;
+
+/** Takes `a`'s decoded names (moved) and the array's bytes (copied) as the list for next time. */
+void sf__names_keep(sf__names_t *l, const char *text, size_t len, char **arena, const char ***names,
+                    size_t n);
+void sf__names_dispose(sf__names_t *l);
+
 /* A decoded ExtenderArgs. */
 typedef struct {
-  json_t *root;       /* owned */
-  const json_t *pod;  /* borrowed from root */
-  bool cache_mode;    /* NodeNames given (nodeCacheCapable); else Nodes */
-  const char **names; /* n names (owned array, strings borrowed from root) */
-  json_t **items;     /* non-cache mode: the n Node objects (owned array, borrowed items) */
-  char *arena;        /* owned: the names' text when decoded without jansson */
+  const sf__names_t *list; /* borrowed: names and arena are the list's (not owned), or NULL */
+  json_t *root;            /* owned */
+  const json_t *pod;       /* borrowed from root */
+  bool cache_mode;         /* NodeNames given (nodeCacheCapable); else Nodes */
+  const char **names;      /* n names (owned array, strings borrowed from root) */
+  json_t **items;          /* non-cache mode: the n Node objects (owned array, borrowed items) */
+  char *arena;             /* owned: the names' text when decoded without jansson */
   size_t n;
   char *items_text;  /* owned, after sf__args_detach: the Node objects as JSON text, */
   size_t *items_off; /* item i is items_text[items_off[i] .. items_off[i + 1]) */
@@ -70,6 +93,12 @@ bool sf__json_depth_ok(const char *text, size_t len, unsigned max);
  */
 int sf__args_parse(sf__args_t *a, const char *body, size_t len, const sf__limits_t *lim, char *err,
                    size_t errlen);
+/**
+ * The same, taking a NodeNames array whose bytes are those of `*list` from
+ * it, and keeping any other in it (a->list then points there). Loop only.
+ */
+int sf__args_parse_list(sf__args_t *a, const char *body, size_t len, const sf__limits_t *lim,
+                        sf__names_t *list, char *err, size_t errlen);
 /** The same with jansson over the whole body (sf__args_parse's fallback; the fuzzer compares). */
 int sf__args_parse_general(sf__args_t *a, const char *body, size_t len, const sf__limits_t *lim,
                            char *err, size_t errlen);
@@ -150,8 +179,13 @@ void sf__pending_apply(json_t *pending, const json_t *claim);
 void sf__pending_delete(json_t *pending, const json_t *claim);
 /** Replaces every claim with `items` (a relist). */
 void sf__pending_replace(json_t *pending, const json_t *items);
-/** Records the ResourceClaims of a kubectl List. */
-void sf__pending_load_list(json_t *pending, const json_t *list);
+/**
+ * Loads the List in file `path` into the cluster item by item (snapshot.c),
+ * its pending claims into `pending`. SF_EINVAL or SF_ENOENT with
+ * "path: reason" in `err`; the cluster is unchanged then.
+ */
+int sf__snapshot_load(sf_cluster_t *c, json_t *pending, const char *path, bool strict, char *err,
+                      size_t errlen);
 #define SF__PENDING_TOP_NS 10 /* namespaces with their own series; the rest: other */
 #define SF__PENDING_TOP_NS_TEXT "10"
 
@@ -189,6 +223,10 @@ typedef struct {
   size_t vcap;
   uint32_t *slots; /* name -> index + 1; 0 = empty */
   size_t nslots;
+  uint64_t list; /* the names' list id (sf__names_t), 0 when unknown */
+  uint32_t *map; /* for the prioritize list map_list: its name i is names[map[i]] */
+  size_t nmap, capmap;
+  uint64_t map_list; /* 0: no map */
 } sf__evcache_t;
 
 /** The cache key of a pod into key; false when the pod has no uid (not cached). */
@@ -199,9 +237,21 @@ bool sf__evcache_key(const json_t *pod, char *key, size_t cap);
  */
 sf_verdict_t *sf__evcache_store(sf__evcache_t *ec, const char *key, uint64_t gen,
                                 const char *const *names, size_t n, sf_verdict_t *v, size_t *vcap);
+/** The same for names of list `list` (0: unknown): names of the list stored last are not compared. */
+sf_verdict_t *sf__evcache_store_list(sf__evcache_t *ec, const char *key, uint64_t gen,
+                                     const char *const *names, size_t n, uint64_t list,
+                                     sf_verdict_t *v, size_t *vcap);
 /** Fills out[i] for names[i] from the cache; false on any miss (out is then garbage). */
 bool sf__evcache_lookup(const sf__evcache_t *ec, const char *key, uint64_t gen,
                         const char *const *names, size_t n, sf_verdict_t *out);
+/**
+ * The same for names of list `list` (0: unknown): the positions found for
+ * that list are kept, and the next lookup of it copies by them, finding no
+ * name again while the stored names stay those of one list. Fills only
+ * fit, raw and score of out[i] (a prioritize reads no more).
+ */
+bool sf__evcache_lookup_list(sf__evcache_t *ec, const char *key, uint64_t gen,
+                             const char *const *names, size_t n, uint64_t list, sf_verdict_t *out);
 void sf__evcache_dispose(sf__evcache_t *ec);
 
 /* ---- HTTP (http.c) and handlers (service.c) ---- */
@@ -308,6 +358,7 @@ struct sf_extender {
   sf_verdict_t *verdicts; /* scratch reused across requests */
   size_t nverdicts;
   sf__evcache_t evcache; /* the last filter's verdicts */
+  sf__names_t lists[2];  /* the NodeNames of the last filter and the last prioritize */
   uint64_t generation;   /* bumped by sf_extender_invalidate */
   uint64_t cache_hits, cache_misses;
   uint64_t verdicts_total[3][SF__NREASON + 1]; /* filter verdicts by sf_fit_t and reason class */

@@ -73,18 +73,6 @@ void sf__pending_replace(json_t *pending, const json_t *items)
   json_array_foreach(items, i, it) sf__pending_apply(pending, it);
 }
 
-void sf__pending_load_list(json_t *pending, const json_t *list)
-{
-  size_t i;
-  const json_t *it;
-  json_array_foreach(json_object_get(list, "items"), i, it)
-  {
-    const char *kind = json_string_value(json_object_get(it, "kind"));
-    if (kind && strcmp(kind, "ResourceClaim") == 0)
-      sf__pending_apply(pending, it);
-  }
-}
-
 /*
  * Pending claims in /metrics: a gauge by namespace (the SF__PENDING_TOP_NS
  * namespaces with most, the rest summed as "other", which is always present

@@ -66,22 +66,23 @@ static const sf_verdict_t *evaluate(sf_extender_t *x, const sf__args_t *a, bool 
     goto done;
   ensure_scratch(x, a->n);
   bool keyed = sf__evcache_key(a->pod, key, sizeof key);
+  uint64_t list = a->list ? a->list->id : 0;
   if (!filter && keyed &&
-      sf__evcache_lookup(&x->evcache, key, x->generation, a->names, a->n, x->verdicts)) {
+      sf__evcache_lookup_list(&x->evcache, key, x->generation, a->names, a->n, list, x->verdicts)) {
     x->cache_hits++;
     v = x->verdicts;
     goto done;
   }
   x->cache_misses += !filter;
-  rc = sf_cluster_evaluate(x->cluster, plan, a->names, a->n, x->verdicts);
+  rc = sf_cluster_evaluate_list(x->cluster, plan, a->names, a->n, list, x->verdicts);
   if (rc) {
     sf__reply_error(rep, 500, "evaluating the pod failed: %s", sf_strerror(rc));
     goto done;
   }
   v = x->verdicts;
   if (filter && keyed) {
-    x->verdicts = sf__evcache_store(&x->evcache, key, x->generation, a->names, a->n, x->verdicts,
-                                    &x->nverdicts);
+    x->verdicts = sf__evcache_store_list(&x->evcache, key, x->generation, a->names, a->n, list,
+                                         x->verdicts, &x->nverdicts);
     v = x->evcache.v;
   }
 done:
@@ -90,7 +91,8 @@ done:
 }
 
 /* The body as ExtenderArgs: decoded here, or taken (moved) from the thread pool's decoding. */
-static bool parse(sf_extender_t *x, const sf__req_t *req, sf__args_t *a, sf__reply_t *rep)
+static bool parse(sf_extender_t *x, const sf__req_t *req, sf__args_t *a, bool filter,
+                  sf__reply_t *rep)
 {
   char err[SF_ERR_MAX];
   sf__limits_t lim = {x->cfg.max_nodes, x->cfg.max_depth, x->cfg.max_nodelist_bytes};
@@ -101,7 +103,8 @@ static bool parse(sf_extender_t *x, const sf__req_t *req, sf__args_t *a, sf__rep
     if (rc == 0)
       *a = *req->args;
   } else {
-    rc = sf__args_parse(a, req->body, req->len, &lim, err, sizeof err);
+    rc = sf__args_parse_list(a, req->body, req->len, &lim, &x->lists[filter ? 0 : 1], err,
+                             sizeof err);
   }
   if (rc)
     sf__reply_error(rep, rc == SF_E2BIG ? 413 : 400, "%s", err);
@@ -147,7 +150,7 @@ static bool defer(const sf__req_t *req, sf__args_t *a, const sf_verdict_t *v, bo
 static void on_filter(sf_extender_t *x, const sf__req_t *req, sf__reply_t *rep)
 {
   sf__args_t a;
-  if (!parse(x, req, &a, rep))
+  if (!parse(x, req, &a, true, rep))
     return;
   const sf_verdict_t *v = evaluate(x, &a, true, rep);
   size_t counts[3] = {0};
@@ -164,7 +167,7 @@ static void on_filter(sf_extender_t *x, const sf__req_t *req, sf__reply_t *rep)
 static void on_prioritize(sf_extender_t *x, const sf__req_t *req, sf__reply_t *rep)
 {
   sf__args_t a;
-  if (!parse(x, req, &a, rep))
+  if (!parse(x, req, &a, false, rep))
     return;
   const sf_verdict_t *v = evaluate(x, &a, false, rep);
   if (rep->status == 200) {
@@ -316,6 +319,8 @@ static void on_handle_closed(uv_handle_t *h)
     free(x->verdicts);
     sf__http_spares_dispose(x);
     sf__evcache_dispose(&x->evcache);
+    sf__names_dispose(&x->lists[0]);
+    sf__names_dispose(&x->lists[1]);
     free(x);
   }
 }

@@ -568,10 +568,38 @@ static void ignore(sf_cluster_t *c, const json_t *it)
 }
 
 /*
- * Decodes every item of `items` of `kind` (SF_KIND_UNKNOWN: any tracked kind, the others counted
- * as ignored). An item that does not decode fails the whole call, or with `each` is rejected
- * alone (reject()).
+ * Item i of a list as `kind` (SF_KIND_UNKNOWN: by its "kind"). *out is NULL
+ * for a kind the cluster does not track (counted as ignored) and, with
+ * `each`, for an item that does not decode (rejected alone: reject()).
  */
+static int decode_item(sf_cluster_t *c, const json_t *it, sf_kind_t kind, bool each, size_t i,
+                       sf_object_t **out, char *err, size_t errlen)
+{
+  sf_kind_t k = kind ? kind : sf_kind_from_name(json_string_value(json_object_get(it, "kind")));
+  char e[SF_ERR_MAX];
+  int r;
+  *out = NULL;
+  if (k == SF_KIND_UNKNOWN) {
+    ignore(c, it);
+    return 0;
+  }
+  if ((r = sf_decode(it, obj_kind(k), out, e, sizeof e)) < 0 && each) {
+    reject(c, k, it, strncmp(e, "(object)", 8) ? e : e + 8);
+    return 0;
+  }
+  if (r < 0 && err && errlen)
+    snprintf(err, errlen, "items[%zu]%s%s", i, strncmp(e, "(object)", 8) ? "." : "",
+             strncmp(e, "(object)", 8) ? e : e + 8);
+  return r;
+}
+
+int sf_cluster_decode_item(sf_cluster_t *c, const json_t *it, size_t i, bool each, sf_object_t **out,
+                           char *err, size_t errlen)
+{
+  return decode_item(c, it, SF_KIND_UNKNOWN, each, i, out, err, errlen);
+}
+
+/* Decodes every item of `items` of `kind` (decode_item). */
 static int decode_items(sf_cluster_t *c, const json_t *items, sf_kind_t kind, bool each,
                         sf_object_t ***out, size_t *n, char *err, size_t errlen)
 {
@@ -582,26 +610,10 @@ static int decode_items(sf_cluster_t *c, const json_t *items, sf_kind_t kind, bo
   *n = 0;
   json_array_foreach(items, i, it)
   {
-    sf_kind_t k = kind ? kind : sf_kind_from_name(json_string_value(json_object_get(it, "kind")));
-    if (k == SF_KIND_UNKNOWN) {
-      ignore(c, it);
-      continue;
-    }
-    char e[SF_ERR_MAX];
-    if ((r = sf_decode(it, obj_kind(k), &v[*n], e, sizeof e)) < 0 && each) {
-      reject(c, k, it, strncmp(e, "(object)", 8) ? e : e + 8);
-      r = 0;
-      continue;
-    }
-    if (r < 0) {
-      if (err && errlen)
-        snprintf(err, errlen, "items[%zu]%s%s", i, strncmp(e, "(object)", 8) ? "." : "",
-                 strncmp(e, "(object)", 8) ? e : e + 8);
-      goto out;
-    }
-    (*n)++;
+    if ((r = decode_item(c, it, kind, each, i, &v[*n], err, errlen)) < 0)
+      break;
+    *n += v[*n] != NULL;
   }
-out:
   if (r < 0) {
     for (size_t k = 0; k < *n; k++)
       sf_object_free(v[k]);
@@ -682,13 +694,23 @@ static void split(sf_object_t **objs, size_t n, sf_object_t ***per, size_t *cnt)
 static int load_list(sf_cluster_t *c, const json_t *list, bool each, char *err, size_t errlen)
 {
   const json_t *items;
-  sf_object_t **objs = NULL, **per[SF_KIND_COUNT] = {0};
-  size_t n = 0, cnt[SF_KIND_COUNT] = {0};
+  sf_object_t **objs = NULL;
+  size_t n = 0;
   int r = sf_decode_list_items(list, &items, err, errlen);
   if (r < 0)
     return r;
   if ((r = decode_items(c, items, SF_KIND_UNKNOWN, each, &objs, &n, err, errlen)) < 0)
     return r;
+  r = sf_cluster_load_objects(c, objs, n, err, errlen);
+  free(objs);
+  return r;
+}
+
+int sf_cluster_load_objects(sf_cluster_t *c, sf_object_t **objs, size_t n, char *err, size_t errlen)
+{
+  sf_object_t **per[SF_KIND_COUNT] = {0};
+  size_t cnt[SF_KIND_COUNT] = {0};
+  int r = 0;
   for (int k = 1; k < SF_KIND_COUNT; k++)
     per[k] = sf_xcalloc(n ? n : 1, sizeof(**per));
   split(objs, n, per, cnt);
@@ -714,7 +736,6 @@ static int load_list(sf_cluster_t *c, const json_t *list, bool each, char *err, 
   }
   for (int k = 1; k < SF_KIND_COUNT; k++)
     free(per[k]);
-  free(objs);
   return r;
 }
 

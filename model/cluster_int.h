@@ -129,7 +129,11 @@ struct sf_cluster {
   size_t nname_ids, capname_ids;
   int kube_minor; /* the cluster's Kubernetes minor version; 0: unknown, every gate on */
   uint64_t rejected[SF_KIND_COUNT]; /* objects refused (bad input), by kind, since start */
-  json_t *ignored; /* kind name -> objects of kinds slicefit does not track, seen in lists */
+  json_t *ignored;        /* kind name -> objects of kinds slicefit does not track, seen in lists */
+  uint64_t node_removals; /* index nodes removed: ids are reused after one */
+  uint64_t name_list;     /* the caller's id of the names name_ids are for (0: none) */
+  size_t name_nodes;      /* the index's node count then */
+  uint64_t name_removals; /* node_removals then */
 };
 
 /** Does the cluster's allocator select devices with binding conditions (DRADeviceBindingConditions)? */

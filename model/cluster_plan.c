@@ -625,8 +625,10 @@ static bool plugin_node(sf_cluster_t *c, const sf_pod_plan_t *p, const char *nam
  * hash and a probe: 11% of a filter+prioritize pair over 5,000 names
  * (docs/benchmarks.md).
  */
-static sf_node_id node_at(sf_cluster_t *c, size_t i, const char *name)
+static sf_node_id node_at(sf_cluster_t *c, size_t i, const char *name, bool same)
 {
+  if (same && i < c->nname_ids && c->name_ids[i] >= 0)
+    return c->name_ids[i];
   if (i < c->nname_ids) {
     const char *had = sf_index_node_name(c->idx, c->name_ids[i]);
     if (had != NULL && strcmp(had, name) == 0)
@@ -642,9 +644,38 @@ static sf_node_id node_at(sf_cluster_t *c, size_t i, const char *name)
   return id;
 }
 
+/*
+ * The names are the list `list` the caller passed last time, and no node
+ * came or went in the index since (a removal frees an id for reuse, an
+ * addition may name a position that found none): each position's node is
+ * the one found then, without reading a name.
+ */
+static bool same_list(sf_cluster_t *c, uint64_t list)
+{
+  bool same = list != 0 && list == c->name_list && sf_index_node_count(c->idx) == c->name_nodes &&
+              c->node_removals == c->name_removals;
+  c->name_list = 0; /* until this call has found every position's node */
+  return same;
+}
+
+/* Every position of `list` went through node_at: name_ids are its nodes. */
+static void keep_list(sf_cluster_t *c, uint64_t list)
+{
+  c->name_list = list;
+  c->name_nodes = sf_index_node_count(c->idx);
+  c->name_removals = c->node_removals;
+}
+
 int sf_cluster_evaluate(sf_cluster_t *c, const sf_pod_plan_t *p, const char *const *names, size_t n,
                         sf_verdict_t *out)
 {
+  return sf_cluster_evaluate_list(c, p, names, n, 0, out);
+}
+
+int sf_cluster_evaluate_list(sf_cluster_t *c, const sf_pod_plan_t *p, const char *const *names,
+                             size_t n, uint64_t list, sf_verdict_t *out)
+{
+  bool same = same_list(c, list);
   sf__mix_refresh(c);
   if (sf_pod_plan_empty(p)) {
     for (size_t i = 0; i < n; i++)
@@ -652,7 +683,7 @@ int sf_cluster_evaluate(sf_cluster_t *c, const sf_pod_plan_t *p, const char *con
     return 0;
   }
   sf_node_id *ids = sf_xmalloc((n ? n : 1) * sizeof(*ids));
-  size_t *pos = sf_xmalloc((n ? n : 1) * sizeof(*pos)), m = 0;
+  size_t *pos = sf_xmalloc((n ? n : 1) * sizeof(*pos)), m = 0, looked = 0;
   sf_map_t unsettled;
   sf_map_init(&unsettled, c->hash_seed);
   if (p->all_who[0])
@@ -669,15 +700,22 @@ int sf_cluster_evaluate(sf_cluster_t *c, const sf_pod_plan_t *p, const char *con
       verdict(&out[i], SF_FIT_UNSURE, p->why);
     else if (plugin_node(c, p, names[i], &out[i]))
       continue;
-    else if (all_unsettled(c, p, &unsettled, names[i], &out[i]))
+    else if (p->all_who[0] && all_unsettled(c, p, &unsettled, names[i], &out[i]))
       continue;
-    else if ((id = node_at(c, i, names[i])) < 0)
-      unknown_node(c, p, names[i], &out[i]);
     else {
+      looked++;
+      if ((id = node_at(c, i, names[i], same)) < 0) {
+        unknown_node(c, p, names[i], &out[i]);
+        continue;
+      }
       ids[m] = id;
       pos[m++] = i;
     }
   }
+  /* A position skipped above (failed, pinned, unsure, unsettled, a device plugin's node) kept
+   * another list's id: the names are this list's only when every position found its node. */
+  if (looked == n)
+    keep_list(c, list);
   /*
    * kube-scheduler's NodeResourcesFit has passed every node the extender
    * sees, counting the pods it has just placed and not yet bound; the index

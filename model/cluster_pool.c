@@ -558,6 +558,8 @@ static void unpublish(sf_cluster_t *c, const pool_t *p, const char *node)
     sf__host_unrecord(c, node);
     if (sf_index_node_remove(c->idx, id) < 0)
       sf__host_sync(c, node); /* SF_EBUSY while claimed: kept */
+    else
+      c->node_removals++; /* the id may now name another node */
   }
 }
 

@@ -25,6 +25,14 @@ void sf__arena_destroy(sf_arena_t *a);
 void sf__arena_reset(sf_arena_t *a);
 /** `n` zeroed bytes, aligned for any type; valid until the arena dies. */
 void *sf__arena_alloc(sf_arena_t *a, size_t n);
+/**
+ * `n` bytes (not zeroed) in the room left in the current chunk, or in a
+ * chunk of their own of just that size: for a last allocation whose size is
+ * known, where doubling the chunk would leave its second half unused.
+ */
+void *sf__arena_alloc_exact(sf_arena_t *a, size_t n);
+/** Whether `p` points into one of the arena's chunks. Cost: O(chunks). */
+bool sf__arena_owns(const sf_arena_t *a, const void *p);
 /** "a/b" in the arena. */
 char *sf__arena_join(sf_arena_t *a, const char *x, const char *y);
 
@@ -61,6 +69,12 @@ typedef struct {
   bool own; /* strings are copied into the arena: the object keeps no reference to its JSON */
 } dctx_t;
 
+/**
+ * Copies every string a decoded ResourceSlice borrows into its arena and
+ * drops its JSON but for the node selectors and counter sets the pools read
+ * (decode_own.c). Other kinds are left alone. Cost: O(size of the slice).
+ */
+void sf__slice_detach(sf_object_t *o);
 /** `s` (len bytes) as the decoded object keeps it: borrowed from the JSON, or an arena copy. */
 const char *sf__dkeep(dctx_t *d, const char *s, size_t len);
 /** Enters field `key` (borrowed until popped); returns the depth to pop back to. */

@@ -104,6 +104,23 @@ uint64_t sf_cluster_rejected(const sf_cluster_t *c, sf_kind_t kind);
  * counted by kind name since the cluster was created: borrowed JSON object of integers.
  */
 const json_t *sf_cluster_ignored(const sf_cluster_t *c);
+/**
+ * Item i of such a list (borrowed) decoded by its "kind": *out a new object,
+ * or NULL for a kind the cluster does not track (counted as ignored) and,
+ * with `each`, for an item that does not decode (rejected alone, as
+ * sf_cluster_load_list_each rejects one). Else SF_EINVAL with
+ * "items[i].path: reason" in `err`. With sf_cluster_load_objects, a list is
+ * loaded as its items are read (listscan.h), never held whole.
+ */
+struct sf_object; /* decode.h */
+int sf_cluster_decode_item(sf_cluster_t *c, const json_t *it, size_t i, bool each,
+                           struct sf_object **out, char *err, size_t errlen);
+/**
+ * Loads decoded objects as sf_cluster_load_list loads a list's items: steals
+ * objs[0..n) (the array stays the caller's), frees them on an error.
+ */
+int sf_cluster_load_objects(sf_cluster_t *c, struct sf_object **objs, size_t n, char *err,
+                            size_t errlen);
 
 /** The cluster's index (borrowed: it lives as long as the cluster). */
 sf_index_t *sf_cluster_index(sf_cluster_t *c);
@@ -140,6 +157,15 @@ bool sf_pod_plan_empty(const sf_pod_plan_t *p);
  */
 int sf_cluster_evaluate(sf_cluster_t *c, const sf_pod_plan_t *p, const char *const *names, size_t n,
                         sf_verdict_t *out);
+/**
+ * The same for a caller that knows its name lists: `list` (nonzero) says
+ * these are, name for name, the names it passed last time with that id, so
+ * the nodes found for them then are taken again without reading a name
+ * (unless a node came or went since). 0: an unknown list, as above.
+ * Cost: the packer's over the known nodes, O(1) per name for a known list.
+ */
+int sf_cluster_evaluate_list(sf_cluster_t *c, const sf_pod_plan_t *p, const char *const *names,
+                             size_t n, uint64_t list, sf_verdict_t *out);
 
 /**
  * Checks the pods' bookkeeping: each node's CPU and memory in use equal the

@@ -11,9 +11,10 @@
  * round-trip test data, with placeholders in every field, decodes whole.
  *
  * Ownership: a decoded object keeps a reference to its JSON value and
- * borrows its strings from it (a ResourceClaim copies its strings into its
- * arena instead and keeps no reference); everything else lives in the
- * object's arena. sf_object_free releases both. Attribute and capacity names of slices are
+ * borrows its strings from it, but for the two kinds that are many: a
+ * ResourceClaim copies its strings into its arena and keeps no reference,
+ * a ResourceSlice copies them too and keeps only its node selectors and
+ * counter sets as JSON; everything else lives in the object's arena. sf_object_free releases both. Attribute and capacity names of slices are
  * fully qualified ("gpu.nvidia.com/memory"): an unqualified name belongs to
  * the slice's driver. Quantities are exact milli-units (quantity.h).
  *

@@ -218,6 +218,47 @@ Test(service, flags)
   cr_assert(strstr(out, "--strict applies to --snapshot"), "%s", out);
 }
 
+/* Writes `text` to a new temporary file; its path in path (at least 32 bytes). */
+static void temp_file(char *path, const char *text)
+{
+  strcpy(path, "/tmp/slicefit-snap-XXXXXX");
+  int fd = mkstemp(path);
+  cr_assert_geq(fd, 0);
+  cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+  close(fd);
+}
+
+/*
+ * A file that is not one JSON List is refused; an item that is JSON but does not decode is
+ * refused with --strict (without it, it is rejected alone: test_live.c, test/model).
+ */
+Test(service, snapshot_read_item_by_item_names_the_bad_item)
+{
+  static const struct {
+    const char *text, *says;
+  } bad[] = {
+      {"{\"kind\":\"List\",\"items\":[{\"kind\":\"DeviceClass\"", "ended before"},
+      {"{\"kind\":\"List\",\"items\":[{\"kind\":\"DeviceClass\",\"metadata\":{\"name\":\"a\"}},"
+       "{\"kind\":1:2}]}",
+       "items[1]"},
+      {"{\"items\":[{\"kind\":\"ResourceSlice\",\"apiVersion\":\"resource.k8s.io/v1\","
+       "\"metadata\":{\"name\":\"s\"},\"spec\":{}}]}",
+       "items[0].spec"},
+      {"[]", "not one JSON List"},
+      {"{\"kind\":\"List\"}", "items: is required"},
+  };
+  static char out[8192];
+  char path[64], args[160];
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    temp_file(path, bad[i].text);
+    snprintf(args, sizeof args, "--strict --snapshot %s --listen 127.0.0.1:0", path);
+    int rc = run_cli(args, out, sizeof out);
+    unlink(path);
+    cr_assert_eq(rc, 1, "%s: %s", bad[i].text, out);
+    cr_assert(strstr(out, bad[i].says), "%s: wanted \"%s\" in %s", bad[i].text, bad[i].says, out);
+  }
+}
+
 Test(service, startup_errors)
 {
   static char out[8192];

@@ -33,10 +33,13 @@
  *                           get no answer: a server that hangs with the connections open
  *   droplist                the next LIST body is cut in half and the connection dropped
  *   split N                 the next N events go out one byte per chunk
- *   stall MS                the next request stalls MS in the middle of its body
+ *   stall MS [RES]          the next request (or the next list of RES) stalls MS in the middle
+ *                           of its body
  *   bookmark | close        every open watch gets a BOOKMARK / ends cleanly
  *   token T                 only T is accepted from now on (others get 401)
  *   watchlist on|off|ignore serve sendInitialEvents, answer it 422, or ignore it (old servers)
+ *   paging on|off           honour limit on lists, or send every object in one page (as a
+ *                           server answering from its watch cache may)
  *   requests | watches      how many requests were served / watches are open
  *   quit
  *
@@ -69,7 +72,10 @@ const rdef_t fk_RES[NRES] = {
     {"pods", "Pod", "v1", true},
 };
 
-fake_state_t fk_S = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .rv = 1000};
+fake_state_t fk_S = {.mu = PTHREAD_MUTEX_INITIALIZER,
+                     .cv = PTHREAD_COND_INITIALIZER,
+                     .rv = 1000,
+                     .stall_res = -1};
 
 void fk_die(const char *msg)
 {
@@ -192,7 +198,9 @@ static void command(char *line)
     fk_S.split_left = atoi(arg);
     printf("ok\n");
   } else if (!strcmp(verb, "stall")) {
+    char what[64] = "";
     fk_S.stall_ms = atoi(arg);
+    fk_S.stall_res = sscanf(rest, "%63s", what) == 1 ? fk_res_by_name(what) : -1;
     printf("ok\n");
   } else if (!strcmp(verb, "bookmark")) {
     fk_S.bookmark_gen++;
@@ -203,6 +211,9 @@ static void command(char *line)
   } else if (!strcmp(verb, "token") && arg[0]) {
     free(fk_S.token);
     fk_S.token = strdup(arg);
+    printf("ok\n");
+  } else if (!strcmp(verb, "paging") && (!strcmp(arg, "on") || !strcmp(arg, "off"))) {
+    fk_S.no_paging = !strcmp(arg, "off");
     printf("ok\n");
   } else if (!strcmp(verb, "watchlist")) {
     fk_S.no_watch_list = !strcmp(arg, "off");

@@ -60,7 +60,9 @@ typedef struct {
   int fail_code, fail_n, fail_secs;
   unsigned long drop_gen, close_gen, bookmark_gen, expire_gen, trunc_gen;
   int split_left, stall_ms;
+  int stall_res; /* the resource whose next list takes the stall; -1: the next request's */
   bool droplist, hang;
+  bool no_paging; /* "paging off": limit is ignored */
   unsigned long requests;
   int nwatches;
   unsigned port;

@@ -81,13 +81,14 @@ static void body_free(void *cls)
   free(b);
 }
 
-/* Sends `body` (steals it) whole, or with the pending stall/drop fault. */
-static enum MHD_Result send_body(struct MHD_Connection *c, char *body)
+/* Sends `body` of a list of resource `res` (steals it) whole, or with the pending stall/drop fault. */
+static enum MHD_Result send_body(struct MHD_Connection *c, char *body, int res)
 {
   pthread_mutex_lock(&fk_S.mu);
-  int stall = fk_S.stall_ms;
+  bool mine = fk_S.stall_res < 0 || fk_S.stall_res == res;
+  int stall = mine ? fk_S.stall_ms : 0;
   bool drop = fk_S.droplist;
-  fk_S.stall_ms = 0;
+  fk_S.stall_ms = mine ? 0 : fk_S.stall_ms;
   fk_S.droplist = false;
   pthread_mutex_unlock(&fk_S.mu);
   if (!stall && !drop)
@@ -362,6 +363,8 @@ static enum MHD_Result list(struct MHD_Connection *c, const target_t *t)
   const char *cont = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "continue");
   size_t limit = lim ? strtoul(lim, NULL, 10) : 0, si, off = 0;
   pthread_mutex_lock(&fk_S.mu);
+  if (fk_S.no_paging)
+    limit = 0;
   if (cont && *cont) {
     if (sscanf(cont, "snap-%zu-%zu", &si, &off) != 2 || si >= fk_S.nsnaps || !fk_S.snaps[si].items) {
       pthread_mutex_unlock(&fk_S.mu);
@@ -387,7 +390,7 @@ static enum MHD_Result list(struct MHD_Connection *c, const target_t *t)
   char *s = json_dumps(body, JSON_COMPACT);
   json_decref(body);
   pthread_mutex_unlock(&fk_S.mu);
-  return send_body(c, s);
+  return send_body(c, s, t->res);
 }
 
 static enum MHD_Result get_one(struct MHD_Connection *c, const target_t *t)

@@ -250,8 +250,10 @@ enum MHD_Result fk_watch(struct MHD_Connection *c, const target_t *t)
   wt->bookmark_gen = fk_S.bookmark_gen;
   wt->expire_gen = fk_S.expire_gen;
   wt->trunc_gen = fk_S.trunc_gen;
-  wt->stall_ms = fk_S.stall_ms;
-  fk_S.stall_ms = 0;
+  if (fk_S.stall_res < 0) { /* a stall for one resource's list is not a watch's */
+    wt->stall_ms = fk_S.stall_ms;
+    fk_S.stall_ms = 0;
+  }
   unsigned long long rv = rvs && *rvs ? strtoull(rvs, NULL, 10) : 0;
   if (watch_list || rv == 0) {
     wt->logpos = fk_S.nlog;
