@@ -155,7 +155,7 @@ static void list_done(res_t *r)
   json_decref(r->items);
   r->items = NULL;
   r->synced = true;
-  r->broken_since = 0;
+  r->broken = false;
   r->attempt = 0;
   r->in_initial = false;
   sf__watch_confirm(r);
@@ -261,8 +261,8 @@ void sf__watch_retry(res_t *r, uint32_t delay_ms)
     delay_ms = (uint32_t)(d / 2 + sf__watch_next_rand(w) % (d / 2 + 1)); /* jitter: [d/2, d] */
   }
   r->attempt++;
-  if (r->synced && !r->broken_since)
-    r->broken_since = uv_now(w->loop) | 1;
+  if (r->synced)
+    sf__watch_broken(r);
   uv_timer_start(&r->timer, on_retry, delay_ms, 0);
 }
 

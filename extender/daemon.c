@@ -536,11 +536,9 @@ static int start_side(daemon_t *d, const char *addr, char *buf, size_t cap, bool
   cfg.metrics_only = !debug;
   cfg.max_connections = 16;
   int rc = sf_extender_start(&d->loop, d->cluster, &cfg, out, err, errlen);
-  if (rc == 0) {
-    sf_extender_set_ready(*out, true);
-    if (!debug)
-      sf_extender_metrics_of(*out, d->ext);
-  }
+  /* No readiness of its own: /readyz is the serving listener's (and its probe's) alone. */
+  if (rc == 0 && !debug)
+    sf_extender_metrics_of(*out, d->ext);
   return rc;
 }
 

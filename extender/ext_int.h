@@ -8,6 +8,7 @@
 #define SLICEFIT_EXTENDER_INT_H
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -315,6 +316,11 @@ struct sf_extender {
   struct MHD_Daemon *probe;           /* the probe listener (probe.c), or NULL */
   struct sf__tls *tls;                /* the serving certificate (tls.c), or NULL */
   uint64_t last_sweep_ns, max_lag_ns; /* the sweep timer's lateness: the loop's longest hold */
+
+  /* Readiness and liveness: the loop writes them, the probe thread reads the atomics. */
+  _Atomic bool probe_ready;    /* ready and not draining (sf_extender_set_ready) */
+  _Atomic uint64_t probe_beat; /* monotonic ms of the loop's last turn (the sweep timer) */
+  uint64_t ready_changes;      /* readiness transitions since start */
 };
 
 /* ---- connections (conns.c) ---- */
@@ -339,8 +345,8 @@ int sf__probe_start(sf_extender_t *x, char *err, size_t errlen);
 void sf__probe_beat(sf_extender_t *x);
 /** Mirrors readiness (ready and not draining) for the probe thread. */
 void sf__probe_set_ready(sf_extender_t *x, bool ready);
-/** Milliseconds since the loop last turned (any thread). */
-uint64_t sf__probe_stall_ms(void);
+/** Milliseconds since the loop of x last turned (any thread). */
+uint64_t sf__probe_stall_ms(const sf_extender_t *x);
 void sf__probe_stop(sf_extender_t *x);
 
 /* ---- serving TLS (tls.c) ---- */

@@ -4,11 +4,14 @@
  * a flood of connections on the extender's port nor a long request on the
  * loop keeps the kubelet from its answer.
  *
- * This thread never touches the loop or the index. It reads two atomics the
- * loop writes: the time the loop last turned (a timer stamps it every
- * 100 ms) and readiness. Liveness is "the loop turns": /healthz fails only
- * when the loop has been stuck for liveness_stall_ms. Readiness is "the
- * data is current", as the loop last said.
+ * This thread never touches the loop or the index. It reads atomics of its
+ * own extender that the loop writes: the time the loop last turned (a timer
+ * stamps it every 100 ms) and readiness. Liveness is "the loop turns":
+ * /healthz fails only when the loop has been stuck for liveness_stall_ms.
+ * Readiness is "the data is current", as the loop last said through
+ * sf_extender_set_ready on this extender: other listeners of the process
+ * (--debug-listen, --metrics-listen) have states of their own and never set
+ * this one.
  */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -16,9 +19,6 @@
 #include <time.h>
 #include "ext_int.h"
 #include "slicefit/log.h"
-
-static _Atomic uint64_t beat_ms;
-static _Atomic int ready_flag;
 
 static uint64_t mono_ms(void)
 {
@@ -29,20 +29,18 @@ static uint64_t mono_ms(void)
 
 void sf__probe_beat(sf_extender_t *x)
 {
-  (void)x;
-  atomic_store(&beat_ms, mono_ms());
+  atomic_store(&x->probe_beat, mono_ms());
 }
 
 void sf__probe_set_ready(sf_extender_t *x, bool ready)
 {
-  (void)x;
-  atomic_store(&ready_flag, ready ? 1 : 0);
+  atomic_store(&x->probe_ready, ready);
 }
 
-uint64_t sf__probe_stall_ms(void)
+uint64_t sf__probe_stall_ms(const sf_extender_t *x)
 {
-  uint64_t b = atomic_load(&beat_ms), now = mono_ms();
-  return b && now > b ? now - b : 0;
+  uint64_t b = atomic_load(&x->probe_beat), now = mono_ms();
+  return now > b ? now - b : 0;
 }
 
 static enum MHD_Result answer(struct MHD_Connection *conn, unsigned status, const char *text)
@@ -74,7 +72,7 @@ static enum MHD_Result on_probe(void *cls, struct MHD_Connection *conn, const ch
   if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
     return answer(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "use GET\n");
   if (strcmp(url, "/healthz") == 0) {
-    uint64_t stall = sf__probe_stall_ms();
+    uint64_t stall = sf__probe_stall_ms(x);
     if (stall <= x->cfg.liveness_stall_ms)
       return answer(conn, MHD_HTTP_OK, "ok\n");
     snprintf(msg, sizeof msg, "the event loop has not turned for %llu ms\n",
@@ -82,9 +80,9 @@ static enum MHD_Result on_probe(void *cls, struct MHD_Connection *conn, const ch
     return answer(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, msg);
   }
   if (strcmp(url, "/readyz") == 0)
-    return atomic_load(&ready_flag) ? answer(conn, MHD_HTTP_OK, "ok\n")
-                                    : answer(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
-                                             "not ready: the cluster state is not current\n");
+    return atomic_load(&x->probe_ready) ? answer(conn, MHD_HTTP_OK, "ok\n")
+                                        : answer(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
+                                                 "not ready: the cluster state is not current\n");
   return answer(conn, MHD_HTTP_NOT_FOUND, "no such path\n");
 }
 
@@ -96,6 +94,7 @@ int sf__probe_start(sf_extender_t *x, char *err, size_t errlen)
   int rc = sf__resolve(x->cfg.probe_listen, "--probe-listen", &ss, err, errlen);
   if (rc)
     return rc;
+  sf__probe_beat(x); /* alive from the start: the sweep timer beats from then on */
   unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
   if (ss.ss_family == AF_INET6)
     flags |= MHD_USE_IPv6;

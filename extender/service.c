@@ -246,6 +246,9 @@ static void on_metrics(sf_extender_t *x, const sf__req_t *req, sf__reply_t *rep)
   sf__buf_printf(&rep->body,
                  "# HELP slicefit_ready Whether the cluster state has synced.\n"
                  "# TYPE slicefit_ready gauge\nslicefit_ready %d\n"
+                 "# HELP slicefit_ready_changes_total Times readiness changed (either way) "
+                 "since start.\n# TYPE slicefit_ready_changes_total counter\n"
+                 "slicefit_ready_changes_total %llu\n"
                  "# HELP slicefit_eval_cache_hits_total Prioritize calls answered from the "
                  "filter's verdicts.\n# TYPE slicefit_eval_cache_hits_total counter\n"
                  "slicefit_eval_cache_hits_total %llu\n"
@@ -258,9 +261,9 @@ static void on_metrics(sf_extender_t *x, const sf__req_t *req, sf__reply_t *rep)
                  "slicefit_http_requests_in_flight %u\n"
                  "# HELP slicefit_uptime_seconds Seconds since the server started.\n"
                  "# TYPE slicefit_uptime_seconds gauge\nslicefit_uptime_seconds %.3f\n",
-                 x->ready ? 1 : 0, (unsigned long long)x->cache_hits,
-                 (unsigned long long)x->cache_misses, x->inflight - 1,
-                 (double)(uv_hrtime() - x->started_ns) / 1e9);
+                 x->ready ? 1 : 0, (unsigned long long)x->ready_changes,
+                 (unsigned long long)x->cache_hits, (unsigned long long)x->cache_misses,
+                 x->inflight - 1, (double)(uv_hrtime() - x->started_ns) / 1e9);
 }
 
 static void on_debug_state(sf_extender_t *x, const sf__req_t *req, sf__reply_t *rep)
@@ -352,6 +355,8 @@ int sf_extender_start(uv_loop_t *loop, sf_cluster_t *cluster, const sf_extender_
 
 void sf_extender_set_ready(sf_extender_t *x, bool ready)
 {
+  if (ready != x->ready)
+    x->ready_changes++;
   x->ready = ready;
   sf__probe_set_ready(x, ready && !x->draining);
 }
