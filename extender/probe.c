@@ -11,25 +11,36 @@
  * Readiness is "the data is current", as the loop last said through
  * sf_extender_set_ready on this extender: other listeners of the process
  * (--debug-listen, --metrics-listen) have states of their own and never set
- * this one.
+ * this one. Liveness also fails while the serving port cannot accept for
+ * want of descriptors: a process that cannot take connections is of no use
+ * until restarted or relieved.
+ *
+ * The listen socket is ours and a thread of ours accepts from it, handing
+ * each connection to MHD's thread: MHD's own accept() spins (and logs each
+ * turn) when it finds no descriptor while it has no connection. This thread
+ * keeps one spare descriptor (/dev/null) and gives it up for a probe when
+ * accept() says EMFILE, so the kubelet gets its answer even then; when even
+ * that fails it waits RETRY_MS before trying again, never spinning.
  */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 #include "ext_int.h"
 #include "slicefit/log.h"
 
-static uint64_t mono_ms(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
+#define RETRY_MS 100
 
 void sf__probe_beat(sf_extender_t *x)
 {
-  atomic_store(&x->probe_beat, mono_ms());
+  atomic_store(&x->probe_beat, sf__mono_ms());
 }
 
 void sf__probe_set_ready(sf_extender_t *x, bool ready)
@@ -39,7 +50,7 @@ void sf__probe_set_ready(sf_extender_t *x, bool ready)
 
 uint64_t sf__probe_stall_ms(const sf_extender_t *x)
 {
-  uint64_t b = atomic_load(&x->probe_beat), now = mono_ms();
+  uint64_t b = atomic_load(&x->probe_beat), now = sf__mono_ms();
   return now > b ? now - b : 0;
 }
 
@@ -58,7 +69,7 @@ static enum MHD_Result on_probe(void *cls, struct MHD_Connection *conn, const ch
                                 size_t *size, void **con_cls)
 {
   const sf_extender_t *x = cls;
-  char msg[128];
+  char msg[160];
   (void)version;
   (void)data;
   if (*con_cls == NULL) { /* the headers: answer at the next call */
@@ -71,19 +82,73 @@ static enum MHD_Result on_probe(void *cls, struct MHD_Connection *conn, const ch
   }
   if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
     return answer(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "use GET\n");
-  if (strcmp(url, "/healthz") == 0) {
-    uint64_t stall = sf__probe_stall_ms(x);
-    if (stall <= x->cfg.liveness_stall_ms)
-      return answer(conn, MHD_HTTP_OK, "ok\n");
-    snprintf(msg, sizeof msg, "the event loop has not turned for %llu ms\n",
-             (unsigned long long)stall);
-    return answer(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, msg);
-  }
+  if (strcmp(url, "/healthz") == 0)
+    return sf__alive(x, msg, sizeof msg) ? answer(conn, MHD_HTTP_OK, "ok\n")
+                                         : answer(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, msg);
   if (strcmp(url, "/readyz") == 0)
     return atomic_load(&x->probe_ready) ? answer(conn, MHD_HTTP_OK, "ok\n")
                                         : answer(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
                                                  "not ready: the cluster state is not current\n");
   return answer(conn, MHD_HTTP_NOT_FOUND, "no such path\n");
+}
+
+bool sf__alive(const sf_extender_t *x, char *why, size_t cap)
+{
+  uint64_t stall = sf__probe_stall_ms(x);
+  if (stall > x->cfg.liveness_stall_ms) {
+    snprintf(why, cap, "the event loop has not turned for %llu ms\n", (unsigned long long)stall);
+    return false;
+  }
+  if (atomic_load(&x->serve_short.on)) {
+    uint64_t since = atomic_load(&x->serve_short.since_ms), now = sf__mono_ms();
+    snprintf(why, cap,
+             "the serving port cannot accept connections: out of file descriptors for %llu ms\n",
+             (unsigned long long)(now > since ? now - since : 0));
+    return false;
+  }
+  return true;
+}
+
+/* Takes one connection for MHD; false when none could be taken for want of descriptors. */
+static bool take_one(sf_extender_t *x, int *spare)
+{
+  struct sockaddr_storage ss;
+  socklen_t len = sizeof ss;
+  int fd = accept4(x->probe_fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+  if (fd < 0 && sf__fd_low(errno) && *spare >= 0) {
+    close(*spare);
+    *spare = -1;
+    len = sizeof ss;
+    fd = accept4(x->probe_fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+  }
+  int err = fd < 0 ? errno : 0;
+  sf__fdshort_note(&x->probe_short, err == EAGAIN || err == EWOULDBLOCK ? 0 : err);
+  if (fd >= 0)
+    MHD_add_connection(x->probe, fd, (struct sockaddr *)&ss, len);
+  if (*spare < 0)
+    *spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  return !sf__fd_low(err);
+}
+
+static void *accept_thread(void *arg)
+{
+  sf_extender_t *x = arg;
+  int spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  bool waiting = false; /* out of descriptors: the listen socket is left alone RETRY_MS */
+  for (;;) {
+    struct pollfd pf[2] = {{.fd = x->probe_wake, .events = POLLIN},
+                           {.fd = x->probe_fd, .events = POLLIN}};
+    int n = poll(pf, waiting ? 1 : 2, waiting ? RETRY_MS : -1);
+    if (n < 0 && errno != EINTR)
+      break;
+    if (pf[0].revents)
+      break;
+    if (waiting || pf[1].revents)
+      waiting = !take_one(x, &spare);
+  }
+  if (spare >= 0)
+    close(spare);
+  return NULL;
 }
 
 int sf__probe_start(sf_extender_t *x, char *err, size_t errlen)
@@ -95,32 +160,54 @@ int sf__probe_start(sf_extender_t *x, char *err, size_t errlen)
   if (rc)
     return rc;
   sf__probe_beat(x); /* alive from the start: the sweep timer beats from then on */
-  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
-  if (ss.ss_family == AF_INET6)
-    flags |= MHD_USE_IPv6;
-  /* Small on purpose: a kubelet needs one or two connections. */
-  x->probe = MHD_start_daemon(flags, 0, NULL, NULL, on_probe, x, MHD_OPTION_SOCK_ADDR, &ss,
-                              MHD_OPTION_CONNECTION_TIMEOUT, 5u, MHD_OPTION_CONNECTION_LIMIT, 32u,
-                              MHD_OPTION_PER_IP_CONNECTION_LIMIT, 16u,
-                              MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16384, MHD_OPTION_END);
-  if (x->probe == NULL) {
-    snprintf(err, errlen, "cannot listen on %s (--probe-listen)", x->cfg.probe_listen);
+  x->probe_fd = sf__listen_socket(&ss);
+  if (x->probe_fd < 0) {
+    snprintf(err, errlen, "cannot listen on %s (--probe-listen): %s", x->cfg.probe_listen,
+             strerror(errno));
     return SF_EINVAL;
   }
+  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
+                   MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC;
+  if (ss.ss_family == AF_INET6)
+    flags |= MHD_USE_IPv6;
+  x->probe_log.listener = "probe";
+  /* Small on purpose: a kubelet needs one or two connections. */
+  x->probe = MHD_start_daemon(flags, 0, NULL, NULL, on_probe, x, MHD_OPTION_EXTERNAL_LOGGER,
+                              sf__mhd_log, &x->probe_log, MHD_OPTION_CONNECTION_TIMEOUT, 5u,
+                              MHD_OPTION_CONNECTION_LIMIT, 32u, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+                              16u, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16384,
+                              MHD_OPTION_END);
+  x->probe_wake = x->probe ? eventfd(0, EFD_CLOEXEC) : -1;
+  if (x->probe_wake < 0 || pthread_create(&x->probe_thread, NULL, accept_thread, x) != 0) {
+    snprintf(err, errlen, "cannot serve on %s (--probe-listen): libmicrohttpd or its thread did "
+             "not start", x->cfg.probe_listen);
+    return SF_EINVAL;
+  }
+  x->probe_log.started = true;
+  x->probe_thread_on = true;
   return 0;
 }
 
 void sf__probe_stop(sf_extender_t *x)
 {
+  if (x->probe_thread_on) {
+    uint64_t one = 1;
+    if (write(x->probe_wake, &one, sizeof one) != sizeof one)
+      sf_log_warn("cannot wake the probe thread", "errno=%s", strerror(errno));
+    pthread_join(x->probe_thread, NULL);
+    x->probe_thread_on = false;
+  }
   if (x->probe)
     MHD_stop_daemon(x->probe);
   x->probe = NULL;
+  if (x->probe_wake >= 0)
+    close(x->probe_wake);
+  if (x->probe_fd >= 0)
+    close(x->probe_fd);
+  x->probe_wake = x->probe_fd = -1;
 }
 
 uint16_t sf_extender_probe_port(const sf_extender_t *x)
 {
-  if (x->probe == NULL)
-    return 0;
-  const union MHD_DaemonInfo *di = MHD_get_daemon_info(x->probe, MHD_DAEMON_INFO_BIND_PORT);
-  return di ? di->port : 0;
+  return sf__socket_port(x->probe_fd);
 }

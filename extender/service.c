@@ -183,10 +183,13 @@ static void on_prioritize(sf_extender_t *x, const sf__req_t *req, sf__reply_t *r
 
 static void on_healthz(sf_extender_t *x, const sf__req_t *req, sf__reply_t *rep)
 {
-  (void)x;
+  char why[160];
   (void)req;
   rep->ctype = "text/plain; charset=utf-8";
-  sf__buf_puts(&rep->body, "ok\n");
+  if (sf__alive(x, why, sizeof why))
+    sf__buf_puts(&rep->body, "ok\n");
+  else
+    sf__reply_error(rep, 500, "%.*s", (int)strcspn(why, "\n"), why);
 }
 
 /* Connections and the limits across them. */
@@ -343,6 +346,9 @@ int sf_extender_start(uv_loop_t *loop, sf_cluster_t *cluster, const sf_extender_
   uv_idle_init(loop, &x->again);
   x->timer.data = x->drain_timer.data = x->reaper.data = x->again.data = x;
   x->nhandles = 4;
+  x->listen_fd = x->probe_fd = x->probe_wake = -1;
+  x->serve_short.listener = "serving";
+  x->probe_short.listener = "probe";
   x->packer = sf_packer_create();
   int rc = sf__http_start(x, err, errlen);
   if (rc) {
@@ -419,6 +425,8 @@ void sf_extender_destroy(sf_extender_t *x)
   uv_close((uv_handle_t *)&x->drain_timer, on_handle_closed);
   uv_close((uv_handle_t *)&x->reaper, on_handle_closed);
   uv_close((uv_handle_t *)&x->again, on_handle_closed);
-  if (x->nhandles == 5)
+  if (x->poll_inited)
     uv_close((uv_handle_t *)&x->poll, on_handle_closed);
+  if (x->accept_inited)
+    uv_close((uv_handle_t *)&x->accept_poll, on_handle_closed);
 }
