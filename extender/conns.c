@@ -156,7 +156,8 @@ static void on_sweep(uv_timer_t *t)
     x->max_lag_ns = lag;
   x->last_sweep_ns = now;
   sf__conns_sweep(x);
-  if (x->accept_paused && !x->draining)
+  /* Paused, or short with nothing arriving to prove otherwise: look at the backlog now. */
+  if ((x->accept_paused || atomic_load(&x->serve_short.on)) && !x->draining)
     sf__conns_accept(x);
   sf__probe_beat(x);
   unsigned every = x->cfg.tls_reload_s ? x->cfg.tls_reload_s * (1000 / SWEEP_MS) : 0;
@@ -184,6 +185,7 @@ bool sf__fd_low(int err)
   return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
 }
 
+/* Called with the errno of a failed accept(), or 0 when it found the backlog empty. */
 void sf__fdshort_note(sf__fdshort_t *s, int err)
 {
   bool low = sf__fd_low(err), was = atomic_load(&s->on);
@@ -208,7 +210,7 @@ int sf__listen_socket(const struct sockaddr_storage *ss)
   if (fd < 0)
     return -1;
   socklen_t len = ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
-                                             : sizeof(struct sockaddr_in);
+                                            : sizeof(struct sockaddr_in);
   if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
       bind(fd, (const struct sockaddr *)ss, len) != 0 || listen(fd, SOMAXCONN) != 0) {
     int e = errno;
@@ -246,6 +248,7 @@ static void pause_accepting(sf_extender_t *x)
 void sf__conns_accept(sf_extender_t *x)
 {
   int added = 0;
+  sf__probe_spare_fill(x); /* a freed descriptor goes to the probes first */
   for (int i = 0; i < ACCEPT_BATCH && x->listen_fd >= 0; i++) {
     if (x->nconns >= x->cfg.max_connections) {
       pause_accepting(x);
@@ -257,7 +260,9 @@ void sf__conns_accept(sf_extender_t *x)
     int err = fd < 0 ? errno : 0;
     if (err == EINTR || err == ECONNABORTED || err == EPROTO)
       continue;
-    sf__fdshort_note(&x->serve_short, err == EAGAIN || err == EWOULDBLOCK ? 0 : err);
+    /* Only an empty backlog ends a shortage: one connection taken in between does not. */
+    if (fd < 0)
+      sf__fdshort_note(&x->serve_short, err == EAGAIN || err == EWOULDBLOCK ? 0 : err);
     if (sf__fd_low(err))
       pause_accepting(x);
     else if (x->accept_paused && fd < 0)

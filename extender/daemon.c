@@ -556,7 +556,9 @@ int sf_daemon_run(const sf_daemon_options_t *opt)
 {
   daemon_t d = {.pending = json_object(), .warned = json_object()};
   char err[512], qerr[1100];
-  int rc = build_cluster(&d, opt, err, sizeof err);
+  int rc = sf__fd_budget(opt, err, sizeof err);
+  if (rc == 0)
+    rc = build_cluster(&d, opt, err, sizeof err);
   signal(SIGPIPE, SIG_IGN);
   uv_loop_init(&d.loop);
   if (rc == 0)

@@ -276,8 +276,9 @@ struct sf__tls;
 
 /*
  * A listener short of descriptors (conns.c): set when accept() fails with
- * EMFILE, ENFILE, ENOBUFS or ENOMEM, cleared by the next accept() that does
- * not. Each change is logged once; `events` counts the shortages. Written by
+ * EMFILE, ENFILE, ENOBUFS or ENOMEM, cleared once accept() finds the backlog
+ * empty (Linux takes the descriptor first, so EAGAIN proves there is one):
+ * a connection taken in between does not end it. Each change is logged once; `events` counts the shortages. Written by
  * the thread that accepts, read by any (the probe thread answers /healthz
  * from the serving port's).
  */
@@ -353,15 +354,16 @@ struct sf_extender {
   uint64_t ready_changes;      /* readiness transitions since start */
 
   /* The serving port's listen socket, accepted from by the loop (conns.c). */
-  int listen_fd;                  /* -1 when closed */
-  uv_poll_t accept_poll;          /* readable listen_fd, while accepting */
+  int listen_fd;                   /* -1 when closed */
+  uv_poll_t accept_poll;           /* readable listen_fd, while accepting */
   bool accept_inited, poll_inited; /* accept_poll and poll are handles to close */
-  bool accept_paused;             /* at max_connections or out of descriptors: the backlog waits */
-  sf__fdshort_t serve_short;      /* accept() failing for want of descriptors */
-  sf__mhd_log_t serve_log;        /* MHD's own messages */
+  bool accept_paused;              /* at max_connections or out of descriptors: the backlog waits */
+  sf__fdshort_t serve_short;       /* accept() failing for want of descriptors */
+  sf__mhd_log_t serve_log;         /* MHD's own messages */
 
   /* The probe listener (probe.c): its socket, accepted from by a thread of its own. */
   int probe_fd, probe_wake; /* listen socket, and an eventfd that stops the thread; -1 none */
+  _Atomic int probe_spare;  /* a descriptor kept for a probe when there is no other; -1 none */
   pthread_t probe_thread;
   bool probe_thread_on;
   sf__fdshort_t probe_short;
@@ -399,7 +401,7 @@ void sf__conns_listen(sf_extender_t *x);
 void sf__conns_unlisten(sf_extender_t *x);
 /** True when errno from accept() means the process or system is out of a resource. */
 bool sf__fd_low(int err);
-/** Records one accept() outcome on s: err 0 (accepted or nothing waiting) or its errno. */
+/** Records a failed accept() on s: its errno, or 0 for EAGAIN (descriptors free, none waiting). */
 void sf__fdshort_note(sf__fdshort_t *s, int err);
 /** Monotonic milliseconds (CLOCK_MONOTONIC), for any thread. */
 uint64_t sf__mono_ms(void);
@@ -422,6 +424,18 @@ bool sf__alive(const sf_extender_t *x, char *why, size_t cap);
 /** Milliseconds since the loop of x last turned (any thread). */
 uint64_t sf__probe_stall_ms(const sf_extender_t *x);
 void sf__probe_stop(sf_extender_t *x);
+/** Reopens the probes' spare descriptor if it was given up (any thread). */
+void sf__probe_spare_fill(sf_extender_t *x);
+
+/* ---- the file descriptor budget (fdlimit.c) ---- */
+
+/** Descriptors the daemon may hold at once with these options (connections of every listener). */
+unsigned long sf__fd_need(const sf_daemon_options_t *opt);
+/**
+ * Checks RLIMIT_NOFILE against sf__fd_need: raises the soft limit when the
+ * hard one allows (logged), else SF_EINVAL with err naming both figures.
+ */
+int sf__fd_budget(const sf_daemon_options_t *opt, char *err, size_t errlen);
 
 /* ---- serving TLS (tls.c) ---- */
 

@@ -17,10 +17,12 @@
  *
  * The listen socket is ours and a thread of ours accepts from it, handing
  * each connection to MHD's thread: MHD's own accept() spins (and logs each
- * turn) when it finds no descriptor while it has no connection. This thread
- * keeps one spare descriptor (/dev/null) and gives it up for a probe when
- * accept() says EMFILE, so the kubelet gets its answer even then; when even
- * that fails it waits RETRY_MS before trying again, never spinning.
+ * turn) when it finds no descriptor while it has no connection. One spare
+ * descriptor (/dev/null) is kept for the probes and given up for one when
+ * accept() says EMFILE, so the kubelet gets its answer even then; the loop
+ * refills it before the serving port takes a freed descriptor, so the
+ * serving port's backlog cannot starve the probes. When even that fails the
+ * thread waits RETRY_MS before trying again, never spinning.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -109,32 +111,49 @@ bool sf__alive(const sf_extender_t *x, char *why, size_t cap)
   return true;
 }
 
-/* Takes one connection for MHD; false when none could be taken for want of descriptors. */
-static bool take_one(sf_extender_t *x, int *spare)
+void sf__probe_spare_fill(sf_extender_t *x)
+{
+  int none = -1;
+  if (x->probe_fd < 0 || atomic_load(&x->probe_spare) >= 0)
+    return;
+  int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0 && !atomic_compare_exchange_strong(&x->probe_spare, &none, fd))
+    close(fd);
+}
+
+/*
+ * Takes one connection for MHD, giving up the spare descriptor for it when
+ * there is no other; false while the listener is short of descriptors
+ * (until an accept() finds the backlog empty), so the caller tries again
+ * after RETRY_MS.
+ */
+static bool take_one(sf_extender_t *x)
 {
   struct sockaddr_storage ss;
   socklen_t len = sizeof ss;
   int fd = accept4(x->probe_fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
-  if (fd < 0 && sf__fd_low(errno) && *spare >= 0) {
-    close(*spare);
-    *spare = -1;
-    len = sizeof ss;
-    fd = accept4(x->probe_fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+  if (fd < 0 && sf__fd_low(errno)) {
+    int spare = atomic_exchange(&x->probe_spare, -1);
+    if (spare >= 0) {
+      close(spare);
+      len = sizeof ss;
+      fd = accept4(x->probe_fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    }
   }
   int err = fd < 0 ? errno : 0;
-  sf__fdshort_note(&x->probe_short, err == EAGAIN || err == EWOULDBLOCK ? 0 : err);
-  if (fd >= 0)
+  if (fd < 0)
+    sf__fdshort_note(&x->probe_short, err == EAGAIN || err == EWOULDBLOCK ? 0 : err);
+  else
     MHD_add_connection(x->probe, fd, (struct sockaddr *)&ss, len);
-  if (*spare < 0)
-    *spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
-  return !sf__fd_low(err);
+  sf__probe_spare_fill(x);
+  return !atomic_load(&x->probe_short.on);
 }
 
 static void *accept_thread(void *arg)
 {
   sf_extender_t *x = arg;
-  int spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
   bool waiting = false; /* out of descriptors: the listen socket is left alone RETRY_MS */
+  sf__probe_spare_fill(x);
   for (;;) {
     struct pollfd pf[2] = {{.fd = x->probe_wake, .events = POLLIN},
                            {.fd = x->probe_fd, .events = POLLIN}};
@@ -144,10 +163,10 @@ static void *accept_thread(void *arg)
     if (pf[0].revents)
       break;
     if (waiting || pf[1].revents)
-      waiting = !take_one(x, &spare);
+      waiting = !take_one(x);
+    else
+      sf__probe_spare_fill(x);
   }
-  if (spare >= 0)
-    close(spare);
   return NULL;
 }
 
@@ -175,12 +194,13 @@ int sf__probe_start(sf_extender_t *x, char *err, size_t errlen)
   x->probe = MHD_start_daemon(flags, 0, NULL, NULL, on_probe, x, MHD_OPTION_EXTERNAL_LOGGER,
                               sf__mhd_log, &x->probe_log, MHD_OPTION_CONNECTION_TIMEOUT, 5u,
                               MHD_OPTION_CONNECTION_LIMIT, 32u, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-                              16u, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16384,
-                              MHD_OPTION_END);
+                              16u, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)16384, MHD_OPTION_END);
   x->probe_wake = x->probe ? eventfd(0, EFD_CLOEXEC) : -1;
   if (x->probe_wake < 0 || pthread_create(&x->probe_thread, NULL, accept_thread, x) != 0) {
-    snprintf(err, errlen, "cannot serve on %s (--probe-listen): libmicrohttpd or its thread did "
-             "not start", x->cfg.probe_listen);
+    snprintf(err, errlen,
+             "cannot serve on %s (--probe-listen): libmicrohttpd or its thread did "
+             "not start",
+             x->cfg.probe_listen);
     return SF_EINVAL;
   }
   x->probe_log.started = true;
@@ -200,6 +220,9 @@ void sf__probe_stop(sf_extender_t *x)
   if (x->probe)
     MHD_stop_daemon(x->probe);
   x->probe = NULL;
+  int spare = atomic_exchange(&x->probe_spare, -1);
+  if (spare >= 0)
+    close(spare);
   if (x->probe_wake >= 0)
     close(x->probe_wake);
   if (x->probe_fd >= 0)

@@ -221,6 +221,23 @@ static void metrics_conns(sf__buf_t *b, const sf_extender_t *x)
                  (double)x->max_lag_ns / 1e9);
 }
 
+/* Descriptor shortages of the serving and probe ports. */
+static void metrics_fds(sf__buf_t *b, const sf_extender_t *x)
+{
+  const sf__fdshort_t *sh[2] = {&x->serve_short, &x->probe_short};
+  sf__buf_puts(b, "# HELP slicefit_accept_fd_shortages_total Times a listener began to fail "
+                  "accept() for want of file descriptors (its backlog then waits).\n"
+                  "# TYPE slicefit_accept_fd_shortages_total counter\n");
+  for (int i = 0; i < 2; i++)
+    sf__buf_printf(b, "slicefit_accept_fd_shortages_total{listener=\"%s\"} %llu\n", sh[i]->listener,
+                   (unsigned long long)atomic_load(&sh[i]->events));
+  sf__buf_puts(b, "# HELP slicefit_accept_fd_short Whether a listener cannot accept now for want "
+                  "of file descriptors.\n# TYPE slicefit_accept_fd_short gauge\n");
+  for (int i = 0; i < 2; i++)
+    sf__buf_printf(b, "slicefit_accept_fd_short{listener=\"%s\"} %d\n", sh[i]->listener,
+                   atomic_load(&sh[i]->on) ? 1 : 0);
+}
+
 static void on_readyz(sf_extender_t *x, const sf__req_t *req, sf__reply_t *rep)
 {
   (void)req;
@@ -246,6 +263,7 @@ static void on_metrics(sf_extender_t *x, const sf__req_t *req, sf__reply_t *rep)
   if (x->metrics_hook)
     x->metrics_hook(&rep->body, x->metrics_ud);
   metrics_conns(&rep->body, x);
+  metrics_fds(&rep->body, x);
   sf__buf_printf(&rep->body,
                  "# HELP slicefit_ready Whether the cluster state has synced.\n"
                  "# TYPE slicefit_ready gauge\nslicefit_ready %d\n"
@@ -347,6 +365,7 @@ int sf_extender_start(uv_loop_t *loop, sf_cluster_t *cluster, const sf_extender_
   x->timer.data = x->drain_timer.data = x->reaper.data = x->again.data = x;
   x->nhandles = 4;
   x->listen_fd = x->probe_fd = x->probe_wake = -1;
+  atomic_init(&x->probe_spare, -1);
   x->serve_short.listener = "serving";
   x->probe_short.listener = "probe";
   x->packer = sf_packer_create();
