@@ -146,16 +146,22 @@ Test(live, follows_the_api_server, .timeout = 60)
   free((char *)(uintptr_t)args[5]);
 }
 
+/* The fake API server with one fault command given, and a kubeconfig for it in dir (mkdtemp'd). */
+static void faulty_api(sfx_api_t *api, const char *fault, char *dir, char *kc, size_t cap)
+{
+  sfx_api_start(api, NULL);
+  sfx_api_cmd(api, "%s", fault);
+  cr_assert_not_null(mkdtemp(dir));
+  snprintf(kc, cap, "%s/kubeconfig", dir);
+  sfx_write_kubeconfig(kc, api->port);
+}
+
 Test(live, not_ready_until_synced, .timeout = 60)
 {
   /* An API server that answers nothing but errors: never ready, still serving health. */
   sfx_api_t api;
-  sfx_api_start(&api, NULL);
-  sfx_api_cmd(&api, "fail 500 1000000");
   char dir[] = "/tmp/sfx-live-XXXXXX", kc[64];
-  cr_assert_not_null(mkdtemp(dir));
-  snprintf(kc, sizeof kc, "%s/kubeconfig", dir);
-  sfx_write_kubeconfig(kc, api.port);
+  faulty_api(&api, "fail 500 1000000", dir, kc, sizeof kc);
   sfx_t s;
   const char *args[] = {"--kubeconfig", kc, "--allow-token-over-http", NULL};
   sfx_start(&s, args);
@@ -573,12 +579,8 @@ static unsigned logged_port(const sfx_t *s, const char *key)
 Test(live, never_ready_before_the_first_sync_on_any_listener, .timeout = 90)
 {
   sfx_api_t api;
-  sfx_api_start(&api, NULL);
-  sfx_api_cmd(&api, "hang on");
   char dir[] = "/tmp/sfx-live-XXXXXX", kc[64];
-  cr_assert_not_null(mkdtemp(dir));
-  snprintf(kc, sizeof kc, "%s/kubeconfig", dir);
-  sfx_write_kubeconfig(kc, api.port);
+  faulty_api(&api, "hang on", dir, kc, sizeof kc);
   poller_t pr = {.port = 20201};
   pthread_t th;
   cr_assert_eq(pthread_create(&th, NULL, poll_readyz, &pr), 0);
