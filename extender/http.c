@@ -703,7 +703,7 @@ static int start_mhd(sf_extender_t *x, const struct sockaddr_storage *ss, struct
     flags |= MHD_USE_IPv6;
   if (x->tls)
     flags |= MHD_USE_TLS;
-  x->serve_log.listener = "serving";
+  x->serve_log.listener = x->serve_short.listener;
   x->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_access, x, MHD_OPTION_EXTERNAL_LOGGER,
                             sf__mhd_log, &x->serve_log, MHD_OPTION_CONNECTION_TIMEOUT,
                             x->cfg.conn_timeout_s, MHD_OPTION_CONNECTION_LIMIT,

@@ -366,7 +366,7 @@ int sf_extender_start(uv_loop_t *loop, sf_cluster_t *cluster, const sf_extender_
   x->nhandles = 4;
   x->listen_fd = x->probe_fd = x->probe_wake = -1;
   atomic_init(&x->probe_spare, -1);
-  x->serve_short.listener = "serving";
+  x->serve_short.listener = cfg->debug_only ? "debug" : cfg->metrics_only ? "metrics" : "serving";
   x->probe_short.listener = "probe";
   x->packer = sf_packer_create();
   int rc = sf__http_start(x, err, errlen);
