@@ -11,14 +11,16 @@ churns ResourceClaims through the fake at RATE events per second (a claim is
 created pending, allocated one GPU of a node, deleted) while a scheduler
 stand-in makes CALLS filter calls per second, spread over the replicas.
 
-Faults, one after each churn period (none with --no-faults): the API server
-hangs with its connections open for 3 s; every watch gets 410 Expired; every
-watch is cut in the middle of an event; the next 30 requests get 500; every
-watch gets half an event and a newline; history is compacted and watches
-expire; one replica is killed with SIGKILL and started again.
+Faults, one in each churn period (none with --no-faults), 3 s before its end
+while churn goes on, healed when churn stops: the API server hangs with its connections open for 3 s;
+every watch gets 410 Expired; every watch is cut in the middle of an event;
+the next 30 requests get 500; every watch gets half an event and a newline;
+history is compacted and watches expire; one replica is killed with SIGKILL
+and started again.
 
-After each period churn stops and the bench measures how long the replicas
-take to agree with the API server's state: every replica's filter answer, for
+At the end of each period churn stops, the fault heals, and the bench
+measures from then how long the replicas take to agree with the API
+server's state: every replica's filter answer, for
 a pod that needs one GPU and for one that needs all eight of a node, must
 name exactly the nodes the bench's own record of the allocations says
 (it is the only writer). Verdicts still wrong 60 s after a fault are counted.
@@ -43,6 +45,7 @@ import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEVS = 8
+FAULT_S = 3.0  # a fault starts this long before its period ends, and heals at the end
 CLASS = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
          "metadata": {"name": "gpu.nvidia.com"},
          "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com'"}}]}}
@@ -268,14 +271,21 @@ def main():
         time.sleep(0.05)
     first_sync = time.time() - t0
 
+    def kill_restart(r):
+        r.p.send_signal(signal.SIGKILL)
+        r.p.wait()
+        r.start()
+
+    # (name, start FAULT_S before the period's end while churn goes on, heal at its end).
+    nop = lambda: None
     faults = [] if a.no_faults else [
-        ("hang 3 s", lambda: (fake.cmd("hang on"), time.sleep(3), fake.cmd("hang off"))),
-        ("410 Expired", lambda: fake.cmd("expire")),
-        ("watch cut mid-event", lambda: fake.cmd("drop")),
-        ("30 requests 500", lambda: fake.cmd("fail 500 30")),
-        ("half an event + newline", lambda: fake.cmd("truncate")),
-        ("compact + expire", lambda: (fake.cmd("compact"), fake.cmd("expire"))),
-        ("SIGKILL + restart", lambda: kill_restart(reps[0])),
+        ("hang 3 s", lambda: fake.cmd("hang on"), lambda: fake.cmd("hang off")),
+        ("410 Expired", lambda: fake.cmd("expire"), nop),
+        ("watch cut mid-event", lambda: fake.cmd("drop"), nop),
+        ("30 requests 500", lambda: fake.cmd("fail 500 30"), nop),
+        ("half an event + newline", lambda: fake.cmd("truncate"), nop),
+        ("compact + expire", lambda: (fake.cmd("compact"), fake.cmd("expire")), nop),
+        ("SIGKILL + restart", lambda: kill_restart(reps[0]), nop),
     ]
     periods = max(len(faults), 1) if faults else 6
     total_s = a.minutes * 60
@@ -285,17 +295,17 @@ def main():
     next_rss = time.time()
     results = []
 
-    def kill_restart(r):
-        r.p.send_signal(signal.SIGKILL)
-        r.p.wait()
-        r.start()
-
     for k in range(periods):
         end = time.time() + period_s
+        fault_at = end - FAULT_S
         ev_gap, call_gap = 1.0 / a.rate, 1.0 / a.calls
         next_ev = next_call = time.time()
+        name = faults[k][0] if faults else "none"
         while time.time() < end:
             now = time.time()
+            if faults and fault_at is not None and now >= fault_at:
+                faults[k][1]()
+                fault_at = None
             if now >= next_rss:
                 rss.append([round(now - t0)] + [r.rss_mib() for r in reps])
                 next_rss += rss_every
@@ -312,10 +322,9 @@ def main():
                 next_call += call_gap
                 if next_call < now - 1:
                     next_call = now
-            time.sleep(max(0.0, min(next_ev, next_call) - time.time()))
-        name = faults[k][0] if faults else "none"
+            time.sleep(max(0.0, min(next_ev, next_call, end) - time.time()))
         if faults:
-            faults[k][1]()
+            faults[k][2]()  # heal; churn has stopped
         settle = time.time()
         one, eight = churn.expected()
         agree, wrong = None, 0
