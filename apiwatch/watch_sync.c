@@ -187,6 +187,7 @@ static int on_error_event(res_t *r, const json_t *status)
 static int on_bookmark(res_t *r, const json_t *obj)
 {
   r->w->st.bookmarks++;
+  r->attempt = 0;
   set_rv(r, obj);
   const json_t *ann = json_object_get(json_object_get(obj, "metadata"), "annotations");
   const char *end = json_string_value(json_object_get(ann, INITIAL_END));
@@ -216,6 +217,8 @@ static int dispatch(res_t *r, const char *type, json_t *obj)
     return sf__watch_fail_event(r, ACT_FAIL, "unknown event type");
   r->events_now++;
   r->w->st.events++;
+  /* A whole event: the stream works again, so a later failure backs off from the start. */
+  r->attempt = 0;
   if (r->in_initial && add)
     listed(r, obj);
   else if (!r->in_initial)
