@@ -68,9 +68,37 @@ const char *sf__watch_logq(const char *s, char *out, size_t n)
   return out;
 }
 
+/*
+ * Times are the loop's monotonic milliseconds as they are; whether one was
+ * ever recorded is a flag of its own, so no value of the clock is special
+ * and an age is never computed from a time in the future.
+ */
 void sf__watch_confirm(res_t *r)
 {
-  r->confirmed_ms = uv_now(r->w->loop) | 1;
+  r->confirmed = true;
+  r->confirmed_ms = uv_now(r->w->loop);
+}
+
+void sf__watch_broken(res_t *r)
+{
+  if (r->broken)
+    return;
+  r->broken = true;
+  r->broken_since = uv_now(r->w->loop);
+}
+
+uint64_t sf__watch_age_ms(uint64_t now, uint64_t since)
+{
+  return now > since ? now - since : 0;
+}
+
+bool sf__watch_res_current(const res_t *r, uint64_t now, uint64_t staleness_ms)
+{
+  if (!r->synced || !r->confirmed)
+    return false;
+  if (r->broken && sf__watch_age_ms(now, r->broken_since) > staleness_ms)
+    return false;
+  return sf__watch_age_ms(now, r->confirmed_ms) <= staleness_ms;
 }
 
 /* ---- libcurl on libuv ---- */
@@ -307,15 +335,9 @@ bool sf_apiwatch_synced(const sf_apiwatch_t *w)
   uint64_t now = uv_now(w->loop);
   if (!w->started || w->stopping)
     return false;
-  for (size_t i = 0; i < w->nres; i++) {
-    const res_t *r = &w->res[i];
-    if (!r->synced)
+  for (size_t i = 0; i < w->nres; i++)
+    if (!sf__watch_res_current(&w->res[i], now, w->o.staleness_ms))
       return false;
-    if (r->broken_since && now - r->broken_since > w->o.staleness_ms)
-      return false;
-    if (now - r->confirmed_ms > w->o.staleness_ms)
-      return false;
-  }
   return true;
 }
 
@@ -326,7 +348,7 @@ size_t sf_apiwatch_ages(const sf_apiwatch_t *w, sf_apiwatch_age_t *out, size_t c
   for (size_t i = 0; i < w->nres && n < cap; i++, n++) {
     const res_t *r = &w->res[i];
     out[n].resource = r->name;
-    out[n].age_ms = r->confirmed_ms ? now - r->confirmed_ms : UINT64_MAX;
+    out[n].age_ms = r->confirmed ? sf__watch_age_ms(now, r->confirmed_ms) : UINT64_MAX;
   }
   return n;
 }

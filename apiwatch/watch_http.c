@@ -70,7 +70,7 @@ static size_t on_header(char *p, size_t sz, size_t n, void *ud)
   if (sz * n <= 2 && (p[0] == '\r' || p[0] == '\n')) {
     curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &code);
     if (code == 200 && r->phase == PH_WATCH)
-      r->broken_since = 0;
+      r->broken = false;
     if (code == 200 && r->phase != PH_LIST && !r->in_initial)
       sf__watch_confirm(r);
   }

@@ -60,8 +60,10 @@ typedef struct {
   action_t action;
   char action_why[160];
   bool synced;
-  uint64_t broken_since;    /* loop ms of the first failure since the last good watch; 0 = none */
-  uint64_t confirmed_ms;    /* loop ms the resource was last confirmed current; 0 = never */
+  bool broken;              /* a failure since the last good watch, at broken_since */
+  bool confirmed;           /* confirmed current at least once, last at confirmed_ms */
+  uint64_t broken_since;    /* loop ms (monotonic) of the first failure since the last good watch */
+  uint64_t confirmed_ms;    /* loop ms (monotonic) the resource was last confirmed current */
   uint64_t stream_again_ms; /* loop ms from which watch-list is tried again; 0 = not off */
   uint64_t truncated;       /* framer's count when the current transfer started */
   uint64_t started_ms;
@@ -90,7 +92,14 @@ struct sf_apiwatch {
 
 uint64_t sf__watch_next_rand(sf_apiwatch_t *w);
 const char *sf__watch_logq(const char *s, char *out, size_t n);
+/** Records that r is current as of now (the loop's time). */
 void sf__watch_confirm(res_t *r);
+/** Records r's first failure since its last good watch (a later one keeps the first time). */
+void sf__watch_broken(res_t *r);
+/** Milliseconds from `since` to `now`, both monotonic loop ms; 0 when since is not earlier. */
+uint64_t sf__watch_age_ms(uint64_t now, uint64_t since);
+/** Whether r counts as current at `now`: synced, confirmed and not broken for over staleness_ms. */
+bool sf__watch_res_current(const res_t *r, uint64_t now, uint64_t staleness_ms);
 
 /* watch_http.c */
 void sf__watch_issue(res_t *r, phase_t ph);

@@ -155,7 +155,7 @@ static void list_done(res_t *r)
   json_decref(r->items);
   r->items = NULL;
   r->synced = true;
-  r->broken_since = 0;
+  r->broken = false;
   r->attempt = 0;
   r->in_initial = false;
   sf__watch_confirm(r);
@@ -187,6 +187,7 @@ static int on_error_event(res_t *r, const json_t *status)
 static int on_bookmark(res_t *r, const json_t *obj)
 {
   r->w->st.bookmarks++;
+  r->attempt = 0;
   set_rv(r, obj);
   const json_t *ann = json_object_get(json_object_get(obj, "metadata"), "annotations");
   const char *end = json_string_value(json_object_get(ann, INITIAL_END));
@@ -216,6 +217,8 @@ static int dispatch(res_t *r, const char *type, json_t *obj)
     return sf__watch_fail_event(r, ACT_FAIL, "unknown event type");
   r->events_now++;
   r->w->st.events++;
+  /* A whole event: the stream works again, so a later failure backs off from the start. */
+  r->attempt = 0;
   if (r->in_initial && add)
     listed(r, obj);
   else if (!r->in_initial)
@@ -261,8 +264,8 @@ void sf__watch_retry(res_t *r, uint32_t delay_ms)
     delay_ms = (uint32_t)(d / 2 + sf__watch_next_rand(w) % (d / 2 + 1)); /* jitter: [d/2, d] */
   }
   r->attempt++;
-  if (r->synced && !r->broken_since)
-    r->broken_since = uv_now(w->loop) | 1;
+  if (r->synced)
+    sf__watch_broken(r);
   uv_timer_start(&r->timer, on_retry, delay_ms, 0);
 }
 

@@ -18,10 +18,26 @@
  * since its last answer, no unread bytes in the kernel) is shut down too;
  * one whose request is already on the wire is left to be answered, and the
  * answer says Connection: close.
+ *
+ * Accepting is done here, not by MHD (which runs with no listen socket and
+ * is handed each connection): MHD stops accepting for good when accept()
+ * fails with EMFILE while it has connections (it waits for one of them to
+ * close, then for a next MHD_run that an idle loop never makes), and spins
+ * when it has none. Here a failing accept() pauses the listen socket's
+ * uv_poll, the connections waiting stay in the kernel's backlog, and the
+ * sweep tries again every SWEEP_MS (a closed connection, at once): Linux
+ * reserves the descriptor before it looks at the backlog, so an accept()
+ * that says EAGAIN proves descriptors are free again. The same pause holds
+ * the backlog at max_connections.
  */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 #include "ext_int.h"
 #include "slicefit/log.h"
 
@@ -56,6 +72,9 @@ void sf__conn_notify(void *cls, struct MHD_Connection *mc, void **socket_context
   }
   if (c == NULL)
     return;
+  /* A slot, and maybe a descriptor, is free: the backlog is looked at in the loop's next turn. */
+  if (x->accept_paused && !x->draining)
+    sf__conns_listen(x);
   if (c->prev)
     c->prev->next = c->next;
   else
@@ -137,6 +156,9 @@ static void on_sweep(uv_timer_t *t)
     x->max_lag_ns = lag;
   x->last_sweep_ns = now;
   sf__conns_sweep(x);
+  /* Paused, or short with nothing arriving to prove otherwise: look at the backlog now. */
+  if ((x->accept_paused || atomic_load(&x->serve_short.on)) && !x->draining)
+    sf__conns_accept(x);
   sf__probe_beat(x);
   unsigned every = x->cfg.tls_reload_s ? x->cfg.tls_reload_s * (1000 / SWEEP_MS) : 0;
   if (x->tls && every && ++ticks % every == 0)
@@ -147,4 +169,128 @@ void sf__conns_start(sf_extender_t *x)
 {
   sf__probe_beat(x);
   uv_timer_start(&x->reaper, on_sweep, SWEEP_MS, SWEEP_MS);
+}
+
+/* ---- accepting ---- */
+
+uint64_t sf__mono_ms(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+bool sf__fd_low(int err)
+{
+  return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
+}
+
+/* Called with the errno of a failed accept(), or 0 when it found the backlog empty. */
+void sf__fdshort_note(sf__fdshort_t *s, int err)
+{
+  bool low = sf__fd_low(err), was = atomic_load(&s->on);
+  if (low == was)
+    return;
+  if (low) {
+    atomic_store(&s->since_ms, sf__mono_ms());
+    atomic_fetch_add(&s->events, 1);
+    atomic_store(&s->on, true);
+    sf_log_warn("cannot accept connections: out of file descriptors; the backlog waits",
+                "listener=%s errno=%s", s->listener, strerror(err));
+    return;
+  }
+  atomic_store(&s->on, false);
+  sf_log_info("accepting connections again", "listener=%s short_ms=%llu", s->listener,
+              (unsigned long long)(sf__mono_ms() - atomic_load(&s->since_ms)));
+}
+
+int sf__listen_socket(const struct sockaddr_storage *ss)
+{
+  int one = 1, fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return -1;
+  socklen_t len = ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                            : sizeof(struct sockaddr_in);
+  if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+      bind(fd, (const struct sockaddr *)ss, len) != 0 || listen(fd, SOMAXCONN) != 0) {
+    int e = errno;
+    close(fd);
+    errno = e;
+    return -1;
+  }
+  return fd;
+}
+
+static void on_listen(uv_poll_t *p, int status, int events)
+{
+  (void)status;
+  (void)events;
+  sf__conns_accept(p->data);
+}
+
+void sf__conns_listen(sf_extender_t *x)
+{
+  if (x->listen_fd < 0)
+    return;
+  x->accept_paused = false;
+  uv_poll_start(&x->accept_poll, UV_READABLE, on_listen);
+}
+
+static void pause_accepting(sf_extender_t *x)
+{
+  x->accept_paused = true;
+  uv_poll_stop(&x->accept_poll);
+}
+
+/* A burst of connections is taken a batch at a time, so the loop turns in between. */
+#define ACCEPT_BATCH 64
+
+void sf__conns_accept(sf_extender_t *x)
+{
+  int added = 0;
+  sf__probe_spare_fill(x); /* a freed descriptor goes to the probes first */
+  for (int i = 0; i < ACCEPT_BATCH && x->listen_fd >= 0; i++) {
+    if (x->nconns >= x->cfg.max_connections) {
+      pause_accepting(x);
+      break;
+    }
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    int fd = accept4(x->listen_fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    int err = fd < 0 ? errno : 0;
+    if (err == EINTR || err == ECONNABORTED || err == EPROTO)
+      continue;
+    /* Only an empty backlog ends a shortage: one connection taken in between does not. */
+    if (fd < 0)
+      sf__fdshort_note(&x->serve_short, err == EAGAIN || err == EWOULDBLOCK ? 0 : err);
+    if (sf__fd_low(err))
+      pause_accepting(x);
+    else if (x->accept_paused && fd < 0)
+      sf__conns_listen(x); /* resumed by the sweep: nothing waiting, so watch for more */
+    if (fd < 0)
+      break;
+    /* MHD closes the socket itself when it refuses it (the per-address limit). */
+    MHD_add_connection(x->mhd, fd, (struct sockaddr *)&ss, len);
+    added++;
+  }
+  if (added)
+    sf__http_pump(x);
+}
+
+void sf__conns_unlisten(sf_extender_t *x)
+{
+  if (x->listen_fd < 0)
+    return;
+  uv_poll_stop(&x->accept_poll);
+  for (;;) {
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    int fd = accept4(x->listen_fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0)
+      break;
+    MHD_add_connection(x->mhd, fd, (struct sockaddr *)&ss, len);
+  }
+  close(x->listen_fd);
+  x->listen_fd = -1;
+  sf__http_pump(x);
 }

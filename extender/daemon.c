@@ -554,11 +554,9 @@ static int start_side(daemon_t *d, const char *addr, char *buf, size_t cap, bool
   cfg.metrics_only = !debug;
   cfg.max_connections = 16;
   int rc = sf_extender_start(&d->loop, d->cluster, &cfg, out, err, errlen);
-  if (rc == 0) {
-    sf_extender_set_ready(*out, true);
-    if (!debug)
-      sf_extender_metrics_of(*out, d->ext);
-  }
+  /* No readiness of its own: /readyz is the serving listener's (and its probe's) alone. */
+  if (rc == 0 && !debug)
+    sf_extender_metrics_of(*out, d->ext);
   return rc;
 }
 
@@ -576,7 +574,9 @@ int sf_daemon_run(const sf_daemon_options_t *opt)
 {
   daemon_t d = {.pending = json_object(), .warned = json_object()};
   char err[512], qerr[1100];
-  int rc = build_cluster(&d, opt, err, sizeof err);
+  int rc = sf__fd_budget(opt, err, sizeof err);
+  if (rc == 0)
+    rc = build_cluster(&d, opt, err, sizeof err);
   signal(SIGPIPE, SIG_IGN);
   uv_loop_init(&d.loop);
   if (rc == 0)

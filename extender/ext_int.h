@@ -8,6 +8,8 @@
 #define SLICEFIT_EXTENDER_INT_H
 
 #include <stdarg.h>
+#include <stdatomic.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -332,6 +334,36 @@ enum { SF__KILL_HEADERS, SF__KILL_IDLE, SF__KILL_REQUEST, SF__KILL_DRAIN, SF__KI
 
 struct sf__tls;
 
+/*
+ * A listener short of descriptors (conns.c): set when accept() fails with
+ * EMFILE, ENFILE, ENOBUFS or ENOMEM, cleared once accept() finds the backlog
+ * empty (Linux takes the descriptor first, so EAGAIN proves there is one):
+ * a connection taken in between does not end it. Each change is logged once; `events` counts the shortages. Written by
+ * the thread that accepts, read by any (the probe thread answers /healthz
+ * from the serving port's).
+ */
+typedef struct {
+  const char *listener; /* "serving", "probe": the log's and the metric's label */
+  _Atomic bool on;
+  _Atomic uint64_t since_ms; /* monotonic ms the shortage began (valid while on) */
+  _Atomic uint64_t events;   /* shortages since start */
+} sf__fdshort_t;
+
+/*
+ * libmicrohttpd's own messages through our log, at most SF__MHD_LOG_BURST
+ * per SF__MHD_LOG_WINDOW_MS; what is left out is counted and said at the
+ * next window. One per daemon, used by the thread that runs it.
+ */
+#define SF__MHD_LOG_BURST 5
+#define SF__MHD_LOG_WINDOW_MS 10000
+typedef struct {
+  const char *listener;
+  bool started;        /* after start: messages at debug level, else warnings */
+  uint64_t window_ms;  /* monotonic ms the window began */
+  unsigned in_window;  /* messages logged in it */
+  uint64_t suppressed; /* left out since the last one logged */
+} sf__mhd_log_t;
+
 struct sf_extender {
   uv_loop_t *loop;
   sf_cluster_t *cluster; /* borrowed */
@@ -376,6 +408,27 @@ struct sf_extender {
   struct MHD_Daemon *probe;           /* the probe listener (probe.c), or NULL */
   struct sf__tls *tls;                /* the serving certificate (tls.c), or NULL */
   uint64_t last_sweep_ns, max_lag_ns; /* the sweep timer's lateness: the loop's longest hold */
+
+  /* Readiness and liveness: the loop writes them, the probe thread reads the atomics. */
+  _Atomic bool probe_ready;    /* ready and not draining (sf_extender_set_ready) */
+  _Atomic uint64_t probe_beat; /* monotonic ms of the loop's last turn (the sweep timer) */
+  uint64_t ready_changes;      /* readiness transitions since start */
+
+  /* The serving port's listen socket, accepted from by the loop (conns.c). */
+  int listen_fd;                   /* -1 when closed */
+  uv_poll_t accept_poll;           /* readable listen_fd, while accepting */
+  bool accept_inited, poll_inited; /* accept_poll and poll are handles to close */
+  bool accept_paused;              /* at max_connections or out of descriptors: the backlog waits */
+  sf__fdshort_t serve_short;       /* accept() failing for want of descriptors */
+  sf__mhd_log_t serve_log;         /* MHD's own messages */
+
+  /* The probe listener (probe.c): its socket, accepted from by a thread of its own. */
+  int probe_fd, probe_wake; /* listen socket, and an eventfd that stops the thread; -1 none */
+  _Atomic int probe_spare;  /* a descriptor kept for a probe when there is no other; -1 none */
+  pthread_t probe_thread;
+  bool probe_thread_on;
+  sf__fdshort_t probe_short;
+  sf__mhd_log_t probe_log;
 };
 
 /* ---- connections (conns.c) ---- */
@@ -391,6 +444,33 @@ sf__conn_t *sf__conn_of(struct MHD_Connection *mc);
 void sf__conns_sweep(sf_extender_t *x);
 /** Starts the sweep timer (a libuv handle of the extender). */
 void sf__conns_start(sf_extender_t *x);
+/**
+ * Opens a non-blocking listen socket on ss (SO_REUSEADDR, the kernel's
+ * largest backlog). Returns the descriptor, or -1 with errno set.
+ */
+int sf__listen_socket(const struct sockaddr_storage *ss);
+/**
+ * Takes connections from the serving port's backlog and hands them to MHD,
+ * until the backlog is empty, max_connections is reached or descriptors run
+ * out; in the last two cases accepting pauses and the sweep (or a closed
+ * connection) resumes it. On the loop.
+ */
+void sf__conns_accept(sf_extender_t *x);
+/** Starts watching the listen socket (a libuv handle of the extender). */
+void sf__conns_listen(sf_extender_t *x);
+/** Accepts what is in the backlog, then closes the listen socket. */
+void sf__conns_unlisten(sf_extender_t *x);
+/** True when errno from accept() means the process or system is out of a resource. */
+bool sf__fd_low(int err);
+/** Records a failed accept() on s: its errno, or 0 for EAGAIN (descriptors free, none waiting). */
+void sf__fdshort_note(sf__fdshort_t *s, int err);
+/** Monotonic milliseconds (CLOCK_MONOTONIC), for any thread. */
+uint64_t sf__mono_ms(void);
+
+/* ---- libmicrohttpd's messages (http.c) ---- */
+
+/** MHD_OPTION_EXTERNAL_LOGGER: cls is an sf__mhd_log_t. */
+void sf__mhd_log(void *cls, const char *fmt, va_list ap);
 
 /* ---- the probe listener (probe.c) ---- */
 
@@ -400,9 +480,23 @@ int sf__probe_start(sf_extender_t *x, char *err, size_t errlen);
 void sf__probe_beat(sf_extender_t *x);
 /** Mirrors readiness (ready and not draining) for the probe thread. */
 void sf__probe_set_ready(sf_extender_t *x, bool ready);
-/** Milliseconds since the loop last turned (any thread). */
-uint64_t sf__probe_stall_ms(void);
+/** Whether the process is alive: the loop turns and the serving port can accept; else why. */
+bool sf__alive(const sf_extender_t *x, char *why, size_t cap);
+/** Milliseconds since the loop of x last turned (any thread). */
+uint64_t sf__probe_stall_ms(const sf_extender_t *x);
 void sf__probe_stop(sf_extender_t *x);
+/** Reopens the probes' spare descriptor if it was given up (any thread). */
+void sf__probe_spare_fill(sf_extender_t *x);
+
+/* ---- the file descriptor budget (fdlimit.c) ---- */
+
+/** Descriptors the daemon may hold at once with these options (connections of every listener). */
+unsigned long sf__fd_need(const sf_daemon_options_t *opt);
+/**
+ * Checks RLIMIT_NOFILE against sf__fd_need: raises the soft limit when the
+ * hard one allows (logged), else SF_EINVAL with err naming both figures.
+ */
+int sf__fd_budget(const sf_daemon_options_t *opt, char *err, size_t errlen);
 
 /* ---- serving TLS (tls.c) ---- */
 
@@ -422,6 +516,10 @@ void sf__metrics_tls(sf__buf_t *b, const sf_extender_t *x);
 /** Resolves "HOST:PORT" for a listener; errors name `flag`. */
 int sf__resolve(const char *listen, const char *flag, struct sockaddr_storage *ss, char *err,
                 size_t errlen);
+/** The local port a socket is bound to; 0 for -1 or on error. */
+uint16_t sf__socket_port(int fd);
+/** Runs MHD now and arms the loop for its next work (http.c). */
+void sf__http_pump(sf_extender_t *x);
 /** Starts libmicrohttpd on the loop (http.c). */
 int sf__http_start(sf_extender_t *x, char *err, size_t errlen);
 /** Stops accepting new connections and closes the listen socket; connections in flight go on. */

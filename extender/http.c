@@ -361,8 +361,6 @@ static enum MHD_Result take_body(sf_extender_t *x, struct MHD_Connection *conn, 
 
 /* ---- decoding a large body off the loop ---- */
 
-static void pump(sf_extender_t *x);
-
 /* On a thread of libuv's pool: touches nothing but the request's own bytes. */
 static void decode_work(uv_work_t *w)
 {
@@ -420,7 +418,7 @@ static void decode_done(uv_work_t *w, int status)
   x->queued--;
   MHD_resume_connection(r->mc);
   decode_next(x);
-  pump(x);
+  sf__http_pump(x);
 }
 
 /* Suspends the connection until the pool has worked on the request (decode, or build the reply). */
@@ -558,16 +556,35 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
   x->inflight--;
 }
 
-/* MHD's own messages: warnings while starting (a bind failure), debug after. */
-static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+/*
+ * MHD's own messages: warnings while starting (a bind failure), debug after;
+ * either way no more than SF__MHD_LOG_BURST in a window, so that a library
+ * that repeats itself in a tight loop cannot fill the disk.
+ */
+void sf__mhd_log(void *cls, const char *fmt, va_list ap)
 {
-  const sf_extender_t *x = cls;
-  char msg[512];
+  sf__mhd_log_t *l = cls;
+  uint64_t now = sf__mono_ms();
+  if (now - l->window_ms >= SF__MHD_LOG_WINDOW_MS) {
+    if (l->suppressed)
+      sf_log_warn("libmicrohttpd messages left out", "listener=%s count=%llu window_s=%u",
+                  l->listener, (unsigned long long)l->suppressed, SF__MHD_LOG_WINDOW_MS / 1000);
+    l->window_ms = now;
+    l->in_window = 0;
+    l->suppressed = 0;
+  }
+  if (l->in_window >= SF__MHD_LOG_BURST) {
+    l->suppressed++;
+    return;
+  }
+  l->in_window++;
+  char msg[512], q[600];
   vsnprintf(msg, sizeof msg, fmt, ap);
   size_t n = strlen(msg);
   while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
     msg[--n] = '\0';
-  sf_log(x->mhd ? SF_LOG_DEBUG : SF_LOG_WARN, msg, "component=microhttpd");
+  sf_log(l->started ? SF_LOG_DEBUG : SF_LOG_WARN, "libmicrohttpd", "listener=%s message=%s",
+         l->listener, sf_log_quote(q, sizeof q, msg));
 }
 
 /* ---- driving MHD from the loop ---- */
@@ -575,7 +592,7 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 static void on_timer(uv_timer_t *t);
 static void on_again(uv_idle_t *h);
 
-static void pump(sf_extender_t *x)
+void sf__http_pump(sf_extender_t *x)
 {
   if (x->mhd == NULL)
     return;
@@ -604,19 +621,19 @@ static void pump(sf_extender_t *x)
 
 static void on_timer(uv_timer_t *t)
 {
-  pump(t->data);
+  sf__http_pump(t->data);
 }
 
 static void on_again(uv_idle_t *h)
 {
-  pump(h->data);
+  sf__http_pump(h->data);
 }
 
 static void on_poll(uv_poll_t *p, int status, int events)
 {
   (void)status;
   (void)events;
-  pump(p->data);
+  sf__http_pump(p->data);
 }
 
 /* ---- start and stop ---- */
@@ -674,13 +691,21 @@ static size_t unescape(void *cls, struct MHD_Connection *c, char *s)
 static int start_mhd(sf_extender_t *x, const struct sockaddr_storage *ss, struct MHD_OptionItem *tls,
                      char *err, size_t errlen)
 {
-  unsigned flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
+  /* The listen socket is ours (conns.c accepts from it): MHD is handed each connection. */
+  unsigned flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME |
+                   MHD_USE_NO_LISTEN_SOCKET;
+  x->listen_fd = sf__listen_socket(ss);
+  if (x->listen_fd < 0) {
+    snprintf(err, errlen, "cannot listen on %s: %s", x->cfg.listen, strerror(errno));
+    return SF_EINVAL;
+  }
   if (ss->ss_family == AF_INET6)
     flags |= MHD_USE_IPv6;
   if (x->tls)
     flags |= MHD_USE_TLS;
+  x->serve_log.listener = x->serve_short.listener;
   x->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_access, x, MHD_OPTION_EXTERNAL_LOGGER,
-                            on_mhd_log, x, MHD_OPTION_SOCK_ADDR, ss, MHD_OPTION_CONNECTION_TIMEOUT,
+                            sf__mhd_log, &x->serve_log, MHD_OPTION_CONNECTION_TIMEOUT,
                             x->cfg.conn_timeout_s, MHD_OPTION_CONNECTION_LIMIT,
                             x->cfg.max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
                             x->cfg.max_connections_per_ip, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
@@ -689,10 +714,10 @@ static int start_mhd(sf_extender_t *x, const struct sockaddr_storage *ss, struct
                             MHD_OPTION_UNESCAPE_CALLBACK, unescape, x, MHD_OPTION_ARRAY, tls,
                             MHD_OPTION_END);
   if (x->mhd == NULL) {
-    snprintf(err, errlen, "cannot listen on %s (address in use, or not an address of this host)",
-             x->cfg.listen);
+    snprintf(err, errlen, "cannot serve on %s: libmicrohttpd did not start", x->cfg.listen);
     return SF_EINVAL;
   }
+  x->serve_log.started = true;
   return 0;
 }
 
@@ -713,9 +738,15 @@ int sf__http_start(sf_extender_t *x, char *err, size_t errlen)
   uv_poll_init(x->loop, &x->poll, di->epoll_fd);
   x->poll.data = x;
   x->nhandles++;
+  x->poll_inited = true;
   uv_poll_start(&x->poll, UV_READABLE, on_poll);
+  uv_poll_init(x->loop, &x->accept_poll, x->listen_fd);
+  x->accept_poll.data = x;
+  x->nhandles++;
+  x->accept_inited = true;
+  sf__conns_listen(x);
   sf__conns_start(x);
-  pump(x);
+  sf__http_pump(x);
   return 0;
 }
 
@@ -725,21 +756,8 @@ int sf__http_start(sf_extender_t *x, char *err, size_t errlen)
  */
 void sf__http_quiesce(sf_extender_t *x)
 {
-  if (x->mhd == NULL)
-    return;
-  MHD_socket fd = MHD_quiesce_daemon(x->mhd);
-  if (fd == MHD_INVALID_SOCKET)
-    return;
-  for (;;) {
-    struct sockaddr_storage ss;
-    socklen_t len = sizeof ss;
-    int s = accept4(fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (s < 0)
-      break;
-    MHD_add_connection(x->mhd, s, (struct sockaddr *)&ss, len);
-  }
-  close(fd);
-  pump(x);
+  if (x->mhd)
+    sf__conns_unlisten(x);
 }
 
 void sf__http_stop(sf_extender_t *x)
@@ -751,16 +769,28 @@ void sf__http_stop(sf_extender_t *x)
     uv_timer_stop(&x->timer);
     uv_idle_stop(&x->again);
     uv_timer_stop(&x->reaper);
+    uv_poll_stop(&x->accept_poll);
     MHD_stop_daemon(x->mhd);
     x->mhd = NULL;
   }
+  if (x->listen_fd >= 0)
+    close(x->listen_fd);
+  x->listen_fd = -1;
   sf__tls_stop(x);
 }
 
 uint16_t sf_extender_port(const sf_extender_t *x)
 {
-  if (x->mhd == NULL)
+  return sf__socket_port(x->listen_fd);
+}
+
+uint16_t sf__socket_port(int fd)
+{
+  struct sockaddr_storage ss;
+  socklen_t len = sizeof ss;
+  if (fd < 0 || getsockname(fd, (struct sockaddr *)&ss, &len) != 0)
     return 0;
-  const union MHD_DaemonInfo *di = MHD_get_daemon_info(x->mhd, MHD_DAEMON_INFO_BIND_PORT);
-  return di ? di->port : 0;
+  if (ss.ss_family == AF_INET6)
+    return ntohs(((const struct sockaddr_in6 *)(const void *)&ss)->sin6_port);
+  return ntohs(((const struct sockaddr_in *)(const void *)&ss)->sin_port);
 }

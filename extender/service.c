@@ -185,10 +185,13 @@ static void on_prioritize(sf_extender_t *x, const sf__req_t *req, sf__reply_t *r
 
 static void on_healthz(sf_extender_t *x, const sf__req_t *req, sf__reply_t *rep)
 {
-  (void)x;
+  char why[160];
   (void)req;
   rep->ctype = "text/plain; charset=utf-8";
-  sf__buf_puts(&rep->body, "ok\n");
+  if (sf__alive(x, why, sizeof why))
+    sf__buf_puts(&rep->body, "ok\n");
+  else
+    sf__reply_error(rep, 500, "%.*s", (int)strcspn(why, "\n"), why);
 }
 
 /* Connections and the limits across them. */
@@ -220,6 +223,23 @@ static void metrics_conns(sf__buf_t *b, const sf_extender_t *x)
                  (double)x->max_lag_ns / 1e9);
 }
 
+/* Descriptor shortages of the serving and probe ports. */
+static void metrics_fds(sf__buf_t *b, const sf_extender_t *x)
+{
+  const sf__fdshort_t *sh[2] = {&x->serve_short, &x->probe_short};
+  sf__buf_puts(b, "# HELP slicefit_accept_fd_shortages_total Times a listener began to fail "
+                  "accept() for want of file descriptors (its backlog then waits).\n"
+                  "# TYPE slicefit_accept_fd_shortages_total counter\n");
+  for (int i = 0; i < 2; i++)
+    sf__buf_printf(b, "slicefit_accept_fd_shortages_total{listener=\"%s\"} %llu\n", sh[i]->listener,
+                   (unsigned long long)atomic_load(&sh[i]->events));
+  sf__buf_puts(b, "# HELP slicefit_accept_fd_short Whether a listener cannot accept now for want "
+                  "of file descriptors.\n# TYPE slicefit_accept_fd_short gauge\n");
+  for (int i = 0; i < 2; i++)
+    sf__buf_printf(b, "slicefit_accept_fd_short{listener=\"%s\"} %d\n", sh[i]->listener,
+                   atomic_load(&sh[i]->on) ? 1 : 0);
+}
+
 static void on_readyz(sf_extender_t *x, const sf__req_t *req, sf__reply_t *rep)
 {
   (void)req;
@@ -247,9 +267,13 @@ static void on_metrics(sf_extender_t *x, const sf__req_t *req, sf__reply_t *rep)
   if (x->metrics_hook)
     x->metrics_hook(&rep->body, x->metrics_ud);
   metrics_conns(&rep->body, x);
+  metrics_fds(&rep->body, x);
   sf__buf_printf(&rep->body,
                  "# HELP slicefit_ready Whether the cluster state has synced.\n"
                  "# TYPE slicefit_ready gauge\nslicefit_ready %d\n"
+                 "# HELP slicefit_ready_changes_total Times readiness changed (either way) "
+                 "since start.\n# TYPE slicefit_ready_changes_total counter\n"
+                 "slicefit_ready_changes_total %llu\n"
                  "# HELP slicefit_eval_cache_hits_total Prioritize calls answered from the "
                  "filter's verdicts.\n# TYPE slicefit_eval_cache_hits_total counter\n"
                  "slicefit_eval_cache_hits_total %llu\n"
@@ -262,9 +286,9 @@ static void on_metrics(sf_extender_t *x, const sf__req_t *req, sf__reply_t *rep)
                  "slicefit_http_requests_in_flight %u\n"
                  "# HELP slicefit_uptime_seconds Seconds since the server started.\n"
                  "# TYPE slicefit_uptime_seconds gauge\nslicefit_uptime_seconds %.3f\n",
-                 x->ready ? 1 : 0, (unsigned long long)x->cache_hits,
-                 (unsigned long long)x->cache_misses, x->inflight - 1,
-                 (double)(uv_hrtime() - x->started_ns) / 1e9);
+                 x->ready ? 1 : 0, (unsigned long long)x->ready_changes,
+                 (unsigned long long)x->cache_hits, (unsigned long long)x->cache_misses,
+                 x->inflight - 1, (double)(uv_hrtime() - x->started_ns) / 1e9);
 }
 
 static void on_debug_state(sf_extender_t *x, const sf__req_t *req, sf__reply_t *rep)
@@ -354,6 +378,10 @@ int sf_extender_start(uv_loop_t *loop, sf_cluster_t *cluster, const sf_extender_
   uv_idle_init(loop, &x->again);
   x->timer.data = x->drain_timer.data = x->reaper.data = x->again.data = x;
   x->nhandles = 4;
+  x->listen_fd = x->probe_fd = x->probe_wake = -1;
+  atomic_init(&x->probe_spare, -1);
+  x->serve_short.listener = cfg->debug_only ? "debug" : cfg->metrics_only ? "metrics" : "serving";
+  x->probe_short.listener = "probe";
   x->packer = sf_packer_create();
   int rc = sf__http_start(x, err, errlen);
   if (rc) {
@@ -366,6 +394,8 @@ int sf_extender_start(uv_loop_t *loop, sf_cluster_t *cluster, const sf_extender_
 
 void sf_extender_set_ready(sf_extender_t *x, bool ready)
 {
+  if (ready != x->ready)
+    x->ready_changes++;
   x->ready = ready;
   sf__probe_set_ready(x, ready && !x->draining);
 }
@@ -428,6 +458,8 @@ void sf_extender_destroy(sf_extender_t *x)
   uv_close((uv_handle_t *)&x->drain_timer, on_handle_closed);
   uv_close((uv_handle_t *)&x->reaper, on_handle_closed);
   uv_close((uv_handle_t *)&x->again, on_handle_closed);
-  if (x->nhandles == 5)
+  if (x->poll_inited)
     uv_close((uv_handle_t *)&x->poll, on_handle_closed);
+  if (x->accept_inited)
+    uv_close((uv_handle_t *)&x->accept_poll, on_handle_closed);
 }

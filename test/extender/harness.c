@@ -13,6 +13,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -99,8 +100,19 @@ static void wait_serving(sfx_t *s)
   cr_assert_fail("bin/slicefit did not start serving in 10 s");
 }
 
+/* RLIMIT_NOFILE for the next daemon started, or 0 to leave the test's. */
+static struct rlimit next_nofile;
+
+void sfx_start_nofile(sfx_t *s, const char *const *args, unsigned long soft, unsigned long hard)
+{
+  next_nofile = (struct rlimit){soft, hard};
+  sfx_start(s, args);
+}
+
 void sfx_start(sfx_t *s, const char *const *args)
 {
+  struct rlimit nofile = next_nofile;
+  next_nofile = (struct rlimit){0, 0};
   memset(s, 0, sizeof *s);
   strcpy(s->dir, "/tmp/sfx-XXXXXX");
   cr_assert_not_null(mkdtemp(s->dir));
@@ -122,6 +134,8 @@ void sfx_start(sfx_t *s, const char *const *args)
   if (s->pid == 0) {
     /* The daemon dies with the test process, even when an assertion ends the test early. */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (nofile.rlim_max && setrlimit(RLIMIT_NOFILE, &nofile) != 0)
+      _exit(126);
     int fd = open(s->log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     dup2(fd, 1);
     dup2(fd, 2);
@@ -301,6 +315,33 @@ int sfx_connect(const sfx_t *s)
     fd = -1;
   }
   return fd;
+}
+
+long sfx_get_port(unsigned port, const char *path, char *buf, size_t cap)
+{
+  char local[1024], req[256];
+  if (buf == NULL) {
+    buf = local;
+    cap = sizeof local;
+  }
+  buf[0] = '\0';
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  struct timeval tv = {5, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+    close(fd);
+    return -1;
+  }
+  int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", path);
+  if (write(fd, req, (size_t)n) != n) {
+    close(fd);
+    return -1;
+  }
+  sfx_read_all(fd, buf, cap);
+  return strncmp(buf, "HTTP/1.1 ", 9) == 0 ? atol(buf + 9) : -1;
 }
 
 void sfx_read_all(int fd, char *buf, size_t cap)

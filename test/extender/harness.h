@@ -39,6 +39,11 @@ const char *sfx_bin(const char *prog);
 
 /** Starts bin/slicefit with `args` (NULL-terminated) plus --listen; fails the test on error. */
 void sfx_start(sfx_t *s, const char *const *args);
+/**
+ * As sfx_start, with RLIMIT_NOFILE set to soft/hard in the child before it
+ * runs bin/slicefit (what `ulimit -n` does in a shell).
+ */
+void sfx_start_nofile(sfx_t *s, const char *const *args, unsigned long soft, unsigned long hard);
 /** As sfx_start with the example cluster and its policy. */
 void sfx_start_example(sfx_t *s, const char *const *extra);
 /** Sends SIGTERM, waits, returns the exit status (or -1 if killed by a signal). */
@@ -70,6 +75,12 @@ json_t *sfx_load(const char *rel);
 json_t *sfx_args(const json_t *pod, const char *const *names, size_t n, bool cache_mode);
 /** Reads until the server closes (or buf is full), NUL-terminates, closes fd. */
 void sfx_read_all(int fd, char *buf, size_t cap);
+/**
+ * GET path from 127.0.0.1:port on a connection of its own (Connection:
+ * close, 5 s at most): the status, or -1 when nothing answered. buf (may be
+ * NULL) receives the whole response.
+ */
+long sfx_get_port(unsigned port, const char *path, char *buf, size_t cap);
 /** A raw TCP connection to the server (for stalled and slow clients); -1 on error. */
 int sfx_connect(const sfx_t *s);
 

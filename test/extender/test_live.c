@@ -6,6 +6,8 @@
  */
 #include <criterion/criterion.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -144,16 +146,22 @@ Test(live, follows_the_api_server, .timeout = 60)
   free((char *)(uintptr_t)args[5]);
 }
 
+/* The fake API server with one fault command given, and a kubeconfig for it in dir (mkdtemp'd). */
+static void faulty_api(sfx_api_t *api, const char *fault, char *dir, char *kc, size_t cap)
+{
+  sfx_api_start(api, NULL);
+  sfx_api_cmd(api, "%s", fault);
+  cr_assert_not_null(mkdtemp(dir));
+  snprintf(kc, cap, "%s/kubeconfig", dir);
+  sfx_write_kubeconfig(kc, api->port);
+}
+
 Test(live, not_ready_until_synced, .timeout = 60)
 {
   /* An API server that answers nothing but errors: never ready, still serving health. */
   sfx_api_t api;
-  sfx_api_start(&api, NULL);
-  sfx_api_cmd(&api, "fail 500 1000000");
   char dir[] = "/tmp/sfx-live-XXXXXX", kc[64];
-  cr_assert_not_null(mkdtemp(dir));
-  snprintf(kc, sizeof kc, "%s/kubeconfig", dir);
-  sfx_write_kubeconfig(kc, api.port);
+  faulty_api(&api, "fail 500 1000000", dir, kc, sizeof kc);
   sfx_t s;
   const char *args[] = {"--kubeconfig", kc, "--allow-token-over-http", NULL};
   sfx_start(&s, args);
@@ -593,4 +601,83 @@ Test(live, binding_conditions_follow_the_servers_version, .timeout = 60)
     sfx_api_stop(&api);
     remove_dir(dir);
   }
+}
+
+/* GET /readyz on a port, again and again, from a thread of the test, counting the answers. */
+typedef struct {
+  unsigned port;
+  atomic_bool stop;
+  atomic_int ok, unready, other;
+} poller_t;
+
+static void *poll_readyz(void *arg)
+{
+  poller_t *p = arg;
+  while (!atomic_load(&p->stop)) {
+    long st = sfx_get_port(p->port, "/readyz", NULL, 0);
+    atomic_fetch_add(st == 200 ? &p->ok : st == 503 ? &p->unready : &p->other, 1);
+    nanosleep(&(struct timespec){0, 5000000L}, NULL);
+  }
+  return NULL;
+}
+
+static unsigned logged_port(const sfx_t *s, const char *key)
+{
+  char *log = sfx_log(s);
+  const char *p = strstr(log, key);
+  unsigned port = p ? (unsigned)atoi(p + strlen(key)) : 0;
+  free(log);
+  return port;
+}
+
+/*
+ * Ready only after the first complete sync, on every listener: the probe
+ * port is asked from before the process starts (while the API server is
+ * silent, discovery alone holds the start for its 5 s), the serving port
+ * once it serves, and the metrics listener's gauge; the --debug-listen and
+ * --metrics-listen listeners are up all the while.
+ */
+Test(live, never_ready_before_the_first_sync_on_any_listener, .timeout = 90)
+{
+  sfx_api_t api;
+  char dir[] = "/tmp/sfx-live-XXXXXX", kc[64];
+  faulty_api(&api, "hang on", dir, kc, sizeof kc);
+  poller_t pr = {.port = 20201};
+  pthread_t th;
+  cr_assert_eq(pthread_create(&th, NULL, poll_readyz, &pr), 0);
+  sfx_t s;
+  const char *args[] = {"--kubeconfig",
+                        kc,
+                        "--allow-token-over-http",
+                        "--probe-listen",
+                        "127.0.0.1:20201",
+                        "--metrics-listen",
+                        "127.0.0.1:0",
+                        "--watch-silence",
+                        "1",
+                        NULL};
+  sfx_start(&s, args);
+  unsigned mport = logged_port(&s, " metrics_port=");
+  cr_assert_gt(mport, 0);
+  char buf[65536];
+  for (int i = 0; i < 50; i++, nap()) {
+    cr_assert_eq(status_of(&s, "/readyz"), 503, "the serving port, before any sync");
+    cr_assert_eq(sfx_get_port(mport, "/metrics", buf, sizeof buf), 200);
+    cr_assert(strstr(buf, "\nslicefit_ready 0\n"), "the metrics listener, before any sync");
+  }
+  cr_assert_eq(atomic_load(&pr.ok), 0, "the probe port said ready before any sync");
+  cr_assert_gt(atomic_load(&pr.unready), 10, "the probe port answered 503 meanwhile");
+  sfx_api_cmd(&api, "hang off");
+  wait_status(&s, "/readyz", 200, 1000);
+  for (int i = 0; i < 500 && atomic_load(&pr.ok) == 0; i++)
+    nap();
+  cr_assert_gt(atomic_load(&pr.ok), 0, "the probe port follows once synced");
+  atomic_store(&pr.stop, true);
+  pthread_join(th, NULL);
+  cr_assert_eq(sfx_get_port(mport, "/metrics", buf, sizeof buf), 200);
+  cr_assert(strstr(buf, "\nslicefit_ready 1\n"));
+  cr_assert(strstr(buf, "\nslicefit_ready_changes_total 1\n"), "one change: unready to ready");
+  cr_assert_eq(sfx_stop(&s), 0);
+  sfx_api_stop(&api);
+  remove_dir(dir);
 }
