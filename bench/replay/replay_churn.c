@@ -28,13 +28,13 @@ int sf_churn_class(const sf_replay_trace_t *t, const sf_replay_pod_t *p)
   (void)t;
   if (p->nclaims == 0)
     return -1;
+  if (p->load_milli > 1000)
+    return SF_CHURN_MULTI; /* a pinned multi-GPU pod waits for a node first: multi */
   for (size_t c = 0; c < p->nclaims; c++)
     for (size_t q = 0; q < p->claims[c].nreqs; q++)
       if (p->claims[c].reqs[q].spec != 0)
         return SF_CHURN_PINNED;
-  if (p->load_milli < 1000)
-    return SF_CHURN_SHARE;
-  return p->load_milli == 1000 ? SF_CHURN_WHOLE : SF_CHURN_MULTI;
+  return p->load_milli < 1000 ? SF_CHURN_SHARE : SF_CHURN_WHOLE;
 }
 
 double sf_churn_backoff(uint32_t attempts)

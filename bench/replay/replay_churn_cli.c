@@ -106,7 +106,7 @@ static int run_policies(const sf_churn_cli_t *c, const sf_replay_trace_t *t, sf_
     if (c->sustainable) {
       size_t n;
       double hi = floor(fmin(sf_churn_bound(l), 1.0) * 100 + 1e-9) / 100;
-      if ((rc = sf_churn_sustainable(t, o, nseeds, 0.5, hi, 0.01, c->threads, &sus[p], &n, err,
+      if ((rc = sf_churn_sustainable(t, o, nseeds, hi - 0.3, hi, 0.01, c->threads, &sus[p], &n, err,
                                      sizeof(err))) != 0)
         break;
     }
@@ -123,8 +123,11 @@ static int run_policies(const sf_churn_cli_t *c, const sf_replay_trace_t *t, sf_
     sf_churn_table(stdout, (const sf_churn_result_t *const *)runs, nruns, sus, c->npolicies);
   if (rc == 0 && c->svg != NULL)
     rc = write_svg(c, t, (const sf_churn_result_t *const *)runs, nruns);
-  for (size_t p = 0; p < c->npolicies && p < 16; p++)
+  for (size_t p = 0; p < c->npolicies && p < 16; p++) {
+    for (size_t s = 0; s < nruns[p]; s++)
+      sf_churn_result_dispose(&runs[p][s]);
     free(runs[p]);
+  }
   return rc != 0;
 }
 

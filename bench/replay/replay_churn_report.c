@@ -80,6 +80,39 @@ static double med(const sf_churn_result_t *runs, size_t n, size_t off)
   return m;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double quantile(const double *sorted, size_t n, double q)
+{
+  if (n == 0)
+    return NAN;
+  size_t k = (size_t)ceil(q * (double)n);
+  return sorted[k > 0 ? k - 1 : 0];
+}
+
+/* The waits of class k over the pods of all n runs pooled: a p99 over 10 seeds' pods, not a median of maxima. */
+static void pooled(const sf_churn_result_t *runs, size_t n, int k, sf_churn_wait_t *w)
+{
+  size_t total = 0, m = 0;
+  double sum = 0;
+  for (size_t i = 0; i < n; i++)
+    total += runs[i].nwaits[k];
+  double *v = sf_xcalloc(total + 1, sizeof(*v));
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = 0; j < runs[i].nwaits[k]; j++) {
+      v[m] = runs[i].waits[k][j];
+      sum += v[m++];
+    }
+  qsort(v, m, sizeof(*v), cmp_double);
+  *w = (sf_churn_wait_t){quantile(v, m, 0.5), quantile(v, m, 0.95), quantile(v, m, 0.99),
+                         m ? sum / (double)m : NAN, m};
+  free(v);
+}
+
 /* The medians of one run's every figure over n runs (counts as doubles rounded). */
 static void medians(const sf_churn_result_t *runs, size_t n, sf_churn_result_t *m)
 {
@@ -101,17 +134,9 @@ static void medians(const sf_churn_result_t *runs, size_t n, sf_churn_result_t *
   for (size_t i = 0; i < n; i++)
     v[i] = (double)runs[i].evicted;
   m->evicted = (size_t)llround(sf_replay_median(v, n));
-  for (int k = 0; k < SF_CHURN_NCLASS; k++) {
-    size_t base = offsetof(sf_churn_result_t, pending_s) + (size_t)k * sizeof(sf_churn_wait_t);
-    m->pending_s[k].p50 = med(runs, n, base + offsetof(sf_churn_wait_t, p50));
-    m->pending_s[k].p95 = med(runs, n, base + offsetof(sf_churn_wait_t, p95));
-    m->pending_s[k].p99 = med(runs, n, base + offsetof(sf_churn_wait_t, p99));
-    m->pending_s[k].mean = med(runs, n, base + offsetof(sf_churn_wait_t, mean));
-    for (size_t i = 0; i < n; i++)
-      v[i] = (double)runs[i].pending_s[k].n;
-    m->pending_s[k].n = (size_t)llround(sf_replay_median(v, n));
-  }
   free(v);
+  for (int k = 0; k < SF_CHURN_NCLASS; k++)
+    pooled(runs, n, k, &m->pending_s[k]);
 }
 
 void sf_churn_json_medians(FILE *out, const sf_churn_result_t *runs, size_t n, double sustainable)
@@ -155,10 +180,11 @@ void sf_churn_table(FILE *out, const sf_churn_result_t *const *runs, const size_
     cell(out, m.wall_s, 6, 2);
     fputc('\n', out);
   }
-  fputs("columns: medians over seeds after the warm-up: GPU allocation averaged over time;\n"
-        "sustainable load (--sustainable); pending seconds (p50, p99) of share (< 1 GPU), whole\n"
-        "(1 GPU), multi (2+ GPUs) and pinned (a GPU model asked) pods; GPU-hours free while a pod\n"
-        "that would fit in that much waited; pods never placed; evictions; wall time per run.\n",
+  fputs("columns: after the warm-up, medians over seeds of: GPU allocation averaged over time;\n"
+        "sustainable load (--sustainable: the highest load whose p99 waits stay under --slo);\n"
+        "pending seconds (p50, p99 over the pods of all seeds) of share (< 1 GPU), whole (1 GPU),\n"
+        "multi (2+ GPUs) and pinned (a GPU model asked) pods; GPU-hours free while a pod that would\n"
+        "fit in that much waited; pods never placed; evictions; wall time per run.\n",
         out);
 }
 

@@ -155,7 +155,8 @@ static void note_over(churn_t *c, uint32_t slot)
   if (cls < 0 || c->s[slot].late_over || !late(c, slot))
     return;
   c->s[slot].late_over = true;
-  size_t n = c->total[cls];
+  /* The pooled count: as many pods of the class in each of the other seeds' runs. */
+  size_t n = c->total[cls] * (c->o->pool_seeds > 1 ? c->o->pool_seeds : 1);
   if (++c->over[cls] >= n - (size_t)ceil(0.99 * (double)n) + 1 && c->o->stop_at_slo)
     c->res->stopped = true;
 }
@@ -364,7 +365,8 @@ static void waits(churn_t *c, double from)
     sf_churn_wait_t *w = &c->res->pending_s[cls];
     *w = (sf_churn_wait_t){quantile(v, n, 0.5), quantile(v, n, 0.95), quantile(v, n, 0.99),
                            n ? sum / (double)n : NAN, n};
-    free(v);
+    c->res->waits[cls] = v;
+    c->res->nwaits[cls] = n;
   }
 }
 
@@ -471,14 +473,36 @@ out:
   return rc;
 }
 
-double sf_churn_worst_p99(const sf_churn_result_t *r)
+void sf_churn_result_dispose(sf_churn_result_t *r)
 {
-  if (r->stopped)
-    return INFINITY;
+  for (int k = 0; k < SF_CHURN_NCLASS; k++) {
+    free(r->waits[k]);
+    r->waits[k] = NULL;
+    r->nwaits[k] = 0;
+  }
+}
+
+double sf_churn_worst_p99(const sf_churn_result_t *runs, size_t n)
+{
   double w = 0;
-  for (int k = 0; k < SF_CHURN_NCLASS; k++)
-    if (r->pending_s[k].n > 0 && r->pending_s[k].p99 > w)
-      w = r->pending_s[k].p99;
+  for (size_t i = 0; i < n; i++)
+    if (runs[i].stopped)
+      return INFINITY;
+  for (int k = 0; k < SF_CHURN_NCLASS; k++) {
+    size_t total = 0, m = 0;
+    for (size_t i = 0; i < n; i++)
+      total += runs[i].nwaits[k];
+    double *v = sf_xcalloc(total + 1, sizeof(*v));
+    for (size_t i = 0; i < n; i++) {
+      memcpy(v + m, runs[i].waits[k], runs[i].nwaits[k] * sizeof(*v));
+      m += runs[i].nwaits[k];
+    }
+    qsort(v, m, sizeof(*v), cmp_double);
+    double p = quantile(v, m, 0.99);
+    free(v);
+    if (m > 0 && p > w)
+      w = p;
+  }
   return w;
 }
 
@@ -542,14 +566,13 @@ static int holds(const sf_replay_trace_t *t, const sf_churn_opts_t *base, size_t
   sf_churn_opts_t o = *base;
   o.load = load;
   o.stop_at_slo = true;
+  o.pool_seeds = nseeds;
   sf_churn_result_t *res = sf_xcalloc(nseeds, sizeof(*res));
-  double *p99 = sf_xcalloc(nseeds, sizeof(*p99));
   int rc = sf_churn_seeds(t, &o, nseeds, threads, res, err, errlen);
-  for (size_t i = 0; i < nseeds; i++)
-    p99[i] = sf_churn_worst_p99(&res[i]);
-  *ok = rc == 0 && sf_replay_median(p99, nseeds) < base->slo_s;
+  *ok = rc == 0 && sf_churn_worst_p99(res, nseeds) < base->slo_s;
   *runs += nseeds;
-  free(p99);
+  for (size_t i = 0; i < nseeds; i++)
+    sf_churn_result_dispose(&res[i]);
   free(res);
   return rc;
 }
@@ -558,28 +581,39 @@ int sf_churn_sustainable(const sf_replay_trace_t *t, const sf_churn_opts_t *o, s
                          double lo, double hi, double step, unsigned threads, double *out,
                          size_t *runs, char *err, size_t errlen)
 {
-  bool ok = false;
+  bool ok = false, lo_seen = false, hi_seen = false;
   int rc;
   *runs = 0;
-  if ((rc = holds(t, o, nseeds, threads, hi, &ok, runs, err, errlen)) != 0 || ok) {
-    *out = hi;
-    return rc;
-  }
-  if ((rc = holds(t, o, nseeds, threads, lo, &ok, runs, err, errlen)) != 0 || !ok) {
-    *out = lo - step;
-    return rc;
-  }
-  /* lo holds, hi does not: halve until they are one step apart. */
+  /* Taken: lo holds and hi fails; halve until one step apart, then check what was taken. */
   while (hi - lo > step + 1e-9) {
     double mid = round((lo + hi) / 2 / step) * step;
     if (mid <= lo || mid >= hi)
       break;
     if ((rc = holds(t, o, nseeds, threads, mid, &ok, runs, err, errlen)) != 0)
       return rc;
-    if (ok)
+    if (ok) {
       lo = mid;
-    else
+      lo_seen = true;
+    } else {
       hi = mid;
+      hi_seen = true;
+    }
+  }
+  if (!hi_seen) {
+    if ((rc = holds(t, o, nseeds, threads, hi, &ok, runs, err, errlen)) != 0)
+      return rc;
+    if (ok) {
+      *out = hi;
+      return 0;
+    }
+  }
+  if (!lo_seen) {
+    if ((rc = holds(t, o, nseeds, threads, lo, &ok, runs, err, errlen)) != 0)
+      return rc;
+    if (!ok) {
+      *out = lo - step;
+      return 0;
+    }
   }
   *out = lo;
   return 0;

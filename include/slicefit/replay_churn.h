@@ -35,7 +35,7 @@ typedef enum {
   SF_CHURN_SHARE = 0, /* less than one GPU */
   SF_CHURN_WHOLE,     /* one GPU */
   SF_CHURN_MULTI,     /* two GPUs or more */
-  SF_CHURN_PINNED,    /* a GPU model asked (whatever the count) */
+  SF_CHURN_PINNED,    /* a GPU model asked, one GPU or less (multi takes the rest) */
   SF_CHURN_NCLASS
 } sf_churn_class_t;
 
@@ -92,6 +92,7 @@ typedef struct {
   double give_up_s;     /* > 0: a pod waiting longer fails and leaves the queue */
   double slo_s;         /* the p99 wait that sustainable load holds every class under */
   bool stop_at_slo;     /* end the run once some class's p99 must exceed slo_s */
+  size_t pool_seeds;    /* with stop_at_slo: the p99 is over this many seeds' pods (0: 1) */
   const double *life;   /* sf_churn_lifetimes, borrowed */
   sf_churn_evict_fn evict;
   void *evict_ctx;
@@ -116,6 +117,9 @@ typedef struct {
   size_t never_placed, evicted;
   double wall_s;
   bool stopped; /* ended early: a class's p99 was sure to exceed the SLO */
+  /* Every measured wait by class, ascending (new arrays; sf_churn_result_dispose). */
+  double *waits[SF_CHURN_NCLASS];
+  size_t nwaits[SF_CHURN_NCLASS];
   /* Per time bucket: mean allocation % and mean queue length. */
   double alloc_pct[SF_CHURN_BUCKETS], queue[SF_CHURN_BUCKETS];
   double bucket_s;
@@ -125,14 +129,21 @@ typedef struct {
 int sf_churn_run(const sf_replay_trace_t *t, const sf_churn_opts_t *o, sf_churn_result_t *res,
                  char *err, size_t errlen);
 
-/** The largest p99 wait over the classes that had measured pods (0 when none). */
-double sf_churn_worst_p99(const sf_churn_result_t *r);
+void sf_churn_result_dispose(sf_churn_result_t *r);
+
+/**
+ * The largest p99 wait over the classes, each over the pods of all n runs
+ * pooled (the seeds of one load); INFINITY when a run stopped at the SLO.
+ */
+double sf_churn_worst_p99(const sf_churn_result_t *runs, size_t n);
 
 /*
  * sustainable_load: the highest R in [lo, hi] (to `step`, by bisection) at
- * which the median over the seeds of sf_churn_worst_p99 stays under o->slo_s.
- * Runs nseeds seeds from o->run.seed on `threads` threads. Returns lo - step
- * when even lo fails; *runs counts the churn runs made.
+ * which sf_churn_worst_p99 over the seeds stays under o->slo_s. Runs nseeds
+ * seeds from o->run.seed on `threads` threads; only the loads the bisection
+ * visits are run (lo and hi are taken to hold and to fail, and checked when
+ * the answer rests on them). Returns lo - step when lo fails, hi when hi
+ * holds; *runs counts the churn runs made.
  */
 int sf_churn_sustainable(const sf_replay_trace_t *t, const sf_churn_opts_t *o, size_t nseeds,
                          double lo, double hi, double step, unsigned threads, double *out,
