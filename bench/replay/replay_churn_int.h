@@ -29,7 +29,8 @@ typedef struct {
   sf_replay_ties_t ties;
   uint64_t seed_lo, seed_hi;
   double load, horizon_s, duration_s, give_up_s, slo_s;
-  bool load_set, sustainable, json;
+  bool load_set, sustainable, json, cpu_blind, cpu_only_la;
+  size_t mix_window, mix_every;
   unsigned threads;
 } sf_churn_cli_t;
 

@@ -780,6 +780,10 @@ int main(int argc, char **argv)
                         .load_set = f.load_set,
                         .sustainable = f.sustainable,
                         .json = f.json,
+                        .cpu_blind = f.cpu_blind,
+                        .cpu_only_la = f.cpu_only_la,
+                        .mix_window = (size_t)f.mix_window,
+                        .mix_every = (size_t)f.mix_every,
                         .threads = (unsigned)f.threads};
     rc = sf__churn_cli(&c, &t);
   } else if (f.search > 0)
