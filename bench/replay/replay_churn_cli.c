@@ -47,6 +47,12 @@ static int load_ref(const sf_churn_cli_t *c, sf_replay_trace_t *ref, char *path,
   return 0;
 }
 
+int sf__churn_ref(const sf_churn_cli_t *c, const sf_replay_trace_t *t, sf_replay_trace_t *ref,
+                  char *path, size_t len)
+{
+  return has_times(t) ? 0 : load_ref(c, ref, path, len);
+}
+
 static void header(const sf_churn_cli_t *c, const sf_replay_trace_t *t, const sf_churn_load_t *l,
                    const size_t counts[3], const char *ref, size_t capped)
 {
@@ -140,7 +146,7 @@ int sf__churn_cli(const sf_churn_cli_t *c, const sf_replay_trace_t *t)
   sf_churn_load_t l;
   int rc = 0;
   sf_replay_trace_init(&ref);
-  if (!has_times(t) && (rc = load_ref(c, &ref, path, sizeof(path))) != 0)
+  if ((rc = sf__churn_ref(c, t, &ref, path, sizeof(path))) != 0)
     goto out;
   if (sf_churn_lifetimes(t, ref.npods ? &ref : NULL, c->horizon_s, c->seed_lo, life, counts, err,
                          sizeof(err)) != 0) {

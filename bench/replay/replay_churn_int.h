@@ -34,6 +34,14 @@ typedef struct {
   unsigned threads;
 } sf_churn_cli_t;
 
+/*
+ * The pod list that lends lifetimes to t when t has no times (--lifetimes,
+ * else the default list beside --pods) into ref (initialised), its path in
+ * path; 0 (ref empty when t has times) or the exit status after a message.
+ */
+int sf__churn_ref(const sf_churn_cli_t *c, const sf_replay_trace_t *t, sf_replay_trace_t *ref,
+                  char *path, size_t len);
+
 /* Runs the churn replay for the CLI and prints its report; the exit status. */
 int sf__churn_cli(const sf_churn_cli_t *c, const sf_replay_trace_t *t);
 

@@ -640,11 +640,13 @@ static int write_configmap(const flags_t *f, const sf_replay_trace_t *t,
   FILE *out = stdout;
   snprintf(head, sizeof(head),
            "The slicefit policy found by slicefit-replay --search %llu --search-seed %llu\n"
-           "on %s.\n%s: %.2f%% allocated at 100%% load on train, %.2f%% on the holdout;\n"
-           "the base (%s): %.2f%% and %.2f%%.\nApply with: kubectl apply -f %s",
+           "on %s.\n%s: %.2f%s on train, %.2f%s on the holdout;\n"
+           "the base (%s): %.2f and %.2f.\nApply with: kubectl apply -f %s",
            (unsigned long long)f->search, (unsigned long long)f->search_seed,
-           t->source ? t->source : "-", w->name, w->train100, w->holdout100, b->name, b->train100,
-           b->holdout100, f->search_out ? f->search_out : "FILE");
+           t->source ? t->source : "-", w->name, w->train100,
+           f->churn ? " (sustainable load x 100, --churn)" : "% allocated at 100% load",
+           w->holdout100, f->churn ? "" : "%", b->name, b->train100, b->holdout100,
+           f->search_out ? f->search_out : "FILE");
   if (f->search_out != NULL && (out = fopen(f->search_out, "w")) == NULL) {
     fprintf(stderr, "slicefit-replay: --search-out %s: %s\n", f->search_out, strerror(errno));
     return 1;
@@ -709,13 +711,29 @@ static int search(const flags_t *f, const sf_replay_trace_t *t, const sf_policy_
                         .mix_window = (size_t)f->mix_window,
                         .mix_every = (size_t)f->mix_every,
                         .progress = search_progress};
+  sf_search_churn_t ch = {f->duration, f->horizon, f->slo, NULL};
+  sf_replay_trace_t ref;
+  char path[PATH_MAX + 64];
+  sf_churn_cli_t cc = {.nodes = f->nodes, .pods = f->pods, .lifetimes = f->lifetimes};
+  sf_replay_trace_init(&ref);
+  if (f->churn) {
+    if ((rc = sf__churn_ref(&cc, t, &ref, path, sizeof(path))) != 0) {
+      sf_policy_dispose(&pol);
+      return rc;
+    }
+    ch.ref = ref.npods > 0 ? &ref : NULL;
+    o.churn = &ch;
+  }
   rc = sf_search_run(t, &o, &res, err, sizeof(err));
+  sf_replay_trace_dispose(&ref);
   sf_policy_dispose(&pol);
   if (rc != 0) {
     fprintf(stderr, "slicefit-replay: --search: %s\n", err);
     return rc == SF_EINVAL && res.nrows == 0 ? 2 : 1;
   }
   sf_search_table(stdout, &res, &o);
+  if (f->churn)
+    printf("(--churn: the @100 and @130 columns are the sustainable load x 100)\n");
   rc = write_configmap(f, t, &res);
   sf_search_result_dispose(&res);
   return rc;
