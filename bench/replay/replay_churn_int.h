@@ -19,6 +19,9 @@ typedef struct {
 churn_arrival_t *sf__churn_arrivals(const sf_replay_trace_t *t, const sf_churn_opts_t *o,
                                     const sf_churn_load_t *l, double *rate, size_t *n);
 
+/* The waits of class k over the pods of all n runs pooled: a p99 over every seed's pods. */
+void sf__churn_pooled(const sf_churn_result_t *runs, size_t n, int k, sf_churn_wait_t *w);
+
 /* What bin/slicefit-replay --churn was given (replay_main.c parses it). */
 typedef struct {
   const char *nodes, *pods, *lifetimes, *svg;

@@ -80,39 +80,6 @@ static double med(const sf_churn_result_t *runs, size_t n, size_t off)
   return m;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double quantile(const double *sorted, size_t n, double q)
-{
-  if (n == 0)
-    return NAN;
-  size_t k = (size_t)ceil(q * (double)n);
-  return sorted[k > 0 ? k - 1 : 0];
-}
-
-/* The waits of class k over the pods of all n runs pooled: a p99 over 10 seeds' pods, not a median of maxima. */
-static void pooled(const sf_churn_result_t *runs, size_t n, int k, sf_churn_wait_t *w)
-{
-  size_t total = 0, m = 0;
-  double sum = 0;
-  for (size_t i = 0; i < n; i++)
-    total += runs[i].nwaits[k];
-  double *v = sf_xcalloc(total + 1, sizeof(*v));
-  for (size_t i = 0; i < n; i++)
-    for (size_t j = 0; j < runs[i].nwaits[k]; j++) {
-      v[m] = runs[i].waits[k][j];
-      sum += v[m++];
-    }
-  qsort(v, m, sizeof(*v), cmp_double);
-  *w = (sf_churn_wait_t){quantile(v, m, 0.5), quantile(v, m, 0.95), quantile(v, m, 0.99),
-                         m ? sum / (double)m : NAN, m};
-  free(v);
-}
-
 /* The medians of one run's every figure over n runs (counts as doubles rounded). */
 static void medians(const sf_churn_result_t *runs, size_t n, sf_churn_result_t *m)
 {
@@ -136,7 +103,7 @@ static void medians(const sf_churn_result_t *runs, size_t n, sf_churn_result_t *
   m->evicted = (size_t)llround(sf_replay_median(v, n));
   free(v);
   for (int k = 0; k < SF_CHURN_NCLASS; k++)
-    pooled(runs, n, k, &m->pending_s[k]);
+    sf__churn_pooled(runs, n, k, &m->pending_s[k]);
 }
 
 void sf_churn_json_medians(FILE *out, const sf_churn_result_t *runs, size_t n, double sustainable)

@@ -482,28 +482,37 @@ void sf_churn_result_dispose(sf_churn_result_t *r)
   }
 }
 
+void sf__churn_pooled(const sf_churn_result_t *runs, size_t n, int k, sf_churn_wait_t *w)
+{
+  size_t total = 0, m = 0;
+  double sum = 0;
+  for (size_t i = 0; i < n; i++)
+    total += runs[i].nwaits[k];
+  double *v = sf_xcalloc(total + 1, sizeof(*v));
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = 0; j < runs[i].nwaits[k]; j++) {
+      v[m] = runs[i].waits[k][j];
+      sum += v[m++];
+    }
+  qsort(v, m, sizeof(*v), cmp_double);
+  *w = (sf_churn_wait_t){quantile(v, m, 0.5), quantile(v, m, 0.95), quantile(v, m, 0.99),
+                         m ? sum / (double)m : NAN, m};
+  free(v);
+}
+
 double sf_churn_worst_p99(const sf_churn_result_t *runs, size_t n)
 {
-  double w = 0;
+  double worst = 0;
   for (size_t i = 0; i < n; i++)
     if (runs[i].stopped)
       return INFINITY;
   for (int k = 0; k < SF_CHURN_NCLASS; k++) {
-    size_t total = 0, m = 0;
-    for (size_t i = 0; i < n; i++)
-      total += runs[i].nwaits[k];
-    double *v = sf_xcalloc(total + 1, sizeof(*v));
-    for (size_t i = 0; i < n; i++) {
-      memcpy(v + m, runs[i].waits[k], runs[i].nwaits[k] * sizeof(*v));
-      m += runs[i].nwaits[k];
-    }
-    qsort(v, m, sizeof(*v), cmp_double);
-    double p = quantile(v, m, 0.99);
-    free(v);
-    if (m > 0 && p > w)
-      w = p;
+    sf_churn_wait_t w;
+    sf__churn_pooled(runs, n, k, &w);
+    if (w.n > 0 && w.p99 > worst)
+      worst = w.p99;
   }
-  return w;
+  return worst;
 }
 
 /* ---- several seeds at once, and the bisection ---- */
