@@ -13,10 +13,21 @@ Two formats:
            nodes with GPU memory and NVLink islands, pods that arrive and leave
            in time, with DRA-shaped claims (count, memory, models, one island).
 
+A profile (--profile, native format):
+
+  sandboxes  short AI-agent sandboxes (2-6 GiB of one GPU, seconds to minutes)
+             on top of long-lived whole-card inference pods and 4- and 8-GPU
+             island training pods, with a day/night shift: by day (the first
+             12 hours of each day) sandboxes arrive four times as often as by
+             night, and by night training pods arrive more often. The long-lived
+             pods present at the start (their steady-state number, each with a
+             uniform part of its lifetime left) arrive at time 0.
+
 Deterministic for a given --seed. Examples:
 
   bench/gen-trace.py alibaba --nodes 200 --out bench/data/synthetic
   bench/gen-trace.py native --nodes 24 --pods 600 --out bench/data/synthetic-native.jsonl
+  bench/gen-trace.py --profile sandboxes --days 1 --out /tmp/sandboxes.jsonl
 """
 import argparse
 import json
@@ -172,7 +183,90 @@ def gen_native(args):
     print(f"{args.out}: {args.nodes} nodes, {args.pods} pods", file=sys.stderr)
 
 
+# Sandboxes profile: (class, rate by day, rate by night per second, mean life s, sampler).
+SANDBOX_NODES = [("H100", 8, 80, 128, 1024, [8], 6), ("A100", 8, 40, 96, 768, [4, 4], 6),
+                 ("L4", 4, 24, 48, 192, None, 12)]
+
+
+def sandbox_pod(rng, kind):
+    """(cpu, memory GiB, claims) of one pod of the class."""
+    if kind == "sandbox":
+        return rng.choice([1, 2]), rng.choice([2, 4, 8]), [
+            {"requests": [{"count": 1, "memory": f"{rng.choice([2, 3, 4, 5, 6])}Gi"}]}]
+    if kind == "whole":
+        req = {"count": 1}
+        if rng.random() < 0.3:
+            req["models"] = [rng.choice(["A100", "H100"])]
+        return 8, 32, [{"requests": [req]}]
+    n = 4 if kind == "island4" else 8
+    req = {"count": n, "models": ["A100", "H100"] if n == 4 else ["H100"]}
+    return 8 * n, 64 * n, [{"requests": [req], "island": True}]
+
+
+SANDBOX_CLASSES = [  # kind, rate by day, rate by night (per s), mean lifetime (s)
+    ("sandbox", 0.8, 0.2, 180.0),
+    ("whole", 0.0012, 0.0012, 21600.0),
+    ("island4", 0.00025, 0.0004, 43200.0),
+    ("island8", 0.00004, 0.00004, 86400.0),
+]
+
+
+def sandbox_life(rng, mean):
+    # lognormal with sigma 1: mean = exp(mu + 1/2)
+    return max(5, int(rng.lognormvariate(__import__("math").log(mean) - 0.5, 1.0)))
+
+
+def gen_sandboxes(args):
+    rng = random.Random(args.seed)
+    lines, i, pods = [], 0, []
+    scale = args.nodes / 24.0
+    for model, g, gmem, cores, ram, islands, count in SANDBOX_NODES:
+        for _ in range(max(1, round(count * scale))):
+            node = {"kind": "node", "name": f"sbx-node-{i:03d}", "cpu": str(cores),
+                    "memory": f"{ram}Gi", "gpus": g, "model": model, "gpu_memory": f"{gmem}Gi"}
+            if islands:
+                node["islands"] = islands
+            lines.append(node)
+            i += 1
+    end = int(args.days * 86400)
+    for kind, day, night, mean in SANDBOX_CLASSES:
+        day, night = day * scale, night * scale
+        if kind != "sandbox":  # the steady state at time 0
+            for _ in range(int(round((day + night) / 2 * mean))):
+                pods.append((0, kind, max(60, int(sandbox_life(rng, mean) * rng.random()))))
+        t = 0.0
+        peak = max(day, night)
+        while True:  # thinning: a Poisson process whose rate follows the time of day
+            t += rng.expovariate(peak)
+            if t >= end:
+                break
+            rate = day if (t % 86400) < 43200 else night
+            if rng.random() * peak < rate:
+                pods.append((int(t), kind, sandbox_life(rng, mean)))
+    pods.sort(key=lambda p: (p[0], p[1]))
+    for n, (at, kind, life) in enumerate(pods):
+        cpu, mem, claims = sandbox_pod(rng, kind)
+        lines.append({"kind": "pod", "name": f"{kind}-{n:06d}", "at": at, "until": at + life,
+                      "cpu": str(cpu), "memory": f"{mem}Gi", "claims": claims})
+    with open(args.out, "w") as f:
+        f.write("# slicefit native trace (synthetic, bench/gen-trace.py --profile sandboxes "
+                f"--nodes {args.nodes} --days {args.days} --seed {args.seed})\n")
+        for obj in lines:
+            f.write(json.dumps(obj, separators=(",", ":")) + "\n")
+    print(f"{args.out}: {i} nodes, {len(pods)} pods over {args.days} day(s)", file=sys.stderr)
+
+
 def main():
+    if "--profile" in sys.argv[1:]:
+        ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+        ap.add_argument("--profile", choices=["sandboxes"], required=True)
+        ap.add_argument("--nodes", type=int, default=24,
+                        help="about this many nodes, in the profile's proportions (default 24)")
+        ap.add_argument("--days", type=float, default=1.0)
+        ap.add_argument("--seed", type=int, default=1)
+        ap.add_argument("--out", required=True)
+        gen_sandboxes(ap.parse_args())
+        return
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="format", required=True)
     a = sub.add_parser("alibaba", help="Alibaba-format node and pod CSVs")

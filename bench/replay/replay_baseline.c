@@ -25,6 +25,7 @@ static const struct {
     {"clustering", SF_REPLAY_CLUSTERING, SF_STRATEGY_BINPACK},
     {"packing", SF_REPLAY_PACKING, SF_STRATEGY_BINPACK},
     {"bestfit", SF_REPLAY_BESTFIT, SF_STRATEGY_BINPACK},
+    {"kube-default", SF_REPLAY_KUBE_DEFAULT, SF_STRATEGY_BINPACK},
 };
 
 bool sf_replay_policy_valid(const char *name, sf_replay_kind_t *kind, sf_strategy_t *strategy)
@@ -43,7 +44,7 @@ bool sf_replay_policy_valid(const char *name, sf_replay_kind_t *kind, sf_strateg
 
 const char *sf_replay_policy_names(void)
 {
-  return "fragmentation,fgd,binpack,spread,random,dotprod,clustering,packing,bestfit";
+  return "fragmentation,fgd,binpack,spread,random,dotprod,clustering,packing,bestfit,kube-default";
 }
 
 /* ---- the paper's baselines (packing-fgd.md §2.1), in the simulator's integer scores ---- */
@@ -163,6 +164,31 @@ static int64_t baseline_score(const run_t *r, size_t pos, const sf_replay_pod_t 
   case SF_REPLAY_BESTFIT: return score_bestfit(&v, p);
   default: return 0;
   }
+}
+
+/*
+ * kube-scheduler's default scores for the pod on the node, as its plugins
+ * compute them with the pod's requests added (weights 1 and 1):
+ * NodeResourcesFit LeastAllocated, the mean over CPU and memory of
+ * (allocatable - requested) x 100 / allocatable, in integers; and
+ * NodeResourcesBalancedAllocation, (1 - the standard deviation of the two
+ * requested fractions) x 100, where the deviation of two values is half
+ * their difference. The GPU claim plays no part: DRA only filters.
+ */
+double sf__replay_kube_score(const run_t *r, size_t pos, const sf_replay_pod_t *p)
+{
+  int64_t ca, cu, ma, mu;
+  sf_index_node_cpu_mem(r->idx, r->nodes[pos], &ca, &cu, &ma, &mu);
+  int64_t cr = cu + p->cpu_milli, mr = mu + p->mem_bytes;
+  int64_t c = ca > 0 && cr <= ca ? (ca - cr) * MAX_NODE_SCORE / ca : 0;
+  int64_t m = ma > 0 && mr <= ma ? (ma - mr) * MAX_NODE_SCORE / ma : 0;
+  double fc = ca > 0 ? (double)cr / (double)ca : 0.0, fm = ma > 0 ? (double)mr / (double)ma : 0.0;
+  if (fc > 1.0)
+    fc = 1.0;
+  if (fm > 1.0)
+    fm = 1.0;
+  int64_t balanced = (int64_t)((1.0 - fabs(fc - fm) / 2.0) * MAX_NODE_SCORE);
+  return (double)((c + m) / 2 + balanced);
 }
 
 /*

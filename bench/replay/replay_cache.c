@@ -149,6 +149,8 @@ static void rank_nodes(run_t *r)
   if (chunk < 1)
     chunk = 1;
   r->rank = sf_xcalloc(n + 1, sizeof(*r->rank));
+  if (r->kind == SF_REPLAY_KUBE_DEFAULT)
+    return; /* selectHost: any of the highest, at random (all ranks 0) */
   if (r->o->ties == SF_REPLAY_TIES_PERM) {
     permute_ranks(r->rank, n, r->o->seed);
     return;
@@ -436,6 +438,10 @@ const vcache_t *sf__replay_evaluate(run_t *r, const sf_replay_pod_t *p, sf_deman
     for (uint32_t pos = 0; pos < r->nnodes; pos++)
       if (row[pos].fit)
         row[pos].key = least_allocated(r, pos, p);
+  if (r->kind == SF_REPLAY_KUBE_DEFAULT)
+    for (uint32_t pos = 0; pos < r->nnodes; pos++)
+      if (row[pos].fit)
+        row[pos].key = sf__replay_kube_score(r, pos, p);
   return row;
 }
 

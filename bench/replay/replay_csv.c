@@ -251,7 +251,7 @@ int sf_replay_parse_nodes_csv(sf_replay_trace_t *t, FILE *f, const char *name, c
                    err, errlen);
 }
 
-enum { P_NAME, P_CPU, P_MEM, P_NGPU, P_MILLI, P_SPEC, P_CREATED };
+enum { P_NAME, P_CPU, P_MEM, P_NGPU, P_MILLI, P_SPEC, P_CREATED, P_DELETED };
 
 static void pod_claims_alibaba(sf_replay_pod_t *p)
 {
@@ -269,7 +269,7 @@ static void pod_claims_alibaba(sf_replay_pod_t *p)
 static int pod_row(sf_replay_trace_t *t, csv_t *c, const col_t *cols, size_t width, char *err,
                    size_t errlen)
 {
-  int64_t cpu, mem, ngpu, milli, created = 0;
+  int64_t cpu, mem, ngpu, milli, created = 0, deleted = -1;
   int rc;
   if ((rc = csv_width(c, width, err, errlen)) != 0)
     return rc;
@@ -288,6 +288,17 @@ static int pod_row(sf_replay_trace_t *t, csv_t *c, const col_t *cols, size_t wid
   if (cols[P_CREATED].at >= 0 && c->fields[cols[P_CREATED].at][0] != '\0' &&
       (rc = csv_int(c, &cols[P_CREATED], INT64_MAX / 4, &created, err, errlen)) != 0)
     return rc;
+  /* The deletion time gives the churn replay its lifetime; empty: unknown (-1). */
+  if (cols[P_DELETED].at >= 0 && c->fields[cols[P_DELETED].at][0] != '\0') {
+    if ((rc = csv_int(c, &cols[P_DELETED], INT64_MAX / 4, &deleted, err, errlen)) != 0)
+      return rc;
+    if (deleted < created) {
+      sf__replay_fail(err, errlen, c->file, c->line, c->cols[cols[P_DELETED].at],
+                      "column 'deletion_time': %" PRId64 " before creation_time %" PRId64, deleted,
+                      created);
+      return SF_EINVAL;
+    }
+  }
   size_t mcol = c->cols[cols[P_MILLI].at];
   if (ngpu == 0 && milli != 0) {
     sf__replay_fail(err, errlen, c->file, c->line, mcol,
@@ -324,7 +335,7 @@ static int pod_row(sf_replay_trace_t *t, csv_t *c, const col_t *cols, size_t wid
   p->gpu_milli = (int32_t)milli;
   p->spec = ngpu > 0 ? sf_replay_spec_intern(t, spec) : 0;
   p->at = created;
-  p->until = -1;
+  p->until = deleted;
   p->load_milli = ngpu * milli;
   pod_claims_alibaba(p);
   return 0;
@@ -333,9 +344,9 @@ static int pod_row(sf_replay_trace_t *t, csv_t *c, const col_t *cols, size_t wid
 int sf_replay_parse_pods_csv(sf_replay_trace_t *t, FILE *f, const char *name, char *err,
                              size_t errlen)
 {
-  col_t cols[] = {{"name", true, -1},          {"cpu_milli", true, -1}, {"memory_mib", true, -1},
-                  {"num_gpu", true, -1},       {"gpu_milli", true, -1}, {"gpu_spec", false, -1},
-                  {"creation_time", false, -1}};
+  col_t cols[] = {{"name", true, -1},           {"cpu_milli", true, -1},     {"memory_mib", true, -1},
+                  {"num_gpu", true, -1},        {"gpu_milli", true, -1},     {"gpu_spec", false, -1},
+                  {"creation_time", false, -1}, {"deletion_time", false, -1}};
   return parse_csv(t, f, name, cols, sizeof(cols) / sizeof(cols[0]), "pod", pod_row, &t->npods, err,
                    errlen);
 }

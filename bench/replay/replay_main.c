@@ -14,8 +14,10 @@
 #include <jansson.h>
 #include "slicefit/replay.h"
 #include "slicefit/replay_search.h"
+#include "replay_churn_int.h"
 
 #define DEFAULT_POLICIES "fgd,fragmentation,bestfit,packing,random"
+#define CHURN_POLICIES "fragmentation,fgd,bestfit,random,kube-default"
 #define BUNDLED_NODES "synthetic-nodes.csv"
 #define BUNDLED_PODS "synthetic-pods.csv"
 #define MAX_POLICIES 16
@@ -69,7 +71,26 @@ static const char usage[] =
     "  --search-keys LIST    the knobs to vary, comma-separated (default: all of the table)\n"
     "  --search-train PCT    the train part, percent of the pods by arrival (default 70)\n"
     "  --search-threads T    replays at once (default 2); the results do not depend on it\n"
-    "  --search-out FILE     write the ConfigMap YAML to FILE instead of stdout\n"
+    "  --search-out FILE     write the ConfigMap YAML to FILE instead of stdout\n";
+
+static const char churn_usage[] =
+    "\n"
+    "Churn: pods that come and go (docs/replay.md, \"Churn: pods that come and go\"):\n"
+    "  --churn               time-driven replay: every pod arrives, runs its lifetime and\n"
+    "                        leaves; a pod that fits nowhere waits in a pending queue (retried\n"
+    "                        when a departure frees capacity, backoff 1 s doubling to 10 s).\n"
+    "                        Policies add kube-default (kube-scheduler's scores, DRA first fit)\n"
+    "  --load R              offered load: arrival rate x mean(GPUs x lifetime) / fleet GPUs\n"
+    "                        (default 0.9; a native trace keeps its own times unless given)\n"
+    "  --duration S          simulated seconds (default 7200)\n"
+    "  --horizon S           lifetimes are capped at S seconds (default 604800, a week)\n"
+    "  --give-up S           a pod waiting longer than S seconds fails (default: never)\n"
+    "  --slo S               the p99 wait sustainable load holds (default 60)\n"
+    "  --sustainable         find sustainable_load per policy (bisection to 0.01)\n"
+    "  --lifetimes FILE      a pod list with creation_time and deletion_time that lends its\n"
+    "                        lifetimes to a list without them (default: openb_pod_list_default.csv\n"
+    "                        beside --pods)\n"
+    "  --threads T           churn runs at once (default 2)\n"
     "  --help                this text\n";
 
 /* The usage, then every policy key --policy-file takes, from the policy's one table. */
@@ -78,6 +99,7 @@ static void help(void)
   size_t n;
   const sf_policy_key_t *keys = sf_policy_keys(&n);
   fputs(usage, stdout);
+  fputs(churn_usage, stdout);
   fputs("\nPolicy keys (--policy-file, as the extender's ConfigMap):\n", stdout);
   for (size_t i = 0; i < n; i++)
     printf("  %-22s %s (default %s)\n", keys[i].key, keys[i].doc,
@@ -98,6 +120,10 @@ typedef struct {
   uint64_t search, search_seed, search_train, search_threads;
   const char *search_out, *search_opt; /* search_opt: the first --search-* option given */
   char *search_keys;
+  bool churn, load_set, sustainable;
+  double load, horizon, duration, give_up, slo;
+  const char *lifetimes, *churn_opt; /* churn_opt: the first churn-only option given */
+  uint64_t threads;
 } flags_t;
 
 static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -175,6 +201,55 @@ static int check_search_flags(flags_t *f)
   return 0;
 }
 
+/* The options of --churn alone (getopt codes 1001-1008). */
+static int churn_flag(flags_t *f, int c)
+{
+  static const char *const names[] = {"--load", "--duration",    "--horizon",   "--give-up",
+                                      "--slo",  "--sustainable", "--lifetimes", "--threads"};
+  const char *name = names[c - 1001];
+  f->churn_opt = f->churn_opt ? f->churn_opt : name;
+  switch (c) {
+  case 1001:
+    if (parse_double(optarg, 0, 1.5, &f->load) != 0 || f->load <= 0)
+      return bad("--load: expected a load above 0 and at most 1.5, got '%s'", optarg);
+    f->load_set = true;
+    return 0;
+  case 1002:
+    if (parse_double(optarg, 60, 1e8, &f->duration) != 0)
+      return bad("--duration: expected 60 to 1e8 seconds, got '%s'", optarg);
+    return 0;
+  case 1003:
+    if (parse_double(optarg, 1, 1e9, &f->horizon) != 0)
+      return bad("--horizon: expected 1 to 1e9 seconds, got '%s'", optarg);
+    return 0;
+  case 1004:
+    if (parse_double(optarg, 0, 1e9, &f->give_up) != 0 || f->give_up <= 0)
+      return bad("--give-up: expected a positive number of seconds, got '%s'", optarg);
+    return 0;
+  case 1005:
+    if (parse_double(optarg, 0, 1e9, &f->slo) != 0 || f->slo <= 0)
+      return bad("--slo: expected a positive number of seconds, got '%s'", optarg);
+    return 0;
+  case 1006: f->sustainable = true; return 0;
+  case 1007: f->lifetimes = optarg; return 0;
+  default:
+    if (parse_u64(optarg, &f->threads) != 0 || f->threads < 1 || f->threads > 64)
+      return bad("--threads: expected 1 to 64 threads, got '%s'", optarg);
+    return 0;
+  }
+}
+
+/* --churn's options without it, or --churn with options it cannot honour. */
+static int check_churn_flags(const flags_t *f)
+{
+  if (!f->churn)
+    return f->churn_opt != NULL ? bad("%s goes with --churn", f->churn_opt) : 0;
+  if (f->tune_set || f->snapshot || f->node_price > 0 || f->extender)
+    return bad("%s", "--churn does not take --tune, --snapshot, --node-price or --extender-scores "
+                     "(its load is --load)");
+  return 0;
+}
+
 static int parse_flags(int argc, char **argv, flags_t *f)
 {
   static const struct option opts[] = {{"nodes", required_argument, NULL, 'n'},
@@ -202,6 +277,15 @@ static int parse_flags(int argc, char **argv, flags_t *f)
                                        {"search-train", required_argument, NULL, 'r'},
                                        {"search-threads", required_argument, NULL, 'x'},
                                        {"search-out", required_argument, NULL, 'o'},
+                                       {"churn", no_argument, NULL, 1000},
+                                       {"load", required_argument, NULL, 1001},
+                                       {"duration", required_argument, NULL, 1002},
+                                       {"horizon", required_argument, NULL, 1003},
+                                       {"give-up", required_argument, NULL, 1004},
+                                       {"slo", required_argument, NULL, 1005},
+                                       {"sustainable", no_argument, NULL, 1006},
+                                       {"lifetimes", required_argument, NULL, 1007},
+                                       {"threads", required_argument, NULL, 1008},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
   int c;
@@ -308,7 +392,15 @@ static int parse_flags(int argc, char **argv, flags_t *f)
         return bad("--node-price: expected a positive price in USD, got '%s'", optarg);
       break;
     case 'h': help(); exit(0);
-    default: return bad("unknown or incomplete option '%s'", argv[optind - 1]);
+    case 1000: f->churn = true; break;
+    default:
+      if (c > 1000 && c <= 1008) {
+        int rc = churn_flag(f, c);
+        if (rc != 0)
+          return rc;
+        break;
+      }
+      return bad("unknown or incomplete option '%s'", argv[optind - 1]);
     }
   }
   if (optind < argc)
@@ -319,7 +411,8 @@ static int parse_flags(int argc, char **argv, flags_t *f)
     return bad("%s", "give either --trace or --nodes/--pods, not both");
   if (f->trace != NULL && f->tune_set)
     return bad("%s", "--tune applies to Alibaba CSV traces only (a native trace has times)");
-  return check_search_flags(f);
+  int rc = check_churn_flags(f);
+  return rc != 0 ? rc : check_search_flags(f);
 }
 
 /* A JSON file that did not load: FILE:LINE:COL when jansson knows where, else FILE. */
@@ -557,11 +650,13 @@ static int write_configmap(const flags_t *f, const sf_replay_trace_t *t,
   FILE *out = stdout;
   snprintf(head, sizeof(head),
            "The slicefit policy found by slicefit-replay --search %llu --search-seed %llu\n"
-           "on %s.\n%s: %.2f%% allocated at 100%% load on train, %.2f%% on the holdout;\n"
-           "the base (%s): %.2f%% and %.2f%%.\nApply with: kubectl apply -f %s",
+           "on %s.\n%s: %.2f%s on train, %.2f%s on the holdout;\n"
+           "the base (%s): %.2f and %.2f.\nApply with: kubectl apply -f %s",
            (unsigned long long)f->search, (unsigned long long)f->search_seed,
-           t->source ? t->source : "-", w->name, w->train100, w->holdout100, b->name, b->train100,
-           b->holdout100, f->search_out ? f->search_out : "FILE");
+           t->source ? t->source : "-", w->name, w->train100,
+           f->churn ? " (sustainable load x 100, --churn)" : "% allocated at 100% load",
+           w->holdout100, f->churn ? "" : "%", b->name, b->train100, b->holdout100,
+           f->search_out ? f->search_out : "FILE");
   if (f->search_out != NULL && (out = fopen(f->search_out, "w")) == NULL) {
     fprintf(stderr, "slicefit-replay: --search-out %s: %s\n", f->search_out, strerror(errno));
     return 1;
@@ -626,13 +721,29 @@ static int search(const flags_t *f, const sf_replay_trace_t *t, const sf_policy_
                         .mix_window = (size_t)f->mix_window,
                         .mix_every = (size_t)f->mix_every,
                         .progress = search_progress};
+  sf_search_churn_t ch = {f->duration, f->horizon, f->slo, NULL};
+  sf_replay_trace_t ref;
+  char path[PATH_MAX + 64];
+  sf_churn_cli_t cc = {.nodes = f->nodes, .pods = f->pods, .lifetimes = f->lifetimes};
+  sf_replay_trace_init(&ref);
+  if (f->churn) {
+    if ((rc = sf__churn_ref(&cc, t, &ref, path, sizeof(path))) != 0) {
+      sf_policy_dispose(&pol);
+      return rc;
+    }
+    ch.ref = ref.npods > 0 ? &ref : NULL;
+    o.churn = &ch;
+  }
   rc = sf_search_run(t, &o, &res, err, sizeof(err));
+  sf_replay_trace_dispose(&ref);
   sf_policy_dispose(&pol);
   if (rc != 0) {
     fprintf(stderr, "slicefit-replay: --search: %s\n", err);
     return rc == SF_EINVAL && res.nrows == 0 ? 2 : 1;
   }
   sf_search_table(stdout, &res, &o);
+  if (f->churn)
+    printf("(--churn: the @100 and @130 columns are the sustainable load x 100)\n");
   rc = write_configmap(f, t, &res);
   sf_search_result_dispose(&res);
   return rc;
@@ -640,7 +751,16 @@ static int search(const flags_t *f, const sf_replay_trace_t *t, const sf_policy_
 
 int main(int argc, char **argv)
 {
-  flags_t f = {.device_choice = -1, .seed_lo = 42, .seed_hi = 42, .tune = 1.3, .search_seed = 1};
+  flags_t f = {.device_choice = -1,
+               .seed_lo = 42,
+               .seed_hi = 42,
+               .tune = 1.3,
+               .search_seed = 1,
+               .load = 0.9,
+               .horizon = 604800,
+               .duration = 7200,
+               .slo = 60,
+               .threads = 2};
   sf_replay_trace_t t;
   sf_policy_t base;
   bool have_base = false;
@@ -659,7 +779,7 @@ int main(int argc, char **argv)
       goto out;
   }
   if (f.policies == NULL)
-    f.policies = sf_xstrdup(strategy ? strategy : DEFAULT_POLICIES);
+    f.policies = sf_xstrdup(strategy ? strategy : f.churn ? CHURN_POLICIES : DEFAULT_POLICIES);
   if ((rc = split_policies(f.policies, names, &np)) != 0)
     goto out;
   if ((rc = load_trace(&f, &t)) != 0)
@@ -668,7 +788,33 @@ int main(int argc, char **argv)
     rc = 1;
     goto out;
   }
-  if (f.search > 0)
+  if (f.churn && f.search == 0) {
+    sf_churn_cli_t c = {.nodes = f.nodes,
+                        .pods = f.pods,
+                        .lifetimes = f.lifetimes,
+                        .svg = f.svg,
+                        .policies = names,
+                        .npolicies = np,
+                        .base = have_base ? &base : NULL,
+                        .device_choice = f.device_choice,
+                        .ties = f.ties,
+                        .seed_lo = f.seed_lo,
+                        .seed_hi = f.seed_hi,
+                        .load = f.load,
+                        .horizon_s = f.horizon,
+                        .duration_s = f.duration,
+                        .give_up_s = f.give_up,
+                        .slo_s = f.slo,
+                        .load_set = f.load_set,
+                        .sustainable = f.sustainable,
+                        .json = f.json,
+                        .cpu_blind = f.cpu_blind,
+                        .cpu_only_la = f.cpu_only_la,
+                        .mix_window = (size_t)f.mix_window,
+                        .mix_every = (size_t)f.mix_every,
+                        .threads = (unsigned)f.threads};
+    rc = sf__churn_cli(&c, &t);
+  } else if (f.search > 0)
     rc = search(&f, &t, have_base ? &base : NULL, names, np);
   else
     rc = replay_all(&f, &t, have_base ? &base : NULL, snapshot, names, np);

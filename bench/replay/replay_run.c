@@ -93,7 +93,7 @@ static int place_random(run_t *r, const sf_replay_pod_t *p, sf_node_id node, con
 }
 
 /* GPU milli-units an allocation holds (its share of whole GPUs). */
-static int64_t alloc_share(const run_t *r, sf_alloc_id a)
+int64_t sf__replay_alloc_share(const run_t *r, sf_alloc_id a)
 {
   size_t n;
   const sf_pick_t *picks = sf_index_alloc_picks(r->idx, a, &n);
@@ -113,8 +113,7 @@ static int64_t alloc_share(const run_t *r, sf_alloc_id a)
   return sum;
 }
 
-/* Schedules one pod; returns its allocation or -1 when it failed. */
-static sf_alloc_id schedule(run_t *r, const sf_replay_pod_t *p, const char *holder)
+sf_alloc_id sf__replay_schedule(run_t *r, const sf_replay_pod_t *p, const char *holder)
 {
   sf_demand_t d;
   sf_assignment_t asg;
@@ -147,7 +146,7 @@ fail:
   return -1;
 }
 
-static void unschedule(run_t *r, const sf_replay_pod_t *p, sf_alloc_id a)
+void sf__replay_unschedule(run_t *r, const sf_replay_pod_t *p, sf_alloc_id a)
 {
   size_t pos = (size_t)r->pos_of[sf_index_alloc_node(r->idx, a)];
   if (p->num_gpu > 0) {
@@ -394,7 +393,7 @@ static void run_events(run_t *r, const sf_replay_order_t *o, sf_replay_result_t 
     const sf_replay_pod_t *p = &r->t->pods[o->idx[ev[e].slot]];
     if (ev[e].leave) {
       if (aid[ev[e].slot] >= 0) {
-        unschedule(r, p, aid[ev[e].slot]);
+        sf__replay_unschedule(r, p, aid[ev[e].slot]);
         r->alloc_milli -= share[ev[e].slot];
         r->gpu_pods_present -= p->num_gpu > 0;
         res->pods_departed++;
@@ -403,7 +402,7 @@ static void run_events(run_t *r, const sf_replay_order_t *o, sf_replay_result_t 
     }
     snprintf(holder, sizeof(holder), "%s#%u", p->name, ev[e].slot);
     int64_t t0 = sf__replay_now_ns();
-    sf_alloc_id a = schedule(r, p, holder);
+    sf_alloc_id a = sf__replay_schedule(r, p, holder);
     times[ntimes++] = (double)(sf__replay_now_ns() - t0) / 1000.0;
     aid[ev[e].slot] = a;
     res->pods_arrived++;
@@ -413,7 +412,7 @@ static void run_events(run_t *r, const sf_replay_order_t *o, sf_replay_result_t 
       res->pods_failed++;
       res->gpu_pods_failed += p->num_gpu > 0;
     } else {
-      share[ev[e].slot] = alloc_share(r, a);
+      share[ev[e].slot] = sf__replay_alloc_share(r, a);
       r->alloc_milli += share[ev[e].slot];
       r->gpu_pods_present += p->num_gpu > 0;
     }
@@ -463,7 +462,9 @@ static void run_policies(run_t *r, sf_strategy_t strategy)
   if (r->t->has_islands && r->pol.island_attribute[0] == '\0' && r->pol.nisland_rules == 0)
     snprintf(r->pol.island_attribute, sizeof(r->pol.island_attribute), "%s", SF_REPLAY_ATTR_ISLAND);
   r->pol.strategy = strategy;
-  if (r->kind != SF_REPLAY_CORE)
+  if (r->kind == SF_REPLAY_KUBE_DEFAULT)
+    r->pol.device_choice = SF_CHOICE_FIRST_FIT; /* the in-tree DRA allocator */
+  else if (r->kind != SF_REPLAY_CORE)
     r->pol.device_choice = SF_CHOICE_PACKER;
   else if (r->o->device_choice >= 0)
     r->pol.device_choice = (sf_choice_t)r->o->device_choice;
@@ -521,34 +522,29 @@ static void run_dispose(run_t *r)
   free(r->naff);
 }
 
-int sf_replay_run(const sf_replay_trace_t *t, const sf_replay_opts_t *opts, sf_replay_result_t *res,
-                  char *err, size_t errlen)
+/*
+ * Sets up run r for trace t: the policy, the index, the verdict cache and
+ * the capacity; res gets the policy, the seed, the nodes and the GPUs.
+ * 0, or an error with err filled; sf__replay_close(r) either way.
+ */
+int sf__replay_open(run_t *r, const sf_replay_trace_t *t, const sf_replay_opts_t *opts,
+                    sf_replay_result_t *res, char *err, size_t errlen)
 {
-  run_t *r = sf_xcalloc(1, sizeof(*r));
-  sf_replay_order_t order = {0};
   sf_strategy_t strategy;
-  double *times = NULL;
-  int rc = SF_EINVAL;
-  memset(res, 0, sizeof(*res));
-  for (size_t k = 0; k < SF_REPLAY_NTHRESH; k++)
-    res->alloc_pct_at[k] = NAN;
-  res->unallocated_pct_at_100 = res->frag_pct_at_100 = res->sliver_floor_pct_at_100 = NAN;
-  res->free_too_small_pct_at_100 = res->free_starved_pct_at_100 = NAN;
-  res->free_usable_pct_at_100 = NAN;
+  int rc;
   if (!sf_replay_policy_valid(opts->policy, &r->kind, &strategy)) {
     snprintf(err, errlen, "unknown policy '%s' (known: %s)", opts->policy, sf_replay_policy_names());
-    goto out;
+    return SF_EINVAL;
   }
   r->t = t;
   r->o = opts;
-
   r->pk = sf_packer_create();
   sf_packer_set_reasons(r->pk, false); /* the replay reads fit and score only */
   sf_rng_seed(&r->rng, opts->seed ^ 0x243f6a8885a308d3ull);
   run_policies(r, strategy);
   if ((rc = sf__replay_open_index(r, err, errlen)) != 0 ||
       (rc = sf__replay_build_index(r, err, errlen)) != 0)
-    goto out;
+    return rc;
   sf__replay_cache_init(r);
   if (r->learn && opts->mix_every > 1)
     sf_mix_hold(r->idx, true);
@@ -561,6 +557,30 @@ int sf_replay_run(const sf_replay_trace_t *t, const sf_replay_opts_t *opts, sf_r
     sf__replay_count_gpus(r);
   res->gpu_milli = r->cap_milli;
   res->gpus = (uint32_t)(res->gpu_milli / 1000);
+  return 0;
+}
+
+void sf__replay_close(run_t *r)
+{
+  run_dispose(r);
+  memset(r, 0, sizeof(*r));
+}
+
+int sf_replay_run(const sf_replay_trace_t *t, const sf_replay_opts_t *opts, sf_replay_result_t *res,
+                  char *err, size_t errlen)
+{
+  run_t *r = sf_xcalloc(1, sizeof(*r));
+  sf_replay_order_t order = {0};
+  double *times = NULL;
+  int rc;
+  memset(res, 0, sizeof(*res));
+  for (size_t k = 0; k < SF_REPLAY_NTHRESH; k++)
+    res->alloc_pct_at[k] = NAN;
+  res->unallocated_pct_at_100 = res->frag_pct_at_100 = res->sliver_floor_pct_at_100 = NAN;
+  res->free_too_small_pct_at_100 = res->free_starved_pct_at_100 = NAN;
+  res->free_usable_pct_at_100 = NAN;
+  if ((rc = sf__replay_open(r, t, opts, res, err, errlen)) != 0)
+    goto out;
   sf_replay_order_fgd(t, opts->seed, opts->tune, &order);
   times = sf_xcalloc(order.n + 1, sizeof(*times));
   int64_t t0 = sf__replay_now_ns();
@@ -569,7 +589,7 @@ int sf_replay_run(const sf_replay_trace_t *t, const sf_replay_opts_t *opts, sf_r
 out:
   free(times);
   sf_replay_order_dispose(&order);
-  run_dispose(r);
+  sf__replay_close(r);
   free(r);
   return rc;
 }

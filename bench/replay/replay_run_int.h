@@ -108,6 +108,16 @@ typedef struct {
   int64_t left_at[1001], small_at[1001];
 } run_t;
 
+/* replay_run.c */
+int sf__replay_open(run_t *r, const sf_replay_trace_t *t, const sf_replay_opts_t *opts,
+                    sf_replay_result_t *res, char *err, size_t errlen);
+void sf__replay_close(run_t *r);
+/* Schedules one pod (holder names its allocation); returns the allocation or -1. */
+sf_alloc_id sf__replay_schedule(run_t *r, const sf_replay_pod_t *p, const char *holder);
+void sf__replay_unschedule(run_t *r, const sf_replay_pod_t *p, sf_alloc_id a);
+/* GPU milli-units an allocation holds (its share of whole GPUs). */
+int64_t sf__replay_alloc_share(const run_t *r, sf_alloc_id a);
+
 /* replay_build.c */
 sf_match_t sf__replay_match_model(void *ctx, const sf_index_t *idx, sf_dev_id dev);
 int64_t sf__replay_now_ns(void);
@@ -119,6 +129,7 @@ void sf__replay_build_demand(run_t *r, const sf_replay_pod_t *p, sf_demand_t *d)
 /* replay_baseline.c */
 uint32_t sf__replay_affinity_tag(const sf_replay_pod_t *p);
 double sf__replay_node_key(const run_t *r, size_t pos, const sf_replay_pod_t *p, double raw);
+double sf__replay_kube_score(const run_t *r, size_t pos, const sf_replay_pod_t *p);
 
 /* replay_cache.c */
 void sf__replay_touch(run_t *r, size_t pos);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 #include "replay_search_int.h"
+#include "slicefit/replay_churn.h"
 
 /* ---- entries ---- */
 
@@ -144,6 +145,26 @@ static double bar(const search_t *s)
   return b;
 }
 
+/* The churn figure of one job: the sustainable load on the part for the seed, x 100. */
+static int churn_replay(search_t *s, const sf_replay_opts_t *ro, const sf_replay_trace_t *t,
+                        double *a100, char *err, size_t errlen)
+{
+  const sf_search_churn_t *ch = s->o->churn;
+  double *life = sf_xcalloc(t->npods + 1, sizeof(*life)), sus = 0;
+  size_t counts[3], runs;
+  sf_churn_load_t l;
+  int rc = sf_churn_lifetimes(t, ch->ref, ch->horizon_s, ro->seed, life, counts, err, errlen);
+  if (rc == 0) {
+    sf_churn_load(t, life, &l);
+    double hi = floor(fmin(sf_churn_bound(&l), 1.0) * 100 + 1e-9) / 100;
+    sf_churn_opts_t co = {.run = *ro, .duration_s = ch->duration_s, .slo_s = ch->slo_s, .life = life};
+    rc = sf_churn_sustainable(t, &co, 1, hi - 0.3, hi, 0.01, 1, &sus, &runs, err, errlen);
+  }
+  *a100 = sus * 100.0;
+  free(life);
+  return rc;
+}
+
 static int replay(search_t *s, const job_t *j, double *a100, double *a130, bool *stopped, char *err,
                   size_t errlen)
 {
@@ -161,6 +182,12 @@ static int replay(search_t *s, const job_t *j, double *a100, double *a130, bool 
                          .cpu_only_least_allocated = o->cpu_only_least_allocated,
                          .mix_window = o->mix_window,
                          .mix_every = o->mix_every};
+  if (o->churn != NULL) {
+    *stopped = false;
+    int rc = churn_replay(s, &ro, s->parts[j->part], a100, err, errlen);
+    *a130 = *a100;
+    return rc;
+  }
   if (j->may_stop) {
     pthread_mutex_lock(&s->lock);
     ro.stop_below_100 = bar(s);

@@ -62,9 +62,15 @@ static void header(FILE *out, const sf_search_result_t *res, const sf_search_opt
           "with every seed; the best %d, the base and the built-ins on the holdout with every "
           "seed (%zu replays)\n",
           (unsigned long long)o->seeds[0], res->rung1, SF_SEARCH_FINALISTS, res->replays);
-  fprintf(out, "objective: GPU allocation %% when the arrived GPU request reaches 100%% of "
-               "capacity (130%% breaks ties), mean over the seeds; the winner is chosen on train "
-               "alone\n\n");
+  if (o->churn != NULL)
+    fprintf(out,
+            "objective (--churn): sustainable load x 100 (p99 waits under %g s, to 0.01), "
+            "mean over the seeds; the winner is chosen on train alone\n\n",
+            o->churn->slo_s);
+  else
+    fprintf(out, "objective: GPU allocation %% when the arrived GPU request reaches 100%% of "
+                 "capacity (130%% breaks ties), mean over the seeds; the winner is chosen on "
+                 "train alone\n\n");
 }
 
 static void row(FILE *out, const sf_search_row_t *r, const sf_search_result_t *res)

@@ -85,7 +85,8 @@ typedef struct {
   /*
    * Native traces: arrival and departure in seconds; until < 0 = never leaves.
    * Alibaba pods: `at` is the creation_time column (0 when absent), which
-   * only --search's split reads: their replay order is FGD's.
+   * only --search's split reads: their replay order is FGD's; `until` is
+   * deletion_time (-1 when absent), which only the churn replay reads.
    */
   int64_t at, until;
   /* Arrived GPU load in milli-GPUs (FGD's x-axis): num_gpu x gpu_milli. */
@@ -179,7 +180,14 @@ typedef enum {
   SF_REPLAY_DOTPROD,
   SF_REPLAY_CLUSTERING,
   SF_REPLAY_PACKING,
-  SF_REPLAY_BESTFIT
+  SF_REPLAY_BESTFIT,
+  /*
+   * A cluster without slicefit: kube-scheduler's NodeResourcesFit
+   * (LeastAllocated over CPU and memory) plus NodeResourcesBalancedAllocation,
+   * ties at random (selectHost), and the in-tree DRA allocator's first
+   * device that fits on the chosen node.
+   */
+  SF_REPLAY_KUBE_DEFAULT
 } sf_replay_kind_t;
 
 /*

@@ -85,6 +85,16 @@ void sf_search_candidate(const sf_policy_t *base, const sf_search_knob_t *const 
 int sf_search_split(const sf_replay_trace_t *t, unsigned train_pct, sf_replay_trace_t *train,
                     sf_replay_trace_t *holdout);
 
+/*
+ * --search --churn: a candidate's figure on a part and seed is its
+ * sustainable load there (replay_churn.h, one seed, x 100 in train100 and
+ * train130) instead of its allocation at 100% and 130%.
+ */
+typedef struct {
+  double duration_s, horizon_s, slo_s;
+  const sf_replay_trace_t *ref; /* lends lifetimes to a list without times; NULL: none */
+} sf_search_churn_t;
+
 typedef struct {
   size_t ncandidates; /* >= 1; candidate 0 is the base policy */
   uint64_t search_seed;
@@ -101,6 +111,7 @@ typedef struct {
   sf_replay_ties_t ties;
   bool cpu_blind, cpu_only_least_allocated, extender_scores;
   size_t mix_window, mix_every;
+  const sf_search_churn_t *churn; /* NULL: the static replay ranks */
   /* One line per finished replay of a candidate or built-in; may be NULL. Called under a lock. */
   void (*progress)(void *ctx, const char *line);
   void *progress_ctx;

@@ -84,6 +84,24 @@ Test(prioritize, default_policy_scores_only_nodes_that_fit)
 }
 
 /*
+ * The README's example: 6Gi of a 20Gi shared card. rtx-1 (8Gi of 20Gi
+ * used) keeps 6Gi, a share of the cluster's mix; rtx-2 (12Gi used) would
+ * keep a 2Gi sliver no share of the mix fits, which the plan of the shares
+ * prices above opening the idle rtx-5 (docs/replay.md, "Churn: pods that come
+ * and go", has what the churn replay says of that choice).
+ */
+Test(prioritize, default_policy_opens_an_idle_card_rather_than_leave_a_sliver)
+{
+  json_t *pod = sfx_pod("pod-gpu-test1.json", "tenants", "agent-sandbox-7");
+  long s[SFX_NNODES];
+  scores_of(pod, s);
+  cr_assert_eq(score(s, "rtx-1"), 10);
+  cr_assert_gt(score(s, "rtx-5"), score(s, "rtx-2"));
+  cr_assert_eq(score(s, "rtx-2"), 0);
+  json_decref(pod);
+}
+
+/*
  * A pod without claims is scored (policy cpu_only_pods: score, the default),
  * as the FGD simulator scores it. This cluster has no Node objects and so no
  * node CPU: taking the pod's CPU strands no GPU anywhere, and every node ties

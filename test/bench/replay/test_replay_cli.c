@@ -260,3 +260,55 @@ Test(replay_cli, a_search_prints_the_table_and_writes_the_configmap, .timeout = 
   free(both);
   free(yaml);
 }
+
+Test(replay_cli, bad_churn_options_exit_2)
+{
+  expect_bad_flag("--load 0.9", "--load goes with --churn");
+  expect_bad_flag("--sustainable", "--sustainable goes with --churn");
+  expect_bad_flag("--churn --load 0", "--load: expected a load above 0 and at most 1.5");
+  expect_bad_flag("--churn --load 2", "--load: expected a load above 0 and at most 1.5");
+  expect_bad_flag("--churn --load x", "--load: expected a load above 0");
+  expect_bad_flag("--churn --duration 10", "--duration: expected 60 to 1e8 seconds");
+  expect_bad_flag("--churn --horizon 0", "--horizon: expected 1 to 1e9 seconds");
+  expect_bad_flag("--churn --give-up -5", "--give-up: expected a positive number of seconds");
+  expect_bad_flag("--churn --slo 0", "--slo: expected a positive number of seconds");
+  expect_bad_flag("--churn --threads 0", "--threads: expected 1 to 64 threads");
+  expect_bad_flag("--churn --tune 1.1", "--churn does not take --tune");
+}
+
+/* A list without times and no list to lend them: the churn replay says which flag gives one. */
+Test(replay_cli, a_churn_list_without_times_needs_lifetimes)
+{
+  char args[512];
+  snprintf(args, sizeof(args), "--churn --nodes %s --pods %s", file("n.csv", nodes),
+           file("p.csv", pods));
+  expect_failure(args, "--lifetimes FILE");
+}
+
+Test(replay_cli, a_churn_run_prints_its_figures_in_json, .timeout = 60)
+{
+  char args[1024], err[4096];
+  long out;
+  snprintf(args, sizeof(args),
+           "--churn --nodes %s --pods %s --duration 600 --seeds 1-2 --json --svg %s/c.svg "
+           "--policy fragmentation,kube-default",
+           file("n.csv", nodes),
+           file("pt.csv", "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,creation_time,"
+                          "deletion_time\np-0,8000,16384,1,500,,0,300\np-1,4000,8192,2,1000,,0,"
+                          "900\n"),
+           dir);
+  cr_assert_eq(run(args, err, sizeof(err), &out), 0, "%s", err);
+  char path[128];
+  snprintf(path, sizeof(path), "%s/stdout", dir);
+  char *json = read_all(path);
+  cr_expect(strstr(json, "\"alloc_time_avg_pct\"") && strstr(json, "\"pending_s\"") &&
+                strstr(json, "\"idle_while_waiting_gpu_h\"") && strstr(json, "\"never_placed\"") &&
+                strstr(json, "\"evicted\":0") && strstr(json, "\"sustainable_load\":null") &&
+                strstr(json, "\"policy\":\"kube-default\""),
+            "%s", json);
+  free(json);
+  snprintf(path, sizeof(path), "%s/c.svg", dir);
+  char *svg = read_all(path);
+  cr_expect(strstr(svg, "<svg") && strstr(svg, "pods waiting") && strstr(svg, "kube-default"));
+  free(svg);
+}
