@@ -85,6 +85,11 @@ static const sf_policy_key_t keys[] = {
     {"search_budget", "4096", "most search steps per node before a node is passed as unsure"},
     {"cpu_only_pods", "score",
      "pods without claims: score places them by the strategy (FGD keeps a typical pod's CPU free); pass leaves them to kube-scheduler"},
+    {"defrag_max_evictions", "4", "most pods one defragmentation plan evicts"},
+    {"defrag_protect_namespaces", "kube-system",
+     "comma-separated namespaces whose pods a defragmentation plan never evicts"},
+    {"defrag_max_per_hour", "6", "most defragmentation plans carried out per hour (--defrag-evict)"},
+    {"defrag_budget", "200000", "most node evaluations one defragmentation plan spends"},
 };
 
 static const rule_t rules[] = {
@@ -105,6 +110,10 @@ static const rule_t rules[] = {
     {K_UINT, offsetof(sf_policy_t, headroom_pct), 0, 99},
     {K_UINT, offsetof(sf_policy_t, search_budget), 16, 10000000},
     {K_CPU_ONLY, 0, 0, 0},
+    {K_UINT, offsetof(sf_policy_t, defrag_max_evictions), 1, SF_DEFRAG_EVICT_MAX},
+    {K_NAME, offsetof(sf_policy_t, defrag_protect_namespaces), 0, 0},
+    {K_UINT, offsetof(sf_policy_t, defrag_max_per_hour), 0, 3600},
+    {K_UINT, offsetof(sf_policy_t, defrag_budget), 1000, 100000000},
 };
 
 #define NKEYS (sizeof keys / sizeof keys[0])
