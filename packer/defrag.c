@@ -4,22 +4,23 @@
  * Passes, each cheaper than the search it saves:
  *   1. every node evaluated once for the demand: a FIT node means no plan
  *      is needed (outcome FITS);
- *   2. per node holding pods that may go, all of them set aside at once
- *      (sf__index_alloc_suspend: consumption leaves, the record stays) and
- *      the node evaluated: only nodes that then fit are candidates. With no
- *      candidate, nodes are emptied of every allocation until one fits: none
- *      means the demand fits nowhere (NEVER), one means the pods in the way
- *      may not go (NONE);
+ *   2. every pod that may go set aside at once (sf__index_alloc_suspend:
+ *      consumption leaves, the record stays) and their nodes evaluated in one
+ *      call: only nodes that then fit are candidates. With no candidate,
+ *      every allocation is set aside: a demand that still fits nowhere gets
+ *      NEVER, else the pods in the way may not go (NONE);
  *   3. subsets of each candidate's pods, by size 1, 2, ... up to
  *      defrag_max_evictions (iterative deepening: the first size with a
- *      subset that frees room is the least number of evictions), each set
- *      aside and the node evaluated, all candidates of that size kept;
- *   4. the kept subsets by GPU-seconds lost, ascending; within the least
- *      group that can be carried out, the one whose re-placements cost
- *      least. Carrying out is checked for real: the demand placed and
- *      committed on its node, then each evicted pod (largest first) placed
- *      on the best nodes for it elsewhere, backtracking over the best
- *      SF_DEFRAG_BRANCH nodes when a later pod finds no room.
+ *      subset that can be carried out is the least number of evictions).
+ *      Each round sets one subset of every candidate node aside (lexicographic
+ *      over its pods sorted by GPU-seconds) and evaluates them in one call;
+ *   4. the subsets a round found are carried out, least GPU-seconds first,
+ *      while they lose no more than the best plan so far; a node whose
+ *      remaining subsets all lose more leaves the search. Carrying out is
+ *      checked for real: the demand placed and committed on its node, then
+ *      each evicted pod (largest first) placed on the best nodes for it
+ *      elsewhere, backtracking over the best SF_DEFRAG_BRANCH nodes when a
+ *      later pod finds no room; ties in GPU-seconds go to the least cost.
  *
  * Every node evaluation counts against defrag_budget; passes 1 and 2 always
  * run (they answer whether any plan can exist), passes 3 and 4 stop when the
@@ -72,6 +73,12 @@ typedef struct {
   sf_constraint_t *cons;
 } redo_t;
 
+/* A candidate node's current subset in pass 3: ix into its pods order[lo..lo+k). */
+typedef struct {
+  uint32_t lo, k;
+  uint32_t ix[SF_DEFRAG_EVICT_MAX];
+} combo_t;
+
 typedef struct {
   sf_packer_t *p;
   sf_index_t *idx;
@@ -85,9 +92,14 @@ typedef struct {
   size_t nnodes;
   sf_verdict_t *v;
   bool *cand_node;
+  sf_node_id *batch; /* nodes of one evaluation */
+  combo_t *combos;
   cand_t *cands;
   size_t ncands, candcap;
-  size_t tried; /* subsets that freed room but could not be carried out */
+  size_t tried;           /* subsets that freed room but could not be carried out */
+  sf_defrag_plan_t *best; /* the caller's answer, filled as plans are carried out */
+  bool found;
+  int64_t best_ms;
   uint64_t work, budget;
   bool budget_hit;
 } plan_t;
@@ -116,15 +128,6 @@ static void set_aside(plan_t *pl, uint32_t pod, bool on)
   const dpod_t *d = &pl->pods[pod];
   for (uint32_t k = 0; k < d->n; k++)
     sf__index_alloc_suspend(pl->idx, pl->pallocs[d->first + k], on);
-}
-
-static sf_fit_t fit_one(plan_t *pl, sf_node_id node)
-{
-  sf_verdict_t v;
-  pl->work++;
-  if (sf_packer_evaluate(pl->p, pl->idx, pl->pol, pl->in->demand, &node, 1, 0, &v) != 0)
-    return SF_FIT_NO;
-  return v.fit;
 }
 
 /* ---- the pods ---- */
@@ -226,25 +229,38 @@ static sf_node_id fits_now(plan_t *pl)
   return best;
 }
 
-/* Marks the nodes that fit the demand with every pod that may go set aside; how many. */
+/* One evaluation of nodes[0..n) into pl->v, counted as n. */
+static void eval_nodes(plan_t *pl, const sf_node_id *nodes, size_t n)
+{
+  pl->work += n;
+  if (sf_packer_evaluate(pl->p, pl->idx, pl->pol, pl->in->demand, nodes, n, 0, pl->v) != 0)
+    for (size_t i = 0; i < n; i++)
+      pl->v[i].fit = SF_FIT_NO;
+}
+
+/*
+ * Marks the nodes that fit the demand with every pod that may go set aside;
+ * how many. All nodes at once: an allocation holds devices of its own node
+ * only (a device mirrored to other nodes can make this pass see room twice,
+ * which only lets a node through to the exact passes).
+ */
 static size_t candidates(plan_t *pl)
 {
-  size_t found = 0;
-  for (size_t i = 0; i < pl->nok;) {
-    size_t j = i;
+  size_t found = 0, n = 0;
+  for (size_t i = 0; i < pl->nok; i++) {
+    set_aside(pl, pl->order[i], true);
     sf_node_id node = pl->pods[pl->order[i]].node;
-    while (j < pl->nok && pl->pods[pl->order[j]].node == node)
-      j++;
-    for (size_t k = i; k < j; k++)
-      set_aside(pl, pl->order[k], true);
-    if (fit_one(pl, node) == SF_FIT_YES) {
-      pl->cand_node[node] = true;
+    if (n == 0 || pl->batch[n - 1] != node)
+      pl->batch[n++] = node;
+  }
+  eval_nodes(pl, pl->batch, n);
+  for (size_t i = 0; i < n; i++)
+    if (pl->v[i].fit == SF_FIT_YES) {
+      pl->cand_node[pl->batch[i]] = true;
       found++;
     }
-    for (size_t k = j; k-- > i;)
-      set_aside(pl, pl->order[k], false);
-    i = j;
-  }
+  for (size_t i = pl->nok; i-- > 0;)
+    set_aside(pl, pl->order[i], false);
   return found;
 }
 
@@ -253,22 +269,15 @@ static bool fits_empty(plan_t *pl)
 {
   size_t nallocs = pl->idx->nallocs;
   bool any = false;
-  sf_alloc_id *on = sf_xcalloc(nallocs + 1, sizeof(*on));
-  for (size_t i = 0; i < pl->nnodes && !any; i++) {
-    sf_node_id node = pl->nodes[i];
-    size_t n = 0;
-    if (pl->idx->nodes[node].nallocs == 0)
-      continue; /* evaluated as it is in pass 1 */
-    for (size_t a = 0; a < nallocs; a++)
-      if (pl->idx->allocs[a].used && pl->idx->allocs[a].node == node)
-        on[n++] = (sf_alloc_id)a;
-    for (size_t k = 0; k < n; k++)
-      sf__index_alloc_suspend(pl->idx, on[k], true);
-    any = fit_one(pl, node) == SF_FIT_YES;
-    for (size_t k = n; k-- > 0;)
-      sf__index_alloc_suspend(pl->idx, on[k], false);
-  }
-  free(on);
+  for (size_t a = 0; a < nallocs; a++)
+    if (pl->idx->allocs[a].used)
+      sf__index_alloc_suspend(pl->idx, (sf_alloc_id)a, true);
+  eval_nodes(pl, pl->nodes, pl->nnodes);
+  for (size_t i = 0; i < pl->nnodes; i++)
+    any = any || pl->v[i].fit == SF_FIT_YES;
+  for (size_t a = nallocs; a-- > 0;)
+    if (pl->idx->allocs[a].used)
+      sf__index_alloc_suspend(pl->idx, (sf_alloc_id)a, false);
   return any;
 }
 
@@ -285,55 +294,118 @@ static void keep(plan_t *pl, sf_node_id node, const uint32_t *pods, uint32_t n)
   pl->cands[pl->ncands++] = c;
 }
 
-/* Every subset of size s of the node's pods order[lo..hi) that frees room; false when out of budget. */
-static bool subsets(plan_t *pl, size_t lo, size_t hi, uint32_t s)
+/* The next combination of s out of k in lexicographic order; false after the last. */
+static bool next_combo(uint32_t *ix, uint32_t s, uint32_t k)
 {
-  size_t k = hi - lo, ix[SF_DEFRAG_EVICT_MAX];
-  uint32_t pods[SF_DEFRAG_EVICT_MAX];
-  sf_node_id node = pl->pods[pl->order[lo]].node;
-  if (k < s)
-    return true;
-  for (uint32_t i = 0; i < s; i++)
-    ix[i] = i;
-  for (;;) {
-    if (pl->work >= pl->budget) {
-      pl->budget_hit = true;
-      return false;
-    }
-    for (uint32_t i = 0; i < s; i++) {
-      pods[i] = pl->order[lo + ix[i]];
-      set_aside(pl, pods[i], true);
-    }
-    bool fit = fit_one(pl, node) == SF_FIT_YES;
-    for (uint32_t i = s; i-- > 0;)
-      set_aside(pl, pods[i], false);
-    if (fit)
-      keep(pl, node, pods, s);
-    /* The next combination in lexicographic order. */
-    int32_t i = (int32_t)s - 1;
-    while (i >= 0 && ix[i] == k - s + (size_t)i)
-      i--;
-    if (i < 0)
-      return true;
-    ix[i]++;
-    for (uint32_t j = (uint32_t)i + 1; j < s; j++)
-      ix[j] = ix[j - 1] + 1;
-  }
+  int32_t i = (int32_t)s - 1;
+  while (i >= 0 && ix[i] == k - s + (uint32_t)i)
+    i--;
+  if (i < 0)
+    return false;
+  ix[i]++;
+  for (uint32_t j = (uint32_t)i + 1; j < s; j++)
+    ix[j] = ix[j - 1] + 1;
+  return true;
 }
 
-/* Every subset of s pods of a candidate node that frees room; false when out of budget. */
+/*
+ * The least GPU-seconds of the node's subsets from cb on: pods are sorted by
+ * it, and every later subset in lexicographic order starts at ix[0] or past.
+ */
+static int64_t least(const plan_t *pl, const combo_t *cb, uint32_t s)
+{
+  int64_t ms = 0;
+  for (uint32_t q = 0; q < s; q++)
+    ms += pl->pods[pl->order[cb->lo + cb->ix[0] + q]].gpu_ms;
+  return ms;
+}
+
+static bool carry(plan_t *pl, const cand_t *c, sf_defrag_plan_t *out);
+static int by_gpu_ms(const void *a, const void *b);
+
+/*
+ * Carries out, least GPU-seconds first, the subsets a round found that are
+ * no worse than the best plan so far, keeping the best (then the cheapest
+ * re-placement); the rest count as tried.
+ */
+static void settle(plan_t *pl)
+{
+  qsort(pl->cands, pl->ncands, sizeof(*pl->cands), by_gpu_ms);
+  for (size_t k = 0; k < pl->ncands && !pl->budget_hit; k++) {
+    const cand_t *c = &pl->cands[k];
+    sf_defrag_plan_t t = *pl->best;
+    if (pl->found && c->gpu_ms > pl->best_ms)
+      break;
+    if (!carry(pl, c, &t)) {
+      pl->tried++;
+      continue;
+    }
+    if (pl->found && c->gpu_ms == pl->best_ms && t.cost >= pl->best->cost)
+      continue;
+    *pl->best = t;
+    pl->best->node = c->node;
+    pl->best->gpu_s_lost = c->gpu_ms / 1000;
+    pl->best_ms = c->gpu_ms;
+    pl->found = true;
+  }
+  pl->ncands = 0;
+}
+
+/*
+ * Every subset of s pods of a candidate node that frees room, carried out
+ * as found (settle); false when out of budget. Nodes whose remaining subsets
+ * all lose more GPU-seconds than the best plan leave the search. Rounds: each candidate node sets its next subset aside and one
+ * evaluation answers for all of them, so the call's fixed cost is paid per
+ * round, not per subset.
+ */
 static bool search(plan_t *pl, uint32_t s)
 {
+  size_t n = 0;
   for (size_t i = 0; i < pl->nok;) {
     size_t j = i;
     sf_node_id node = pl->pods[pl->order[i]].node;
     while (j < pl->nok && pl->pods[pl->order[j]].node == node)
       j++;
-    if (pl->cand_node[node] && !subsets(pl, i, j, s))
-      return false;
+    if (pl->cand_node[node] && j - i >= s) {
+      combo_t *c = &pl->combos[n++];
+      c->lo = (uint32_t)i;
+      c->k = (uint32_t)(j - i);
+      for (uint32_t q = 0; q < s; q++)
+        c->ix[q] = q;
+    }
     i = j;
   }
-  return true;
+  while (n > 0) {
+    if (pl->work + n > pl->budget) {
+      pl->budget_hit = true;
+      return false;
+    }
+    for (size_t c = 0; c < n; c++) {
+      for (uint32_t q = 0; q < s; q++)
+        set_aside(pl, pl->order[pl->combos[c].lo + pl->combos[c].ix[q]], true);
+      pl->batch[c] = pl->pods[pl->order[pl->combos[c].lo]].node;
+    }
+    eval_nodes(pl, pl->batch, n);
+    size_t m = 0;
+    for (size_t c = 0; c < n; c++) {
+      combo_t *cb = &pl->combos[c];
+      uint32_t pods[SF_DEFRAG_EVICT_MAX];
+      for (uint32_t q = s; q-- > 0;) {
+        pods[q] = pl->order[cb->lo + cb->ix[q]];
+        set_aside(pl, pods[q], false);
+      }
+      if (pl->v[c].fit == SF_FIT_YES)
+        keep(pl, pl->batch[c], pods, s);
+    }
+    settle(pl);
+    for (size_t c = 0; c < n; c++) {
+      combo_t *cb = &pl->combos[c];
+      if (next_combo(cb->ix, s, cb->k) && !(pl->found && least(pl, cb, s) > pl->best_ms))
+        pl->combos[m++] = *cb;
+    }
+    n = m;
+  }
+  return !pl->budget_hit;
 }
 
 /* ---- pass 4: carrying a plan out ---- */
@@ -565,31 +637,6 @@ static int by_gpu_ms(const void *a, const void *b)
   return memcmp(x->pods, y->pods, x->n * sizeof(*x->pods));
 }
 
-/* The least-GPU-seconds group that can be carried out, its cheapest member; false if none. */
-static bool choose(plan_t *pl, sf_defrag_plan_t *out)
-{
-  qsort(pl->cands, pl->ncands, sizeof(*pl->cands), by_gpu_ms);
-  for (size_t i = 0; i < pl->ncands;) {
-    size_t j = i;
-    bool found = false;
-    while (j < pl->ncands && pl->cands[j].gpu_ms == pl->cands[i].gpu_ms)
-      j++;
-    for (size_t k = i; k < j; k++) {
-      sf_defrag_plan_t t = *out;
-      if (!carry(pl, &pl->cands[k], &t) || (found && t.cost >= out->cost))
-        continue;
-      *out = t;
-      out->node = pl->cands[k].node;
-      out->gpu_s_lost = pl->cands[k].gpu_ms / 1000;
-      found = true;
-    }
-    if (found || pl->budget_hit)
-      return found;
-    i = j;
-  }
-  return false;
-}
-
 /* ---- the answer ---- */
 
 static void say_none(plan_t *pl, sf_defrag_plan_t *out, const size_t nb[NBLOCK])
@@ -614,7 +661,7 @@ static void say_none(plan_t *pl, sf_defrag_plan_t *out, const size_t nb[NBLOCK])
              pl->pol->defrag_max_evictions);
 }
 
-static void answer(plan_t *pl, sf_defrag_plan_t *out, const size_t nb[NBLOCK])
+static void answer(plan_t *pl, sf_defrag_plan_t *out, size_t nb[NBLOCK])
 {
   sf_node_id node;
   if ((node = fits_now(pl)) >= 0) {
@@ -624,6 +671,7 @@ static void answer(plan_t *pl, sf_defrag_plan_t *out, const size_t nb[NBLOCK])
              sf_index_node_name(pl->idx, node));
     return;
   }
+  pods_init(pl, nb);
   if (candidates(pl) == 0) {
     if (!fits_empty(pl)) {
       out->outcome = SF_DEFRAG_NEVER;
@@ -638,15 +686,11 @@ static void answer(plan_t *pl, sf_defrag_plan_t *out, const size_t nb[NBLOCK])
     return;
   }
   uint32_t max = pl->pol->defrag_max_evictions;
-  bool found = false;
-  for (uint32_t s = 1; s <= max && s <= SF_DEFRAG_EVICT_MAX && !found && !pl->budget_hit; s++) {
-    /* The subsets of the least size that frees room, unless none of them can be carried out. */
-    pl->ncands = 0;
+  pl->best = out;
+  /* The least size with a subset that frees room and can be carried out. */
+  for (uint32_t s = 1; s <= max && s <= SF_DEFRAG_EVICT_MAX && !pl->found && !pl->budget_hit; s++)
     search(pl, s);
-    found = pl->ncands > 0 && choose(pl, out);
-    pl->tried += pl->ncands;
-  }
-  if (found) {
+  if (pl->found) {
     out->outcome = SF_DEFRAG_FOUND;
     out->budget_hit = pl->budget_hit;
     snprintf(out->why, sizeof out->why, "evicting %zu pod(s) on %s lets the claim fit%s", out->nmoves,
@@ -677,10 +721,11 @@ int sf_defrag_plan(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol,
   pl.nodes = sf_xcalloc((size_t)end + 1, sizeof(*pl.nodes));
   pl.v = sf_xcalloc((size_t)end + 1, sizeof(*pl.v));
   pl.cand_node = sf_xcalloc((size_t)end + 1, sizeof(*pl.cand_node));
+  pl.batch = sf_xcalloc((size_t)end + 1, sizeof(*pl.batch));
+  pl.combos = sf_xcalloc((size_t)end + 1, sizeof(*pl.combos));
   for (sf_node_id n = 0; n < end; n++)
     if (sf_index_node_live(idx, n))
       pl.nodes[pl.nnodes++] = n;
-  pods_init(&pl, nb);
   answer(&pl, out, nb);
   if (out->outcome != SF_DEFRAG_FOUND)
     out->nmoves = 0;
@@ -688,6 +733,8 @@ int sf_defrag_plan(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol,
   free(pl.nodes);
   free(pl.v);
   free(pl.cand_node);
+  free(pl.batch);
+  free(pl.combos);
   free(pl.cands);
   free(pl.pods);
   free(pl.pallocs);

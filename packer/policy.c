@@ -89,7 +89,7 @@ static const sf_policy_key_t keys[] = {
     {"defrag_protect_namespaces", "kube-system",
      "comma-separated namespaces whose pods a defragmentation plan never evicts"},
     {"defrag_max_per_hour", "6", "most defragmentation plans carried out per hour (--defrag-evict)"},
-    {"defrag_budget", "200000", "most node evaluations one defragmentation plan spends"},
+    {"defrag_budget", "50000", "most node evaluations one defragmentation plan spends"},
 };
 
 static const rule_t rules[] = {

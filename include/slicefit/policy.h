@@ -51,7 +51,7 @@
  *   defrag_max_per_hour        most plans the daemon carries out per hour with
  *                              --defrag-evict, 0..3600 (6)
  *   defrag_budget              most node evaluations one plan spends, the planner's
- *                              time limit counted in work (200000)
+ *                              time limit counted in work (50000)
  */
 #ifndef SLICEFIT_POLICY_H
 #define SLICEFIT_POLICY_H

@@ -55,7 +55,7 @@ static const cases_t cases[] = {
      {"kube-system", "", "kube-system,gpu-operator", "a"},
      {"kube system", "tab\there", "caf\xc3\xa9"}},
     {"defrag_max_per_hour", {"0", "6", "3600"}, {"3601", "-1", "6/h", ""}},
-    {"defrag_budget", {"1000", "200000", "100000000"}, {"999", "0", "100000001", "lots"}},
+    {"defrag_budget", {"1000", "50000", "100000000"}, {"999", "0", "100000001", "lots"}},
 };
 
 #define NCASES (sizeof cases / sizeof cases[0])
@@ -122,7 +122,7 @@ Test(policy, defaults_match_header)
   cr_assert_eq(p.defrag_max_evictions, 4);
   cr_assert_str_eq(p.defrag_protect_namespaces, "kube-system");
   cr_assert_eq(p.defrag_max_per_hour, 6);
-  cr_assert_eq(p.defrag_budget, 200000);
+  cr_assert_eq(p.defrag_budget, 50000);
   sf_policy_dispose(&p);
 }
 
