@@ -37,6 +37,7 @@ static const char *str_at(const json_t *o, const char *a, const char *b)
   return json_is_string(v) ? json_string_value(v) : NULL;
 }
 
+/* Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm). */
 static int64_t days_from_civil(int64_t y, int64_t m, int64_t d)
 {
   y -= m <= 2;
