@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include "slicefit/replay_churn.h"
 #include "../../../bench/replay/replay_churn_int.h"
@@ -95,4 +96,37 @@ Test(replay_defrag, the_restart_cost_delays_the_evicted_pods_departure)
   cr_assert_eq(slow.departed + 1, quick.departed, "%zu vs %zu", slow.departed, quick.departed);
   sf_churn_result_dispose(&quick);
   sf_churn_result_dispose(&slow);
+}
+
+/* Runs bin/slicefit-replay with args; its exit status, stderr into err. */
+static int replay_cli(const char *args, char *err, size_t len)
+{
+  const char *top = getenv("SLICEFIT_TOP"), *bin = getenv("SLICEFIT_BIN");
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd, "cd '%s' && '%s/slicefit-replay' %s 2>&1 >/dev/null", top ? top : ".",
+           bin && *bin ? bin : "bin", args);
+  FILE *p = popen(cmd, "r");
+  cr_assert_not_null(p);
+  size_t n = fread(err, 1, len - 1, p);
+  err[n] = '\0';
+  int st = pclose(p);
+  cr_assert(WIFEXITED(st), "%s", cmd);
+  return WEXITSTATUS(st);
+}
+
+Test(replay_defrag, its_flags_go_with_churn_and_take_seconds)
+{
+  static const struct {
+    const char *args, *want;
+  } cases[] = {
+      {"--defrag", "--defrag goes with --churn"},
+      {"--restart-cost 10", "--restart-cost goes with --churn"},
+      {"--churn --defrag --defrag-after -1", "--defrag-after: expected 0 to 1e9 seconds"},
+      {"--churn --defrag --restart-cost soon", "--restart-cost: expected 0 to 1e9 seconds"},
+  };
+  char err[4096];
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    cr_assert_eq(replay_cli(cases[i].args, err, sizeof err), 2, "%s: %s", cases[i].args, err);
+    cr_assert(strstr(err, cases[i].want) != NULL, "%s: %s", cases[i].args, err);
+  }
 }
