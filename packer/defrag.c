@@ -330,6 +330,8 @@ static int by_gpu_ms(const void *a, const void *b);
  */
 static void settle(plan_t *pl)
 {
+  if (pl->ncands == 0)
+    return;
   qsort(pl->cands, pl->ncands, sizeof(*pl->cands), by_gpu_ms);
   for (size_t k = 0; k < pl->ncands && !pl->budget_hit; k++) {
     const cand_t *c = &pl->cands[k];

@@ -392,7 +392,7 @@ static void random_world(world_t *w, uint64_t *s)
   static const char *const models[2] = {"A100", "H100"};
   int nnodes = 3 + (int)(rnd(s) % 3);
   for (int i = 0; i < nnodes; i++) {
-    char name[16];
+    char name[32];
     int ndev = 1 + (int)(rnd(s) % 2);
     snprintf(name, sizeof name, "node-%d", i);
     const char *model = models[rnd(s) % 2];
