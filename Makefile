@@ -122,7 +122,7 @@ BIN_release := bin
 BIN := $(or $(BIN_$(V)),$(B)/bin)
 export SLICEFIT_BIN := $(CURDIR)/$(BIN)
 
-PROGS := $(BIN)/slicefit-replay
+PROGS := $(BIN)/slicefit-replay $(BIN)/slicefit-defrag
 ifneq ($(wildcard extender/main.c),)
 PROGS += $(BIN)/slicefit
 endif
@@ -130,6 +130,11 @@ endif
 all: $(PROGS)
 
 $(BIN)/slicefit-replay: $(REPLAY_OBJ) $(MODEL_LIB) $(CORE_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(OPT) $(LDSAN_$(V)) -o $@ $^ $(PKG_LIBS) -lm
+
+# cli/: small programs on the model layer alone.
+$(BIN)/slicefit-defrag: $(B)/cli/defrag_main.o $(MODEL_LIB) $(CORE_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(OPT) $(LDSAN_$(V)) -o $@ $^ $(PKG_LIBS) -lm
 
@@ -303,7 +308,7 @@ fuzz: $(FUZZ_BINS)
 # The tree was formatted once, in a commit of its own; make test runs format-check
 # first, so any drift from .clang-format fails it (make format applies the style).
 FORMAT_SRC := $(wildcard include/slicefit/*.h packer/*.[ch] packer/*/*.[ch] model/*.[ch] apiwatch/*.[ch] \
-  extender/*.[ch] bench/*.[ch] bench/*/*.[ch] test/*.[ch] test/*/*.[ch] \
+  extender/*.[ch] cli/*.[ch] bench/*.[ch] bench/*/*.[ch] test/*.[ch] test/*/*.[ch] \
   test/*/*/*.[ch] fuzz/*.c)
 format-check:
 	@clang-format --dry-run --Werror $(FORMAT_SRC) && echo "format-check: $(words $(FORMAT_SRC)) files match .clang-format"

@@ -10,26 +10,12 @@
 #include <string.h>
 #include <time.h>
 #include "ext_int.h"
-
-/* Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm). */
-static int64_t days_from_civil(int64_t y, int64_t m, int64_t d)
-{
-  y -= m <= 2;
-  int64_t era = (y >= 0 ? y : y - 399) / 400;
-  int64_t yoe = y - era * 400;
-  int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + doe - 719468;
-}
+#include "slicefit/cluster_defrag.h"
 
 int64_t sf__rfc3339_seconds(const char *s)
 {
-  int y, mo, d, h, mi, se;
-  if (s == NULL || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d", &y, &mo, &d, &h, &mi, &se) != 6)
-    return 0;
-  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60)
-    return 0;
-  return days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se;
+  int64_t t = sf_rfc3339_seconds(s);
+  return t < 0 ? 0 : t;
 }
 
 static bool key_of(const json_t *obj, char *key, size_t cap)

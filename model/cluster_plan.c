@@ -19,6 +19,7 @@
 #include "slicefit/mix.h"
 #include "decode_int.h"
 #include "cluster_int.h"
+#include "slicefit/cluster_defrag.h"
 
 #define KEY_MAX 512
 #define EXT_PREFIX "deviceclass.resource.kubernetes.io/"
@@ -472,6 +473,12 @@ int sf_cluster_plan(sf_cluster_t *c, const json_t *pod, sf_pod_plan_t **out, cha
                 c->pol.cpu_only_pods == SF_CPU_ONLY_SCORE;
   *out = p;
   return 0;
+}
+
+const sf_demand_t *sf_pod_plan_demand(const sf_pod_plan_t *p, const char **why)
+{
+  *why = p->failed ? p->fail_why : p->conflict || p->unsure ? p->why : NULL;
+  return *why != NULL ? NULL : &p->demand;
 }
 
 void sf_pod_plan_free(sf_pod_plan_t *p)

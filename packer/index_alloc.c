@@ -6,6 +6,7 @@
  * it would overcommit, unless forced; removing one frees the retired
  * devices it was the last to hold.
  */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 #include "index_priv.h"
@@ -225,4 +226,20 @@ int sf_index_alloc_remove(sf_index_t *idx, sf_alloc_id id)
   }
   alloc_release(idx, id);
   return 0;
+}
+
+void sf__index_alloc_suspend(sf_index_t *idx, sf_alloc_id id, bool on)
+{
+  assert(id >= 0 && (size_t)id < idx->nallocs && idx->allocs[id].used);
+  alloc_apply(idx, &idx->allocs[id], on ? -1 : +1);
+}
+
+void sf__index_alloc_usage(const sf_index_t *idx, sf_alloc_id id, int64_t *cpu_milli,
+                           int64_t *mem_bytes, const char ****cnames, const uint32_t **ncons)
+{
+  const sf__alloc_t *a = &idx->allocs[id];
+  *cpu_milli = a->cpu;
+  *mem_bytes = a->mem;
+  *cnames = a->cnames;
+  *ncons = a->ncons;
 }

@@ -84,6 +84,16 @@ const sf__dev_t *sf__index_dev_at(const sf_index_t *idx, sf_dev_id d);
 void sf__index_alloc_free_parts(sf__alloc_t *a);
 /* Is device d offered on `node` (homed or mirrored there)? */
 bool sf__index_dev_on(const sf_index_t *idx, sf_dev_id d, sf_node_id node);
+/*
+ * Sets a live allocation aside (on) or back (off): its consumption leaves or
+ * returns, while the record, its holder and its id stay. The defrag planner's
+ * trials; the index validates again only once every allocation is back.
+ */
+void sf__index_alloc_suspend(sf_index_t *idx, sf_alloc_id a, bool on);
+/* An allocation's CPU and memory, and per pick the capacity names of its consumed entries
+ * (borrowed until it is removed). */
+void sf__index_alloc_usage(const sf_index_t *idx, sf_alloc_id a, int64_t *cpu_milli,
+                           int64_t *mem_bytes, const char ****cnames, const uint32_t **ncons);
 
 /* index_policy.c */
 /* Recomputes model, primary capacity and islands for every device of a node. */

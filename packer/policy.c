@@ -119,6 +119,11 @@ static const sf_policy_key_t keys[] = {
      */
     KEY("search_budget", "4096", true, NOSEARCH, RULE(K_UINT, search_budget, 16, 10000000), "most search steps per node before a node is passed as unsure"),
     KEY("cpu_only_pods", "score", false, NOSEARCH, RULE(K_CPU_ONLY, cpu_only_pods, 0, 0), "pods without claims: score places them by the strategy (FGD keeps a typical pod's CPU free); pass leaves them to kube-scheduler"),
+    /* The defragmentation planner's limits (defrag.h): no placement depends on them. */
+    KEY("defrag_max_evictions", "4", false, NOSEARCH, RULE(K_UINT, defrag_max_evictions, 1, SF_DEFRAG_EVICT_MAX), "most pods one defragmentation plan evicts"),
+    KEY("defrag_protect_namespaces", "kube-system", false, NOSEARCH, RULE(K_NAME, defrag_protect_namespaces, 0, 0), "comma-separated namespaces whose pods a defragmentation plan never evicts"),
+    KEY("defrag_max_per_hour", "6", false, NOSEARCH, RULE(K_UINT, defrag_max_per_hour, 0, 3600), "most defragmentation plans carried out per hour (the churn replay's --defrag)"),
+    KEY("defrag_budget", "50000", false, NOSEARCH, RULE(K_UINT, defrag_budget, 1000, 100000000), "most node evaluations one defragmentation plan spends"),
 };
 /* clang-format on */
 

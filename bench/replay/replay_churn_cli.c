@@ -170,7 +170,13 @@ int sf__churn_cli(const sf_churn_cli_t *c, const sf_replay_trace_t *t)
                        .duration_s = c->duration_s,
                        .give_up_s = c->give_up_s,
                        .slo_s = c->slo_s,
-                       .life = life};
+                       .life = life,
+                       .restart_s = c->restart_s};
+  sf_churn_defrag_t defrag = {c->defrag_after_s};
+  if (c->defrag) {
+    o.evict = sf__churn_defrag;
+    o.evict_ctx = &defrag;
+  }
   rc = run_policies(c, t, &o, &l);
 out:
   sf_replay_trace_dispose(&ref);

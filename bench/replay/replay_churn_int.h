@@ -6,6 +6,7 @@
 #ifndef SF_REPLAY_CHURN_INT_H
 #define SF_REPLAY_CHURN_INT_H
 
+#include "slicefit/index.h"
 #include "slicefit/replay_churn.h"
 
 typedef struct {
@@ -18,6 +19,28 @@ typedef struct {
 /* The arrivals of one run, by time; *rate gets the arrival rate (per second). New array. */
 churn_arrival_t *sf__churn_arrivals(const sf_replay_trace_t *t, const sf_churn_opts_t *o,
                                     const sf_churn_load_t *l, double *rate, size_t *n);
+
+/* ---- what the eviction hook reads of a run (replay_churn_run.c) ---- */
+
+double sf__churn_view_now(const sf_churn_view_t *v);
+const sf_replay_trace_t *sf__churn_view_trace(const sf_churn_view_t *v);
+size_t sf__churn_view_slots(const sf_churn_view_t *v);
+const churn_arrival_t *sf__churn_view_arrival(const sf_churn_view_t *v, uint32_t slot);
+/* The slot's allocation, -1 while not placed; *since its placement time. */
+sf_alloc_id sf__churn_view_alloc(const sf_churn_view_t *v, uint32_t slot, double *since);
+/* The holder of the slot's allocation ("NAME#SLOT") into buf. */
+void sf__churn_holder(const sf_churn_view_t *v, uint32_t slot, char *buf, size_t len);
+/* The run's scheduling state (replay_run_int.h's run_t). */
+void *sf__churn_view_run(sf_churn_view_t *v);
+/* The hook's own state for the run: NULL at first, freed with free() when the run ends. */
+void **sf__churn_view_state(sf_churn_view_t *v);
+
+/* The defragmentation hook (replay_churn_defrag.c); ctx is a sf_churn_defrag_t. */
+typedef struct {
+  double after_s; /* a pod waiting longer gets a plan */
+} sf_churn_defrag_t;
+size_t sf__churn_defrag(void *ctx, sf_churn_view_t *v, const uint32_t *waiting, size_t nwaiting,
+                        uint32_t *evict, size_t max, uint32_t *serve);
 
 /* The waits of class k over the pods of all n runs pooled: a p99 over every seed's pods. */
 void sf__churn_pooled(const sf_churn_result_t *runs, size_t n, int k, sf_churn_wait_t *w);
@@ -32,6 +55,8 @@ typedef struct {
   sf_replay_ties_t ties;
   uint64_t seed_lo, seed_hi;
   double load, horizon_s, duration_s, give_up_s, slo_s;
+  bool defrag;                      /* --defrag */
+  double defrag_after_s, restart_s; /* --defrag-after, --restart-cost */
   bool load_set, sustainable, json, cpu_blind, cpu_only_la;
   size_t mix_window, mix_every;
   unsigned threads;

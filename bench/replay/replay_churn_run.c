@@ -80,7 +80,7 @@ typedef struct {
   bool queued, woken, pushed, late_over;
 } slot_t;
 
-typedef struct {
+typedef struct sf_churn_view {
   run_t *r;
   const sf_replay_trace_t *t;
   const sf_churn_opts_t *o;
@@ -103,6 +103,7 @@ typedef struct {
   /* per bucket integrals */
   double *alloc_int, *q_int, (*idle_int)[2];
   char holder[300];
+  void *evict_state; /* the eviction hook's (sf__churn_view_state) */
 } churn_t;
 
 static const sf_replay_pod_t *pod_of(const churn_t *c, uint32_t slot)
@@ -171,7 +172,7 @@ static bool attempt(churn_t *c, uint32_t slot)
   bool known = c->r->cached && c->failgen[shape] == c->gen && p->mem_bytes >= c->failmem[shape];
   sf_alloc_id a = -1;
   if (!known) {
-    snprintf(c->holder, sizeof(c->holder), "%s#%u", p->name, slot);
+    sf__churn_holder(c, slot, c->holder, sizeof(c->holder));
     a = sf__replay_schedule(c->r, p, c->holder);
   }
   if (a < 0) {
@@ -222,15 +223,33 @@ static void depart(churn_t *c, uint32_t slot)
   c->gen++; /* capacity grew: earlier failures say nothing any more */
 }
 
-/* The eviction hook: evicted pods leave their node and wait again. */
+/* Takes a waiting slot out of the queue once it is placed. */
+static void dequeue(churn_t *c, uint32_t slot)
+{
+  size_t k = 0;
+  for (size_t i = 0; i < c->nq; i++)
+    if (c->q[i] != slot)
+      c->q[k++] = c->q[i];
+  c->nq = k;
+  c->s[slot].queued = false;
+  update_qmin(c);
+}
+
+/*
+ * The eviction hook: evicted pods leave their node and wait again, to run
+ * their remaining lifetime plus the restart cost, their wait going on from
+ * the one they had; the pod they make room for is tried first, then they.
+ */
 static void evictions(churn_t *c)
 {
-  uint32_t ev[64];
-  size_t n = c->o->evict(c->o->evict_ctx, c->q, c->nq, ev, 64);
+  uint32_t ev[64], serve = UINT32_MAX;
+  size_t n = c->o->evict(c->o->evict_ctx, c, c->q, c->nq, ev, 64, &serve);
   for (size_t i = 0; i < n && i < 64; i++) {
     slot_t *s = &c->s[ev[i]];
     if (ev[i] >= c->narr || s->aid < 0)
       continue;
+    c->arr[ev[i]].life = fmax(s->leave_at - c->now, 0.0) + c->o->restart_s;
+    c->arr[ev[i]].at = c->now - s->wait;
     depart(c, ev[i]); /* its departure event finds it unplaced and passes */
     s->wait = -1;
     s->attempts = 0;
@@ -240,6 +259,13 @@ static void evictions(churn_t *c)
     c->res->evicted++;
     enqueue(c, ev[i]);
   }
+  if (n == 0)
+    return;
+  if (serve < c->narr && c->s[serve].queued && attempt(c, serve))
+    dequeue(c, serve);
+  for (size_t i = 0; i < n && i < 64; i++)
+    if (ev[i] < c->narr && c->s[ev[i]].queued && attempt(c, ev[i]))
+      dequeue(c, ev[i]);
 }
 
 /* One pass over the queue in arrival order: woken pods past their backoff are tried. */
@@ -400,6 +426,7 @@ static void figures(churn_t *c)
 
 static void churn_dispose(churn_t *c)
 {
+  free(c->evict_state);
   free(c->arr);
   free(c->s);
   free(c->q);
@@ -430,6 +457,50 @@ static void churn_init(churn_t *c)
   c->alloc_int = sf_xcalloc(SF_CHURN_BUCKETS, sizeof(*c->alloc_int));
   c->q_int = sf_xcalloc(SF_CHURN_BUCKETS, sizeof(*c->q_int));
   c->idle_int = sf_xcalloc(SF_CHURN_BUCKETS, sizeof(*c->idle_int));
+}
+
+/* ---- what the eviction hook reads ---- */
+
+double sf__churn_view_now(const sf_churn_view_t *v)
+{
+  return v->now;
+}
+
+const sf_replay_trace_t *sf__churn_view_trace(const sf_churn_view_t *v)
+{
+  return v->t;
+}
+
+size_t sf__churn_view_slots(const sf_churn_view_t *v)
+{
+  return v->narr;
+}
+
+const churn_arrival_t *sf__churn_view_arrival(const sf_churn_view_t *v, uint32_t slot)
+{
+  return &v->arr[slot];
+}
+
+sf_alloc_id sf__churn_view_alloc(const sf_churn_view_t *v, uint32_t slot, double *since)
+{
+  const slot_t *s = &v->s[slot];
+  *since = s->aid >= 0 ? s->leave_at - v->arr[slot].life : -1;
+  return s->aid;
+}
+
+void sf__churn_holder(const sf_churn_view_t *v, uint32_t slot, char *buf, size_t len)
+{
+  snprintf(buf, len, "%s#%u", pod_of(v, slot)->name, slot);
+}
+
+void *sf__churn_view_run(sf_churn_view_t *v)
+{
+  return v->r;
+}
+
+void **sf__churn_view_state(sf_churn_view_t *v)
+{
+  return &v->evict_state;
 }
 
 int sf_churn_run(const sf_replay_trace_t *t, const sf_churn_opts_t *o, sf_churn_result_t *res,

@@ -91,6 +91,12 @@ static const char churn_usage[] =
     "                        lifetimes to a list without them (default: openb_pod_list_default.csv\n"
     "                        beside --pods)\n"
     "  --threads T           churn runs at once (default 2)\n"
+    "  --defrag              a pod waiting longer than --defrag-after gets a defragmentation\n"
+    "                        plan (the fewest evictions that let it fit; the policy's defrag_\n"
+    "                        keys limit it); evicted pods wait again\n"
+    "  --defrag-after S      how long a pod waits before a plan is asked for (default 600)\n"
+    "  --restart-cost S      what an evicted pod loses: it runs its remaining lifetime plus S\n"
+    "                        seconds once placed again (default 30)\n"
     "  --help                this text\n";
 
 /* The usage, then every policy key --policy-file takes, from the policy's one table. */
@@ -122,6 +128,8 @@ typedef struct {
   char *search_keys;
   bool churn, load_set, sustainable;
   double load, horizon, duration, give_up, slo;
+  bool defrag;
+  double defrag_after, restart_cost;
   const char *lifetimes, *churn_opt; /* churn_opt: the first churn-only option given */
   uint64_t threads;
 } flags_t;
@@ -201,11 +209,12 @@ static int check_search_flags(flags_t *f)
   return 0;
 }
 
-/* The options of --churn alone (getopt codes 1001-1008). */
+/* The options of --churn alone (getopt codes 1001-1011). */
 static int churn_flag(flags_t *f, int c)
 {
-  static const char *const names[] = {"--load", "--duration",    "--horizon",   "--give-up",
-                                      "--slo",  "--sustainable", "--lifetimes", "--threads"};
+  static const char *const names[] = {"--load",   "--duration",     "--horizon",     "--give-up",
+                                      "--slo",    "--sustainable",  "--lifetimes",   "--threads",
+                                      "--defrag", "--defrag-after", "--restart-cost"};
   const char *name = names[c - 1001];
   f->churn_opt = f->churn_opt ? f->churn_opt : name;
   switch (c) {
@@ -232,6 +241,15 @@ static int churn_flag(flags_t *f, int c)
     return 0;
   case 1006: f->sustainable = true; return 0;
   case 1007: f->lifetimes = optarg; return 0;
+  case 1009: f->defrag = true; return 0;
+  case 1010:
+    if (parse_double(optarg, 0, 1e9, &f->defrag_after) != 0)
+      return bad("--defrag-after: expected 0 to 1e9 seconds, got '%s'", optarg);
+    return 0;
+  case 1011:
+    if (parse_double(optarg, 0, 1e9, &f->restart_cost) != 0)
+      return bad("--restart-cost: expected 0 to 1e9 seconds, got '%s'", optarg);
+    return 0;
   default:
     if (parse_u64(optarg, &f->threads) != 0 || f->threads < 1 || f->threads > 64)
       return bad("--threads: expected 1 to 64 threads, got '%s'", optarg);
@@ -286,6 +304,9 @@ static int parse_flags(int argc, char **argv, flags_t *f)
                                        {"sustainable", no_argument, NULL, 1006},
                                        {"lifetimes", required_argument, NULL, 1007},
                                        {"threads", required_argument, NULL, 1008},
+                                       {"defrag", no_argument, NULL, 1009},
+                                       {"defrag-after", required_argument, NULL, 1010},
+                                       {"restart-cost", required_argument, NULL, 1011},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
   int c;
@@ -394,7 +415,7 @@ static int parse_flags(int argc, char **argv, flags_t *f)
     case 'h': help(); exit(0);
     case 1000: f->churn = true; break;
     default:
-      if (c > 1000 && c <= 1008) {
+      if (c > 1000 && c <= 1011) {
         int rc = churn_flag(f, c);
         if (rc != 0)
           return rc;
@@ -760,6 +781,8 @@ int main(int argc, char **argv)
                .horizon = 604800,
                .duration = 7200,
                .slo = 60,
+               .defrag_after = 600,
+               .restart_cost = 30,
                .threads = 2};
   sf_replay_trace_t t;
   sf_policy_t base;
@@ -805,6 +828,9 @@ int main(int argc, char **argv)
                         .duration_s = f.duration,
                         .give_up_s = f.give_up,
                         .slo_s = f.slo,
+                        .defrag = f.defrag,
+                        .defrag_after_s = f.defrag_after,
+                        .restart_s = f.restart_cost,
                         .load_set = f.load_set,
                         .sustainable = f.sustainable,
                         .json = f.json,

@@ -47,6 +47,13 @@
  *       gets the top score); pass returns every node unscored and leaves them
  *       to kube-scheduler's own scorers. Either way the filter never rejects a
  *       node for such a pod.
+ *   defrag_max_evictions       most pods one defragmentation plan evicts, 1..16 (4)
+ *   defrag_protect_namespaces  comma-separated namespaces whose pods a plan never
+ *                              evicts (kube-system)
+ *   defrag_max_per_hour        most plans carried out per hour (the churn
+ *                              replay's --defrag), 0..3600 (6)
+ *   defrag_budget              most node evaluations one plan spends, the planner's
+ *                              time limit counted in work (50000)
  */
 #ifndef SLICEFIT_POLICY_H
 #define SLICEFIT_POLICY_H
@@ -67,6 +74,7 @@ typedef enum { SF_CPU_ONLY_SCORE = 0, SF_CPU_ONLY_PASS } sf_cpu_only_t;
 
 #define SF_POLICY_NAME_MAX 128
 #define SF_POLICY_MODELS_MAX 8
+#define SF_DEFRAG_EVICT_MAX 16 /* largest defrag_max_evictions */
 
 /* A typical pod of the target workload (FGD's "typical pods"). */
 typedef struct {
@@ -101,6 +109,8 @@ typedef struct sf_policy {
   uint32_t headroom_pct;
   uint32_t search_budget;
   sf_cpu_only_t cpu_only_pods;
+  uint32_t defrag_max_evictions, defrag_max_per_hour, defrag_budget;
+  char defrag_protect_namespaces[SF_POLICY_NAME_MAX];
 } sf_policy_t;
 
 /* The range a policy search draws a numeric key from (bin/slicefit-replay --search). */

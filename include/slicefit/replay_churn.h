@@ -75,15 +75,21 @@ double sf_churn_rate(const sf_churn_load_t *l, double load);
 /** The capacity bound: min(1, cpu_bound, mem_bound). */
 double sf_churn_bound(const sf_churn_load_t *l);
 
+/* A run's state as the eviction hook sees it (bench/replay/replay_churn_int.h reads it). */
+typedef struct sf_churn_view sf_churn_view_t;
+
 /*
- * Where evictions would enter the queue (a defragmentation planner): called
- * after each pass over the queue with the pods waiting; it may fill up to
- * `max` slots (trace order indices of placed pods, as given to it) to evict,
- * and returns how many. An evicted pod leaves its node and waits again with
- * its first arrival time. NULL: no evictions.
+ * Where evictions enter the queue (the defragmentation planner): called
+ * after each pass over the queue with the run and the pods waiting; it may
+ * fill up to `max` slots (trace order indices of placed pods) to evict, and
+ * *serve with the waiting slot the evictions make room for (UINT32_MAX:
+ * none), and returns how many. The served pod is tried at once, then the
+ * evicted pods: each leaves its node and runs, once placed again, its
+ * remaining lifetime plus restart_s; its wait goes on from the one it had.
+ * NULL: no evictions.
  */
-typedef size_t (*sf_churn_evict_fn)(void *ctx, const uint32_t *waiting, size_t nwaiting,
-                                    uint32_t *evict, size_t max);
+typedef size_t (*sf_churn_evict_fn)(void *ctx, sf_churn_view_t *v, const uint32_t *waiting,
+                                    size_t nwaiting, uint32_t *evict, size_t max, uint32_t *serve);
 
 typedef struct {
   sf_replay_opts_t run; /* policy, seed, device choice, ties ... (tune is ignored) */
@@ -96,6 +102,7 @@ typedef struct {
   const double *life;   /* sf_churn_lifetimes, borrowed */
   sf_churn_evict_fn evict;
   void *evict_ctx;
+  double restart_s; /* what an evicted pod loses to its restart, in seconds */
 } sf_churn_opts_t;
 
 typedef struct {

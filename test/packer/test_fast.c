@@ -31,6 +31,10 @@ static const struct {
     {"headroom_pct", "10"},
     {"search_budget", "100"},
     {"cpu_only_pods", "pass"},
+    {"defrag_max_evictions", "2"},
+    {"defrag_protect_namespaces", "kube-system,ops"},
+    {"defrag_max_per_hour", "1"},
+    {"defrag_budget", "2000"},
 };
 
 static const char *other_of(const char *key)

@@ -51,6 +51,12 @@ static const cases_t cases[] = {
     {"headroom_pct", {"0", "99", "10"}, {"100", "-1", "5%", ""}},
     {"search_budget", {"16", "4096", "10000000"}, {"15", "0", "10000001", "lots"}},
     {"cpu_only_pods", {"score", "pass", " pass\n"}, {"", "Score", "off", "score,pass"}},
+    {"defrag_max_evictions", {"1", "4", "16"}, {"0", "17", "-1", "four", ""}},
+    {"defrag_protect_namespaces",
+     {"kube-system", "", "kube-system,gpu-operator", "a"},
+     {"kube system", "tab\there", "caf\xc3\xa9"}},
+    {"defrag_max_per_hour", {"0", "6", "3600"}, {"3601", "-1", "6/h", ""}},
+    {"defrag_budget", {"1000", "50000", "100000000"}, {"999", "0", "100000001", "lots"}},
 };
 
 #define NCASES (sizeof cases / sizeof cases[0])
@@ -115,6 +121,10 @@ Test(policy, defaults_match_header)
   cr_assert_eq(p.headroom_pct, 0);
   cr_assert_eq(p.search_budget, 4096);
   cr_assert_eq(p.cpu_only_pods, SF_CPU_ONLY_SCORE);
+  cr_assert_eq(p.defrag_max_evictions, 4);
+  cr_assert_str_eq(p.defrag_protect_namespaces, "kube-system");
+  cr_assert_eq(p.defrag_max_per_hour, 6);
+  cr_assert_eq(p.defrag_budget, 50000);
   sf_policy_dispose(&p);
 }
 
