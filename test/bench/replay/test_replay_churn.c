@@ -93,6 +93,7 @@ Test(replay_churn, a_waiting_pod_is_placed_when_a_departure_frees_room_after_its
   cr_expect_eq(r.departed, 2, "c and a left");
   /* The GPU was free for 1 s (12 to 13) while b, which fits in one GPU, waited. */
   cr_expect_float_eq(r.idle_while_waiting_gpu_h, 1.0 / 3600.0, 1e-9);
+  sf_churn_result_dispose(&r);
   sf_replay_trace_dispose(&t);
 }
 
@@ -111,6 +112,7 @@ Test(replay_churn, a_pod_that_never_fits_is_never_placed)
   cr_expect_eq(r.never_placed, 1);
   cr_expect_eq(r.attempts, 2, "no departure, no retry: %zu", r.attempts);
   cr_expect_float_eq(r.pending_s[SF_CHURN_WHOLE].p99, 390.0, 1e-9);
+  sf_churn_result_dispose(&r);
   sf_replay_trace_dispose(&t);
 }
 
@@ -216,6 +218,9 @@ Test(replay_churn, a_seed_gives_the_same_run_and_another_seed_another)
   cr_expect_gt(a.alloc_time_avg_pct, 50.0, "%f", a.alloc_time_avg_pct);
   same(&a, &b);
   cr_expect(a.arrivals != c.arrivals || a.alloc_time_avg_pct != c.alloc_time_avg_pct);
+  sf_churn_result_dispose(&a);
+  sf_churn_result_dispose(&b);
+  sf_churn_result_dispose(&c);
   sf_replay_trace_dispose(&t);
 }
 
@@ -244,6 +249,8 @@ Test(replay_churn, kube_default_spreads_over_nodes)
     churn(&t, "bestfit", 0, seed, 400, &b);
     cr_expect_eq(k.never_placed, 1, "seed %llu", (unsigned long long)seed);
     cr_expect_eq(b.never_placed, 0, "seed %llu", (unsigned long long)seed);
+    sf_churn_result_dispose(&k);
+    sf_churn_result_dispose(&b);
   }
   sf_replay_trace_dispose(&t);
 }
@@ -272,5 +279,7 @@ Test(replay_churn, kube_default_takes_the_first_device_that_fits)
   churn(&t, "bestfit", 0, 42, 400, &b);
   cr_expect_eq(k.never_placed, 1);
   cr_expect_eq(b.never_placed, 0);
+  sf_churn_result_dispose(&k);
+  sf_churn_result_dispose(&b);
   sf_replay_trace_dispose(&t);
 }
