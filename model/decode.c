@@ -327,6 +327,14 @@ static int qty_text(dctx_t *d, const char *s, size_t len, sf_milli_t *out)
   return 1;
 }
 
+int sf__dstr_fields(dctx_t *d, const json_t *obj, const dstr_field_t *f)
+{
+  for (int r; f->key; f++)
+    if ((r = (f->req ? sf__dstr_req : sf__dstr)(d, obj, f->key, f->out)) < 0)
+      return r;
+  return 1;
+}
+
 int sf__dqty_val(dctx_t *d, const json_t *v, sf_milli_t *out)
 {
   char buf[64];
@@ -473,19 +481,24 @@ int sf__dtaint(dctx_t *d, const json_t *t, sf_taint_t *out)
   int r;
   if (!json_is_object(t))
     return sf__dfail(d, "expected an object, got %s", sf__dtype_name(t));
-  if ((r = sf__dstr_req(d, t, "key", &out->key)) < 0)
-    return r;
   out->value = "";
-  if ((r = sf__dstr(d, t, "value", &out->value)) < 0)
+  if ((r = sf__dstr_fields(d, t,
+                           (const dstr_field_t[]){{"key", &out->key, true},
+                                                  {"value", &out->value, false},
+                                                  {"effect", &eff, false},
+                                                  {NULL, NULL, false}})) < 0)
     return r;
-  if ((r = sf__dstr(d, t, "effect", &eff)) < 0)
-    return r;
-  out->effect = SF_TAINT_NONE;
-  if (eff && !strcmp(eff, "NoSchedule"))
-    out->effect = SF_TAINT_NOSCHEDULE;
-  if (eff && !strcmp(eff, "NoExecute"))
-    out->effect = SF_TAINT_NOEXECUTE;
+  out->effect = sf__deffect(eff);
   return 1;
+}
+
+sf_taint_effect_t sf__deffect(const char *eff)
+{
+  if (eff && !strcmp(eff, "NoSchedule"))
+    return SF_TAINT_NOSCHEDULE;
+  if (eff && !strcmp(eff, "NoExecute"))
+    return SF_TAINT_NOEXECUTE;
+  return SF_TAINT_NONE;
 }
 
 /* ---- metadata and dispatch ---- */
@@ -502,13 +515,12 @@ int sf__decode_meta(dctx_t *d, const json_t *j, sf_meta_t *m)
     return sf__dfail(d, "is required");
   }
   size_t at = sf__dpush(d, "metadata");
-  if ((r = sf__dstr_req(d, md, "name", &m->name)) < 0)
-    return r;
-  if ((r = sf__dstr(d, md, "namespace", &m->ns)) < 0)
-    return r;
-  if ((r = sf__dstr(d, md, "uid", &m->uid)) < 0)
-    return r;
-  if ((r = sf__dstr(d, md, "resourceVersion", &m->rv)) < 0)
+  if ((r = sf__dstr_fields(d, md,
+                           (const dstr_field_t[]){{"name", &m->name, true},
+                                                  {"namespace", &m->ns, false},
+                                                  {"uid", &m->uid, false},
+                                                  {"resourceVersion", &m->rv, false},
+                                                  {NULL, NULL, false}})) < 0)
     return r;
   sf__dpop(d, at);
   return 1;

@@ -17,24 +17,19 @@ static int toleration(dctx_t *d, const json_t *t, sf_toleration_t *o, bool *unkn
   if (!json_is_object(t))
     return sf__dfail(d, "expected an object");
   o->value = "";
-  if ((r = sf__dstr(d, t, "key", &o->key)) < 0)
-    return r;
-  if ((r = sf__dstr(d, t, "operator", &op)) < 0)
-    return r;
-  if ((r = sf__dstr(d, t, "value", &o->value)) < 0)
-    return r;
-  if ((r = sf__dstr(d, t, "effect", &eff)) < 0)
+  if ((r = sf__dstr_fields(d, t,
+                           (const dstr_field_t[]){{"key", &o->key, false},
+                                                  {"operator", &op, false},
+                                                  {"value", &o->value, false},
+                                                  {"effect", &eff, false},
+                                                  {NULL, NULL, false}})) < 0)
     return r;
   o->exists = op && !strcmp(op, "Exists");
   /* An operator Kubernetes does not know tolerates nothing. */
   if (op && *op && !o->exists && strcmp(op, "Equal"))
     *unknown_op = true;
   o->any_effect = !eff || !*eff;
-  o->effect = SF_TAINT_NONE;
-  if (eff && !strcmp(eff, "NoSchedule"))
-    o->effect = SF_TAINT_NOSCHEDULE;
-  if (eff && !strcmp(eff, "NoExecute"))
-    o->effect = SF_TAINT_NOEXECUTE;
+  o->effect = sf__deffect(eff);
   return 1;
 }
 
@@ -169,11 +164,10 @@ static int constraint(dctx_t *d, const json_t *c, sf_dcons_t *o)
     return sf__dfail(d, "expected an object");
   if ((r = sf__dstrs(d, c, "requests", &o->reqs, &o->nreqs)) < 0)
     return r;
-  if ((r = sf__dstr(d, c, "matchAttribute", &o->match)) < 0)
-    return r;
-  if ((r = sf__dstr(d, c, "distinctAttribute", &o->distinct)) < 0)
-    return r;
-  return 1;
+  return sf__dstr_fields(d, c,
+                         (const dstr_field_t[]){{"matchAttribute", &o->match, false},
+                                                {"distinctAttribute", &o->distinct, false},
+                                                {NULL, NULL, false}});
 }
 
 static int request_elem(dctx_t *d, const json_t *e, void *o)
@@ -209,15 +203,13 @@ static int result(dctx_t *d, const json_t *e, void *out)
   int r;
   if (!json_is_object(e))
     return sf__dfail(d, "expected an object");
-  if ((r = sf__dstr_req(d, e, "request", &o->request)) < 0)
-    return r;
-  if ((r = sf__dstr_req(d, e, "driver", &o->driver)) < 0)
-    return r;
-  if ((r = sf__dstr_req(d, e, "pool", &o->pool)) < 0)
-    return r;
-  if ((r = sf__dstr_req(d, e, "device", &o->device)) < 0)
-    return r;
-  if ((r = sf__dstr(d, e, "shareID", &o->share_id)) < 0)
+  if ((r = sf__dstr_fields(d, e,
+                           (const dstr_field_t[]){{"request", &o->request, true},
+                                                  {"driver", &o->driver, true},
+                                                  {"pool", &o->pool, true},
+                                                  {"device", &o->device, true},
+                                                  {"shareID", &o->share_id, false},
+                                                  {NULL, NULL, false}})) < 0)
     return r;
   if ((r = sf__dbool(d, e, "adminAccess", &o->admin_access)) < 0)
     return r;
@@ -229,19 +221,15 @@ static int result(dctx_t *d, const json_t *e, void *out)
 static int reserved(dctx_t *d, const json_t *e, void *out)
 {
   sf_dref_t *o = out;
-  int r;
   if (!json_is_object(e))
     return sf__dfail(d, "expected an object");
   o->api_group = o->resource = o->uid = "";
-  if ((r = sf__dstr(d, e, "apiGroup", &o->api_group)) < 0)
-    return r;
-  if ((r = sf__dstr(d, e, "resource", &o->resource)) < 0)
-    return r;
-  if ((r = sf__dstr_req(d, e, "name", &o->name)) < 0)
-    return r;
-  if ((r = sf__dstr(d, e, "uid", &o->uid)) < 0)
-    return r;
-  return 1;
+  return sf__dstr_fields(d, e,
+                         (const dstr_field_t[]){{"apiGroup", &o->api_group, false},
+                                                {"resource", &o->resource, false},
+                                                {"name", &o->name, true},
+                                                {"uid", &o->uid, false},
+                                                {NULL, NULL, false}});
 }
 
 /* The node of a node-local allocation: matchFields metadata.name In [node]. */
@@ -367,11 +355,11 @@ int sf__decode_rule(dctx_t *d, const json_t *j, sf_taint_rule_t *t)
     return r;
   if (sel) {
     size_t at2 = sf__dpush(d, "deviceSelector");
-    if ((r = sf__dstr(d, sel, "driver", &t->driver)) < 0)
-      return r;
-    if ((r = sf__dstr(d, sel, "pool", &t->pool)) < 0)
-      return r;
-    if ((r = sf__dstr(d, sel, "device", &t->device)) < 0)
+    if ((r = sf__dstr_fields(d, sel,
+                             (const dstr_field_t[]){{"driver", &t->driver, false},
+                                                    {"pool", &t->pool, false},
+                                                    {"device", &t->device, false},
+                                                    {NULL, NULL, false}})) < 0)
       return r;
     t->by_class = json_object_get(sel, "deviceClassName") || json_object_get(sel, "selectors");
     sf__dpop(d, at2);

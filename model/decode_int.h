@@ -104,6 +104,14 @@ int sf__dobj(dctx_t *d, const json_t *obj, const char *key, const json_t **out);
 int sf__darr(dctx_t *d, const json_t *obj, const char *key, const json_t **out, size_t *n);
 /** A required string field: SF_EINVAL "is required" when absent or empty. */
 int sf__dstr_req(dctx_t *d, const json_t *obj, const char *key, const char **out);
+/** A string field read by sf__dstr_fields(); `req` ones are read as sf__dstr_req() reads. */
+typedef struct {
+  const char *key;
+  const char **out;
+  bool req;
+} dstr_field_t;
+/** Reads the string fields of `f` (up to one with a NULL key) in order; the first error stops. */
+int sf__dstr_fields(dctx_t *d, const json_t *obj, const dstr_field_t *f);
 /** Parses a quantity value (string, number or null -> 0 not read) at the current path. */
 int sf__dqty_val(dctx_t *d, const json_t *v, sf_milli_t *out);
 /** An array of strings (e.g. requests: [...]) into the arena. */
@@ -123,6 +131,8 @@ int sf__deach(dctx_t *d, const json_t *obj, const char *key, size_t size, sf__de
 /** Same into a new arena array: *out, *n. */
 int sf__darray(dctx_t *d, const json_t *obj, const char *key, size_t size, sf__delem_fn fn,
                void **out, size_t *n);
+/** The taint effect named `eff` (NULL or unknown: None). */
+sf_taint_effect_t sf__deffect(const char *eff);
 /** A taint {key, value, effect}; unknown effects are None. */
 int sf__dtaint(dctx_t *d, const json_t *t, sf_taint_t *out);
 

@@ -17,11 +17,12 @@ static int pod_claim(dctx_t *d, const json_t *e, void *out)
 {
   sf_pod_claim_t *o = out;
   int r;
-  if ((r = sf__dstr_req(d, e, "name", &o->name)) < 0)
-    return r;
-  if ((r = sf__dstr(d, e, "resourceClaimName", &o->claim_name)) < 0)
-    return r;
-  if ((r = sf__dstr(d, e, "resourceClaimTemplateName", &o->template_name)) < 0)
+  if ((r = sf__dstr_fields(d, e,
+                           (const dstr_field_t[]){{"name", &o->name, true},
+                                                  {"resourceClaimName", &o->claim_name, false},
+                                                  {"resourceClaimTemplateName", &o->template_name,
+                                                   false},
+                                                  {NULL, NULL, false}})) < 0)
     return r;
   if (o->claim_name && !*o->claim_name)
     o->claim_name = NULL;
@@ -35,12 +36,10 @@ static int pod_claim(dctx_t *d, const json_t *e, void *out)
 static int ctr_claim(dctx_t *d, const json_t *e, void *out)
 {
   sf_ctr_claim_t *o = out;
-  int r;
-  if ((r = sf__dstr_req(d, e, "name", &o->name)) < 0)
-    return r;
-  if ((r = sf__dstr(d, e, "request", &o->request)) < 0)
-    return r;
-  return 1;
+  return sf__dstr_fields(d, e,
+                         (const dstr_field_t[]){{"name", &o->name, true},
+                                                {"request", &o->request, false},
+                                                {NULL, NULL, false}});
 }
 
 /* Extended resources: names with a '/'; a request wins over its limit. */
@@ -135,25 +134,20 @@ static int main_ctr(dctx_t *d, const json_t *e, void *out)
 static int claim_status(dctx_t *d, const json_t *e, void *out)
 {
   sf_claim_status_t *o = out;
-  int r;
-  if ((r = sf__dstr_req(d, e, "name", &o->name)) < 0)
-    return r;
-  if ((r = sf__dstr(d, e, "resourceClaimName", &o->claim_name)) < 0)
-    return r;
-  return 1;
+  return sf__dstr_fields(d, e,
+                         (const dstr_field_t[]){{"name", &o->name, true},
+                                                {"resourceClaimName", &o->claim_name, false},
+                                                {NULL, NULL, false}});
 }
 
 static int ext_mapping(dctx_t *d, const json_t *e, void *out)
 {
   sf_ext_mapping_t *o = out;
-  int r;
-  if ((r = sf__dstr_req(d, e, "containerName", &o->container)) < 0)
-    return r;
-  if ((r = sf__dstr_req(d, e, "resourceName", &o->resource)) < 0)
-    return r;
-  if ((r = sf__dstr_req(d, e, "requestName", &o->request)) < 0)
-    return r;
-  return 1;
+  return sf__dstr_fields(d, e,
+                         (const dstr_field_t[]){{"containerName", &o->container, true},
+                                                {"resourceName", &o->resource, true},
+                                                {"requestName", &o->request, true},
+                                                {NULL, NULL, false}});
 }
 
 /* Requests past this are no real pod's; summing them could overflow. */
