@@ -118,6 +118,14 @@ int sf__dqty_val(dctx_t *d, const json_t *v, sf_milli_t *out);
 int sf__dstrs(dctx_t *d, const json_t *obj, const char *key, const char ***out, size_t *n);
 /** A map of quantities ({"memory": "16Gi"}) into name/value pairs. */
 int sf__dqmap(dctx_t *d, const json_t *obj, const char *key, sf_cap_request_t **out, size_t *n);
+/** Decodes member `k` (value `v`) of an object into `out`: 1 keeps it, 0 drops it, or SF_EINVAL. */
+typedef int (*sf__dmember_fn)(dctx_t *d, const void *ctx, const char *k, const json_t *v, void *out);
+/**
+ * Decodes each member of the object `key` of `obj` with `fn` (at the member's path) into a new
+ * arena array of `size`-byte elements: *out, *n. Returns 0 when the object is absent.
+ */
+int sf__dmap(dctx_t *d, const json_t *obj, const char *key, size_t size, sf__dmember_fn fn,
+             const void *ctx, void **out, size_t *n);
 /** Selectors [{cel: {expression}}] into their texts. */
 int sf__dselectors(dctx_t *d, const json_t *obj, const char *key, const char ***out, size_t *n);
 /** Decodes one array element (an object) into `out`. */

@@ -291,25 +291,12 @@ int sf__decode_pod(dctx_t *d, const json_t *j, sf_pod_t *p)
   return 1;
 }
 
-static int labels(dctx_t *d, const json_t *md, sf_node_t *n)
+static int label(dctx_t *d, const void *ctx, const char *k, const json_t *v, void *out)
 {
-  const json_t *m;
-  int r = sf__dobj(d, md, "labels", &m);
-  if (r <= 0)
-    return r;
-  size_t at = sf__dpush(d, "labels");
-  n->labels = sf__arena_alloc(d->a, json_object_size(m) * sizeof(*n->labels));
-  const char *k;
-  json_t *v;
-  json_object_foreach(unconst(m), k, v)
-  {
-    if (!json_is_string(v)) {
-      sf__dpush(d, k);
-      return sf__dfail(d, "expected a string");
-    }
-    n->labels[n->nlabels++] = (sf_label_t){k, json_string_value(v)};
-  }
-  sf__dpop(d, at);
+  (void)ctx;
+  if (!json_is_string(v))
+    return sf__dfail(d, "expected a string");
+  *(sf_label_t *)out = (sf_label_t){k, json_string_value(v)};
   return 1;
 }
 
@@ -318,7 +305,8 @@ int sf__decode_node(dctx_t *d, const json_t *j, sf_node_t *n)
   const json_t *md = json_object_get(j, "metadata"), *st;
   int r;
   size_t at = sf__dpush(d, "metadata");
-  if ((r = labels(d, md, n)) < 0)
+  if ((r = sf__dmap(d, md, "labels", sizeof(sf_label_t), label, NULL, (void **)&n->labels,
+                    &n->nlabels)) < 0)
     return r;
   sf__dpop(d, at);
   if ((r = sf__dobj(d, j, "status", &st)) < 0 || !st)

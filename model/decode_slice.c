@@ -134,30 +134,12 @@ static int attr_value(dctx_t *d, const json_t *v, sf_attr_t *a)
   return 1;
 }
 
-static int attributes(dctx_t *d, const char *driver, const json_t *dev, sf_device_spec_t *o)
+/* One attribute; `driver` qualifies its name. */
+static int attribute(dctx_t *d, const void *driver, const char *k, const json_t *e, void *out)
 {
-  const json_t *m;
-  int r = sf__dobj(d, dev, "attributes", &m);
-  if (r <= 0)
-    return r;
-  size_t at = sf__dpush(d, "attributes"), n = 0;
-  sf_attr_t *v = sf__arena_alloc(d->a, json_object_size(m) * sizeof(*v));
-  const char *k;
-  json_t *e;
-  json_object_foreach(unconst(m), k, e)
-  {
-    size_t at2 = sf__dpush(d, k);
-    if ((r = qualify(d, driver, k, &v[n].name)) < 0)
-      return r;
-    if ((r = attr_value(d, e, &v[n])) < 0)
-      return r;
-    n += (size_t)r;
-    sf__dpop(d, at2);
-  }
-  sf__dpop(d, at);
-  o->attrs = v;
-  o->nattrs = n;
-  return 1;
+  sf_attr_t *a = out;
+  int r = qualify(d, driver, k, &a->name);
+  return r < 0 ? r : attr_value(d, e, a);
 }
 
 static int valid_values(dctx_t *d, const json_t *pol, sf_request_policy_t *p)
@@ -231,37 +213,23 @@ static int request_policy(dctx_t *d, const json_t *cap, sf_capacity_t *c)
   return 1;
 }
 
-static int capacities(dctx_t *d, const char *driver, const json_t *dev, sf_device_spec_t *o)
+/* One capacity; `driver` qualifies its name. */
+static int capacity(dctx_t *d, const void *driver, const char *k, const json_t *e, void *out)
 {
-  const json_t *m;
-  int r = sf__dobj(d, dev, "capacity", &m);
-  if (r <= 0)
+  sf_capacity_t *c = out;
+  int r;
+  if ((r = qualify(d, driver, k, &c->name)) < 0)
     return r;
-  size_t at = sf__dpush(d, "capacity"), n = 0;
-  sf_capacity_t *v = sf__arena_alloc(d->a, json_object_size(m) * sizeof(*v));
-  const char *k;
-  json_t *e;
-  json_object_foreach(unconst(m), k, e)
-  {
-    size_t at2 = sf__dpush(d, k);
-    sf_capacity_t *c = &v[n++];
-    if ((r = qualify(d, driver, k, &c->name)) < 0)
-      return r;
-    if (!json_is_object(e))
-      return sf__dfail(d, "expected an object");
-    if ((r = sf__dqty(d, e, "value", &c->value)) < 0)
-      return r;
-    if (r == 0)
-      return sf__dfail(d, "has no value");
-    if (c->value < 0)
-      return sf__dfail(d, "value is negative");
-    if ((r = request_policy(d, e, c)) < 0)
-      return r;
-    sf__dpop(d, at2);
-  }
-  sf__dpop(d, at);
-  o->caps = v;
-  o->ncaps = n;
+  if (!json_is_object(e))
+    return sf__dfail(d, "expected an object");
+  if ((r = sf__dqty(d, e, "value", &c->value)) < 0)
+    return r;
+  if (r == 0)
+    return sf__dfail(d, "has no value");
+  if (c->value < 0)
+    return sf__dfail(d, "value is negative");
+  if ((r = request_policy(d, e, c)) < 0)
+    return r;
   return 1;
 }
 
@@ -326,25 +294,9 @@ static int counter_sets(dctx_t *d, const json_t *obj, const char *key, const cha
   return 1;
 }
 
-static int taints(dctx_t *d, const json_t *dev, sf_device_spec_t *o)
+static int taint(dctx_t *d, const json_t *t, void *out)
 {
-  const json_t *arr;
-  size_t n;
-  int r = sf__darr(d, dev, "taints", &arr, &n);
-  if (r <= 0)
-    return r;
-  size_t at = sf__dpush(d, "taints");
-  sf_taint_t *v = sf__arena_alloc(d->a, n * sizeof(*v));
-  for (size_t i = 0; i < n; i++) {
-    size_t ati = sf__dpush_i(d, i);
-    if ((r = sf__dtaint(d, json_array_get(arr, i), &v[i])) < 0)
-      return r;
-    sf__dpop(d, ati);
-  }
-  sf__dpop(d, at);
-  o->taints = v;
-  o->ntaints = n;
-  return 1;
+  return sf__dtaint(d, t, out);
 }
 
 /* nodeName | allNodes | nodeSelector (| perDeviceNodeSelection at slice level). */
@@ -383,14 +335,19 @@ static int device(dctx_t *d, const json_t *dev, sf_slice_t *s, size_t i)
   sf_device_spec_t *o = &s->devs[i];
   int r;
   sf_counter_t *uses = NULL;
+  void *attrs = NULL, *caps = NULL, *taints = NULL;
   if (!json_is_object(dev))
     return sf__dfail(d, "expected an object");
   if ((r = sf__dstr_req(d, dev, "name", &o->name)) < 0)
     return r;
-  if ((r = attributes(d, s->driver, dev, o)) < 0)
+  if ((r = sf__dmap(d, dev, "attributes", sizeof(sf_attr_t), attribute, s->driver, &attrs,
+                    &o->nattrs)) < 0)
     return r;
-  if ((r = capacities(d, s->driver, dev, o)) < 0)
+  if ((r = sf__dmap(d, dev, "capacity", sizeof(sf_capacity_t), capacity, s->driver, &caps,
+                    &o->ncaps)) < 0)
     return r;
+  o->attrs = attrs;
+  o->caps = caps;
   if (o->nattrs + o->ncaps > DEVICE_FIELDS_MAX)
     return sf__dfail(d, "%zu attributes and capacities, more than %d", o->nattrs + o->ncaps,
                      DEVICE_FIELDS_MAX);
@@ -400,8 +357,9 @@ static int device(dctx_t *d, const json_t *dev, sf_slice_t *s, size_t i)
   for (size_t k = 0; k < o->ncounters; k++)
     cu[k] = (sf_counter_use_t){uses[k].set, uses[k].counter, uses[k].value};
   o->counters = cu;
-  if ((r = taints(d, dev, o)) < 0)
+  if ((r = sf__darray(d, dev, "taints", sizeof(sf_taint_t), taint, &taints, &o->ntaints)) < 0)
     return r;
+  o->taints = taints;
   if ((r = sf__dbool(d, dev, "allowMultipleAllocations", &o->allow_multiple)) < 0)
     return r;
   if (s->nodesel == SF_NODESEL_PER_DEVICE &&
