@@ -460,6 +460,18 @@ int sf__dselectors(dctx_t *d, const json_t *obj, const char *key, const char ***
   return texts(d, obj, key, out, n, selector);
 }
 
+int sf__dsub(dctx_t *d, const json_t *obj, const char *key, sf__delem_fn fn, void *out)
+{
+  const json_t *v;
+  int r = sf__dobj(d, obj, key, &v);
+  if (r <= 0)
+    return r;
+  size_t at = sf__dpush(d, key);
+  if ((r = fn(d, v, out)) >= 0)
+    sf__dpop(d, at);
+  return r;
+}
+
 int sf__deach(dctx_t *d, const json_t *obj, const char *key, size_t size, sf__delem_fn fn, char *out,
               size_t *n)
 {

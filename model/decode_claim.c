@@ -179,22 +179,21 @@ static int constraint_elem(dctx_t *d, const json_t *e, void *o)
   return constraint(d, e, o);
 }
 
-/* A ResourceClaimSpec: {"devices": {"requests": [...], "constraints": [...]}}. */
-static int claim_spec(dctx_t *d, const json_t *spec, sf_claim_spec_t *o)
+static int claim_devices(dctx_t *d, const json_t *dev, void *out)
 {
-  const json_t *dev;
-  int r = sf__dobj(d, spec, "devices", &dev);
-  if (r <= 0)
-    return r;
-  size_t at = sf__dpush(d, "devices");
+  sf_claim_spec_t *o = out;
+  int r;
   if ((r = sf__darray(d, dev, "requests", sizeof(sf_dreq_t), request_elem, (void **)&o->reqs,
                       &o->nreqs)) < 0)
     return r;
-  if ((r = sf__darray(d, dev, "constraints", sizeof(sf_dcons_t), constraint_elem, (void **)&o->cons,
-                      &o->ncons)) < 0)
-    return r;
-  sf__dpop(d, at);
-  return 1;
+  return sf__darray(d, dev, "constraints", sizeof(sf_dcons_t), constraint_elem, (void **)&o->cons,
+                    &o->ncons);
+}
+
+/* A ResourceClaimSpec: {"devices": {"requests": [...], "constraints": [...]}}. */
+static int claim_spec(dctx_t *d, const json_t *spec, void *out)
+{
+  return sf__dsub(d, spec, "devices", claim_devices, out);
 }
 
 static int result(dctx_t *d, const json_t *e, void *out)
@@ -252,76 +251,72 @@ static const char *selector_node(const json_t *ns)
   return NULL;
 }
 
-static int allocation(dctx_t *d, const json_t *al, sf_rclaim_t *c)
+static int alloc_results(dctx_t *d, const json_t *dev, void *out)
 {
-  const json_t *dev, *ns;
+  sf_rclaim_t *c = out;
+  return sf__darray(d, dev, "results", sizeof(sf_dresult_t), result, (void **)&c->results,
+                    &c->nresults);
+}
+
+static int allocation(dctx_t *d, const json_t *al, void *out)
+{
+  sf_rclaim_t *c = out;
+  const json_t *ns;
   int r;
-  size_t at = sf__dpush(d, "allocation");
   c->allocated = true;
-  if ((r = sf__dobj(d, al, "devices", &dev)) < 0)
+  if ((r = sf__dsub(d, al, "devices", alloc_results, c)) < 0)
     return r;
-  if (dev) {
-    size_t at2 = sf__dpush(d, "devices");
-    if ((r = sf__darray(d, dev, "results", sizeof(sf_dresult_t), result, (void **)&c->results,
-                        &c->nresults)) < 0)
-      return r;
-    sf__dpop(d, at2);
-  }
   if ((r = sf__dobj(d, al, "nodeSelector", &ns)) < 0)
     return r;
   if (ns && (c->alloc_node = selector_node(ns)))
     c->alloc_node = sf__dkeep(d, c->alloc_node, strlen(c->alloc_node));
-  sf__dpop(d, at);
   return 1;
+}
+
+static int claim_status(dctx_t *d, const json_t *st, void *out)
+{
+  sf_rclaim_t *c = out;
+  int r;
+  if ((r = sf__dsub(d, st, "allocation", allocation, c)) < 0)
+    return r;
+  return sf__darray(d, st, "reservedFor", sizeof(sf_dref_t), reserved, (void **)&c->reserved,
+                    &c->nreserved);
 }
 
 int sf__decode_claim(dctx_t *d, const json_t *j, sf_rclaim_t *c)
 {
-  const json_t *spec, *st, *al;
   int r;
-  if ((r = sf__dobj(d, j, "spec", &spec)) < 0)
+  if ((r = sf__dsub(d, j, "spec", claim_spec, &c->spec)) < 0)
     return r;
-  if (spec) {
-    size_t at = sf__dpush(d, "spec");
-    if ((r = claim_spec(d, spec, &c->spec)) < 0)
-      return r;
-    sf__dpop(d, at);
-  }
-  if ((r = sf__dobj(d, j, "status", &st)) < 0 || !st)
-    return r;
-  size_t at = sf__dpush(d, "status");
-  if ((r = sf__dobj(d, st, "allocation", &al)) < 0)
-    return r;
-  if (al && (r = allocation(d, al, c)) < 0)
-    return r;
-  if ((r = sf__darray(d, st, "reservedFor", sizeof(sf_dref_t), reserved, (void **)&c->reserved,
-                      &c->nreserved)) < 0)
-    return r;
-  sf__dpop(d, at);
-  return 1;
+  return sf__dsub(d, j, "status", claim_status, c);
+}
+
+/* A template's spec: {"spec": ResourceClaimSpec}. */
+static int template_spec(dctx_t *d, const json_t *spec, void *out)
+{
+  return sf__dsub(d, spec, "spec", claim_spec, out);
 }
 
 int sf__decode_template(dctx_t *d, const json_t *j, sf_claim_template_t *t)
 {
-  const json_t *spec, *inner;
+  return sf__dsub(d, j, "spec", template_spec, &t->spec);
+}
+
+static int class_spec(dctx_t *d, const json_t *spec, void *out)
+{
+  sf_device_class_t *c = out;
   int r;
-  if ((r = sf__dobj(d, j, "spec", &spec)) < 0 || !spec)
+  if ((r = sf__dselectors(d, spec, "selectors", &c->selectors, &c->nselectors)) < 0)
     return r;
-  size_t at = sf__dpush(d, "spec");
-  if ((r = sf__dobj(d, spec, "spec", &inner)) < 0)
+  if ((r = sf__dstr(d, spec, "extendedResourceName", &c->ext_resource)) < 0)
     return r;
-  if (inner) {
-    sf__dpush(d, "spec");
-    if ((r = claim_spec(d, inner, &t->spec)) < 0)
-      return r;
-  }
-  sf__dpop(d, at);
+  if (c->ext_resource && !*c->ext_resource)
+    c->ext_resource = NULL;
   return 1;
 }
 
 int sf__decode_class(dctx_t *d, const json_t *j, sf_device_class_t *c)
 {
-  const json_t *spec;
   int r;
   size_t at = sf__dpush(d, "metadata");
   if ((r = sf__dstr(d, json_object_get(j, "metadata"), "creationTimestamp", &c->created)) < 0)
@@ -329,41 +324,34 @@ int sf__decode_class(dctx_t *d, const json_t *j, sf_device_class_t *c)
   sf__dpop(d, at);
   if (!c->created)
     c->created = "";
-  if ((r = sf__dobj(d, j, "spec", &spec)) < 0 || !spec)
+  return sf__dsub(d, j, "spec", class_spec, c);
+}
+
+static int device_selector(dctx_t *d, const json_t *sel, void *out)
+{
+  sf_taint_rule_t *t = out;
+  int r;
+  if ((r = sf__dstr_fields(d, sel,
+                           (const dstr_field_t[]){{"driver", &t->driver, false},
+                                                  {"pool", &t->pool, false},
+                                                  {"device", &t->device, false},
+                                                  {NULL, NULL, false}})) < 0)
     return r;
-  at = sf__dpush(d, "spec");
-  if ((r = sf__dselectors(d, spec, "selectors", &c->selectors, &c->nselectors)) < 0)
-    return r;
-  if ((r = sf__dstr(d, spec, "extendedResourceName", &c->ext_resource)) < 0)
-    return r;
-  if (c->ext_resource && !*c->ext_resource)
-    c->ext_resource = NULL;
-  sf__dpop(d, at);
+  t->by_class = json_object_get(sel, "deviceClassName") || json_object_get(sel, "selectors");
   return 1;
 }
 
 int sf__decode_rule(dctx_t *d, const json_t *j, sf_taint_rule_t *t)
 {
-  const json_t *spec, *sel, *taint;
+  const json_t *spec, *taint;
   int r;
   if ((r = sf__dobj(d, j, "spec", &spec)) < 0)
     return r;
   size_t at = sf__dpush(d, "spec");
   if (!spec)
     return sf__dfail(d, "is required");
-  if ((r = sf__dobj(d, spec, "deviceSelector", &sel)) < 0)
+  if ((r = sf__dsub(d, spec, "deviceSelector", device_selector, t)) < 0)
     return r;
-  if (sel) {
-    size_t at2 = sf__dpush(d, "deviceSelector");
-    if ((r = sf__dstr_fields(d, sel,
-                             (const dstr_field_t[]){{"driver", &t->driver, false},
-                                                    {"pool", &t->pool, false},
-                                                    {"device", &t->device, false},
-                                                    {NULL, NULL, false}})) < 0)
-      return r;
-    t->by_class = json_object_get(sel, "deviceClassName") || json_object_get(sel, "selectors");
-    sf__dpop(d, at2);
-  }
   if ((r = sf__dobj(d, spec, "taint", &taint)) < 0)
     return r;
   sf__dpush(d, "taint");

@@ -130,6 +130,8 @@ int sf__dmap(dctx_t *d, const json_t *obj, const char *key, size_t size, sf__dme
 int sf__dselectors(dctx_t *d, const json_t *obj, const char *key, const char ***out, size_t *n);
 /** Decodes one array element (an object) into `out`. */
 typedef int (*sf__delem_fn)(dctx_t *d, const json_t *e, void *out);
+/** Decodes the object field `key` of `obj` with `fn` at its path: 0 when absent, else fn's result. */
+int sf__dsub(dctx_t *d, const json_t *obj, const char *key, sf__delem_fn fn, void *out);
 /**
  * Decodes the array `key` of `obj` with `fn` into `size`-byte elements
  * appended at out + *n * size (room for them is the caller's).

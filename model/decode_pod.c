@@ -223,8 +223,9 @@ static int pod_requests(dctx_t *d, const json_t *spec, sf_pod_t *p)
   return add(d, p->mem_bytes, om, &p->mem_bytes);
 }
 
-static int pod_spec(dctx_t *d, const json_t *spec, sf_pod_t *p)
+static int pod_spec(dctx_t *d, const json_t *spec, void *out)
 {
+  sf_pod_t *p = out;
   int r;
   if ((r = sf__dstr(d, spec, "nodeName", &p->node_name)) < 0)
     return r;
@@ -245,9 +246,20 @@ static int pod_spec(dctx_t *d, const json_t *spec, sf_pod_t *p)
   return pod_requests(d, spec, p);
 }
 
-static int pod_status(dctx_t *d, const json_t *st, sf_pod_t *p)
+static int ext_status(dctx_t *d, const json_t *ext, void *out)
 {
-  const json_t *ext;
+  sf_pod_t *p = out;
+  int r;
+  if ((r = sf__dstr(d, ext, "resourceClaimName", &p->ext_claim)) < 0)
+    return r;
+  p->ext_maps = sf__arena_alloc(d->a, arr_len(ext, "requestMappings") * sizeof(*p->ext_maps));
+  return sf__deach(d, ext, "requestMappings", sizeof(*p->ext_maps), ext_mapping, (char *)p->ext_maps,
+                   &p->next_maps);
+}
+
+static int pod_status(dctx_t *d, const json_t *st, void *out)
+{
+  sf_pod_t *p = out;
   const char *phase = NULL;
   int r;
   if ((r = sf__dstr(d, st, "phase", &phase)) < 0)
@@ -257,38 +269,15 @@ static int pod_status(dctx_t *d, const json_t *st, sf_pod_t *p)
   if ((r = sf__deach(d, st, "resourceClaimStatuses", sizeof(*p->statuses), claim_status,
                      (char *)p->statuses, &p->nstatuses)) < 0)
     return r;
-  if ((r = sf__dobj(d, st, "extendedResourceClaimStatus", &ext)) < 0 || !ext)
-    return r;
-  size_t at = sf__dpush(d, "extendedResourceClaimStatus");
-  if ((r = sf__dstr(d, ext, "resourceClaimName", &p->ext_claim)) < 0)
-    return r;
-  p->ext_maps = sf__arena_alloc(d->a, arr_len(ext, "requestMappings") * sizeof(*p->ext_maps));
-  if ((r = sf__deach(d, ext, "requestMappings", sizeof(*p->ext_maps), ext_mapping,
-                     (char *)p->ext_maps, &p->next_maps)) < 0)
-    return r;
-  sf__dpop(d, at);
-  return 1;
+  return sf__dsub(d, st, "extendedResourceClaimStatus", ext_status, p);
 }
 
 int sf__decode_pod(dctx_t *d, const json_t *j, sf_pod_t *p)
 {
-  const json_t *spec, *st;
   int r;
-  if ((r = sf__dobj(d, j, "spec", &spec)) < 0)
+  if ((r = sf__dsub(d, j, "spec", pod_spec, p)) < 0)
     return r;
-  if (spec) {
-    size_t at = sf__dpush(d, "spec");
-    if ((r = pod_spec(d, spec, p)) < 0)
-      return r;
-    sf__dpop(d, at);
-  }
-  if ((r = sf__dobj(d, j, "status", &st)) < 0 || !st)
-    return r;
-  size_t at = sf__dpush(d, "status");
-  if ((r = pod_status(d, st, p)) < 0)
-    return r;
-  sf__dpop(d, at);
-  return 1;
+  return sf__dsub(d, j, "status", pod_status, p);
 }
 
 static int label(dctx_t *d, const void *ctx, const char *k, const json_t *v, void *out)

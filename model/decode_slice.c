@@ -167,13 +167,10 @@ static int valid_values(dctx_t *d, const json_t *pol, sf_request_policy_t *p)
   return 1;
 }
 
-static int valid_range(dctx_t *d, const json_t *pol, sf_request_policy_t *p)
+static int valid_range(dctx_t *d, const json_t *rg, void *out)
 {
-  const json_t *rg;
-  int r = sf__dobj(d, pol, "validRange", &rg);
-  if (r <= 0)
-    return r;
-  size_t at = sf__dpush(d, "validRange");
+  sf_request_policy_t *p = out;
+  int r;
   if ((r = sf__dqty(d, rg, "min", &p->min)) < 0)
     return r;
   if ((r = sf__dqty(d, rg, "step", &p->step)) < 0)
@@ -184,19 +181,15 @@ static int valid_range(dctx_t *d, const json_t *pol, sf_request_policy_t *p)
     return sf__dfail(d, "bounds must not be negative");
   if (p->max > 0 && p->max < p->min)
     return sf__dfail(d, "max is below min");
-  sf__dpop(d, at);
   p->has_range = true;
   return 1;
 }
 
-static int request_policy(dctx_t *d, const json_t *cap, sf_capacity_t *c)
+static int request_policy(dctx_t *d, const json_t *pol, void *out)
 {
-  const json_t *pol;
-  int r = sf__dobj(d, cap, "requestPolicy", &pol);
-  if (r <= 0)
-    return r;
-  size_t at = sf__dpush(d, "requestPolicy");
+  sf_capacity_t *c = out;
   sf_request_policy_t *p = &c->policy;
+  int r;
   if ((r = sf__dqty(d, pol, "default", &p->def)) < 0)
     return r;
   p->has_default = r > 0;
@@ -206,9 +199,8 @@ static int request_policy(dctx_t *d, const json_t *cap, sf_capacity_t *c)
   }
   if ((r = valid_values(d, pol, p)) < 0)
     return r;
-  if (p->nvalid == 0 && (r = valid_range(d, pol, p)) < 0)
+  if (p->nvalid == 0 && (r = sf__dsub(d, pol, "validRange", valid_range, p)) < 0)
     return r;
-  sf__dpop(d, at);
   c->has_policy = true;
   return 1;
 }
@@ -228,7 +220,7 @@ static int capacity(dctx_t *d, const void *driver, const char *k, const json_t *
     return sf__dfail(d, "has no value");
   if (c->value < 0)
     return sf__dfail(d, "value is negative");
-  if ((r = request_policy(d, e, c)) < 0)
+  if ((r = sf__dsub(d, e, "requestPolicy", request_policy, c)) < 0)
     return r;
   return 1;
 }
