@@ -472,6 +472,20 @@ int sf__dsub(dctx_t *d, const json_t *obj, const char *key, sf__delem_fn fn, voi
   return r;
 }
 
+int sf__dsub_req(dctx_t *d, const json_t *obj, const char *key, sf__delem_fn fn, void *out)
+{
+  const json_t *v;
+  int r = sf__dobj(d, obj, key, &v);
+  if (r < 0)
+    return r;
+  size_t at = sf__dpush(d, key);
+  if (!v)
+    return sf__dfail(d, "is required");
+  if ((r = fn(d, v, out)) >= 0)
+    sf__dpop(d, at);
+  return r;
+}
+
 int sf__deach(dctx_t *d, const json_t *obj, const char *key, size_t size, sf__delem_fn fn, char *out,
               size_t *n)
 {
@@ -507,8 +521,9 @@ int sf__darray(dctx_t *d, const json_t *obj, const char *key, size_t size, sf__d
   return r;
 }
 
-int sf__dtaint(dctx_t *d, const json_t *t, sf_taint_t *out)
+int sf__dtaint(dctx_t *d, const json_t *t, void *taint)
 {
+  sf_taint_t *out = taint;
   const char *eff = NULL;
   int r;
   if (!json_is_object(t))

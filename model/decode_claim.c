@@ -341,26 +341,18 @@ static int device_selector(dctx_t *d, const json_t *sel, void *out)
   return 1;
 }
 
-int sf__decode_rule(dctx_t *d, const json_t *j, sf_taint_rule_t *t)
+static int rule_spec(dctx_t *d, const json_t *spec, void *out)
 {
-  const json_t *spec, *taint;
+  sf_taint_rule_t *t = out;
   int r;
-  if ((r = sf__dobj(d, j, "spec", &spec)) < 0)
-    return r;
-  size_t at = sf__dpush(d, "spec");
-  if (!spec)
-    return sf__dfail(d, "is required");
   if ((r = sf__dsub(d, spec, "deviceSelector", device_selector, t)) < 0)
     return r;
-  if ((r = sf__dobj(d, spec, "taint", &taint)) < 0)
-    return r;
-  sf__dpush(d, "taint");
-  if (!taint)
-    return sf__dfail(d, "is required");
-  if ((r = sf__dtaint(d, taint, &t->taint)) < 0)
-    return r;
-  sf__dpop(d, at);
-  return 1;
+  return sf__dsub_req(d, spec, "taint", sf__dtaint, &t->taint);
+}
+
+int sf__decode_rule(dctx_t *d, const json_t *j, sf_taint_rule_t *t)
+{
+  return sf__dsub_req(d, j, "spec", rule_spec, t);
 }
 
 /* ---- comparing specs ---- */

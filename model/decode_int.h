@@ -132,6 +132,8 @@ int sf__dselectors(dctx_t *d, const json_t *obj, const char *key, const char ***
 typedef int (*sf__delem_fn)(dctx_t *d, const json_t *e, void *out);
 /** Decodes the object field `key` of `obj` with `fn` at its path: 0 when absent, else fn's result. */
 int sf__dsub(dctx_t *d, const json_t *obj, const char *key, sf__delem_fn fn, void *out);
+/** Same for a required field: SF_EINVAL "is required" when absent. */
+int sf__dsub_req(dctx_t *d, const json_t *obj, const char *key, sf__delem_fn fn, void *out);
 /**
  * Decodes the array `key` of `obj` with `fn` into `size`-byte elements
  * appended at out + *n * size (room for them is the caller's).
@@ -143,8 +145,8 @@ int sf__darray(dctx_t *d, const json_t *obj, const char *key, size_t size, sf__d
                void **out, size_t *n);
 /** The taint effect named `eff` (NULL or unknown: None). */
 sf_taint_effect_t sf__deffect(const char *eff);
-/** A taint {key, value, effect}; unknown effects are None. */
-int sf__dtaint(dctx_t *d, const json_t *t, sf_taint_t *out);
+/** A taint {key, value, effect} into the sf_taint_t `out`; unknown effects are None. */
+int sf__dtaint(dctx_t *d, const json_t *t, void *out);
 
 int sf__decode_slice(dctx_t *d, const json_t *j, sf_slice_t *s);
 int sf__decode_claim(dctx_t *d, const json_t *j, sf_rclaim_t *c);

@@ -286,11 +286,6 @@ static int counter_sets(dctx_t *d, const json_t *obj, const char *key, const cha
   return 1;
 }
 
-static int taint(dctx_t *d, const json_t *t, void *out)
-{
-  return sf__dtaint(d, t, out);
-}
-
 /* nodeName | allNodes | nodeSelector (| perDeviceNodeSelection at slice level). */
 static int node_selection(dctx_t *d, const json_t *o, bool slice, sf_nodesel_t *sel,
                           const char **node)
@@ -349,7 +344,7 @@ static int device(dctx_t *d, const json_t *dev, sf_slice_t *s, size_t i)
   for (size_t k = 0; k < o->ncounters; k++)
     cu[k] = (sf_counter_use_t){uses[k].set, uses[k].counter, uses[k].value};
   o->counters = cu;
-  if ((r = sf__darray(d, dev, "taints", sizeof(sf_taint_t), taint, &taints, &o->ntaints)) < 0)
+  if ((r = sf__darray(d, dev, "taints", sizeof(sf_taint_t), sf__dtaint, &taints, &o->ntaints)) < 0)
     return r;
   o->taints = taints;
   if ((r = sf__dbool(d, dev, "allowMultipleAllocations", &o->allow_multiple)) < 0)
@@ -386,15 +381,10 @@ static int devices(dctx_t *d, const json_t *spec, sf_slice_t *s)
   return 1;
 }
 
-static int pool(dctx_t *d, const json_t *spec, sf_slice_t *s)
+static int pool(dctx_t *d, const json_t *p, void *out)
 {
-  const json_t *p;
-  int r = sf__dobj(d, spec, "pool", &p);
-  if (r < 0)
-    return r;
-  size_t at = sf__dpush(d, "pool");
-  if (!p)
-    return sf__dfail(d, "is required");
+  sf_slice_t *s = out;
+  int r;
   if ((r = sf__dstr_req(d, p, "name", &s->pool)) < 0)
     return r;
   if ((r = sf__dint(d, p, "generation", &s->generation)) < 0)
@@ -409,22 +399,16 @@ static int pool(dctx_t *d, const json_t *spec, sf_slice_t *s)
     sf__dpush(d, "resourceSliceCount");
     return sf__dfail(d, "must be positive, got %lld", (long long)s->slice_count);
   }
-  sf__dpop(d, at);
   return 1;
 }
 
-int sf__decode_slice(dctx_t *d, const json_t *j, sf_slice_t *s)
+static int slice_spec(dctx_t *d, const json_t *spec, void *out)
 {
-  const json_t *spec;
-  int r = sf__dobj(d, j, "spec", &spec);
-  if (r < 0)
-    return r;
-  size_t at = sf__dpush(d, "spec");
-  if (!spec)
-    return sf__dfail(d, "is required");
+  sf_slice_t *s = out;
+  int r;
   if ((r = sf__dstr_req(d, spec, "driver", &s->driver)) < 0)
     return r;
-  if ((r = pool(d, spec, s)) < 0)
+  if ((r = sf__dsub_req(d, spec, "pool", pool, s)) < 0)
     return r;
   if ((r = node_selection(d, spec, true, &s->nodesel, &s->node)) < 0)
     return r;
@@ -432,6 +416,10 @@ int sf__decode_slice(dctx_t *d, const json_t *j, sf_slice_t *s)
     return r;
   if ((r = counter_sets(d, spec, "sharedCounters", "name", &s->counters, &s->ncounters)) < 0)
     return r;
-  sf__dpop(d, at);
   return 1;
+}
+
+int sf__decode_slice(dctx_t *d, const json_t *j, sf_slice_t *s)
+{
+  return sf__dsub_req(d, j, "spec", slice_spec, s);
 }
