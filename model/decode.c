@@ -327,10 +327,22 @@ static int qty_text(dctx_t *d, const char *s, size_t len, sf_milli_t *out)
   return 1;
 }
 
-int sf__dstr_fields(dctx_t *d, const json_t *obj, const dstr_field_t *f)
+static int dfield(dctx_t *d, const json_t *obj, const dfield_t *f)
+{
+  switch (f->kind) {
+  case DF_STR: return sf__dstr(d, obj, f->key, f->out.s);
+  case DF_STR_REQ: return sf__dstr_req(d, obj, f->key, f->out.s);
+  case DF_INT: return sf__dint(d, obj, f->key, f->out.i);
+  case DF_BOOL: return sf__dbool(d, obj, f->key, f->out.b);
+  case DF_QTY: return sf__dqty(d, obj, f->key, f->out.q);
+  }
+  return 1;
+}
+
+int sf__dfields(dctx_t *d, const json_t *obj, const dfield_t *f)
 {
   for (int r; f->key; f++)
-    if ((r = (f->req ? sf__dstr_req : sf__dstr)(d, obj, f->key, f->out)) < 0)
+    if ((r = dfield(d, obj, f)) < 0)
       return r;
   return 1;
 }
@@ -529,11 +541,9 @@ int sf__dtaint(dctx_t *d, const json_t *t, void *taint)
   if (!json_is_object(t))
     return sf__dfail(d, "expected an object, got %s", sf__dtype_name(t));
   out->value = "";
-  if ((r = sf__dstr_fields(d, t,
-                           (const dstr_field_t[]){{"key", &out->key, true},
-                                                  {"value", &out->value, false},
-                                                  {"effect", &eff, false},
-                                                  {NULL, NULL, false}})) < 0)
+  if ((r = sf__dfields(d, t,
+                       (const dfield_t[]){DSTR_REQ("key", &out->key), DSTR("value", &out->value),
+                                          DSTR("effect", &eff), DEND})) < 0)
     return r;
   out->effect = sf__deffect(eff);
   return 1;
@@ -562,12 +572,10 @@ int sf__decode_meta(dctx_t *d, const json_t *j, sf_meta_t *m)
     return sf__dfail(d, "is required");
   }
   size_t at = sf__dpush(d, "metadata");
-  if ((r = sf__dstr_fields(d, md,
-                           (const dstr_field_t[]){{"name", &m->name, true},
-                                                  {"namespace", &m->ns, false},
-                                                  {"uid", &m->uid, false},
-                                                  {"resourceVersion", &m->rv, false},
-                                                  {NULL, NULL, false}})) < 0)
+  if ((r = sf__dfields(d, md,
+                       (const dfield_t[]){DSTR_REQ("name", &m->name), DSTR("namespace", &m->ns),
+                                          DSTR("uid", &m->uid), DSTR("resourceVersion", &m->rv),
+                                          DEND})) < 0)
     return r;
   sf__dpop(d, at);
   return 1;

@@ -17,12 +17,9 @@ static int toleration(dctx_t *d, const json_t *t, sf_toleration_t *o, bool *unkn
   if (!json_is_object(t))
     return sf__dfail(d, "expected an object");
   o->value = "";
-  if ((r = sf__dstr_fields(d, t,
-                           (const dstr_field_t[]){{"key", &o->key, false},
-                                                  {"operator", &op, false},
-                                                  {"value", &o->value, false},
-                                                  {"effect", &eff, false},
-                                                  {NULL, NULL, false}})) < 0)
+  if ((r = sf__dfields(d, t,
+                       (const dfield_t[]){DSTR("key", &o->key), DSTR("operator", &op),
+                                          DSTR("value", &o->value), DSTR("effect", &eff), DEND})) < 0)
     return r;
   o->exists = op && !strcmp(op, "Exists");
   /* An operator Kubernetes does not know tolerates nothing. */
@@ -164,10 +161,9 @@ static int constraint(dctx_t *d, const json_t *c, sf_dcons_t *o)
     return sf__dfail(d, "expected an object");
   if ((r = sf__dstrs(d, c, "requests", &o->reqs, &o->nreqs)) < 0)
     return r;
-  return sf__dstr_fields(d, c,
-                         (const dstr_field_t[]){{"matchAttribute", &o->match, false},
-                                                {"distinctAttribute", &o->distinct, false},
-                                                {NULL, NULL, false}});
+  return sf__dfields(d, c,
+                     (const dfield_t[]){DSTR("matchAttribute", &o->match),
+                                        DSTR("distinctAttribute", &o->distinct), DEND});
 }
 
 static int request_elem(dctx_t *d, const json_t *e, void *o)
@@ -202,19 +198,14 @@ static int result(dctx_t *d, const json_t *e, void *out)
   int r;
   if (!json_is_object(e))
     return sf__dfail(d, "expected an object");
-  if ((r = sf__dstr_fields(d, e,
-                           (const dstr_field_t[]){{"request", &o->request, true},
-                                                  {"driver", &o->driver, true},
-                                                  {"pool", &o->pool, true},
-                                                  {"device", &o->device, true},
-                                                  {"shareID", &o->share_id, false},
-                                                  {NULL, NULL, false}})) < 0)
+  if ((r = sf__dfields(d, e,
+                       (const dfield_t[]){DSTR_REQ("request", &o->request),
+                                          DSTR_REQ("driver", &o->driver), DSTR_REQ("pool", &o->pool),
+                                          DSTR_REQ("device", &o->device),
+                                          DSTR("shareID", &o->share_id),
+                                          DBOOL("adminAccess", &o->admin_access), DEND})) < 0)
     return r;
-  if ((r = sf__dbool(d, e, "adminAccess", &o->admin_access)) < 0)
-    return r;
-  if ((r = sf__dqmap(d, e, "consumedCapacity", &o->consumed, &o->nconsumed)) < 0)
-    return r;
-  return 1;
+  return sf__dqmap(d, e, "consumedCapacity", &o->consumed, &o->nconsumed);
 }
 
 static int reserved(dctx_t *d, const json_t *e, void *out)
@@ -223,12 +214,10 @@ static int reserved(dctx_t *d, const json_t *e, void *out)
   if (!json_is_object(e))
     return sf__dfail(d, "expected an object");
   o->api_group = o->resource = o->uid = "";
-  return sf__dstr_fields(d, e,
-                         (const dstr_field_t[]){{"apiGroup", &o->api_group, false},
-                                                {"resource", &o->resource, false},
-                                                {"name", &o->name, true},
-                                                {"uid", &o->uid, false},
-                                                {NULL, NULL, false}});
+  return sf__dfields(d, e,
+                     (const dfield_t[]){DSTR("apiGroup", &o->api_group),
+                                        DSTR("resource", &o->resource), DSTR_REQ("name", &o->name),
+                                        DSTR("uid", &o->uid), DEND});
 }
 
 /* The node of a node-local allocation: matchFields metadata.name In [node]. */
@@ -331,11 +320,9 @@ static int device_selector(dctx_t *d, const json_t *sel, void *out)
 {
   sf_taint_rule_t *t = out;
   int r;
-  if ((r = sf__dstr_fields(d, sel,
-                           (const dstr_field_t[]){{"driver", &t->driver, false},
-                                                  {"pool", &t->pool, false},
-                                                  {"device", &t->device, false},
-                                                  {NULL, NULL, false}})) < 0)
+  if ((r = sf__dfields(d, sel,
+                       (const dfield_t[]){DSTR("driver", &t->driver), DSTR("pool", &t->pool),
+                                          DSTR("device", &t->device), DEND})) < 0)
     return r;
   t->by_class = json_object_get(sel, "deviceClassName") || json_object_get(sel, "selectors");
   return 1;

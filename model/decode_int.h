@@ -104,14 +104,65 @@ int sf__dobj(dctx_t *d, const json_t *obj, const char *key, const json_t **out);
 int sf__darr(dctx_t *d, const json_t *obj, const char *key, const json_t **out, size_t *n);
 /** A required string field: SF_EINVAL "is required" when absent or empty. */
 int sf__dstr_req(dctx_t *d, const json_t *obj, const char *key, const char **out);
-/** A string field read by sf__dstr_fields(); `req` ones are read as sf__dstr_req() reads. */
+/* One row of a table of fields read by sf__dfields(): its key, its reader and where it goes. */
+typedef enum { DF_STR, DF_STR_REQ, DF_INT, DF_BOOL, DF_QTY } dfield_kind_t;
 typedef struct {
   const char *key;
-  const char **out;
-  bool req;
-} dstr_field_t;
-/** Reads the string fields of `f` (up to one with a NULL key) in order; the first error stops. */
-int sf__dstr_fields(dctx_t *d, const json_t *obj, const dstr_field_t *f);
+  dfield_kind_t kind;
+  union {
+    const char **s;
+    int64_t *i;
+    bool *b;
+    sf_milli_t *q;
+  } out;
+} dfield_t;
+#define DSTR(key, p) \
+  {                  \
+    (key), DF_STR,   \
+    {                \
+      .s = (p)       \
+    }                \
+  }
+#define DSTR_REQ(key, p) \
+  {                      \
+    (key), DF_STR_REQ,   \
+    {                    \
+      .s = (p)           \
+    }                    \
+  }
+#define DINT(key, p) \
+  {                  \
+    (key), DF_INT,   \
+    {                \
+      .i = (p)       \
+    }                \
+  }
+#define DBOOL(key, p) \
+  {                   \
+    (key), DF_BOOL,   \
+    {                 \
+      .b = (p)        \
+    }                 \
+  }
+#define DQTY(key, p) \
+  {                  \
+    (key), DF_QTY,   \
+    {                \
+      .q = (p)       \
+    }                \
+  }
+#define DEND      \
+  {               \
+    NULL, DF_STR, \
+    {             \
+      NULL        \
+    }             \
+  }
+/**
+ * Reads the fields of `f` (up to DEND) in order with sf__dstr, sf__dstr_req, sf__dint, sf__dbool
+ * or sf__dqty; the first error stops. Returns 1 or SF_EINVAL.
+ */
+int sf__dfields(dctx_t *d, const json_t *obj, const dfield_t *f);
 /** Parses a quantity value (string, number or null -> 0 not read) at the current path. */
 int sf__dqty_val(dctx_t *d, const json_t *v, sf_milli_t *out);
 /** An array of strings (e.g. requests: [...]) into the arena. */

@@ -17,12 +17,11 @@ static int pod_claim(dctx_t *d, const json_t *e, void *out)
 {
   sf_pod_claim_t *o = out;
   int r;
-  if ((r = sf__dstr_fields(d, e,
-                           (const dstr_field_t[]){{"name", &o->name, true},
-                                                  {"resourceClaimName", &o->claim_name, false},
-                                                  {"resourceClaimTemplateName", &o->template_name,
-                                                   false},
-                                                  {NULL, NULL, false}})) < 0)
+  if ((r = sf__dfields(d, e,
+                       (const dfield_t[]){DSTR_REQ("name", &o->name),
+                                          DSTR("resourceClaimName", &o->claim_name),
+                                          DSTR("resourceClaimTemplateName", &o->template_name),
+                                          DEND})) < 0)
     return r;
   if (o->claim_name && !*o->claim_name)
     o->claim_name = NULL;
@@ -36,10 +35,9 @@ static int pod_claim(dctx_t *d, const json_t *e, void *out)
 static int ctr_claim(dctx_t *d, const json_t *e, void *out)
 {
   sf_ctr_claim_t *o = out;
-  return sf__dstr_fields(d, e,
-                         (const dstr_field_t[]){{"name", &o->name, true},
-                                                {"request", &o->request, false},
-                                                {NULL, NULL, false}});
+  return sf__dfields(d, e,
+                     (const dfield_t[]){DSTR_REQ("name", &o->name), DSTR("request", &o->request),
+                                        DEND});
 }
 
 /* Extended resources: names with a '/'; a request wins over its limit. */
@@ -134,20 +132,18 @@ static int main_ctr(dctx_t *d, const json_t *e, void *out)
 static int claim_status(dctx_t *d, const json_t *e, void *out)
 {
   sf_claim_status_t *o = out;
-  return sf__dstr_fields(d, e,
-                         (const dstr_field_t[]){{"name", &o->name, true},
-                                                {"resourceClaimName", &o->claim_name, false},
-                                                {NULL, NULL, false}});
+  return sf__dfields(d, e,
+                     (const dfield_t[]){DSTR_REQ("name", &o->name),
+                                        DSTR("resourceClaimName", &o->claim_name), DEND});
 }
 
 static int ext_mapping(dctx_t *d, const json_t *e, void *out)
 {
   sf_ext_mapping_t *o = out;
-  return sf__dstr_fields(d, e,
-                         (const dstr_field_t[]){{"containerName", &o->container, true},
-                                                {"resourceName", &o->resource, true},
-                                                {"requestName", &o->request, true},
-                                                {NULL, NULL, false}});
+  return sf__dfields(d, e,
+                     (const dfield_t[]){DSTR_REQ("containerName", &o->container),
+                                        DSTR_REQ("resourceName", &o->resource),
+                                        DSTR_REQ("requestName", &o->request), DEND});
 }
 
 /* Requests past this are no real pod's; summing them could overflow. */

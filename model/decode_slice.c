@@ -171,11 +171,9 @@ static int valid_range(dctx_t *d, const json_t *rg, void *out)
 {
   sf_request_policy_t *p = out;
   int r;
-  if ((r = sf__dqty(d, rg, "min", &p->min)) < 0)
-    return r;
-  if ((r = sf__dqty(d, rg, "step", &p->step)) < 0)
-    return r;
-  if ((r = sf__dqty(d, rg, "max", &p->max)) < 0)
+  if ((r = sf__dfields(d, rg,
+                       (const dfield_t[]){DQTY("min", &p->min), DQTY("step", &p->step),
+                                          DQTY("max", &p->max), DEND})) < 0)
     return r;
   if (p->min < 0 || p->step < 0 || p->max < 0)
     return sf__dfail(d, "bounds must not be negative");
@@ -385,11 +383,10 @@ static int pool(dctx_t *d, const json_t *p, void *out)
 {
   sf_slice_t *s = out;
   int r;
-  if ((r = sf__dstr_req(d, p, "name", &s->pool)) < 0)
-    return r;
-  if ((r = sf__dint(d, p, "generation", &s->generation)) < 0)
-    return r;
-  if ((r = sf__dint(d, p, "resourceSliceCount", &s->slice_count)) < 0)
+  if ((r = sf__dfields(d, p,
+                       (const dfield_t[]){DSTR_REQ("name", &s->pool),
+                                          DINT("generation", &s->generation),
+                                          DINT("resourceSliceCount", &s->slice_count), DEND})) < 0)
     return r;
   if (s->generation < 0) {
     sf__dpush(d, "generation");
