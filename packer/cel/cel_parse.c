@@ -137,6 +137,16 @@ static uint32_t exprs(parser_t *ps, int close, uint32_t **out, uint32_t first)
  * static types the overloads accept for the target (or first argument of a
  * global) and for the other arguments; `ret` the result's.
  */
+/* The sets of types the overloads below accept, named by what their members share. */
+#define TY_SIZED (TY_STR | TY_LIST | TY_MAP) /* size() */
+#define TY_SEQ (TY_STR | TY_LIST)            /* indexOf(), lastIndexOf() */
+#define TY_ORDERED (TY_QTY | TY_SEMVER)      /* compareTo(), isGreaterThan(), isLessThan() */
+#define TY_AMOUNT (TY_QTY | TY_INT)          /* what a quantity's add() and sub() take */
+#define TY_STR_OR_INT (TY_STR | TY_INT)      /* findAll(), replace(), split(): a text or a count */
+#define TY_ADDR (TY_STR | TY_NET)            /* an IP or a CIDR, as text or parsed */
+#define TY_CONVERTIBLE (TY_NUM | TY_STR)     /* int(), uint(), double() */
+#define TY_PRINTABLE (TY_CONVERTIBLE | TY_BOOL | TY_QTY | TY_SEMVER | TY_NET) /* string() */
+
 static const struct {
   const char *name; /* "ns.name" for a namespaced global */
   uint16_t fn;
@@ -145,7 +155,7 @@ static const struct {
   uint8_t minor;
   uint16_t tgt, arg, ret;
 } fns[] = {
-    {"size", FN_SIZE, 3, 1, 1, 0, TY_STR | TY_LIST | TY_MAP, TY_NONE, TY_INT},
+    {"size", FN_SIZE, 3, 1, 1, 0, TY_SIZED, TY_NONE, TY_INT},
     {"startsWith", FN_STARTS, 2, 2, 2, 0, TY_STR, TY_STR, TY_BOOL},
     {"endsWith", FN_ENDS, 2, 2, 2, 0, TY_STR, TY_STR, TY_BOOL},
     {"contains", FN_CONTAINS, 2, 2, 2, 0, TY_STR, TY_STR, TY_BOOL},
@@ -153,20 +163,20 @@ static const struct {
     {"lowerAscii", FN_LOWER, 2, 1, 1, 0, TY_STR, TY_NONE, TY_STR},
     {"upperAscii", FN_UPPER, 2, 1, 1, 0, TY_STR, TY_NONE, TY_STR},
     {"find", FN_FIND, 2, 2, 2, 0, TY_STR, TY_STR, TY_STR},
-    {"findAll", FN_FINDALL, 2, 2, 3, 0, TY_STR, TY_STR | TY_INT, TY_LIST},
+    {"findAll", FN_FINDALL, 2, 2, 3, 0, TY_STR, TY_STR_OR_INT, TY_LIST},
     {"isSorted", FN_ISSORTED, 2, 1, 1, 0, TY_LIST, TY_NONE, TY_BOOL},
     {"sum", FN_SUM, 2, 1, 1, 0, TY_LIST, TY_NONE, TY_DYN},
     {"min", FN_MIN, 2, 1, 1, 0, TY_LIST, TY_NONE, TY_DYN},
     {"max", FN_MAX, 2, 1, 1, 0, TY_LIST, TY_NONE, TY_DYN},
-    {"indexOf", FN_INDEXOF, 2, 2, 3, 0, TY_STR | TY_LIST, TY_DYN, TY_INT},
-    {"lastIndexOf", FN_LASTINDEXOF, 2, 2, 3, 0, TY_STR | TY_LIST, TY_DYN, TY_INT},
+    {"indexOf", FN_INDEXOF, 2, 2, 3, 0, TY_SEQ, TY_DYN, TY_INT},
+    {"lastIndexOf", FN_LASTINDEXOF, 2, 2, 3, 0, TY_SEQ, TY_DYN, TY_INT},
     {"quantity", FN_QUANTITY, 1, 1, 1, 28, TY_STR, TY_NONE, TY_QTY},
     {"isQuantity", FN_ISQUANTITY, 1, 1, 1, 28, TY_STR, TY_NONE, TY_BOOL},
-    {"compareTo", FN_COMPARE, 2, 2, 2, 28, TY_QTY | TY_SEMVER, TY_QTY | TY_SEMVER, TY_INT},
-    {"isGreaterThan", FN_GT, 2, 2, 2, 28, TY_QTY | TY_SEMVER, TY_QTY | TY_SEMVER, TY_BOOL},
-    {"isLessThan", FN_LT, 2, 2, 2, 28, TY_QTY | TY_SEMVER, TY_QTY | TY_SEMVER, TY_BOOL},
-    {"add", FN_ADD, 2, 2, 2, 28, TY_QTY, TY_QTY | TY_INT, TY_QTY},
-    {"sub", FN_SUB, 2, 2, 2, 28, TY_QTY, TY_QTY | TY_INT, TY_QTY},
+    {"compareTo", FN_COMPARE, 2, 2, 2, 28, TY_ORDERED, TY_ORDERED, TY_INT},
+    {"isGreaterThan", FN_GT, 2, 2, 2, 28, TY_ORDERED, TY_ORDERED, TY_BOOL},
+    {"isLessThan", FN_LT, 2, 2, 2, 28, TY_ORDERED, TY_ORDERED, TY_BOOL},
+    {"add", FN_ADD, 2, 2, 2, 28, TY_QTY, TY_AMOUNT, TY_QTY},
+    {"sub", FN_SUB, 2, 2, 2, 28, TY_QTY, TY_AMOUNT, TY_QTY},
     {"asInteger", FN_ASINT, 2, 1, 1, 28, TY_QTY, TY_NONE, TY_INT},
     {"asApproximateFloat", FN_ASFLOAT, 2, 1, 1, 28, TY_QTY, TY_NONE, TY_DOUBLE},
     {"isInteger", FN_ISINT, 2, 1, 1, 28, TY_QTY, TY_NONE, TY_BOOL},
@@ -176,8 +186,8 @@ static const struct {
     {"value", FN_VALUE, 2, 1, 1, 28, TY_OPT, TY_NONE, TY_DYN},
     {"charAt", FN_CHARAT, 2, 2, 2, 0, TY_STR, TY_INT, TY_STR},
     {"join", FN_JOIN, 2, 1, 2, 0, TY_LIST, TY_STR, TY_STR},
-    {"replace", FN_REPLACE, 2, 3, 4, 0, TY_STR, TY_STR | TY_INT, TY_STR},
-    {"split", FN_SPLIT, 2, 2, 3, 0, TY_STR, TY_STR | TY_INT, TY_LIST},
+    {"replace", FN_REPLACE, 2, 3, 4, 0, TY_STR, TY_STR_OR_INT, TY_STR},
+    {"split", FN_SPLIT, 2, 2, 3, 0, TY_STR, TY_STR_OR_INT, TY_LIST},
     {"substring", FN_SUBSTRING, 2, 2, 3, 0, TY_STR, TY_INT, TY_STR},
     {"trim", FN_TRIM, 2, 1, 1, 0, TY_STR, TY_NONE, TY_STR},
     {"format", FN_FORMAT, 2, 2, 2, 29, TY_STR, TY_LIST, TY_STR},
@@ -200,7 +210,7 @@ static const struct {
     {"last", FN_LAST, 2, 1, 1, 34, TY_LIST, TY_NONE, TY_OPT},
     {"lists.range", FN_RANGE, 4, 1, 1, 34, TY_INT, TY_NONE, TY_LIST},
     /* ip(string) and cidr.ip() share a name. */
-    {"ip", FN_IP, 3, 1, 1, 30, TY_STR | TY_NET, TY_NONE, TY_NET},
+    {"ip", FN_IP, 3, 1, 1, 30, TY_ADDR, TY_NONE, TY_NET},
     {"isIP", FN_ISIP, 1, 1, 1, 30, TY_STR, TY_NONE, TY_BOOL},
     {"ip.isCanonical", FN_ISCANONICAL, 4, 1, 1, 30, TY_STR, TY_NONE, TY_BOOL},
     {"family", FN_FAMILY, 2, 1, 1, 30, TY_NET, TY_NONE, TY_INT},
@@ -211,16 +221,15 @@ static const struct {
     {"isGlobalUnicast", FN_ISGLOBALUNICAST, 2, 1, 1, 30, TY_NET, TY_NONE, TY_BOOL},
     {"cidr", FN_CIDR, 1, 1, 1, 30, TY_STR, TY_NONE, TY_NET},
     {"isCIDR", FN_ISCIDR, 1, 1, 1, 30, TY_STR, TY_NONE, TY_BOOL},
-    {"containsIP", FN_CONTAINSIP, 2, 2, 2, 30, TY_NET, TY_NET | TY_STR, TY_BOOL},
-    {"containsCIDR", FN_CONTAINSCIDR, 2, 2, 2, 30, TY_NET, TY_NET | TY_STR, TY_BOOL},
+    {"containsIP", FN_CONTAINSIP, 2, 2, 2, 30, TY_NET, TY_ADDR, TY_BOOL},
+    {"containsCIDR", FN_CONTAINSCIDR, 2, 2, 2, 30, TY_NET, TY_ADDR, TY_BOOL},
     {"masked", FN_MASKED, 2, 1, 1, 30, TY_NET, TY_NONE, TY_NET},
     {"prefixLength", FN_PREFIXLEN, 2, 1, 1, 30, TY_NET, TY_NONE, TY_INT},
-    {"int", FN_INT, 1, 1, 1, 0, TY_NUM | TY_STR, TY_NONE, TY_INT},
-    {"uint", FN_UINT, 1, 1, 1, 0, TY_NUM | TY_STR, TY_NONE, TY_UINT},
-    {"double", FN_DOUBLE, 1, 1, 1, 0, TY_NUM | TY_STR, TY_NONE, TY_DOUBLE},
+    {"int", FN_INT, 1, 1, 1, 0, TY_CONVERTIBLE, TY_NONE, TY_INT},
+    {"uint", FN_UINT, 1, 1, 1, 0, TY_CONVERTIBLE, TY_NONE, TY_UINT},
+    {"double", FN_DOUBLE, 1, 1, 1, 0, TY_CONVERTIBLE, TY_NONE, TY_DOUBLE},
     /* string() of a quantity or a version is left to run time: not every Kubernetes release agrees. */
-    {"string", FN_STRING, 1, 1, 1, 0, TY_NUM | TY_STR | TY_BOOL | TY_QTY | TY_SEMVER | TY_NET,
-     TY_NONE, TY_STR},
+    {"string", FN_STRING, 1, 1, 1, 0, TY_PRINTABLE, TY_NONE, TY_STR},
     {"dyn", FN_DYN, 1, 1, 1, 0, TY_DYN, TY_NONE, TY_DYN},
 };
 
