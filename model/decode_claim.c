@@ -319,22 +319,18 @@ int sf__decode_class(dctx_t *d, const json_t *j, sf_device_class_t *c)
 static int device_selector(dctx_t *d, const json_t *sel, void *out)
 {
   sf_taint_rule_t *t = out;
-  int r;
-  if ((r = sf__dfields(d, sel,
-                       (const dfield_t[]){DSTR("driver", &t->driver), DSTR("pool", &t->pool),
-                                          DSTR("device", &t->device), DEND})) < 0)
-    return r;
+  /* A rule that selects by class or CEL is not evaluated: it taints nothing (cluster_alloc.c). */
   t->by_class = json_object_get(sel, "deviceClassName") || json_object_get(sel, "selectors");
-  return 1;
+  return sf__dfields(d, sel,
+                     (const dfield_t[]){DSTR("driver", &t->driver), DSTR("pool", &t->pool),
+                                        DSTR("device", &t->device), DEND});
 }
 
 static int rule_spec(dctx_t *d, const json_t *spec, void *out)
 {
   sf_taint_rule_t *t = out;
-  int r;
-  if ((r = sf__dsub(d, spec, "deviceSelector", device_selector, t)) < 0)
-    return r;
-  return sf__dsub_req(d, spec, "taint", sf__dtaint, &t->taint);
+  int r = sf__dsub(d, spec, "deviceSelector", device_selector, t);
+  return r < 0 ? r : sf__dsub_req(d, spec, "taint", sf__dtaint, &t->taint);
 }
 
 int sf__decode_rule(dctx_t *d, const json_t *j, sf_taint_rule_t *t)

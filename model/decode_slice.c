@@ -382,11 +382,11 @@ static int devices(dctx_t *d, const json_t *spec, sf_slice_t *s)
 static int pool(dctx_t *d, const json_t *p, void *out)
 {
   sf_slice_t *s = out;
-  int r;
-  if ((r = sf__dfields(d, p,
-                       (const dfield_t[]){DSTR_REQ("name", &s->pool),
-                                          DINT("generation", &s->generation),
-                                          DINT("resourceSliceCount", &s->slice_count), DEND})) < 0)
+  int r = sf__dfields(d, p,
+                      (const dfield_t[]){DSTR_REQ("name", &s->pool),
+                                         DINT("generation", &s->generation),
+                                         DINT("resourceSliceCount", &s->slice_count), DEND});
+  if (r < 0)
     return r;
   if (s->generation < 0) {
     sf__dpush(d, "generation");
