@@ -116,51 +116,18 @@ typedef struct {
     sf_milli_t *q;
   } out;
 } dfield_t;
-#define DSTR(key, p) \
-  {                  \
-    (key), DF_STR,   \
-    {                \
-      .s = (p)       \
-    }                \
-  }
-#define DSTR_REQ(key, p) \
-  {                      \
-    (key), DF_STR_REQ,   \
-    {                    \
-      .s = (p)           \
-    }                    \
-  }
-#define DINT(key, p) \
-  {                  \
-    (key), DF_INT,   \
-    {                \
-      .i = (p)       \
-    }                \
-  }
-#define DBOOL(key, p) \
-  {                   \
-    (key), DF_BOOL,   \
-    {                 \
-      .b = (p)        \
-    }                 \
-  }
-#define DQTY(key, p) \
-  {                  \
-    (key), DF_QTY,   \
-    {                \
-      .q = (p)       \
-    }                \
-  }
-#define DEND      \
-  {               \
-    NULL, DF_STR, \
-    {             \
-      NULL        \
-    }             \
-  }
+/* clang-format off */
+#define DFIELD(key, kind, member, p) {(key), (kind), {.member = (p)}}
+/* clang-format on */
+#define DSTR(key, p) DFIELD(key, DF_STR, s, p)
+#define DSTR_REQ(key, p) DFIELD(key, DF_STR_REQ, s, p)
+#define DINT(key, p) DFIELD(key, DF_INT, i, p)
+#define DBOOL(key, p) DFIELD(key, DF_BOOL, b, p)
+#define DQTY(key, p) DFIELD(key, DF_QTY, q, p)
+#define DEND DFIELD(NULL, DF_STR, s, NULL)
 /**
  * Reads the fields of `f` (up to DEND) in order with sf__dstr, sf__dstr_req, sf__dint, sf__dbool
- * or sf__dqty; the first error stops. Returns 1 or SF_EINVAL.
+ * or sf__dqty; the first error stops. Returns 1, or that error.
  */
 int sf__dfields(dctx_t *d, const json_t *obj, const dfield_t *f);
 /** Parses a quantity value (string, number or null -> 0 not read) at the current path. */
