@@ -56,20 +56,23 @@ static void say(char *buf, size_t len, const char *fmt, ...)
   va_end(ap);
 }
 
-#define unsure(p, ...)                            \
-  do {                                            \
-    if (!(p)->unsure)                             \
-      say((p)->why, sizeof(p)->why, __VA_ARGS__); \
-    (p)->unsure = true;                           \
-  } while (0)
+/* Sets *flag; the reason in buf is that of the first time it was set. */
+static void mark(bool *flag, char *buf, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void mark(bool *flag, char *buf, size_t len, const char *fmt, ...)
+{
+  if (!*flag) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, len, fmt, ap);
+    va_end(ap);
+  }
+  *flag = true;
+}
 
+#define unsure(p, ...) mark(&(p)->unsure, (p)->why, sizeof(p)->why, __VA_ARGS__)
 /* A claim DRA itself fails (an unknown class, invalid CEL, too many results): NO on every node. */
-#define fail(p, ...)                                        \
-  do {                                                      \
-    if (!(p)->failed)                                       \
-      say((p)->fail_why, sizeof(p)->fail_why, __VA_ARGS__); \
-    (p)->failed = true;                                     \
-  } while (0)
+#define fail(p, ...) mark(&(p)->failed, (p)->fail_why, sizeof(p)->fail_why, __VA_ARGS__)
 
 static void pin(sf_pod_plan_t *p, const char *node, const char *claim)
 {

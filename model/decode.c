@@ -327,6 +327,26 @@ static int qty_text(dctx_t *d, const char *s, size_t len, sf_milli_t *out)
   return 1;
 }
 
+static int dfield(dctx_t *d, const json_t *obj, const dfield_t *f)
+{
+  switch (f->kind) {
+  case DF_STR: return sf__dstr(d, obj, f->key, f->out.s);
+  case DF_STR_REQ: return sf__dstr_req(d, obj, f->key, f->out.s);
+  case DF_INT: return sf__dint(d, obj, f->key, f->out.i);
+  case DF_BOOL: return sf__dbool(d, obj, f->key, f->out.b);
+  case DF_QTY: return sf__dqty(d, obj, f->key, f->out.q);
+  }
+  return 1;
+}
+
+int sf__dfields(dctx_t *d, const json_t *obj, const dfield_t *f)
+{
+  for (int r; f->key; f++)
+    if ((r = dfield(d, obj, f)) < 0)
+      return r;
+  return 1;
+}
+
 int sf__dqty_val(dctx_t *d, const json_t *v, sf_milli_t *out)
 {
   char buf[64];
@@ -356,7 +376,9 @@ int sf__dqty(dctx_t *d, const json_t *obj, const char *key, sf_milli_t *out)
   return r;
 }
 
-int sf__dstrs(dctx_t *d, const json_t *obj, const char *key, const char ***out, size_t *n)
+/* Reads the array `key` of `obj` into a new arena array of texts, `fn` each element at its path. */
+static int texts(dctx_t *d, const json_t *obj, const char *key, const char ***out, size_t *n,
+                 int (*fn)(dctx_t *d, const json_t *e, const char **out))
 {
   const json_t *arr;
   int r = sf__darr(d, obj, key, &arr, n);
@@ -365,36 +387,47 @@ int sf__dstrs(dctx_t *d, const json_t *obj, const char *key, const char ***out, 
   size_t at = sf__dpush(d, key);
   const char **v = sf__arena_alloc(d->a, *n * sizeof(*v));
   for (size_t i = 0; i < *n; i++) {
-    json_t *e = json_array_get(arr, i);
-    if (!json_is_string(e)) {
-      sf__dpush_i(d, i);
-      return sf__dfail(d, "expected a string, got %s", sf__dtype_name(e));
-    }
-    v[i] = sf__dkeep(d, json_string_value(e), json_string_length(e));
+    size_t ati = sf__dpush_i(d, i);
+    if ((r = fn(d, json_array_get(arr, i), &v[i])) < 0)
+      return r;
+    sf__dpop(d, ati);
   }
   sf__dpop(d, at);
   *out = v;
   return 1;
 }
 
-int sf__dqmap(dctx_t *d, const json_t *obj, const char *key, sf_cap_request_t **out, size_t *n)
+static int text(dctx_t *d, const json_t *e, const char **out)
+{
+  if (!json_is_string(e))
+    return sf__dfail(d, "expected a string, got %s", sf__dtype_name(e));
+  *out = sf__dkeep(d, json_string_value(e), json_string_length(e));
+  return 1;
+}
+
+int sf__dstrs(dctx_t *d, const json_t *obj, const char *key, const char ***out, size_t *n)
+{
+  return texts(d, obj, key, out, n, text);
+}
+
+int sf__dmap(dctx_t *d, const json_t *obj, const char *key, size_t size, sf__dmember_fn fn,
+             const void *ctx, void **out, size_t *n)
 {
   const json_t *m;
   int r = sf__dobj(d, obj, key, &m);
   if (r <= 0)
     return r;
   size_t at = sf__dpush(d, key), i = 0;
-  sf_cap_request_t *v = sf__arena_alloc(d->a, json_object_size(m) * sizeof(*v));
+  char *v = sf__arena_alloc(d->a, json_object_size(m) * size);
   const char *k;
   json_t *e;
   json_object_foreach(unconst(m), k, e)
   {
     size_t at2 = sf__dpush(d, k);
-    r = sf__dqty_val(d, e, &v[i].value);
-    if (r < 0)
+    if ((r = fn(d, ctx, k, e, v + i * size)) < 0)
       return r;
+    i += (size_t)r;
     sf__dpop(d, at2);
-    v[i++].name = sf__dkeep(d, k, strlen(k));
   }
   sf__dpop(d, at);
   *out = v;
@@ -402,34 +435,67 @@ int sf__dqmap(dctx_t *d, const json_t *obj, const char *key, sf_cap_request_t **
   return 1;
 }
 
+static int qty_member(dctx_t *d, const void *ctx, const char *k, const json_t *v, void *out)
+{
+  sf_cap_request_t *q = out;
+  int r = sf__dqty_val(d, v, &q->value);
+  (void)ctx;
+  if (r < 0)
+    return r;
+  q->name = sf__dkeep(d, k, strlen(k));
+  return 1;
+}
+
+int sf__dqmap(dctx_t *d, const json_t *obj, const char *key, sf_cap_request_t **out, size_t *n)
+{
+  return sf__dmap(d, obj, key, sizeof(**out), qty_member, NULL, (void **)out, n);
+}
+
+static int selector(dctx_t *d, const json_t *s, const char **out)
+{
+  const json_t *cel;
+  int r;
+  if (!json_is_object(s))
+    return sf__dfail(d, "expected an object, got %s", sf__dtype_name(s));
+  if ((r = sf__dobj(d, s, "cel", &cel)) < 0)
+    return r;
+  if (!cel) { /* a selector type of a later release: kept as "", which the claim cannot use */
+    *out = "";
+    return 1;
+  }
+  sf__dpush(d, "cel");
+  return sf__dstr_req(d, cel, "expression", out);
+}
+
 int sf__dselectors(dctx_t *d, const json_t *obj, const char *key, const char ***out, size_t *n)
 {
-  const json_t *arr;
-  int r = sf__darr(d, obj, key, &arr, n);
+  return texts(d, obj, key, out, n, selector);
+}
+
+int sf__dsub(dctx_t *d, const json_t *obj, const char *key, sf__delem_fn fn, void *out)
+{
+  const json_t *v;
+  int r = sf__dobj(d, obj, key, &v);
   if (r <= 0)
     return r;
   size_t at = sf__dpush(d, key);
-  const char **v = sf__arena_alloc(d->a, *n * sizeof(*v));
-  for (size_t i = 0; i < *n; i++) {
-    const json_t *s = json_array_get(arr, i), *cel;
-    size_t ati = sf__dpush_i(d, i);
-    if (!json_is_object(s))
-      return sf__dfail(d, "expected an object, got %s", sf__dtype_name(s));
-    if ((r = sf__dobj(d, s, "cel", &cel)) < 0)
-      return r;
-    if (!cel) { /* a selector type of a later release: kept as "", which the claim cannot use */
-      v[i] = "";
-      sf__dpop(d, ati);
-      continue;
-    }
-    sf__dpush(d, "cel");
-    if ((r = sf__dstr_req(d, cel, "expression", &v[i])) < 0)
-      return r;
-    sf__dpop(d, ati);
-  }
-  sf__dpop(d, at);
-  *out = v;
-  return 1;
+  if ((r = fn(d, v, out)) >= 0)
+    sf__dpop(d, at);
+  return r;
+}
+
+int sf__dsub_req(dctx_t *d, const json_t *obj, const char *key, sf__delem_fn fn, void *out)
+{
+  const json_t *v;
+  int r = sf__dobj(d, obj, key, &v);
+  if (r < 0)
+    return r;
+  size_t at = sf__dpush(d, key);
+  if (!v)
+    return sf__dfail(d, "is required");
+  if ((r = fn(d, v, out)) >= 0)
+    sf__dpop(d, at);
+  return r;
 }
 
 int sf__deach(dctx_t *d, const json_t *obj, const char *key, size_t size, sf__delem_fn fn, char *out,
@@ -467,25 +533,29 @@ int sf__darray(dctx_t *d, const json_t *obj, const char *key, size_t size, sf__d
   return r;
 }
 
-int sf__dtaint(dctx_t *d, const json_t *t, sf_taint_t *out)
+int sf__dtaint(dctx_t *d, const json_t *t, void *taint)
 {
+  sf_taint_t *out = taint;
   const char *eff = NULL;
   int r;
   if (!json_is_object(t))
     return sf__dfail(d, "expected an object, got %s", sf__dtype_name(t));
-  if ((r = sf__dstr_req(d, t, "key", &out->key)) < 0)
-    return r;
   out->value = "";
-  if ((r = sf__dstr(d, t, "value", &out->value)) < 0)
+  if ((r = sf__dfields(d, t,
+                       (const dfield_t[]){DSTR_REQ("key", &out->key), DSTR("value", &out->value),
+                                          DSTR("effect", &eff), DEND})) < 0)
     return r;
-  if ((r = sf__dstr(d, t, "effect", &eff)) < 0)
-    return r;
-  out->effect = SF_TAINT_NONE;
-  if (eff && !strcmp(eff, "NoSchedule"))
-    out->effect = SF_TAINT_NOSCHEDULE;
-  if (eff && !strcmp(eff, "NoExecute"))
-    out->effect = SF_TAINT_NOEXECUTE;
+  out->effect = sf__deffect(eff);
   return 1;
+}
+
+sf_taint_effect_t sf__deffect(const char *eff)
+{
+  if (eff && !strcmp(eff, "NoSchedule"))
+    return SF_TAINT_NOSCHEDULE;
+  if (eff && !strcmp(eff, "NoExecute"))
+    return SF_TAINT_NOEXECUTE;
+  return SF_TAINT_NONE;
 }
 
 /* ---- metadata and dispatch ---- */
@@ -502,13 +572,10 @@ int sf__decode_meta(dctx_t *d, const json_t *j, sf_meta_t *m)
     return sf__dfail(d, "is required");
   }
   size_t at = sf__dpush(d, "metadata");
-  if ((r = sf__dstr_req(d, md, "name", &m->name)) < 0)
-    return r;
-  if ((r = sf__dstr(d, md, "namespace", &m->ns)) < 0)
-    return r;
-  if ((r = sf__dstr(d, md, "uid", &m->uid)) < 0)
-    return r;
-  if ((r = sf__dstr(d, md, "resourceVersion", &m->rv)) < 0)
+  if ((r = sf__dfields(d, md,
+                       (const dfield_t[]){DSTR_REQ("name", &m->name), DSTR("namespace", &m->ns),
+                                          DSTR("uid", &m->uid), DSTR("resourceVersion", &m->rv),
+                                          DEND})) < 0)
     return r;
   sf__dpop(d, at);
   return 1;

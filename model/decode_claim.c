@@ -17,24 +17,16 @@ static int toleration(dctx_t *d, const json_t *t, sf_toleration_t *o, bool *unkn
   if (!json_is_object(t))
     return sf__dfail(d, "expected an object");
   o->value = "";
-  if ((r = sf__dstr(d, t, "key", &o->key)) < 0)
-    return r;
-  if ((r = sf__dstr(d, t, "operator", &op)) < 0)
-    return r;
-  if ((r = sf__dstr(d, t, "value", &o->value)) < 0)
-    return r;
-  if ((r = sf__dstr(d, t, "effect", &eff)) < 0)
+  if ((r = sf__dfields(d, t,
+                       (const dfield_t[]){DSTR("key", &o->key), DSTR("operator", &op),
+                                          DSTR("value", &o->value), DSTR("effect", &eff), DEND})) < 0)
     return r;
   o->exists = op && !strcmp(op, "Exists");
   /* An operator Kubernetes does not know tolerates nothing. */
   if (op && *op && !o->exists && strcmp(op, "Equal"))
     *unknown_op = true;
   o->any_effect = !eff || !*eff;
-  o->effect = SF_TAINT_NONE;
-  if (eff && !strcmp(eff, "NoSchedule"))
-    o->effect = SF_TAINT_NOSCHEDULE;
-  if (eff && !strcmp(eff, "NoExecute"))
-    o->effect = SF_TAINT_NOEXECUTE;
+  o->effect = sf__deffect(eff);
   return 1;
 }
 
@@ -169,11 +161,9 @@ static int constraint(dctx_t *d, const json_t *c, sf_dcons_t *o)
     return sf__dfail(d, "expected an object");
   if ((r = sf__dstrs(d, c, "requests", &o->reqs, &o->nreqs)) < 0)
     return r;
-  if ((r = sf__dstr(d, c, "matchAttribute", &o->match)) < 0)
-    return r;
-  if ((r = sf__dstr(d, c, "distinctAttribute", &o->distinct)) < 0)
-    return r;
-  return 1;
+  return sf__dfields(d, c,
+                     (const dfield_t[]){DSTR("matchAttribute", &o->match),
+                                        DSTR("distinctAttribute", &o->distinct), DEND});
 }
 
 static int request_elem(dctx_t *d, const json_t *e, void *o)
@@ -185,22 +175,21 @@ static int constraint_elem(dctx_t *d, const json_t *e, void *o)
   return constraint(d, e, o);
 }
 
-/* A ResourceClaimSpec: {"devices": {"requests": [...], "constraints": [...]}}. */
-static int claim_spec(dctx_t *d, const json_t *spec, sf_claim_spec_t *o)
+static int claim_devices(dctx_t *d, const json_t *dev, void *out)
 {
-  const json_t *dev;
-  int r = sf__dobj(d, spec, "devices", &dev);
-  if (r <= 0)
-    return r;
-  size_t at = sf__dpush(d, "devices");
+  sf_claim_spec_t *o = out;
+  int r;
   if ((r = sf__darray(d, dev, "requests", sizeof(sf_dreq_t), request_elem, (void **)&o->reqs,
                       &o->nreqs)) < 0)
     return r;
-  if ((r = sf__darray(d, dev, "constraints", sizeof(sf_dcons_t), constraint_elem, (void **)&o->cons,
-                      &o->ncons)) < 0)
-    return r;
-  sf__dpop(d, at);
-  return 1;
+  return sf__darray(d, dev, "constraints", sizeof(sf_dcons_t), constraint_elem, (void **)&o->cons,
+                    &o->ncons);
+}
+
+/* A ResourceClaimSpec: {"devices": {"requests": [...], "constraints": [...]}}. */
+static int claim_spec(dctx_t *d, const json_t *spec, void *out)
+{
+  return sf__dsub(d, spec, "devices", claim_devices, out);
 }
 
 static int result(dctx_t *d, const json_t *e, void *out)
@@ -209,39 +198,26 @@ static int result(dctx_t *d, const json_t *e, void *out)
   int r;
   if (!json_is_object(e))
     return sf__dfail(d, "expected an object");
-  if ((r = sf__dstr_req(d, e, "request", &o->request)) < 0)
+  if ((r = sf__dfields(d, e,
+                       (const dfield_t[]){DSTR_REQ("request", &o->request),
+                                          DSTR_REQ("driver", &o->driver), DSTR_REQ("pool", &o->pool),
+                                          DSTR_REQ("device", &o->device),
+                                          DSTR("shareID", &o->share_id),
+                                          DBOOL("adminAccess", &o->admin_access), DEND})) < 0)
     return r;
-  if ((r = sf__dstr_req(d, e, "driver", &o->driver)) < 0)
-    return r;
-  if ((r = sf__dstr_req(d, e, "pool", &o->pool)) < 0)
-    return r;
-  if ((r = sf__dstr_req(d, e, "device", &o->device)) < 0)
-    return r;
-  if ((r = sf__dstr(d, e, "shareID", &o->share_id)) < 0)
-    return r;
-  if ((r = sf__dbool(d, e, "adminAccess", &o->admin_access)) < 0)
-    return r;
-  if ((r = sf__dqmap(d, e, "consumedCapacity", &o->consumed, &o->nconsumed)) < 0)
-    return r;
-  return 1;
+  return sf__dqmap(d, e, "consumedCapacity", &o->consumed, &o->nconsumed);
 }
 
 static int reserved(dctx_t *d, const json_t *e, void *out)
 {
   sf_dref_t *o = out;
-  int r;
   if (!json_is_object(e))
     return sf__dfail(d, "expected an object");
   o->api_group = o->resource = o->uid = "";
-  if ((r = sf__dstr(d, e, "apiGroup", &o->api_group)) < 0)
-    return r;
-  if ((r = sf__dstr(d, e, "resource", &o->resource)) < 0)
-    return r;
-  if ((r = sf__dstr_req(d, e, "name", &o->name)) < 0)
-    return r;
-  if ((r = sf__dstr(d, e, "uid", &o->uid)) < 0)
-    return r;
-  return 1;
+  return sf__dfields(d, e,
+                     (const dfield_t[]){DSTR("apiGroup", &o->api_group),
+                                        DSTR("resource", &o->resource), DSTR_REQ("name", &o->name),
+                                        DSTR("uid", &o->uid), DEND});
 }
 
 /* The node of a node-local allocation: matchFields metadata.name In [node]. */
@@ -264,76 +240,72 @@ static const char *selector_node(const json_t *ns)
   return NULL;
 }
 
-static int allocation(dctx_t *d, const json_t *al, sf_rclaim_t *c)
+static int alloc_results(dctx_t *d, const json_t *dev, void *out)
 {
-  const json_t *dev, *ns;
+  sf_rclaim_t *c = out;
+  return sf__darray(d, dev, "results", sizeof(sf_dresult_t), result, (void **)&c->results,
+                    &c->nresults);
+}
+
+static int allocation(dctx_t *d, const json_t *al, void *out)
+{
+  sf_rclaim_t *c = out;
+  const json_t *ns;
   int r;
-  size_t at = sf__dpush(d, "allocation");
   c->allocated = true;
-  if ((r = sf__dobj(d, al, "devices", &dev)) < 0)
+  if ((r = sf__dsub(d, al, "devices", alloc_results, c)) < 0)
     return r;
-  if (dev) {
-    size_t at2 = sf__dpush(d, "devices");
-    if ((r = sf__darray(d, dev, "results", sizeof(sf_dresult_t), result, (void **)&c->results,
-                        &c->nresults)) < 0)
-      return r;
-    sf__dpop(d, at2);
-  }
   if ((r = sf__dobj(d, al, "nodeSelector", &ns)) < 0)
     return r;
   if (ns && (c->alloc_node = selector_node(ns)))
     c->alloc_node = sf__dkeep(d, c->alloc_node, strlen(c->alloc_node));
-  sf__dpop(d, at);
   return 1;
+}
+
+static int claim_status(dctx_t *d, const json_t *st, void *out)
+{
+  sf_rclaim_t *c = out;
+  int r;
+  if ((r = sf__dsub(d, st, "allocation", allocation, c)) < 0)
+    return r;
+  return sf__darray(d, st, "reservedFor", sizeof(sf_dref_t), reserved, (void **)&c->reserved,
+                    &c->nreserved);
 }
 
 int sf__decode_claim(dctx_t *d, const json_t *j, sf_rclaim_t *c)
 {
-  const json_t *spec, *st, *al;
   int r;
-  if ((r = sf__dobj(d, j, "spec", &spec)) < 0)
+  if ((r = sf__dsub(d, j, "spec", claim_spec, &c->spec)) < 0)
     return r;
-  if (spec) {
-    size_t at = sf__dpush(d, "spec");
-    if ((r = claim_spec(d, spec, &c->spec)) < 0)
-      return r;
-    sf__dpop(d, at);
-  }
-  if ((r = sf__dobj(d, j, "status", &st)) < 0 || !st)
-    return r;
-  size_t at = sf__dpush(d, "status");
-  if ((r = sf__dobj(d, st, "allocation", &al)) < 0)
-    return r;
-  if (al && (r = allocation(d, al, c)) < 0)
-    return r;
-  if ((r = sf__darray(d, st, "reservedFor", sizeof(sf_dref_t), reserved, (void **)&c->reserved,
-                      &c->nreserved)) < 0)
-    return r;
-  sf__dpop(d, at);
-  return 1;
+  return sf__dsub(d, j, "status", claim_status, c);
+}
+
+/* A template's spec: {"spec": ResourceClaimSpec}. */
+static int template_spec(dctx_t *d, const json_t *spec, void *out)
+{
+  return sf__dsub(d, spec, "spec", claim_spec, out);
 }
 
 int sf__decode_template(dctx_t *d, const json_t *j, sf_claim_template_t *t)
 {
-  const json_t *spec, *inner;
+  return sf__dsub(d, j, "spec", template_spec, &t->spec);
+}
+
+static int class_spec(dctx_t *d, const json_t *spec, void *out)
+{
+  sf_device_class_t *c = out;
   int r;
-  if ((r = sf__dobj(d, j, "spec", &spec)) < 0 || !spec)
+  if ((r = sf__dselectors(d, spec, "selectors", &c->selectors, &c->nselectors)) < 0)
     return r;
-  size_t at = sf__dpush(d, "spec");
-  if ((r = sf__dobj(d, spec, "spec", &inner)) < 0)
+  if ((r = sf__dstr(d, spec, "extendedResourceName", &c->ext_resource)) < 0)
     return r;
-  if (inner) {
-    sf__dpush(d, "spec");
-    if ((r = claim_spec(d, inner, &t->spec)) < 0)
-      return r;
-  }
-  sf__dpop(d, at);
+  if (c->ext_resource && !*c->ext_resource)
+    c->ext_resource = NULL;
   return 1;
 }
 
 int sf__decode_class(dctx_t *d, const json_t *j, sf_device_class_t *c)
 {
-  const json_t *spec;
   int r;
   size_t at = sf__dpush(d, "metadata");
   if ((r = sf__dstr(d, json_object_get(j, "metadata"), "creationTimestamp", &c->created)) < 0)
@@ -341,50 +313,29 @@ int sf__decode_class(dctx_t *d, const json_t *j, sf_device_class_t *c)
   sf__dpop(d, at);
   if (!c->created)
     c->created = "";
-  if ((r = sf__dobj(d, j, "spec", &spec)) < 0 || !spec)
-    return r;
-  at = sf__dpush(d, "spec");
-  if ((r = sf__dselectors(d, spec, "selectors", &c->selectors, &c->nselectors)) < 0)
-    return r;
-  if ((r = sf__dstr(d, spec, "extendedResourceName", &c->ext_resource)) < 0)
-    return r;
-  if (c->ext_resource && !*c->ext_resource)
-    c->ext_resource = NULL;
-  sf__dpop(d, at);
-  return 1;
+  return sf__dsub(d, j, "spec", class_spec, c);
+}
+
+static int device_selector(dctx_t *d, const json_t *sel, void *out)
+{
+  sf_taint_rule_t *t = out;
+  /* A rule that selects by class or CEL is not evaluated: it taints nothing (cluster_alloc.c). */
+  t->by_class = json_object_get(sel, "deviceClassName") || json_object_get(sel, "selectors");
+  return sf__dfields(d, sel,
+                     (const dfield_t[]){DSTR("driver", &t->driver), DSTR("pool", &t->pool),
+                                        DSTR("device", &t->device), DEND});
+}
+
+static int rule_spec(dctx_t *d, const json_t *spec, void *out)
+{
+  sf_taint_rule_t *t = out;
+  int r = sf__dsub(d, spec, "deviceSelector", device_selector, t);
+  return r < 0 ? r : sf__dsub_req(d, spec, "taint", sf__dtaint, &t->taint);
 }
 
 int sf__decode_rule(dctx_t *d, const json_t *j, sf_taint_rule_t *t)
 {
-  const json_t *spec, *sel, *taint;
-  int r;
-  if ((r = sf__dobj(d, j, "spec", &spec)) < 0)
-    return r;
-  size_t at = sf__dpush(d, "spec");
-  if (!spec)
-    return sf__dfail(d, "is required");
-  if ((r = sf__dobj(d, spec, "deviceSelector", &sel)) < 0)
-    return r;
-  if (sel) {
-    size_t at2 = sf__dpush(d, "deviceSelector");
-    if ((r = sf__dstr(d, sel, "driver", &t->driver)) < 0)
-      return r;
-    if ((r = sf__dstr(d, sel, "pool", &t->pool)) < 0)
-      return r;
-    if ((r = sf__dstr(d, sel, "device", &t->device)) < 0)
-      return r;
-    t->by_class = json_object_get(sel, "deviceClassName") || json_object_get(sel, "selectors");
-    sf__dpop(d, at2);
-  }
-  if ((r = sf__dobj(d, spec, "taint", &taint)) < 0)
-    return r;
-  sf__dpush(d, "taint");
-  if (!taint)
-    return sf__dfail(d, "is required");
-  if ((r = sf__dtaint(d, taint, &t->taint)) < 0)
-    return r;
-  sf__dpop(d, at);
-  return 1;
+  return sf__dsub_req(d, j, "spec", rule_spec, t);
 }
 
 /* ---- comparing specs ---- */

@@ -104,16 +104,54 @@ int sf__dobj(dctx_t *d, const json_t *obj, const char *key, const json_t **out);
 int sf__darr(dctx_t *d, const json_t *obj, const char *key, const json_t **out, size_t *n);
 /** A required string field: SF_EINVAL "is required" when absent or empty. */
 int sf__dstr_req(dctx_t *d, const json_t *obj, const char *key, const char **out);
+/* One row of a table of fields read by sf__dfields(): its key, its reader and where it goes. */
+typedef enum { DF_STR, DF_STR_REQ, DF_INT, DF_BOOL, DF_QTY } dfield_kind_t;
+typedef struct {
+  const char *key;
+  dfield_kind_t kind;
+  union {
+    const char **s;
+    int64_t *i;
+    bool *b;
+    sf_milli_t *q;
+  } out;
+} dfield_t;
+/* clang-format off */
+#define DFIELD(key, kind, member, p) {(key), (kind), {.member = (p)}}
+/* clang-format on */
+#define DSTR(key, p) DFIELD(key, DF_STR, s, p)
+#define DSTR_REQ(key, p) DFIELD(key, DF_STR_REQ, s, p)
+#define DINT(key, p) DFIELD(key, DF_INT, i, p)
+#define DBOOL(key, p) DFIELD(key, DF_BOOL, b, p)
+#define DQTY(key, p) DFIELD(key, DF_QTY, q, p)
+#define DEND DFIELD(NULL, DF_STR, s, NULL)
+/**
+ * Reads the fields of `f` (up to DEND) in order with sf__dstr, sf__dstr_req, sf__dint, sf__dbool
+ * or sf__dqty; the first error stops. Returns 1, or that error.
+ */
+int sf__dfields(dctx_t *d, const json_t *obj, const dfield_t *f);
 /** Parses a quantity value (string, number or null -> 0 not read) at the current path. */
 int sf__dqty_val(dctx_t *d, const json_t *v, sf_milli_t *out);
 /** An array of strings (e.g. requests: [...]) into the arena. */
 int sf__dstrs(dctx_t *d, const json_t *obj, const char *key, const char ***out, size_t *n);
 /** A map of quantities ({"memory": "16Gi"}) into name/value pairs. */
 int sf__dqmap(dctx_t *d, const json_t *obj, const char *key, sf_cap_request_t **out, size_t *n);
+/** Decodes member `k` (value `v`) of an object into `out`: 1 keeps it, 0 drops it, or SF_EINVAL. */
+typedef int (*sf__dmember_fn)(dctx_t *d, const void *ctx, const char *k, const json_t *v, void *out);
+/**
+ * Decodes each member of the object `key` of `obj` with `fn` (at the member's path) into a new
+ * arena array of `size`-byte elements: *out, *n. Returns 0 when the object is absent.
+ */
+int sf__dmap(dctx_t *d, const json_t *obj, const char *key, size_t size, sf__dmember_fn fn,
+             const void *ctx, void **out, size_t *n);
 /** Selectors [{cel: {expression}}] into their texts. */
 int sf__dselectors(dctx_t *d, const json_t *obj, const char *key, const char ***out, size_t *n);
 /** Decodes one array element (an object) into `out`. */
 typedef int (*sf__delem_fn)(dctx_t *d, const json_t *e, void *out);
+/** Decodes the object field `key` of `obj` with `fn` at its path: 0 when absent, else fn's result. */
+int sf__dsub(dctx_t *d, const json_t *obj, const char *key, sf__delem_fn fn, void *out);
+/** Same for a required field: SF_EINVAL "is required" when absent. */
+int sf__dsub_req(dctx_t *d, const json_t *obj, const char *key, sf__delem_fn fn, void *out);
 /**
  * Decodes the array `key` of `obj` with `fn` into `size`-byte elements
  * appended at out + *n * size (room for them is the caller's).
@@ -123,8 +161,10 @@ int sf__deach(dctx_t *d, const json_t *obj, const char *key, size_t size, sf__de
 /** Same into a new arena array: *out, *n. */
 int sf__darray(dctx_t *d, const json_t *obj, const char *key, size_t size, sf__delem_fn fn,
                void **out, size_t *n);
-/** A taint {key, value, effect}; unknown effects are None. */
-int sf__dtaint(dctx_t *d, const json_t *t, sf_taint_t *out);
+/** The taint effect named `eff` (NULL or unknown: None). */
+sf_taint_effect_t sf__deffect(const char *eff);
+/** A taint {key, value, effect} into the sf_taint_t `out`; unknown effects are None. */
+int sf__dtaint(dctx_t *d, const json_t *t, void *out);
 
 int sf__decode_slice(dctx_t *d, const json_t *j, sf_slice_t *s);
 int sf__decode_claim(dctx_t *d, const json_t *j, sf_rclaim_t *c);

@@ -7,6 +7,7 @@
  * values), and the tree is replaced by the few members the pools still read
  * as JSON (node selectors and counter sets, cluster_pool.c), or by nothing.
  */
+#include <stddef.h>
 #include <string.h>
 #include "decode_int.h"
 
@@ -45,28 +46,42 @@ static const char *keep(own_t *k, const char *s)
   return k->to[h];
 }
 
+/* The string members of an array's elements: at most two, at these offsets (0 when unused). */
+typedef struct {
+  size_t size, first, second;
+} strings_t;
+
+static const strings_t attr_strings = {sizeof(sf_attr_t), offsetof(sf_attr_t, name),
+                                       offsetof(sf_attr_t, s)};
+static const strings_t cap_strings = {sizeof(sf_capacity_t), offsetof(sf_capacity_t, name), 0};
+static const strings_t use_strings = {sizeof(sf_counter_use_t), offsetof(sf_counter_use_t, set),
+                                      offsetof(sf_counter_use_t, counter)};
+static const strings_t taint_strings = {sizeof(sf_taint_t), offsetof(sf_taint_t, key),
+                                        offsetof(sf_taint_t, value)};
+static const strings_t counter_strings = {sizeof(sf_counter_t), offsetof(sf_counter_t, set),
+                                          offsetof(sf_counter_t, counter)};
+
+/* Keeps the string members `m` of each of the `n` elements at `base`, element by element. */
+static void own_array(own_t *k, const void *base, size_t n, const strings_t *m)
+{
+  char *p = (char *)(uintptr_t)base;
+  for (size_t i = 0; i < n; i++, p += m->size) {
+    const char **first = (const char **)(void *)(p + m->first);
+    *first = keep(k, *first);
+    if (m->second) {
+      const char **second = (const char **)(void *)(p + m->second);
+      *second = keep(k, *second);
+    }
+  }
+}
+
 static void own_device(own_t *k, sf_device_spec_t *dev)
 {
   dev->name = keep(k, dev->name);
-  for (size_t i = 0; i < dev->nattrs; i++) {
-    sf_attr_t *at = (sf_attr_t *)(uintptr_t)&dev->attrs[i];
-    at->name = keep(k, at->name);
-    at->s = keep(k, at->s);
-  }
-  for (size_t i = 0; i < dev->ncaps; i++) {
-    sf_capacity_t *c = (sf_capacity_t *)(uintptr_t)&dev->caps[i];
-    c->name = keep(k, c->name);
-  }
-  for (size_t i = 0; i < dev->ncounters; i++) {
-    sf_counter_use_t *u = (sf_counter_use_t *)(uintptr_t)&dev->counters[i];
-    u->set = keep(k, u->set);
-    u->counter = keep(k, u->counter);
-  }
-  for (size_t i = 0; i < dev->ntaints; i++) {
-    sf_taint_t *t = (sf_taint_t *)(uintptr_t)&dev->taints[i];
-    t->key = keep(k, t->key);
-    t->value = keep(k, t->value);
-  }
+  own_array(k, dev->attrs, dev->nattrs, &attr_strings);
+  own_array(k, dev->caps, dev->ncaps, &cap_strings);
+  own_array(k, dev->counters, dev->ncounters, &use_strings);
+  own_array(k, dev->taints, dev->ntaints, &taint_strings);
 }
 
 /* Sets key of `to` to a copy of the member of `from`, when present; true if it was. */
@@ -122,10 +137,7 @@ static void own_slice(own_t *k, sf_slice_t *s)
     own_device(k, &s->devs[i]);
     s->dev_node[i] = keep(k, s->dev_node[i]);
   }
-  for (size_t i = 0; i < s->ncounters; i++) {
-    s->counters[i].set = keep(k, s->counters[i].set);
-    s->counters[i].counter = keep(k, s->counters[i].counter);
-  }
+  own_array(k, s->counters, s->ncounters, &counter_strings);
 }
 
 void sf__slice_detach(sf_object_t *o)

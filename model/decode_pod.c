@@ -17,11 +17,11 @@ static int pod_claim(dctx_t *d, const json_t *e, void *out)
 {
   sf_pod_claim_t *o = out;
   int r;
-  if ((r = sf__dstr_req(d, e, "name", &o->name)) < 0)
-    return r;
-  if ((r = sf__dstr(d, e, "resourceClaimName", &o->claim_name)) < 0)
-    return r;
-  if ((r = sf__dstr(d, e, "resourceClaimTemplateName", &o->template_name)) < 0)
+  if ((r = sf__dfields(d, e,
+                       (const dfield_t[]){DSTR_REQ("name", &o->name),
+                                          DSTR("resourceClaimName", &o->claim_name),
+                                          DSTR("resourceClaimTemplateName", &o->template_name),
+                                          DEND})) < 0)
     return r;
   if (o->claim_name && !*o->claim_name)
     o->claim_name = NULL;
@@ -35,12 +35,9 @@ static int pod_claim(dctx_t *d, const json_t *e, void *out)
 static int ctr_claim(dctx_t *d, const json_t *e, void *out)
 {
   sf_ctr_claim_t *o = out;
-  int r;
-  if ((r = sf__dstr_req(d, e, "name", &o->name)) < 0)
-    return r;
-  if ((r = sf__dstr(d, e, "request", &o->request)) < 0)
-    return r;
-  return 1;
+  return sf__dfields(d, e,
+                     (const dfield_t[]){DSTR_REQ("name", &o->name), DSTR("request", &o->request),
+                                        DEND});
 }
 
 /* Extended resources: names with a '/'; a request wins over its limit. */
@@ -135,25 +132,18 @@ static int main_ctr(dctx_t *d, const json_t *e, void *out)
 static int claim_status(dctx_t *d, const json_t *e, void *out)
 {
   sf_claim_status_t *o = out;
-  int r;
-  if ((r = sf__dstr_req(d, e, "name", &o->name)) < 0)
-    return r;
-  if ((r = sf__dstr(d, e, "resourceClaimName", &o->claim_name)) < 0)
-    return r;
-  return 1;
+  return sf__dfields(d, e,
+                     (const dfield_t[]){DSTR_REQ("name", &o->name),
+                                        DSTR("resourceClaimName", &o->claim_name), DEND});
 }
 
 static int ext_mapping(dctx_t *d, const json_t *e, void *out)
 {
   sf_ext_mapping_t *o = out;
-  int r;
-  if ((r = sf__dstr_req(d, e, "containerName", &o->container)) < 0)
-    return r;
-  if ((r = sf__dstr_req(d, e, "resourceName", &o->resource)) < 0)
-    return r;
-  if ((r = sf__dstr_req(d, e, "requestName", &o->request)) < 0)
-    return r;
-  return 1;
+  return sf__dfields(d, e,
+                     (const dfield_t[]){DSTR_REQ("containerName", &o->container),
+                                        DSTR_REQ("resourceName", &o->resource),
+                                        DSTR_REQ("requestName", &o->request), DEND});
 }
 
 /* Requests past this are no real pod's; summing them could overflow. */
@@ -229,8 +219,9 @@ static int pod_requests(dctx_t *d, const json_t *spec, sf_pod_t *p)
   return add(d, p->mem_bytes, om, &p->mem_bytes);
 }
 
-static int pod_spec(dctx_t *d, const json_t *spec, sf_pod_t *p)
+static int pod_spec(dctx_t *d, const json_t *spec, void *out)
 {
+  sf_pod_t *p = out;
   int r;
   if ((r = sf__dstr(d, spec, "nodeName", &p->node_name)) < 0)
     return r;
@@ -251,9 +242,20 @@ static int pod_spec(dctx_t *d, const json_t *spec, sf_pod_t *p)
   return pod_requests(d, spec, p);
 }
 
-static int pod_status(dctx_t *d, const json_t *st, sf_pod_t *p)
+static int ext_status(dctx_t *d, const json_t *ext, void *out)
 {
-  const json_t *ext;
+  sf_pod_t *p = out;
+  int r;
+  if ((r = sf__dstr(d, ext, "resourceClaimName", &p->ext_claim)) < 0)
+    return r;
+  p->ext_maps = sf__arena_alloc(d->a, arr_len(ext, "requestMappings") * sizeof(*p->ext_maps));
+  return sf__deach(d, ext, "requestMappings", sizeof(*p->ext_maps), ext_mapping, (char *)p->ext_maps,
+                   &p->next_maps);
+}
+
+static int pod_status(dctx_t *d, const json_t *st, void *out)
+{
+  sf_pod_t *p = out;
   const char *phase = NULL;
   int r;
   if ((r = sf__dstr(d, st, "phase", &phase)) < 0)
@@ -263,59 +265,23 @@ static int pod_status(dctx_t *d, const json_t *st, sf_pod_t *p)
   if ((r = sf__deach(d, st, "resourceClaimStatuses", sizeof(*p->statuses), claim_status,
                      (char *)p->statuses, &p->nstatuses)) < 0)
     return r;
-  if ((r = sf__dobj(d, st, "extendedResourceClaimStatus", &ext)) < 0 || !ext)
-    return r;
-  size_t at = sf__dpush(d, "extendedResourceClaimStatus");
-  if ((r = sf__dstr(d, ext, "resourceClaimName", &p->ext_claim)) < 0)
-    return r;
-  p->ext_maps = sf__arena_alloc(d->a, arr_len(ext, "requestMappings") * sizeof(*p->ext_maps));
-  if ((r = sf__deach(d, ext, "requestMappings", sizeof(*p->ext_maps), ext_mapping,
-                     (char *)p->ext_maps, &p->next_maps)) < 0)
-    return r;
-  sf__dpop(d, at);
-  return 1;
+  return sf__dsub(d, st, "extendedResourceClaimStatus", ext_status, p);
 }
 
 int sf__decode_pod(dctx_t *d, const json_t *j, sf_pod_t *p)
 {
-  const json_t *spec, *st;
   int r;
-  if ((r = sf__dobj(d, j, "spec", &spec)) < 0)
+  if ((r = sf__dsub(d, j, "spec", pod_spec, p)) < 0)
     return r;
-  if (spec) {
-    size_t at = sf__dpush(d, "spec");
-    if ((r = pod_spec(d, spec, p)) < 0)
-      return r;
-    sf__dpop(d, at);
-  }
-  if ((r = sf__dobj(d, j, "status", &st)) < 0 || !st)
-    return r;
-  size_t at = sf__dpush(d, "status");
-  if ((r = pod_status(d, st, p)) < 0)
-    return r;
-  sf__dpop(d, at);
-  return 1;
+  return sf__dsub(d, j, "status", pod_status, p);
 }
 
-static int labels(dctx_t *d, const json_t *md, sf_node_t *n)
+static int label(dctx_t *d, const void *ctx, const char *k, const json_t *v, void *out)
 {
-  const json_t *m;
-  int r = sf__dobj(d, md, "labels", &m);
-  if (r <= 0)
-    return r;
-  size_t at = sf__dpush(d, "labels");
-  n->labels = sf__arena_alloc(d->a, json_object_size(m) * sizeof(*n->labels));
-  const char *k;
-  json_t *v;
-  json_object_foreach(unconst(m), k, v)
-  {
-    if (!json_is_string(v)) {
-      sf__dpush(d, k);
-      return sf__dfail(d, "expected a string");
-    }
-    n->labels[n->nlabels++] = (sf_label_t){k, json_string_value(v)};
-  }
-  sf__dpop(d, at);
+  (void)ctx;
+  if (!json_is_string(v))
+    return sf__dfail(d, "expected a string");
+  *(sf_label_t *)out = (sf_label_t){k, json_string_value(v)};
   return 1;
 }
 
@@ -324,7 +290,8 @@ int sf__decode_node(dctx_t *d, const json_t *j, sf_node_t *n)
   const json_t *md = json_object_get(j, "metadata"), *st;
   int r;
   size_t at = sf__dpush(d, "metadata");
-  if ((r = labels(d, md, n)) < 0)
+  if ((r = sf__dmap(d, md, "labels", sizeof(sf_label_t), label, NULL, (void **)&n->labels,
+                    &n->nlabels)) < 0)
     return r;
   sf__dpop(d, at);
   if ((r = sf__dobj(d, j, "status", &st)) < 0 || !st)

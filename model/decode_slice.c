@@ -134,30 +134,12 @@ static int attr_value(dctx_t *d, const json_t *v, sf_attr_t *a)
   return 1;
 }
 
-static int attributes(dctx_t *d, const char *driver, const json_t *dev, sf_device_spec_t *o)
+/* One attribute; `driver` qualifies its name. */
+static int attribute(dctx_t *d, const void *driver, const char *k, const json_t *e, void *out)
 {
-  const json_t *m;
-  int r = sf__dobj(d, dev, "attributes", &m);
-  if (r <= 0)
-    return r;
-  size_t at = sf__dpush(d, "attributes"), n = 0;
-  sf_attr_t *v = sf__arena_alloc(d->a, json_object_size(m) * sizeof(*v));
-  const char *k;
-  json_t *e;
-  json_object_foreach(unconst(m), k, e)
-  {
-    size_t at2 = sf__dpush(d, k);
-    if ((r = qualify(d, driver, k, &v[n].name)) < 0)
-      return r;
-    if ((r = attr_value(d, e, &v[n])) < 0)
-      return r;
-    n += (size_t)r;
-    sf__dpop(d, at2);
-  }
-  sf__dpop(d, at);
-  o->attrs = v;
-  o->nattrs = n;
-  return 1;
+  sf_attr_t *a = out;
+  int r = qualify(d, driver, k, &a->name);
+  return r < 0 ? r : attr_value(d, e, a);
 }
 
 static int valid_values(dctx_t *d, const json_t *pol, sf_request_policy_t *p)
@@ -185,36 +167,27 @@ static int valid_values(dctx_t *d, const json_t *pol, sf_request_policy_t *p)
   return 1;
 }
 
-static int valid_range(dctx_t *d, const json_t *pol, sf_request_policy_t *p)
+static int valid_range(dctx_t *d, const json_t *rg, void *out)
 {
-  const json_t *rg;
-  int r = sf__dobj(d, pol, "validRange", &rg);
-  if (r <= 0)
-    return r;
-  size_t at = sf__dpush(d, "validRange");
-  if ((r = sf__dqty(d, rg, "min", &p->min)) < 0)
-    return r;
-  if ((r = sf__dqty(d, rg, "step", &p->step)) < 0)
-    return r;
-  if ((r = sf__dqty(d, rg, "max", &p->max)) < 0)
+  sf_request_policy_t *p = out;
+  int r;
+  if ((r = sf__dfields(d, rg,
+                       (const dfield_t[]){DQTY("min", &p->min), DQTY("step", &p->step),
+                                          DQTY("max", &p->max), DEND})) < 0)
     return r;
   if (p->min < 0 || p->step < 0 || p->max < 0)
     return sf__dfail(d, "bounds must not be negative");
   if (p->max > 0 && p->max < p->min)
     return sf__dfail(d, "max is below min");
-  sf__dpop(d, at);
   p->has_range = true;
   return 1;
 }
 
-static int request_policy(dctx_t *d, const json_t *cap, sf_capacity_t *c)
+static int request_policy(dctx_t *d, const json_t *pol, void *out)
 {
-  const json_t *pol;
-  int r = sf__dobj(d, cap, "requestPolicy", &pol);
-  if (r <= 0)
-    return r;
-  size_t at = sf__dpush(d, "requestPolicy");
+  sf_capacity_t *c = out;
   sf_request_policy_t *p = &c->policy;
+  int r;
   if ((r = sf__dqty(d, pol, "default", &p->def)) < 0)
     return r;
   p->has_default = r > 0;
@@ -224,44 +197,29 @@ static int request_policy(dctx_t *d, const json_t *cap, sf_capacity_t *c)
   }
   if ((r = valid_values(d, pol, p)) < 0)
     return r;
-  if (p->nvalid == 0 && (r = valid_range(d, pol, p)) < 0)
+  if (p->nvalid == 0 && (r = sf__dsub(d, pol, "validRange", valid_range, p)) < 0)
     return r;
-  sf__dpop(d, at);
   c->has_policy = true;
   return 1;
 }
 
-static int capacities(dctx_t *d, const char *driver, const json_t *dev, sf_device_spec_t *o)
+/* One capacity; `driver` qualifies its name. */
+static int capacity(dctx_t *d, const void *driver, const char *k, const json_t *e, void *out)
 {
-  const json_t *m;
-  int r = sf__dobj(d, dev, "capacity", &m);
-  if (r <= 0)
+  sf_capacity_t *c = out;
+  int r;
+  if ((r = qualify(d, driver, k, &c->name)) < 0)
     return r;
-  size_t at = sf__dpush(d, "capacity"), n = 0;
-  sf_capacity_t *v = sf__arena_alloc(d->a, json_object_size(m) * sizeof(*v));
-  const char *k;
-  json_t *e;
-  json_object_foreach(unconst(m), k, e)
-  {
-    size_t at2 = sf__dpush(d, k);
-    sf_capacity_t *c = &v[n++];
-    if ((r = qualify(d, driver, k, &c->name)) < 0)
-      return r;
-    if (!json_is_object(e))
-      return sf__dfail(d, "expected an object");
-    if ((r = sf__dqty(d, e, "value", &c->value)) < 0)
-      return r;
-    if (r == 0)
-      return sf__dfail(d, "has no value");
-    if (c->value < 0)
-      return sf__dfail(d, "value is negative");
-    if ((r = request_policy(d, e, c)) < 0)
-      return r;
-    sf__dpop(d, at2);
-  }
-  sf__dpop(d, at);
-  o->caps = v;
-  o->ncaps = n;
+  if (!json_is_object(e))
+    return sf__dfail(d, "expected an object");
+  if ((r = sf__dqty(d, e, "value", &c->value)) < 0)
+    return r;
+  if (r == 0)
+    return sf__dfail(d, "has no value");
+  if (c->value < 0)
+    return sf__dfail(d, "value is negative");
+  if ((r = sf__dsub(d, e, "requestPolicy", request_policy, c)) < 0)
+    return r;
   return 1;
 }
 
@@ -326,27 +284,6 @@ static int counter_sets(dctx_t *d, const json_t *obj, const char *key, const cha
   return 1;
 }
 
-static int taints(dctx_t *d, const json_t *dev, sf_device_spec_t *o)
-{
-  const json_t *arr;
-  size_t n;
-  int r = sf__darr(d, dev, "taints", &arr, &n);
-  if (r <= 0)
-    return r;
-  size_t at = sf__dpush(d, "taints");
-  sf_taint_t *v = sf__arena_alloc(d->a, n * sizeof(*v));
-  for (size_t i = 0; i < n; i++) {
-    size_t ati = sf__dpush_i(d, i);
-    if ((r = sf__dtaint(d, json_array_get(arr, i), &v[i])) < 0)
-      return r;
-    sf__dpop(d, ati);
-  }
-  sf__dpop(d, at);
-  o->taints = v;
-  o->ntaints = n;
-  return 1;
-}
-
 /* nodeName | allNodes | nodeSelector (| perDeviceNodeSelection at slice level). */
 static int node_selection(dctx_t *d, const json_t *o, bool slice, sf_nodesel_t *sel,
                           const char **node)
@@ -383,14 +320,19 @@ static int device(dctx_t *d, const json_t *dev, sf_slice_t *s, size_t i)
   sf_device_spec_t *o = &s->devs[i];
   int r;
   sf_counter_t *uses = NULL;
+  void *attrs = NULL, *caps = NULL, *taints = NULL;
   if (!json_is_object(dev))
     return sf__dfail(d, "expected an object");
   if ((r = sf__dstr_req(d, dev, "name", &o->name)) < 0)
     return r;
-  if ((r = attributes(d, s->driver, dev, o)) < 0)
+  if ((r = sf__dmap(d, dev, "attributes", sizeof(sf_attr_t), attribute, s->driver, &attrs,
+                    &o->nattrs)) < 0)
     return r;
-  if ((r = capacities(d, s->driver, dev, o)) < 0)
+  if ((r = sf__dmap(d, dev, "capacity", sizeof(sf_capacity_t), capacity, s->driver, &caps,
+                    &o->ncaps)) < 0)
     return r;
+  o->attrs = attrs;
+  o->caps = caps;
   if (o->nattrs + o->ncaps > DEVICE_FIELDS_MAX)
     return sf__dfail(d, "%zu attributes and capacities, more than %d", o->nattrs + o->ncaps,
                      DEVICE_FIELDS_MAX);
@@ -400,8 +342,9 @@ static int device(dctx_t *d, const json_t *dev, sf_slice_t *s, size_t i)
   for (size_t k = 0; k < o->ncounters; k++)
     cu[k] = (sf_counter_use_t){uses[k].set, uses[k].counter, uses[k].value};
   o->counters = cu;
-  if ((r = taints(d, dev, o)) < 0)
+  if ((r = sf__darray(d, dev, "taints", sizeof(sf_taint_t), sf__dtaint, &taints, &o->ntaints)) < 0)
     return r;
+  o->taints = taints;
   if ((r = sf__dbool(d, dev, "allowMultipleAllocations", &o->allow_multiple)) < 0)
     return r;
   if (s->nodesel == SF_NODESEL_PER_DEVICE &&
@@ -436,20 +379,14 @@ static int devices(dctx_t *d, const json_t *spec, sf_slice_t *s)
   return 1;
 }
 
-static int pool(dctx_t *d, const json_t *spec, sf_slice_t *s)
+static int pool(dctx_t *d, const json_t *p, void *out)
 {
-  const json_t *p;
-  int r = sf__dobj(d, spec, "pool", &p);
+  sf_slice_t *s = out;
+  int r = sf__dfields(d, p,
+                      (const dfield_t[]){DSTR_REQ("name", &s->pool),
+                                         DINT("generation", &s->generation),
+                                         DINT("resourceSliceCount", &s->slice_count), DEND});
   if (r < 0)
-    return r;
-  size_t at = sf__dpush(d, "pool");
-  if (!p)
-    return sf__dfail(d, "is required");
-  if ((r = sf__dstr_req(d, p, "name", &s->pool)) < 0)
-    return r;
-  if ((r = sf__dint(d, p, "generation", &s->generation)) < 0)
-    return r;
-  if ((r = sf__dint(d, p, "resourceSliceCount", &s->slice_count)) < 0)
     return r;
   if (s->generation < 0) {
     sf__dpush(d, "generation");
@@ -459,22 +396,16 @@ static int pool(dctx_t *d, const json_t *spec, sf_slice_t *s)
     sf__dpush(d, "resourceSliceCount");
     return sf__dfail(d, "must be positive, got %lld", (long long)s->slice_count);
   }
-  sf__dpop(d, at);
   return 1;
 }
 
-int sf__decode_slice(dctx_t *d, const json_t *j, sf_slice_t *s)
+static int slice_spec(dctx_t *d, const json_t *spec, void *out)
 {
-  const json_t *spec;
-  int r = sf__dobj(d, j, "spec", &spec);
-  if (r < 0)
-    return r;
-  size_t at = sf__dpush(d, "spec");
-  if (!spec)
-    return sf__dfail(d, "is required");
+  sf_slice_t *s = out;
+  int r;
   if ((r = sf__dstr_req(d, spec, "driver", &s->driver)) < 0)
     return r;
-  if ((r = pool(d, spec, s)) < 0)
+  if ((r = sf__dsub_req(d, spec, "pool", pool, s)) < 0)
     return r;
   if ((r = node_selection(d, spec, true, &s->nodesel, &s->node)) < 0)
     return r;
@@ -482,6 +413,10 @@ int sf__decode_slice(dctx_t *d, const json_t *j, sf_slice_t *s)
     return r;
   if ((r = counter_sets(d, spec, "sharedCounters", "name", &s->counters, &s->ncounters)) < 0)
     return r;
-  sf__dpop(d, at);
   return 1;
+}
+
+int sf__decode_slice(dctx_t *d, const json_t *j, sf_slice_t *s)
+{
+  return sf__dsub_req(d, j, "spec", slice_spec, s);
 }

@@ -155,9 +155,5 @@ size_t sf__demand_shapes(const sf_packer_t *p, uint64_t models, sf__shape_t *out
 
 void sf__demand_dispose(pk_demand_t *d)
 {
-  free(d->fr);
-  free(d->slot);
-  free(d->names);
-  free(d->selc);
-  free(d->cs);
+  SF__FREE_ALL(d->fr, d->slot, d->names, d->selc, d->cs);
 }

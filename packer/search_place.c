@@ -456,19 +456,6 @@ int sf__search_all(sf_packer_t *p)
 
 void sf__search_dispose(pk_search_t *s)
 {
-  free(s->tcount);
-  free(s->tcap);
-  free(s->tcnt);
-  free(s->cands);
-  free(s->needs);
-  free(s->coff);
-  free(s->clen);
-  free(s->st);
-  free(s->memo);
-  free(s->res);
-  free(s->rcons);
-  free(s->rk);
-  free(s->picks);
-  free(s->icnt);
-  free(s->keyed);
+  SF__FREE_ALL(s->tcount, s->tcap, s->tcnt, s->cands, s->needs, s->coff, s->clen, s->st, s->memo,
+               s->res, s->rcons, s->rk, s->picks, s->icnt, s->keyed);
 }

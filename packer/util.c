@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "slicefit/common.h"
+#include "packer_int.h"
 
 const char *sf_strerror(int err)
 {
@@ -19,6 +20,12 @@ const char *sf_strerror(int err)
   case SF_E2BIG: return "input too large";
   default: return "unknown error";
   }
+}
+
+void sf__free_each(void *const *ptrs, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    free(ptrs[i]);
 }
 
 void *sf_xmalloc(size_t n)

@@ -427,30 +427,17 @@ cel_val_t sf__cel_ev(cel_ctx_t *c, uint32_t n)
   case N_NULL: return r;
   case N_BOOL: return sf__cel_bool(nd->v.b);
   case N_INT: return sf__cel_int(nd->v.i);
-  case N_UINT:
-    r.t = V_UINT;
-    r.v.u = nd->v.u;
-    return r;
-  case N_DOUBLE:
-    r.t = V_DOUBLE;
-    r.v.d = nd->v.d;
-    return r;
+  case N_UINT: return (cel_val_t){.t = V_UINT, .v.u = nd->v.u};
+  case N_DOUBLE: return (cel_val_t){.t = V_DOUBLE, .v.d = nd->v.d};
   case N_STR:
-    r.t = V_STR;
+  case N_SEMVER:
+    r.t = nd->op == N_STR ? V_STR : V_SEMVER;
     r.v.s = c->p->pool + nd->v.s.off;
     r.n = nd->v.s.len;
     return r;
   case N_LIST: return ev_list(c, n);
   case N_DEVICE: r.t = V_DEVICE; return r;
-  case N_QTY:
-    r.t = V_QTY;
-    r.v.q = nd->v.i;
-    return r;
-  case N_SEMVER:
-    r.t = V_SEMVER;
-    r.v.s = c->p->pool + nd->v.s.off;
-    r.n = nd->v.s.len;
-    return r;
+  case N_QTY: return (cel_val_t){.t = V_QTY, .v.q = nd->v.i};
   case N_VAR: return c->slots[nd->v.u];
   case N_SELECT: return ev_select(c, n);
   case N_INDEX: return ev_index(c, n);

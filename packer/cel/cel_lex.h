@@ -33,6 +33,7 @@ typedef struct {
  * TY_DYN, which never fails a check.
  */
 enum {
+  TY_NONE = 0, /* no argument beside the target */
   TY_BOOL = 1,
   TY_INT = 2,
   TY_UINT = 4,

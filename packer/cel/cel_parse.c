@@ -137,6 +137,16 @@ static uint32_t exprs(parser_t *ps, int close, uint32_t **out, uint32_t first)
  * static types the overloads accept for the target (or first argument of a
  * global) and for the other arguments; `ret` the result's.
  */
+/* The sets of types the overloads below accept, named by what their members share. */
+#define TY_SIZED (TY_STR | TY_LIST | TY_MAP) /* size() */
+#define TY_SEQ (TY_STR | TY_LIST)            /* indexOf(), lastIndexOf() */
+#define TY_ORDERED (TY_QTY | TY_SEMVER)      /* compareTo(), isGreaterThan(), isLessThan() */
+#define TY_AMOUNT (TY_QTY | TY_INT)          /* what a quantity's add() and sub() take */
+#define TY_STR_OR_INT (TY_STR | TY_INT)      /* findAll(), replace(), split(): a text or a count */
+#define TY_ADDR (TY_STR | TY_NET)            /* an IP or a CIDR, as text or parsed */
+#define TY_CONVERTIBLE (TY_NUM | TY_STR)     /* int(), uint(), double() */
+#define TY_PRINTABLE (TY_CONVERTIBLE | TY_BOOL | TY_QTY | TY_SEMVER | TY_NET) /* string() */
+
 static const struct {
   const char *name; /* "ns.name" for a namespaced global */
   uint16_t fn;
@@ -145,83 +155,82 @@ static const struct {
   uint8_t minor;
   uint16_t tgt, arg, ret;
 } fns[] = {
-    {"size", FN_SIZE, 3, 1, 1, 0, TY_STR | TY_LIST | TY_MAP, 0, TY_INT},
+    {"size", FN_SIZE, 3, 1, 1, 0, TY_SIZED, TY_NONE, TY_INT},
     {"startsWith", FN_STARTS, 2, 2, 2, 0, TY_STR, TY_STR, TY_BOOL},
     {"endsWith", FN_ENDS, 2, 2, 2, 0, TY_STR, TY_STR, TY_BOOL},
     {"contains", FN_CONTAINS, 2, 2, 2, 0, TY_STR, TY_STR, TY_BOOL},
     {"matches", FN_MATCHES, 3, 2, 2, 0, TY_STR, TY_STR, TY_BOOL},
-    {"lowerAscii", FN_LOWER, 2, 1, 1, 0, TY_STR, 0, TY_STR},
-    {"upperAscii", FN_UPPER, 2, 1, 1, 0, TY_STR, 0, TY_STR},
+    {"lowerAscii", FN_LOWER, 2, 1, 1, 0, TY_STR, TY_NONE, TY_STR},
+    {"upperAscii", FN_UPPER, 2, 1, 1, 0, TY_STR, TY_NONE, TY_STR},
     {"find", FN_FIND, 2, 2, 2, 0, TY_STR, TY_STR, TY_STR},
-    {"findAll", FN_FINDALL, 2, 2, 3, 0, TY_STR, TY_STR | TY_INT, TY_LIST},
-    {"isSorted", FN_ISSORTED, 2, 1, 1, 0, TY_LIST, 0, TY_BOOL},
-    {"sum", FN_SUM, 2, 1, 1, 0, TY_LIST, 0, TY_DYN},
-    {"min", FN_MIN, 2, 1, 1, 0, TY_LIST, 0, TY_DYN},
-    {"max", FN_MAX, 2, 1, 1, 0, TY_LIST, 0, TY_DYN},
-    {"indexOf", FN_INDEXOF, 2, 2, 3, 0, TY_STR | TY_LIST, TY_DYN, TY_INT},
-    {"lastIndexOf", FN_LASTINDEXOF, 2, 2, 3, 0, TY_STR | TY_LIST, TY_DYN, TY_INT},
-    {"quantity", FN_QUANTITY, 1, 1, 1, 28, TY_STR, 0, TY_QTY},
-    {"isQuantity", FN_ISQUANTITY, 1, 1, 1, 28, TY_STR, 0, TY_BOOL},
-    {"compareTo", FN_COMPARE, 2, 2, 2, 28, TY_QTY | TY_SEMVER, TY_QTY | TY_SEMVER, TY_INT},
-    {"isGreaterThan", FN_GT, 2, 2, 2, 28, TY_QTY | TY_SEMVER, TY_QTY | TY_SEMVER, TY_BOOL},
-    {"isLessThan", FN_LT, 2, 2, 2, 28, TY_QTY | TY_SEMVER, TY_QTY | TY_SEMVER, TY_BOOL},
-    {"add", FN_ADD, 2, 2, 2, 28, TY_QTY, TY_QTY | TY_INT, TY_QTY},
-    {"sub", FN_SUB, 2, 2, 2, 28, TY_QTY, TY_QTY | TY_INT, TY_QTY},
-    {"asInteger", FN_ASINT, 2, 1, 1, 28, TY_QTY, 0, TY_INT},
-    {"asApproximateFloat", FN_ASFLOAT, 2, 1, 1, 28, TY_QTY, 0, TY_DOUBLE},
-    {"isInteger", FN_ISINT, 2, 1, 1, 28, TY_QTY, 0, TY_BOOL},
-    {"sign", FN_SIGN, 2, 1, 1, 28, TY_QTY, 0, TY_INT},
+    {"findAll", FN_FINDALL, 2, 2, 3, 0, TY_STR, TY_STR_OR_INT, TY_LIST},
+    {"isSorted", FN_ISSORTED, 2, 1, 1, 0, TY_LIST, TY_NONE, TY_BOOL},
+    {"sum", FN_SUM, 2, 1, 1, 0, TY_LIST, TY_NONE, TY_DYN},
+    {"min", FN_MIN, 2, 1, 1, 0, TY_LIST, TY_NONE, TY_DYN},
+    {"max", FN_MAX, 2, 1, 1, 0, TY_LIST, TY_NONE, TY_DYN},
+    {"indexOf", FN_INDEXOF, 2, 2, 3, 0, TY_SEQ, TY_DYN, TY_INT},
+    {"lastIndexOf", FN_LASTINDEXOF, 2, 2, 3, 0, TY_SEQ, TY_DYN, TY_INT},
+    {"quantity", FN_QUANTITY, 1, 1, 1, 28, TY_STR, TY_NONE, TY_QTY},
+    {"isQuantity", FN_ISQUANTITY, 1, 1, 1, 28, TY_STR, TY_NONE, TY_BOOL},
+    {"compareTo", FN_COMPARE, 2, 2, 2, 28, TY_ORDERED, TY_ORDERED, TY_INT},
+    {"isGreaterThan", FN_GT, 2, 2, 2, 28, TY_ORDERED, TY_ORDERED, TY_BOOL},
+    {"isLessThan", FN_LT, 2, 2, 2, 28, TY_ORDERED, TY_ORDERED, TY_BOOL},
+    {"add", FN_ADD, 2, 2, 2, 28, TY_QTY, TY_AMOUNT, TY_QTY},
+    {"sub", FN_SUB, 2, 2, 2, 28, TY_QTY, TY_AMOUNT, TY_QTY},
+    {"asInteger", FN_ASINT, 2, 1, 1, 28, TY_QTY, TY_NONE, TY_INT},
+    {"asApproximateFloat", FN_ASFLOAT, 2, 1, 1, 28, TY_QTY, TY_NONE, TY_DOUBLE},
+    {"isInteger", FN_ISINT, 2, 1, 1, 28, TY_QTY, TY_NONE, TY_BOOL},
+    {"sign", FN_SIGN, 2, 1, 1, 28, TY_QTY, TY_NONE, TY_INT},
     {"orValue", FN_ORVALUE, 2, 2, 2, 28, TY_OPT, TY_DYN, TY_DYN},
-    {"hasValue", FN_HASVALUE, 2, 1, 1, 28, TY_OPT, 0, TY_BOOL},
-    {"value", FN_VALUE, 2, 1, 1, 28, TY_OPT, 0, TY_DYN},
+    {"hasValue", FN_HASVALUE, 2, 1, 1, 28, TY_OPT, TY_NONE, TY_BOOL},
+    {"value", FN_VALUE, 2, 1, 1, 28, TY_OPT, TY_NONE, TY_DYN},
     {"charAt", FN_CHARAT, 2, 2, 2, 0, TY_STR, TY_INT, TY_STR},
     {"join", FN_JOIN, 2, 1, 2, 0, TY_LIST, TY_STR, TY_STR},
-    {"replace", FN_REPLACE, 2, 3, 4, 0, TY_STR, TY_STR | TY_INT, TY_STR},
-    {"split", FN_SPLIT, 2, 2, 3, 0, TY_STR, TY_STR | TY_INT, TY_LIST},
+    {"replace", FN_REPLACE, 2, 3, 4, 0, TY_STR, TY_STR_OR_INT, TY_STR},
+    {"split", FN_SPLIT, 2, 2, 3, 0, TY_STR, TY_STR_OR_INT, TY_LIST},
     {"substring", FN_SUBSTRING, 2, 2, 3, 0, TY_STR, TY_INT, TY_STR},
-    {"trim", FN_TRIM, 2, 1, 1, 0, TY_STR, 0, TY_STR},
+    {"trim", FN_TRIM, 2, 1, 1, 0, TY_STR, TY_NONE, TY_STR},
     {"format", FN_FORMAT, 2, 2, 2, 29, TY_STR, TY_LIST, TY_STR},
-    {"strings.quote", FN_QUOTE, 4, 1, 1, 29, TY_STR, 0, TY_STR},
+    {"strings.quote", FN_QUOTE, 4, 1, 1, 29, TY_STR, TY_NONE, TY_STR},
     {"sets.contains", FN_SETS_CONTAINS, 4, 2, 2, 29, TY_LIST, TY_LIST, TY_BOOL},
     {"sets.equivalent", FN_SETS_EQUIVALENT, 4, 2, 2, 29, TY_LIST, TY_LIST, TY_BOOL},
     {"sets.intersects", FN_SETS_INTERSECTS, 4, 2, 2, 29, TY_LIST, TY_LIST, TY_BOOL},
     /* The base environment has semver from 1.33; DRA's own environment adds it from 1.31. */
     {"semver", FN_SEMVER, 1, 1, 2, 31, TY_STR, TY_BOOL, TY_SEMVER},
     {"isSemver", FN_ISSEMVER, 1, 1, 2, 31, TY_STR, TY_BOOL, TY_BOOL},
-    {"major", FN_MAJOR, 2, 1, 1, 31, TY_SEMVER, 0, TY_INT},
-    {"minor", FN_MINOR, 2, 1, 1, 31, TY_SEMVER, 0, TY_INT},
-    {"patch", FN_PATCH, 2, 1, 1, 31, TY_SEMVER, 0, TY_INT},
+    {"major", FN_MAJOR, 2, 1, 1, 31, TY_SEMVER, TY_NONE, TY_INT},
+    {"minor", FN_MINOR, 2, 1, 1, 31, TY_SEMVER, TY_NONE, TY_INT},
+    {"patch", FN_PATCH, 2, 1, 1, 31, TY_SEMVER, TY_NONE, TY_INT},
     {"slice", FN_SLICE, 2, 3, 3, 34, TY_LIST, TY_INT, TY_LIST},
     {"flatten", FN_FLATTEN, 2, 1, 2, 34, TY_LIST, TY_INT, TY_LIST},
-    {"distinct", FN_DISTINCT, 2, 1, 1, 34, TY_LIST, 0, TY_LIST},
-    {"reverse", FN_REVERSE, 2, 1, 1, 34, TY_LIST, 0, TY_LIST},
-    {"sort", FN_SORT, 2, 1, 1, 34, TY_LIST, 0, TY_LIST},
-    {"first", FN_FIRST, 2, 1, 1, 34, TY_LIST, 0, TY_OPT},
-    {"last", FN_LAST, 2, 1, 1, 34, TY_LIST, 0, TY_OPT},
-    {"lists.range", FN_RANGE, 4, 1, 1, 34, TY_INT, 0, TY_LIST},
+    {"distinct", FN_DISTINCT, 2, 1, 1, 34, TY_LIST, TY_NONE, TY_LIST},
+    {"reverse", FN_REVERSE, 2, 1, 1, 34, TY_LIST, TY_NONE, TY_LIST},
+    {"sort", FN_SORT, 2, 1, 1, 34, TY_LIST, TY_NONE, TY_LIST},
+    {"first", FN_FIRST, 2, 1, 1, 34, TY_LIST, TY_NONE, TY_OPT},
+    {"last", FN_LAST, 2, 1, 1, 34, TY_LIST, TY_NONE, TY_OPT},
+    {"lists.range", FN_RANGE, 4, 1, 1, 34, TY_INT, TY_NONE, TY_LIST},
     /* ip(string) and cidr.ip() share a name. */
-    {"ip", FN_IP, 3, 1, 1, 30, TY_STR | TY_NET, 0, TY_NET},
-    {"isIP", FN_ISIP, 1, 1, 1, 30, TY_STR, 0, TY_BOOL},
-    {"ip.isCanonical", FN_ISCANONICAL, 4, 1, 1, 30, TY_STR, 0, TY_BOOL},
-    {"family", FN_FAMILY, 2, 1, 1, 30, TY_NET, 0, TY_INT},
-    {"isUnspecified", FN_ISUNSPECIFIED, 2, 1, 1, 30, TY_NET, 0, TY_BOOL},
-    {"isLoopback", FN_ISLOOPBACK, 2, 1, 1, 30, TY_NET, 0, TY_BOOL},
-    {"isLinkLocalMulticast", FN_ISLLMULTICAST, 2, 1, 1, 30, TY_NET, 0, TY_BOOL},
-    {"isLinkLocalUnicast", FN_ISLLUNICAST, 2, 1, 1, 30, TY_NET, 0, TY_BOOL},
-    {"isGlobalUnicast", FN_ISGLOBALUNICAST, 2, 1, 1, 30, TY_NET, 0, TY_BOOL},
-    {"cidr", FN_CIDR, 1, 1, 1, 30, TY_STR, 0, TY_NET},
-    {"isCIDR", FN_ISCIDR, 1, 1, 1, 30, TY_STR, 0, TY_BOOL},
-    {"containsIP", FN_CONTAINSIP, 2, 2, 2, 30, TY_NET, TY_NET | TY_STR, TY_BOOL},
-    {"containsCIDR", FN_CONTAINSCIDR, 2, 2, 2, 30, TY_NET, TY_NET | TY_STR, TY_BOOL},
-    {"masked", FN_MASKED, 2, 1, 1, 30, TY_NET, 0, TY_NET},
-    {"prefixLength", FN_PREFIXLEN, 2, 1, 1, 30, TY_NET, 0, TY_INT},
-    {"int", FN_INT, 1, 1, 1, 0, TY_NUM | TY_STR, 0, TY_INT},
-    {"uint", FN_UINT, 1, 1, 1, 0, TY_NUM | TY_STR, 0, TY_UINT},
-    {"double", FN_DOUBLE, 1, 1, 1, 0, TY_NUM | TY_STR, 0, TY_DOUBLE},
+    {"ip", FN_IP, 3, 1, 1, 30, TY_ADDR, TY_NONE, TY_NET},
+    {"isIP", FN_ISIP, 1, 1, 1, 30, TY_STR, TY_NONE, TY_BOOL},
+    {"ip.isCanonical", FN_ISCANONICAL, 4, 1, 1, 30, TY_STR, TY_NONE, TY_BOOL},
+    {"family", FN_FAMILY, 2, 1, 1, 30, TY_NET, TY_NONE, TY_INT},
+    {"isUnspecified", FN_ISUNSPECIFIED, 2, 1, 1, 30, TY_NET, TY_NONE, TY_BOOL},
+    {"isLoopback", FN_ISLOOPBACK, 2, 1, 1, 30, TY_NET, TY_NONE, TY_BOOL},
+    {"isLinkLocalMulticast", FN_ISLLMULTICAST, 2, 1, 1, 30, TY_NET, TY_NONE, TY_BOOL},
+    {"isLinkLocalUnicast", FN_ISLLUNICAST, 2, 1, 1, 30, TY_NET, TY_NONE, TY_BOOL},
+    {"isGlobalUnicast", FN_ISGLOBALUNICAST, 2, 1, 1, 30, TY_NET, TY_NONE, TY_BOOL},
+    {"cidr", FN_CIDR, 1, 1, 1, 30, TY_STR, TY_NONE, TY_NET},
+    {"isCIDR", FN_ISCIDR, 1, 1, 1, 30, TY_STR, TY_NONE, TY_BOOL},
+    {"containsIP", FN_CONTAINSIP, 2, 2, 2, 30, TY_NET, TY_ADDR, TY_BOOL},
+    {"containsCIDR", FN_CONTAINSCIDR, 2, 2, 2, 30, TY_NET, TY_ADDR, TY_BOOL},
+    {"masked", FN_MASKED, 2, 1, 1, 30, TY_NET, TY_NONE, TY_NET},
+    {"prefixLength", FN_PREFIXLEN, 2, 1, 1, 30, TY_NET, TY_NONE, TY_INT},
+    {"int", FN_INT, 1, 1, 1, 0, TY_CONVERTIBLE, TY_NONE, TY_INT},
+    {"uint", FN_UINT, 1, 1, 1, 0, TY_CONVERTIBLE, TY_NONE, TY_UINT},
+    {"double", FN_DOUBLE, 1, 1, 1, 0, TY_CONVERTIBLE, TY_NONE, TY_DOUBLE},
     /* string() of a quantity or a version is left to run time: not every Kubernetes release agrees. */
-    {"string", FN_STRING, 1, 1, 1, 0, TY_NUM | TY_STR | TY_BOOL | TY_QTY | TY_SEMVER | TY_NET, 0,
-     TY_STR},
-    {"dyn", FN_DYN, 1, 1, 1, 0, TY_DYN, 0, TY_DYN},
+    {"string", FN_STRING, 1, 1, 1, 0, TY_PRINTABLE, TY_NONE, TY_STR},
+    {"dyn", FN_DYN, 1, 1, 1, 0, TY_DYN, TY_NONE, TY_DYN},
 };
 
 /* Macros (cel-go's standard ones, and from 1.32 ext.TwoVarComprehensions) by name and variables. */
@@ -404,13 +413,19 @@ static uint32_t bind(parser_t *ps, uint32_t pos)
   return n;
 }
 
-/* Is the text after the current token (an identifier) a ','? Then it is a second variable. */
-static bool second_var(const parser_t *ps)
+/* The position of the first character from `i` on that is not a space, tab or line break. */
+static uint32_t skip_blanks(const parser_t *ps, uint32_t i)
 {
-  uint32_t i = ps->at;
   while (i < ps->len &&
          (ps->src[i] == ' ' || ps->src[i] == '\n' || ps->src[i] == '\t' || ps->src[i] == '\r'))
     i++;
+  return i;
+}
+
+/* Is the text after the current token (an identifier) a ','? Then it is a second variable. */
+static bool second_var(const parser_t *ps)
+{
+  uint32_t i = skip_blanks(ps, ps->at);
   return ps->cur.t == T_IDENT && i < ps->len && ps->src[i] == ',';
 }
 
@@ -611,17 +626,12 @@ static uint32_t namespaced(parser_t *ps, const tok_t *ns)
 static bool peek_namespaced(const parser_t *ps)
 {
   /* IDENT '.' IDENT '(' with the dot at the lexer's position. */
-  uint32_t i = ps->at;
-  while (i < ps->len &&
-         (ps->src[i] == ' ' || ps->src[i] == '\n' || ps->src[i] == '\t' || ps->src[i] == '\r'))
-    i++;
+  uint32_t i = skip_blanks(ps, ps->at);
   if (!sf__cel_is_punct(ps, '.') || i >= ps->len || !sf__cel_isident(ps->src[i], true))
     return false;
   while (i < ps->len && sf__cel_isident(ps->src[i], false))
     i++;
-  while (i < ps->len &&
-         (ps->src[i] == ' ' || ps->src[i] == '\n' || ps->src[i] == '\t' || ps->src[i] == '\r'))
-    i++;
+  i = skip_blanks(ps, i);
   return i < ps->len && ps->src[i] == '(';
 }
 
