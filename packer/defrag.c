@@ -138,14 +138,19 @@ typedef struct {
   uint32_t pod;
 } okey_t;
 
+/* -1, 0 or 1 as a is below, equal to or above b. */
+static int cmp_i64(int64_t a, int64_t b)
+{
+  return (a > b) - (a < b);
+}
+
 static int by_node_age(const void *a, const void *b)
 {
   const okey_t *x = a, *y = b;
-  if (x->node != y->node)
-    return x->node < y->node ? -1 : 1;
-  if (x->gpu_ms != y->gpu_ms)
-    return x->gpu_ms < y->gpu_ms ? -1 : 1;
-  return x->pod < y->pod ? -1 : x->pod > y->pod;
+  int c = cmp_i64(x->node, y->node);
+  if (c == 0)
+    c = cmp_i64(x->gpu_ms, y->gpu_ms);
+  return c ? c : cmp_i64(x->pod, y->pod);
 }
 
 enum { OK = 0, NO_ALLOC, BARE, PROTECTED, LARGER, NBLOCK };
@@ -500,12 +505,7 @@ static void redo_init(plan_t *pl, redo_t *r, uint32_t pod)
 
 static void redo_dispose(redo_t *r)
 {
-  free(r->claims);
-  free(r->cons);
-  free(r->reqs);
-  free(r->sels);
-  free(r->likes);
-  free(r->caps);
+  SF__FREE_ALL(r->claims, r->cons, r->reqs, r->sels, r->likes, r->caps);
 }
 
 typedef struct {
@@ -632,11 +632,10 @@ done:
 static int by_gpu_ms(const void *a, const void *b)
 {
   const cand_t *x = a, *y = b;
-  if (x->gpu_ms != y->gpu_ms)
-    return x->gpu_ms < y->gpu_ms ? -1 : 1;
-  if (x->node != y->node)
-    return x->node < y->node ? -1 : 1;
-  return memcmp(x->pods, y->pods, x->n * sizeof(*x->pods));
+  int c = cmp_i64(x->gpu_ms, y->gpu_ms);
+  if (c == 0)
+    c = cmp_i64(x->node, y->node);
+  return c ? c : memcmp(x->pods, y->pods, x->n * sizeof(*x->pods));
 }
 
 /* ---- the answer ---- */

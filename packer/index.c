@@ -110,17 +110,8 @@ void sf_index_destroy(sf_index_t *idx)
       sf__index_alloc_free_parts(&idx->allocs[i]);
   for (size_t i = 0; i < idx->ncaches; i++)
     free(idx->caches[i].res);
-  free(idx->caches);
-  free(idx->rules);
-  free(idx->nodes);
-  free(idx->pools);
-  free(idx->devs);
-  free(idx->allocs);
-  free(idx->free_nodes);
-  free(idx->free_pools);
-  free(idx->free_devs);
-  free(idx->free_allocs);
-  free(idx->strs);
+  SF__FREE_ALL(idx->caches, idx->rules, idx->nodes, idx->pools, idx->devs, idx->allocs,
+               idx->free_nodes, idx->free_pools, idx->free_devs, idx->free_allocs, idx->strs);
   sf_map_dispose(&idx->strings);
   sf_map_dispose(&idx->node_by_name);
   sf_map_dispose(&idx->dev_by_key);

@@ -27,6 +27,8 @@
 #include "slicefit/policy.h"
 #include "slicefit/map.h"
 
+#include "util.h"
+
 typedef struct {
   const char *name; /* interned, fully qualified */
   sf_milli_t value, free;

@@ -65,14 +65,7 @@ static void recount_init(recount_t *r, const sf_index_t *idx, char *err, size_t 
 
 static void recount_dispose(recount_t *r)
 {
-  free(r->capoff);
-  free(r->cntoff);
-  free(r->holders);
-  free(r->wholes);
-  free(r->cpu);
-  free(r->mem);
-  free(r->capfree);
-  free(r->cntfree);
+  SF__FREE_ALL(r->capoff, r->cntoff, r->holders, r->wholes, r->cpu, r->mem, r->capfree, r->cntfree);
 }
 
 /* Allocations sit on live nodes and hold live devices of that node; adds up what they take. */

@@ -24,12 +24,6 @@
 #include "pk_search.h"
 #include "pk_view.h"
 
-/** Frees each of the `n` pointers of `ptrs` (NULL ones too, as free() does). */
-void sf__free_each(void *const *ptrs, size_t n);
-/* Frees every argument: a module's dispose of the arrays it owns. */
-#define SF__FREE_ALL(...) \
-  sf__free_each((void *const[]){__VA_ARGS__}, sizeof((void *const[]){__VA_ARGS__}) / sizeof(void *))
-
 struct sf_packer {
   /* the call */
   sf_index_t *idx;

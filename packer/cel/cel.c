@@ -74,6 +74,7 @@
 #include <string.h>
 #include "cel_int.h"
 #include "slicefit/map.h"
+#include "../util.h"
 
 struct sf_cel_cache {
   sf_map_t by_text;
@@ -118,13 +119,7 @@ static void prog_free(sf_cel_prog_t *p)
   for (uint32_t i = 0; i < p->nres; i++)
     if (p->res[i].ok)
       regfree(&p->res[i].re);
-  free(p->res);
-  free(p->nodes);
-  free(p->kids);
-  free(p->pool);
-  free(p->err);
-  free(p->text);
-  free(p);
+  SF__FREE_ALL(p->res, p->nodes, p->kids, p->pool, p->err, p->text, p);
 }
 
 void sf_cel_cache_destroy(sf_cel_cache_t *c)
