@@ -439,3 +439,16 @@ void sfx_write_kubeconfig(const char *path, unsigned port)
           port);
   fclose(f);
 }
+
+unsigned sfx_free_port(void)
+{
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  cr_assert(fd >= 0);
+  struct sockaddr_in a = {.sin_family = AF_INET};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+  cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+  close(fd);
+  return ntohs(a.sin_port);
+}

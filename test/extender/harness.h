@@ -81,6 +81,12 @@ void sfx_read_all(int fd, char *buf, size_t cap);
  * NULL) receives the whole response.
  */
 long sfx_get_port(unsigned port, const char *path, char *buf, size_t cap);
+/*
+ * A TCP port of 127.0.0.1 free right now (the kernel's pick for port 0), for a listener a test
+ * must know before the process starts; another process could take it in between, as with any
+ * port chosen ahead.
+ */
+unsigned sfx_free_port(void);
 /** A raw TCP connection to the server (for stalled and slow clients); -1 on error. */
 int sfx_connect(const sfx_t *s);
 

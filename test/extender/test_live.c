@@ -642,7 +642,9 @@ Test(live, never_ready_before_the_first_sync_on_any_listener, .timeout = 90)
   sfx_api_t api;
   char dir[] = "/tmp/sfx-live-XXXXXX", kc[64];
   faulty_api(&api, "hang on", dir, kc, sizeof kc);
-  poller_t pr = {.port = 20201};
+  poller_t pr = {.port = sfx_free_port()};
+  char probe[32];
+  snprintf(probe, sizeof probe, "127.0.0.1:%u", pr.port);
   pthread_t th;
   cr_assert_eq(pthread_create(&th, NULL, poll_readyz, &pr), 0);
   sfx_t s;
@@ -650,7 +652,7 @@ Test(live, never_ready_before_the_first_sync_on_any_listener, .timeout = 90)
                         kc,
                         "--allow-token-over-http",
                         "--probe-listen",
-                        "127.0.0.1:20201",
+                        probe,
                         "--metrics-listen",
                         "127.0.0.1:0",
                         "--watch-silence",
