@@ -143,6 +143,15 @@ enum {
   FN_CONTAINSCIDR,
   FN_MASKED,
   FN_PREFIXLEN,
+  /* The Kubernetes URL library (cel_url.c). */
+  FN_URL,
+  FN_ISURL,
+  FN_GETSCHEME,
+  FN_GETHOST,
+  FN_GETHOSTNAME,
+  FN_GETPORT,
+  FN_GETESCAPEDPATH,
+  FN_GETQUERY,
   FN__COUNT
 };
 /* Macros; the two-variable forms (ext.TwoVarComprehensions) end in 2. */
@@ -219,8 +228,10 @@ enum {
   V_ADOM,
   V_CDOM,
   V_NONE,
-  V_IP,  /* v.s: 18 bytes of scratch (cel_net.c) */
-  V_CIDR /* the same, with the prefix length */
+  V_IP,   /* v.s: 18 bytes of scratch (cel_net.c) */
+  V_CIDR, /* the same, with the prefix length */
+  V_URL,  /* v.s, n: the URL's text without its fragment (cel_url.c) */
+  V_QUERY /* getQuery()'s map of lists: v.s, n the raw query (cel_url.c) */
 };
 #define CV_OPT 1u /* optional.of(the value) */
 
@@ -291,6 +302,16 @@ void sf__cel_re_compile(cel_re_t *r, const char *pat, size_t len, bool positions
 cel_val_t sf__cel_ext_call(cel_ctx_t *c, uint32_t node, int fn, const cel_val_t *a, uint32_t na);
 /** Calls an IP or CIDR function (cel_net.c), string() of an IP or CIDR included. */
 cel_val_t sf__cel_net_call(cel_ctx_t *c, uint32_t node, int fn, const cel_val_t *a, uint32_t na);
+/** Calls a URL function (cel_url.c). */
+cel_val_t sf__cel_url_call(cel_ctx_t *c, uint32_t node, int fn, const cel_val_t *a, uint32_t na);
+/**
+ * Looks `key` up in a getQuery() map: 1 found (*out, the list of its values), 0 missing;
+ * with out NULL only whether it is there.
+ */
+int sf__cel_query_lookup(cel_ctx_t *c, uint32_t node, const cel_val_t *q, const char *key, size_t kn,
+                         cel_val_t *out);
+/** How many distinct keys a getQuery() map has. */
+int64_t sf__cel_query_size(const cel_val_t *q);
 /** Equality of two IPs or two CIDRs (the same kind). */
 bool sf__cel_net_eq(const cel_val_t *a, const cel_val_t *b);
 /** The node's compiled regular expression, or `dyn` compiled from pat (the caller frees dyn). */

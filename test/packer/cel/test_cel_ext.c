@@ -376,7 +376,7 @@ Test(cel_ext, checker_rejections_are_invalid)
       {"device.name == 'gpu-0'", 'C'},
       {"[1, 'a'].size() == 2", 'C'},
       {"'a'.split('')", 'C'},
-      {"isURL('https://example.com')", 'S'},
+      {"format.dns1123Label().validate('a').hasValue()", 'S'},
       {"ip('10.0.0.1') < ip('10.0.0.2')", 'C'},
       {"cidr('10.0.0.0/8').containsIP(1)", 'C'},
   };
@@ -436,7 +436,9 @@ Test(cel_ext, version_table)
             {"slice", 34},
             {"lists.range", 34},
             {"sortBy", -1},
-            {"url", -1},
+            {"url", 0},
+            {"getQuery", 0},
+            {"format.dns1123Label", -1},
             {"ip", 30},
             {"cidr", 30},
             {"ip.isCanonical", 30},
@@ -493,4 +495,83 @@ Test(cel_ext, product_name_selectors_on_driver_devices)
       {"device.attributes['gpu.example.com'].exists(k, v, k == 'model' && v.endsWith('MODEL'))", 'Y'},
   };
   CHECK(ex, exgpu);
+}
+
+/*
+ * The Kubernetes URL library: the examples of its doc comments (urls.go),
+ * then Go's url.ParseRequestURI and url.Parse rules it relies on.
+ */
+Test(cel_ext, urls)
+{
+  static const case_t cs[] = {
+      {"url('https://example.com/path').getScheme() == 'https'", 'Y'},
+      {"url('HTTPS://example.com/').getScheme() == 'https'", 'Y'},
+      {"url('https://example.com:80/').getHost() == 'example.com:80'", 'Y'},
+      {"url('https://[::1]:80/').getHost() == '[::1]:80'", 'Y'},
+      {"url('https://[::1]:80/').getHostname() == '::1'", 'Y'},
+      {"url('https://example.com:80/').getHostname() == 'example.com'", 'Y'},
+      {"url('/absolute-path').getHostname() == ''", 'Y'},
+      {"url('https://example.com:80/').getPort() == '80'", 'Y'},
+      {"url('https://example.com/').getPort() == ''", 'Y'},
+      {"url('https://example.com:/').getPort() == ''", 'Y'},
+      {"url('https://example.com/path').getEscapedPath() == '/path'", 'Y'},
+      {"url('https://example.com/path with spaces/').getEscapedPath() == '/path%20with%20spaces/'",
+       'Y'},
+      {"url('https://example.com/a%2Fb').getEscapedPath() == '/a%2Fb'", 'Y'},
+      {"url('https://example.com/é').getEscapedPath() == '/%C3%A9'", 'Y'},
+      {"url('https://example.com/a{b}').getEscapedPath() == '/a%7Bb%7D'", 'Y'},
+      {"url('https://user:pass@example.com:80/path?query=val#fragment').getHost() == "
+       "'example.com:80'",
+       'Y'},
+      {"url('https://example.com/p#frag').getEscapedPath() == '/p'", 'Y'},
+      {"url('https://ex%C3%A9.com/').getHost() == 'exé.com'", 'Y'},
+      {"url('mailto:someone@example.com').getScheme() == 'mailto'", 'Y'},
+      {"url('mailto:someone@example.com').getEscapedPath() == ''", 'Y'},
+      /* ParseRequestURI reads //host as a path; url() parses again with Parse, which reads a host. */
+      {"url('//example.com/p').getHost() == 'example.com'", 'Y'},
+      {"url('*').getEscapedPath() == '*'", 'Y'},
+      {"isURL('https://example.com')", 'Y'},
+      {"isURL('/absolute-path')", 'Y'},
+      {"isURL('*')", 'Y'},
+      {"isURL('http:')", 'Y'},
+      {"isURL('../relative-path')", 'N'},
+      {"isURL('example.com')", 'N'},
+      {"isURL('')", 'N'},
+      {"isURL(':foo')", 'N'},
+      {"isURL('https://exa mple.com/')", 'N'},
+      {"isURL('https://example.com:8a/')", 'N'},
+      {"isURL('https://[::1/')", 'N'},
+      {"isURL('https://ex%41.com/')", 'N'},
+      {"isURL('https://u{ser@example.com/')", 'N'},
+      {"isURL('https://example.com/%zz')", 'N'},
+      {"isURL('https://example.com/\\t')", 'N'},
+      /* ParseRequestURI leaves '#' in the query; isURL() is true, url() fails on the fragment's escape. */
+      {"isURL('https://example.com/?q#%zz')", 'Y'},
+      {"url('https://example.com/?q#%zz').getHost() == ''", 'E'},
+      {"url('../relative-path').getHost() == ''", 'E'},
+      {"url('example.com').getHost() == ''", 'E'},
+      {"url(dyn(1)).getHost() == ''", 'E'},
+      {"ip('1.2.3.4').getHost() == ''", 'E'},
+      {"url(1).getHost() == ''", 'C'},
+      {"isURL(1)", 'C'},
+      {"url('https://a/').getHost(1) == ''", 'C'},
+      {"url('https://a/').getHost() == 1", 'N'},
+      /* getQuery() is a map of lists: selected, tested with `in` and sized; not iterated or compared. */
+      {"url('https://example.com/?k=v&k=x&b').getQuery()['k'] == ['v', 'x']", 'Y'},
+      {"url('https://example.com/?k=v&k=x&b').getQuery()['b'] == ['']", 'Y'},
+      {"size(url('https://example.com/?k=v&k=x&b').getQuery()) == 2", 'Y'},
+      {"'k' in url('https://example.com/?k=v').getQuery()", 'Y'},
+      {"'z' in url('https://example.com/?k=v').getQuery()", 'N'},
+      {"url('https://example.com/?a+b=c%20d').getQuery()['a b'] == ['c d']", 'Y'},
+      {"url('https://example.com/?a=1;b=2&c=3').getQuery().c == ['3']", 'Y'},
+      {"size(url('https://example.com/?a=1;b=2&c=%zz&d').getQuery()) == 1", 'Y'},
+      {"size(url('https://example.com/?%41=1&A=2').getQuery()) == 1", 'Y'},
+      {"url('https://example.com/?').getQuery().?k.orValue([]) == []", 'Y'},
+      {"url('https://example.com/?k=v').getQuery()['z'] == []", 'E'},
+      {"url('https://example.com/?k=v').getQuery().exists(k, k == 'k')", 'U'},
+      {"url('https://example.com/?k=v').getQuery() == url('https://example.com/?k=v').getQuery()",
+       'U'},
+      {"url('https://a/') == url('https://a/')", 'U'},
+  };
+  CHECK(cs, a100);
 }
