@@ -122,8 +122,11 @@ int sf__cel_lookup(cel_ctx_t *c, uint32_t n, const cel_val_t *m, const char *key
     return 1;
   case V_ADOM:
   case V_CDOM: return sf__cel_dev_field(c, n, m->t == V_ADOM, m, key, kn, out);
-  case V_QUERY: return sf__cel_query_lookup(c, n, m, key, kn, out);
-  default: *out = sf__cel_err(n, "no such overload: field selection"); return -1;
+  default:
+    if (m->t == V_QUERY)
+      return sf__cel_query_lookup(c, n, m, key, kn, out);
+    *out = sf__cel_err(n, "no such overload: field selection");
+    return -1;
   }
 }
 

@@ -143,9 +143,9 @@ cel_val_t sf__cel_eq(uint32_t n, const cel_val_t *a, const cel_val_t *b)
     return sf__cel_bool(false);
   if (numeric(a->t) && numeric(b->t))
     return sf__cel_bool(cmp_num(a, b) == 0);
-  if (a->t == V_URL || a->t == V_QUERY || b->t == V_URL || b->t == V_QUERY)
-    return sf__cel_unk(n, "equality of URLs and their queries is not supported");
   if (a->t != b->t) {
+    if (a->t >= V_URL || b->t >= V_URL)
+      return sf__cel_unk(n, "equality of URLs and their queries is not supported");
     /* Kubernetes' Quantity, Semver, IP and CIDR types answer "no such overload" to another type. */
     bool ext = a->t == V_QTY || a->t == V_SEMVER || a->t >= V_IP || b->t == V_QTY ||
                b->t == V_SEMVER || b->t >= V_IP;
