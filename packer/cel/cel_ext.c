@@ -329,8 +329,27 @@ static bool put_int(sbuf_t *b, const cel_val_t *v, unsigned base, bool upper)
   return put(b, tmp + k, sizeof tmp - k);
 }
 
-/* One clause (the letter after '%') with its argument; 1 done, 0 a CEL error, -1 unknown. */
-static int clause(sbuf_t *b, char verb, const cel_val_t *v)
+/* %f and %e of NaN and the infinities, which cel-go also takes as the strings "NaN", "Infinity", "-Infinity". */
+static bool float_word(const cel_val_t *v)
+{
+  return v->t == V_STR && ((v->n == 3 && memcmp(v->v.s, "NaN", 3) == 0) ||
+                           (v->n == 8 && memcmp(v->v.s, "Infinity", 8) == 0) ||
+                           (v->n == 9 && memcmp(v->v.s, "-Infinity", 9) == 0));
+}
+
+/* A double for %s or %f (cel_fmt.c); 1 done, -1 unknown. */
+static int put_double(sbuf_t *b, char verb, int prec, double x)
+{
+  char tmp[64];
+  long len = sf__cel_fmt_double(verb, prec, x, tmp, sizeof tmp);
+  return len >= 0 && put(b, tmp, (size_t)len) ? 1 : -1;
+}
+
+/*
+ * One clause (the letter after '%', prec the precision or -1) with its
+ * argument; 1 done, 0 a CEL error, -1 unknown.
+ */
+static int clause(sbuf_t *b, char verb, int prec, const cel_val_t *v)
 {
   bool integer = v->t == V_INT || v->t == V_UINT;
   if (v->flags & CV_OPT || v->t == V_NONE || v->t > V_LIST)
@@ -345,7 +364,9 @@ static int clause(sbuf_t *b, char verb, const cel_val_t *v)
       return put(b, "null", 4) ? 1 : -1;
     if (integer)
       return put_int(b, v, 10, false) ? 1 : -1;
-    return -1; /* doubles, lists, quantities: Go's own printing */
+    if (v->t == V_DOUBLE)
+      return put_double(b, 's', 0, v->v.d);
+    return -1; /* lists: Go's quoting */
   case 'd': return integer ? (put_int(b, v, 10, false) ? 1 : -1) : 0;
   case 'o': return integer ? (put_int(b, v, 8, false) ? 1 : -1) : 0;
   case 'b':
@@ -364,7 +385,12 @@ static int clause(sbuf_t *b, char verb, const cel_val_t *v)
         return -1;
     }
     return 1;
-  default: return -1; /* %f, %e and precisions: Go's locale-aware printing */
+  case 'f':
+  case 'e':
+    if (v->t == V_DOUBLE && verb == 'f')
+      return put_double(b, 'f', prec < 0 ? 6 : prec, v->v.d);
+    return v->t == V_DOUBLE || float_word(v) ? -1 : 0; /* %e: x/text's notation varies */
+  default: return -1;
   }
 }
 
@@ -385,11 +411,18 @@ static cel_val_t format(cel_ctx_t *c, uint32_t n, const cel_val_t *f, const cel_
         return scratch_full(n);
       continue;
     }
-    if (f->v.s[i] == '\0' || strchr("sdobxXfe.", f->v.s[i]) == NULL)
+    int prec = -1;
+    if (f->v.s[i] == '.') {
+      for (prec = 0; i + 1 < f->n && f->v.s[i + 1] >= '0' && f->v.s[i + 1] <= '9' && prec < 1000; i++)
+        prec = prec * 10 + (f->v.s[i + 1] - '0');
+      if (++i >= f->n || f->v.s[i - 1] == '.' || (f->v.s[i] != 'f' && f->v.s[i] != 'e'))
+        return sf__cel_unk(n, "format precision slicefit does not read as cel-go does");
+    }
+    if (f->v.s[i] == '\0' || strchr("sdobxXfe", f->v.s[i]) == NULL)
       return sf__cel_err(n, "format: unrecognized formatting clause");
     if (next >= args->n)
       return sf__cel_err(n, "format: more clauses than arguments");
-    int r = clause(&b, f->v.s[i], &args->v.l[next++]);
+    int r = clause(&b, f->v.s[i], prec, &args->v.l[next++]);
     if (r <= 0)
       return r == 0 ? sf__cel_err(n, "format: the clause does not take the argument's type")
                     : sf__cel_unk(n, "format clause slicefit does not print as Go does");

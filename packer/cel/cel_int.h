@@ -3,7 +3,8 @@
  * (which build a program; their own state is in cel_lex.h), cel_eval.c
  * (which runs it), cel_value.c (equality and order), cel_device.c (the
  * device's maps), cel_lib.c (strings, regular expressions, quantities and
- * semantic versions), cel_re.c and cel.c (the cache).
+ * semantic versions), cel_re.c, cel_url.c (URLs), cel_fmt.c (doubles in
+ * format()) and cel.c (the cache).
  * Not a public header. See cel.c for the language, the value model and the
  * error semantics.
  */
@@ -302,6 +303,11 @@ void sf__cel_re_compile(cel_re_t *r, const char *pat, size_t len, bool positions
 cel_val_t sf__cel_ext_call(cel_ctx_t *c, uint32_t node, int fn, const cel_val_t *a, uint32_t na);
 /** Calls an IP or CIDR function (cel_net.c), string() of an IP or CIDR included. */
 cel_val_t sf__cel_net_call(cel_ctx_t *c, uint32_t node, int fn, const cel_val_t *a, uint32_t na);
+/**
+ * Prints double x for format()'s clause `verb` ('s', or 'f' with precision prec) into o as
+ * cel-go does (cel_fmt.c): the length, or -1 when the printing is not known for certain.
+ */
+long sf__cel_fmt_double(char verb, int prec, double x, char *o, size_t room);
 /** Calls a URL function (cel_url.c). */
 cel_val_t sf__cel_url_call(cel_ctx_t *c, uint32_t node, int fn, const cel_val_t *a, uint32_t na);
 /**
