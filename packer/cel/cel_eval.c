@@ -543,7 +543,7 @@ static cel_val_t collect(cel_ctx_t *c, uint32_t n, const cel_val_t *range)
   if (nd->fn != M_EXISTS_ONE && out == NULL)
     return sf__cel_unk(n, "list arena exhausted");
   uint32_t count = 0;
-  bool transform = nd->fn == M_MAP && nd->nk == 2;
+  bool transform = (nd->fn == M_MAP && nd->nk == 2) || nd->fn == M_SORTBY;
   size_t i = 0;
   while (elem(c, range, &i, &x)) {
     c->slots[nd->v.u] = x;
@@ -554,7 +554,7 @@ static cel_val_t collect(cel_ctx_t *c, uint32_t n, const cel_val_t *range)
       return sf__cel_err(n, "no such overload: predicate is not a bool");
     if (!p.v.b)
       continue;
-    if (nd->fn == M_MAP) {
+    if (nd->fn == M_MAP || nd->fn == M_SORTBY) {
       x = sf__cel_ev(c, kid(c, n, nd->nk - 1));
       if (BAD(x))
         return x;
@@ -565,6 +565,8 @@ static cel_val_t collect(cel_ctx_t *c, uint32_t n, const cel_val_t *range)
   }
   if (nd->fn == M_EXISTS_ONE)
     return sf__cel_bool(count == 1);
+  if (nd->fn == M_SORTBY)
+    return sf__cel_sort_by(c, n, range, out);
   cel_val_t r = {.t = V_LIST, .n = count, .v.l = out};
   return r;
 }

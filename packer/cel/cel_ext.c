@@ -731,6 +731,47 @@ static cel_val_t sort(cel_ctx_t *c, uint32_t n, const cel_val_t *l)
   return list_val(out, l->n);
 }
 
+/*
+ * Go's sort.Slice is an insertion sort up to 12 elements, stable as this
+ * one is; past 12 (pdqsort) the order of elements with equal keys is its own.
+ * Keys must share one type, as cel-go requires; the types other than int,
+ * uint, double, bool and string are left unknown.
+ */
+cel_val_t sf__cel_sort_by(cel_ctx_t *c, uint32_t n, const cel_val_t *l, const cel_val_t *keys)
+{
+  if (l->t != V_LIST)
+    return sf__cel_unk(n, "sortBy over a map is not supported");
+  uint16_t perm[CEL_ARENA];
+  cel_val_t bad = {.t = V_NULL};
+  for (uint32_t i = 0; i < l->n; i++) {
+    const cel_val_t *k = &keys[i];
+    if (k->flags & CV_OPT || k->t == V_LIST)
+      return sf__cel_err(n, "list elements must be comparable");
+    if (k->t != V_INT && k->t != V_UINT && k->t != V_DOUBLE && k->t != V_BOOL && k->t != V_STR)
+      return sf__cel_unk(n, "sortBy keys of this type are not supported");
+    if (k->t != keys[0].t)
+      return sf__cel_err(n, "list elements must have the same type");
+    uint32_t j = i;
+    while (j > 0 && order(n, &keys[perm[j - 1]], k, &bad) > 0)
+      perm[j] = perm[j - 1], j--;
+    if (BAD(bad))
+      return bad;
+    perm[j] = (uint16_t)i;
+  }
+  cel_val_t *out = sf__cel_reserve(c, l->n);
+  if (out == NULL)
+    return sf__cel_unk(n, "list arena exhausted");
+  for (uint32_t i = 0; i < l->n; i++) {
+    if (l->n > 12 && i > 0 && order(n, &keys[perm[i - 1]], &keys[perm[i]], &bad) == 0) {
+      cel_val_t same = sf__cel_eq(n, &l->v.l[perm[i - 1]], &l->v.l[perm[i]]);
+      if (same.t != V_BOOL || !same.v.b)
+        return sf__cel_unk(n, "sortBy with equal keys past 12 elements: Go's order is its own");
+    }
+    out[i] = l->v.l[perm[i]];
+  }
+  return list_val(out, l->n);
+}
+
 static cel_val_t range(cel_ctx_t *c, uint32_t n, int64_t k)
 {
   if (k <= 0)

@@ -162,6 +162,7 @@ enum {
   M_EXISTS_ONE,
   M_MAP,
   M_FILTER,
+  M_SORTBY, /* the lists extension's sortBy (version 2): map's keys, then the sort */
   M_ALL2,
   M_EXISTS2,
   M_EXISTS_ONE2,
@@ -301,6 +302,11 @@ void sf__cel_re_compile(cel_re_t *r, const char *pat, size_t len, bool positions
  * regex find); `fn` is the node's. Arguments as for sf__cel_call.
  */
 cel_val_t sf__cel_ext_call(cel_ctx_t *c, uint32_t node, int fn, const cel_val_t *a, uint32_t na);
+/**
+ * The end of sortBy (cel_ext.c): list l ordered by keys (the key of each element, l->n of
+ * them) as cel-go's sort.Slice orders it, or an error or UNKNOWN.
+ */
+cel_val_t sf__cel_sort_by(cel_ctx_t *c, uint32_t node, const cel_val_t *l, const cel_val_t *keys);
 /** Calls an IP or CIDR function (cel_net.c), string() of an IP or CIDR included. */
 cel_val_t sf__cel_net_call(cel_ctx_t *c, uint32_t node, int fn, const cel_val_t *a, uint32_t na);
 /**

@@ -243,6 +243,7 @@ static const struct {
     {"filter", M_FILTER, 1, 0},           {"all", M_ALL2, 2, 32},
     {"exists", M_EXISTS2, 2, 32},         {"existsOne", M_EXISTS_ONE2, 2, 32},
     {"exists_one", M_EXISTS_ONE2, 2, 32}, {"transformList", M_TRANSFORM2, 2, 32},
+    {"sortBy", M_SORTBY, 1, 34},
 };
 
 int sf__cel_function_minor(const char *name)
@@ -473,8 +474,8 @@ static uint32_t macro(parser_t *ps, const tok_t *name, uint32_t range)
 
 static uint32_t member_call(parser_t *ps, uint32_t target, const tok_t *name)
 {
-  /* Macros of the environment that build maps or order by a key: their variables are not references. */
-  static const char *const unsupported[] = {"sortBy", "transformMap", "transformMapEntry", "optMap",
+  /* Macros of the environment that build maps or optionals: their variables are not references. */
+  static const char *const unsupported[] = {"transformMap", "transformMapEntry", "optMap",
                                             "optFlatMap"};
   for (size_t k = 0; k < sizeof unsupported / sizeof unsupported[0]; k++)
     if (sf__cel_tok_is(name, ps->src, unsupported[k])) {
