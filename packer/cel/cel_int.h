@@ -324,6 +324,8 @@ int sf__cel_query_lookup(cel_ctx_t *c, uint32_t node, const cel_val_t *q, const 
                          cel_val_t *out);
 /** How many distinct keys a getQuery() map has. */
 int64_t sf__cel_query_size(const cel_val_t *q);
+/** Is s[0..n) an IPv6 address as netip.ParseAddr reads one (no zone)? (cel_net.c) */
+bool sf__cel_ipv6(const char *s, size_t n);
 /** Equality of two IPs or two CIDRs (the same kind). */
 bool sf__cel_net_eq(const cel_val_t *a, const cel_val_t *b);
 /** The node's compiled regular expression, or `dyn` compiled from pat (the caller frees dyn). */

@@ -21,6 +21,9 @@
 
 enum { E_PATH, E_HOST, E_ZONE, E_USER, E_QUERY, E_FRAGMENT };
 
+/* parse()'s answer where Go releases disagree. */
+static const char UNSURE[] = "Go releases parse this host differently";
+
 typedef struct {
   const char *scheme, *auth, *path, *query;
   size_t scheme_n, auth_n, path_n, query_n;
@@ -110,7 +113,12 @@ static const char *last_of(const char *s, size_t n, char c)
   return NULL;
 }
 
-/* Go's parseHost; the host decodes into out (when not NULL, at most n bytes): its length, or -1. */
+/*
+ * Go's parseHost; the host decodes into out (when not NULL, at most n
+ * bytes): its length, -1 when Go refuses it, -2 when Go releases disagree:
+ * since Go 1.24.8 and 1.25.2 (CVE-2025-47912) brackets must hold an IPv6
+ * address, where older releases took anything there and brackets elsewhere.
+ */
 static long parse_host(const char *h, size_t n, char *out)
 {
   if (n > 0 && h[0] == '[') {
@@ -120,6 +128,12 @@ static long parse_host(const char *h, size_t n, char *out)
     size_t i = (size_t)(rb - h);
     if (!valid_port(rb + 1, n - i - 1))
       return -1;
+    const char *zone = NULL;
+    for (size_t z = 0; z + 3 <= i && zone == NULL; z++)
+      zone = memcmp(h + z, "%25", 3) == 0 ? h + z : NULL;
+    size_t lit = zone ? (size_t)(zone - h) : i;
+    if (!sf__cel_ipv6(h + 1, lit - 1) || memchr(h + 1, '[', i - 1) || memchr(h, ']', i))
+      return -2;
     for (size_t z = 0; z + 3 <= i; z++) {
       if (memcmp(h + z, "%25", 3) != 0)
         continue;
@@ -132,6 +146,8 @@ static long parse_host(const char *h, size_t n, char *out)
     const char *colon = last_of(h, n, ':');
     if (colon != NULL && !valid_port(colon, n - (size_t)(colon - h)))
       return -1;
+    if (memchr(h, '[', n) != NULL || memchr(h, ']', n) != NULL)
+      return unescape(h, n, E_HOST, NULL) < 0 ? -1 : -2;
   }
   return unescape(h, n, E_HOST, out);
 }
@@ -209,8 +225,9 @@ static const char *parse(const char *s, size_t n, bool request, url_t *u)
     size_t an = slash ? (size_t)(slash - a) : rn - 2;
     const char *at = last_of(a, an, '@');
     size_t hstart = at ? (size_t)(at - a) + 1 : 0;
-    if (parse_host(a + hstart, an - hstart, NULL) < 0)
-      return "invalid host";
+    long hl = parse_host(a + hstart, an - hstart, NULL);
+    if (hl < 0)
+      return hl == -2 ? UNSURE : "invalid host";
     if (at != NULL && (!valid_userinfo(a, hstart - 1) || unescape(a, hstart - 1, E_USER, NULL) < 0))
       return "net/url: invalid userinfo";
     u->has_auth = true;
@@ -242,6 +259,8 @@ static cel_val_t to_url(uint32_t n, const cel_val_t *s, bool test)
 {
   url_t u;
   const char *why = parse(s->v.s, s->n, true, &u);
+  if (why == UNSURE)
+    return sf__cel_unk(n, UNSURE);
   if (test)
     return sf__cel_bool(why == NULL);
   size_t len = s->n;
@@ -253,6 +272,8 @@ static cel_val_t to_url(uint32_t n, const cel_val_t *s, bool test)
   }
   if (why == NULL)
     why = parse(s->v.s, len, false, &u);
+  if (why == UNSURE)
+    return sf__cel_unk(n, UNSURE);
   if (why != NULL)
     return sf__cel_err(n, "URL parse error during conversion from string");
   cel_val_t r = {.t = V_URL, .n = (uint32_t)len, .v.s = s->v.s};

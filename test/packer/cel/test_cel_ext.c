@@ -595,6 +595,12 @@ Test(cel_ext, urls)
       {"isURL('https://exa mple.com/')", 'N'},
       {"isURL('https://example.com:8a/')", 'N'},
       {"isURL('https://[::1/')", 'N'},
+      {"isURL('https://[::1]x/')", 'N'},
+      {"url('https://[fe80::1%25en0]:8080/').getHostname() == 'fe80::1%en0'", 'Y'},
+      /* Brackets around something else than IPv6: Go 1.24.8 and 1.25.2 refuse, older Go takes it. */
+      {"isURL('https://[example]/')", 'U'},
+      {"isURL('https://a[b]/')", 'U'},
+      {"url('https://[1.2.3.4]/').getHost() == ''", 'U'},
       {"isURL('https://ex%41.com/')", 'N'},
       {"isURL('https://u{ser@example.com/')", 'N'},
       {"isURL('https://example.com/%zz')", 'N'},
