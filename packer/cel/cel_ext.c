@@ -411,12 +411,15 @@ static cel_val_t format(cel_ctx_t *c, uint32_t n, const cel_val_t *f, const cel_
         return scratch_full(n);
       continue;
     }
-    int prec = -1;
+    /* A precision: digits after '.', taken by every clause and used by %f and %e only. */
+    int prec = -1, digits = 0;
     if (f->v.s[i] == '.') {
-      for (prec = 0; i + 1 < f->n && f->v.s[i + 1] >= '0' && f->v.s[i + 1] <= '9' && prec < 1000; i++)
-        prec = prec * 10 + (f->v.s[i + 1] - '0');
-      if (++i >= f->n || f->v.s[i - 1] == '.' || (f->v.s[i] != 'f' && f->v.s[i] != 'e'))
-        return sf__cel_unk(n, "format precision slicefit does not read as cel-go does");
+      for (prec = 0; i + 1 < f->n && f->v.s[i + 1] >= '0' && f->v.s[i + 1] <= '9'; i++, digits++)
+        prec = digits < 9 ? prec * 10 + (f->v.s[i + 1] - '0') : prec;
+      if (++i >= f->n || digits == 0)
+        return sf__cel_err(n, "format: precision without digits or clause");
+      if (digits > 9)
+        return sf__cel_unk(n, "format precision past nine digits");
     }
     if (f->v.s[i] == '\0' || strchr("sdobxXfe", f->v.s[i]) == NULL)
       return sf__cel_err(n, "format: unrecognized formatting clause");

@@ -213,8 +213,13 @@ Test(cel_ext, format)
       {"'%.16f'.format([0.5]) == ''", 'U'},
       {"'%e'.format([2.71828]) == '2.718280e+00'", 'U'},
       {"'%.6e'.format([1052.032911275]) == '1.052033e+03'", 'U'},
-      {"'%.2d'.format([1]) == '01'", 'U'},
-      {"'%.f'.format([1.0]) == '1'", 'U'},
+      /* cel-go reads a precision on every clause and ignores it but for %f and %e. */
+      {"'%.2d'.format([1]) == '1'", 'Y'},
+      {"'%.3s'.format(['abcdef']) == 'abcdef'", 'Y'},
+      {"'%.f'.format([1.0]) == '1'", 'E'},
+      {"'%.'.format([1.0]) == '1'", 'E'},
+      {"'%.2q'.format([1.0]) == '1'", 'E'},
+      {"'%.1234567890f'.format([1.0]) == '1'", 'U'},
       {"'%s'.format([[1.5]]) == '[1.500000]'", 'U'},
       /* The fixed-point and scientific clauses take doubles only. */
       {"'%f'.format([dyn(1)]) == ''", 'E'},
