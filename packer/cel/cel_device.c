@@ -77,6 +77,8 @@ bool sf__cel_map_size(const cel_ctx_t *c, const cel_val_t *m, int64_t *out)
     *out = ndomains(c, m->t == V_ATTRS);
   else if (m->t == V_ADOM || m->t == V_CDOM)
     *out = sf__cel_ndomain_fields(c, m->t == V_ADOM, m);
+  else if (m->t == V_QUERY)
+    *out = sf__cel_query_size(m);
   else
     return false;
   return true;
@@ -120,7 +122,11 @@ int sf__cel_lookup(cel_ctx_t *c, uint32_t n, const cel_val_t *m, const char *key
     return 1;
   case V_ADOM:
   case V_CDOM: return sf__cel_dev_field(c, n, m->t == V_ADOM, m, key, kn, out);
-  default: *out = sf__cel_err(n, "no such overload: field selection"); return -1;
+  default:
+    if (m->t == V_QUERY)
+      return sf__cel_query_lookup(c, n, m, key, kn, out);
+    *out = sf__cel_err(n, "no such overload: field selection");
+    return -1;
   }
 }
 

@@ -111,7 +111,7 @@ static cel_val_t list_at(uint32_t n, cel_val_t l, const cel_val_t *i, bool opt)
 
 static bool maplike(int t)
 {
-  return t == V_DEVICE || t == V_ATTRS || t == V_CAPS || t == V_ADOM || t == V_CDOM;
+  return t == V_DEVICE || t == V_ATTRS || t == V_CAPS || t == V_ADOM || t == V_CDOM || t == V_QUERY;
 }
 
 static cel_val_t ev_index(cel_ctx_t *c, uint32_t n)
@@ -340,6 +340,9 @@ static cel_val_t ev_in(cel_ctx_t *c, uint32_t n)
   if (b.t == V_ATTRS || b.t == V_CAPS)
     return sf__cel_bool(a.t == V_STR && !(a.flags & CV_OPT) &&
                         sf__cel_has_domain(c, b.t == V_ATTRS, a.v.s, a.n));
+  if (b.t == V_QUERY)
+    return sf__cel_bool(a.t == V_STR && !(a.flags & CV_OPT) &&
+                        sf__cel_query_lookup(c, n, &b, a.v.s, a.n, NULL));
   if (b.t == V_ADOM || b.t == V_CDOM) {
     cel_val_t out;
     return sf__cel_bool(a.t == V_STR && !(a.flags & CV_OPT) &&
@@ -400,8 +403,8 @@ static cel_val_t ev_compr(cel_ctx_t *c, uint32_t n)
   if (BAD(r))
     return r;
   if (r.flags & CV_OPT || (r.t != V_LIST && r.t != V_ADOM && r.t != V_CDOM))
-    return r.t == V_ATTRS || r.t == V_CAPS
-               ? sf__cel_unk(n, "macros over device.attributes are not supported")
+    return r.t == V_ATTRS || r.t == V_CAPS || r.t == V_QUERY
+               ? sf__cel_unk(n, "macros over maps are not supported")
                : sf__cel_err(n, "no such overload: macro on a non-list");
   return compr(c, n, &r);
 }
@@ -527,7 +530,7 @@ static cel_val_t collect(cel_ctx_t *c, uint32_t n, const cel_val_t *range)
   if (nd->fn != M_EXISTS_ONE && out == NULL)
     return sf__cel_unk(n, "list arena exhausted");
   uint32_t count = 0;
-  bool transform = nd->fn == M_MAP && nd->nk == 2;
+  bool transform = (nd->fn == M_MAP && nd->nk == 2) || nd->fn == M_SORTBY;
   size_t i = 0;
   while (elem(c, range, &i, &x)) {
     c->slots[nd->v.u] = x;
@@ -538,7 +541,7 @@ static cel_val_t collect(cel_ctx_t *c, uint32_t n, const cel_val_t *range)
       return sf__cel_err(n, "no such overload: predicate is not a bool");
     if (!p.v.b)
       continue;
-    if (nd->fn == M_MAP) {
+    if (nd->fn == M_MAP || nd->fn == M_SORTBY) {
       x = sf__cel_ev(c, kid(c, n, nd->nk - 1));
       if (BAD(x))
         return x;
@@ -549,6 +552,8 @@ static cel_val_t collect(cel_ctx_t *c, uint32_t n, const cel_val_t *range)
   }
   if (nd->fn == M_EXISTS_ONE)
     return sf__cel_bool(count == 1);
+  if (nd->fn == M_SORTBY)
+    return sf__cel_sort_by(c, n, range, out);
   cel_val_t r = {.t = V_LIST, .n = count, .v.l = out};
   return r;
 }

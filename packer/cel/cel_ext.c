@@ -329,8 +329,27 @@ static bool put_int(sbuf_t *b, const cel_val_t *v, unsigned base, bool upper)
   return put(b, tmp + k, sizeof tmp - k);
 }
 
-/* One clause (the letter after '%') with its argument; 1 done, 0 a CEL error, -1 unknown. */
-static int clause(sbuf_t *b, char verb, const cel_val_t *v)
+/* %f and %e of NaN and the infinities, which cel-go also takes as the strings "NaN", "Infinity", "-Infinity". */
+static bool float_word(const cel_val_t *v)
+{
+  return v->t == V_STR && ((v->n == 3 && memcmp(v->v.s, "NaN", 3) == 0) ||
+                           (v->n == 8 && memcmp(v->v.s, "Infinity", 8) == 0) ||
+                           (v->n == 9 && memcmp(v->v.s, "-Infinity", 9) == 0));
+}
+
+/* A double for %s or %f (cel_fmt.c); 1 done, -1 unknown. */
+static int put_double(sbuf_t *b, char verb, int prec, double x)
+{
+  char tmp[64];
+  long len = sf__cel_fmt_double(verb, prec, x, tmp, sizeof tmp);
+  return len >= 0 && put(b, tmp, (size_t)len) ? 1 : -1;
+}
+
+/*
+ * One clause (the letter after '%', prec the precision or -1) with its
+ * argument; 1 done, 0 a CEL error, -1 unknown.
+ */
+static int clause(sbuf_t *b, char verb, int prec, const cel_val_t *v)
 {
   bool integer = v->t == V_INT || v->t == V_UINT;
   if (v->flags & CV_OPT || v->t == V_NONE || v->t > V_LIST)
@@ -345,7 +364,9 @@ static int clause(sbuf_t *b, char verb, const cel_val_t *v)
       return put(b, "null", 4) ? 1 : -1;
     if (integer)
       return put_int(b, v, 10, false) ? 1 : -1;
-    return -1; /* doubles, lists, quantities: Go's own printing */
+    if (v->t == V_DOUBLE)
+      return put_double(b, 's', 0, v->v.d);
+    return -1; /* lists: Go's quoting */
   case 'd': return integer ? (put_int(b, v, 10, false) ? 1 : -1) : 0;
   case 'o': return integer ? (put_int(b, v, 8, false) ? 1 : -1) : 0;
   case 'b':
@@ -364,7 +385,12 @@ static int clause(sbuf_t *b, char verb, const cel_val_t *v)
         return -1;
     }
     return 1;
-  default: return -1; /* %f, %e and precisions: Go's locale-aware printing */
+  case 'f':
+  case 'e':
+    if (v->t == V_DOUBLE && verb == 'f')
+      return put_double(b, 'f', prec < 0 ? 6 : prec, v->v.d);
+    return v->t == V_DOUBLE || float_word(v) ? -1 : 0; /* %e: x/text's notation varies */
+  default: return -1;
   }
 }
 
@@ -385,11 +411,21 @@ static cel_val_t format(cel_ctx_t *c, uint32_t n, const cel_val_t *f, const cel_
         return scratch_full(n);
       continue;
     }
-    if (f->v.s[i] == '\0' || strchr("sdobxXfe.", f->v.s[i]) == NULL)
+    /* A precision: digits after '.', taken by every clause and used by %f and %e only. */
+    int prec = -1, digits = 0;
+    if (f->v.s[i] == '.') {
+      for (prec = 0; i + 1 < f->n && f->v.s[i + 1] >= '0' && f->v.s[i + 1] <= '9'; i++, digits++)
+        prec = digits < 9 ? prec * 10 + (f->v.s[i + 1] - '0') : prec;
+      if (++i >= f->n || digits == 0)
+        return sf__cel_err(n, "format: precision without digits or clause");
+      if (digits > 9)
+        return sf__cel_unk(n, "format precision past nine digits");
+    }
+    if (f->v.s[i] == '\0' || strchr("sdobxXfe", f->v.s[i]) == NULL)
       return sf__cel_err(n, "format: unrecognized formatting clause");
     if (next >= args->n)
       return sf__cel_err(n, "format: more clauses than arguments");
-    int r = clause(&b, f->v.s[i], &args->v.l[next++]);
+    int r = clause(&b, f->v.s[i], prec, &args->v.l[next++]);
     if (r <= 0)
       return r == 0 ? sf__cel_err(n, "format: the clause does not take the argument's type")
                     : sf__cel_unk(n, "format clause slicefit does not print as Go does");
@@ -694,6 +730,47 @@ static cel_val_t sort(cel_ctx_t *c, uint32_t n, const cel_val_t *l)
     if (BAD(bad))
       return bad;
     out[j] = x;
+  }
+  return list_val(out, l->n);
+}
+
+/*
+ * Go's sort.Slice is an insertion sort up to 12 elements, stable as this
+ * one is; past 12 (pdqsort) the order of elements with equal keys is its own.
+ * Keys must share one type, as cel-go requires; the types other than int,
+ * uint, double, bool and string are left unknown.
+ */
+cel_val_t sf__cel_sort_by(cel_ctx_t *c, uint32_t n, const cel_val_t *l, const cel_val_t *keys)
+{
+  if (l->t != V_LIST)
+    return sf__cel_unk(n, "sortBy over a map is not supported");
+  uint16_t perm[CEL_ARENA];
+  cel_val_t bad = {.t = V_NULL};
+  for (uint32_t i = 0; i < l->n; i++) {
+    const cel_val_t *k = &keys[i];
+    if (k->flags & CV_OPT || k->t == V_LIST)
+      return sf__cel_err(n, "list elements must be comparable");
+    if (k->t != V_INT && k->t != V_UINT && k->t != V_DOUBLE && k->t != V_BOOL && k->t != V_STR)
+      return sf__cel_unk(n, "sortBy keys of this type are not supported");
+    if (k->t != keys[0].t)
+      return sf__cel_err(n, "list elements must have the same type");
+    uint32_t j = i;
+    while (j > 0 && order(n, &keys[perm[j - 1]], k, &bad) > 0)
+      perm[j] = perm[j - 1], j--;
+    if (BAD(bad))
+      return bad;
+    perm[j] = (uint16_t)i;
+  }
+  cel_val_t *out = sf__cel_reserve(c, l->n);
+  if (out == NULL)
+    return sf__cel_unk(n, "list arena exhausted");
+  for (uint32_t i = 0; i < l->n; i++) {
+    if (l->n > 12 && i > 0 && order(n, &keys[perm[i - 1]], &keys[perm[i]], &bad) == 0) {
+      cel_val_t same = sf__cel_eq(n, &l->v.l[perm[i - 1]], &l->v.l[perm[i]]);
+      if (same.t != V_BOOL || !same.v.b)
+        return sf__cel_unk(n, "sortBy with equal keys past 12 elements: Go's order is its own");
+    }
+    out[i] = l->v.l[perm[i]];
   }
   return list_val(out, l->n);
 }

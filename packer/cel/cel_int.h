@@ -3,7 +3,8 @@
  * (which build a program; their own state is in cel_lex.h), cel_eval.c
  * (which runs it), cel_value.c (equality and order), cel_device.c (the
  * device's maps), cel_lib.c (strings, regular expressions, quantities and
- * semantic versions), cel_re.c and cel.c (the cache).
+ * semantic versions), cel_re.c, cel_url.c (URLs), cel_fmt.c (doubles in
+ * format()) and cel.c (the cache).
  * Not a public header. See cel.c for the language, the value model and the
  * error semantics.
  */
@@ -143,6 +144,15 @@ enum {
   FN_CONTAINSCIDR,
   FN_MASKED,
   FN_PREFIXLEN,
+  /* The Kubernetes URL library (cel_url.c). */
+  FN_URL,
+  FN_ISURL,
+  FN_GETSCHEME,
+  FN_GETHOST,
+  FN_GETHOSTNAME,
+  FN_GETPORT,
+  FN_GETESCAPEDPATH,
+  FN_GETQUERY,
   FN__COUNT
 };
 /* Macros; the two-variable forms (ext.TwoVarComprehensions) end in 2. */
@@ -152,6 +162,7 @@ enum {
   M_EXISTS_ONE,
   M_MAP,
   M_FILTER,
+  M_SORTBY, /* the lists extension's sortBy (version 2): map's keys, then the sort */
   M_ALL2,
   M_EXISTS2,
   M_EXISTS_ONE2,
@@ -219,8 +230,10 @@ enum {
   V_ADOM,
   V_CDOM,
   V_NONE,
-  V_IP,  /* v.s: 18 bytes of scratch (cel_net.c) */
-  V_CIDR /* the same, with the prefix length */
+  V_IP,   /* v.s: 18 bytes of scratch (cel_net.c) */
+  V_CIDR, /* the same, with the prefix length */
+  V_URL,  /* v.s, n: the URL's text without its fragment (cel_url.c) */
+  V_QUERY /* getQuery()'s map of lists: v.s, n the raw query (cel_url.c) */
 };
 #define CV_OPT 1u /* optional.of(the value) */
 
@@ -289,8 +302,30 @@ void sf__cel_re_compile(cel_re_t *r, const char *pat, size_t len, bool positions
  * regex find); `fn` is the node's. Arguments as for sf__cel_call.
  */
 cel_val_t sf__cel_ext_call(cel_ctx_t *c, uint32_t node, int fn, const cel_val_t *a, uint32_t na);
+/**
+ * The end of sortBy (cel_ext.c): list l ordered by keys (the key of each element, l->n of
+ * them) as cel-go's sort.Slice orders it, or an error or UNKNOWN.
+ */
+cel_val_t sf__cel_sort_by(cel_ctx_t *c, uint32_t node, const cel_val_t *l, const cel_val_t *keys);
 /** Calls an IP or CIDR function (cel_net.c), string() of an IP or CIDR included. */
 cel_val_t sf__cel_net_call(cel_ctx_t *c, uint32_t node, int fn, const cel_val_t *a, uint32_t na);
+/**
+ * Prints double x for format()'s clause `verb` ('s', or 'f' with precision prec) into o as
+ * cel-go does (cel_fmt.c): the length, or -1 when the printing is not known for certain.
+ */
+long sf__cel_fmt_double(char verb, int prec, double x, char *o, size_t room);
+/** Calls a URL function (cel_url.c). */
+cel_val_t sf__cel_url_call(cel_ctx_t *c, uint32_t node, int fn, const cel_val_t *a, uint32_t na);
+/**
+ * Looks `key` up in a getQuery() map: 1 found (*out, the list of its values), 0 missing;
+ * with out NULL only whether it is there.
+ */
+int sf__cel_query_lookup(cel_ctx_t *c, uint32_t node, const cel_val_t *q, const char *key, size_t kn,
+                         cel_val_t *out);
+/** How many distinct keys a getQuery() map has. */
+int64_t sf__cel_query_size(const cel_val_t *q);
+/** Is s[0..n) an IPv6 address as netip.ParseAddr reads one (no zone)? (cel_net.c) */
+bool sf__cel_ipv6(const char *s, size_t n);
 /** Equality of two IPs or two CIDRs (the same kind). */
 bool sf__cel_net_eq(const cel_val_t *a, const cel_val_t *b);
 /** The node's compiled regular expression, or `dyn` compiled from pat (the caller frees dyn). */

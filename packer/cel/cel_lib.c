@@ -504,6 +504,8 @@ cel_val_t sf__cel_call(cel_ctx_t *c, uint32_t n, const cel_val_t *a, uint32_t na
                                               : to_string(c, n, &a[0]);
   default: break;
   }
+  if (fn >= FN_URL)
+    return sf__cel_url_call(c, n, fn, a, na);
   if (fn >= FN_IP)
     return sf__cel_net_call(c, n, fn, a, na);
   if (fn >= FN_CHARAT)

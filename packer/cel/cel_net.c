@@ -116,6 +116,12 @@ static bool v4_mapped(const uint8_t a[16])
 }
 
 /* An address as the library takes it: NULL, or why not. */
+bool sf__cel_ipv6(const char *s, size_t n)
+{
+  uint8_t a[16];
+  return parse6(s, n, a);
+}
+
 static const char *parse_ip(const char *s, size_t n, net_t *out)
 {
   memset(out, 0, sizeof *out);

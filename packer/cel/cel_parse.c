@@ -225,6 +225,15 @@ static const struct {
     {"containsCIDR", FN_CONTAINSCIDR, 2, 2, 2, 30, TY_NET, TY_ADDR, TY_BOOL},
     {"masked", FN_MASKED, 2, 1, 1, 30, TY_NET, TY_NONE, TY_NET},
     {"prefixLength", FN_PREFIXLEN, 2, 1, 1, 30, TY_NET, TY_NONE, TY_INT},
+    /* A URL shares TY_NET with IPs and CIDRs: the checker lets ip(x).getHost() through to a run-time error. */
+    {"url", FN_URL, 1, 1, 1, 0, TY_STR, TY_NONE, TY_NET},
+    {"isURL", FN_ISURL, 1, 1, 1, 0, TY_STR, TY_NONE, TY_BOOL},
+    {"getScheme", FN_GETSCHEME, 2, 1, 1, 0, TY_NET, TY_NONE, TY_STR},
+    {"getHost", FN_GETHOST, 2, 1, 1, 0, TY_NET, TY_NONE, TY_STR},
+    {"getHostname", FN_GETHOSTNAME, 2, 1, 1, 0, TY_NET, TY_NONE, TY_STR},
+    {"getPort", FN_GETPORT, 2, 1, 1, 0, TY_NET, TY_NONE, TY_STR},
+    {"getEscapedPath", FN_GETESCAPEDPATH, 2, 1, 1, 0, TY_NET, TY_NONE, TY_STR},
+    {"getQuery", FN_GETQUERY, 2, 1, 1, 0, TY_NET, TY_NONE, TY_DYN},
     {"int", FN_INT, 1, 1, 1, 0, TY_CONVERTIBLE, TY_NONE, TY_INT},
     {"uint", FN_UINT, 1, 1, 1, 0, TY_CONVERTIBLE, TY_NONE, TY_UINT},
     {"double", FN_DOUBLE, 1, 1, 1, 0, TY_CONVERTIBLE, TY_NONE, TY_DOUBLE},
@@ -243,6 +252,7 @@ static const struct {
     {"filter", M_FILTER, 1, 0},           {"all", M_ALL2, 2, 32},
     {"exists", M_EXISTS2, 2, 32},         {"existsOne", M_EXISTS_ONE2, 2, 32},
     {"exists_one", M_EXISTS_ONE2, 2, 32}, {"transformList", M_TRANSFORM2, 2, 32},
+    {"sortBy", M_SORTBY, 1, 34},
 };
 
 int sf__cel_function_minor(const char *name)
@@ -479,8 +489,8 @@ static uint32_t macro(parser_t *ps, const tok_t *name, uint32_t range)
 
 static uint32_t member_call(parser_t *ps, uint32_t target, const tok_t *name)
 {
-  /* Macros of the environment that build maps or order by a key: their variables are not references. */
-  static const char *const unsupported[] = {"sortBy", "transformMap", "transformMapEntry", "optMap",
+  /* Macros of the environment that build maps or optionals: their variables are not references. */
+  static const char *const unsupported[] = {"transformMap", "transformMapEntry", "optMap",
                                             "optFlatMap"};
   for (size_t k = 0; k < sizeof unsupported / sizeof unsupported[0]; k++)
     if (sf__cel_tok_is(name, ps->src, unsupported[k])) {

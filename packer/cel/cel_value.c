@@ -144,6 +144,8 @@ cel_val_t sf__cel_eq(uint32_t n, const cel_val_t *a, const cel_val_t *b)
   if (numeric(a->t) && numeric(b->t))
     return sf__cel_bool(cmp_num(a, b) == 0);
   if (a->t != b->t) {
+    if (a->t >= V_URL || b->t >= V_URL)
+      return sf__cel_unk(n, "equality of URLs and their queries is not supported");
     /* Kubernetes' Quantity, Semver, IP and CIDR types answer "no such overload" to another type. */
     bool ext = a->t == V_QTY || a->t == V_SEMVER || a->t >= V_IP || b->t == V_QTY ||
                b->t == V_SEMVER || b->t >= V_IP;

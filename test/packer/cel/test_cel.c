@@ -923,8 +923,13 @@ Test(cel, selectors_filter_nodes_through_the_packer)
   filter(example, 2, SF_FIT_NO, SF_FIT_YES, SF_FIT_NO);
   const char *unsure[] = {"device.attributes['gpu.nvidia.com'].productName.matches('\\\\bA100')"};
   filter(unsure, 1, SF_FIT_UNSURE, SF_FIT_NO, SF_FIT_NO);
-  const char *uncompiled[] = {fx[0].expr, "isURL(device.attributes['gpu.nvidia.com'].productName)"};
+  const char *uncompiled[] =
+      {fx[0].expr,
+       "format.dns1123Label().validate(device.attributes['gpu.nvidia.com'].productName).hasValue()"};
   filter(uncompiled, 2, SF_FIT_UNSURE, SF_FIT_NO, SF_FIT_NO);
+  /* isURL() was once unsupported too. */
+  const char *urls[] = {fx[0].expr, "!isURL(device.attributes['gpu.nvidia.com'].productName)"};
+  filter(urls, 2, SF_FIT_YES, SF_FIT_NO, SF_FIT_NO);
   /* split() was once unsupported: now the node is judged, not passed unsure. */
   const char *split[] = {fx[0].expr,
                          "device.attributes['gpu.nvidia.com'].uuid.split('-').size() > 1"};
