@@ -432,6 +432,17 @@ static cel_val_t to_double(uint32_t n, const cel_val_t *a)
   return r;
 }
 
+/* string(double): cel-go prints it with Go's %g, the shortest digits, as format's %s does. */
+static cel_val_t double_string(cel_ctx_t *c, uint32_t n, double x)
+{
+  char *o = sf__cel_scratch(c, 64);
+  if (o == NULL)
+    return sf__cel_unk(n, "string scratch space exhausted");
+  long len = sf__cel_fmt_double('s', -1, x, o, 64);
+  return len < 0 ? sf__cel_unk(n, "string() of this double is not known for certain")
+                 : str_val(o, (size_t)len);
+}
+
 static cel_val_t to_string(cel_ctx_t *c, uint32_t n, const cel_val_t *a)
 {
   if (a->t == V_STR)
@@ -439,7 +450,7 @@ static cel_val_t to_string(cel_ctx_t *c, uint32_t n, const cel_val_t *a)
   if (a->t == V_BOOL)
     return a->v.b ? str_val("true", 4) : str_val("false", 5);
   if (a->t != V_INT && a->t != V_UINT)
-    return a->t == V_DOUBLE ? sf__cel_unk(n, "string(double) is not supported") : overload(n);
+    return a->t == V_DOUBLE ? double_string(c, n, a->v.d) : overload(n);
   char *o = sf__cel_scratch(c, 20);
   if (o == NULL)
     return sf__cel_unk(n, "string scratch space exhausted");
