@@ -8,30 +8,18 @@
 #include <string.h>
 #include <jansson.h>
 #include "replay_churn_int.h"
+#include "replay_json.h"
 
-#define JSON_FLAGS (JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(7))
-
-static json_t *num(double v)
-{
-  return isnan(v) || isinf(v) ? json_null() : json_real(round(v * 1000.0) / 1000.0);
-}
-
-static void emit(FILE *out, json_t *o)
-{
-  json_dumpf(o, out, JSON_FLAGS);
-  fputc('\n', out);
-  json_decref(o);
-}
 
 static json_t *waits_obj(const sf_churn_wait_t *w)
 {
   json_t *o = json_object();
   for (int k = 0; k < SF_CHURN_NCLASS; k++) {
     json_t *c = json_object();
-    json_object_set_new(c, "p50", num(w[k].p50));
-    json_object_set_new(c, "p95", num(w[k].p95));
-    json_object_set_new(c, "p99", num(w[k].p99));
-    json_object_set_new(c, "mean", num(w[k].mean));
+    json_object_set_new(c, "p50", sf__replay_json_num(w[k].p50));
+    json_object_set_new(c, "p95", sf__replay_json_num(w[k].p95));
+    json_object_set_new(c, "p99", sf__replay_json_num(w[k].p99));
+    json_object_set_new(c, "mean", sf__replay_json_num(w[k].mean));
     json_object_set_new(c, "n", json_integer((json_int_t)w[k].n));
     json_object_set_new(o, sf_churn_class_names[k], c);
   }
@@ -42,18 +30,19 @@ static json_t *figures_obj(const sf_churn_result_t *r, const sf_churn_wait_t *w)
 {
   json_t *o = json_object();
   json_object_set_new(o, "policy", json_string(r->policy));
-  json_object_set_new(o, "load", num(r->load));
-  json_object_set_new(o, "alloc_time_avg_pct", num(r->alloc_time_avg_pct));
+  json_object_set_new(o, "load", sf__replay_json_num(r->load));
+  json_object_set_new(o, "alloc_time_avg_pct", sf__replay_json_num(r->alloc_time_avg_pct));
   json_object_set_new(o, "pending_s", waits_obj(w));
-  json_object_set_new(o, "idle_while_waiting_gpu_h", num(r->idle_while_waiting_gpu_h));
+  json_object_set_new(o, "idle_while_waiting_gpu_h",
+                      sf__replay_json_num(r->idle_while_waiting_gpu_h));
   json_t *h = json_array();
-  json_array_append_new(h, num(r->idle_half_gpu_h[0]));
-  json_array_append_new(h, num(r->idle_half_gpu_h[1]));
+  json_array_append_new(h, sf__replay_json_num(r->idle_half_gpu_h[0]));
+  json_array_append_new(h, sf__replay_json_num(r->idle_half_gpu_h[1]));
   json_object_set_new(o, "idle_while_waiting_gpu_h_by_half_day", h);
   json_object_set_new(o, "never_placed", json_integer((json_int_t)r->never_placed));
   json_object_set_new(o, "evicted", json_integer((json_int_t)r->evicted));
-  json_object_set_new(o, "wall_s", num(r->wall_s));
-  json_object_set_new(o, "warmup_s", num(r->warmup_s));
+  json_object_set_new(o, "wall_s", sf__replay_json_num(r->wall_s));
+  json_object_set_new(o, "warmup_s", sf__replay_json_num(r->warmup_s));
   return o;
 }
 
@@ -61,23 +50,18 @@ void sf_churn_json_run(FILE *out, const sf_churn_result_t *r)
 {
   json_t *o = figures_obj(r, r->pending_s);
   json_object_set_new(o, "seed", json_integer((json_int_t)r->seed));
-  json_object_set_new(o, "arrivals_per_s", num(r->rate));
+  json_object_set_new(o, "arrivals_per_s", sf__replay_json_num(r->rate));
   json_object_set_new(o, "arrivals", json_integer((json_int_t)r->arrivals));
   json_object_set_new(o, "measured", json_integer((json_int_t)r->measured));
   json_object_set_new(o, "attempts", json_integer((json_int_t)r->attempts));
   json_object_set_new(o, "stopped", json_boolean(r->stopped));
-  emit(out, o);
+  sf__replay_json_emit(out, o);
 }
 
 /* The median over n runs of the double at byte offset off. */
 static double med(const sf_churn_result_t *runs, size_t n, size_t off)
 {
-  double *v = sf_xcalloc(n + 1, sizeof(*v));
-  for (size_t i = 0; i < n; i++)
-    memcpy(&v[i], (const char *)&runs[i] + off, sizeof(double));
-  double m = sf_replay_median(v, n);
-  free(v);
-  return m;
+  return sf__replay_median_at(runs, n, sizeof(*runs), off);
 }
 
 /* The medians of one run's every figure over n runs (counts as doubles rounded). */
@@ -113,8 +97,9 @@ void sf_churn_json_medians(FILE *out, const sf_churn_result_t *runs, size_t n, d
   json_t *o = figures_obj(&m, m.pending_s);
   json_object_set_new(o, "seeds", json_integer((json_int_t)n));
   json_object_set_new(o, "median", json_true());
-  json_object_set_new(o, "sustainable_load", sustainable >= 0 ? num(sustainable) : json_null());
-  emit(out, o);
+  json_object_set_new(o, "sustainable_load",
+                      sustainable >= 0 ? sf__replay_json_num(sustainable) : json_null());
+  sf__replay_json_emit(out, o);
 }
 
 static void cell(FILE *out, double v, int width, int prec)

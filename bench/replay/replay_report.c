@@ -8,13 +8,15 @@
 #include <string.h>
 #include <jansson.h>
 #include "slicefit/replay.h"
+#include "replay_json.h"
 
 #define JSON_FLAGS (JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(7))
 
-static json_t *num(double v)
+json_t *sf__replay_json_num(double v)
 {
   return isnan(v) || isinf(v) ? json_null() : json_real(round(v * 1000.0) / 1000.0);
 }
+
 
 static json_t *thresholds_obj(const double *v)
 {
@@ -22,7 +24,7 @@ static json_t *thresholds_obj(const double *v)
   char key[8];
   for (size_t k = 0; k < SF_REPLAY_NTHRESH; k++) {
     snprintf(key, sizeof(key), "%d", sf_replay_thresholds[k]);
-    json_object_set_new(o, key, num(v[k]));
+    json_object_set_new(o, key, sf__replay_json_num(v[k]));
   }
   return o;
 }
@@ -40,10 +42,11 @@ static double usd_per_tenant(double tenants, double nodes, double price)
 static json_t *cost_obj(double tenants, double gpus, double nodes, double price)
 {
   json_t *o = json_object();
-  json_object_set_new(o, "node_price_usd_month", num(price));
-  json_object_set_new(o, "tenants", num(tenants));
-  json_object_set_new(o, "tenants_per_gpu", num(tenants_per_gpu(tenants, gpus)));
-  json_object_set_new(o, "usd_per_tenant_month", num(usd_per_tenant(tenants, nodes, price)));
+  json_object_set_new(o, "node_price_usd_month", sf__replay_json_num(price));
+  json_object_set_new(o, "tenants", sf__replay_json_num(tenants));
+  json_object_set_new(o, "tenants_per_gpu", sf__replay_json_num(tenants_per_gpu(tenants, gpus)));
+  json_object_set_new(o, "usd_per_tenant_month",
+                      sf__replay_json_num(usd_per_tenant(tenants, nodes, price)));
   return o;
 }
 
@@ -51,25 +54,26 @@ static json_t *cost_obj(double tenants, double gpus, double nodes, double price)
 static json_t *free_obj(double too_small, double starved, double usable)
 {
   json_t *o = json_object();
-  json_object_set_new(o, "too_small_pct", num(too_small));
-  json_object_set_new(o, "starved_pct", num(starved));
-  json_object_set_new(o, "usable_pct", num(usable));
+  json_object_set_new(o, "too_small_pct", sf__replay_json_num(too_small));
+  json_object_set_new(o, "starved_pct", sf__replay_json_num(starved));
+  json_object_set_new(o, "usable_pct", sf__replay_json_num(usable));
   return o;
 }
 
-static void emit(FILE *out, json_t *o)
+void sf__replay_json_emit(FILE *out, json_t *o)
 {
   json_dumpf(o, out, JSON_FLAGS);
   fputc('\n', out);
   json_decref(o);
 }
 
+
 void sf_replay_json_run(FILE *out, const sf_replay_result_t *r, double node_price)
 {
   json_t *o = json_object();
   json_object_set_new(o, "policy", json_string(r->policy));
   json_object_set_new(o, "seed", json_integer((json_int_t)r->seed));
-  json_object_set_new(o, "tune", num(r->tune));
+  json_object_set_new(o, "tune", sf__replay_json_num(r->tune));
   json_object_set_new(o, "nodes", json_integer(r->nodes));
   json_object_set_new(o, "gpus", json_integer(r->gpus));
   json_object_set_new(o, "pods_arrived", json_integer((json_int_t)r->pods_arrived));
@@ -77,35 +81,40 @@ void sf_replay_json_run(FILE *out, const sf_replay_result_t *r, double node_pric
   json_object_set_new(o, "gpu_pods_failed", json_integer((json_int_t)r->gpu_pods_failed));
   json_object_set_new(o, "pods_departed", json_integer((json_int_t)r->pods_departed));
   json_object_set_new(o, "alloc_pct_at", thresholds_obj(r->alloc_pct_at));
-  json_object_set_new(o, "unallocated_pct_at_100", num(r->unallocated_pct_at_100));
-  json_object_set_new(o, "frag_pct_at_100", num(r->frag_pct_at_100));
-  json_object_set_new(o, "sliver_floor_pct_at_100", num(r->sliver_floor_pct_at_100));
+  json_object_set_new(o, "unallocated_pct_at_100", sf__replay_json_num(r->unallocated_pct_at_100));
+  json_object_set_new(o, "frag_pct_at_100", sf__replay_json_num(r->frag_pct_at_100));
+  json_object_set_new(o, "sliver_floor_pct_at_100", sf__replay_json_num(r->sliver_floor_pct_at_100));
   json_object_set_new(o, "free_at_100",
                       free_obj(r->free_too_small_pct_at_100, r->free_starved_pct_at_100,
                                r->free_usable_pct_at_100));
-  json_object_set_new(o, "alloc_pct_final", num(r->alloc_pct_final));
-  json_object_set_new(o, "arrived_pct_final", num(r->arrived_pct_final));
-  json_object_set_new(o, "decision_us_p50", num(r->decision_us_p50));
-  json_object_set_new(o, "decision_us_p99", num(r->decision_us_p99));
-  json_object_set_new(o, "node_eval_us", num(r->node_eval_us));
+  json_object_set_new(o, "alloc_pct_final", sf__replay_json_num(r->alloc_pct_final));
+  json_object_set_new(o, "arrived_pct_final", sf__replay_json_num(r->arrived_pct_final));
+  json_object_set_new(o, "decision_us_p50", sf__replay_json_num(r->decision_us_p50));
+  json_object_set_new(o, "decision_us_p99", sf__replay_json_num(r->decision_us_p99));
+  json_object_set_new(o, "node_eval_us", sf__replay_json_num(r->node_eval_us));
   json_object_set_new(o, "nodes_evaluated", json_integer((json_int_t)r->nodes_evaluated));
   json_object_set_new(o, "verdicts_kept", json_integer((json_int_t)r->verdicts_kept));
-  json_object_set_new(o, "wall_s", num(r->wall_s));
+  json_object_set_new(o, "wall_s", sf__replay_json_num(r->wall_s));
   if (node_price > 0)
     json_object_set_new(o, "cost",
                         cost_obj((double)r->tenants_at_100, r->gpus, r->nodes, node_price));
-  emit(out, o);
+  sf__replay_json_emit(out, o);
+}
+
+double sf__replay_median_at(const void *recs, size_t n, size_t stride, size_t off)
+{
+  double *v = sf_xcalloc(n + 1, sizeof(*v));
+  for (size_t i = 0; i < n; i++)
+    memcpy(&v[i], (const char *)recs + i * stride + off, sizeof(double));
+  double m = sf_replay_median(v, n);
+  free(v);
+  return m;
 }
 
 /* The median over runs of one field, picked by offset. */
 static double med_field(const sf_replay_result_t *runs, size_t n, size_t off)
 {
-  double *v = sf_xcalloc(n + 1, sizeof(*v));
-  for (size_t i = 0; i < n; i++)
-    memcpy(&v[i], (const char *)&runs[i] + off, sizeof(double));
-  double m = sf_replay_median(v, n);
-  free(v);
-  return m;
+  return sf__replay_median_at(runs, n, sizeof(*runs), off);
 }
 
 #define MED(runs, n, field) med_field(runs, n, offsetof(sf_replay_result_t, field))
@@ -159,30 +168,32 @@ void sf_replay_json_medians(FILE *out, const sf_replay_result_t *runs, size_t n,
   for (size_t i = 0; i < n; i++)
     json_array_append_new(seeds, json_integer((json_int_t)runs[i].seed));
   json_object_set_new(o, "policy", json_string(runs[0].policy));
-  json_object_set_new(o, "tune", num(runs[0].tune));
+  json_object_set_new(o, "tune", sf__replay_json_num(runs[0].tune));
   json_object_set_new(o, "gpus", json_integer(runs[0].gpus));
   json_object_set_new(o, "seeds", seeds);
-  json_object_set_new(m, "pods_arrived", num(MEDZ(runs, n, pods_arrived)));
-  json_object_set_new(m, "pods_failed", num(MEDZ(runs, n, pods_failed)));
+  json_object_set_new(m, "pods_arrived", sf__replay_json_num(MEDZ(runs, n, pods_arrived)));
+  json_object_set_new(m, "pods_failed", sf__replay_json_num(MEDZ(runs, n, pods_failed)));
   json_object_set_new(m, "alloc_pct_at", thresholds_obj(at));
-  json_object_set_new(m, "alloc_sd_at_100", num(sd_at_100(runs, n)));
-  json_object_set_new(m, "unallocated_pct_at_100", num(MED(runs, n, unallocated_pct_at_100)));
-  json_object_set_new(m, "frag_pct_at_100", num(MED(runs, n, frag_pct_at_100)));
-  json_object_set_new(m, "sliver_floor_pct_at_100", num(MED(runs, n, sliver_floor_pct_at_100)));
+  json_object_set_new(m, "alloc_sd_at_100", sf__replay_json_num(sd_at_100(runs, n)));
+  json_object_set_new(m, "unallocated_pct_at_100",
+                      sf__replay_json_num(MED(runs, n, unallocated_pct_at_100)));
+  json_object_set_new(m, "frag_pct_at_100", sf__replay_json_num(MED(runs, n, frag_pct_at_100)));
+  json_object_set_new(m, "sliver_floor_pct_at_100",
+                      sf__replay_json_num(MED(runs, n, sliver_floor_pct_at_100)));
   json_object_set_new(m, "free_at_100",
                       free_obj(MED(runs, n, free_too_small_pct_at_100),
                                MED(runs, n, free_starved_pct_at_100),
                                MED(runs, n, free_usable_pct_at_100)));
-  json_object_set_new(m, "decision_us_p50", num(MED(runs, n, decision_us_p50)));
-  json_object_set_new(m, "decision_us_p99", num(MED(runs, n, decision_us_p99)));
-  json_object_set_new(m, "node_eval_us", num(MED(runs, n, node_eval_us)));
-  json_object_set_new(m, "wall_s", num(MED(runs, n, wall_s)));
+  json_object_set_new(m, "decision_us_p50", sf__replay_json_num(MED(runs, n, decision_us_p50)));
+  json_object_set_new(m, "decision_us_p99", sf__replay_json_num(MED(runs, n, decision_us_p99)));
+  json_object_set_new(m, "node_eval_us", sf__replay_json_num(MED(runs, n, node_eval_us)));
+  json_object_set_new(m, "wall_s", sf__replay_json_num(MED(runs, n, wall_s)));
   if (node_price > 0)
     json_object_set_new(m, "cost",
                         cost_obj(MEDZ(runs, n, tenants_at_100), runs[0].gpus, runs[0].nodes,
                                  node_price));
   json_object_set_new(o, "medians", m);
-  emit(out, o);
+  sf__replay_json_emit(out, o);
 }
 
 static void cell(FILE *out, double v, int width, int prec)
