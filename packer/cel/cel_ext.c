@@ -864,9 +864,23 @@ static cel_val_t string_ext(cel_ctx_t *c, uint32_t n, int fn, const cel_val_t *a
   }
 }
 
+/* The first UNKNOWN element of l (format validate()'s messages), or NULL. */
+static const cel_val_t *unknown_elem(const cel_val_t *l)
+{
+  for (uint32_t i = 0; i < l->n; i++)
+    if (l->v.l[i].t == V_UNK)
+      return &l->v.l[i];
+  return NULL;
+}
+
 static cel_val_t list_ext(cel_ctx_t *c, uint32_t n, int fn, const cel_val_t *a, uint32_t na)
 {
-  const cel_val_t *l = &a[0];
+  const cel_val_t *l = &a[0], *unk;
+  /* The functions that read their elements' values, rather than compare or copy them. */
+  bool reads = fn == FN_JOIN || fn == FN_ISSORTED || fn == FN_SUM || fn == FN_MIN || fn == FN_MAX ||
+               fn == FN_SORT;
+  if (reads && (unk = unknown_elem(l)) != NULL)
+    return *unk;
   switch (fn) {
   case FN_JOIN: return args_are(a, na, "s") ? join(c, n, l, na == 2 ? &a[1] : NULL) : overload(n);
   case FN_SETS_CONTAINS:

@@ -4,7 +4,8 @@
  * (which runs it), cel_value.c (equality and order), cel_device.c (the
  * device's maps), cel_lib.c (strings, regular expressions, quantities and
  * semantic versions), cel_re.c, cel_url.c (URLs), cel_fmt.c (doubles in
- * format()) and cel.c (the cache).
+ * format()), cel_format.c (the Kubernetes format library), cel_map.c (map
+ * values) and cel.c (the cache).
  * Not a public header. See cel.c for the language, the value model and the
  * error semantics.
  */
@@ -54,11 +55,12 @@ enum {
   N_GT,
   N_GE,
   N_IN,
-  N_CALL,  /* fn; kids: [target] args (F_TARGET); v.i: regex index or -1 */
-  N_BIND,  /* slot v.u; kids: init, body */
-  N_COMPR, /* fn: macro kind; slot v.u (and v.u + 1 for two variables); kids: range, a [, b] */
-  N_QTY,   /* quantity('literal'), parsed at compile time: v.i milli-units */
-  N_SEMVER /* semver('literal'), checked at compile time: v.s */
+  N_CALL,   /* fn; kids: [target] args (F_TARGET); v.i: regex index or -1 */
+  N_BIND,   /* slot v.u; kids: init, body */
+  N_COMPR,  /* fn: macro kind; slot v.u (and v.u + 1 for two variables); kids: range, a [, b] */
+  N_QTY,    /* quantity('literal'), parsed at compile time: v.i milli-units */
+  N_SEMVER, /* semver('literal'), checked at compile time: v.s */
+  N_MAP     /* map literal: kids key0, value0, key1, value1, ... */
 };
 
 #define F_OPT 1u
@@ -153,6 +155,10 @@ enum {
   FN_GETPORT,
   FN_GETESCAPEDPATH,
   FN_GETQUERY,
+  /* The Kubernetes format library (cel_format.c). */
+  FN_FMT_NAMED,
+  FN_FMT_CONST, /* format.dns1123Label() and the others: v.i the format */
+  FN_VALIDATE,
   FN__COUNT
 };
 /* Macros; the two-variable forms (ext.TwoVarComprehensions) end in 2. */
@@ -166,7 +172,9 @@ enum {
   M_ALL2,
   M_EXISTS2,
   M_EXISTS_ONE2,
-  M_TRANSFORM2
+  M_TRANSFORM2,
+  M_TRANSFORM_MAP2,
+  M_TRANSFORM_ENTRY2
 };
 
 typedef struct {
@@ -230,10 +238,12 @@ enum {
   V_ADOM,
   V_CDOM,
   V_NONE,
-  V_IP,   /* v.s: 18 bytes of scratch (cel_net.c) */
-  V_CIDR, /* the same, with the prefix length */
-  V_URL,  /* v.s, n: the URL's text without its fragment (cel_url.c) */
-  V_QUERY /* getQuery()'s map of lists: v.s, n the raw query (cel_url.c) */
+  V_IP,    /* v.s: 18 bytes of scratch (cel_net.c) */
+  V_CIDR,  /* the same, with the prefix length */
+  V_URL,   /* v.s, n: the URL's text without its fragment (cel_url.c) */
+  V_QUERY, /* getQuery()'s map of lists: v.s, n the raw query (cel_url.c) */
+  V_MAP,   /* a map value: v.l its n entries as 2n values, key then value, keys distinct */
+  V_FORMAT /* a Kubernetes format: v.i its number (cel_format.c) */
 };
 #define CV_OPT 1u /* optional.of(the value) */
 
@@ -314,6 +324,10 @@ cel_val_t sf__cel_net_call(cel_ctx_t *c, uint32_t node, int fn, const cel_val_t 
  * cel-go does (cel_fmt.c): the length, or -1 when the printing is not known for certain.
  */
 long sf__cel_fmt_double(char verb, int prec, double x, char *o, size_t room);
+/** The number of the Kubernetes format `name` (cel_format.c), or -1 when there is none. */
+int sf__cel_format_id(const char *name, size_t n);
+/** Calls a function of the Kubernetes format library (cel_format.c). */
+cel_val_t sf__cel_format_call(cel_ctx_t *c, uint32_t node, int fn, const cel_val_t *a, uint32_t na);
 /** Calls a URL function (cel_url.c). */
 cel_val_t sf__cel_url_call(cel_ctx_t *c, uint32_t node, int fn, const cel_val_t *a, uint32_t na);
 /**

@@ -44,15 +44,17 @@ enum {
   TY_SEMVER = 128,
   TY_NULL = 256,
   TY_OPT = 512,
-  TY_DEVICE = 1024, /* device */
-  TY_ATTRS = 2048,  /* device.attributes */
-  TY_ADOM = 4096,   /* device.attributes[domain] */
-  TY_CAPS = 8192,   /* device.capacity */
-  TY_CDOM = 16384,  /* device.capacity[domain] */
-  TY_NET = 32768,   /* an IP or a CIDR */
-  TY_DYN = 0xFFFF
+  TY_DEVICE = 1024,  /* device */
+  TY_ATTRS = 2048,   /* device.attributes */
+  TY_ADOM = 4096,    /* device.attributes[domain] */
+  TY_CAPS = 8192,    /* device.capacity */
+  TY_CDOM = 16384,   /* device.capacity[domain] */
+  TY_NET = 32768,    /* an IP or a CIDR */
+  TY_FORMAT = 65536, /* a Kubernetes format (format.dns1123Label(), ...) */
+  TY_MAPV = 131072,  /* a map value: a map literal, transformMap's result */
+  TY_DYN = 0x3FFFF
 };
-#define TY_MAP (TY_DEVICE | TY_ATTRS | TY_ADOM | TY_CAPS | TY_CDOM)
+#define TY_MAP (TY_DEVICE | TY_ATTRS | TY_ADOM | TY_CAPS | TY_CDOM | TY_MAPV)
 #define TY_NUM (TY_INT | TY_UINT | TY_DOUBLE)
 
 typedef struct {
@@ -65,7 +67,7 @@ typedef struct {
   uint32_t rec; /* parser recursion */
   uint16_t *depth;
   size_t depthcap;
-  uint16_t *ty; /* each node's static type: TY_ bits, TY_DYN when not known */
+  uint32_t *ty; /* each node's static type: TY_ bits, TY_DYN when not known */
   size_t tycap;
   size_t nodecap, kidcap, poolcap;
   scope_t scope[CEL_SLOTS_MAX];

@@ -515,6 +515,8 @@ cel_val_t sf__cel_call(cel_ctx_t *c, uint32_t n, const cel_val_t *a, uint32_t na
                                               : to_string(c, n, &a[0]);
   default: break;
   }
+  if (fn >= FN_FMT_NAMED)
+    return sf__cel_format_call(c, n, fn, a, na);
   if (fn >= FN_URL)
     return sf__cel_url_call(c, n, fn, a, na);
   if (fn >= FN_IP)

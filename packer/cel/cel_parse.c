@@ -19,9 +19,9 @@
 /* ---- nodes ---- */
 
 /* The static type of a new node of kind op over kids, before call() or a selection refines it. */
-static uint16_t static_type(const parser_t *ps, int op, const uint32_t *kids, uint32_t nk)
+static uint32_t static_type(const parser_t *ps, int op, const uint32_t *kids, uint32_t nk)
 {
-  static const uint16_t lit[] = {
+  static const uint32_t lit[] = {
       [N_NULL] = TY_NULL,     [N_BOOL] = TY_BOOL,     [N_INT] = TY_INT,   [N_UINT] = TY_UINT,
       [N_DOUBLE] = TY_DOUBLE, [N_STR] = TY_STR,       [N_LIST] = TY_LIST, [N_DEVICE] = TY_DEVICE,
       [N_QTY] = TY_QTY,       [N_SEMVER] = TY_SEMVER, [N_HAS] = TY_BOOL,  [N_NOT] = TY_BOOL,
@@ -153,7 +153,7 @@ static const struct {
   uint8_t kind;     /* 1: global, 2: method, 3: both, 4: namespaced global */
   uint8_t min, max; /* arguments including the target */
   uint8_t minor;
-  uint16_t tgt, arg, ret;
+  uint32_t tgt, arg, ret;
 } fns[] = {
     {"size", FN_SIZE, 3, 1, 1, 0, TY_SIZED, TY_NONE, TY_INT},
     {"startsWith", FN_STARTS, 2, 2, 2, 0, TY_STR, TY_STR, TY_BOOL},
@@ -240,6 +240,22 @@ static const struct {
     /* string() of a quantity or a version is left to run time: not every Kubernetes release agrees. */
     {"string", FN_STRING, 1, 1, 1, 0, TY_PRINTABLE, TY_NONE, TY_STR},
     {"dyn", FN_DYN, 1, 1, 1, 0, TY_DYN, TY_NONE, TY_DYN},
+    /* The Kubernetes format library; a constant's format is set from its name (call_named). */
+    {"format.named", FN_FMT_NAMED, 4, 1, 1, 31, TY_STR, TY_NONE, TY_OPT},
+    {"validate", FN_VALIDATE, 2, 2, 2, 31, TY_FORMAT, TY_STR, TY_OPT},
+    {"format.dns1123Label", FN_FMT_CONST, 4, 0, 0, 31, TY_NONE, TY_NONE, TY_FORMAT},
+    {"format.dns1123Subdomain", FN_FMT_CONST, 4, 0, 0, 31, TY_NONE, TY_NONE, TY_FORMAT},
+    {"format.dns1035Label", FN_FMT_CONST, 4, 0, 0, 31, TY_NONE, TY_NONE, TY_FORMAT},
+    {"format.qualifiedName", FN_FMT_CONST, 4, 0, 0, 31, TY_NONE, TY_NONE, TY_FORMAT},
+    {"format.dns1123LabelPrefix", FN_FMT_CONST, 4, 0, 0, 31, TY_NONE, TY_NONE, TY_FORMAT},
+    {"format.dns1123SubdomainPrefix", FN_FMT_CONST, 4, 0, 0, 31, TY_NONE, TY_NONE, TY_FORMAT},
+    {"format.dns1035LabelPrefix", FN_FMT_CONST, 4, 0, 0, 31, TY_NONE, TY_NONE, TY_FORMAT},
+    {"format.labelValue", FN_FMT_CONST, 4, 0, 0, 31, TY_NONE, TY_NONE, TY_FORMAT},
+    {"format.uri", FN_FMT_CONST, 4, 0, 0, 31, TY_NONE, TY_NONE, TY_FORMAT},
+    {"format.uuid", FN_FMT_CONST, 4, 0, 0, 31, TY_NONE, TY_NONE, TY_FORMAT},
+    {"format.byte", FN_FMT_CONST, 4, 0, 0, 31, TY_NONE, TY_NONE, TY_FORMAT},
+    {"format.date", FN_FMT_CONST, 4, 0, 0, 31, TY_NONE, TY_NONE, TY_FORMAT},
+    {"format.datetime", FN_FMT_CONST, 4, 0, 0, 31, TY_NONE, TY_NONE, TY_FORMAT},
 };
 
 /* Macros (cel-go's standard ones, and from 1.32 ext.TwoVarComprehensions) by name and variables. */
@@ -289,9 +305,11 @@ static void const_regex(parser_t *ps, cel_node_t *call)
 static void fold(parser_t *ps, cel_node_t *call)
 {
   sf_cel_prog_t *p = ps->p;
-  const cel_node_t *arg = &p->nodes[p->kids[call->k0]];
   sf_milli_t q;
-  if (call->nk != 1 || arg->op != N_STR)
+  if (call->nk != 1)
+    return;
+  const cel_node_t *arg = &p->nodes[p->kids[call->k0]];
+  if (arg->op != N_STR)
     return;
   if (call->fn == FN_QUANTITY && sf_quantity_parse_n(p->pool + arg->v.s.off, arg->v.s.len, &q) == 0) {
     call->op = N_QTY;
@@ -304,7 +322,7 @@ static void fold(parser_t *ps, cel_node_t *call)
 }
 
 /* Does a known static type `have` (TY_DYN when unknown) fit the overloads' `want`? */
-static bool fits(uint16_t have, uint16_t want)
+static bool fits(uint32_t have, uint32_t want)
 {
   return have == TY_DYN || (have & want) != 0;
 }
@@ -314,7 +332,7 @@ static bool fits(uint16_t have, uint16_t want)
  * where the overloads fix each position (a string's indexOf(string, int),
  * replace(string, string, int), split(string, int), findAll(string, int)).
  */
-static uint16_t arg_type(size_t k, uint32_t i, uint16_t target)
+static uint32_t arg_type(size_t k, uint32_t i, uint32_t target)
 {
   switch (fns[k].fn) {
   case FN_INDEXOF:
@@ -365,10 +383,16 @@ static uint32_t call_named(parser_t *ps, const char *name, size_t len, uint32_t 
       ps->p->minor = fns[k].minor;
     if (nd->fn == FN_MATCHES || nd->fn == FN_FIND || nd->fn == FN_FINDALL)
       const_regex(ps, nd);
+    if (nd->fn == FN_FMT_CONST)
+      nd->v.i = sf__cel_format_id(name + strlen("format."), len - strlen("format."));
     fold(ps, nd);
     return n;
   }
-  sf__cel_fail(ps, pos, "unsupported function '%.*s'", (int)len, name);
+  /* The format library is complete: another name in it is one the environment does not declare. */
+  if (len > 7 && memcmp(name, "format.", 7) == 0)
+    sf__cel_fail(ps, pos, "undeclared reference to '%.*s'", (int)len, name);
+  else
+    sf__cel_fail(ps, pos, "unsupported function '%.*s'", (int)len, name);
   return 0;
 }
 
@@ -524,9 +548,9 @@ static void access_type(parser_t *ps, uint32_t e, const tok_t *name)
 {
   static const char *const fields[] = {"driver", "attributes", "capacity",
                                        "allowMultipleAllocations"};
-  static const uint16_t types[] = {TY_STR, TY_ATTRS, TY_CAPS, TY_BOOL};
+  static const uint32_t types[] = {TY_STR, TY_ATTRS, TY_CAPS, TY_BOOL};
   const cel_node_t *nd = &ps->p->nodes[e];
-  uint16_t of = ps->ty[ps->p->kids[nd->k0]];
+  uint32_t of = ps->ty[ps->p->kids[nd->k0]];
   ps->ty[e] = TY_DYN;
   if (nd->flags & F_OPT)
     return;
@@ -671,7 +695,8 @@ static uint32_t ident(parser_t *ps, const tok_t *t)
     return mk(ps, N_DEVICE, t->pos, NULL, 0);
   if ((sf__cel_tok_is(t, ps->src, "cel") || sf__cel_tok_is(t, ps->src, "optional") ||
        sf__cel_tok_is(t, ps->src, "strings") || sf__cel_tok_is(t, ps->src, "sets") ||
-       sf__cel_tok_is(t, ps->src, "lists") || sf__cel_tok_is(t, ps->src, "ip")) &&
+       sf__cel_tok_is(t, ps->src, "lists") || sf__cel_tok_is(t, ps->src, "ip") ||
+       sf__cel_tok_is(t, ps->src, "format")) &&
       peek_namespaced(ps)) {
     sf__cel_next(ps);
     return namespaced(ps, t);
@@ -786,13 +811,13 @@ static int binop(const parser_t *ps, int level)
  */
 static void check_operator(parser_t *ps, int op, uint32_t pos, uint32_t l, uint32_t r)
 {
-  uint16_t never = TY_QTY | TY_SEMVER | TY_NULL | TY_MAP | TY_OPT | TY_NET;
+  uint32_t never = TY_QTY | TY_SEMVER | TY_NULL | TY_MAP | TY_OPT | TY_NET;
   if (op >= N_ADD && op <= N_MOD)
     never |= TY_BOOL;
   else if (op < N_LT || op > N_GE)
     return;
   for (int i = 0; i < 2; i++) {
-    uint16_t t = ps->ty[i ? r : l];
+    uint32_t t = ps->ty[i ? r : l];
     if (t != TY_DYN && (t & ~never) == 0) {
       sf__cel_fail(ps, pos, "found no matching overload for this operator on these operand types");
       return;

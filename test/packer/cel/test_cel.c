@@ -931,8 +931,13 @@ Test(cel, selectors_filter_nodes_through_the_packer)
   filter(unsure, 1, SF_FIT_UNSURE, SF_FIT_NO, SF_FIT_NO);
   const char *uncompiled[] =
       {fx[0].expr,
-       "format.dns1123Label().validate(device.attributes['gpu.nvidia.com'].productName).hasValue()"};
+       "device.attributes['gpu.nvidia.com'].?productName.optMap(n, n.size()).orValue(0) > 0"};
   filter(uncompiled, 2, SF_FIT_UNSURE, SF_FIT_NO, SF_FIT_NO);
+  /* The format library was once unsupported too: the product name is no DNS label. */
+  const char *label[] =
+      {fx[0].expr,
+       "format.dns1123Label().validate(device.attributes['gpu.nvidia.com'].productName).hasValue()"};
+  filter(label, 2, SF_FIT_YES, SF_FIT_NO, SF_FIT_NO);
   /* isURL() was once unsupported too. */
   const char *urls[] = {fx[0].expr, "!isURL(device.attributes['gpu.nvidia.com'].productName)"};
   filter(urls, 2, SF_FIT_YES, SF_FIT_NO, SF_FIT_NO);

@@ -435,7 +435,7 @@ Test(cel_ext, checker_rejections_are_invalid)
       {"device.name == 'gpu-0'", 'C'},
       {"[1, 'a'].size() == 2", 'C'},
       {"'a'.split('')", 'C'},
-      {"format.dns1123Label().validate('a').hasValue()", 'S'},
+      {"format.dns1123Label().validate(1).hasValue()", 'C'},
       {"ip('10.0.0.1') < ip('10.0.0.2')", 'C'},
       {"cidr('10.0.0.0/8').containsIP(1)", 'C'},
   };
@@ -497,7 +497,7 @@ Test(cel_ext, version_table)
             {"sortBy", 34},
             {"url", 0},
             {"getQuery", 0},
-            {"format.dns1123Label", -1},
+            {"format.dns1123Label", 31},
             {"ip", 30},
             {"cidr", 30},
             {"ip.isCanonical", 30},

@@ -1,0 +1,194 @@
+/*
+ * The Kubernetes format library (format.named, format.dns1123Label(), ...,
+ * validate) and map values (map literals, transformMap,
+ * transformMapEntry), as the base environment offers them to DRA
+ * selectors. Expected values follow apimachinery's validation rules and
+ * cel-go's comprehension macros (ext/comprehensions.go's examples). Letters
+ * as in cel_cases.h: Y, N, E (runtime error), U (unknown), C (DRA refuses
+ * it), S (slicefit does not evaluate it).
+ */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cel_cases.h"
+#include "slicefit/cel.h"
+
+static sf_index_t *idx;
+static sf_cel_cache_t *cache;
+static sf_dev_id gpu;
+
+#define NV "gpu.nvidia.com/"
+
+/* One full GPU as the NVIDIA DRA driver publishes it (../shared/fixtures). */
+static void setup(void)
+{
+  static const sf_attr_t a[] = {{NV "type", SF_ATTR_STRING, 0, "gpu"},
+                                {NV "productName", SF_ATTR_STRING, 0, "NVIDIA A100-SXM4-40GB"},
+                                {NV "uuid", SF_ATTR_STRING, 0,
+                                 "GPU-4cf8db2d-06c0-7d70-1a51-e59b25b2c16c"},
+                                {NV "index", SF_ATTR_INT, 0, NULL}};
+  static const sf_capacity_t mem = {NV "memory", 40LL << 30, false, {0}};
+  sf_device_spec_t dev[] = {{"gpu-0", a, 4, &mem, 1, NULL, 0, NULL, 0, false}};
+  sf_node_spec_t node = {"nv", 0, 0};
+  sf_node_id id;
+  idx = sf_index_create();
+  cache = sf_cel_cache_create();
+  cr_assert_eq(sf_index_node_upsert(idx, &node, &id), 0);
+  cr_assert_eq(sf_index_pool_set(idx, id, "gpu.nvidia.com", "nv", dev, 1, NULL, 0), 0);
+  gpu = sf_index_dev_find(idx, "gpu.nvidia.com", "nv", "gpu-0");
+}
+
+static void teardown(void)
+{
+  sf_cel_cache_destroy(cache);
+  sf_index_destroy(idx);
+}
+
+TestSuite(cel_format, .init = setup, .fini = teardown);
+
+#define CHECK(cs) cel_check(cache, idx, cs, sizeof cs / sizeof cs[0], gpu, true)
+
+Test(cel_format, labels_and_subdomains)
+{
+  static const case_t cs[] = {
+      {"!format.dns1123Label().validate('my-label-name').hasValue()", 'Y'},
+      {"format.dns1123Label().validate('My-Label').hasValue()", 'Y'},
+      {"format.dns1123Label().validate('-a').hasValue()", 'Y'},
+      {"format.dns1123Label().validate('a-').hasValue()", 'Y'},
+      {"format.dns1123Label().validate('').hasValue()", 'Y'},
+      {"format.dns1123Label().validate('a.b').value().size() == 1", 'Y'},
+      {"!format.dns1123Label().validate('0').hasValue()", 'Y'},
+      {"!format.dns1123Subdomain().validate('apiextensions.k8s.io').hasValue()", 'Y'},
+      {"format.dns1123Subdomain().validate('a..b').hasValue()", 'Y'},
+      {"format.dns1123Subdomain().validate('.a').hasValue()", 'Y'},
+      {"format.dns1123Subdomain().validate('A.b').hasValue()", 'Y'},
+      {"!format.dns1035Label().validate('my-label-name').hasValue()", 'Y'},
+      {"format.dns1035Label().validate('1abc').hasValue()", 'Y'},
+      {"!format.dns1123Label().validate('1abc').hasValue()", 'Y'},
+      /* The prefix forms allow a trailing dash (apimachinery's maskTrailingDash). */
+      {"!format.dns1123LabelPrefix().validate('my-label-prefix-').hasValue()", 'Y'},
+      {"format.dns1123Label().validate('my-label-prefix-').hasValue()", 'Y'},
+      {"!format.dns1123SubdomainPrefix().validate('mysubdomain.prefix.-').hasValue()", 'Y'},
+      {"!format.dns1035LabelPrefix().validate('my-label-prefix-').hasValue()", 'Y'},
+      /* maskTrailingDash drops the last two bytes for one "a": "1-" is checked as "a". */
+      {"!format.dns1035LabelPrefix().validate('1-').hasValue()", 'Y'},
+      {"format.dns1035LabelPrefix().validate('1a-').hasValue()", 'Y'},
+      {"format.dns1123LabelPrefix().validate('-').hasValue()", 'U'},
+      /* The product name as the NVIDIA driver publishes it is no label. */
+      {"format.dns1123Label().validate(device.attributes['gpu.nvidia.com'].productName)"
+       ".hasValue()",
+       'Y'},
+      {"!format.dns1123Label().validate(device.attributes['gpu.nvidia.com'].type).hasValue()", 'Y'},
+  };
+  CHECK(cs);
+}
+
+Test(cel_format, lengths_count_as_their_own_message)
+{
+  char *long_ok = cel_repeat("format.dns1123Label().validate('", "a", 64, "').value().size() == 1");
+  char *long_bad = cel_repeat("format.dns1123Label().validate('", "A", 64, "').value().size() == 2");
+  char *label63 = cel_repeat("!format.dns1123Label().validate('", "a", 63, "').hasValue()");
+  char *value64 = cel_repeat("format.labelValue().validate('", "a", 64, "').value().size() == 1");
+  char *sub254 = cel_repeat("format.dns1123Subdomain().validate('", "a.", 127, "').hasValue()");
+  const case_t cs[] = {{long_ok, 'Y'}, {long_bad, 'Y'}, {label63, 'Y'}, {value64, 'Y'}, {sub254, 'Y'}};
+  CHECK(cs);
+  free(long_ok);
+  free(long_bad);
+  free(label63);
+  free(value64);
+  free(sub254);
+}
+
+Test(cel_format, qualified_names_and_label_values)
+{
+  static const case_t cs[] = {
+      {"!format.qualifiedName().validate('apiextensions.k8s.io/v1beta1').hasValue()", 'Y'},
+      {"!format.qualifiedName().validate('MyName').hasValue()", 'Y'},
+      {"!format.qualifiedName().validate('my.name_2').hasValue()", 'Y'},
+      {"format.qualifiedName().validate('a/b/c').value().size() == 1", 'Y'},
+      /* An empty name part: "must be non-empty" and the pattern's message. */
+      {"format.qualifiedName().validate('example.com/').value().size() == 2", 'Y'},
+      {"format.qualifiedName().validate('/name').value().size() == 1", 'Y'},
+      {"format.qualifiedName().validate('Example.com/name').value().size() == 1", 'Y'},
+      {"format.qualifiedName().validate('_name').hasValue()", 'Y'},
+      {"!format.labelValue().validate('').hasValue()", 'Y'},
+      {"!format.labelValue().validate('NVIDIA_A100.40GB').hasValue()", 'Y'},
+      {"format.labelValue().validate(device.attributes['gpu.nvidia.com'].productName).hasValue()",
+       'Y'},
+  };
+  CHECK(cs);
+}
+
+Test(cel_format, uri_uuid_byte_date)
+{
+  static const case_t cs[] = {
+      {"!format.uri().validate('http://example.com').hasValue()", 'Y'},
+      {"!format.uri().validate('/a/path').hasValue()", 'Y'},
+      {"format.uri().validate('example.com').hasValue()", 'Y'},
+      {"!format.uuid().validate('123e4567-e89b-12d3-a456-426614174000').hasValue()", 'Y'},
+      {"!format.uuid().validate('123E4567E89B12D3A456426614174000').hasValue()", 'Y'},
+      {"format.uuid().validate('123e4567-e89b-12d3-a456-42661417400').hasValue()", 'Y'},
+      {"format.uuid().validate(device.attributes['gpu.nvidia.com'].uuid).hasValue()", 'Y'},
+      {"!format.uuid().validate(device.attributes['gpu.nvidia.com'].uuid.substring(4))"
+       ".hasValue()",
+       'Y'},
+      {"!format.byte().validate('aGVsbG8=').hasValue()", 'Y'},
+      {"!format.byte().validate('aGk=').hasValue() && !format.byte().validate('aA==').hasValue()",
+       'Y'},
+      {"format.byte().validate('aGVsbG8').hasValue()", 'Y'},
+      {"format.byte().validate('').hasValue()", 'Y'},
+      {"format.byte().validate('a===').hasValue()", 'Y'},
+      {"format.byte().validate('a=bc').hasValue()", 'Y'},
+      {"format.date().validate('2021-01-01').hasValue()", 'U'},
+      {"format.datetime().validate('2021-01-01T00:00:00Z').hasValue()", 'U'},
+  };
+  CHECK(cs);
+}
+
+Test(cel_format, named_messages_and_types)
+{
+  static const case_t cs[] = {
+      {"format.named('dns1123Label').hasValue()", 'Y'},
+      {"!format.named('dns1123label').hasValue()", 'Y'},
+      {"format.named('uuid').value().validate('x').hasValue()", 'Y'},
+      {"!format.named('labelValue').value().validate('ok').hasValue()", 'Y'},
+      {"format.named('nope').orValue(format.uri()).validate('/x') == optional.none()", 'Y'},
+      /* How many messages is certain; their text differs between releases. */
+      {"format.dns1123Label().validate('A').value().size() == 1", 'Y'},
+      {"format.dns1123Label().validate('A').value()[0].contains('RFC 1123')", 'U'},
+      {"format.dns1123Label().validate('A').value().join('\\n') != ''", 'U'},
+      {"format.dns1123Label().validate('A').value().exists(m, m.startsWith('a'))", 'U'},
+      {"format.dns1123Label().validate('A').value().all(m, true)", 'Y'},
+      {"format.dns1123Label().validate('A').orValue([]).size() == 1", 'Y'},
+      {"format.dns1123Label().validate('a').orValue(['ok']) == ['ok']", 'Y'},
+      {"format.dns1123Label().validate('A').value().sort().size() == 1", 'U'},
+      /* What cel-go's checker refuses: DRA refuses the object. */
+      {"format.dns1123Label().validate(1).hasValue()", 'C'},
+      {"format.named('uuid').validate('x').hasValue()", 'C'},
+      {"format.nope().validate('x').hasValue()", 'C'},
+      {"format.dns1123Label.validate('x').hasValue()", 'C'},
+      {"format.named(1).hasValue()", 'C'},
+      {"format.dns1123Label('x').validate('x').hasValue()", 'C'},
+      {"'x'.validate('x').hasValue()", 'C'},
+      {"format.dns1123Label().validate('x')", 'C'},
+      {"format.dns1123Label() == format.dns1123Label()", 'U'},
+  };
+  CHECK(cs);
+}
+
+Test(cel_format, versions_and_cost)
+{
+  cr_expect_eq(sf_cel_function_minor("format.dns1123Label"), 31);
+  cr_expect_eq(sf_cel_function_minor("format.named"), 31);
+  cr_expect_eq(sf_cel_function_minor("validate"), 31);
+  const sf_cel_prog_t *p = sf_cel_compile(cache, "format.uuid().validate('x').hasValue()");
+  cr_expect_eq(sf_cel_prog_min_minor(p), 31);
+  /* 300 validations of a 6,000-byte text, ceil(6001 / 10) * ceil(30 / 4) each: past 1e6. */
+  char *big = cel_repeat("cel.bind(s, '", "a", 6000,
+                         "', lists.range(300).exists(i, !format.dns1123Label().validate(s)"
+                         ".hasValue()) || true)");
+  char why[256];
+  cr_expect_eq(cel_outcome(cache, idx, big, gpu, why, sizeof why, true), 'E');
+  cr_expect(strstr(why, "cost limit") != NULL, "%s", why);
+  free(big);
+}
