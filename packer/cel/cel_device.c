@@ -79,6 +79,8 @@ bool sf__cel_map_size(const cel_ctx_t *c, const cel_val_t *m, int64_t *out)
     *out = sf__cel_ndomain_fields(c, m->t == V_ADOM, m);
   else if (m->t == V_QUERY)
     *out = sf__cel_query_size(m);
+  else if (m->t == V_MAP)
+    *out = m->n;
   else
     return false;
   return true;
@@ -125,6 +127,8 @@ int sf__cel_lookup(cel_ctx_t *c, uint32_t n, const cel_val_t *m, const char *key
   default:
     if (m->t == V_QUERY)
       return sf__cel_query_lookup(c, n, m, key, kn, out);
+    if (m->t == V_MAP)
+      return sf__cel_map_get_field(m, n, key, kn, out);
     *out = sf__cel_err(n, "no such overload: field selection");
     return -1;
   }

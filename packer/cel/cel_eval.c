@@ -109,6 +109,20 @@ static cel_val_t list_at(uint32_t n, cel_val_t l, const cel_val_t *i, bool opt)
   return opt ? none : sf__cel_err(n, "index out of range");
 }
 
+static cel_val_t map_at(uint32_t n, const cel_val_t *m, const cel_val_t *k, bool opt)
+{
+  cel_val_t out, none = {.t = V_NONE};
+  int r = sf__cel_map_get(m, n, k, &out);
+  if (r < 0)
+    return out;
+  if (r == 0)
+    return opt ? none : sf__cel_err(n, "no such key");
+  if (opt && (out.flags & CV_OPT || out.t == V_NONE))
+    return sf__cel_unk(n, "nested optionals are not supported");
+  out.flags |= opt ? CV_OPT : 0;
+  return out;
+}
+
 static bool maplike(int t)
 {
   return t == V_DEVICE || t == V_ATTRS || t == V_CAPS || t == V_ADOM || t == V_CDOM || t == V_QUERY;
@@ -128,6 +142,8 @@ static cel_val_t ev_index(cel_ctx_t *c, uint32_t n)
     return early;
   if (m.t == V_LIST)
     return list_at(n, m, &k, opt);
+  if (m.t == V_MAP)
+    return map_at(n, &m, &k, opt);
   if (k.t == V_STR)
     return access(c, n, m, k.v.s, k.n, opt);
   if (!maplike(m.t))
@@ -343,6 +359,11 @@ static cel_val_t ev_in(cel_ctx_t *c, uint32_t n)
   if (b.t == V_QUERY)
     return sf__cel_bool(a.t == V_STR && !(a.flags & CV_OPT) &&
                         sf__cel_query_lookup(c, n, &b, a.v.s, a.n, NULL));
+  if (b.t == V_MAP) {
+    int at = sf__cel_map_find(&b, &a);
+    return at == -2 ? sf__cel_unk(n, "a map key of this type is not supported")
+                    : sf__cel_bool(at >= 0);
+  }
   if (b.t == V_ADOM || b.t == V_CDOM) {
     cel_val_t out;
     return sf__cel_bool(a.t == V_STR && !(a.flags & CV_OPT) &&
@@ -364,6 +385,24 @@ static cel_val_t ev_list(cel_ctx_t *c, uint32_t n)
   }
   cel_val_t r = {.t = V_LIST, .n = nd->nk, .v.l = l};
   return BAD(bad) ? bad : r;
+}
+
+/* A map literal: keys and values in order; a repeated key is cel-go's runtime error. */
+static cel_val_t ev_map(cel_ctx_t *c, uint32_t n)
+{
+  const cel_node_t *nd = node(c, n);
+  cel_map_builder_t b;
+  cel_val_t bad = {.t = V_MAP};
+  if (!sf__cel_map_start(c, &b, nd->nk / 2))
+    return sf__cel_unk(n, "list arena exhausted");
+  for (uint32_t i = 0; i + 1 < nd->nk; i += 2) {
+    cel_val_t k = sf__cel_ev(c, kid(c, n, i)), v = sf__cel_ev(c, kid(c, n, i + 1));
+    if (!BAD(k) && !BAD(v) && !BAD(bad))
+      k = sf__cel_map_insert(c, n, &b, &k, &v);
+    if ((BAD(k) || BAD(v)) && (!BAD(bad) || sf__cel_worst(k, v).t == V_UNK))
+      bad = sf__cel_worst(k, v);
+  }
+  return BAD(bad) ? bad : b.m;
 }
 
 static cel_val_t ev_call(cel_ctx_t *c, uint32_t n)
@@ -402,7 +441,7 @@ static cel_val_t ev_compr(cel_ctx_t *c, uint32_t n)
   cel_val_t r = sf__cel_ev(c, kid(c, n, 0));
   if (BAD(r))
     return r;
-  if (r.flags & CV_OPT || (r.t != V_LIST && r.t != V_ADOM && r.t != V_CDOM))
+  if (r.flags & CV_OPT || (r.t != V_LIST && r.t != V_ADOM && r.t != V_CDOM && r.t != V_MAP))
     return r.t == V_ATTRS || r.t == V_CAPS || r.t == V_QUERY
                ? sf__cel_unk(n, "macros over maps are not supported")
                : sf__cel_err(n, "no such overload: macro on a non-list");
@@ -464,6 +503,7 @@ cel_val_t sf__cel_ev(cel_ctx_t *c, uint32_t n)
   case N_IN: return ev_in(c, n);
   case N_CALL: return ev_call(c, n);
   case N_BIND: return ev_bind(c, n);
+  case N_MAP: return ev_map(c, n);
   default: return ev_compr(c, n);
   }
 }
@@ -486,6 +526,12 @@ static bool elem(cel_ctx_t *c, const cel_val_t *range, size_t *i, cel_val_t *out
     *out = range->v.l[(*i)++];
     return true;
   }
+  if (range->t == V_MAP) {
+    if (*i >= range->n)
+      return false;
+    *out = range->v.l[2 * (*i)++];
+    return true;
+  }
   bool attrs = range->t == V_ADOM;
   size_t nf = sf__cel_nfields(c, attrs);
   for (; *i < nf; (*i)++) {
@@ -504,7 +550,9 @@ static bool elem(cel_ctx_t *c, const cel_val_t *range, size_t *i, cel_val_t *out
 
 static size_t range_len(const cel_ctx_t *c, const cel_val_t *range)
 {
-  return range->t == V_LIST ? range->n : (size_t)sf__cel_ndomain_fields(c, range->t == V_ADOM, range);
+  if (range->t == V_LIST || range->t == V_MAP)
+    return range->n;
+  return (size_t)sf__cel_ndomain_fields(c, range->t == V_ADOM, range);
 }
 
 /* all / exists: folds with && or ||, stopping at the absorbing value. */
@@ -572,6 +620,9 @@ static bool elem2(cel_ctx_t *c, uint32_t n, const cel_val_t *range, size_t *i)
   if (range->t == V_LIST) {
     c->slots[slot] = sf__cel_int((int64_t)at);
     c->slots[slot + 1] = k;
+  } else if (range->t == V_MAP) {
+    c->slots[slot] = k;
+    c->slots[slot + 1] = range->v.l[2 * at + 1];
   } else {
     /* elem() left *i just past the field it named. */
     c->slots[slot] = k;
@@ -595,6 +646,42 @@ static bool predicate(uint32_t n, cel_val_t p, cel_val_t *bad)
  * v, [filter,] e) of ext.TwoVarComprehensions: the quantifiers absorb as
  * their one-variable forms, the others are strict.
  */
+/*
+ * transformMap(k, v, [filter,] e) and transformMapEntry(k, v, [filter,] e):
+ * the first maps each key kept to e, the second merges the map e gives; a
+ * key met twice is cel-go's runtime error.
+ */
+static cel_val_t transform_map(cel_ctx_t *c, uint32_t n, const cel_val_t *range)
+{
+  const cel_node_t *nd = node(c, n);
+  uint32_t slot = (uint32_t)nd->v.u;
+  cel_map_builder_t b;
+  cel_val_t bad;
+  size_t i = 0;
+  if (!sf__cel_map_start(c, &b, range_len(c, range)))
+    return sf__cel_unk(n, "list arena exhausted");
+  while (elem2(c, n, range, &i)) {
+    cel_val_t p = nd->nk == 2 ? sf__cel_bool(true) : sf__cel_ev(c, kid(c, n, 1));
+    if (!predicate(n, p, &bad))
+      return bad;
+    if (!p.v.b)
+      continue;
+    cel_val_t key = c->slots[slot], x = sf__cel_ev(c, kid(c, n, nd->nk - 1)), r = b.m;
+    if (BAD(x))
+      return x;
+    if (nd->fn == M_TRANSFORM_MAP2)
+      r = sf__cel_map_insert(c, n, &b, &key, &x);
+    else if (x.t != V_MAP || x.flags & CV_OPT)
+      return maplike(x.t) ? sf__cel_unk(n, "transformMapEntry of the device's maps is not supported")
+                          : sf__cel_err(n, "no such overload: transformMapEntry of a non-map");
+    for (uint32_t e = 0; nd->fn == M_TRANSFORM_ENTRY2 && e < x.n && !BAD(r); e++)
+      r = sf__cel_map_insert(c, n, &b, &x.v.l[2 * e], &x.v.l[2 * e + 1]);
+    if (BAD(r))
+      return r;
+  }
+  return b.m;
+}
+
 static cel_val_t compr2(cel_ctx_t *c, uint32_t n, const cel_val_t *range)
 {
   const cel_node_t *nd = node(c, n);
@@ -636,6 +723,8 @@ static cel_val_t compr2(cel_ctx_t *c, uint32_t n, const cel_val_t *range)
 static cel_val_t compr(cel_ctx_t *c, uint32_t n, const cel_val_t *range)
 {
   int kind = node(c, n)->fn;
+  if (kind == M_TRANSFORM_MAP2 || kind == M_TRANSFORM_ENTRY2)
+    return transform_map(c, n, range);
   if (kind >= M_ALL2)
     return compr2(c, n, range);
   if (kind == M_ALL || kind == M_EXISTS)

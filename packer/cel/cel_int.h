@@ -328,6 +328,29 @@ long sf__cel_fmt_double(char verb, int prec, double x, char *o, size_t room);
 int sf__cel_format_id(const char *name, size_t n);
 /** Calls a function of the Kubernetes format library (cel_format.c). */
 cel_val_t sf__cel_format_call(cel_ctx_t *c, uint32_t node, int fn, const cel_val_t *a, uint32_t na);
+/*
+ * Map values (cel_map.c): n entries at v.l as key, value pairs, keys distinct.
+ */
+/** Index of the entry whose key equals `key` in map m; -1 none, -2 a key type maps cannot hold. */
+int sf__cel_map_find(const cel_val_t *m, const cel_val_t *key);
+/** m[key]: 1 found (*out), 0 missing, -1 a key of a type not supported (*out UNKNOWN). */
+int sf__cel_map_get(const cel_val_t *m, uint32_t node, const cel_val_t *key, cel_val_t *out);
+/** m.key (a field selection): as sf__cel_map_get with a string key. */
+int sf__cel_map_get_field(const cel_val_t *m, uint32_t node, const char *key, size_t kn,
+                          cel_val_t *out);
+/** A map being built: the map so far and the entries its storage holds. */
+typedef struct {
+  cel_val_t m;
+  cel_val_t *store; /* m's entries, writable */
+  uint32_t cap;
+} cel_map_builder_t;
+/** Starts an empty map with room for cap entries in the arena; false when it is exhausted. */
+bool sf__cel_map_start(cel_ctx_t *c, cel_map_builder_t *b, size_t cap);
+/** Adds (k, v): the map so far, or an error (a key already there) or UNKNOWN (arena, key type). */
+cel_val_t sf__cel_map_insert(cel_ctx_t *c, uint32_t node, cel_map_builder_t *b, const cel_val_t *k,
+                             const cel_val_t *v);
+/** a == b where either is a map value: BOOL, or ERR/UNK. */
+cel_val_t sf__cel_map_eq(uint32_t node, const cel_val_t *a, const cel_val_t *b);
 /** Calls a URL function (cel_url.c). */
 cel_val_t sf__cel_url_call(cel_ctx_t *c, uint32_t node, int fn, const cel_val_t *a, uint32_t na);
 /**

@@ -263,11 +263,18 @@ static const struct {
   const char *name;
   uint8_t kind, vars, minor;
 } macros[] = {
-    {"exists", M_EXISTS, 1, 0},           {"all", M_ALL, 1, 0},
-    {"exists_one", M_EXISTS_ONE, 1, 0},   {"map", M_MAP, 1, 0},
-    {"filter", M_FILTER, 1, 0},           {"all", M_ALL2, 2, 32},
-    {"exists", M_EXISTS2, 2, 32},         {"existsOne", M_EXISTS_ONE2, 2, 32},
-    {"exists_one", M_EXISTS_ONE2, 2, 32}, {"transformList", M_TRANSFORM2, 2, 32},
+    {"exists", M_EXISTS, 1, 0},
+    {"all", M_ALL, 1, 0},
+    {"exists_one", M_EXISTS_ONE, 1, 0},
+    {"map", M_MAP, 1, 0},
+    {"filter", M_FILTER, 1, 0},
+    {"all", M_ALL2, 2, 32},
+    {"exists", M_EXISTS2, 2, 32},
+    {"existsOne", M_EXISTS_ONE2, 2, 32},
+    {"exists_one", M_EXISTS_ONE2, 2, 32},
+    {"transformList", M_TRANSFORM2, 2, 32},
+    {"transformMap", M_TRANSFORM_MAP2, 2, 32},
+    {"transformMapEntry", M_TRANSFORM_ENTRY2, 2, 32},
     {"sortBy", M_SORTBY, 1, 34},
 };
 
@@ -494,7 +501,8 @@ static uint32_t macro(parser_t *ps, const tok_t *name, uint32_t range)
     return 0;
   int kind = macros[m].kind;
   k[1] = expr(ps);
-  if ((kind == M_MAP || kind == M_TRANSFORM2) && sf__cel_accept(ps, ','))
+  bool to_map = kind == M_TRANSFORM_MAP2 || kind == M_TRANSFORM_ENTRY2;
+  if ((kind == M_MAP || kind == M_TRANSFORM2 || to_map) && sf__cel_accept(ps, ','))
     k[nk++] = expr(ps);
   ps->nscope -= macros[m].vars;
   sf__cel_expect(ps, ')');
@@ -503,10 +511,13 @@ static uint32_t macro(parser_t *ps, const tok_t *name, uint32_t range)
   ps->p->nodes[n].v.u = slot;
   bool pred = kind == M_EXISTS || kind == M_ALL || kind == M_EXISTS_ONE || kind == M_ALL2 ||
               kind == M_EXISTS2 || kind == M_EXISTS_ONE2;
-  ps->ty[n] = pred ? TY_BOOL : TY_LIST;
+  ps->ty[n] = pred ? TY_BOOL : to_map ? TY_MAPV : TY_LIST;
+  /* transformMapEntry's transform is a map (cel.@mapInsert's overloads). */
+  if (!ps->failed && kind == M_TRANSFORM_ENTRY2 && !fits(ps->ty[k[nk - 1]], TY_MAP))
+    sf__cel_fail(ps, name->pos, "found no matching overload for 'cel.@mapInsert'");
   if (macros[m].minor > ps->p->minor)
     ps->p->minor = macros[m].minor;
-  if (!fits(ps->ty[range], TY_LIST | TY_ATTRS | TY_ADOM | TY_CAPS | TY_CDOM))
+  if (!fits(ps->ty[range], TY_LIST | TY_ATTRS | TY_ADOM | TY_CAPS | TY_CDOM | TY_MAPV))
     sf__cel_fail(ps, name->pos, "expression of this type cannot be the range of a comprehension");
   return n;
 }
@@ -514,8 +525,7 @@ static uint32_t macro(parser_t *ps, const tok_t *name, uint32_t range)
 static uint32_t member_call(parser_t *ps, uint32_t target, const tok_t *name)
 {
   /* Macros of the environment that build maps or optionals: their variables are not references. */
-  static const char *const unsupported[] = {"transformMap", "transformMapEntry", "optMap",
-                                            "optFlatMap"};
+  static const char *const unsupported[] = {"optMap", "optFlatMap"};
   for (size_t k = 0; k < sizeof unsupported / sizeof unsupported[0]; k++)
     if (sf__cel_tok_is(name, ps->src, unsupported[k])) {
       sf__cel_fail(ps, name->pos, "unsupported macro '%s'", unsupported[k]);
@@ -722,6 +732,44 @@ static uint32_t has(parser_t *ps, uint32_t pos)
   return n;
 }
 
+/* Do the known static types of items[first], items[first + 2], ... differ? */
+static bool mixed(const parser_t *ps, const uint32_t *items, uint32_t n, uint32_t first)
+{
+  for (uint32_t i = first + 2; i < n; i += 2)
+    if (ps->ty[items[i]] != TY_DYN && ps->ty[items[first]] != TY_DYN &&
+        ps->ty[items[i]] != ps->ty[items[first]])
+      return true;
+  return false;
+}
+
+/* {k: v, ...}: after '{'. Keys and values each of one type, as the homogeneous literals require. */
+static uint32_t map_literal(parser_t *ps, uint32_t pos)
+{
+  uint32_t *items = NULL, n = 0, r = 0;
+  size_t cap = 0;
+  while (!ps->failed && !sf__cel_is_punct(ps, '}')) {
+    if (sf__cel_is_punct(ps, '?')) {
+      sf__cel_fail(ps, ps->cur.pos, "optional map entries are not supported");
+      break;
+    }
+    sf_xgrow(&items, &cap, (size_t)n + 2, sizeof *items);
+    items[n++] = expr(ps);
+    sf__cel_expect(ps, ':');
+    items[n++] = expr(ps);
+    if (!sf__cel_accept(ps, ','))
+      break;
+  }
+  sf__cel_expect(ps, '}');
+  if (!ps->failed && (mixed(ps, items, n, 0) || mixed(ps, items, n, 1)))
+    sf__cel_fail(ps, pos, "map literal keys or values of different types");
+  if (!ps->failed) {
+    r = mk(ps, N_MAP, pos, items, n);
+    ps->ty[r] = TY_MAPV;
+  }
+  free(items);
+  return r;
+}
+
 static uint32_t primary(parser_t *ps)
 {
   tok_t t = ps->cur;
@@ -750,8 +798,8 @@ static uint32_t primary(parser_t *ps)
     return r;
   }
   if (t.t == T_PUNCT && t.punct == '{')
-    sf__cel_fail(ps, t.pos, "map and message literals are not supported");
-  else if (t.t == T_PUNCT && t.punct == '.')
+    return map_literal(ps, t.pos);
+  if (t.t == T_PUNCT && t.punct == '.')
     sf__cel_fail(ps, t.pos, "root-scoped identifiers are not supported");
   else
     sf__cel_fail(ps, t.pos, t.t == T_EOF ? "unexpected end of expression" : "unexpected token");

@@ -144,6 +144,8 @@ cel_val_t sf__cel_eq(uint32_t n, const cel_val_t *a, const cel_val_t *b)
   if (numeric(a->t) && numeric(b->t))
     return sf__cel_bool(cmp_num(a, b) == 0);
   if (a->t != b->t) {
+    if (a->t == V_MAP || b->t == V_MAP)
+      return sf__cel_map_eq(n, a, b);
     if (a->t >= V_URL || b->t >= V_URL)
       return sf__cel_unk(n, "equality of URLs and their queries is not supported");
     /* Kubernetes' Quantity, Semver, IP and CIDR types answer "no such overload" to another type. */
@@ -162,6 +164,7 @@ cel_val_t sf__cel_eq(uint32_t n, const cel_val_t *a, const cel_val_t *b)
   case V_LIST: return list_eq(n, a, b);
   case V_IP:
   case V_CIDR: return sf__cel_bool(sf__cel_net_eq(a, b));
-  default: return sf__cel_unk(n, "equality of maps is not supported");
+  case V_MAP: return sf__cel_map_eq(n, a, b);
+  default: return sf__cel_unk(n, "equality of the device's maps, URLs and formats is not supported");
   }
 }

@@ -192,3 +192,97 @@ Test(cel_format, versions_and_cost)
   cr_expect(strstr(why, "cost limit") != NULL, "%s", why);
   free(big);
 }
+
+/* ---- map values ---- */
+
+Test(cel_format, map_literals)
+{
+  static const case_t cs[] = {
+      {"{'a': 1, 'b': 2}['b'] == 2", 'Y'},
+      {"{'a': 1}.a == 1", 'Y'},
+      {"{'a': 1}['c'] == 1", 'E'},
+      {"{'a': 1}[?'c'].orValue(0) == 0", 'Y'},
+      {"{'a': 1}[?'a'].value() == 1", 'Y'},
+      {"{'a': 1}.?a.orValue(0) == 1", 'Y'},
+      {"has({'a': 1}.a) && !has({'a': 1}.b)", 'Y'},
+      {"'a' in {'a': 1} && !('b' in {'a': 1})", 'Y'},
+      {"size({'a': 1, 'b': 2}) == 2 && {}.size() == 0", 'Y'},
+      {"{1: 'x'}[1.0] == 'x' && {1: 'x'}[1u] == 'x'", 'Y'},
+      {"{1: 'x'}[1.5] == 'x'", 'E'},
+      {"{true: 1}[true] == 1", 'Y'},
+      {"{'a': 1, 'b': [2]} == {'b': [2], 'a': 1}", 'C'},
+      {"{'a': 1, 'b': 2} == {'b': 2, 'a': 1}", 'Y'},
+      {"{'a': 1} == {'a': 2}", 'N'},
+      {"{'a': 1} == {'b': 1}", 'N'},
+      {"{'a': 1} != {'a': 1, 'b': 2}", 'Y'},
+      {"{'a': 1} == 1", 'N'},
+      {"{'a': 1} == device.attributes['gpu.nvidia.com']", 'U'},
+      {"{'a': 1, 'a': 2}.size() == 2", 'E'},
+      {"{'a': 1, 2: 'b'}.size() == 2", 'C'},
+      {"{'a': 1, 'b': 'c'}.size() == 2", 'C'},
+      {"{dyn('a'): 1, dyn(2): 'b'}.size() == 2", 'C'},
+      {"{dyn('a'): 1, dyn(2): dyn('b')}.size() == 2", 'Y'},
+      {"{[1]: 1}.size() == 1", 'U'},
+      {"{'a': 1 / 0}.size() == 1", 'E'},
+      {"{?'a': 1}.size() == 1", 'S'},
+      {"{'k': device.attributes['gpu.nvidia.com'].type}.k == 'gpu'", 'Y'},
+      {"{'a': 1}.exists(k, k == 'a') && {'a': 1, 'b': 2}.all(k, v, v > 0)", 'Y'},
+      {"{'a': 1, 'b': 2}.map(k, k) == ['a', 'b']", 'Y'},
+      {"{'a': 1, 'b': 2}.filter(k, k != 'a') == ['b']", 'Y'},
+      {"{'a': 1, 'b': 2}.transformList(k, v, v * 10) == [10, 20]", 'Y'},
+      {"{'a': 1} < {'b': 1}", 'C'},
+      {"{'a': 1} + {'b': 1}", 'C'},
+  };
+  CHECK(cs);
+}
+
+Test(cel_format, transform_map_and_entry)
+{
+  static const case_t cs[] = {
+      /* cel-go's examples (ext/comprehensions.go). */
+      {"[1, 2, 3].transformMap(i, v, (i * v) + v) == {0: 1, 1: 4, 2: 9}", 'Y'},
+      {"[1, 2, 3].transformMap(i, v, i % 2 == 0, (i * v) + v) == {0: 1, 2: 9}", 'Y'},
+      {"{'greeting': 'hello'}.transformMap(k, v, v + '!') == {'greeting': 'hello!'}", 'Y'},
+      {"{'greeting': 'hello'}.transformMapEntry(k, v, {v: k}) == {'hello': 'greeting'}", 'Y'},
+      {"[1, 2, 3].transformMapEntry(i, v, {v: i}) == {1: 0, 2: 1, 3: 2}", 'Y'},
+      {"{'greeting': 'aloha', 'farewell': 'aloha'}.transformMapEntry(k, v, {v: k}).size() == 1", 'E'},
+      {"[1, 2].transformMapEntry(i, v, i > 0, {v: i, 'x': i}) == {2: 1, 'x': 1}", 'C'},
+      {"[1, 2].transformMapEntry(i, v, i > 0, {dyn(v): i, dyn('x'): i}) == "
+       "{dyn(2): 1, dyn('x'): 1}",
+       'Y'},
+      {"[1, 2].transformMapEntry(i, v, {'k': i}).size() == 1", 'E'},
+      {"[1, 2].transformMapEntry(i, v, i)", 'C'},
+      {"[1, 2].transformMapEntry(i, v, dyn(i)).size() == 2", 'E'},
+      {"[1, 2].transformMap(i, v, 1 / (v - 1)).size() == 2", 'E'},
+      {"[1, 2].transformMap(i, v, 'x', v).size() == 2", 'E'},
+      {"[].transformMap(i, v, v) == {}", 'Y'},
+      /* The device's attributes of one domain, by name. */
+      {"device.attributes['gpu.nvidia.com'].transformMap(k, v, k != 'index', string(v))"
+       ".type == 'gpu'",
+       'Y'},
+      {"device.attributes['gpu.nvidia.com'].transformMap(k, v, v).size() == 4", 'Y'},
+      {"device.attributes['gpu.nvidia.com'].transformMap(k, v, k.size()).exists(k, v, "
+       "k == 'productName' && v == 11)",
+       'Y'},
+      {"device.attributes['gpu.nvidia.com'].transformMapEntry(k, v, k == 'type', {v: k}).gpu == "
+       "'type'",
+       'Y'},
+      {"device.attributes.transformMap(k, v, v).size() == 1", 'U'},
+      {"1.transformMap(i, v, v)", 'C'},
+      {"[1].transformMap(i, v, v)[0] == 1", 'Y'},
+  };
+  CHECK(cs);
+}
+
+Test(cel_format, maps_grow_past_other_values_and_stop_at_the_arena)
+{
+  /* Each entry's transform allocates a list: the map moves above it and stays whole. */
+  static const case_t cs[] = {
+      {"lists.range(20).transformMap(i, v, [v, v]).all(k, l, l == [k, k])", 'Y'},
+      {"lists.range(20).transformMapEntry(i, v, {v: [v]}).size() == 20", 'Y'},
+      {"lists.range(400).transformMap(i, v, v).size() == 400", 'U'},
+  };
+  CHECK(cs);
+  cr_expect_eq(sf_cel_function_minor("transformMap"), 32);
+  cr_expect_eq(sf_cel_function_minor("transformMapEntry"), 32);
+}
