@@ -4,8 +4,8 @@
  * evaluator cel_eval.c (values in cel_value.c, the device's maps in
  * cel_device.c), the library cel_lib.c and cel_re.c.
  *
- * Grammar (CEL's, minus map and message literals, bytes and root-scoped
- * names):
+ * Grammar (CEL's, minus message literals, optional map entries, bytes and
+ * root-scoped names):
  *
  *   Expr     = Or ["?" Or ":" Expr]
  *   Or       = And {"||" And}            (built balanced, as cel-go does)
@@ -16,19 +16,22 @@
  *   Unary    = Member | "!" Unary | "-" Unary
  *   Member   = Primary {"." ["?"] IDENT ["(" Args ")"] | "[" ["?"] Expr "]"}
  *   Primary  = IDENT ["(" Args ")"] | "(" Expr ")" | "[" [Args [","]] "]" | Literal
+ *            | "{" [Expr ":" Expr {"," Expr ":" Expr} [","]] "}"
  *   Literal  = int (decimal, 0x hex) | uint (…u) | double | string | true | false | null
  *
  * Strings: '…' "…" '''…''' """…""" with every CEL escape (\\ \" \' \` \?
  * \a \b \f \n \r \t \v \xHH \uHHHH \UHHHHHHHH \ooo, code points written as
  * UTF-8), raw r'…'. Identifiers: `device`, variables of cel.bind and of the
- * macros has, all, exists, exists_one, map (2 and 3 arguments), filter;
- * functions as in cel_parse.c's table. An unknown name, a reserved word, a
- * map literal, more than 10Ki of text or a tree deeper than 200 does not
- * compile: the program answers UNKNOWN.
+ * macros has, all, exists, exists_one, map (2 and 3 arguments), filter and
+ * the two-variable ones; functions as in cel_parse.c's table. An unknown
+ * name, a reserved word, more than 10Ki of text or a tree deeper than 200
+ * does not compile: the program answers UNKNOWN.
  *
  * Values: null, bool, int (int64), uint (uint64), double, string (UTF-8;
  * size() counts code points), list, quantity (exact int64 milli-units),
- * semver (its text), optional, and the device's maps: `device` (fields
+ * semver (its text), optional, map (cel_map.c: a literal's or
+ * transformMap's entries), a Kubernetes format (cel_format.c), and the
+ * device's maps: `device` (fields
  * driver, attributes, capacity, allowMultipleAllocations),
  * device.attributes and device.capacity (domain -> map; an unknown domain is
  * an empty map, as DRA specifies) and one domain's map (name -> value,

@@ -14,8 +14,12 @@
  *   exactly half-way at the last printed digit (x/text may round the decimal
  *   half-to-even where C rounds the binary value). Elsewhere both round to
  *   the nearest decimal and agree.
- * - %e is unknown: the x/text releases Kubernetes has vendored print it
- *   differently ("1.052033e+3", "1.052033 × 10⁰³").
+ * - %e is unknown. cel-go hands the clause to x/text's printer with the
+ *   precision as a width ("%6e"), which prints six decimals and a
+ *   superscript exponent, "1.052033 × 10⁰³"; x/text's commit 221d88c
+ *   (golang/go#71428, January 2025) dropped the narrow no-break spaces
+ *   around the ×, and which side of it an API server was built on is not
+ *   fixed by its minor version (patch releases move x/text).
  */
 #include <math.h>
 #include <stdio.h>
