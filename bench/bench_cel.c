@@ -8,8 +8,9 @@
  * (deployments/helm/dra-driver-nvidia-gpu/templates/deviceclass-gpu.yaml),
  * target < 1 us per evaluation after compilation. Other fixture selectors
  * are timed for comparison, and product-name selectors written with the
- * strings extension, sets, find() and a two-variable comprehension, each
- * with the same < 1 us target. Each row is the median of RUNS runs of REPS
+ * strings extension, sets, find(), two-variable comprehensions (a map built
+ * by transformMap among them) and the format library, each with the same
+ * < 1 us target. Each row is the median of RUNS runs of REPS
  * evaluations.
  *
  * usage: bench_cel [REPS [RUNS [NAME]]]     (defaults 1000000 and 7; NAME: only the cases
@@ -50,6 +51,12 @@ static const struct {
     {"find memory", "device.attributes['gpu.nvidia.com'].productName.find('[0-9]+GB') == '40GB'"},
     {"two-var exists",
      "device.attributes['gpu.nvidia.com'].exists(k, v, k == 'architecture' && v == 'Ampere')"},
+    /* The format library (1.31) and a map built by transformMap (1.32). */
+    {"format uuid",
+     "!format.uuid().validate(device.attributes['gpu.nvidia.com'].uuid.substring(4)).hasValue()"},
+    {"transformMap",
+     "device.attributes['gpu.nvidia.com'].transformMap(k, v, k.endsWith('Version'), v)"
+     ".size() == 2"},
 };
 
 static sf_dev_id a100(sf_index_t *idx)
