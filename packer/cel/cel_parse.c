@@ -243,19 +243,8 @@ static const struct {
     /* The Kubernetes format library; a constant's format is set from its name (call_named). */
     {"format.named", FN_FMT_NAMED, 4, 1, 1, 31, TY_STR, TY_NONE, TY_OPT},
     {"validate", FN_VALIDATE, 2, 2, 2, 31, TY_FORMAT, TY_STR, TY_OPT},
-    {"format.dns1123Label", FN_FMT_CONST, 4, 0, 0, 31, TY_NONE, TY_NONE, TY_FORMAT},
-    {"format.dns1123Subdomain", FN_FMT_CONST, 4, 0, 0, 31, TY_NONE, TY_NONE, TY_FORMAT},
-    {"format.dns1035Label", FN_FMT_CONST, 4, 0, 0, 31, TY_NONE, TY_NONE, TY_FORMAT},
-    {"format.qualifiedName", FN_FMT_CONST, 4, 0, 0, 31, TY_NONE, TY_NONE, TY_FORMAT},
-    {"format.dns1123LabelPrefix", FN_FMT_CONST, 4, 0, 0, 31, TY_NONE, TY_NONE, TY_FORMAT},
-    {"format.dns1123SubdomainPrefix", FN_FMT_CONST, 4, 0, 0, 31, TY_NONE, TY_NONE, TY_FORMAT},
-    {"format.dns1035LabelPrefix", FN_FMT_CONST, 4, 0, 0, 31, TY_NONE, TY_NONE, TY_FORMAT},
-    {"format.labelValue", FN_FMT_CONST, 4, 0, 0, 31, TY_NONE, TY_NONE, TY_FORMAT},
-    {"format.uri", FN_FMT_CONST, 4, 0, 0, 31, TY_NONE, TY_NONE, TY_FORMAT},
-    {"format.uuid", FN_FMT_CONST, 4, 0, 0, 31, TY_NONE, TY_NONE, TY_FORMAT},
-    {"format.byte", FN_FMT_CONST, 4, 0, 0, 31, TY_NONE, TY_NONE, TY_FORMAT},
-    {"format.date", FN_FMT_CONST, 4, 0, 0, 31, TY_NONE, TY_NONE, TY_FORMAT},
-    {"format.datetime", FN_FMT_CONST, 4, 0, 0, 31, TY_NONE, TY_NONE, TY_FORMAT},
+    /* format.dns1123Label(), format.uuid() and the other formats cel_format.c names. */
+    {"format.*", FN_FMT_CONST, 4, 0, 0, 31, TY_NONE, TY_NONE, TY_FORMAT},
 };
 
 /* Macros (cel-go's standard ones, and from 1.32 ext.TwoVarComprehensions) by name and variables. */
@@ -278,8 +267,21 @@ static const struct {
     {"sortBy", M_SORTBY, 1, 34},
 };
 
+/* The table's name for function `name` (len bytes): "format.*" for each of the formats. */
+static const char *table_name(const char *name, size_t len, size_t *out_len)
+{
+  *out_len = len;
+  if (len > 7 && memcmp(name, "format.", 7) == 0 && sf__cel_format_id(name + 7, len - 7) >= 0) {
+    *out_len = strlen("format.*");
+    return "format.*";
+  }
+  return name;
+}
+
 int sf__cel_function_minor(const char *name)
 {
+  size_t len;
+  name = table_name(name, strlen(name), &len);
   for (size_t k = 0; k < sizeof fns / sizeof fns[0]; k++)
     if (strcmp(fns[k].name, name) == 0)
       return fns[k].minor;
@@ -371,11 +373,13 @@ static void check_call(parser_t *ps, size_t k, uint32_t pos, const uint32_t *arg
 static uint32_t call_named(parser_t *ps, const char *name, size_t len, uint32_t pos, bool method,
                            uint32_t *args, uint32_t nargs)
 {
+  size_t tlen;
+  const char *tname = table_name(name, len, &tlen);
   for (size_t k = 0; k < sizeof fns / sizeof fns[0]; k++) {
-    if (strlen(fns[k].name) != len || memcmp(fns[k].name, name, len) != 0)
+    if (strlen(fns[k].name) != tlen || memcmp(fns[k].name, tname, tlen) != 0)
       continue;
     if (!(fns[k].kind & (method ? 2 : 1 | 4)) || nargs < fns[k].min || nargs > fns[k].max) {
-      sf__cel_fail(ps, pos, "no overload of '%s' takes %u argument(s)%s", fns[k].name,
+      sf__cel_fail(ps, pos, "no overload of '%.*s' takes %u argument(s)%s", (int)len, name,
                    method ? nargs - 1 : nargs, method ? " as a method" : "");
       return 0;
     }
