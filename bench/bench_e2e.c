@@ -235,8 +235,18 @@ static void wait_applied(bench_t *b)
   }
 }
 
+/*
+ * Writes obj (steals it) with a creationTimestamp of now, as kube-apiserver
+ * stamps it: the fake's fixed default would make every pending claim look
+ * days old, and slicefit's pending-claim sweep would evaluate it again.
+ */
 static void put(bench_t *b, const char *res, json_t *obj)
 {
+  char stamp[32];
+  time_t t = time(NULL);
+  struct tm tm;
+  strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
+  json_object_set_new(json_object_get(obj, "metadata"), "creationTimestamp", json_string(stamp));
   if (e2e_apiserver_put(&b->api, res, obj) != 0)
     die("fake-apiserver refused a put on %s", res);
   json_decref(obj);
