@@ -44,6 +44,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "../test/e2e/e2e.h"
+#include "bench_proc.h"
 
 #define TOKEN "bench-e2e-token"
 #define NSTEPS 8
@@ -102,24 +103,6 @@ static double self_cpu_s(void)
   getrusage(RUSAGE_SELF, &ru);
   return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
          (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-}
-
-/* A process's user+system CPU seconds (/proc/PID/stat fields 14 and 15). */
-static double cpu_s(pid_t pid)
-{
-  char path[64], buf[1024];
-  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-  FILE *f = fopen(path, "r");
-  size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
-  if (f)
-    fclose(f);
-  buf[n] = '\0';
-  const char *p = strrchr(buf, ')');
-  unsigned long ut = 0, st = 0;
-  if (p == NULL ||
-      sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
-    return -1;
-  return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
 /* ---- setup ---- */
@@ -429,14 +412,14 @@ int main(int argc, char **argv)
     sleep((unsigned)atoi(getenv("BENCH_HOLD")));
   }
   size_t polls0 = b.polls, names0 = b.names_sent;
-  double c_self = self_cpu_s(), c_sf = cpu_s(b.sf.pid), c_api = cpu_s(b.api.pid);
+  double c_self = self_cpu_s(), c_sf = bench_cpu_s(b.sf.pid), c_api = bench_cpu_s(b.api.pid);
   t0 = now_s();
   for (size_t i = 0; i < npods; i++)
     place(&b, &pods[warm + i], &t[i * NSTEPS]);
   double total = now_s() - t0;
   c_self = self_cpu_s() - c_self;
-  c_sf = cpu_s(b.sf.pid) - c_sf;
-  c_api = cpu_s(b.api.pid) - c_api;
+  c_sf = bench_cpu_s(b.sf.pid) - c_sf;
+  c_api = bench_cpu_s(b.api.pid) - c_api;
   printf("  %zu pods placed in %.2f s: %.0f pods/s (%zu warm-up pods before)\n", npods, total,
          (double)npods / total, warm);
   printf("  %.0f node names per filter call on average; %zu pods found no DRA-feasible node, %zu "

@@ -40,6 +40,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "bench_proc.h"
 #include "slicefit/listscan.h"
 
 static const char *pod_ns = "tenants";
@@ -242,24 +243,6 @@ static pid_t spawn(const char *snapshot, unsigned *port)
   return pid;
 }
 
-/* The daemon's user+system CPU seconds (/proc/PID/stat fields 14 and 15). */
-static double cpu_s(pid_t pid)
-{
-  char path[64], buf[1024];
-  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-  FILE *f = fopen(path, "r");
-  size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
-  if (f)
-    fclose(f);
-  buf[n] = '\0';
-  const char *p = strrchr(buf, ')');
-  unsigned long ut = 0, st = 0;
-  if (p == NULL ||
-      sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
-    return -1;
-  return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-}
-
 static long rss_kib(pid_t pid)
 {
   char path[64], line[256];
@@ -388,7 +371,7 @@ static void run(client_t *cl, char *const *body, size_t nbodies, size_t pairs, p
     call(cl, "/prioritize", pbody[k], plen[k]);
   }
   long rss0 = pid > 0 ? rss_kib(pid) : -1;
-  double c0 = pid > 0 ? cpu_s(pid) : -1;
+  double c0 = pid > 0 ? bench_cpu_s(pid) : -1;
   double t0 = now_s();
   for (size_t i = 0; i < pairs; i++) {
     size_t k = i % nbodies;
@@ -396,7 +379,7 @@ static void run(client_t *cl, char *const *body, size_t nbodies, size_t pairs, p
     tp[i] = call(cl, "/prioritize", pbody[k], plen[k]);
   }
   double total = now_s() - t0;
-  double c1 = pid > 0 ? cpu_s(pid) : -1;
+  double c1 = pid > 0 ? bench_cpu_s(pid) : -1;
   long rss1 = pid > 0 ? rss_kib(pid) : -1;
   report("filter", tf, pairs);
   report("prioritize", tp, pairs);
