@@ -66,7 +66,7 @@ typedef struct {
   e2e_slicefit_t sf;
   char dir[64];
   unsigned seq;      /* shareID sequence */
-  double events;     /* watch events applied so far, as expected */
+  double events;     /* watch events written so far: what slicefit must show applied */
   size_t polls;      /* looks at the log while waiting */
   size_t no_node;    /* pods DRA found no node for */
   size_t single;     /* filter left one node: no prioritize */
