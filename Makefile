@@ -287,6 +287,8 @@ BENCH_SRC := $(wildcard bench/bench_*.c)
 BENCH_BINS := $(BENCH_SRC:bench/%.c=$(B)/bench/%)
 $(B)/bench/bench_%: $(B)/bench/bench_%.o $(REPLAY_LIBOBJ) $(SHELL_LIB) $(MODEL_LIB) $(CORE_LIB)
 	$(CC) $(OPT) $(LDSAN_$(V)) -o $@ $^ $(PKG_LIBS) -lm
+# bench_e2e drives the end-to-end harness's processes: the parts of test/e2e that need no Criterion.
+$(B)/bench/bench_e2e: $(B)/test/e2e/gen.o $(B)/test/e2e/ffit.o $(B)/test/e2e/proc.o
 bench: $(BENCH_BINS) $(PROGS) $(TOOL_BINS)
 	@set -e; for b in $(BENCH_BINS); do echo "== $$b"; $$b; done
 

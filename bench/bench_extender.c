@@ -40,6 +40,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "bench_proc.h"
 #include "slicefit/listscan.h"
 
 static const char *pod_ns = "tenants";
@@ -138,40 +139,76 @@ static char *build_body(const char *snapshot, const char *name, bool nodelist, s
   return body;
 }
 
-/* BENCH_ALTERNATE: the snapshot with a copy of our pod's claim for POD_B, asking 2Gi. */
+/* BENCH_ALTERNATE: our pod's claim, copied for POD_B and asking 2Gi (new text), or NULL. */
+static char *alternate_claim(const char *text, size_t len)
+{
+  json_t *it = json_loadb(text, len, 0, NULL);
+  json_t *md = json_object_get(it, "metadata");
+  const char *on = json_string_value(
+      json_object_get(json_array_get(json_object_get(md, "ownerReferences"), 0), "name"));
+  char *out = NULL;
+  if (on && strcmp(on, pod_name) == 0) {
+    json_object_set_new(md, "name", json_string(POD_B "-gpu-alt"));
+    json_object_set_new(md, "uid", json_string("bench-alternate-claim"));
+    json_object_set_new(json_array_get(json_object_get(md, "ownerReferences"), 0), "name",
+                        json_string(POD_B));
+    const json_t *devices = json_object_get(json_object_get(it, "spec"), "devices");
+    const json_t *req = json_object_get(json_array_get(json_object_get(devices, "requests"), 0),
+                                        "exactly");
+    json_t *caps = json_object_get(json_object_get(req, "capacity"), "requests");
+    if (caps == NULL || json_object_set_new(caps, "memory", json_string("2Gi")) != 0)
+      die("the claim of the pod asks no memory");
+    out = json_dumps(it, JSON_COMPACT);
+  }
+  json_decref(it);
+  return out;
+}
+
+typedef struct {
+  FILE *out;
+  size_t items;
+  char *copy;
+} alt_t;
+
+static int copy_item(void *ud, const char *text, size_t len)
+{
+  alt_t *a = ud;
+  fputs(a->items++ ? ",\n" : "", a->out);
+  fwrite(text, 1, len, a->out);
+  if (a->copy == NULL)
+    a->copy = alternate_claim(text, len);
+  return 0;
+}
+
+/*
+ * BENCH_ALTERNATE: the snapshot with a copy of our pod's claim for POD_B,
+ * asking 2Gi. Item by item: the 10,000-node snapshot parsed whole would take
+ * about 3 GB.
+ */
 static void write_alternate(const char *snapshot)
 {
-  json_error_t je;
-  json_t *list = json_load_file(snapshot, 0, &je), *copy = NULL;
-  if (list == NULL)
-    die(je.text);
-  size_t i;
-  json_t *it;
-  json_array_foreach(json_object_get(list, "items"), i, it)
-  {
-    json_t *own = json_array_get(json_object_get(json_object_get(it, "metadata"), "ownerReferences"),
-                                 0);
-    const char *on = json_string_value(json_object_get(own, "name"));
-    if (on && strcmp(on, pod_name) == 0)
-      copy = json_deep_copy(it);
-  }
-  if (copy == NULL)
+  FILE *in = fopen(snapshot, "rb");
+  alt_t a = {fopen(ALT_SNAPSHOT, "w"), 0, NULL};
+  if (in == NULL || a.out == NULL)
+    die("cannot read the snapshot or write " ALT_SNAPSHOT);
+  fputs("{\"apiVersion\":\"v1\",\"kind\":\"List\",\"metadata\":{\"resourceVersion\":\"\"},"
+        "\"items\":[\n",
+        a.out);
+  sf_listscan_t ls;
+  sf_listscan_init(&ls, 0);
+  static char buf[1 << 20];
+  size_t got;
+  while ((got = fread(buf, 1, sizeof buf, in)) > 0)
+    if (sf_listscan_feed(&ls, buf, got, copy_item, &a) != 0)
+      die("the snapshot is not a List");
+  sf_listscan_dispose(&ls);
+  fclose(in);
+  if (a.copy == NULL)
     die("no claim of the pod in the snapshot");
-  json_t *md = json_object_get(copy, "metadata");
-  json_object_set_new(md, "name", json_string(POD_B "-gpu-alt"));
-  json_object_set_new(md, "uid", json_string("bench-alternate-claim"));
-  json_object_set_new(json_array_get(json_object_get(md, "ownerReferences"), 0), "name",
-                      json_string(POD_B));
-  const json_t *devices = json_object_get(json_object_get(copy, "spec"), "devices");
-  const json_t *req = json_object_get(json_array_get(json_object_get(devices, "requests"), 0),
-                                      "exactly");
-  json_t *caps = json_object_get(json_object_get(req, "capacity"), "requests");
-  if (caps == NULL || json_object_set_new(caps, "memory", json_string("2Gi")) != 0)
-    die("the claim of the pod asks no memory");
-  json_array_append_new(json_object_get(list, "items"), copy);
-  if (json_dump_file(list, ALT_SNAPSHOT, JSON_COMPACT) != 0)
+  fprintf(a.out, ",\n%s\n]}\n", a.copy);
+  free(a.copy);
+  if (fclose(a.out) != 0)
     die("cannot write " ALT_SNAPSHOT);
-  json_decref(list);
 }
 
 /* ---- the daemon ---- */
@@ -204,24 +241,6 @@ static pid_t spawn(const char *snapshot, unsigned *port)
       die("bin/slicefit exited; see build/bench-extender.log");
   }
   return pid;
-}
-
-/* The daemon's user+system CPU seconds (/proc/PID/stat fields 14 and 15). */
-static double cpu_s(pid_t pid)
-{
-  char path[64], buf[1024];
-  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-  FILE *f = fopen(path, "r");
-  size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
-  if (f)
-    fclose(f);
-  buf[n] = '\0';
-  const char *p = strrchr(buf, ')');
-  unsigned long ut = 0, st = 0;
-  if (p == NULL ||
-      sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
-    return -1;
-  return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
 static long rss_kib(pid_t pid)
@@ -352,7 +371,7 @@ static void run(client_t *cl, char *const *body, size_t nbodies, size_t pairs, p
     call(cl, "/prioritize", pbody[k], plen[k]);
   }
   long rss0 = pid > 0 ? rss_kib(pid) : -1;
-  double c0 = pid > 0 ? cpu_s(pid) : -1;
+  double c0 = pid > 0 ? bench_cpu_s(pid) : -1;
   double t0 = now_s();
   for (size_t i = 0; i < pairs; i++) {
     size_t k = i % nbodies;
@@ -360,7 +379,7 @@ static void run(client_t *cl, char *const *body, size_t nbodies, size_t pairs, p
     tp[i] = call(cl, "/prioritize", pbody[k], plen[k]);
   }
   double total = now_s() - t0;
-  double c1 = pid > 0 ? cpu_s(pid) : -1;
+  double c1 = pid > 0 ? bench_cpu_s(pid) : -1;
   long rss1 = pid > 0 ? rss_kib(pid) : -1;
   report("filter", tf, pairs);
   report("prioritize", tp, pairs);

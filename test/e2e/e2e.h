@@ -52,6 +52,10 @@ typedef struct {
 
 /** The test's cluster: 2 nodes of 8 H100 (NVSwitch), 3 of 4 A100 (NVLink pairs), 7 of one shared 20475Mi card. */
 void e2e_cluster_make(e2e_cluster_t *c);
+/** `n` nodes of the test cluster's kinds in its proportions (3:2:7), kind after kind (the benchmark's). */
+void e2e_nodes_make(e2e_node_t *nodes, size_t n);
+/** The ResourceSlice of node `n`, the i-th of its cluster, as kube-apiserver serves it (new). */
+json_t *e2e_node_slice(const e2e_node_t *n, size_t i);
 /** The ResourceSlices of the cluster as kube-apiserver serves them (new JSON array). */
 json_t *e2e_cluster_slices(const e2e_cluster_t *c);
 /** The DeviceClasses (manifests/deviceclasses.yaml's menu plus the driver's own class), new array. */

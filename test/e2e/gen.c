@@ -32,32 +32,50 @@ static const kind_t KINDS[] = {
      20475 * E2E_MI, true},
 };
 
+static void node_make(e2e_node_t *n, const kind_t *k, size_t i)
+{
+  snprintf(n->name, sizeof n->name, "%s%zu", k->prefix, i);
+  n->ndevs = k->gpus;
+  for (size_t g = 0; g < n->ndevs; g++) {
+    e2e_dev_t *d = &n->devs[g];
+    snprintf(d->name, sizeof d->name, "gpu-%u", (unsigned)(g % 100));
+    d->product = k->product;
+    d->model = k->model;
+    d->mem = k->mem;
+    d->shared = k->shared;
+    /*
+     * The card's real 20475 MiB, shared in whole GiB: 4 shares of 4Gi
+     * leave 4091Mi, which a 4000Mi request fits only before rounding.
+     */
+    if (d->shared) {
+      d->pol_default = d->mem / E2E_GI * E2E_GI;
+      d->pol_max = d->mem;
+      d->pol_min = d->pol_step = E2E_GI;
+    }
+  }
+}
+
+void e2e_nodes_make(e2e_node_t *nodes, size_t n)
+{
+  size_t base = 0, done = 0, nk = sizeof KINDS / sizeof KINDS[0];
+  memset(nodes, 0, n * sizeof *nodes);
+  for (size_t k = 0; k < nk; k++)
+    base += KINDS[k].nodes;
+  for (size_t k = 0; k < nk; k++) {
+    /* The kinds in the test cluster's proportions; what rounding leaves goes to the last. */
+    size_t count = k + 1 < nk ? KINDS[k].nodes * n / base : n - done;
+    for (size_t i = 0; i < count; i++)
+      node_make(&nodes[done + i], &KINDS[k], i);
+    done += count;
+  }
+}
+
 void e2e_cluster_make(e2e_cluster_t *c)
 {
   memset(c, 0, sizeof *c);
   for (size_t k = 0; k < sizeof KINDS / sizeof KINDS[0]; k++)
-    for (size_t i = 0; i < KINDS[k].nodes; i++) {
-      e2e_node_t *n = &c->nodes[c->nnodes++];
-      snprintf(n->name, sizeof n->name, "%s%zu", KINDS[k].prefix, i);
-      n->ndevs = KINDS[k].gpus;
-      for (size_t g = 0; g < n->ndevs; g++) {
-        e2e_dev_t *d = &n->devs[g];
-        snprintf(d->name, sizeof d->name, "gpu-%u", (unsigned)(g % 100));
-        d->product = KINDS[k].product;
-        d->model = KINDS[k].model;
-        d->mem = KINDS[k].mem;
-        d->shared = KINDS[k].shared;
-        /*
-         * The card's real 20475 MiB, shared in whole GiB: 4 shares of 4Gi
-         * leave 4091Mi, which a 4000Mi request fits only before rounding.
-         */
-        if (d->shared) {
-          d->pol_default = d->mem / E2E_GI * E2E_GI;
-          d->pol_max = d->mem;
-          d->pol_min = d->pol_step = E2E_GI;
-        }
-      }
-    }
+    c->nnodes += KINDS[k].nodes;
+  e2e_nodes_make(c->nodes, c->nnodes);
 }
 
 static const kind_t *kind_of(const e2e_node_t *n)
@@ -109,29 +127,30 @@ static json_t *device_json(const e2e_node_t *n, size_t ni, size_t g)
   return dev;
 }
 
+json_t *e2e_node_slice(const e2e_node_t *n, size_t i)
+{
+  char gen[64], name[80], uid[48];
+  snprintf(gen, sizeof gen, "%s-%s-", n->name, E2E_DRIVER);
+  snprintf(name, sizeof name, "%s%c%c%c%c%c", gen, 'a' + (int)(i % 26), 'k', '7', 'p',
+           'a' + (int)((i * 7) % 26));
+  snprintf(uid, sizeof uid, "6633c2e1-d947-40c3-ba1f-%012zx", i + 1);
+  json_t *devs = json_array();
+  for (size_t g = 0; g < n->ndevs; g++)
+    json_array_append_new(devs, device_json(n, i, g));
+  return json_pack("{s:s,s:s,s:{s:s,s:s,s:i,s:[{s:s,s:s,s:s,s:s,s:b}]},"
+                   "s:{s:s,s:{s:s,s:i,s:i},s:s,s:o}}",
+                   "apiVersion", "resource.k8s.io/v1", "kind", "ResourceSlice", "metadata", "name",
+                   name, "generateName", gen, "generation", 1, "ownerReferences", "apiVersion", "v1",
+                   "kind", "Node", "name", n->name, "uid", uid, "controller", 1, "spec", "driver",
+                   E2E_DRIVER, "pool", "name", n->name, "generation", 1, "resourceSliceCount", 1,
+                   "nodeName", n->name, "devices", devs);
+}
+
 json_t *e2e_cluster_slices(const e2e_cluster_t *c)
 {
   json_t *arr = json_array();
-  for (size_t i = 0; i < c->nnodes; i++) {
-    const e2e_node_t *n = &c->nodes[i];
-    char gen[64], name[80], uid[48];
-    snprintf(gen, sizeof gen, "%s-%s-", n->name, E2E_DRIVER);
-    snprintf(name, sizeof name, "%s%c%c%c%c%c", gen, 'a' + (int)(i % 26), 'k', '7', 'p',
-             'a' + (int)((i * 7) % 26));
-    snprintf(uid, sizeof uid, "6633c2e1-d947-40c3-ba1f-%012zx", i + 1);
-    json_t *devs = json_array();
-    for (size_t g = 0; g < n->ndevs; g++)
-      json_array_append_new(devs, device_json(n, i, g));
-    json_array_append_new(arr,
-                          json_pack("{s:s,s:s,s:{s:s,s:s,s:i,s:[{s:s,s:s,s:s,s:s,s:b}]},"
-                                    "s:{s:s,s:{s:s,s:i,s:i},s:s,s:o}}",
-                                    "apiVersion", "resource.k8s.io/v1", "kind", "ResourceSlice",
-                                    "metadata", "name", name, "generateName", gen, "generation", 1,
-                                    "ownerReferences", "apiVersion", "v1", "kind", "Node", "name",
-                                    n->name, "uid", uid, "controller", 1, "spec", "driver",
-                                    E2E_DRIVER, "pool", "name", n->name, "generation", 1,
-                                    "resourceSliceCount", 1, "nodeName", n->name, "devices", devs));
-  }
+  for (size_t i = 0; i < c->nnodes; i++)
+    json_array_append_new(arr, e2e_node_slice(&c->nodes[i], i));
   return arr;
 }
 

@@ -56,7 +56,11 @@ const char *e2e_tool(const char *name)
   char exe[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   exe[n > 0 ? n : 0] = '\0';
-  snprintf(path, sizeof path, "%s/tools/%s", dirname(exe), name);
+  char *dir = dirname(exe);
+  snprintf(path, sizeof path, "%s/tools/%s", dir, name);
+  /* A benchmark runs from build/<variant>/bench/, beside tools/. */
+  if (access(path, X_OK) != 0)
+    snprintf(path, sizeof path, "%s/../tools/%s", dir, name);
   return path;
 }
 
