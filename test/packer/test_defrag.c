@@ -645,8 +645,8 @@ Test(defrag, plans_on_a_generated_cluster_are_pinned)
     cr_assert_eq(sf_defrag_plan(w.p, w.idx, &w.pol, &in, &pl), 0);
     tc_valid(w.idx);
     if (getenv("DEFRAG_PIN_PRINT") != NULL) {
-      printf("{\"%s\", %u, %d, %s, SF_DEFRAG_%s, %s%s%s, \"%s\", %lld, %zu, {", e->what,
-             e->count, e->mem_gib, e->island ? "true" : "false",
+      printf("{\"%s\", %u, %d, %s, SF_DEFRAG_%s, %s%s%s, \"%s\", %lld, %zu, {", e->what, e->count,
+             e->mem_gib, e->island ? "true" : "false",
              pl.outcome == SF_DEFRAG_FOUND   ? "FOUND"
              : pl.outcome == SF_DEFRAG_FITS  ? "FITS"
              : pl.outcome == SF_DEFRAG_NEVER ? "NEVER"
