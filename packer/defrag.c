@@ -79,6 +79,13 @@ typedef struct {
   uint32_t ix[SF_DEFRAG_EVICT_MAX];
 } combo_t;
 
+#define NSMEMO 8
+
+typedef struct {
+  const char *ns;
+  bool prot;
+} nsmemo_t;
+
 typedef struct {
   sf_packer_t *p;
   sf_index_t *idx;
@@ -88,6 +95,8 @@ typedef struct {
   sf_alloc_id *pallocs;
   uint32_t *order; /* ok pods by node, then gpu_ms ascending */
   size_t nok;
+  size_t *first; /* per node, where its pods start in order (end + 1 entries) */
+  nsmemo_t nsmemo[NSMEMO];
   sf_node_id *nodes;
   size_t nnodes;
   sf_verdict_t *v;
@@ -156,13 +165,15 @@ static int by_node_age(const void *a, const void *b)
 enum { OK = 0, NO_ALLOC, BARE, PROTECTED, LARGER, NBLOCK };
 
 /* Why a pod may not go (a reason code), or OK. */
-static int blocked(const plan_t *pl, const sf_defrag_pod_t *pod, const dpod_t *d)
+static bool is_protected(plan_t *pl, const char *ns);
+
+static int blocked(plan_t *pl, const sf_defrag_pod_t *pod, const dpod_t *d)
 {
   if (d->n == 0 || d->node < 0)
     return NO_ALLOC;
   if (!pod->controller)
     return BARE;
-  if (pod->ns != NULL && sf_defrag_protected(pl->pol, pod->ns))
+  if (pod->ns != NULL && is_protected(pl, pod->ns))
     return PROTECTED;
   if (pod->gpu_milli > pl->in->gpu_milli)
     return LARGER;
@@ -186,6 +197,68 @@ static void pod_allocs(plan_t *pl, const sf_defrag_pod_t *pod, dpod_t *d, uint32
   }
 }
 
+/*
+ * Sorts keys[0..n) (one node's pods) by GPU-seconds, then pod: insertion
+ * for the usual handful, qsort past it.
+ */
+static void sort_node(okey_t *keys, size_t n)
+{
+  if (n > 32) {
+    qsort(keys, n, sizeof(*keys), by_node_age);
+    return;
+  }
+  for (size_t i = 1; i < n; i++) {
+    okey_t k = keys[i];
+    size_t j = i;
+    while (j > 0 && by_node_age(&keys[j - 1], &k) > 0) {
+      keys[j] = keys[j - 1];
+      j--;
+    }
+    keys[j] = k;
+  }
+}
+
+/*
+ * pl->order: the pods that may go, by node, then GPU-seconds, then index;
+ * pl->first[node] where a node's run starts. A counting sort by node (node
+ * ids are dense) and a sort of each node's few pods: linear in the pods,
+ * where one sort of them all was most of a plan's cost.
+ */
+static void order_pods(plan_t *pl, size_t end)
+{
+  okey_t *keys = sf_xmalloc((pl->nok + 1) * sizeof(*keys));
+  pl->first = sf_xcalloc(end + 2, sizeof(*pl->first));
+  for (size_t i = 0; i < pl->in->npods; i++)
+    if (pl->pods[i].ok)
+      pl->first[pl->pods[i].node + 1]++;
+  for (size_t n = 0; n < end; n++)
+    pl->first[n + 1] += pl->first[n];
+  for (size_t i = 0; i < pl->in->npods; i++) {
+    const dpod_t *d = &pl->pods[i];
+    if (d->ok) /* first[node] counts up to the node's end, and back below */
+      keys[pl->first[d->node]++] = (okey_t){d->node, d->gpu_ms, (uint32_t)i};
+  }
+  for (size_t n = end; n > 0; n--)
+    pl->first[n] = pl->first[n - 1];
+  pl->first[0] = 0;
+  for (size_t n = 0; n < end; n++)
+    sort_node(&keys[pl->first[n]], pl->first[n + 1] - pl->first[n]);
+  for (size_t i = 0; i < pl->nok; i++)
+    pl->order[i] = keys[i].pod;
+  free(keys);
+}
+
+/* sf_defrag_protected, remembered per namespace pointer: pods share a handful of namespaces. */
+static bool is_protected(plan_t *pl, const char *ns)
+{
+  nsmemo_t *m = &pl->nsmemo[((uintptr_t)ns >> 3) % NSMEMO];
+  if (m->ns != ns) {
+    m->ns = ns;
+    m->prot = sf_defrag_protected(pl->pol, ns);
+  }
+  return m->prot;
+}
+
 static void pods_init(plan_t *pl, size_t nblocked[NBLOCK])
 {
   const sf_defrag_input_t *in = pl->in;
@@ -193,9 +266,8 @@ static void pods_init(plan_t *pl, size_t nblocked[NBLOCK])
   for (size_t i = 0; i < in->npods; i++)
     total += in->pods[i].nholders;
   pl->pods = sf_xcalloc(in->npods + 1, sizeof(*pl->pods));
-  pl->pallocs = sf_xcalloc(total + 1, sizeof(*pl->pallocs));
-  pl->order = sf_xcalloc(in->npods + 1, sizeof(*pl->order));
-  okey_t *keys = sf_xcalloc(in->npods + 1, sizeof(*keys));
+  pl->pallocs = sf_xmalloc((total + 1) * sizeof(*pl->pallocs));
+  pl->order = sf_xmalloc((in->npods + 1) * sizeof(*pl->order));
   uint32_t at = 0;
   for (size_t i = 0; i < in->npods; i++) {
     const sf_defrag_pod_t *pod = &in->pods[i];
@@ -207,13 +279,9 @@ static void pods_init(plan_t *pl, size_t nblocked[NBLOCK])
     int why = blocked(pl, pod, d);
     d->ok = why == OK;
     nblocked[why]++;
-    if (d->ok)
-      keys[pl->nok++] = (okey_t){d->node, d->gpu_ms, (uint32_t)i};
+    pl->nok += d->ok;
   }
-  qsort(keys, pl->nok, sizeof(*keys), by_node_age);
-  for (size_t i = 0; i < pl->nok; i++)
-    pl->order[i] = keys[i].pod;
-  free(keys);
+  order_pods(pl, (size_t)sf_index_node_end(pl->idx));
 }
 
 /* ---- passes 1 and 2 ---- */
@@ -740,5 +808,6 @@ int sf_defrag_plan(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol,
   free(pl.pods);
   free(pl.pallocs);
   free(pl.order);
+  free(pl.first);
   return 0;
 }
