@@ -38,6 +38,7 @@
 #include "index_priv.h"
 
 #define SF_DEFRAG_BRANCH 4 /* nodes tried per evicted pod when placing them back */
+#define PROBE_CHUNK 128    /* nodes per evaluation of the single-eviction probe */
 #define TRIAL_PREFIX \
   "\x01"             \
   "defrag "
@@ -53,6 +54,7 @@ typedef struct {
   sf_node_id node;
   uint32_t pods[SF_DEFRAG_EVICT_MAX];
   uint32_t n;
+  uint32_t rank; /* its place among the node's subsets of its size, in lexicographic order */
   int64_t gpu_ms;
 } cand_t;
 
@@ -75,7 +77,7 @@ typedef struct {
 
 /* A candidate node's current subset in pass 3: ix into its pods order[lo..lo+k). */
 typedef struct {
-  uint32_t lo, k;
+  uint32_t lo, k, rank;
   uint32_t ix[SF_DEFRAG_EVICT_MAX];
 } combo_t;
 
@@ -109,6 +111,7 @@ typedef struct {
   sf_defrag_plan_t *best; /* the caller's answer, filled as plans are carried out */
   bool found;
   int64_t best_ms;
+  uint32_t best_rank;
   uint64_t work, budget;
   bool budget_hit;
 } plan_t;
@@ -356,9 +359,9 @@ static bool fits_empty(plan_t *pl)
 
 /* ---- pass 3 ---- */
 
-static void keep(plan_t *pl, sf_node_id node, const uint32_t *pods, uint32_t n)
+static void keep(plan_t *pl, sf_node_id node, const uint32_t *pods, uint32_t n, uint32_t rank)
 {
-  cand_t c = {node, {0}, n, 0};
+  cand_t c = {node, {0}, n, rank, 0};
   for (uint32_t k = 0; k < n; k++) {
     c.pods[k] = pods[k];
     c.gpu_ms += pl->pods[pods[k]].gpu_ms;
@@ -397,9 +400,26 @@ static bool carry(plan_t *pl, const cand_t *c, sf_defrag_plan_t *out);
 static int by_gpu_ms(const void *a, const void *b);
 
 /*
+ * Does c, carried out at `cost`, come before the best plan so far? Least
+ * GPU-seconds, then cost, then the lesser rank among its node's subsets,
+ * then node: the order in which the planner has always kept plans (rounds
+ * of one subset per node, least GPU-seconds then node within a round, the
+ * first of equal cost kept), so its answer does not depend on the order in
+ * which the passes happen to find plans.
+ */
+static bool beats(const plan_t *pl, const cand_t *c, double cost)
+{
+  if (!pl->found || c->gpu_ms != pl->best_ms)
+    return !pl->found || c->gpu_ms < pl->best_ms;
+  if (cost < pl->best->cost || cost > pl->best->cost)
+    return cost < pl->best->cost;
+  return c->rank != pl->best_rank ? c->rank < pl->best_rank : c->node < pl->best->node;
+}
+
+/*
  * Carries out, least GPU-seconds first, the subsets a round found that are
- * no worse than the best plan so far, keeping the best (then the cheapest
- * re-placement); the rest count as tried.
+ * no worse than the best plan so far, keeping the best (beats); the rest
+ * count as tried.
  */
 static void settle(plan_t *pl)
 {
@@ -415,12 +435,13 @@ static void settle(plan_t *pl)
       pl->tried++;
       continue;
     }
-    if (pl->found && c->gpu_ms == pl->best_ms && t.cost >= pl->best->cost)
+    if (!beats(pl, c, t.cost))
       continue;
     *pl->best = t;
     pl->best->node = c->node;
     pl->best->gpu_s_lost = c->gpu_ms / 1000;
     pl->best_ms = c->gpu_ms;
+    pl->best_rank = c->rank;
     pl->found = true;
   }
   pl->ncands = 0;
@@ -445,6 +466,7 @@ static bool search(plan_t *pl, uint32_t s)
       combo_t *c = &pl->combos[n++];
       c->lo = (uint32_t)i;
       c->k = (uint32_t)(j - i);
+      c->rank = 0;
       for (uint32_t q = 0; q < s; q++)
         c->ix[q] = q;
     }
@@ -470,17 +492,130 @@ static bool search(plan_t *pl, uint32_t s)
         set_aside(pl, pods[q], false);
       }
       if (pl->v[c].fit == SF_FIT_YES)
-        keep(pl, pl->batch[c], pods, s);
+        keep(pl, pl->batch[c], pods, s, cb->rank);
     }
     settle(pl);
     for (size_t c = 0; c < n; c++) {
       combo_t *cb = &pl->combos[c];
+      cb->rank++;
       if (next_combo(cb->ix, s, cb->k) && !(pl->found && least(pl, cb, s) > pl->best_ms))
         pl->combos[m++] = *cb;
     }
     n = m;
   }
   return !pl->budget_hit;
+}
+
+/* ---- pass 3 for one eviction: best first ---- */
+
+/* One node's next pod in the probe: its rank among the node's pods that may go. */
+typedef struct {
+  int64_t gpu_ms;
+  uint32_t rank;
+  sf_node_id node;
+} hent_t;
+
+static bool hless(const hent_t *a, const hent_t *b)
+{
+  if (a->gpu_ms != b->gpu_ms)
+    return a->gpu_ms < b->gpu_ms;
+  return a->rank != b->rank ? a->rank < b->rank : a->node < b->node;
+}
+
+static void hpush(hent_t *h, size_t *n, hent_t e)
+{
+  size_t i = (*n)++;
+  for (; i > 0 && hless(&e, &h[(i - 1) / 2]); i = (i - 1) / 2)
+    h[i] = h[(i - 1) / 2];
+  h[i] = e;
+}
+
+static hent_t hpop(hent_t *h, size_t *n)
+{
+  hent_t top = h[0], e = h[--*n];
+  size_t i = 0;
+  for (;;) {
+    size_t c = 2 * i + 1;
+    if (c >= *n)
+      break;
+    if (c + 1 < *n && hless(&h[c + 1], &h[c]))
+      c++;
+    if (!hless(&h[c], &e))
+      break;
+    h[i] = h[c];
+    i = c;
+  }
+  if (*n > 0)
+    h[i] = e;
+  return top;
+}
+
+/* The node's pod of rank r as a heap entry; false past its last. */
+static bool hent(const plan_t *pl, sf_node_id node, uint32_t r, hent_t *e)
+{
+  size_t at = pl->first[node] + r;
+  if (at >= pl->first[node + 1])
+    return false;
+  *e = (hent_t){pl->pods[pl->order[at]].gpu_ms, r, node};
+  return true;
+}
+
+enum { PROBE_FOUND, PROBE_EXHAUSTED, PROBE_STOPPED };
+
+/*
+ * Every single eviction on every node, least GPU-seconds first (a heap of
+ * each node's next pod), PROBE_CHUNK nodes per evaluation, each round's
+ * finds carried out at once; it ends when the next eviction loses more
+ * GPU-seconds than the best plan, which then no single eviction beats and
+ * no larger plan can. A single eviction that frees room makes its node a
+ * candidate of pass 2, so when the least loss is a single eviction (the
+ * common case), passes 2 and 3 need not run: the probe finds that plan after
+ * a few evaluations, where pass 2 sets aside and evaluates every node. With
+ * no plan after PROBE_SPAN evaluations it stops (PROBE_STOPPED) and the
+ * passes run as before; PROBE_EXHAUSTED when it tried every single eviction.
+ */
+static int probe(plan_t *pl)
+{
+  size_t end = (size_t)sf_index_node_end(pl->idx), nh = 0;
+  hent_t *heap = sf_xmalloc((end + 1) * sizeof(*heap)), e, chunk[PROBE_CHUNK];
+  uint64_t spent = 0, span = pl->nnodes / 8 + PROBE_CHUNK;
+  int rc = PROBE_EXHAUSTED;
+  for (sf_node_id node = 0; (size_t)node < end; node++)
+    if (hent(pl, node, 0, &e))
+      hpush(heap, &nh, e);
+  while (nh > 0 && !(pl->found && heap[0].gpu_ms > pl->best_ms)) {
+    uint64_t room = pl->budget > pl->work ? pl->budget - pl->work : 0;
+    size_t n = 0;
+    if (!pl->found && spent >= span) {
+      rc = PROBE_STOPPED;
+      break;
+    }
+    if (room == 0) {
+      pl->budget_hit = pl->found;
+      rc = PROBE_STOPPED;
+      break;
+    }
+    while (n < PROBE_CHUNK && n < room && nh > 0 && !(pl->found && heap[0].gpu_ms > pl->best_ms))
+      chunk[n++] = hpop(heap, &nh);
+    for (size_t i = 0; i < n; i++) {
+      set_aside(pl, pl->order[pl->first[chunk[i].node] + chunk[i].rank], true);
+      pl->batch[i] = chunk[i].node;
+    }
+    eval_nodes(pl, pl->batch, n);
+    spent += n;
+    for (size_t i = 0; i < n; i++) {
+      uint32_t pod = pl->order[pl->first[chunk[i].node] + chunk[i].rank];
+      set_aside(pl, pod, false);
+      if (pl->v[i].fit == SF_FIT_YES)
+        keep(pl, chunk[i].node, &pod, 1, chunk[i].rank);
+    }
+    settle(pl);
+    for (size_t i = 0; i < n; i++)
+      if (hent(pl, chunk[i].node, chunk[i].rank + 1, &e))
+        hpush(heap, &nh, e);
+  }
+  free(heap);
+  return pl->found ? PROBE_FOUND : rc;
 }
 
 /* ---- pass 4: carrying a plan out ---- */
@@ -702,8 +837,8 @@ static int by_gpu_ms(const void *a, const void *b)
   const cand_t *x = a, *y = b;
   int c = cmp_i64(x->gpu_ms, y->gpu_ms);
   if (c == 0)
-    c = cmp_i64(x->node, y->node);
-  return c ? c : memcmp(x->pods, y->pods, x->n * sizeof(*x->pods));
+    c = cmp_i64(x->rank, y->rank);
+  return c ? c : cmp_i64(x->node, y->node);
 }
 
 /* ---- the answer ---- */
@@ -741,6 +876,11 @@ static void answer(plan_t *pl, sf_defrag_plan_t *out, size_t nb[NBLOCK])
     return;
   }
   pods_init(pl, nb);
+  pl->best = out;
+  int pr = probe(pl);
+  if (pr == PROBE_FOUND)
+    goto found;
+  pl->tried = 0; /* pass 3 counts them again */
   if (candidates(pl) == 0) {
     if (!fits_empty(pl)) {
       out->outcome = SF_DEFRAG_NEVER;
@@ -755,10 +895,11 @@ static void answer(plan_t *pl, sf_defrag_plan_t *out, size_t nb[NBLOCK])
     return;
   }
   uint32_t max = pl->pol->defrag_max_evictions;
-  pl->best = out;
   /* The least size with a subset that frees room and can be carried out. */
   for (uint32_t s = 1; s <= max && s <= SF_DEFRAG_EVICT_MAX && !pl->found && !pl->budget_hit; s++)
-    search(pl, s);
+    if (s > 1 || pr != PROBE_EXHAUSTED)
+      search(pl, s);
+found:
   if (pl->found) {
     out->outcome = SF_DEFRAG_FOUND;
     out->budget_hit = pl->budget_hit;
@@ -787,11 +928,11 @@ int sf_defrag_plan(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol,
   pl.in = in;
   pl.budget = pol->defrag_budget;
   sf_node_id end = sf_index_node_end(idx);
-  pl.nodes = sf_xcalloc((size_t)end + 1, sizeof(*pl.nodes));
-  pl.v = sf_xcalloc((size_t)end + 1, sizeof(*pl.v));
+  pl.nodes = sf_xmalloc(((size_t)end + 1) * sizeof(*pl.nodes));
+  pl.v = sf_xmalloc(((size_t)end + 1) * sizeof(*pl.v));
   pl.cand_node = sf_xcalloc((size_t)end + 1, sizeof(*pl.cand_node));
-  pl.batch = sf_xcalloc((size_t)end + 1, sizeof(*pl.batch));
-  pl.combos = sf_xcalloc((size_t)end + 1, sizeof(*pl.combos));
+  pl.batch = sf_xmalloc(((size_t)end + 1) * sizeof(*pl.batch));
+  pl.combos = sf_xmalloc(((size_t)end + 1) * sizeof(*pl.combos));
   for (sf_node_id n = 0; n < end; n++)
     if (sf_index_node_live(idx, n))
       pl.nodes[pl.nnodes++] = n;
