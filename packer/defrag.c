@@ -46,7 +46,9 @@
 typedef struct {
   sf_node_id node;
   uint32_t first, n; /* its allocations in plan_t.pallocs */
+  bool known;        /* its allocations looked up (node, n, ok and why are set) */
   bool ok;           /* may be evicted */
+  uint8_t why;       /* why not (a reason code of blocked()), or OK */
   int64_t gpu_ms;    /* age x milli-GPUs */
 } dpod_t;
 
@@ -97,7 +99,8 @@ typedef struct {
   sf_alloc_id *pallocs;
   uint32_t *order; /* ok pods by node, then gpu_ms ascending */
   size_t nok;
-  size_t *first; /* per node, where its pods start in order (end + 1 entries) */
+  size_t *first;  /* per node, where its pods start in order (end + 1 entries) */
+  uint32_t *mark; /* per node, the probe round it is in */
   nsmemo_t nsmemo[NSMEMO];
   sf_node_id *nodes;
   size_t nnodes;
@@ -187,6 +190,7 @@ static void pod_allocs(plan_t *pl, const sf_defrag_pod_t *pod, dpod_t *d, uint32
 {
   d->first = at;
   d->node = -1;
+  d->n = 0;
   for (size_t h = 0; h < pod->nholders; h++) {
     sf_alloc_id a = sf_index_alloc_find(pl->idx, pod->holders[h]);
     if (a < 0)
@@ -262,28 +266,49 @@ static bool is_protected(plan_t *pl, const char *ns)
   return m->prot;
 }
 
-static void pods_init(plan_t *pl, size_t nblocked[NBLOCK])
+/*
+ * Sizes the pods' records and works out their GPU-seconds, which the input
+ * tells: no lookup yet, so a plan that one eviction makes looks up only the
+ * pods it tries (resolve).
+ */
+static void pods_prepare(plan_t *pl)
 {
   const sf_defrag_input_t *in = pl->in;
-  size_t total = 0;
-  for (size_t i = 0; i < in->npods; i++)
-    total += in->pods[i].nholders;
-  pl->pods = sf_xcalloc(in->npods + 1, sizeof(*pl->pods));
-  pl->pallocs = sf_xmalloc((total + 1) * sizeof(*pl->pallocs));
-  pl->order = sf_xmalloc((in->npods + 1) * sizeof(*pl->order));
   uint32_t at = 0;
+  pl->pods = sf_xcalloc(in->npods + 1, sizeof(*pl->pods));
   for (size_t i = 0; i < in->npods; i++) {
     const sf_defrag_pod_t *pod = &in->pods[i];
-    dpod_t *d = &pl->pods[i];
-    pod_allocs(pl, pod, d, at);
-    at += d->n;
     int64_t age = pod->age_s > 0 ? pod->age_s : 0;
-    d->gpu_ms = age * (pod->gpu_milli > 0 ? pod->gpu_milli : 0);
-    int why = blocked(pl, pod, d);
-    d->ok = why == OK;
-    nblocked[why]++;
+    pl->pods[i].first = at;
+    pl->pods[i].gpu_ms = age * (pod->gpu_milli > 0 ? pod->gpu_milli : 0);
+    at += (uint32_t)pod->nholders;
+  }
+  pl->pallocs = sf_xmalloc(((size_t)at + 1) * sizeof(*pl->pallocs));
+}
+
+/* Looks pod i's allocations up (once): its node and whether it may go. */
+static const dpod_t *resolve(plan_t *pl, size_t i)
+{
+  dpod_t *d = &pl->pods[i];
+  if (!d->known) {
+    pod_allocs(pl, &pl->in->pods[i], d, d->first);
+    d->why = (uint8_t)blocked(pl, &pl->in->pods[i], d);
+    d->ok = d->why == OK;
+    d->known = true;
+  }
+  return d;
+}
+
+/* Every pod resolved, counted by why it may not go, and ordered (order_pods). */
+static void pods_init(plan_t *pl, size_t nblocked[NBLOCK])
+{
+  pl->nok = 0;
+  for (size_t i = 0; i < pl->in->npods; i++) {
+    const dpod_t *d = resolve(pl, i);
+    nblocked[d->why]++;
     pl->nok += d->ok;
   }
+  pl->order = sf_xmalloc((pl->in->npods + 1) * sizeof(*pl->order));
   order_pods(pl, (size_t)sf_index_node_end(pl->idx));
 }
 
@@ -508,113 +533,123 @@ static bool search(plan_t *pl, uint32_t s)
 
 /* ---- pass 3 for one eviction: best first ---- */
 
-/* One node's next pod in the probe: its rank among the node's pods that may go. */
+/* A pod in the probe's heap: least GPU-seconds, then index, first. */
 typedef struct {
   int64_t gpu_ms;
-  uint32_t rank;
-  sf_node_id node;
+  uint32_t pod;
 } hent_t;
 
 static bool hless(const hent_t *a, const hent_t *b)
 {
-  if (a->gpu_ms != b->gpu_ms)
-    return a->gpu_ms < b->gpu_ms;
-  return a->rank != b->rank ? a->rank < b->rank : a->node < b->node;
+  return a->gpu_ms != b->gpu_ms ? a->gpu_ms < b->gpu_ms : a->pod < b->pod;
 }
 
-static void hpush(hent_t *h, size_t *n, hent_t e)
+static void sift(hent_t *h, size_t n, size_t i)
 {
-  size_t i = (*n)++;
-  for (; i > 0 && hless(&e, &h[(i - 1) / 2]); i = (i - 1) / 2)
-    h[i] = h[(i - 1) / 2];
-  h[i] = e;
-}
-
-static hent_t hpop(hent_t *h, size_t *n)
-{
-  hent_t top = h[0], e = h[--*n];
-  size_t i = 0;
+  hent_t e = h[i];
   for (;;) {
     size_t c = 2 * i + 1;
-    if (c >= *n)
+    if (c >= n)
       break;
-    if (c + 1 < *n && hless(&h[c + 1], &h[c]))
+    if (c + 1 < n && hless(&h[c + 1], &h[c]))
       c++;
     if (!hless(&h[c], &e))
       break;
     h[i] = h[c];
     i = c;
   }
-  if (*n > 0)
-    h[i] = e;
-  return top;
+  h[i] = e;
 }
 
-/* The node's pod of rank r as a heap entry; false past its last. */
-static bool hent(const plan_t *pl, sf_node_id node, uint32_t r, hent_t *e)
+static void hpop(hent_t *h, size_t *n)
 {
-  size_t at = pl->first[node] + r;
-  if (at >= pl->first[node + 1])
-    return false;
-  *e = (hent_t){pl->pods[pl->order[at]].gpu_ms, r, node};
-  return true;
+  h[0] = h[--*n];
+  if (*n > 0)
+    sift(h, *n, 0);
 }
+
+/* One single eviction of the probe: the pod, its node, its rank among the node's pods. */
+typedef struct {
+  uint32_t pod, rank;
+  sf_node_id node;
+} one_t;
 
 enum { PROBE_FOUND, PROBE_EXHAUSTED, PROBE_STOPPED };
 
 /*
+ * The next single evictions, least GPU-seconds first, on distinct nodes (a
+ * node is evaluated with one set of pods aside at a time): at most `room`,
+ * none losing more than the best plan. Pods are looked up as they come off
+ * the heap; a pod's rank on its node is how many of the node's pods that may
+ * go came off before it, as the heap yields them in the node's own order.
+ */
+static size_t next_ones(plan_t *pl, hent_t *heap, size_t *nh, uint32_t *seen, uint32_t stamp,
+                        one_t *chunk, size_t room)
+{
+  size_t n = 0;
+  while (n<room && * nh> 0 && !(pl->found && heap[0].gpu_ms > pl->best_ms)) {
+    uint32_t pod = heap[0].pod;
+    const dpod_t *d = resolve(pl, pod);
+    if (d->ok && pl->mark[d->node] == stamp)
+      break; /* its node is in this round already: the next round starts with it */
+    hpop(heap, nh);
+    if (!d->ok)
+      continue;
+    pl->mark[d->node] = stamp;
+    chunk[n++] = (one_t){pod, seen[d->node]++, d->node};
+  }
+  return n;
+}
+
+/*
  * Every single eviction on every node, least GPU-seconds first (a heap of
- * each node's next pod), PROBE_CHUNK nodes per evaluation, each round's
- * finds carried out at once; it ends when the next eviction loses more
- * GPU-seconds than the best plan, which then no single eviction beats and
- * no larger plan can. A single eviction that frees room makes its node a
- * candidate of pass 2, so when the least loss is a single eviction (the
- * common case), passes 2 and 3 need not run: the probe finds that plan after
- * a few evaluations, where pass 2 sets aside and evaluates every node. With
- * no plan after PROBE_SPAN evaluations it stops (PROBE_STOPPED) and the
- * passes run as before; PROBE_EXHAUSTED when it tried every single eviction.
+ * the pods, looked up as they come off it), PROBE_CHUNK nodes per
+ * evaluation, each round's finds carried out at once. It ends when the next
+ * eviction loses more GPU-seconds than the best plan, which then no single
+ * eviction beats and no larger plan can. A single eviction that frees room
+ * makes its node a candidate of pass 2, so when the least loss is a single
+ * eviction (the common case) the plan is the one passes 2 and 3 would find,
+ * after a few evaluations and lookups where they look every pod up and set
+ * aside and evaluate every node. With no plan after nodes / 8 + PROBE_CHUNK
+ * evaluations it stops (PROBE_STOPPED) and the passes run as before;
+ * PROBE_EXHAUSTED when it tried every single eviction.
  */
 static int probe(plan_t *pl)
 {
-  size_t end = (size_t)sf_index_node_end(pl->idx), nh = 0;
-  hent_t *heap = sf_xmalloc((end + 1) * sizeof(*heap)), e, chunk[PROBE_CHUNK];
+  size_t npods = pl->in->npods, nh = 0, end = (size_t)sf_index_node_end(pl->idx);
+  hent_t *heap = sf_xmalloc((npods + 1) * sizeof(*heap));
+  uint32_t *seen = sf_xcalloc(end + 1, sizeof(*seen)), stamp = 0;
+  one_t chunk[PROBE_CHUNK];
   uint64_t spent = 0, span = pl->nnodes / 8 + PROBE_CHUNK;
   int rc = PROBE_EXHAUSTED;
-  for (sf_node_id node = 0; (size_t)node < end; node++)
-    if (hent(pl, node, 0, &e))
-      hpush(heap, &nh, e);
+  for (size_t i = 0; i < npods; i++)
+    heap[nh++] = (hent_t){pl->pods[i].gpu_ms, (uint32_t)i};
+  for (size_t i = nh / 2; i-- > 0;)
+    sift(heap, nh, i);
   while (nh > 0 && !(pl->found && heap[0].gpu_ms > pl->best_ms)) {
     uint64_t room = pl->budget > pl->work ? pl->budget - pl->work : 0;
-    size_t n = 0;
-    if (!pl->found && spent >= span) {
+    if ((!pl->found && spent >= span) || room == 0) {
+      pl->budget_hit = room == 0 && pl->found;
       rc = PROBE_STOPPED;
       break;
     }
-    if (room == 0) {
-      pl->budget_hit = pl->found;
-      rc = PROBE_STOPPED;
-      break;
-    }
-    while (n < PROBE_CHUNK && n < room && nh > 0 && !(pl->found && heap[0].gpu_ms > pl->best_ms))
-      chunk[n++] = hpop(heap, &nh);
+    size_t n = next_ones(pl, heap, &nh, seen, ++stamp, chunk,
+                         room < PROBE_CHUNK ? (size_t)room : PROBE_CHUNK);
     for (size_t i = 0; i < n; i++) {
-      set_aside(pl, pl->order[pl->first[chunk[i].node] + chunk[i].rank], true);
+      set_aside(pl, chunk[i].pod, true);
       pl->batch[i] = chunk[i].node;
     }
     eval_nodes(pl, pl->batch, n);
     spent += n;
     for (size_t i = 0; i < n; i++) {
-      uint32_t pod = pl->order[pl->first[chunk[i].node] + chunk[i].rank];
-      set_aside(pl, pod, false);
+      set_aside(pl, chunk[i].pod, false);
       if (pl->v[i].fit == SF_FIT_YES)
-        keep(pl, chunk[i].node, &pod, 1, chunk[i].rank);
+        keep(pl, chunk[i].node, &chunk[i].pod, 1, chunk[i].rank);
     }
     settle(pl);
-    for (size_t i = 0; i < n; i++)
-      if (hent(pl, chunk[i].node, chunk[i].rank + 1, &e))
-        hpush(heap, &nh, e);
   }
   free(heap);
+  free(seen);
   return pl->found ? PROBE_FOUND : rc;
 }
 
@@ -875,11 +910,12 @@ static void answer(plan_t *pl, sf_defrag_plan_t *out, size_t nb[NBLOCK])
              sf_index_node_name(pl->idx, node));
     return;
   }
-  pods_init(pl, nb);
+  pods_prepare(pl);
   pl->best = out;
   int pr = probe(pl);
   if (pr == PROBE_FOUND)
     goto found;
+  pods_init(pl, nb);
   pl->tried = 0; /* pass 3 counts them again */
   if (candidates(pl) == 0) {
     if (!fits_empty(pl)) {
@@ -931,6 +967,7 @@ int sf_defrag_plan(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol,
   pl.nodes = sf_xmalloc(((size_t)end + 1) * sizeof(*pl.nodes));
   pl.v = sf_xmalloc(((size_t)end + 1) * sizeof(*pl.v));
   pl.cand_node = sf_xcalloc((size_t)end + 1, sizeof(*pl.cand_node));
+  pl.mark = sf_xcalloc((size_t)end + 1, sizeof(*pl.mark));
   pl.batch = sf_xmalloc(((size_t)end + 1) * sizeof(*pl.batch));
   pl.combos = sf_xmalloc(((size_t)end + 1) * sizeof(*pl.combos));
   for (sf_node_id n = 0; n < end; n++)
@@ -950,5 +987,6 @@ int sf_defrag_plan(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol,
   free(pl.pallocs);
   free(pl.order);
   free(pl.first);
+  free(pl.mark);
   return 0;
 }
