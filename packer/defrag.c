@@ -39,6 +39,7 @@
 
 #define SF_DEFRAG_BRANCH 4 /* nodes tried per evicted pod when placing them back */
 #define PROBE_CHUNK 128    /* nodes per evaluation of the single-eviction probe */
+#define PROBE_LOOKS 4      /* pods the probe looks at per evaluation it may spend */
 #define TRIAL_PREFIX \
   "\x01"             \
   "defrag "
@@ -584,10 +585,12 @@ enum { PROBE_FOUND, PROBE_EXHAUSTED, PROBE_STOPPED };
  * go came off before it, as the heap yields them in the node's own order.
  */
 static size_t next_ones(plan_t *pl, hent_t *heap, size_t *nh, uint32_t *seen, uint32_t stamp,
-                        one_t *chunk, size_t room)
+                        one_t *chunk, size_t room, uint64_t *looked, uint64_t most)
 {
   size_t n = 0;
-  while (n<room && * nh> 0 && !(pl->found && heap[0].gpu_ms > pl->best_ms)) {
+  while (room > n && *nh > 0 && !(pl->found && heap[0].gpu_ms > pl->best_ms) &&
+         (pl->found || *looked < most)) {
+    ++*looked;
     uint32_t pod = heap[0].pod;
     const dpod_t *d = resolve(pl, pod);
     if (d->ok && pl->mark[d->node] == stamp)
@@ -610,8 +613,9 @@ static size_t next_ones(plan_t *pl, hent_t *heap, size_t *nh, uint32_t *seen, ui
  * makes its node a candidate of pass 2, so when the least loss is a single
  * eviction (the common case) the plan is the one passes 2 and 3 would find,
  * after a few evaluations and lookups where they look every pod up and set
- * aside and evaluate every node. With no plan after nodes / 8 + PROBE_CHUNK
- * evaluations it stops (PROBE_STOPPED) and the passes run as before;
+ * aside and evaluate every node. With no plan after span = nodes / 8 +
+ * PROBE_CHUNK evaluations, or PROBE_LOOKS x span pods looked at (most of
+ * them may not go), it stops (PROBE_STOPPED) and the passes run as before;
  * PROBE_EXHAUSTED when it tried every single eviction.
  */
 static int probe(plan_t *pl)
@@ -620,7 +624,7 @@ static int probe(plan_t *pl)
   hent_t *heap = sf_xmalloc((npods + 1) * sizeof(*heap));
   uint32_t *seen = sf_xcalloc(end + 1, sizeof(*seen)), stamp = 0;
   one_t chunk[PROBE_CHUNK];
-  uint64_t spent = 0, span = pl->nnodes / 8 + PROBE_CHUNK;
+  uint64_t spent = 0, looked = 0, span = pl->nnodes / 8 + PROBE_CHUNK;
   int rc = PROBE_EXHAUSTED;
   for (size_t i = 0; i < npods; i++)
     heap[nh++] = (hent_t){pl->pods[i].gpu_ms, (uint32_t)i};
@@ -628,13 +632,14 @@ static int probe(plan_t *pl)
     sift(heap, nh, i);
   while (nh > 0 && !(pl->found && heap[0].gpu_ms > pl->best_ms)) {
     uint64_t room = pl->budget > pl->work ? pl->budget - pl->work : 0;
-    if ((!pl->found && spent >= span) || room == 0) {
+    if ((!pl->found && (spent >= span || looked >= PROBE_LOOKS * span)) || room == 0) {
       pl->budget_hit = room == 0 && pl->found;
       rc = PROBE_STOPPED;
       break;
     }
     size_t n = next_ones(pl, heap, &nh, seen, ++stamp, chunk,
-                         room < PROBE_CHUNK ? (size_t)room : PROBE_CHUNK);
+                         room < PROBE_CHUNK ? (size_t)room : PROBE_CHUNK, &looked,
+                         PROBE_LOOKS * span);
     for (size_t i = 0; i < n; i++) {
       set_aside(pl, chunk[i].pod, true);
       pl->batch[i] = chunk[i].node;
