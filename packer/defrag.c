@@ -366,20 +366,85 @@ static size_t candidates(plan_t *pl)
   return found;
 }
 
-/* Does the demand fit some node with every allocation there set aside? */
-static bool fits_empty(plan_t *pl)
+/* Sets every allocation of the index aside, or brings them back. */
+static void all_aside(plan_t *pl, bool on)
 {
   size_t nallocs = pl->idx->nallocs;
+  for (size_t i = 0; i < nallocs; i++) {
+    size_t a = on ? i : nallocs - 1 - i;
+    if (pl->idx->allocs[a].used)
+      sf__index_alloc_suspend(pl->idx, (sf_alloc_id)a, on);
+  }
+}
+
+/*
+ * The used allocations by node (*at: per node, where its run starts in the
+ * result; end + 1 entries), or NULL when an allocation holds a device of
+ * another node or a node offers mirrored devices: then setting a node's
+ * own allocations aside is not all that frees it.
+ */
+static sf_alloc_id *allocs_by_node(const plan_t *pl, size_t end, size_t **at)
+{
+  const sf_index_t *idx = pl->idx;
+  for (size_t n = 0; n < end; n++)
+    if (idx->nodes[n].used && idx->nodes[n].nmdevs > 0)
+      return NULL;
+  for (size_t a = 0; a < idx->nallocs; a++)
+    for (size_t k = 0; idx->allocs[a].used && k < idx->allocs[a].npicks; k++)
+      if (idx->devs[idx->allocs[a].picks[k].dev].node != idx->allocs[a].node)
+        return NULL;
+  size_t *first = sf_xcalloc(end + 2, sizeof(*first));
+  sf_alloc_id *by = sf_xmalloc((idx->nallocs + 1) * sizeof(*by));
+  for (size_t a = 0; a < idx->nallocs; a++)
+    if (idx->allocs[a].used)
+      first[idx->allocs[a].node + 1]++;
+  for (size_t n = 0; n < end; n++)
+    first[n + 1] += first[n];
+  for (size_t a = 0; a < idx->nallocs; a++)
+    if (idx->allocs[a].used)
+      by[first[idx->allocs[a].node]++] = (sf_alloc_id)a;
+  for (size_t n = end; n > 0; n--)
+    first[n] = first[n - 1];
+  first[0] = 0;
+  *at = first;
+  return by;
+}
+
+/*
+ * Does the demand fit some node with every allocation there set aside?
+ * PROBE_CHUNK nodes at a time, their own allocations set aside, up to the
+ * first that fits: usually the first chunk, where setting every allocation
+ * of the index aside and evaluating every node cost as much as pass 2. All
+ * at once when allocations reach across nodes (allocs_by_node).
+ */
+static bool fits_empty(plan_t *pl)
+{
+  size_t end = (size_t)sf_index_node_end(pl->idx), *at = NULL;
+  sf_alloc_id *by = allocs_by_node(pl, end, &at);
   bool any = false;
-  for (size_t a = 0; a < nallocs; a++)
-    if (pl->idx->allocs[a].used)
-      sf__index_alloc_suspend(pl->idx, (sf_alloc_id)a, true);
-  eval_nodes(pl, pl->nodes, pl->nnodes);
-  for (size_t i = 0; i < pl->nnodes; i++)
-    any = any || pl->v[i].fit == SF_FIT_YES;
-  for (size_t a = nallocs; a-- > 0;)
-    if (pl->idx->allocs[a].used)
-      sf__index_alloc_suspend(pl->idx, (sf_alloc_id)a, false);
+  if (by == NULL) {
+    all_aside(pl, true);
+    eval_nodes(pl, pl->nodes, pl->nnodes);
+    for (size_t i = 0; i < pl->nnodes; i++)
+      any = any || pl->v[i].fit == SF_FIT_YES;
+    all_aside(pl, false);
+    return any;
+  }
+  for (size_t lo = 0; lo < pl->nnodes && !any; lo += PROBE_CHUNK) {
+    const sf_node_id *nodes = &pl->nodes[lo];
+    size_t n = pl->nnodes - lo < PROBE_CHUNK ? pl->nnodes - lo : PROBE_CHUNK;
+    for (size_t i = 0; i < n; i++)
+      for (size_t k = at[nodes[i]]; k < at[nodes[i] + 1]; k++)
+        sf__index_alloc_suspend(pl->idx, by[k], true);
+    eval_nodes(pl, nodes, n);
+    for (size_t i = 0; i < n; i++)
+      any = any || pl->v[i].fit == SF_FIT_YES;
+    for (size_t i = n; i-- > 0;)
+      for (size_t k = at[nodes[i] + 1]; k-- > at[nodes[i]];)
+        sf__index_alloc_suspend(pl->idx, by[k], false);
+  }
+  free(by);
+  free(at);
   return any;
 }
 
@@ -915,6 +980,12 @@ static void answer(plan_t *pl, sf_defrag_plan_t *out, size_t nb[NBLOCK])
              sf_index_node_name(pl->idx, node));
     return;
   }
+  if (!fits_empty(pl)) {
+    out->outcome = SF_DEFRAG_NEVER;
+    snprintf(out->why, sizeof out->why,
+             "the claim fits on no node, even with every allocation there gone");
+    return;
+  }
   pods_prepare(pl);
   pl->best = out;
   int pr = probe(pl);
@@ -923,12 +994,6 @@ static void answer(plan_t *pl, sf_defrag_plan_t *out, size_t nb[NBLOCK])
   pods_init(pl, nb);
   pl->tried = 0; /* pass 3 counts them again */
   if (candidates(pl) == 0) {
-    if (!fits_empty(pl)) {
-      out->outcome = SF_DEFRAG_NEVER;
-      snprintf(out->why, sizeof out->why,
-               "the claim fits on no node, even with every allocation there gone");
-      return;
-    }
     say_none(pl, out, nb);
     if (nb[BARE] + nb[PROTECTED] + nb[LARGER] == 0)
       snprintf(out->why, sizeof out->why,
