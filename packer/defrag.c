@@ -74,6 +74,7 @@ typedef struct {
   sf_request_t *reqs;
   sf_selector_t *sels;
   like_t *likes;
+  size_t nlikes;
   sf_cap_request_t *caps;
   sf_constraint_t *cons;
 } redo_t;
@@ -102,6 +103,7 @@ typedef struct {
   size_t nok;
   size_t *first;  /* per node, where its pods start in order (end + 1 entries) */
   uint32_t *mark; /* per node, the probe round it is in */
+  bool mirrored;  /* a node offers devices of another (sf_index_mirror_set) */
   nsmemo_t nsmemo[NSMEMO];
   sf_node_id *nodes;
   size_t nnodes;
@@ -386,9 +388,8 @@ static void all_aside(plan_t *pl, bool on)
 static sf_alloc_id *allocs_by_node(const plan_t *pl, size_t end, size_t **at)
 {
   const sf_index_t *idx = pl->idx;
-  for (size_t n = 0; n < end; n++)
-    if (idx->nodes[n].used && idx->nodes[n].nmdevs > 0)
-      return NULL;
+  if (pl->mirrored)
+    return NULL;
   for (size_t a = 0; a < idx->nallocs; a++)
     for (size_t k = 0; idx->allocs[a].used && k < idx->allocs[a].npicks; k++)
       if (idx->devs[idx->allocs[a].picks[k].dev].node != idx->allocs[a].node)
@@ -725,13 +726,35 @@ static int probe(plan_t *pl)
 
 /* ---- pass 4: carrying a plan out ---- */
 
+static bool is_like(const like_t *l, const sf_index_t *idx, sf_dev_id dev)
+{
+  return sf_index_dev_model(idx, dev) == l->model && sf_index_dev_shared(idx, dev) == l->shared &&
+         strcmp(sf_index_dev_driver(idx, dev), l->driver) == 0;
+}
+
 static sf_match_t like_match(void *ctx, const sf_index_t *idx, sf_dev_id dev)
 {
-  const like_t *l = ctx;
-  return sf_index_dev_model(idx, dev) == l->model && sf_index_dev_shared(idx, dev) == l->shared &&
-                 strcmp(sf_index_dev_driver(idx, dev), l->driver) == 0
-             ? SF_MATCH_YES
-             : SF_MATCH_NO;
+  return is_like(ctx, idx, dev) ? SF_MATCH_YES : SF_MATCH_NO;
+}
+
+/*
+ * Has `node` a device of every kind the re-placement r asks? Without one,
+ * like_match answers NO for all its devices and the node cannot fit: only
+ * nodes that have one are evaluated. Own devices only (no mirrors: see
+ * plan_t.mirrored).
+ */
+static bool offers(const plan_t *pl, const redo_t *r, sf_node_id node)
+{
+  size_t nd;
+  const sf_dev_id *d = sf_index_node_devices(pl->idx, node, &nd);
+  for (size_t q = 0; q < r->nlikes; q++) {
+    bool any = false;
+    for (size_t k = 0; k < nd && !any; k++)
+      any = is_like(&r->likes[q], pl->idx, d[k]);
+    if (!any)
+      return false;
+  }
+  return true;
 }
 
 static size_t pod_picks(const plan_t *pl, const dpod_t *d, size_t *ncaps)
@@ -809,6 +832,7 @@ static void redo_init(plan_t *pl, redo_t *r, uint32_t pod)
   r->dem.claims = r->claims;
   for (uint32_t a = 0; a < d->n; a++)
     redo_claim(pl, r, pl->pallocs[d->first + a], &nreq, &ncap);
+  r->nlikes = nreq;
 }
 
 static void redo_dispose(redo_t *r)
@@ -835,12 +859,13 @@ static bool place(plan_t *pl, const sf_demand_t *dem, sf_node_id node, uint32_t 
   return sf_packer_commit(pl->p, pl->idx, dem, holder, out) == 0;
 }
 
-/* The best nodes (raw descending, at most SF_DEFRAG_BRANCH) other than `skip` in pl->v. */
-static size_t best_nodes(const plan_t *pl, sf_node_id skip, sf_node_id *out, double *raw)
+/* The best of nodes[0..m) (raw descending, at most SF_DEFRAG_BRANCH), their verdicts in pl->v. */
+static size_t best_nodes(const plan_t *pl, const sf_node_id *nodes, size_t m, sf_node_id *out,
+                         double *raw)
 {
   size_t n = 0;
-  for (size_t i = 0; i < pl->nnodes; i++) {
-    if (pl->v[i].fit != SF_FIT_YES || pl->nodes[i] == skip)
+  for (size_t i = 0; i < m; i++) {
+    if (pl->v[i].fit != SF_FIT_YES)
       continue;
     size_t j = n < SF_DEFRAG_BRANCH ? n++ : SF_DEFRAG_BRANCH;
     if (j == SF_DEFRAG_BRANCH && pl->v[i].raw <= raw[j - 1])
@@ -852,7 +877,7 @@ static size_t best_nodes(const plan_t *pl, sf_node_id skip, sf_node_id *out, dou
       raw[j] = raw[j - 1];
       j--;
     }
-    out[j] = pl->nodes[i];
+    out[j] = nodes[i];
     raw[j] = pl->v[i].raw;
   }
   return n;
@@ -863,17 +888,21 @@ static bool back(plan_t *pl, carry_t *cr, uint32_t i)
 {
   sf_node_id nodes[SF_DEFRAG_BRANCH];
   double raw[SF_DEFRAG_BRANCH];
+  size_t m = 0;
   if (i == cr->c->n)
     return true;
-  if (pl->work + pl->nnodes > pl->budget) {
+  for (size_t k = 0; k < pl->nnodes; k++)
+    if (pl->nodes[k] != cr->c->node && (pl->mirrored || offers(pl, &cr->redo[i], pl->nodes[k])))
+      pl->batch[m++] = pl->nodes[k];
+  if (pl->work + m > pl->budget) {
     pl->budget_hit = true;
     return false;
   }
   const sf_demand_t *dem = &cr->redo[i].dem;
-  pl->work += pl->nnodes;
-  if (sf_packer_evaluate(pl->p, pl->idx, pl->pol, dem, pl->nodes, pl->nnodes, 0, pl->v) != 0)
+  pl->work += m;
+  if (sf_packer_evaluate(pl->p, pl->idx, pl->pol, dem, pl->batch, m, 0, pl->v) != 0)
     return false;
-  size_t n = best_nodes(pl, cr->c->node, nodes, raw);
+  size_t n = best_nodes(pl, pl->batch, m, nodes, raw);
   for (size_t k = 0; k < n; k++) {
     if (!place(pl, dem, nodes[k], i + 1, &cr->trial[i]))
       continue;
@@ -1040,9 +1069,11 @@ int sf_defrag_plan(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol,
   pl.mark = sf_xcalloc((size_t)end + 1, sizeof(*pl.mark));
   pl.batch = sf_xmalloc(((size_t)end + 1) * sizeof(*pl.batch));
   pl.combos = sf_xmalloc(((size_t)end + 1) * sizeof(*pl.combos));
-  for (sf_node_id n = 0; n < end; n++)
+  for (sf_node_id n = 0; n < end; n++) {
     if (sf_index_node_live(idx, n))
       pl.nodes[pl.nnodes++] = n;
+    pl.mirrored = pl.mirrored || (idx->nodes[n].used && idx->nodes[n].nmdevs > 0);
+  }
   answer(&pl, out, nb);
   if (out->outcome != SF_DEFRAG_FOUND)
     out->nmoves = 0;
