@@ -40,6 +40,7 @@
 #define SF_DEFRAG_BRANCH 4 /* nodes tried per evicted pod when placing them back */
 #define PROBE_CHUNK 128    /* nodes per evaluation of the single-eviction probe */
 #define PROBE_LOOKS 4      /* pods the probe looks at per evaluation it may spend */
+#define PROBE_TIER 4096    /* pods the probe heaps first */
 #define TRIAL_PREFIX \
   "\x01"             \
   "defrag "
@@ -99,6 +100,7 @@ typedef struct {
   const sf_defrag_input_t *in;
   dpod_t *pods;
   sf_alloc_id *pallocs;
+  size_t npallocs, palloccap;
   uint32_t *order; /* ok pods by node, then gpu_ms ascending */
   size_t nok;
   size_t *first;  /* per node, where its pods start in order (end + 1 entries) */
@@ -160,6 +162,11 @@ typedef struct {
 static int cmp_i64(int64_t a, int64_t b)
 {
   return (a > b) - (a < b);
+}
+
+static int cmp_ms(const void *a, const void *b)
+{
+  return cmp_i64(*(const int64_t *)a, *(const int64_t *)b);
 }
 
 static int by_node_age(const void *a, const void *b)
@@ -269,33 +276,24 @@ static bool is_protected(plan_t *pl, const char *ns)
   return m->prot;
 }
 
-/*
- * Sizes the pods' records and works out their GPU-seconds, which the input
- * tells: no lookup yet, so a plan that one eviction makes looks up only the
- * pods it tries (resolve).
- */
-static void pods_prepare(plan_t *pl)
+/* A pod's GPU-seconds lost (x 1000), as the input tells: no lookup. */
+static int64_t gpu_ms_of(const plan_t *pl, size_t i)
 {
-  const sf_defrag_input_t *in = pl->in;
-  uint32_t at = 0;
-  pl->pods = sf_xcalloc(in->npods + 1, sizeof(*pl->pods));
-  for (size_t i = 0; i < in->npods; i++) {
-    const sf_defrag_pod_t *pod = &in->pods[i];
-    int64_t age = pod->age_s > 0 ? pod->age_s : 0;
-    pl->pods[i].first = at;
-    pl->pods[i].gpu_ms = age * (pod->gpu_milli > 0 ? pod->gpu_milli : 0);
-    at += (uint32_t)pod->nholders;
-  }
-  pl->pallocs = sf_xmalloc(((size_t)at + 1) * sizeof(*pl->pallocs));
+  const sf_defrag_pod_t *pod = &pl->in->pods[i];
+  return (pod->age_s > 0 ? pod->age_s : 0) * (pod->gpu_milli > 0 ? pod->gpu_milli : 0);
 }
 
 /* Looks pod i's allocations up (once): its node and whether it may go. */
 static const dpod_t *resolve(plan_t *pl, size_t i)
 {
   dpod_t *d = &pl->pods[i];
+  const sf_defrag_pod_t *pod = &pl->in->pods[i];
   if (!d->known) {
-    pod_allocs(pl, &pl->in->pods[i], d, d->first);
-    d->why = (uint8_t)blocked(pl, &pl->in->pods[i], d);
+    sf_xgrow(&pl->pallocs, &pl->palloccap, pl->npallocs + pod->nholders + 1, sizeof(*pl->pallocs));
+    pod_allocs(pl, pod, d, (uint32_t)pl->npallocs);
+    pl->npallocs += d->n;
+    d->gpu_ms = gpu_ms_of(pl, i);
+    d->why = (uint8_t)blocked(pl, pod, d);
     d->ok = d->why == OK;
     d->known = true;
   }
@@ -381,19 +379,16 @@ static void all_aside(plan_t *pl, bool on)
 
 /*
  * The used allocations by node (*at: per node, where its run starts in the
- * result; end + 1 entries), or NULL when an allocation holds a device of
- * another node or a node offers mirrored devices: then setting a node's
- * own allocations aside is not all that frees it.
+ * result; end + 1 entries), or NULL when a node offers mirrored devices:
+ * then setting a node's own allocations aside is not all that frees it.
+ * Without mirrors an allocation holds devices of its own node only
+ * (sf_index_alloc_add takes no other).
  */
 static sf_alloc_id *allocs_by_node(const plan_t *pl, size_t end, size_t **at)
 {
   const sf_index_t *idx = pl->idx;
   if (pl->mirrored)
     return NULL;
-  for (size_t a = 0; a < idx->nallocs; a++)
-    for (size_t k = 0; idx->allocs[a].used && k < idx->allocs[a].npicks; k++)
-      if (idx->devs[idx->allocs[a].picks[k].dev].node != idx->allocs[a].node)
-        return NULL;
   size_t *first = sf_xcalloc(end + 2, sizeof(*first));
   sf_alloc_id *by = sf_xmalloc((idx->nallocs + 1) * sizeof(*by));
   for (size_t a = 0; a < idx->nallocs; a++)
@@ -644,6 +639,37 @@ typedef struct {
 enum { PROBE_FOUND, PROBE_EXHAUSTED, PROBE_STOPPED };
 
 /*
+ * The GPU-seconds below which about PROBE_TIER pods lie (from an even
+ * sample of 1024), INT64_MAX for few pods: the probe heaps those first and
+ * the rest only if it gets past them, as a plan is usually among the least.
+ */
+static int64_t tier_cut(const plan_t *pl)
+{
+  size_t npods = pl->in->npods;
+  int64_t sample[1024];
+  if (npods <= 4 * PROBE_TIER)
+    return INT64_MAX;
+  for (size_t k = 0; k < 1024; k++)
+    sample[k] = gpu_ms_of(pl, k * (npods / 1024));
+  qsort(sample, 1024, sizeof(*sample), cmp_ms);
+  return sample[1024 * PROBE_TIER / npods];
+}
+
+/* Heaps the pods whose GPU-seconds are in (lo, hi]; how many. */
+static size_t fill(const plan_t *pl, hent_t *heap, int64_t lo, int64_t hi)
+{
+  size_t nh = 0;
+  for (size_t i = 0; i < pl->in->npods; i++) {
+    int64_t ms = gpu_ms_of(pl, i);
+    if (ms > lo && ms <= hi)
+      heap[nh++] = (hent_t){ms, (uint32_t)i};
+  }
+  for (size_t i = nh / 2; i-- > 0;)
+    sift(heap, nh, i);
+  return nh;
+}
+
+/*
  * The next single evictions, least GPU-seconds first, on distinct nodes (a
  * node is evaluated with one set of pods aside at a time): at most `room`,
  * none losing more than the best plan. Pods are looked up as they come off
@@ -692,11 +718,16 @@ static int probe(plan_t *pl)
   one_t chunk[PROBE_CHUNK];
   uint64_t spent = 0, looked = 0, span = pl->nnodes / 8 + PROBE_CHUNK;
   int rc = PROBE_EXHAUSTED;
-  for (size_t i = 0; i < npods; i++)
-    heap[nh++] = (hent_t){pl->pods[i].gpu_ms, (uint32_t)i};
-  for (size_t i = nh / 2; i-- > 0;)
-    sift(heap, nh, i);
-  while (nh > 0 && !(pl->found && heap[0].gpu_ms > pl->best_ms)) {
+  int64_t cut = tier_cut(pl);
+  bool rest = cut < INT64_MAX; /* pods above the cut still to heap */
+  nh = fill(pl, heap, INT64_MIN, cut);
+  for (;;) {
+    if (nh == 0 && rest) {
+      nh = fill(pl, heap, cut, INT64_MAX);
+      rest = false;
+    }
+    if (nh == 0 || (pl->found && heap[0].gpu_ms > pl->best_ms))
+      break;
     uint64_t room = pl->budget > pl->work ? pl->budget - pl->work : 0;
     if ((!pl->found && (spent >= span || looked >= PROBE_LOOKS * span)) || room == 0) {
       pl->budget_hit = room == 0 && pl->found;
@@ -1015,7 +1046,7 @@ static void answer(plan_t *pl, sf_defrag_plan_t *out, size_t nb[NBLOCK])
              "the claim fits on no node, even with every allocation there gone");
     return;
   }
-  pods_prepare(pl);
+  pl->pods = sf_xcalloc(pl->in->npods + 1, sizeof(*pl->pods));
   pl->best = out;
   int pr = probe(pl);
   if (pr == PROBE_FOUND)
