@@ -411,7 +411,7 @@ static sf_alloc_id *allocs_by_node(const plan_t *pl, size_t end, size_t **at)
  * PROBE_CHUNK nodes at a time, their own allocations set aside, up to the
  * first that fits: usually the first chunk, where setting every allocation
  * of the index aside and evaluating every node cost as much as pass 2. All
- * at once when allocations reach across nodes (allocs_by_node).
+ * at once when a node offers mirrored devices (allocs_by_node).
  */
 static bool fits_empty(plan_t *pl)
 {
