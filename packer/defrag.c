@@ -4,27 +4,43 @@
  * Passes, each cheaper than the search it saves:
  *   1. every node evaluated once for the demand: a FIT node means no plan
  *      is needed (outcome FITS);
+ *   1b. nodes with their own allocations set aside, 128 at a time, up to
+ *      the first that fits (fits_empty): when none does, NEVER;
+ *   P. the probe: every single eviction on every node, least GPU-seconds
+ *      first, pods looked up as they come off a heap, carried out as found
+ *      (pass 4), until the next loses more than the best plan. One eviction
+ *      is the least plan there can be, so when the probe finds one (the
+ *      usual case) that is the answer, after a few hundred lookups and
+ *      evaluations; with nothing after a short span it stops;
  *   2. every pod that may go set aside at once (sf__index_alloc_suspend:
  *      consumption leaves, the record stays) and their nodes evaluated in one
- *      call: only nodes that then fit are candidates. With no candidate,
- *      every allocation is set aside: a demand that still fits nowhere gets
- *      NEVER, else the pods in the way may not go (NONE);
- *   3. subsets of each candidate's pods, by size 1, 2, ... up to
- *      defrag_max_evictions (iterative deepening: the first size with a
- *      subset that can be carried out is the least number of evictions).
- *      Each round sets one subset of every candidate node aside (lexicographic
- *      over its pods sorted by GPU-seconds) and evaluates them in one call;
+ *      call: only nodes that then fit are candidates. With no candidate the
+ *      pods in the way may not go (NONE);
+ *   3. subsets of each candidate's pods, by size 1 (unless the probe tried
+ *      them all), 2, ... up to defrag_max_evictions (iterative deepening:
+ *      the first size with a subset that can be carried out is the least
+ *      number of evictions). Each round sets one subset of every candidate
+ *      node aside (lexicographic over its pods sorted by GPU-seconds) and
+ *      evaluates them in one call;
  *   4. the subsets a round found are carried out, least GPU-seconds first,
  *      while they lose no more than the best plan so far; a node whose
  *      remaining subsets all lose more leaves the search. Carrying out is
  *      checked for real: the demand placed and committed on its node, then
  *      each evicted pod (largest first) placed on the best nodes for it
- *      elsewhere, backtracking over the best SF_DEFRAG_BRANCH nodes when a
- *      later pod finds no room; ties in GPU-seconds go to the least cost.
+ *      elsewhere (evaluating only nodes with a device of its kind),
+ *      backtracking over the best SF_DEFRAG_BRANCH nodes when a later pod
+ *      finds no room. The plan kept is the least by GPU-seconds, then cost,
+ *      then the subset's rank on its node, then node (beats), whichever pass
+ *      found it.
  *
- * Every node evaluation counts against defrag_budget; passes 1 and 2 always
- * run (they answer whether any plan can exist), passes 3 and 4 stop when the
- * budget is spent, keeping what they found.
+ * Monotonicity underlies passes 2 and P: setting more allocations aside
+ * never makes a node fit less, so a subset that frees room is on a
+ * candidate node, and a node that fits with nothing on it is needed for any.
+ *
+ * Every node evaluation counts against defrag_budget; passes 1, 1b and 2
+ * always run when reached (they answer whether any plan can exist), the
+ * probe and passes 3 and 4 stop when the budget is spent, keeping what they
+ * found.
  *
  * Trial state is undone before returning: set-aside allocations come back,
  * trial allocations (holders starting with "\x01", which no Kubernetes name
