@@ -1068,7 +1068,8 @@ static void answer(plan_t *pl, sf_defrag_plan_t *out, size_t nb[NBLOCK])
   if (pr == PROBE_FOUND)
     goto found;
   pods_init(pl, nb);
-  pl->tried = 0; /* pass 3 counts them again */
+  if (pr == PROBE_STOPPED)
+    pl->tried = 0; /* pass 3 tries single evictions again and counts them */
   if (candidates(pl) == 0) {
     say_none(pl, out, nb);
     if (nb[BARE] + nb[PROTECTED] + nb[LARGER] == 0)

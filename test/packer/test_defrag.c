@@ -241,6 +241,22 @@ Test(defrag, no_plan_within_the_eviction_limit)
   world_dispose(&w);
 }
 
+Test(defrag, no_plan_when_the_evicted_pod_finds_no_other_node)
+{
+  world_t w;
+  world_init(&w);
+  sf_node_id a = tc_node(w.idx, "node-a", 1, "A100", MEM, true);
+  sf_node_id b = tc_node(w.idx, "node-b", 1, "A100", MEM, true);
+  sf_index_apply_policy(w.idx, &w.pol);
+  /* Evicting node-a's pod frees its card, but node-b's card is held whole by a bare pod. */
+  pod(&w, "team", true, 100, a, 0, 10 * GiB);
+  pod(&w, "team", false, 100, b, 0, MEM);
+  sf_defrag_plan_t pl = plan(&w, 1, MEM);
+  cr_assert_eq(pl.outcome, SF_DEFRAG_NONE);
+  cr_assert(strstr(pl.why, "1 set(s) of evictions would free room") != NULL, "%s", pl.why);
+  world_dispose(&w);
+}
+
 Test(defrag, the_work_budget_bounds_the_search)
 {
   world_t w;
