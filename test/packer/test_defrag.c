@@ -163,6 +163,23 @@ Test(defrag, one_eviction_frees_a_card_and_the_plan_replays)
   world_dispose(&w);
 }
 
+Test(defrag, equal_plans_go_to_the_first_node)
+{
+  world_t w;
+  const char *ns[3] = {"team", "team", "team"};
+  const bool ctl[3] = {true, true, true};
+  world_init(&w);
+  fragmented(&w, ns, ctl);
+  for (size_t i = 0; i < w.npods; i++)
+    w.pods[i].age_s = 600; /* every single eviction loses as much */
+  sf_defrag_plan_t pl = plan(&w, 1, MEM);
+  cr_assert_eq(pl.outcome, SF_DEFRAG_FOUND, "%s", pl.why);
+  cr_assert_str_eq(sf_index_node_name(w.idx, pl.node), "node-a");
+  cr_assert_eq(pl.moves[0].pod, 0);
+  cr_assert_str_eq(sf_index_node_name(w.idx, pl.moves[0].to), "node-b");
+  world_dispose(&w);
+}
+
 Test(defrag, protected_namespaces_and_bare_pods_are_never_chosen)
 {
   world_t w;
