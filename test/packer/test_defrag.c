@@ -140,13 +140,19 @@ static void fragmented(world_t *w, const char *ns[3], const bool ctl[3])
   pod(w, ns[2], ctl[2], 7200, n[2], 0, 10 * GiB);
 }
 
+/* fragmented() with every pod in one namespace and owned by a controller. */
+static void team_fragmented(world_t *w)
+{
+  const char *ns[3] = {"team", "team", "team"};
+  const bool ctl[3] = {true, true, true};
+  world_init(w);
+  fragmented(w, ns, ctl);
+}
+
 Test(defrag, one_eviction_frees_a_card_and_the_plan_replays)
 {
   world_t w;
-  const char *ns[3] = {"team", "team", "team"};
-  const bool ctl[3] = {true, true, true};
-  world_init(&w);
-  fragmented(&w, ns, ctl);
+  team_fragmented(&w);
   sf_defrag_plan_t pl = plan(&w, 1, MEM);
   cr_assert_eq(pl.outcome, SF_DEFRAG_FOUND, "%s", pl.why);
   cr_assert_eq(pl.nmoves, 1);
@@ -166,10 +172,7 @@ Test(defrag, one_eviction_frees_a_card_and_the_plan_replays)
 Test(defrag, equal_plans_go_to_the_first_node)
 {
   world_t w;
-  const char *ns[3] = {"team", "team", "team"};
-  const bool ctl[3] = {true, true, true};
-  world_init(&w);
-  fragmented(&w, ns, ctl);
+  team_fragmented(&w);
   for (size_t i = 0; i < w.npods; i++)
     w.pods[i].age_s = 600; /* every single eviction loses as much */
   sf_defrag_plan_t pl = plan(&w, 1, MEM);
@@ -212,13 +215,20 @@ Test(defrag, no_plan_when_every_pod_in_the_way_is_kept)
   world_dispose(&w);
 }
 
+/* A new world with node-a and node-b of ndev A100 cards each. */
+static void two_nodes(world_t *w, int ndev, sf_node_id *a, sf_node_id *b)
+{
+  world_init(w);
+  *a = tc_node(w->idx, "node-a", ndev, "A100", MEM, true);
+  *b = tc_node(w->idx, "node-b", ndev, "A100", MEM, true);
+  sf_index_apply_policy(w->idx, &w->pol);
+}
+
 Test(defrag, a_pod_larger_than_the_claim_is_never_chosen)
 {
   world_t w;
-  world_init(&w);
-  sf_node_id a = tc_node(w.idx, "node-a", 2, "A100", MEM, true);
-  sf_node_id b = tc_node(w.idx, "node-b", 2, "A100", MEM, true);
-  sf_index_apply_policy(w.idx, &w.pol);
+  sf_node_id a, b;
+  two_nodes(&w, 2, &a, &b);
   /* node-a: a young pod holding both cards (two GPUs asked), node-b: two old small pods. */
   size_t big = pod(&w, "team", true, 10, a, 0, MEM);
   w.pods[big].gpu_milli = 2000;
@@ -236,11 +246,8 @@ Test(defrag, a_pod_larger_than_the_claim_is_never_chosen)
 Test(defrag, no_plan_within_the_eviction_limit)
 {
   world_t w;
-  world_init(&w);
   sf_node_id n[2];
-  n[0] = tc_node(w.idx, "node-a", 1, "A100", MEM, true);
-  n[1] = tc_node(w.idx, "node-b", 1, "A100", MEM, true);
-  sf_index_apply_policy(w.idx, &w.pol);
+  two_nodes(&w, 1, &n[0], &n[1]);
   /* Each card shared by two pods: a whole card needs two evictions. */
   pod(&w, "team", true, 100, n[0], 0, 10 * GiB);
   pod(&w, "team", true, 100, n[0], 0, 10 * GiB);
@@ -261,10 +268,8 @@ Test(defrag, no_plan_within_the_eviction_limit)
 Test(defrag, no_plan_when_the_evicted_pod_finds_no_other_node)
 {
   world_t w;
-  world_init(&w);
-  sf_node_id a = tc_node(w.idx, "node-a", 1, "A100", MEM, true);
-  sf_node_id b = tc_node(w.idx, "node-b", 1, "A100", MEM, true);
-  sf_index_apply_policy(w.idx, &w.pol);
+  sf_node_id a, b;
+  two_nodes(&w, 1, &a, &b);
   /* Evicting node-a's pod frees its card, but node-b's card is held whole by a bare pod. */
   pod(&w, "team", true, 100, a, 0, 10 * GiB);
   pod(&w, "team", false, 100, b, 0, MEM);
