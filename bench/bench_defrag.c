@@ -16,6 +16,9 @@
  *   island4 four whole GPUs in one NVLink island           target < 50 ms
  *   fits    a 1Gi share, which fits at once (pass 1 only)
  *   never   nine GPUs on one node, which no node has
+ *   island8 eight whole GPUs in one island: a whole H100 node, which no
+ *           plan of at most defrag_max_evictions frees
+ *   kept    one whole H100 with every namespace protected: no pod may go
  *
  * usage: bench_defrag [NODES [REPS [CASE]]]
  * For callgrind: valgrind --tool=callgrind build/release/bench/bench_defrag 2000 1
@@ -212,7 +215,7 @@ int main(int argc, char **argv)
   world_t w;
   demand_t d;
   if (nnodes == 0 || reps <= 0) {
-    fprintf(stderr, "usage: bench_defrag [NODES [REPS [whole|island4|fits|never]]]\n");
+    fprintf(stderr, "usage: bench_defrag [NODES [REPS [whole|island4|fits|never|island8|kept]]]\n");
     return 2;
   }
   world_init(&w, nnodes);
@@ -223,6 +226,11 @@ int main(int argc, char **argv)
   run(&w, p, "island4", demand(&d, 0, 4, true), 4000, reps);
   run(&w, p, "fits", demand(&d, 1 * GI, 1, false), 1000, reps);
   run(&w, p, "never", demand(&d, 0, 9, false), 9000, reps);
+  run(&w, p, "island8", demand(&d, 0, 8, true), 8000, reps);
+  if (sf_policy_set(&w.pol, "defrag_protect_namespaces", "kube-system,team-a,team-b,team-c", NULL,
+                    0) != 0)
+    abort();
+  run(&w, p, "kept", demand(&d, 80 * GI, 1, false), 1000, reps);
   sf_packer_destroy(p);
   sf_index_destroy(w.idx);
   sf_policy_dispose(&w.pol);

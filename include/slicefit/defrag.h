@@ -77,11 +77,14 @@ typedef struct {
 
 /**
  * Plans for in->demand. Returns 0 with *out filled (every outcome is an
- * answer), SF_EINVAL for a NULL demand. Cost: one evaluation of every node,
- * one of each node with its pods that may go set aside, then subsets of
- * those pods by size, each a one-node evaluation, and the re-placements'
- * evaluations of every node: at most defrag_budget node evaluations past
- * the first two passes.
+ * answer), SF_EINVAL for a NULL demand. Cost: one evaluation of every node;
+ * when one eviction suffices, a few hundred pod lookups and one-node
+ * evaluations in ascending GPU-seconds, and the re-placement's evaluation
+ * of the nodes with a device of its kind; else a lookup of every pod, one
+ * evaluation of each node with its pods that may go set aside, then
+ * subsets of those pods by size, each a one-node evaluation: at most
+ * defrag_budget node evaluations past the passes that answer whether any
+ * plan can exist. The plan does not depend on which pass finds it.
  */
 int sf_defrag_plan(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol,
                    const sf_defrag_input_t *in, sf_defrag_plan_t *out);

@@ -1,17 +1,19 @@
 /*
  * Tests of packer/defrag.c: a plan that frees a card and can be replayed,
  * no plan within the limits, pods that may never be chosen, the answers for
- * a demand that fits already or never, the index left as it was, and the
- * planner against a brute-force search on small random clusters.
+ * a demand that fits already or never, the index left as it was, the
+ * planner against a brute-force search on small random clusters, and its
+ * plans on a generated cluster pinned.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "slicefit/defrag.h"
 #include "cluster.h"
 
 #define MEM (80 * GiB)
-#define PODS_MAX 512
+#define PODS_MAX 1024
 
 typedef struct {
   char ns[32], name[32], holder[80];
@@ -138,13 +140,19 @@ static void fragmented(world_t *w, const char *ns[3], const bool ctl[3])
   pod(w, ns[2], ctl[2], 7200, n[2], 0, 10 * GiB);
 }
 
+/* fragmented() with every pod in one namespace and owned by a controller. */
+static void team_fragmented(world_t *w)
+{
+  const char *ns[3] = {"team", "team", "team"};
+  const bool ctl[3] = {true, true, true};
+  world_init(w);
+  fragmented(w, ns, ctl);
+}
+
 Test(defrag, one_eviction_frees_a_card_and_the_plan_replays)
 {
   world_t w;
-  const char *ns[3] = {"team", "team", "team"};
-  const bool ctl[3] = {true, true, true};
-  world_init(&w);
-  fragmented(&w, ns, ctl);
+  team_fragmented(&w);
   sf_defrag_plan_t pl = plan(&w, 1, MEM);
   cr_assert_eq(pl.outcome, SF_DEFRAG_FOUND, "%s", pl.why);
   cr_assert_eq(pl.nmoves, 1);
@@ -158,6 +166,20 @@ Test(defrag, one_eviction_frees_a_card_and_the_plan_replays)
     cr_assert_geq(sf_index_alloc_find(w.idx, w.tp[i].holder), 0);
   cr_assert_eq(sf_index_alloc_count(w.idx), 3);
   replay(&w, &pl);
+  world_dispose(&w);
+}
+
+Test(defrag, equal_plans_go_to_the_first_node)
+{
+  world_t w;
+  team_fragmented(&w);
+  for (size_t i = 0; i < w.npods; i++)
+    w.pods[i].age_s = 600; /* every single eviction loses as much */
+  sf_defrag_plan_t pl = plan(&w, 1, MEM);
+  cr_assert_eq(pl.outcome, SF_DEFRAG_FOUND, "%s", pl.why);
+  cr_assert_str_eq(sf_index_node_name(w.idx, pl.node), "node-a");
+  cr_assert_eq(pl.moves[0].pod, 0);
+  cr_assert_str_eq(sf_index_node_name(w.idx, pl.moves[0].to), "node-b");
   world_dispose(&w);
 }
 
@@ -193,13 +215,20 @@ Test(defrag, no_plan_when_every_pod_in_the_way_is_kept)
   world_dispose(&w);
 }
 
+/* A new world with node-a and node-b of ndev A100 cards each. */
+static void two_nodes(world_t *w, int ndev, sf_node_id *a, sf_node_id *b)
+{
+  world_init(w);
+  *a = tc_node(w->idx, "node-a", ndev, "A100", MEM, true);
+  *b = tc_node(w->idx, "node-b", ndev, "A100", MEM, true);
+  sf_index_apply_policy(w->idx, &w->pol);
+}
+
 Test(defrag, a_pod_larger_than_the_claim_is_never_chosen)
 {
   world_t w;
-  world_init(&w);
-  sf_node_id a = tc_node(w.idx, "node-a", 2, "A100", MEM, true);
-  sf_node_id b = tc_node(w.idx, "node-b", 2, "A100", MEM, true);
-  sf_index_apply_policy(w.idx, &w.pol);
+  sf_node_id a, b;
+  two_nodes(&w, 2, &a, &b);
   /* node-a: a young pod holding both cards (two GPUs asked), node-b: two old small pods. */
   size_t big = pod(&w, "team", true, 10, a, 0, MEM);
   w.pods[big].gpu_milli = 2000;
@@ -217,11 +246,8 @@ Test(defrag, a_pod_larger_than_the_claim_is_never_chosen)
 Test(defrag, no_plan_within_the_eviction_limit)
 {
   world_t w;
-  world_init(&w);
   sf_node_id n[2];
-  n[0] = tc_node(w.idx, "node-a", 1, "A100", MEM, true);
-  n[1] = tc_node(w.idx, "node-b", 1, "A100", MEM, true);
-  sf_index_apply_policy(w.idx, &w.pol);
+  two_nodes(&w, 1, &n[0], &n[1]);
   /* Each card shared by two pods: a whole card needs two evictions. */
   pod(&w, "team", true, 100, n[0], 0, 10 * GiB);
   pod(&w, "team", true, 100, n[0], 0, 10 * GiB);
@@ -236,6 +262,20 @@ Test(defrag, no_plan_within_the_eviction_limit)
   cr_assert_eq(pl.outcome, SF_DEFRAG_FOUND, "%s", pl.why);
   cr_assert_eq(pl.nmoves, 2);
   replay(&w, &pl);
+  world_dispose(&w);
+}
+
+Test(defrag, no_plan_when_the_evicted_pod_finds_no_other_node)
+{
+  world_t w;
+  sf_node_id a, b;
+  two_nodes(&w, 1, &a, &b);
+  /* Evicting node-a's pod frees its card, but node-b's card is held whole by a bare pod. */
+  pod(&w, "team", true, 100, a, 0, 10 * GiB);
+  pod(&w, "team", false, 100, b, 0, MEM);
+  sf_defrag_plan_t pl = plan(&w, 1, MEM);
+  cr_assert_eq(pl.outcome, SF_DEFRAG_NONE);
+  cr_assert(strstr(pl.why, "1 set(s) of evictions would free room") != NULL, "%s", pl.why);
   world_dispose(&w);
 }
 
@@ -453,4 +493,222 @@ Test(defrag, the_planner_agrees_with_brute_force)
   /* The random clusters exercise both answers. */
   cr_assert_gt(found, 10, "%zu plans", found);
   cr_assert_gt(none, 3, "%zu without plan", none);
+}
+
+/* ---- plans pinned on a generated cluster ---- */
+
+/*
+ * NODES nodes of 8 shared GPUs as bench_defrag builds them (40% H100 80GB in
+ * one island of 8, 40% A100 40GB in islands of 2, 20% RTX 20GB), each device
+ * holding one to three pods of 1-10Gi, 3% bare and 2% in kube-system.
+ */
+#define GEN_NODES 40
+
+static const struct {
+  const char *model;
+  sf_milli_t mem;
+} gen_models[] = {{"H100", 80 * GiB}, {"A100", 40 * GiB}, {"RTX", 20 * GiB}};
+
+static void generated(world_t *w)
+{
+  static const int sizes[] = {1, 2, 4, 5, 8, 10};
+  uint64_t s = 0xdef4a9ull;
+  cr_assert_eq(sf_policy_set(&w->pol, "island_map", "H100=8,A100=2", NULL, 0), 0);
+  for (int i = 0; i < GEN_NODES; i++) {
+    char name[32];
+    int m = i % 5 < 2 ? 0 : i % 5 < 4 ? 1 : 2;
+    snprintf(name, sizeof name, "gen-%02d", i);
+    tc_node(w->idx, name, 8, gen_models[m].model, gen_models[m].mem, true);
+  }
+  sf_index_apply_policy(w->idx, &w->pol);
+  for (sf_node_id n = 0; n < GEN_NODES; n++) {
+    int m = n % 5 < 2 ? 0 : n % 5 < 4 ? 1 : 2;
+    for (int k = 0; k < 8; k++) {
+      sf_milli_t left = gen_models[m].mem;
+      for (int j = 0, np = 1 + (int)(rnd(&s) % 3); j < np; j++) {
+        sf_milli_t mem = sizes[rnd(&s) % 6] * GiB;
+        uint64_t r = rnd(&s) % 100;
+        int64_t age = 1 + (int64_t)(rnd(&s) % 86400);
+        if (mem > left)
+          continue;
+        left -= mem;
+        size_t p = pod(w, r < 2 ? "kube-system" : "team", r < 2 || r >= 5, age, n, k, mem);
+        w->pods[p].gpu_milli = (int64_t)(mem * 1000 / gen_models[m].mem);
+        w->tp[p].model = gen_models[m].model;
+      }
+    }
+  }
+}
+
+typedef struct {
+  const char *what;
+  uint32_t count;
+  int mem_gib; /* 0: whole devices */
+  bool island;
+  sf_defrag_outcome_t outcome;
+  const char *node;
+  const char *why;
+  int64_t gpu_s_lost;
+  size_t nmoves;
+  struct {
+    size_t pod;
+    const char *to;
+  } moves[4];
+} pinned_t;
+
+/*
+ * The plans below were computed by the planner before its passes were made
+ * faster (with a budget that never runs out, so each is the least under the
+ * ordering); a faster planner must find the very same. DEFRAG_PIN_PRINT=1
+ * prints the table from the current planner instead of checking it.
+ */
+Test(defrag, plans_on_a_generated_cluster_are_pinned)
+{
+  static const pinned_t pins[] = {
+      {"whole H100",
+       1,
+       80,
+       false,
+       SF_DEFRAG_FOUND,
+       "gen-11",
+       "evicting 1 pod(s) on gen-11 lets the claim fit",
+       20,
+       1,
+       {{195, "gen-25"}}},
+      {"whole A100",
+       1,
+       40,
+       false,
+       SF_DEFRAG_FITS,
+       "gen-25",
+       "the claim fits on gen-25 without evictions",
+       0,
+       0,
+       {{0, NULL}}},
+      {"two in an island",
+       2,
+       0,
+       true,
+       SF_DEFRAG_FOUND,
+       "gen-11",
+       "evicting 2 pod(s) on gen-11 lets the claim fit",
+       611,
+       2,
+       {{195, "gen-25"}, {186, "gen-26"}}},
+      {"four in an island",
+       4,
+       0,
+       true,
+       SF_DEFRAG_FOUND,
+       "gen-20",
+       "evicting 4 pod(s) on gen-20 lets the claim fit",
+       2662,
+       4,
+       {{339, "gen-25"}, {330, "gen-26"}, {331, "gen-21"}, {338, "gen-36"}}},
+      {"eight in an island",
+       8,
+       0,
+       true,
+       SF_DEFRAG_NONE,
+       NULL,
+       "the pods in the way may not be evicted (19 bare, 11 in protected namespaces, 0 asking more GPUs than the claim)",
+       0,
+       0,
+       {{0, NULL}}},
+      {"a 30Gi share",
+       1,
+       30,
+       false,
+       SF_DEFRAG_FITS,
+       "gen-25",
+       "the claim fits on gen-25 without evictions",
+       0,
+       0,
+       {{0, NULL}}},
+      {"nine GPUs",
+       9,
+       0,
+       false,
+       SF_DEFRAG_NEVER,
+       NULL,
+       "the claim fits on no node, even with every allocation there gone",
+       0,
+       0,
+       {{0, NULL}}},
+      {"a 70Gi share",
+       1,
+       70,
+       false,
+       SF_DEFRAG_FITS,
+       "gen-26",
+       "the claim fits on gen-26 without evictions",
+       0,
+       0,
+       {{0, NULL}}},
+      {"two cards",
+       2,
+       0,
+       false,
+       SF_DEFRAG_FOUND,
+       "gen-23",
+       "evicting 2 pod(s) on gen-23 lets the claim fit",
+       505,
+       2,
+       {{372, "gen-28"}, {380, "gen-28"}}},
+      {"three in an island",
+       3,
+       0,
+       true,
+       SF_DEFRAG_FOUND,
+       "gen-20",
+       "evicting 3 pod(s) on gen-20 lets the claim fit",
+       1496,
+       3,
+       {{330, "gen-25"}, {331, "gen-26"}, {338, "gen-21"}}},
+  };
+  world_t w;
+  world_init(&w);
+  cr_assert_eq(sf_policy_set(&w.pol, "defrag_budget", "100000000", NULL, 0), 0);
+  generated(&w);
+  for (size_t c = 0; c < sizeof pins / sizeof *pins; c++) {
+    const pinned_t *e = &pins[c];
+    sf_defrag_plan_t pl;
+    tc_claim(&w.claim, e->count, e->mem_gib * GiB);
+    if (e->island) {
+      w.claim.con = (sf_constraint_t){SF_CONSTRAINT_ISLAND, NULL, NULL, 0};
+      w.claim.claim.cons = &w.claim.con;
+      w.claim.claim.ncons = 1;
+    }
+    sf_defrag_input_t in = {&w.claim.dem, (int64_t)e->count * 1000, w.pods, w.npods};
+    cr_assert_eq(sf_defrag_plan(w.p, w.idx, &w.pol, &in, &pl), 0);
+    tc_valid(w.idx);
+    if (getenv("DEFRAG_PIN_PRINT") != NULL) {
+      printf("{\"%s\", %u, %d, %s, SF_DEFRAG_%s, %s%s%s, \"%s\", %lld, %zu, {", e->what, e->count,
+             e->mem_gib, e->island ? "true" : "false",
+             pl.outcome == SF_DEFRAG_FOUND   ? "FOUND"
+             : pl.outcome == SF_DEFRAG_FITS  ? "FITS"
+             : pl.outcome == SF_DEFRAG_NEVER ? "NEVER"
+                                             : "NONE",
+             pl.node >= 0 ? "\"" : "", pl.node >= 0 ? sf_index_node_name(w.idx, pl.node) : "NULL",
+             pl.node >= 0 ? "\"" : "", pl.why, (long long)pl.gpu_s_lost, pl.nmoves);
+      for (size_t m = 0; m < pl.nmoves; m++)
+        printf("{%zu, \"%s\"}, ", pl.moves[m].pod, sf_index_node_name(w.idx, pl.moves[m].to));
+      printf("}}, /* work %llu%s */\n", (unsigned long long)pl.work, pl.budget_hit ? " budget" : "");
+      continue;
+    }
+    cr_assert_eq(pl.outcome, e->outcome, "%s: %s (%s)", e->what, sf_defrag_outcome_name(pl.outcome),
+                 pl.why);
+    cr_assert_not(pl.budget_hit, "%s", e->what);
+    if (e->node != NULL)
+      cr_assert_str_eq(sf_index_node_name(w.idx, pl.node), e->node, "%s", e->what);
+    cr_assert_str_eq(pl.why, e->why, "%s", e->what);
+    cr_assert_eq(pl.gpu_s_lost, e->gpu_s_lost, "%s", e->what);
+    cr_assert_eq(pl.nmoves, e->nmoves, "%s", e->what);
+    for (size_t m = 0; m < pl.nmoves; m++) {
+      cr_assert_eq(pl.moves[m].pod, e->moves[m].pod, "%s: move %zu", e->what, m);
+      cr_assert_str_eq(sf_index_node_name(w.idx, pl.moves[m].to), e->moves[m].to, "%s: move %zu",
+                       e->what, m);
+    }
+  }
+  world_dispose(&w);
 }
