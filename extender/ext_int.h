@@ -260,7 +260,8 @@ void sf__evcache_dispose(sf__evcache_t *ec);
 
 typedef struct {
   const char *method, *path;
-  const char *body; /* NUL-terminated copy of the body */
+  struct MHD_Connection *mc; /* for the query's arguments (sf__req_arg) */
+  const char *body;          /* NUL-terminated copy of the body */
   size_t len;
   sf__args_t *args; /* the body already decoded off the loop (moved out), or NULL */
   int args_rc;      /* with args: sf__args_parse's result, and its error in args_err */
@@ -296,6 +297,9 @@ typedef struct {
   bool offload; /* a large body is decoded as ExtenderArgs off the loop */
 } sf__route_t;
 
+/** The query argument `key` of the request, unescaped (borrowed), or NULL when absent. */
+const char *sf__req_arg(const sf__req_t *req, const char *key);
+
 /** Sets an error reply: status, {"Error": "..."} body and the logged reason. */
 void sf__reply_error(sf__reply_t *rep, unsigned status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -307,6 +311,7 @@ enum {
   SF__V_READYZ,
   SF__V_METRICS,
   SF__V_DEBUG,
+  SF__V_DEFRAG,
   SF__V_OTHER,
   SF__V_COUNT
 };

@@ -683,3 +683,72 @@ Test(live, never_ready_before_the_first_sync_on_any_listener, .timeout = 90)
   sfx_api_stop(&api);
   remove_dir(dir);
 }
+
+/* The fake API server holding test/fixtures' fragmented cluster, and a daemon watching it. */
+static void start_fragmented(sfx_api_t *api, sfx_t *s, char *dir, char *kc, size_t cap,
+                             const char *const *extra)
+{
+  sfx_api_start(api, NULL);
+  cr_assert_not_null(mkdtemp(dir));
+  json_t *list = sfx_load("test/fixtures/defrag/fragmented.json");
+  load_kind(api, list, "DeviceClass", "deviceclasses", dir);
+  load_kind(api, list, "ResourceSlice", "resourceslices", dir);
+  load_kind(api, list, "ResourceClaim", "resourceclaims", dir);
+  load_kind(api, list, "Pod", "pods", dir);
+  json_decref(list);
+  snprintf(kc, cap, "%s/kubeconfig", dir);
+  sfx_write_kubeconfig(kc, api->port);
+  const char *args[16] = {"--kubeconfig", kc, "--allow-token-over-http"};
+  size_t n = 3;
+  for (size_t i = 0; extra && extra[i] && n < 15; i++)
+    args[n++] = extra[i];
+  sfx_start(s, args);
+  wait_for(s, "/readyz", "\"ready\":true");
+}
+
+/* Polls GET path until its body lacks `gone` (10 s at most); returns the last body (new). */
+static char *wait_without(sfx_t *s, const char *path, const char *gone)
+{
+  for (int i = 0; i < 500; i++) {
+    sfx_reply_t r;
+    sfx_request(s, "GET", path, NULL, 0, &r);
+    if (r.status == 200 && strstr(r.body, gone) == NULL) {
+      char *body = strdup(r.body);
+      sfx_reply_free(&r);
+      return body;
+    }
+    sfx_reply_free(&r);
+    nap();
+  }
+  cr_assert_fail("GET %s kept %s", path, gone);
+  return NULL;
+}
+
+Test(live, debug_defrag_plans_from_the_watched_pods, .timeout = 60)
+{
+  sfx_api_t api;
+  sfx_t s;
+  char dir[] = "/tmp/sfx-live-XXXXXX", kc[64];
+  start_fragmented(&api, &s, dir, kc, sizeof kc, NULL);
+  /* The pods came from the watch: their owners, ages and claims pick infer-b. */
+  wait_for(&s, "/debug/defrag?claim=team/big", "\"name\": \"infer-b\"");
+  sfx_reply_t r;
+  sfx_request(&s, "GET", "/debug/defrag?claim=team/big", NULL, 0, &r);
+  json_t *a = json_loads(r.body, 0, NULL);
+  sfx_reply_free(&r);
+  cr_assert_str_eq(json_string_value(json_object_get(a, "node")), "node-b");
+  cr_assert(json_is_true(json_object_get(a, "fits_after")));
+  json_decref(a);
+  /* infer-b loses its controller through the API: a bare pod, no longer chosen. */
+  sfx_api_cmd(&api, "put pods {\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"namespace\":"
+                    "\"team\",\"name\":\"infer-b\",\"uid\":\"uid-infer-b\",\"creationTimestamp\":"
+                    "\"2026-12-07T23:00:00Z\"},\"spec\":{\"nodeName\":\"node-b\",\"containers\":"
+                    "[{\"name\":\"c\"}],\"resourceClaims\":[{\"name\":\"gpu\","
+                    "\"resourceClaimName\":\"small-b\"}]},\"status\":{\"phase\":\"Running\"}}");
+  char *body = wait_without(&s, "/debug/defrag?claim=team/big", "infer-b");
+  cr_assert(strstr(body, "\"why\"") != NULL, "%s", body);
+  free(body);
+  cr_assert_eq(sfx_stop(&s), 0);
+  sfx_api_stop(&api);
+  remove_dir(dir);
+}
