@@ -105,6 +105,14 @@ static void usage(FILE *f)
           "                                  with the filter's reason per node (default 5m;\n"
           "                                  seconds, or with s, m or h)\n"
           "\n"
+          "Defragmentation (see /debug/defrag and docs/operators.md):\n"
+          "      --defrag-evict[=BOOL]       live cluster: carry out the plan for a claim pending\n"
+          "                                  longer than --defrag-after, evicting its pods through\n"
+          "                                  the Eviction API (PodDisruptionBudgets hold), at most\n"
+          "                                  defrag_max_per_hour plans an hour (default false)\n"
+          "      --defrag-after DUR          how long a claim waits before it gets a plan\n"
+          "                                  (default 10m; seconds, or with s, m or h)\n"
+          "\n"
           "      --version                   print the version and the git commit, and exit\n"
           "  -h, --help                      this help\n"
           "\n"
@@ -194,7 +202,17 @@ static bool parse_log_flag(int argc, char **argv, int *i, sf_daemon_options_t *o
     sf_log_set_format(f);
   } else if ((v = flag(argc, argv, i, "pending-warn-after")))
     o->pending_warn_after_s = duration_s("pending-warn-after", v);
-  else
+  else if (strcmp(argv[*i], "--defrag-evict") == 0)
+    o->defrag_evict = true;
+  else if ((v = flag(argc, argv, i, "defrag-evict")))
+    o->defrag_evict = boolean("defrag-evict", v);
+  else if ((v = flag(argc, argv, i, "defrag-after"))) {
+    o->defrag_after_s = duration_s("defrag-after", v);
+    if (o->defrag_after_s == 0) {
+      fprintf(stderr, "slicefit: --defrag-after %s: expected a duration above 0\n", v);
+      exit(2);
+    }
+  } else
     return false;
   return true;
 }
@@ -309,6 +327,11 @@ static bool pick_source(sf_daemon_options_t *o)
   if (o->strict && o->kubeconfig) {
     fprintf(stderr, "slicefit: --strict applies to --snapshot; a live cluster rejects bad objects "
                     "one by one\n");
+    return false;
+  }
+  if (o->defrag_evict && o->snapshot) {
+    fprintf(stderr, "slicefit: --defrag-evict needs a live cluster (it evicts through the "
+                    "Eviction API), not --snapshot\n");
     return false;
   }
   if (o->policy_configmap && o->snapshot) {

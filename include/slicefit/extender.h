@@ -126,6 +126,8 @@ typedef struct {
   bool allow_token_over_http;    /* tests only: a bearer token to an http:// server */
   int kube_minor;                /* --kubernetes-version's minor; 0: live, the server's /version */
   bool strict;                   /* --strict: a snapshot with one bad object does not start */
+  bool defrag_evict;             /* --defrag-evict: carry out plans (live cluster only) */
+  unsigned defrag_after_s;       /* --defrag-after: a claim pending this long gets a plan (0: 600) */
 } sf_daemon_options_t;
 
 /** The release ("0.1.0") and the git commit it was built from ("unknown" outside git); static. */
