@@ -404,7 +404,8 @@ static void on_pending_tick(uv_timer_t *t)
 {
   daemon_t *d = t->data;
   sf__pending_sweep(d->pending, d->warned, now_seconds(), &d->pstats, log_pending, d);
-  if (d->defrag)
+  /* A plan from a view that is not current could evict the wrong pods: only when synced. */
+  if (d->defrag && sf_apiwatch_synced(d->watch))
     sf__defrag_tick(d->defrag, d->pending, now_seconds(), uv_now(&d->loop));
 }
 
