@@ -168,8 +168,10 @@ static bool under_limit(sf__defrag_t *r, uint64_t now_ms)
   size_t old = 0;
   while (old < r->nstarts && now_ms - r->starts[old] >= HOUR_MS)
     old++;
-  memmove(r->starts, r->starts + old, (r->nstarts - old) * sizeof *r->starts);
-  r->nstarts -= old;
+  if (old > 0) {
+    memmove(r->starts, r->starts + old, (r->nstarts - old) * sizeof *r->starts);
+    r->nstarts -= old;
+  }
   return r->nstarts < sf_cluster_policy(r->cluster)->defrag_max_per_hour;
 }
 
