@@ -7,5 +7,10 @@
 
 /** Sets the kubeconfig's CA, client certificate and key (data or file) and insecure flag on e. */
 void sf__curl_set_tls(CURL *e, const sf_kubeconfig_t *kc);
+/**
+ * Accept: application/json and the bearer token (read now, so a rotated file is picked up)
+ * in *out (new list). SF_ENOENT, logged naming `what`, when the token file cannot be read.
+ */
+int sf__curl_auth_headers(const sf_kubeconfig_t *kc, const char *what, struct curl_slist **out);
 
 #endif

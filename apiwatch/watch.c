@@ -111,9 +111,13 @@ static void drain(sf_apiwatch_t *w)
     if (m->msg != CURLMSG_DONE)
       continue;
     res_t *r = NULL;
-    curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&r);
+    CURL *easy = m->easy_handle;
+    CURLcode result = m->data.result;
+    if (!w->stopping && sf__request_done(w, easy, result))
+      continue;
+    curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&r);
     if (r && !w->stopping)
-      sf__watch_finished(r, m->data.result);
+      sf__watch_finished(r, result);
   }
 }
 
@@ -373,6 +377,7 @@ void sf_apiwatch_stop(sf_apiwatch_t *w, void (*done)(void *ud), void *ud)
     w->res[i].timer.data = w;
     uv_close((uv_handle_t *)&w->res[i].timer, on_closed);
   }
+  sf__requests_abort(w);
   curl_multi_cleanup(w->multi);
   w->multi = NULL;
   while (w->polls)

@@ -135,15 +135,14 @@ void sf__curl_set_tls(CURL *e, const sf_kubeconfig_t *kc)
   }
 }
 
-/* Headers of one request; the token is read now, so a rotated file is picked up. */
-static int make_headers(res_t *r, struct curl_slist **out)
+int sf__curl_auth_headers(const sf_kubeconfig_t *kc, const char *what, struct curl_slist **out)
 {
   char err[SF_ERR_MAX];
-  char *tok = sf_kubeconfig_token(&r->w->o.kube, err, sizeof err);
+  char *tok = sf_kubeconfig_token(kc, err, sizeof err);
   struct curl_slist *h = curl_slist_append(NULL, "Accept: application/json");
-  if (!tok && r->w->o.kube.token_file) {
+  if (!tok && kc->token_file) {
     char q[SF_ERR_MAX];
-    sf_log_error("cannot read the token", "resource=%s error=\"%s\"", r->name,
+    sf_log_error("cannot read the token", "resource=%s error=\"%s\"", what,
                  sf__watch_logq(err, q, sizeof q));
     curl_slist_free_all(h);
     return SF_ENOENT;
@@ -197,7 +196,7 @@ void sf__watch_issue(res_t *r, phase_t ph)
   r->events_now = 0;
   r->started_ms = uv_now(w->loop);
   sf_framer_reset(&r->framer);
-  if (make_headers(r, &r->hdrs)) {
+  if (sf__curl_auth_headers(&w->o.kube, r->name, &r->hdrs)) {
     w->st.err_auth++;
     sf__watch_retry(r, 0);
     return;

@@ -72,6 +72,8 @@ typedef struct {
   uv_timer_t timer;
 } res_t;
 
+typedef struct sf__apireq sf__apireq_t;
+
 struct sf_apiwatch {
   uv_loop_t *loop;
   sf_apiwatch_opts_t o;
@@ -87,7 +89,8 @@ struct sf_apiwatch {
   void (*done)(void *ud);
   void *done_ud;
   uint64_t rng;
-  char *cm_name; /* the policy ConfigMap's name */
+  char *cm_name;      /* the policy ConfigMap's name */
+  sf__apireq_t *reqs; /* sf_apiwatch_request's in flight (request.c) */
 };
 
 uint64_t sf__watch_next_rand(sf_apiwatch_t *w);
@@ -100,6 +103,12 @@ void sf__watch_broken(res_t *r);
 uint64_t sf__watch_age_ms(uint64_t now, uint64_t since);
 /** Whether r counts as current at `now`: synced, confirmed and not broken for over staleness_ms. */
 bool sf__watch_res_current(const res_t *r, uint64_t now, uint64_t staleness_ms);
+
+/* request.c */
+/** If `easy` is a request's (not a watch's): calls its callback, frees it, true. */
+bool sf__request_done(sf_apiwatch_t *w, CURL *easy, CURLcode result);
+/** Frees the requests in flight without calling them back (the watcher stops). */
+void sf__requests_abort(sf_apiwatch_t *w);
 
 /* watch_http.c */
 void sf__watch_issue(res_t *r, phase_t ph);

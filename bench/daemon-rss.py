@@ -14,6 +14,8 @@ slicefit_index_bytes, and RSS / index. A benchmark, not a test: it prints and ex
   bench/daemon-rss.py build/cluster-10000-x8.json           # both modes
   bench/daemon-rss.py build/cluster-10000-x8.json --mode snapshot
   bench/daemon-rss.py --nodes 20000 --allocations 100000    # generates build/cluster-20000-x8.json
+  bench/daemon-rss.py --nodes 10000 --allocations 50000 --pods --mode live
+                            # and one running Pod per allocated claim (the pods' records)
 
 Run from the repository's top after `make all build/release/tools/fake-apiserver`.
 Uses ports 127.0.0.1:0 (the fake) and --port (default 20750) for the daemon.
@@ -28,7 +30,7 @@ import time
 import urllib.request
 
 RES = {"DeviceClass": "deviceclasses", "ResourceSlice": "resourceslices",
-       "ResourceClaim": "resourceclaims"}
+       "ResourceClaim": "resourceclaims", "Pod": "pods"}
 
 
 def status(pid):
@@ -73,10 +75,34 @@ def measure(cmd, port, label):
         d.wait()
 
 
-def split(path, tmp):
+def with_pods(items):
+    """items and one running Pod per allocated claim: bound to its node, owned by a ReplicaSet."""
+    pods = []
+    for o in items:
+        alloc = o.get("status", {}).get("allocation") if o["kind"] == "ResourceClaim" else None
+        if not alloc:
+            continue
+        md = o["metadata"]
+        node = alloc["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0]["values"][0]
+        name = md["name"] + "-pod"
+        pods.append({"apiVersion": "v1", "kind": "Pod", "metadata": {
+            "namespace": md["namespace"], "name": name, "uid": "uid-" + name,
+            "creationTimestamp": "2026-12-07T10:00:00Z", "ownerReferences": [{
+                "apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs-" + name,
+                "uid": "uid-rs-" + name, "controller": True}]},
+            "spec": {"nodeName": node, "containers": [{"name": "c", "resources": {
+                "requests": {"cpu": "1", "memory": "1Gi"}}}],
+                "resourceClaims": [{"name": "gpu", "resourceClaimName": md["name"]}]},
+            "status": {"phase": "Running"}})
+    return items + pods
+
+
+def split(path, tmp, pods=False):
     """One JSON array file per resource, for the fake's `load`."""
     with open(path) as f:
         items = json.load(f)["items"]
+    if pods:
+        items = with_pods(items)
     files = {}
     for kind, res in RES.items():
         p = os.path.join(tmp, res + ".json")
@@ -86,9 +112,9 @@ def split(path, tmp):
     return files, len(items)
 
 
-def live(binary, path, port, unpaged):
+def live(binary, path, port, unpaged, pods):
     with tempfile.TemporaryDirectory(prefix="slicefit-rss-") as tmp:
-        files, n = split(path, tmp)
+        files, n = split(path, tmp, pods)
         fake = subprocess.Popen(["build/release/tools/fake-apiserver"], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, text=True)
         try:
@@ -129,6 +155,8 @@ def main():
     ap.add_argument("--unpaged", action="store_true", help="live: one LIST page per resource")
     ap.add_argument("--port", type=int, default=20750)
     ap.add_argument("--bin", default="bin/slicefit", help="another build's daemon, to compare")
+    ap.add_argument("--pods", action="store_true",
+                    help="live: serve one running Pod per allocated claim too")
     a = ap.parse_args()
     path = a.snapshot
     if path is None:
@@ -142,7 +170,7 @@ def main():
         measure([a.bin, "--snapshot", path, "--policy", "extender/example-policy.json",
                  "--listen", "127.0.0.1:%d" % a.port], a.port, "snapshot")
     if a.mode in ("both", "live"):
-        live(a.bin, path, a.port, a.unpaged)
+        live(a.bin, path, a.port, a.unpaged, a.pods)
 
 
 if __name__ == "__main__":

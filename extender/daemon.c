@@ -31,6 +31,8 @@ typedef struct {
   sf_kubeconfig_t kube;
   sf_apiwatch_t *watch; /* NULL with a snapshot */
   sf_apiwatch_sink_t sink;
+  sf__defrag_t *defrag;          /* --defrag-evict, or NULL */
+  sf__defrag_stats_t defrag_off; /* the figures when plans are not carried out */
 } daemon_t;
 
 static int64_t now_seconds(void)
@@ -277,6 +279,7 @@ static void daemon_metrics(sf__buf_t *b, void *ud)
 {
   daemon_t *d = ud;
   sf__metrics_pending(b, d->pending, now_seconds(), &d->pstats);
+  sf__metrics_defrag(b, d->defrag ? sf__defrag_stats(d->defrag) : &d->defrag_off);
   if (d->watch) {
     sf_apiwatch_stats_t st;
     sf_apiwatch_stats(d->watch, &st);
@@ -401,6 +404,9 @@ static void on_pending_tick(uv_timer_t *t)
 {
   daemon_t *d = t->data;
   sf__pending_sweep(d->pending, d->warned, now_seconds(), &d->pstats, log_pending, d);
+  /* A plan from a view that is not current could evict the wrong pods: only when synced. */
+  if (d->defrag && sf_apiwatch_synced(d->watch))
+    sf__defrag_tick(d->defrag, d->pending, now_seconds(), uv_now(&d->loop));
 }
 
 static int load_kube(daemon_t *d, const sf_daemon_options_t *opt, char *err, size_t errlen)
@@ -598,6 +604,12 @@ int sf_daemon_run(const sf_daemon_options_t *opt)
   }
   /* Started only once nothing can fail: `done` has no timer to close. */
   d.pstats.warn_after_s = opt->pending_warn_after_s ? opt->pending_warn_after_s : 300;
+  d.defrag_off.after_s = opt->defrag_after_s ? opt->defrag_after_s : 600;
+  if (opt->defrag_evict && d.watch) {
+    d.defrag = sf__defrag_create(d.cluster, d.watch, d.defrag_off.after_s);
+    sf_log_info("defragmentation plans are carried out", "defrag_after_s=%lld",
+                (long long)d.defrag_off.after_s);
+  }
   uv_timer_init(&d.loop, &d.pending_timer);
   d.pending_timer.data = &d;
   uv_timer_start(&d.pending_timer, on_pending_tick, 0, PENDING_CHECK_MS);
@@ -611,6 +623,7 @@ done:
   sf_extender_destroy(d.ext);
   uv_run(&d.loop, UV_RUN_DEFAULT);
   sf_apiwatch_destroy(d.watch);
+  sf__defrag_destroy(d.defrag); /* after the watcher: no eviction can answer any more */
   sf_kubeconfig_dispose(&d.kube);
   uv_loop_close(&d.loop);
   sf_cluster_destroy(d.cluster);

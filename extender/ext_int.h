@@ -210,6 +210,44 @@ typedef void (*sf__pending_fn)(const char *key, int64_t age_s, void *ud);
 size_t sf__pending_sweep(const json_t *pending, json_t *warned, int64_t now_s,
                          sf__pending_stats_t *st, sf__pending_fn fn, void *ud);
 
+/* ---- defragmentation plans carried out (defrag_run.c) ---- */
+
+/* Why a plan stopped before its last eviction: the eviction's answer. */
+typedef enum {
+  SF__ABORT_BUDGET,      /* 429: a PodDisruptionBudget refused it */
+  SF__ABORT_FORBIDDEN,   /* 401, 403: RBAC */
+  SF__ABORT_NOT_FOUND,   /* 404: the pod went meanwhile */
+  SF__ABORT_SERVER,      /* 5xx */
+  SF__ABORT_UNREACHABLE, /* no answer */
+  SF__ABORT_OTHER,
+  SF__ABORT_COUNT
+} sf__abort_t;
+
+typedef struct {
+  bool enabled;    /* --defrag-evict */
+  int64_t after_s; /* --defrag-after */
+  uint64_t found, carried_out, evicted;
+  uint64_t aborted[SF__ABORT_COUNT];
+  uint64_t no_plan, over_limit; /* pending claims planned for without a plan; plans held back */
+} sf__defrag_stats_t;
+
+typedef struct sf__defrag sf__defrag_t;
+struct sf_apiwatch;
+/** The runner of plans for `cluster` (borrowed), evicting through `w` (borrowed), on w's loop. */
+sf__defrag_t *sf__defrag_create(sf_cluster_t *cluster, struct sf_apiwatch *w, int64_t after_s);
+/**
+ * Unless a plan is under way or the policy's defrag_max_per_hour plans were
+ * started in the last hour: plans for the claim of `pending` waiting longest
+ * past after_s (and not tried in the last after_s), and when there is a
+ * plan, starts its evictions, one at a time. Loop thread.
+ */
+void sf__defrag_tick(sf__defrag_t *r, const json_t *pending, int64_t now_s, uint64_t now_ms);
+const sf__defrag_stats_t *sf__defrag_stats(const sf__defrag_t *r);
+/** After the watcher stopped (no eviction answer can come any more); NULL accepted. */
+void sf__defrag_destroy(sf__defrag_t *r);
+/** slicefit_defrag_*: plans found, carried out, aborted by reason, held back; pods evicted. */
+void sf__metrics_defrag(sf__buf_t *b, const sf__defrag_stats_t *st);
+
 /* ---- the last filter's verdicts (evcache.c) ---- */
 
 #define SF__EVKEY_MAX 512
@@ -260,7 +298,8 @@ void sf__evcache_dispose(sf__evcache_t *ec);
 
 typedef struct {
   const char *method, *path;
-  const char *body; /* NUL-terminated copy of the body */
+  struct MHD_Connection *mc; /* for the query's arguments (sf__req_arg) */
+  const char *body;          /* NUL-terminated copy of the body */
   size_t len;
   sf__args_t *args; /* the body already decoded off the loop (moved out), or NULL */
   int args_rc;      /* with args: sf__args_parse's result, and its error in args_err */
@@ -296,6 +335,9 @@ typedef struct {
   bool offload; /* a large body is decoded as ExtenderArgs off the loop */
 } sf__route_t;
 
+/** The query argument `key` of the request, unescaped (borrowed), or NULL when absent. */
+const char *sf__req_arg(const sf__req_t *req, const char *key);
+
 /** Sets an error reply: status, {"Error": "..."} body and the logged reason. */
 void sf__reply_error(sf__reply_t *rep, unsigned status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -307,6 +349,7 @@ enum {
   SF__V_READYZ,
   SF__V_METRICS,
   SF__V_DEBUG,
+  SF__V_DEFRAG,
   SF__V_OTHER,
   SF__V_COUNT
 };

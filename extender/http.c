@@ -196,6 +196,11 @@ static enum MHD_Result respond(sf_extender_t *x, struct MHD_Connection *conn, re
   return ok;
 }
 
+const char *sf__req_arg(const sf__req_t *req, const char *key)
+{
+  return req->mc ? MHD_lookup_connection_value(req->mc, MHD_GET_ARGUMENT_KIND, key) : NULL;
+}
+
 /* 404 for an unknown path, 405 (with Allow) for a known path and another method. */
 static const sf__route_t *route(sf_extender_t *x, const char *method, const char *url,
                                 sf__reply_t *rep)
@@ -486,6 +491,7 @@ static enum MHD_Result finish(sf_extender_t *x, struct MHD_Connection *conn, req
     return MHD_YES;
   sf__req_t req = {.method = method,
                    .path = url,
+                   .mc = conn,
                    .body = r->body.p ? r->body.p : "",
                    .len = r->body.len};
   if (r->decoded) {

@@ -16,7 +16,7 @@ static void usage(FILE *f)
   fprintf(f, "Usage: slicefit [flags]\n"
              "\n"
              "kube-scheduler extender that packs GPU DRA claims (POST /filter, POST /prioritize;\n"
-             "GET /healthz, /readyz, /metrics; /debug/state, see --debug-listen).\n"
+             "GET /healthz, /readyz, /metrics; /debug/state, /debug/defrag, see --debug-listen).\n"
              "\n"
              "Sources of state. Without --snapshot or --kubeconfig: the in-cluster API server\n"
              "when KUBERNETES_SERVICE_HOST is set, else the example cluster\n"
@@ -46,7 +46,8 @@ static void usage(FILE *f)
           "      --listen HOST:PORT          address to serve on (default 127.0.0.1:8888)\n"
           "      --tls-cert-file FILE        PEM certificate: serve HTTPS (enableHTTPS)\n"
           "      --tls-private-key-file FILE PEM private key matching --tls-cert-file\n"
-          "      --debug-listen HOST:PORT    serve /debug/state (every claim's name) on this\n"
+          "      --debug-listen HOST:PORT    serve /debug/state (every claim's name) and\n"
+          "                                  /debug/defrag?claim=NS/NAME (its plan) on this\n"
           "                                  separate plain-HTTP address; \":PORT\" means\n"
           "                                  127.0.0.1 (default: not served, except below)\n"
           "      --metrics-listen HOST:PORT  also serve /metrics (and /healthz) on this plain-HTTP\n"
@@ -54,8 +55,9 @@ static void usage(FILE *f)
           "                                  Prometheus alone; \":PORT\" means 127.0.0.1\n"
           "      --client-ca-file FILE       PEM CA: with TLS, a client must present a certificate\n"
           "                                  it signed, or the handshake fails (reloaded on change)\n"
-          "      --debug-state-over-tls BOOL also serve /debug/state on --listen, to verified\n"
-          "                                  clients only: needs TLS and --client-ca-file\n"
+          "      --debug-state-over-tls BOOL also serve /debug/state and /debug/defrag on\n"
+          "                                  --listen, to verified clients only: needs TLS\n"
+          "                                  and --client-ca-file\n"
           "                                  (default false)\n"
           "      --tls-min-version V         oldest TLS version served: 1.2 or 1.3 (default 1.2)\n"
           "      --tls-reload-interval SECS  check the certificate files for changes (default 10)\n"
@@ -102,6 +104,14 @@ static void usage(FILE *f)
           "      --pending-warn-after DUR    log (at -v=2) each claim pending longer than this,\n"
           "                                  with the filter's reason per node (default 5m;\n"
           "                                  seconds, or with s, m or h)\n"
+          "\n"
+          "Defragmentation (see /debug/defrag and docs/operators.md):\n"
+          "      --defrag-evict[=BOOL]       live cluster: carry out the plan for a claim pending\n"
+          "                                  longer than --defrag-after, evicting its pods through\n"
+          "                                  the Eviction API (PodDisruptionBudgets hold), at most\n"
+          "                                  defrag_max_per_hour plans an hour (default false)\n"
+          "      --defrag-after DUR          how long a claim waits before it gets a plan\n"
+          "                                  (default 10m; seconds, or with s, m or h)\n"
           "\n"
           "      --version                   print the version and the git commit, and exit\n"
           "  -h, --help                      this help\n"
@@ -192,7 +202,17 @@ static bool parse_log_flag(int argc, char **argv, int *i, sf_daemon_options_t *o
     sf_log_set_format(f);
   } else if ((v = flag(argc, argv, i, "pending-warn-after")))
     o->pending_warn_after_s = duration_s("pending-warn-after", v);
-  else
+  else if (strcmp(argv[*i], "--defrag-evict") == 0)
+    o->defrag_evict = true;
+  else if ((v = flag(argc, argv, i, "defrag-evict")))
+    o->defrag_evict = boolean("defrag-evict", v);
+  else if ((v = flag(argc, argv, i, "defrag-after"))) {
+    o->defrag_after_s = duration_s("defrag-after", v);
+    if (o->defrag_after_s == 0) {
+      fprintf(stderr, "slicefit: --defrag-after %s: expected a duration above 0\n", v);
+      exit(2);
+    }
+  } else
     return false;
   return true;
 }
@@ -307,6 +327,11 @@ static bool pick_source(sf_daemon_options_t *o)
   if (o->strict && o->kubeconfig) {
     fprintf(stderr, "slicefit: --strict applies to --snapshot; a live cluster rejects bad objects "
                     "one by one\n");
+    return false;
+  }
+  if (o->defrag_evict && o->snapshot) {
+    fprintf(stderr, "slicefit: --defrag-evict needs a live cluster (it evicts through the "
+                    "Eviction API), not --snapshot\n");
     return false;
   }
   if (o->policy_configmap && o->snapshot) {

@@ -315,3 +315,36 @@ void sf__metrics_build(sf__buf_t *b)
   sf__buf_json_str(b, sf_revision());
   sf__buf_puts(b, "} 1\n");
 }
+
+/* ---- defragmentation plans carried out ---- */
+
+void sf__metrics_defrag(sf__buf_t *b, const sf__defrag_stats_t *st)
+{
+  static const char *const why[SF__ABORT_COUNT] = {"disruption_budget", "forbidden",   "not_found",
+                                                   "server_error",      "unreachable", "other"};
+  put_gauge(b, "slicefit_defrag_evict_enabled", "Whether plans are carried out (--defrag-evict).",
+            st->enabled ? 1 : 0);
+  sf__buf_printf(
+      b,
+      "# HELP slicefit_defrag_plans_total Defragmentation plans for claims pending longer than "
+      "--defrag-after, by result: found (and started), carried_out (every eviction accepted), "
+      "no_plan (none within the limits), held_back (a claim waited past the hourly limit; "
+      "counted at each check, every 5 s).\n"
+      "# TYPE slicefit_defrag_plans_total counter\n"
+      "slicefit_defrag_plans_total{result=\"found\"} %llu\n"
+      "slicefit_defrag_plans_total{result=\"carried_out\"} %llu\n"
+      "slicefit_defrag_plans_total{result=\"no_plan\"} %llu\n"
+      "slicefit_defrag_plans_total{result=\"held_back\"} %llu\n"
+      "# HELP slicefit_defrag_pods_evicted_total Pods the Eviction API accepted to evict for "
+      "defragmentation plans.\n# TYPE slicefit_defrag_pods_evicted_total counter\n"
+      "slicefit_defrag_pods_evicted_total %llu\n"
+      "# HELP slicefit_defrag_plans_aborted_total Plans ended by a refused eviction, by reason "
+      "(disruption_budget: a PodDisruptionBudget, 429).\n"
+      "# TYPE slicefit_defrag_plans_aborted_total counter\n",
+      (unsigned long long)st->found, (unsigned long long)st->carried_out,
+      (unsigned long long)st->no_plan, (unsigned long long)st->over_limit,
+      (unsigned long long)st->evicted);
+  for (int i = 0; i < SF__ABORT_COUNT; i++)
+    sf__buf_printf(b, "slicefit_defrag_plans_aborted_total{reason=\"%s\"} %llu\n", why[i],
+                   (unsigned long long)st->aborted[i]);
+}

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 #include "ext_int.h"
+#include "slicefit/cluster_defrag.h"
 #include "slicefit/log.h"
 
 void sf_extender_config_init(sf_extender_config_t *cfg)
@@ -304,6 +305,53 @@ static void on_debug_state(sf_extender_t *x, const sf__req_t *req, sf__reply_t *
   json_decref(st);
 }
 
+/* Is s[0..n) a lowercase RFC 1123 name of at most max bytes ('.' allowed when dots)? */
+static bool dns_name(const char *s, size_t n, size_t max, bool dots)
+{
+  if (n == 0 || n > max || s[0] == '-' || s[n - 1] == '-' || s[0] == '.' || s[n - 1] == '.')
+    return false;
+  for (size_t i = 0; i < n; i++)
+    if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-' ||
+          (dots && s[i] == '.')))
+      return false;
+  return true;
+}
+
+/*
+ * GET /debug/defrag?claim=NS/NAME[&format=text]: the defragmentation plan
+ * for one claim, from the cluster's own records, as bin/slicefit-defrag
+ * prints it. A missing or malformed claim is a 400; every well-formed claim
+ * gets a 200 whose `why` says what the planner found (unknown, allocated,
+ * fits now, fits nowhere, no plan within the limits, or the plan).
+ */
+static void on_debug_defrag(sf_extender_t *x, const sf__req_t *req, sf__reply_t *rep)
+{
+  const char *claim = sf__req_arg(req, "claim"), *format = sf__req_arg(req, "format");
+  const char *slash = claim ? strchr(claim, '/') : NULL;
+  if (claim == NULL || slash == NULL || !dns_name(claim, (size_t)(slash - claim), 63, false) ||
+      !dns_name(slash + 1, strlen(slash + 1), 253, true)) {
+    sf__reply_error(rep, 400,
+                    "expected ?claim=NAMESPACE/NAME (a ResourceClaim's namespace and name), "
+                    "got %s%.200s%s",
+                    claim ? "\"" : "", claim ? claim : "no claim", claim ? "\"" : "");
+    return;
+  }
+  if (format != NULL && strcmp(format, "text") != 0 && strcmp(format, "json") != 0) {
+    sf__reply_error(rep, 400, "expected format=json or format=text, got \"%.40s\"", format);
+    return;
+  }
+  json_t *a = sf_cluster_defrag_live(x->cluster, claim, (int64_t)time(NULL));
+  char *s = format && strcmp(format, "text") == 0
+                ? sf_cluster_defrag_text(a)
+                : json_dumps(a, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+  if (format && strcmp(format, "text") == 0)
+    rep->ctype = "text/plain; charset=utf-8";
+  sf__buf_puts(&rep->body, s);
+  sf__buf_puts(&rep->body, "\n");
+  free(s);
+  json_decref(a);
+}
+
 /*
  * /debug/state names every claim in every namespace: it is served on the
  * separate --debug-listen listener, which serves nothing else but /healthz,
@@ -316,12 +364,15 @@ static const sf__route_t routes[] = {
     {"/healthz", "GET", on_healthz, SF__V_HEALTHZ, false},
     {"/readyz", "GET", on_readyz, SF__V_READYZ, false},
     {"/metrics", "GET", on_metrics, SF__V_METRICS, false},
-    {"/debug/state", "GET", on_debug_state, SF__V_DEBUG, false}, /* last: left out when not served */
+    /* Last two: left out when not served. */
+    {"/debug/state", "GET", on_debug_state, SF__V_DEBUG, false},
+    {"/debug/defrag", "GET", on_debug_defrag, SF__V_DEFRAG, false},
 };
 #define NROUTES (sizeof routes / sizeof routes[0])
 
 static const sf__route_t debug_routes[] = {
     {"/debug/state", "GET", on_debug_state, SF__V_DEBUG, false},
+    {"/debug/defrag", "GET", on_debug_defrag, SF__V_DEFRAG, false},
     {"/healthz", "GET", on_healthz, SF__V_HEALTHZ, false},
 };
 
@@ -331,8 +382,9 @@ static const sf__route_t metrics_routes[] = {
     {"/healthz", "GET", on_healthz, SF__V_HEALTHZ, false},
 };
 
-static const char *const verb_names[SF__V_COUNT] = {"filter",  "prioritize",  "healthz", "readyz",
-                                                    "metrics", "debug_state", "other"};
+static const char *const verb_names[SF__V_COUNT] = {"filter",       "prioritize", "healthz",
+                                                    "readyz",       "metrics",    "debug_state",
+                                                    "debug_defrag", "other"};
 
 /* ---- lifecycle ---- */
 
@@ -368,7 +420,7 @@ int sf_extender_start(uv_loop_t *loop, sf_cluster_t *cluster, const sf_extender_
   x->nroutes = cfg->debug_only              ? sizeof debug_routes / sizeof debug_routes[0]
                : cfg->metrics_only          ? sizeof metrics_routes / sizeof metrics_routes[0]
                : tls && cfg->debug_over_tls ? NROUTES
-                                            : NROUTES - 1;
+                                            : NROUTES - 2;
   x->started_ns = uv_hrtime();
   for (int i = 0; i < SF__V_COUNT; i++)
     x->stats[i].verb = verb_names[i];

@@ -1,9 +1,11 @@
 /*
  * The defragmentation planner asked about one ResourceClaim of a cluster
  * (slicefit/cluster_defrag.h). The cluster's index knows allocation holders
- * ("namespace/claim"), not pods: the Pods of `items` say who holds what,
- * whether a controller recreates them and how long they have run. The
- * objects are untrusted JSON: a field of the wrong type reads as absent.
+ * ("namespace/claim"), not pods: the cluster's kept pods (cluster_pods.c,
+ * the same records from a snapshot's Pods as from a watch) say who holds
+ * what, whether a controller recreates them and when they were created.
+ * The snapshot's objects are untrusted JSON: a field of the wrong type
+ * reads as absent.
  *
  * The claim's demand is the one the extender would evaluate for a pod that
  * names it (sf_cluster_plan of a probe pod), so the plan answers for the
@@ -14,18 +16,15 @@
 #include <string.h>
 #include "slicefit/cluster_defrag.h"
 #include "slicefit/defrag.h"
+#include "cluster_int.h"
 
 #define KEY_MAX 512
 
+/* The planner's view of the kept pods that name claims: borrowed from the records but ns/name. */
 typedef struct {
-  char *ns, *name;
-  char **holders;
-  size_t nholders;
-} dpod_t;
-
-typedef struct {
-  dpod_t *pods;
   sf_defrag_pod_t *in;
+  const char **holders; /* every pod's claims' keys, one run per pod */
+  char *names;          /* every pod's "ns\0name\0" (its key, split) */
   size_t n;
 } pods_t;
 
@@ -69,34 +68,6 @@ static bool is_kind(const json_t *o, const char *kind)
   return k != NULL && strcmp(k, kind) == 0;
 }
 
-static bool controlled(const json_t *pod)
-{
-  const json_t *refs = json_object_get(json_object_get(pod, "metadata"), "ownerReferences");
-  size_t i;
-  const json_t *r;
-  json_array_foreach(refs, i, r) if (json_is_true(json_object_get(r, "controller"))) return true;
-  return false;
-}
-
-/* The claim a pod's spec.resourceClaims entry names, directly or through its status. */
-static const char *claim_name(const json_t *pod, const json_t *entry)
-{
-  const char *direct = str_at(entry, "resourceClaimName", NULL);
-  const char *name = str_at(entry, "name", NULL);
-  const json_t *st = json_object_get(json_object_get(pod, "status"), "resourceClaimStatuses");
-  size_t i;
-  const json_t *s;
-  if (direct != NULL || name == NULL)
-    return direct;
-  json_array_foreach(st, i, s)
-  {
-    const char *n = str_at(s, "name", NULL);
-    if (n != NULL && strcmp(n, name) == 0)
-      return str_at(s, "resourceClaimName", NULL);
-  }
-  return NULL;
-}
-
 /* Milli-GPUs an allocation holds: a whole device 1000, a share its part of the policy's capacity. */
 static int64_t alloc_gpu_milli(const sf_index_t *idx, const sf_policy_t *pol, sf_alloc_id a)
 {
@@ -123,63 +94,51 @@ static int64_t alloc_gpu_milli(const sf_index_t *idx, const sf_policy_t *pol, sf
   return milli;
 }
 
-static void pod_add(pods_t *ps, sf_cluster_t *c, const json_t *pod, int64_t now_s)
+/* The planner's input for the kept pods that name claims, ages measured to now_s. */
+static void pods_read(pods_t *ps, const sf_cluster_t *c, int64_t now_s)
 {
-  const char *ns = str_at(pod, "metadata", "namespace"), *name = str_at(pod, "metadata", "name");
-  const char *phase = str_at(pod, "status", "phase");
-  const json_t *claims = json_object_get(json_object_get(pod, "spec"), "resourceClaims");
-  if (ns == NULL || name == NULL || json_array_size(claims) == 0 ||
-      (phase != NULL && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0)))
-    return;
-  dpod_t *d = &ps->pods[ps->n];
-  sf_defrag_pod_t *in = &ps->in[ps->n];
-  const sf_index_t *idx = sf_cluster_index(c);
-  size_t i;
-  const json_t *e;
-  memset(d, 0, sizeof(*d));
-  d->ns = sf_xstrdup(ns);
-  d->name = sf_xstrdup(name);
-  d->holders = sf_xcalloc(json_array_size(claims), sizeof(*d->holders));
-  int64_t created = sf_rfc3339_seconds(str_at(pod, "metadata", "creationTimestamp")), milli = 0;
-  json_array_foreach(claims, i, e)
-  {
-    const char *cn = claim_name(pod, e);
-    char key[KEY_MAX];
-    if (cn == NULL || snprintf(key, sizeof key, "%s/%s", ns, cn) >= (int)sizeof key)
-      continue;
-    sf_alloc_id a = sf_index_alloc_find(idx, key);
-    if (a >= 0)
-      milli += alloc_gpu_milli(idx, sf_cluster_policy(c), a);
-    d->holders[d->nholders++] = sf_xstrdup(key);
+  size_t nh = 0, nb = 0, at = 0, h = 0;
+  for (size_t i = 0; i < c->npods; i++) {
+    nh += c->pods[i].nclaims;
+    nb += strlen(c->pods[i].key) + 1;
   }
-  *in = (sf_defrag_pod_t){d->ns,           d->name,
-                          controlled(pod), created >= 0 && now_s > created ? now_s - created : 0,
-                          milli,           (const char *const *)d->holders,
-                          d->nholders};
-  ps->n++;
-}
-
-static void pods_read(pods_t *ps, sf_cluster_t *c, const json_t *items, int64_t now_s)
-{
-  size_t i, n = json_array_size(items);
-  const json_t *o;
-  ps->pods = sf_xcalloc(n + 1, sizeof(*ps->pods));
-  ps->in = sf_xcalloc(n + 1, sizeof(*ps->in));
+  ps->in = sf_xcalloc(c->npods + 1, sizeof(*ps->in));
+  ps->holders = sf_xcalloc(nh + 1, sizeof(*ps->holders));
+  ps->names = sf_xmalloc(nb + 1);
   ps->n = 0;
-  json_array_foreach(items, i, o) if (is_kind(o, "Pod")) pod_add(ps, c, o, now_s);
+  for (size_t i = 0; i < c->npods; i++) {
+    const cpod_t *p = &c->pods[i];
+    size_t klen = strlen(p->key);
+    char *ns = memcpy(ps->names + at, p->key, klen + 1), *slash = strchr(ns, '/');
+    if (p->nclaims == 0 || slash == NULL)
+      continue;
+    *slash = '\0';
+    at += klen + 1;
+    int64_t milli = 0;
+    for (size_t k = 0; k < p->nclaims; k++) {
+      ps->holders[h + k] = sf__pod_claim(p, k);
+      sf_alloc_id a = sf_index_alloc_find(c->idx, ps->holders[h + k]);
+      if (a >= 0)
+        milli += alloc_gpu_milli(c->idx, &c->pol, a);
+    }
+    ps->in[ps->n++] = (sf_defrag_pod_t){ns,
+                                        slash + 1,
+                                        p->controller,
+                                        p->created_s >= 0 && now_s > p->created_s
+                                            ? now_s - p->created_s
+                                            : 0,
+                                        milli,
+                                        ps->holders + h,
+                                        p->nclaims};
+    h += p->nclaims;
+  }
 }
 
 static void pods_free(pods_t *ps)
 {
-  for (size_t i = 0; i < ps->n; i++) {
-    for (size_t h = 0; h < ps->pods[i].nholders; h++)
-      free(ps->pods[i].holders[h]);
-    free(ps->pods[i].holders);
-    free(ps->pods[i].ns);
-    free(ps->pods[i].name);
-  }
-  free(ps->pods);
   free(ps->in);
+  free(ps->holders);
+  free(ps->names);
 }
 
 static bool claim_known(const json_t *items, const char *ns, const char *name)
@@ -251,8 +210,8 @@ static json_t *plan_json(sf_cluster_t *c, const pods_t *ps, const char *claim,
 }
 
 /* Plans for a claim known to exist and not allocated. */
-static json_t *plan_claim(sf_cluster_t *c, const json_t *items, const char *claim, const char *ns,
-                          const char *name, int64_t now_s)
+static json_t *plan_claim(sf_cluster_t *c, const char *claim, const char *ns, const char *name,
+                          int64_t now_s)
 {
   char err[SF_ERR_MAX], why[SF_DEFRAG_WHY_MAX];
   const char *bad = NULL;
@@ -276,7 +235,7 @@ static json_t *plan_claim(sf_cluster_t *c, const json_t *items, const char *clai
   }
   pods_t ps;
   sf_defrag_plan_t pl;
-  pods_read(&ps, c, items, now_s);
+  pods_read(&ps, c, now_s);
   sf_defrag_input_t in = {dem, demand_gpu_milli(dem), ps.in, ps.n};
   sf_packer_t *p = sf_packer_create();
   if (sf_defrag_plan(p, sf_cluster_index(c), sf_cluster_policy(c), &in, &pl) == 0)
@@ -291,7 +250,13 @@ done:
   return a;
 }
 
-json_t *sf_cluster_defrag(sf_cluster_t *c, const json_t *items, const char *claim, int64_t now_s)
+/*
+ * The answer for `claim`: "unknown" when it is not NS/NAME or `known` says
+ * the cluster has no such claim, "allocated" when it holds devices, else a plan.
+ */
+static json_t *answer(sf_cluster_t *c, const char *claim, int64_t now_s,
+                      bool (*known)(const void *ctx, const char *ns, const char *name),
+                      const void *ctx)
 {
   char ns[KEY_MAX], why[SF_DEFRAG_WHY_MAX + KEY_MAX];
   const char *slash = strchr(claim, '/');
@@ -302,7 +267,7 @@ json_t *sf_cluster_defrag(sf_cluster_t *c, const json_t *items, const char *clai
   }
   memcpy(ns, claim, nl);
   ns[nl] = '\0';
-  if (!claim_known(items, ns, slash + 1)) {
+  if (!known(ctx, ns, slash + 1)) {
     snprintf(why, sizeof why, "no ResourceClaim %.400s in the cluster", claim);
     return answer_new(claim, "unknown", NULL, false, why);
   }
@@ -313,7 +278,29 @@ json_t *sf_cluster_defrag(sf_cluster_t *c, const json_t *items, const char *clai
     snprintf(why, sizeof why, "the claim is already allocated on %s", node);
     return answer_new(claim, "allocated", node, true, why);
   }
-  return plan_claim(c, items, claim, ns, slash + 1, now_s);
+  return plan_claim(c, claim, ns, slash + 1, now_s);
+}
+
+static bool in_items(const void *items, const char *ns, const char *name)
+{
+  return claim_known(items, ns, name);
+}
+
+static bool in_store(const void *c, const char *ns, const char *name)
+{
+  char key[2 * KEY_MAX];
+  snprintf(key, sizeof key, "%s/%s", ns, name);
+  return sf__store_get(&((const sf_cluster_t *)c)->stores[SF_KIND_RESOURCE_CLAIM], key) != NULL;
+}
+
+json_t *sf_cluster_defrag(sf_cluster_t *c, const json_t *items, const char *claim, int64_t now_s)
+{
+  return answer(c, claim, now_s, in_items, items);
+}
+
+json_t *sf_cluster_defrag_live(sf_cluster_t *c, const char *claim, int64_t now_s)
+{
+  return answer(c, claim, now_s, in_store, c);
 }
 
 char *sf_cluster_defrag_text(const json_t *answer)

@@ -73,14 +73,21 @@ typedef struct {
 } cnode_t;
 
 /*
- * A pod as the cluster keeps it (cluster_pods.c): only what node CPU and the
- * learned mix need. `host` is its node's slot in hosts (-1: not bound);
- * `claim` the key of its first claim ("ns/name"), or NULL.
+ * A pod as the cluster keeps it (cluster_pods.c): only what node CPU, the
+ * learned mix and the defragmentation planner need. `key` is one allocation:
+ * the pod's key ("ns/name"), then the keys of its `nclaims` claims
+ * ("ns/name"), each NUL-terminated (sf__pod_claim walks them; the first is
+ * the one whose learned shapes carry the pod's CPU). `host` is its node's
+ * slot in hosts (-1: not bound); `created_s` its creationTimestamp in Unix
+ * seconds (-1: unknown); `controller` whether a controller recreates it.
  */
 typedef struct {
-  char *key, *claim;
-  int32_t host;
+  char *key;
   int64_t cpu_milli, mem_bytes;
+  int64_t created_s;
+  int32_t host;
+  uint16_t nclaims;
+  bool controller;
 } cpod_t;
 
 /* The pods bound to one node: their summed requests. A slot with name NULL is free. */
@@ -165,6 +172,8 @@ void sf__pod_set(sf_cluster_t *c, const sf_pod_t *p);
 void sf__pod_del(sf_cluster_t *c, const char *key);
 /** Makes the decoded pods objs[0..n) (freed here) the pods, with the old ones too when `merge`. */
 void sf__pods_install(sf_cluster_t *c, sf_object_t **objs, size_t n, bool merge);
+/** The key of claim `i` (< nclaims) of a kept pod: borrowed from its record. */
+const char *sf__pod_claim(const cpod_t *p, size_t i);
 /** CPU of the pod whose first claim is `claim_key`, 0 when none is known. */
 int64_t sf__claim_cpu(const sf_cluster_t *c, const char *claim_key);
 void sf__pods_init(sf_cluster_t *c);

@@ -7,8 +7,10 @@
  * status.phase!=Succeeded,status.phase!=Failed, as kube-scheduler's own
  * informer). A pod is kept only while it is bound (spec.nodeName) or holds a
  * claim, and only as its key, its node, its requests (decode_pod.c sums them
- * as kube-scheduler's NodeResourcesFit does) and its first claim's key: a
- * Pod object is several kilobytes, a kept pod well under a hundred bytes.
+ * as kube-scheduler's NodeResourcesFit does), its claims' keys, its creation
+ * time and whether a controller owns it (what the defragmentation planner
+ * asks of a pod): a Pod object is several kilobytes, a kept pod 48 bytes
+ * plus one allocation holding its key and its claims' keys.
  *
  * Layout: pods in an array (swap-removed) keyed by "ns/name"; per node a
  * host slot with the sums over its bound pods (free slots are reused, so a
@@ -27,6 +29,7 @@
 #include <string.h>
 #include "decode_int.h"
 #include "cluster_int.h"
+#include "slicefit/cluster_defrag.h"
 
 #define KEY_MAX 512
 #define HOLDER_PREFIX "pods on "
@@ -40,10 +43,8 @@ void sf__pods_init(sf_cluster_t *c)
 
 static void pods_clear(sf_cluster_t *c)
 {
-  for (size_t i = 0; i < c->npods; i++) {
+  for (size_t i = 0; i < c->npods; i++)
     free(c->pods[i].key);
-    free(c->pods[i].claim);
-  }
   for (size_t i = 0; i < c->nhosts; i++)
     free(c->hosts[i].name);
   c->npods = c->nhosts = c->nfree_hosts = 0;
@@ -149,6 +150,20 @@ static void host_add(sf_cluster_t *c, const cpod_t *p, int sign)
 
 /* ---- claims' CPU in the learned mix ---- */
 
+const char *sf__pod_claim(const cpod_t *p, size_t i)
+{
+  const char *k = p->key;
+  for (size_t n = 0; n <= i; n++)
+    k += strlen(k) + 1;
+  return k;
+}
+
+/* The key of the pod's first claim, or NULL when it names none. */
+static const char *first_claim(const cpod_t *p)
+{
+  return p->nclaims > 0 ? sf__pod_claim(p, 0) : NULL;
+}
+
 uint64_t sf_cluster_pod_changes(const sf_cluster_t *c)
 {
   return c->pod_changes;
@@ -171,7 +186,7 @@ static void relearn(sf_cluster_t *c, const char *key, int sign)
 /* Pod i carries its claim's CPU unless another pod does already; false when it does not. */
 static bool claim_take(sf_cluster_t *c, size_t i)
 {
-  const char *k = c->pods[i].claim;
+  const char *k = first_claim(&c->pods[i]);
   if (!k || sf_map_get(&c->claim_pods, k, strlen(k)) >= 0)
     return false;
   relearn(c, k, -1);
@@ -183,7 +198,7 @@ static bool claim_take(sf_cluster_t *c, size_t i)
 /* Pod i no longer carries its claim's CPU (if it did). */
 static void claim_drop(sf_cluster_t *c, size_t i)
 {
-  const char *k = c->pods[i].claim;
+  const char *k = first_claim(&c->pods[i]);
   if (!k || sf_map_get(&c->claim_pods, k, strlen(k)) != (int32_t)i)
     return;
   relearn(c, k, -1);
@@ -193,22 +208,45 @@ static void claim_drop(sf_cluster_t *c, size_t i)
 
 /* ---- pods ---- */
 
-/* The key of the pod's first claim ("ns/name"), in buf; NULL when it names none yet. */
-static const char *first_claim(const sf_pod_t *p, char *buf, size_t len)
+/*
+ * A kept pod's record in `rec`: its key, then the keys of the claims it
+ * names (its resourceClaims as named or as generated, deduplicated, then its
+ * extended resources' claim), each NUL-terminated. Returns the record's
+ * length; *nclaims the claims' count. A key that does not fit is left out.
+ */
+static size_t pod_record(const sf_pod_t *p, const char *key, char *rec, size_t cap, uint16_t *nclaims)
 {
-  const char *name = NULL;
-  for (size_t i = 0; i < p->nclaims && !name; i++) {
-    name = p->claims[i].claim_name;
-    for (size_t k = 0; !name && k < p->nstatuses; k++)
+  const char *ns = p->meta.ns ? p->meta.ns : "";
+  size_t len = (size_t)snprintf(rec, cap, "%s", key) + 1;
+  *nclaims = 0;
+  for (size_t i = 0; i <= p->nclaims && *nclaims < UINT16_MAX; i++) {
+    const char *name = i < p->nclaims ? p->claims[i].claim_name : p->ext_claim;
+    for (size_t k = 0; i < p->nclaims && !name && k < p->nstatuses; k++)
       if (!strcmp(p->statuses[k].name, p->claims[i].name))
         name = p->statuses[k].claim_name;
+    if (!name || !*name)
+      continue;
+    int n = snprintf(rec + len, cap - len, "%s/%s", ns, name);
+    if (n < 0 || (size_t)n >= cap - len)
+      continue;
+    const char *seen = rec + strlen(rec) + 1;
+    for (uint16_t k = 0; k < *nclaims && strcmp(seen, rec + len); k++)
+      seen += strlen(seen) + 1;
+    if (seen < rec + len)
+      continue;
+    len += (size_t)n + 1;
+    (*nclaims)++;
   }
-  if (!name || !*name)
-    name = p->ext_claim;
-  if (!name || !*name)
-    return NULL;
-  snprintf(buf, len, "%s/%s", p->meta.ns ? p->meta.ns : "", name);
-  return buf;
+  return len;
+}
+
+/* The record's length: its key and its claims' keys with their NULs. */
+static size_t record_len(const cpod_t *p)
+{
+  if (p->nclaims == 0)
+    return strlen(p->key) + 1;
+  const char *last = sf__pod_claim(p, p->nclaims - 1u);
+  return (size_t)(last - p->key) + strlen(last) + 1;
 }
 
 /* Removes pods[i]: its host's sums, its claim's CPU, its slot (the last pod moves there). */
@@ -224,13 +262,13 @@ static void pod_remove(sf_cluster_t *c, size_t i, char *touched, size_t len)
   claim_drop(c, i);
   sf_map_del(&c->pod_keys, p->key, strlen(p->key));
   free(p->key);
-  free(p->claim);
   if (i != --c->npods) {
     c->pods[i] = c->pods[c->npods];
     const cpod_t *m = &c->pods[i];
+    const char *k = first_claim(m);
     sf_map_put(&c->pod_keys, m->key, strlen(m->key), (int32_t)i);
-    if (m->claim && sf_map_get(&c->claim_pods, m->claim, strlen(m->claim)) == (int32_t)c->npods)
-      sf_map_put(&c->claim_pods, m->claim, strlen(m->claim), (int32_t)i);
+    if (k && sf_map_get(&c->claim_pods, k, strlen(k)) == (int32_t)c->npods)
+      sf_map_put(&c->claim_pods, k, strlen(k), (int32_t)i);
   }
 }
 
@@ -245,16 +283,17 @@ void sf__pod_del(sf_cluster_t *c, const char *key)
     sf__host_sync(c, node);
 }
 
-/* Records pod `p` (not yet known); returns its host's name in node ("" when not bound). */
-static void pod_add(sf_cluster_t *c, const sf_pod_t *p, const char *key, const char *claim,
-                    char *node, size_t len)
+/* Records pod `p` (not yet known) as `rec`; returns its host's name in node ("" when not bound). */
+static void pod_add(sf_cluster_t *c, const sf_pod_t *p, const cpod_t *rec, size_t rlen, char *node,
+                    size_t len)
 {
   sf_xgrow(&c->pods, &c->cappods, c->npods + 1, sizeof(*c->pods));
   size_t i = c->npods++;
   c->pod_changes++;
-  c->pods[i] = (cpod_t){sf_xstrdup(key), claim ? sf_xstrdup(claim) : NULL, -1, p->cpu_milli,
-                        p->mem_bytes};
-  sf_map_put(&c->pod_keys, key, strlen(key), (int32_t)i);
+  c->pods[i] = *rec;
+  c->pods[i].key = sf_xmalloc(rlen);
+  memcpy(c->pods[i].key, rec->key, rlen);
+  sf_map_put(&c->pod_keys, rec->key, strlen(rec->key), (int32_t)i);
   node[0] = '\0';
   if (p->node_name) {
     c->pods[i].host = host_ref(c, p->node_name);
@@ -264,25 +303,33 @@ static void pod_add(sf_cluster_t *c, const sf_pod_t *p, const char *key, const c
   claim_take(c, i);
 }
 
+/* Is the kept pod `o` the same as the record `n`, on the same node? */
+static bool pod_same(const sf_cluster_t *c, const cpod_t *o, const cpod_t *n, size_t rlen,
+                     const char *node_name)
+{
+  const char *node = o->host >= 0 ? c->hosts[o->host].name : NULL;
+  bool same_node = node && node_name ? !strcmp(node, node_name) : node == node_name;
+  return same_node && o->nclaims == n->nclaims && record_len(o) == rlen &&
+         !memcmp(o->key, n->key, rlen) && o->cpu_milli == n->cpu_milli &&
+         o->mem_bytes == n->mem_bytes && o->created_s == n->created_s &&
+         o->controller == n->controller;
+}
+
 void sf__pod_set(sf_cluster_t *c, const sf_pod_t *p)
 {
-  char key[KEY_MAX], cbuf[KEY_MAX], before[KEY_MAX] = "", after[KEY_MAX] = "";
+  char key[KEY_MAX], rbuf[4 * KEY_MAX], before[KEY_MAX] = "", after[KEY_MAX] = "";
   sf__obj_key(&p->meta, key, sizeof key);
-  const char *claim = first_claim(p, cbuf, sizeof cbuf);
+  cpod_t rec = {rbuf, p->cpu_milli, p->mem_bytes, sf_rfc3339_seconds(p->created), -1,
+                0,    p->controller};
+  size_t rlen = pod_record(p, key, rbuf, sizeof rbuf, &rec.nclaims);
   int32_t i = sf_map_get(&c->pod_keys, key, strlen(key));
-  /* A pod whose node, requests and claim are unchanged (a status update) costs a compare. */
-  if (i >= 0 && !p->terminal) {
-    const cpod_t *o = &c->pods[i];
-    const char *node = o->host >= 0 ? c->hosts[o->host].name : NULL;
-    bool same_node = node && p->node_name ? !strcmp(node, p->node_name) : node == p->node_name;
-    bool same_claim = o->claim && claim ? !strcmp(o->claim, claim) : o->claim == claim;
-    if (same_node && same_claim && o->cpu_milli == p->cpu_milli && o->mem_bytes == p->mem_bytes)
-      return;
-  }
+  /* A pod whose node, requests, claims and owner are unchanged (a status update) costs a compare. */
+  if (i >= 0 && !p->terminal && pod_same(c, &c->pods[i], &rec, rlen, p->node_name))
+    return;
   if (i >= 0)
     pod_remove(c, (size_t)i, before, sizeof before);
-  if (!p->terminal && (p->node_name || claim))
-    pod_add(c, p, key, claim, after, sizeof after);
+  if (!p->terminal && (p->node_name || rec.nclaims > 0))
+    pod_add(c, p, &rec, rlen, after, sizeof after);
   if (before[0])
     sf__host_sync(c, before);
   if (after[0] && strcmp(before, after))

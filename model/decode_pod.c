@@ -2,7 +2,8 @@
  * core/v1 Pod and Node: the few fields slicefit needs. A pod's claims
  * (spec.resourceClaims and their generated names in status), its
  * containers' claim references and extended-resource requests, its CPU and
- * memory requests as kube-scheduler sums them, whether it has ended; a
+ * memory requests as kube-scheduler sums them, whether it has ended,
+ * whether a controller owns it and when it was created; a
  * node's name, labels and allocatable amounts.
  */
 #include <string.h>
@@ -268,9 +269,21 @@ static int pod_status(dctx_t *d, const json_t *st, void *out)
   return sf__dsub(d, st, "extendedResourceClaimStatus", ext_status, p);
 }
 
+/* Who owns the pod and since when: read leniently (a field of the wrong type reads as absent). */
+static void pod_meta(dctx_t *d, const json_t *j, sf_pod_t *p)
+{
+  const json_t *md = json_object_get(j, "metadata"), *r;
+  size_t i;
+  json_array_foreach(json_object_get(md, "ownerReferences"), i, r)
+      p->controller |= json_is_true(json_object_get(r, "controller"));
+  const json_t *t = json_object_get(md, "creationTimestamp");
+  p->created = sf__dkeep(d, json_string_value(t), json_string_length(t));
+}
+
 int sf__decode_pod(dctx_t *d, const json_t *j, sf_pod_t *p)
 {
   int r;
+  pod_meta(d, j, p);
   if ((r = sf__dsub(d, j, "spec", pod_spec, p)) < 0)
     return r;
   return sf__dsub(d, j, "status", pod_status, p);

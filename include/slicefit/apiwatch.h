@@ -203,6 +203,23 @@ void sf_apiwatch_stop(sf_apiwatch_t *w, void (*done)(void *ud), void *ud);
 /** Frees the watcher (NULL accepted); after stop's `done`, or if never started. */
 void sf_apiwatch_destroy(sf_apiwatch_t *w);
 
+/*
+ * One request to the API server besides the watches (the Eviction API), on
+ * the watcher's libcurl multi handle and so on its loop, never blocking it.
+ * `status` is the HTTP status, 0 when no answer came (then `body` is
+ * libcurl's error); `body` (borrowed for the call) is the answer, capped at
+ * 64 KiB. The callback runs on the loop, once, unless the watcher stops
+ * first: stopping aborts the requests in flight without calling them.
+ */
+typedef void (*sf_apiwatch_reply_cb)(void *ud, long status, const char *body, size_t len);
+/**
+ * Sends `method` `path` (from the server's root, "/api/v1/...") with the
+ * JSON `body` (copied; may be NULL), authenticated as the watches are.
+ * 0, or SF_EINVAL when the watcher is not running (cb is then not called).
+ */
+int sf_apiwatch_request(sf_apiwatch_t *w, const char *method, const char *path, const char *body,
+                        sf_apiwatch_reply_cb cb, void *ud);
+
 /* ---- the watch stream framer (framer.c) ---- */
 
 /*

@@ -204,7 +204,9 @@ typedef struct {
    * plus spec.overhead. A missing request counts 0.
    */
   int64_t cpu_milli, mem_bytes;
-  bool terminal; /* status.phase Succeeded or Failed */
+  bool terminal;       /* status.phase Succeeded or Failed */
+  bool controller;     /* an ownerReferences entry has controller: true (a controller recreates it) */
+  const char *created; /* metadata.creationTimestamp, NULL when absent or not a string */
 } sf_pod_t;
 
 typedef struct {

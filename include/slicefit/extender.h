@@ -31,9 +31,9 @@ typedef struct {
   unsigned conn_timeout_s;        /* keep-alive: an idle connection is closed after this */
   unsigned max_connections;
   unsigned drain_timeout_ms; /* SIGTERM: most time given to in-flight requests */
-  bool debug_only;           /* the --debug-listen listener: /debug/state and /healthz only */
-  bool metrics_only;         /* the --metrics-listen listener: /metrics and /healthz only */
-  bool debug_over_tls; /* a TLS listener serves /debug/state too (default false; needs a client CA) */
+  bool debug_only;   /* the --debug-listen listener: /debug/state, /debug/defrag and /healthz only */
+  bool metrics_only; /* the --metrics-listen listener: /metrics and /healthz only */
+  bool debug_over_tls; /* a TLS listener serves /debug/state and /debug/defrag too (default false; needs a client CA) */
   unsigned header_timeout_s;   /* a request's headers must be complete within this */
   unsigned request_timeout_s;  /* headers complete to answer sent */
   unsigned keepalive_requests; /* answers per connection; the last says Connection: close */
@@ -126,6 +126,8 @@ typedef struct {
   bool allow_token_over_http;    /* tests only: a bearer token to an http:// server */
   int kube_minor;                /* --kubernetes-version's minor; 0: live, the server's /version */
   bool strict;                   /* --strict: a snapshot with one bad object does not start */
+  bool defrag_evict;             /* --defrag-evict: carry out plans (live cluster only) */
+  unsigned defrag_after_s;       /* --defrag-after: a claim pending this long gets a plan (0: 600) */
 } sf_daemon_options_t;
 
 /** The release ("0.1.0") and the git commit it was built from ("unknown" outside git); static. */

@@ -406,17 +406,32 @@ void sfx_api_start(sfx_api_t *a, const char *flag)
   cr_assert(fgets(line, sizeof line, a->out) && sscanf(line, "port %u", &a->port) == 1);
 }
 
+static void api_vask(sfx_api_t *a, char *line, size_t cap, const char *fmt, va_list ap)
+{
+  vfprintf(a->in, fmt, ap);
+  fputc('\n', a->in);
+  fflush(a->in);
+  cr_assert(fgets(line, (int)cap, a->out));
+  cr_assert(strncmp(line, "ok", 2) == 0, "fake-apiserver: %s", line);
+}
+
 void sfx_api_cmd(sfx_api_t *a, const char *fmt, ...)
+{
+  char line[4096];
+  va_list ap;
+  va_start(ap, fmt);
+  api_vask(a, line, sizeof line, fmt, ap);
+  va_end(ap);
+}
+
+const char *sfx_api_ask(sfx_api_t *a, char *line, size_t cap, const char *fmt, ...)
 {
   va_list ap;
   va_start(ap, fmt);
-  vfprintf(a->in, fmt, ap);
+  api_vask(a, line, cap, fmt, ap);
   va_end(ap);
-  fputc('\n', a->in);
-  fflush(a->in);
-  char line[4096];
-  cr_assert(fgets(line, sizeof line, a->out));
-  cr_assert(strncmp(line, "ok", 2) == 0, "fake-apiserver: %s", line);
+  line[strcspn(line, "\n")] = '\0';
+  return line[2] == ' ' ? line + 3 : line + 2;
 }
 
 void sfx_api_stop(sfx_api_t *a)

@@ -106,6 +106,9 @@ typedef struct {
 void sfx_api_start(sfx_api_t *a, const char *flag);
 /** Sends one command; fails the test unless the fake answers ok. */
 void sfx_api_cmd(sfx_api_t *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/** Sends one command; fails the test unless the answer is ok; returns what follows "ok " in line. */
+const char *sfx_api_ask(sfx_api_t *a, char *line, size_t cap, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /** Quits it and waits for it. */
 void sfx_api_stop(sfx_api_t *a);
 /* Writes a kubeconfig at path for the fake API server on 127.0.0.1:port (token auth, plain http). */

@@ -195,6 +195,9 @@ Test(client_cert, debug_state_over_tls_only_to_verified_clients, .timeout = 60)
   start(&s, &p, "--debug-state-over-tls=true");
   cr_assert_eq(get_as(&s, &p, "a", "/debug/state"), 200);
   cr_assert_eq(get_as(&s, &p, NULL, "/debug/state"), 0);
+  /* /debug/defrag follows the same rule: it names pods and claims of every namespace. */
+  cr_assert_eq(get_as(&s, &p, "a", "/debug/defrag?claim=tenants/nope"), 200);
+  cr_assert_eq(get_as(&s, &p, NULL, "/debug/defrag?claim=tenants/nope"), 0);
   finish(&s, &p);
 }
 

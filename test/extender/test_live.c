@@ -683,3 +683,205 @@ Test(live, never_ready_before_the_first_sync_on_any_listener, .timeout = 90)
   sfx_api_stop(&api);
   remove_dir(dir);
 }
+
+/* The fake API server holding test/fixtures' fragmented cluster, and a daemon watching it. */
+static void start_fragmented(sfx_api_t *api, sfx_t *s, char *dir, char *kc, size_t cap,
+                             const char *const *extra)
+{
+  sfx_api_start(api, NULL);
+  cr_assert_not_null(mkdtemp(dir));
+  json_t *list = sfx_load("test/fixtures/defrag/fragmented.json");
+  load_kind(api, list, "DeviceClass", "deviceclasses", dir);
+  load_kind(api, list, "ResourceSlice", "resourceslices", dir);
+  load_kind(api, list, "ResourceClaim", "resourceclaims", dir);
+  load_kind(api, list, "Pod", "pods", dir);
+  json_decref(list);
+  snprintf(kc, cap, "%s/kubeconfig", dir);
+  sfx_write_kubeconfig(kc, api->port);
+  const char *args[16] = {"--kubeconfig", kc, "--allow-token-over-http"};
+  size_t n = 3;
+  for (size_t i = 0; extra && extra[i] && n < 15; i++)
+    args[n++] = extra[i];
+  sfx_start(s, args);
+  wait_for(s, "/readyz", "\"ready\":true");
+}
+
+/* Polls GET path until its body lacks `gone` (10 s at most); returns the last body (new). */
+static char *wait_without(sfx_t *s, const char *path, const char *gone)
+{
+  for (int i = 0; i < 500; i++) {
+    sfx_reply_t r;
+    sfx_request(s, "GET", path, NULL, 0, &r);
+    if (r.status == 200 && strstr(r.body, gone) == NULL) {
+      char *body = strdup(r.body);
+      sfx_reply_free(&r);
+      return body;
+    }
+    sfx_reply_free(&r);
+    nap();
+  }
+  cr_assert_fail("GET %s kept %s", path, gone);
+  return NULL;
+}
+
+Test(live, debug_defrag_plans_from_the_watched_pods, .timeout = 60)
+{
+  sfx_api_t api;
+  sfx_t s;
+  char dir[] = "/tmp/sfx-live-XXXXXX", kc[64];
+  start_fragmented(&api, &s, dir, kc, sizeof kc, NULL);
+  /* The pods came from the watch: their owners, ages and claims pick infer-b. */
+  wait_for(&s, "/debug/defrag?claim=team/big", "\"name\": \"infer-b\"");
+  sfx_reply_t r;
+  sfx_request(&s, "GET", "/debug/defrag?claim=team/big", NULL, 0, &r);
+  json_t *a = json_loads(r.body, 0, NULL);
+  sfx_reply_free(&r);
+  cr_assert_str_eq(json_string_value(json_object_get(a, "node")), "node-b");
+  cr_assert(json_is_true(json_object_get(a, "fits_after")));
+  json_decref(a);
+  /* infer-b loses its controller through the API: a bare pod, no longer chosen. */
+  sfx_api_cmd(&api, "put pods {\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"namespace\":"
+                    "\"team\",\"name\":\"infer-b\",\"uid\":\"uid-infer-b\",\"creationTimestamp\":"
+                    "\"2026-12-07T23:00:00Z\"},\"spec\":{\"nodeName\":\"node-b\",\"containers\":"
+                    "[{\"name\":\"c\"}],\"resourceClaims\":[{\"name\":\"gpu\","
+                    "\"resourceClaimName\":\"small-b\"}]},\"status\":{\"phase\":\"Running\"}}");
+  char *body = wait_without(&s, "/debug/defrag?claim=team/big", "infer-b");
+  cr_assert(strstr(body, "\"why\"") != NULL, "%s", body);
+  free(body);
+  cr_assert_eq(sfx_stop(&s), 0);
+  sfx_api_stop(&api);
+  remove_dir(dir);
+}
+
+/* Puts claim NAME (team), allocated `mem` of gpu-0 of `node` with share `share`, through the API. */
+static void put_team_claim(sfx_api_t *api, const char *name, const char *node, const char *mem,
+                           const char *share)
+{
+  json_t *c =
+      json_pack("{s:s, s:s, s:{s:s, s:s, s:s, s:s}, s:{s:{s:[{s:s, s:{s:s, s:s, s:i, s:{s:{s:s}}}}]}},"
+                " s:{s:{s:{s:[{s:s, s:s, s:s, s:s, s:s, s:{s:s}}]}}}}",
+                "apiVersion", "resource.k8s.io/v1", "kind", "ResourceClaim", "metadata", "namespace",
+                "team", "name", name, "uid", name, "creationTimestamp", "2026-12-01T00:00:00Z",
+                "spec", "devices", "requests", "name", "gpu", "exactly", "deviceClassName",
+                "gpu.nvidia.com", "allocationMode", "ExactCount", "count", 1, "capacity", "requests",
+                "memory", mem, "status", "allocation", "devices", "results", "request", "gpu",
+                "driver", "gpu.nvidia.com", "pool", node, "device", "gpu-0", "shareID", share,
+                "consumedCapacity", "memory", mem);
+  char *s = json_dumps(c, JSON_COMPACT);
+  sfx_api_cmd(api, "put resourceclaims %s", s);
+  free(s);
+  json_decref(c);
+}
+
+/* Puts pod NAME (team) on `node`, owned by a ReplicaSet, created at `created`, holding `claim`. */
+static void put_team_pod(sfx_api_t *api, const char *name, const char *node, const char *created,
+                         const char *claim)
+{
+  json_t *p = json_pack("{s:s, s:s, s:{s:s, s:s, s:s, s:s, s:[{s:s, s:s, s:s, s:s, s:b}]},"
+                        " s:{s:s, s:[{s:s}], s:[{s:s, s:s}]}, s:{s:s}}",
+                        "apiVersion", "v1", "kind", "Pod", "metadata", "namespace", "team", "name",
+                        name, "uid", name, "creationTimestamp", created, "ownerReferences",
+                        "apiVersion", "apps/v1", "kind", "ReplicaSet", "name", name, "uid", name,
+                        "controller", 1, "spec", "nodeName", node, "containers", "name", "c",
+                        "resourceClaims", "name", "gpu", "resourceClaimName", claim, "status",
+                        "phase", "Running");
+  put_pod(api, p);
+  json_decref(p);
+}
+
+/* team/big waits since 2026-12-01: past any --defrag-after. */
+static void big_waits_long(sfx_api_t *api)
+{
+  sfx_api_cmd(api, "put resourceclaims {\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":"
+                   "\"ResourceClaim\",\"metadata\":{\"namespace\":\"team\",\"name\":\"big\","
+                   "\"uid\":\"uid-big\",\"creationTimestamp\":\"2026-12-01T00:00:00Z\"},\"spec\":"
+                   "{\"devices\":{\"requests\":[{\"name\":\"gpu\",\"exactly\":{\"deviceClassName\":"
+                   "\"gpu.nvidia.com\",\"allocationMode\":\"ExactCount\",\"count\":1,\"capacity\":"
+                   "{\"requests\":{\"memory\":\"80Gi\"}}}}]}}}");
+}
+
+/* Polls the fake's pod count until it is `want` (20 s at most). */
+static void wait_pods(sfx_api_t *api, const char *want)
+{
+  char line[4096];
+  for (int i = 0; i < 1000; i++) {
+    if (strcmp(sfx_api_ask(api, line, sizeof line, "count pods"), want) == 0)
+      return;
+    nap();
+  }
+  cr_assert_fail("the fake API server never held %s pods (%s)", want, line);
+}
+
+Test(live, defrag_evict_carries_out_a_plan, .timeout = 90)
+{
+  sfx_api_t api;
+  sfx_t s;
+  char dir[] = "/tmp/sfx-live-XXXXXX", kc[64], line[4096];
+  char pol[64];
+  snprintf(pol, sizeof pol, "/tmp/sfx-live-pol-%d.json", (int)getpid());
+  FILE *f = fopen(pol, "w");
+  cr_assert_not_null(f);
+  fputs("{\"defrag_max_per_hour\": \"1\"}\n", f);
+  fclose(f);
+  const char *extra[] = {"--defrag-evict", "--defrag-after=1s", "--policy", pol, NULL};
+  start_fragmented(&api, &s, dir, kc, sizeof kc, extra);
+  wait_for(&s, "/metrics", "\nslicefit_defrag_evict_enabled 1\n");
+  big_waits_long(&api);
+  /* The plan of /debug/defrag is carried out: infer-b is evicted, through the Eviction API. */
+  wait_pods(&api, "2");
+  cr_assert_str_eq(sfx_api_ask(&api, line, sizeof line, "evictions"), "[\"team/infer-b\"]");
+  wait_for(&s, "/metrics", "\nslicefit_defrag_plans_total{result=\"carried_out\"} 1\n");
+  wait_for(&s, "/metrics", "\nslicefit_defrag_pods_evicted_total 1\n");
+  wait_for(&s, "/metrics", "\nslicefit_defrag_plans_total{result=\"found\"} 1\n");
+  cr_assert_eq(sfx_log_count(&s, "\"pod evicted\" pod=\"team/infer-b\""), 1);
+  cr_assert_eq(sfx_log_count(&s, "\"defragmentation plan carried out\" claim=\"team/big\""), 1);
+  /* The watch saw it go: the plan for big no longer names it. */
+  char *body = wait_without(&s, "/debug/defrag?claim=team/big", "infer-b");
+  free(body);
+  /* big still waits (no scheduler here), but one plan an hour is the policy's limit. */
+  body = wait_without(&s, "/metrics", "slicefit_defrag_plans_total{result=\"held_back\"} 0\n");
+  free(body);
+  cr_assert_str_eq(sfx_api_ask(&api, line, sizeof line, "evictions"), "[\"team/infer-b\"]");
+  cr_assert_eq(sfx_stop(&s), 0);
+  sfx_api_stop(&api);
+  remove_dir(dir);
+  unlink(pol);
+}
+
+Test(live, defrag_evict_stops_at_a_refused_eviction, .timeout = 90)
+{
+  sfx_api_t api;
+  sfx_t s;
+  char dir[] = "/tmp/sfx-live-XXXXXX", kc[64], line[4096];
+  const char *extra[] = {"--defrag-evict", "--defrag-after=1m", NULL};
+  start_fragmented(&api, &s, dir, kc, sizeof kc, extra);
+  /* node-a and node-b each hold two controlled pods: every plan evicts two (node-b's, younger). */
+  put_team_claim(&api, "extra-a", "node-a", "5Gi", "00000000-0000-0000-0000-000000000005");
+  put_team_claim(&api, "extra-b", "node-b", "5Gi", "00000000-0000-0000-0000-000000000004");
+  put_team_pod(&api, "train-a2", "node-a", "2026-12-01T00:00:00Z", "extra-a");
+  put_team_pod(&api, "infer-b2", "node-b", "2026-12-07T23:10:00Z", "extra-b");
+  wait_for(&s, "/debug/defrag?claim=team/big", "infer-b2");
+  sfx_reply_t r;
+  sfx_request(&s, "GET", "/debug/defrag?claim=team/big", NULL, 0, &r);
+  json_t *a = json_loads(r.body, 0, NULL);
+  sfx_reply_free(&r);
+  json_t *ev = json_object_get(a, "evictions");
+  cr_assert_eq(json_array_size(ev), 2);
+  char first[128];
+  snprintf(first, sizeof first, "[\"team/%s\"]",
+           json_string_value(json_object_get(json_array_get(ev, 0), "name")));
+  json_decref(a);
+  /* Every eviction meets a PodDisruptionBudget: the first is refused, the second never sent. */
+  sfx_api_cmd(&api, "pdb all");
+  big_waits_long(&api);
+  wait_for(&s, "/metrics", "\nslicefit_defrag_plans_aborted_total{reason=\"disruption_budget\"} 1\n");
+  cr_assert_str_eq(sfx_api_ask(&api, line, sizeof line, "evictions"), first);
+  cr_assert_str_eq(sfx_api_ask(&api, line, sizeof line, "count pods"), "5");
+  wait_for(&s, "/metrics", "\nslicefit_defrag_pods_evicted_total 0\n");
+  wait_for(&s, "/metrics", "\nslicefit_defrag_plans_total{result=\"carried_out\"} 0\n");
+  cr_assert_eq(sfx_log_count(&s, "would violate the pod's disruption budget"), 1);
+  cr_assert_eq(sfx_log_count(&s, "\"pod evicted\""), 0);
+  cr_assert_eq(sfx_stop(&s), 0);
+  sfx_api_stop(&api);
+  remove_dir(dir);
+}

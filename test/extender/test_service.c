@@ -194,6 +194,9 @@ Test(service, flags)
                          "--version",
                          "--strict",
                          "--kubernetes-version",
+                         "--defrag-evict",
+                         "--defrag-after",
+                         "/debug/defrag",
                          "search_budget",
                          "headroom_pct",
                          "strategy",
@@ -216,6 +219,15 @@ Test(service, flags)
   cr_assert(strstr(out, "expected a version such as 1.34"), "%s", out);
   cr_assert_eq(run_cli("--strict --kubeconfig /nonexistent", out, sizeof out), 2);
   cr_assert(strstr(out, "--strict applies to --snapshot"), "%s", out);
+  cr_assert_eq(run_cli("--defrag-evict --snapshot extender/example-cluster.json", out, sizeof out),
+               2);
+  cr_assert(strstr(out, "--defrag-evict needs a live cluster"), "%s", out);
+  cr_assert_eq(run_cli("--defrag-evict=maybe", out, sizeof out), 2);
+  cr_assert(strstr(out, "--defrag-evict maybe: expected true or false"), "%s", out);
+  cr_assert_eq(run_cli("--defrag-after=0", out, sizeof out), 2);
+  cr_assert(strstr(out, "--defrag-after 0: expected a duration above 0"), "%s", out);
+  cr_assert_eq(run_cli("--defrag-after=10x", out, sizeof out), 2);
+  cr_assert(strstr(out, "expected a duration such as 300s"), "%s", out);
 }
 
 /* Writes `text` to a new temporary file; its path in path (at least 32 bytes). */

@@ -19,6 +19,29 @@ const char *const mf_menu[] = {"gpu-whole-card", "gpu-shared-small", "gpu-fracti
 
 /* ---- RBAC ---- */
 
+/*
+ * The one write: create on pods/eviction (--defrag-evict), cluster-wide, alone in its rule.
+ * 1 for that rule, 0 for a rule without the subresource, -1 (why set) for anything else.
+ */
+static int eviction_rule(const yt_node_t *role, const yt_node_t *rule, char *why, size_t wl)
+{
+  const char *rname = mf_str_at(role, "metadata", "name");
+  const yt_node_t *verbs = yt_get(rule, "verbs"), *groups = yt_get(rule, "apiGroups");
+  const yt_node_t *res = yt_get(rule, "resources");
+  if (!mf_seq_has(res, "pods/eviction"))
+    return 0;
+  if (yt_len(res) != 1 || yt_len(groups) != 1 || !mf_streq(yt_str(yt_at(groups, 0)), "") ||
+      yt_len(verbs) != 1 || !mf_streq(yt_str(yt_at(verbs, 0)), "create") ||
+      yt_get(rule, "resourceNames") != NULL ||
+      !mf_streq(mf_str_at(role, "kind", NULL), "ClusterRole"))
+    return mf_say(why, wl,
+                  "role %s: pods/eviction must be alone in its rule, in group "
+                  ", with the one "
+                  "verb create, in a ClusterRole",
+                  rname);
+  return 1;
+}
+
 /* One rule of a role bound to slicefit: get/list/watch, on allowed objects. */
 static int check_rule(const yt_node_t *role, const yt_node_t *rule, const char *policy_ns,
                       const char *policy_name, int *granted, char *why, size_t wl)
@@ -26,6 +49,9 @@ static int check_rule(const yt_node_t *role, const yt_node_t *rule, const char *
   const char *rname = mf_str_at(role, "metadata", "name");
   const yt_node_t *verbs = yt_get(rule, "verbs"), *groups = yt_get(rule, "apiGroups");
   const yt_node_t *res = yt_get(rule, "resources"), *names = yt_get(rule, "resourceNames");
+  int ev = eviction_rule(role, rule, why, wl);
+  if (ev != 0)
+    return ev < 0 ? -1 : 0;
   if (yt_len(verbs) != 3 || !mf_seq_has(verbs, "get") || !mf_seq_has(verbs, "list") ||
       !mf_seq_has(verbs, "watch"))
     return mf_say(why, wl, "role %s: verbs must be exactly get, list, watch", rname);
@@ -103,7 +129,7 @@ static int bound_to(const yt_node_t *binding, const char *sa, const char *ns)
 /*
  * Every role bound to the Deployment's service account grants get, list and
  * watch on the DRA objects, on Nodes and Pods and on the policy ConfigMap named by
- * --policy-configmap, all of them, and nothing else.
+ * --policy-configmap, all of them, and nothing else but create on pods/eviction.
  */
 int mf_check_rbac(const yt_node_t *docs, char *why, size_t wl)
 {

@@ -40,6 +40,29 @@ static int rbac_with(const char *rules, char *why, size_t wl)
 Test(manifests_checks, rbac_check_accepts_the_minimal_grant)
 {
   CHECK(rbac_with, DRA_RULE "verbs: [get, list, watch]}\n" NODE_RULE);
+  CHECK(rbac_with, DRA_RULE "verbs: [get, list, watch]}\n" NODE_RULE
+                            "- {apiGroups: [''], resources: [pods/eviction], verbs: [create]}\n");
+}
+
+Test(manifests_checks, rbac_check_allows_evictions_and_no_other_write)
+{
+  const char *bad[][2] = {
+      {"- {apiGroups: [''], resources: [pods/eviction], verbs: [create, delete]}\n",
+       "pods/eviction must be alone"},
+      {"- {apiGroups: [''], resources: [pods/eviction, pods], verbs: [create]}\n",
+       "pods/eviction must be alone"},
+      {"- {apiGroups: [policy], resources: [pods/eviction], verbs: [create]}\n",
+       "pods/eviction must be alone"},
+      {"- {apiGroups: [''], resources: [pods/eviction], resourceNames: [a], verbs: [create]}\n",
+       "pods/eviction must be alone"},
+      {"- {apiGroups: [''], resources: [pods], verbs: [create]}\n", "verbs must be exactly"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char rules[1024], why[512] = "";
+    snprintf(rules, sizeof rules, DRA_RULE "verbs: [get, list, watch]}\n" NODE_RULE "%s", bad[i][0]);
+    cr_assert_neq(rbac_with(rules, why, sizeof why), 0, "accepted: %s", bad[i][0]);
+    cr_assert(strstr(why, bad[i][1]) != NULL, "%s: %s", bad[i][0], why);
+  }
 }
 
 Test(manifests_checks, rbac_check_rejects_more)

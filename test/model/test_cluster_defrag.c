@@ -130,3 +130,103 @@ Test(cluster_defrag, rfc3339_times)
   cr_assert_eq(sf_rfc3339_seconds("yesterday"), -1);
   cr_assert_eq(sf_rfc3339_seconds(NULL), -1);
 }
+
+/* The Pod of `items` named `name` (borrowed). */
+static json_t *pod_named(json_t *items, const char *name)
+{
+  size_t i;
+  json_t *o;
+  json_array_foreach(items, i, o)
+  {
+    const json_t *md = json_object_get(o, "metadata");
+    if (strcmp(json_string_value(json_object_get(o, "kind")), "Pod") == 0 &&
+        strcmp(json_string_value(json_object_get(md, "name")), name) == 0)
+      return o;
+  }
+  cr_assert_fail("no pod %s", name);
+  return NULL;
+}
+
+Test(cluster_defrag, the_cluster_records_plan_as_the_snapshot_does)
+{
+  static const char *const claims[] = {"team/big",  "team/tiny", "team/two", "team/small-a",
+                                       "team/nope", "other/big", "big",      "a/b/c"};
+  json_t *snap = fx_load("defrag/fragmented.json");
+  sf_cluster_t *c = load(snap, NULL, NULL);
+  for (size_t i = 0; i < sizeof claims / sizeof *claims; i++) {
+    json_t *want = sf_cluster_defrag(c, json_object_get(snap, "items"), claims[i], NOW);
+    json_t *got = sf_cluster_defrag_live(c, claims[i], NOW);
+    char *w = json_dumps(want, JSON_SORT_KEYS), *g = json_dumps(got, JSON_SORT_KEYS);
+    cr_assert_str_eq(g, w, "%s", claims[i]);
+    free(w);
+    free(g);
+    json_decref(want);
+    json_decref(got);
+  }
+  sf_cluster_destroy(c);
+  json_decref(snap);
+}
+
+Test(cluster_defrag, the_records_follow_a_pods_owner_age_and_claims)
+{
+  json_t *snap = fx_load("defrag/fragmented.json");
+  sf_cluster_t *c = load(snap, NULL, NULL);
+  char err[SF_ERR_MAX];
+  /* train-a loses its controller: a bare pod, never chosen. */
+  json_t *train = json_deep_copy(pod_named(json_object_get(snap, "items"), "train-a"));
+  json_object_del(json_object_get(train, "metadata"), "ownerReferences");
+  cr_assert_eq(sf_cluster_apply(c, SF_KIND_POD, train, err, sizeof err), 0, "%s", err);
+  json_decref(train);
+  /* A second claim on node-b, 5Gi of its card; infer-b names it too and is a day older. */
+  json_t *extra = NULL;
+  size_t i;
+  json_t *o;
+  json_array_foreach(json_object_get(snap, "items"), i,
+                     o) if (strcmp(json_string_value(json_object_get(json_object_get(o, "metadata"),
+                                                                     "name")),
+                                   "small-b") == 0) extra = json_deep_copy(o);
+  json_t *md = json_object_get(extra, "metadata");
+  json_object_set_new(md, "name", json_string("extra-b"));
+  json_object_set_new(md, "uid", json_string("uid-extra-b"));
+  json_t *res =
+      json_array_get(json_object_get(json_object_get(json_object_get(json_object_get(extra, "status"),
+                                                                     "allocation"),
+                                                     "devices"),
+                                     "results"),
+                     0);
+  json_object_set_new(res, "shareID", json_string("00000000-0000-0000-0000-000000000004"));
+  json_object_set_new(json_object_get(res, "consumedCapacity"), "memory", json_string("5Gi"));
+  cr_assert_eq(sf_cluster_apply(c, SF_KIND_RESOURCE_CLAIM, extra, err, sizeof err), 0, "%s", err);
+  json_decref(extra);
+  json_t *infer = json_deep_copy(pod_named(json_object_get(snap, "items"), "infer-b"));
+  json_array_append_new(json_object_get(json_object_get(infer, "spec"), "resourceClaims"),
+                        json_pack("{s:s, s:s}", "name", "more", "resourceClaimName", "extra-b"));
+  json_object_set_new(json_object_get(infer, "metadata"), "creationTimestamp",
+                      json_string("2026-12-06T23:00:00Z"));
+  cr_assert_eq(sf_cluster_apply(c, SF_KIND_POD, infer, err, sizeof err), 0, "%s", err);
+  json_t *a = sf_cluster_defrag_live(c, "team/big", NOW);
+  json_t *e = json_array_get(json_object_get(a, "evictions"), 0);
+  cr_assert_str_eq(field(a, "outcome"), "found", "%s", field(a, "why"));
+  cr_assert_str_eq(field(e, "name"), "infer-b");
+  cr_assert_eq(json_array_size(json_object_get(e, "claims")), 2);
+  cr_assert_str_eq(json_string_value(json_array_get(json_object_get(e, "claims"), 1)), "extra-b");
+  cr_assert_eq(json_integer_value(json_object_get(e, "gpu_milli")), 125 + 62);
+  cr_assert_eq(json_integer_value(json_object_get(a, "gpu_seconds_lost")),
+               25 * 3600 * (125 + 62) / 1000);
+  json_decref(a);
+  /* Its controller gone, infer-b is a bare pod: never chosen. */
+  json_object_del(json_object_get(infer, "metadata"), "ownerReferences");
+  cr_assert_eq(sf_cluster_apply(c, SF_KIND_POD, infer, err, sizeof err), 0, "%s", err);
+  a = sf_cluster_defrag_live(c, "team/big", NOW);
+  cr_assert_str_eq(field(a, "outcome"), "none", "%s", field(a, "why"));
+  cr_assert_eq(json_array_size(json_object_get(a, "evictions")), 0);
+  json_decref(a);
+  /* Deleted, it holds nothing any more in the planner's eyes. */
+  cr_assert_eq(sf_cluster_delete(c, SF_KIND_POD, infer, err, sizeof err), 0, "%s", err);
+  a = sf_cluster_defrag_live(c, "team/big", NOW);
+  cr_assert_str_neq(field(a, "outcome"), "found");
+  json_decref(a);
+  json_decref(infer);
+  sf_cluster_destroy(c);
+  json_decref(snap);
+}

@@ -1,7 +1,8 @@
 /*
  * fake-apiserver: a small kube-apiserver on loopback for apiwatch's tests and
  * benchmarks, and for kubectl. It serves ResourceSlices, ResourceClaims,
- * DeviceClasses, DeviceTaintRules (resource.k8s.io/v1), ConfigMaps, Nodes and Pods (v1)
+ * DeviceClasses, DeviceTaintRules (resource.k8s.io/v1), ConfigMaps, Nodes and Pods (v1),
+ * and pods' eviction subresource (POST, policy/v1 Eviction: the pod is deleted)
  * with resourceVersions, paged lists (limit/continue over a snapshot),
  * watches (chunked streams of WatchEvents, bookmarks, watch-list with the
  * initial-events-end bookmark), discovery (/version, /api, /apis, the
@@ -41,6 +42,9 @@
  *   paging on|off           honour limit on lists, or send every object in one page (as a
  *                           server answering from its watch cache may)
  *   requests | watches      how many requests were served / watches are open
+ *   pdb NS/NAME | all | off a disruption budget refuses evictions of the pod (or of every
+ *                           pod) with 429 TooManyRequests, as kube-apiserver does; off: none
+ *   evictions               every eviction asked for (one line: JSON array of ns/name)
  *   quit
  *
  * One thread per connection (libmicrohttpd); every shared field is under
@@ -215,6 +219,17 @@ static void command(char *line)
   } else if (!strcmp(verb, "paging") && (!strcmp(arg, "on") || !strcmp(arg, "off"))) {
     fk_S.no_paging = !strcmp(arg, "off");
     printf("ok\n");
+  } else if (!strcmp(verb, "pdb") && arg[0]) {
+    fk_S.pdb_all = !strcmp(arg, "all");
+    if (!strcmp(arg, "off"))
+      json_object_clear(fk_S.pdb);
+    else if (!fk_S.pdb_all)
+      json_object_set_new(fk_S.pdb, arg, json_true());
+    printf("ok\n");
+  } else if (!strcmp(verb, "evictions")) {
+    char *s = json_dumps(fk_S.evictions, JSON_COMPACT);
+    printf("ok %s\n", s);
+    free(s);
   } else if (!strcmp(verb, "watchlist")) {
     fk_S.no_watch_list = !strcmp(arg, "off");
     fk_S.ignore_watch_list = !strcmp(arg, "ignore");
@@ -233,6 +248,8 @@ int main(int argc, char **argv)
 {
   for (int i = 0; i < NRES; i++)
     fk_S.store[i] = json_object();
+  fk_S.pdb = json_object();
+  fk_S.evictions = json_array();
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--token") && i + 1 < argc)
       fk_S.token = strdup(argv[++i]);
@@ -284,5 +301,7 @@ int main(int argc, char **argv)
   free(fk_S.log);
   free(fk_S.snaps);
   free(fk_S.token);
+  json_decref(fk_S.pdb);
+  json_decref(fk_S.evictions);
   return 0;
 }

@@ -66,6 +66,9 @@ typedef struct {
   unsigned long requests;
   int nwatches;
   unsigned port;
+  json_t *pdb;       /* "ns/name" of the pods whose evictions a disruption budget refuses */
+  bool pdb_all;      /* every pod's */
+  json_t *evictions; /* "ns/name" of every eviction asked for, in order */
 } fake_state_t;
 
 extern fake_state_t fk_S;
@@ -93,6 +96,8 @@ const char *fk_put(int res, json_t *obj, bool logged);
 const char *fk_del(int res, const char *nsname);
 
 /* http.c */
+/** Sends v (stolen) as the JSON body of a `code` answer. */
+enum MHD_Result fk_send_json(struct MHD_Connection *c, unsigned code, json_t *v);
 json_t *fk_status_obj(unsigned code, const char *reason, const char *msg);
 enum MHD_Result fk_send_status(struct MHD_Connection *c, unsigned code, const char *reason,
                                const char *msg, int retry_after);
@@ -101,6 +106,13 @@ json_t *fk_table_of(json_t *objs, bool header);
 enum MHD_Result fk_on_request(void *cls, struct MHD_Connection *c, const char *url,
                               const char *method, const char *version, const char *upload,
                               size_t *upload_size, void **con_cls);
+
+/* evict.c */
+/** "NS/NAME" of an eviction subresource path in key; false for any other path. */
+bool fk_eviction_path(const char *url, char *key, size_t cap);
+/** Answers a POST on pods/NAME/eviction (MHD's calls with the upload, then the answer). */
+enum MHD_Result fk_eviction(struct MHD_Connection *c, const char *key, const char *upload,
+                            size_t *upload_size, void **con_cls);
 
 /* watch.c */
 enum MHD_Result fk_watch(struct MHD_Connection *c, const target_t *t);

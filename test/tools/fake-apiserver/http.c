@@ -15,7 +15,7 @@ static enum MHD_Result send_text(struct MHD_Connection *c, unsigned code, const 
   return ret;
 }
 
-static enum MHD_Result send_json(struct MHD_Connection *c, unsigned code, json_t *v)
+enum MHD_Result fk_send_json(struct MHD_Connection *c, unsigned code, json_t *v)
 {
   char *s = json_dumps(v, JSON_COMPACT);
   json_decref(v);
@@ -181,23 +181,24 @@ static json_t *resource_list(const char *gv)
 static enum MHD_Result discovery(struct MHD_Connection *c, const char *url)
 {
   if (!strcmp(url, "/version"))
-    return send_json(c, 200,
-                     json_pack("{s:s, s:s, s:s, s:s, s:s}", "major", "1", "minor", "34", "gitVersion",
-                               "v1.34.0-fake", "goVersion", "go1.24", "platform", "linux/amd64"));
+    return fk_send_json(c, 200,
+                        json_pack("{s:s, s:s, s:s, s:s, s:s}", "major", "1", "minor", "34",
+                                  "gitVersion", "v1.34.0-fake", "goVersion", "go1.24", "platform",
+                                  "linux/amd64"));
   if (!strcmp(url, "/api"))
-    return send_json(c, 200,
-                     json_pack("{s:s, s:[s], s:[{s:s, s:s}]}", "kind", "APIVersions", "versions",
-                               "v1", "serverAddressByClientCIDRs", "clientCIDR", "0.0.0.0/0",
-                               "serverAddress", "127.0.0.1"));
+    return fk_send_json(c, 200,
+                        json_pack("{s:s, s:[s], s:[{s:s, s:s}]}", "kind", "APIVersions", "versions",
+                                  "v1", "serverAddressByClientCIDRs", "clientCIDR", "0.0.0.0/0",
+                                  "serverAddress", "127.0.0.1"));
   if (!strcmp(url, "/apis"))
-    return send_json(c, 200, group_list());
+    return fk_send_json(c, 200, group_list());
   if (!strcmp(url, "/api/v1"))
-    return send_json(c, 200, resource_list("v1"));
+    return fk_send_json(c, 200, resource_list("v1"));
   if (!strcmp(url, "/apis/resource.k8s.io/v1"))
-    return send_json(c, 200, resource_list("resource.k8s.io/v1"));
+    return fk_send_json(c, 200, resource_list("resource.k8s.io/v1"));
   for (size_t i = 0; fk_S.discover_all && i < NMORE; i++)
     if (!strncmp(url, "/apis/", 6) && !strcmp(url + 6, more[i].gv))
-      return send_json(c, 200, resource_list(more[i].gv));
+      return fk_send_json(c, 200, resource_list(more[i].gv));
   if (!strcmp(url, "/healthz") || !strcmp(url, "/readyz") || !strcmp(url, "/livez"))
     return send_text(c, 200, "text/plain", strdup("ok"));
   return fk_send_status(c, 404, "NotFound", "the server could not find the requested resource", 0);
@@ -453,16 +454,17 @@ enum MHD_Result fk_on_request(void *cls, struct MHD_Connection *c, const char *u
 {
   (void)cls;
   (void)version;
-  (void)upload;
-  (void)upload_size;
-  (void)con_cls;
+  char key[520];
   /* A hung server: the request waits, unanswered, until "hang off" (or shutdown). */
   pthread_mutex_lock(&fk_S.mu);
   while (fk_S.hang && !fk_S.shutting)
     pthread_cond_wait(&fk_S.cv, &fk_S.mu);
   pthread_mutex_unlock(&fk_S.mu);
-  if (strcmp(method, "GET"))
-    return fk_send_status(c, 405, "MethodNotAllowed", "only GET", 0);
+  bool evicting = !strcmp(method, "POST") && fk_eviction_path(url, key, sizeof key);
+  if (evicting && *con_cls != NULL) /* the upload of an eviction, then its answer */
+    return fk_eviction(c, key, upload, upload_size, con_cls);
+  if (strcmp(method, "GET") && !evicting)
+    return fk_send_status(c, 405, "MethodNotAllowed", "only GET, and POST on pods/eviction", 0);
   if (!authorized(c))
     return fk_send_status(c, 401, "Unauthorized", "Unauthorized", 0);
   int ra = 0;
@@ -473,6 +475,8 @@ enum MHD_Result fk_on_request(void *cls, struct MHD_Connection *c, const char *u
                           : code == 429 ? "TooManyRequests"
                                         : "InternalError",
                           "injected by the test", ra);
+  if (evicting)
+    return fk_eviction(c, key, upload, upload_size, con_cls);
   target_t t;
   if (!parse_target(url, &t))
     return discovery(c, url);
