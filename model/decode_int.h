@@ -74,6 +74,12 @@ typedef struct {
  * object).
  */
 void sf__object_compact(sf_object_t *o);
+/**
+ * The same for a decoded slice already compact, its arena grown since: with
+ * `slim`, without its devices' attributes (which the index then holds:
+ * cluster_slim.c). Cost: O(size of the slice).
+ */
+void sf__slice_compact(sf_object_t *o, bool slim);
 /** Enters field `key` (borrowed until popped); returns the depth to pop back to. */
 size_t sf__dpush(dctx_t *d, const char *key);
 /** Enters array element i; returns the depth to pop back to. */

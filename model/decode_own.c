@@ -30,6 +30,7 @@ _Static_assert(_Alignof(sf_device_spec_t) <= ALIGN && _Alignof(sf_attr_t) <= ALI
                "arrays are copied at 8-byte alignment");
 
 typedef struct {
+  bool slim;         /* a slice's device attributes are left out */
   char *arr, *str;   /* where the next array and string go; NULL while counting */
   size_t narr, nstr; /* bytes they take */
   const char *from[SEEN], *to[SEEN];
@@ -116,7 +117,9 @@ static void *own_array(own_t *k, const void *base, size_t n, const strings_t *m)
 static void own_device(own_t *k, sf_device_spec_t *dev)
 {
   dev->name = keep(k, dev->name);
-  dev->attrs = own_array(k, dev->attrs, dev->nattrs, &attr_strings);
+  if (k->slim)
+    dev->nattrs = 0;
+  dev->attrs = k->slim ? NULL : own_array(k, dev->attrs, dev->nattrs, &attr_strings);
   sf_capacity_t *caps = keep_arr(k, dev->caps, dev->ncaps, sizeof(*caps));
   for (size_t i = 0; i < dev->ncaps; i++) {
     caps[i].name = keep(k, caps[i].name);
@@ -246,22 +249,34 @@ static json_t *pruned(const json_t *j)
   return wrap;
 }
 
-void sf__object_compact(sf_object_t *o)
+/* Copies what `o` points at into one exact block that replaces its arena. */
+static void compact(sf_object_t *o, bool slim)
 {
-  if (o == NULL || (o->kind != SF_OBJ_RESOURCE_SLICE && o->kind != SF_OBJ_RESOURCE_CLAIM))
-    return;
-  own_t count = {0};
+  own_t count = {.slim = slim};
   own(&count, o); /* counting leaves every pointer as it was */
   sf_arena_t *a = sf__arena_create();
-  own_t copy = {0};
+  own_t copy = {.slim = slim};
   copy.arr = sf__arena_alloc_exact(a, count.narr + count.nstr + 1);
   copy.str = copy.arr + count.narr;
   own(&copy, o);
   sf__arena_destroy(o->arena);
   o->arena = a;
+}
+
+void sf__object_compact(sf_object_t *o)
+{
+  if (o == NULL || (o->kind != SF_OBJ_RESOURCE_SLICE && o->kind != SF_OBJ_RESOURCE_CLAIM))
+    return;
+  compact(o, false);
   if (o->json) {
     json_t *small = pruned(o->json);
     json_decref(o->json);
     o->json = small;
   }
+}
+
+void sf__slice_compact(sf_object_t *o, bool slim)
+{
+  compact(o, slim);
+  o->u.slice.slim = slim;
 }

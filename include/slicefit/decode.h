@@ -73,6 +73,9 @@ typedef struct {
   bool *dev_binding;         /* per device: bindingConditions not empty */
   sf_counter_t *counters;
   size_t ncounters; /* sharedCounters, flattened */
+  /* Stored by a cluster, which left out its devices' attributes: the index holds them (each
+   * device's nattrs is then 0). Never set by sf_decode. */
+  bool slim;
 } sf_slice_t;
 
 /* ---- ResourceClaim / ResourceClaimTemplate ---- */
