@@ -52,6 +52,14 @@ static void published_as(const char *pool, const char *prefix, int n, const char
   }
 }
 
+/* Deletes slice `s`, which must succeed, and checks the index. */
+static void del(json_t *s)
+{
+  cr_assert_eq(sf_cluster_delete(ct_cluster, SF_KIND_RESOURCE_SLICE, s, ct_err, sizeof ct_err), 0,
+               "%s", ct_err);
+  ct_valid();
+}
+
 Test(cluster_slim, slices_unpublished_and_published_again_keep_their_attributes)
 {
   json_t *a = slice("a", "p", 1, 2, 2, "a", "x"), *b = slice("b", "p", 1, 2, 3, "b", "x");
@@ -62,14 +70,13 @@ Test(cluster_slim, slices_unpublished_and_published_again_keep_their_attributes)
   published_as("p", "b", 3, "x");
   ct_apply(c); /* a newer generation: a and b leave the index */
   cr_assert_eq(ct_node_devs("n1"), 1);
-  cr_assert_eq(sf_cluster_delete(ct_cluster, SF_KIND_RESOURCE_SLICE, c, ct_err, sizeof ct_err), 0);
-  ct_valid();
+  del(c);
   cr_assert_eq(ct_node_devs("n1"), 5);
   published_as("p", "a", 2, "x");
   published_as("p", "b", 3, "x");
+  json_decref(c);
   json_decref(a);
   json_decref(b);
-  json_decref(c);
 }
 
 Test(cluster_slim, a_slice_changing_leaves_the_others_of_its_pool_whole)
@@ -81,15 +88,14 @@ Test(cluster_slim, a_slice_changing_leaves_the_others_of_its_pool_whole)
   ct_apply(a2); /* b's pool republishes from b and the new a */
   published_as("p", "a", 2, "y");
   published_as("p", "b", 3, "x");
-  cr_assert_eq(sf_cluster_delete(ct_cluster, SF_KIND_RESOURCE_SLICE, a2, ct_err, sizeof ct_err), 0);
-  ct_valid();
+  del(a2);
+  json_decref(a2);
   cr_assert_eq(ct_node_devs("n1"), 0, "1 of 2 slices: incomplete");
   ct_apply(a);
   published_as("p", "a", 2, "x");
   published_as("p", "b", 3, "x");
   json_decref(a);
   json_decref(b);
-  json_decref(a2);
 }
 
 Test(cluster_slim, relists_and_node_changes_republish_whole_devices)
