@@ -207,8 +207,21 @@ int32_t sf__store_slot(const store_t *s, const char *key, size_t klen);
 size_t sf__pool_keylen(const char *driver, const char *pool, char *buf, size_t len);
 /** Adds a stored slice to its pool (creating the pool). */
 void sf__pool_add_slice(sf_cluster_t *c, sf_object_t *o);
-/** Removes a stored slice from its pool. */
+/** Removes a stored slice from its pool (it takes its attributes back from the index first). */
 void sf__pool_del_slice(sf_cluster_t *c, sf_object_t *o);
+/**
+ * Gives a slim stored slice its devices' attributes back from the index
+ * (cluster_slim.c), borrowing the index's strings; true when it was slim.
+ * Cost: O(its devices and attributes).
+ */
+bool sf__slice_restore(sf_cluster_t *c, sf_object_t *o);
+/**
+ * After its pool republished: lets a stored slice's attributes go when the
+ * index holds each of its devices' as they are; compacts it anyway when
+ * `restored` (sf__slice_restore answered true), so it borrows nothing.
+ * Cost: O(its devices and attributes).
+ */
+void sf__slice_slim(sf_cluster_t *c, sf_object_t *o, bool restored);
 /**
  * Republishes one pool (by a slice of it) into the index, node by node as
  * the in-tree allocator sees it. A pool invalid for a node is recorded (and

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "slicefit/log.h"
+#include "decode_int.h"
 #include "cluster_int.h"
 
 #define KEY_MAX 512
@@ -66,6 +67,8 @@ void sf__pool_add_slice(sf_cluster_t *c, sf_object_t *o)
 void sf__pool_del_slice(sf_cluster_t *c, sf_object_t *o)
 {
   pool_t *p = pool_get(c, o->u.slice.driver, o->u.slice.pool, false);
+  if (sf__slice_restore(c, o))
+    sf__slice_compact(o, false);
   for (size_t i = 0; p && i < p->nslices; i++)
     if (p->slices[i] == o) {
       memmove(p->slices + i, p->slices + i + 1, (p->nslices - i - 1) * sizeof(*p->slices));
@@ -618,8 +621,11 @@ static int pool_sync(sf_cluster_t *c, pool_t *p, char *err, size_t errlen)
 {
   char **cand = NULL, **nodes = NULL;
   size_t ncand = 0, n = 0, cap = 0;
+  bool *restored = sf_xcalloc(p->nslices + 1, sizeof(*restored));
   (void)err;
   (void)errlen;
+  for (size_t k = 0; k < p->nslices; k++)
+    restored[k] = sf__slice_restore(c, p->slices[k]);
   pool_state(p);
   clear_invalid(p);
   candidates(c, p, &cand, &ncand);
@@ -645,6 +651,9 @@ static int pool_sync(sf_cluster_t *c, pool_t *p, char *err, size_t errlen)
   p->nnodes = n;
   for (size_t i = 0; i < n; i++)
     node_ref(c, nodes[i], +1);
+  for (size_t k = 0; k < p->nslices; k++)
+    sf__slice_slim(c, p->slices[k], restored[k]);
+  free(restored);
   return 0;
 }
 

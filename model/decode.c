@@ -5,7 +5,9 @@
  * Input becomes untrusted here: every reader checks the JSON type before it
  * looks at a value, and reports the path of the offending field. Strings are
  * borrowed from the source value (the decoded object keeps a reference);
- * arrays of decoded structs go to a bump arena freed in one call.
+ * arrays of decoded structs go to a bump arena freed in one call. Slices and
+ * claims, the kinds that are many, are then copied into one exact block of
+ * their own (decode_own.c).
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -106,14 +108,6 @@ void *sf__arena_alloc_exact(sf_arena_t *a, size_t n)
   return c->data;
 }
 
-bool sf__arena_owns(const sf_arena_t *a, const void *p)
-{
-  for (const chunk_t *c = a->head; c; c = c->next)
-    if ((const char *)p >= (const char *)c->data && (const char *)p < (const char *)c->data + c->cap)
-      return true;
-  return false;
-}
-
 char *sf__arena_join(sf_arena_t *a, const char *x, const char *y)
 {
   size_t lx = strlen(x), ly = strlen(y);
@@ -122,16 +116,6 @@ char *sf__arena_join(sf_arena_t *a, const char *x, const char *y)
   s[lx] = '/';
   memcpy(s + lx + 1, y, ly + 1);
   return s;
-}
-
-const char *sf__dkeep(dctx_t *d, const char *s, size_t len)
-{
-  if (!d->own || !s)
-    return s;
-  char *c = alloc_raw(d->a, len + 1);
-  memcpy(c, s, len);
-  c[len] = '\0';
-  return c;
 }
 
 /* ---- path and errors ---- */
@@ -256,7 +240,7 @@ int sf__dstr(dctx_t *d, const json_t *obj, const char *key, const char **out)
   json_t *v = NULL;
   int r = field(d, obj, key, JSON_STRING, "a string", &v);
   if (r == 1)
-    *out = sf__dkeep(d, json_string_value(v), json_string_length(v));
+    *out = json_string_value(v);
   return r;
 }
 
@@ -401,7 +385,7 @@ static int text(dctx_t *d, const json_t *e, const char **out)
 {
   if (!json_is_string(e))
     return sf__dfail(d, "expected a string, got %s", sf__dtype_name(e));
-  *out = sf__dkeep(d, json_string_value(e), json_string_length(e));
+  *out = json_string_value(e);
   return 1;
 }
 
@@ -442,7 +426,7 @@ static int qty_member(dctx_t *d, const void *ctx, const char *k, const json_t *v
   (void)ctx;
   if (r < 0)
     return r;
-  q->name = sf__dkeep(d, k, strlen(k));
+  q->name = k;
   return 1;
 }
 
@@ -674,15 +658,12 @@ int sf_decode(const json_t *j, sf_obj_kind_t kind, sf_object_t **out, char *err,
   o->arena = d.a = sf__arena_create();
   /* Most claims decode into 0.8-1 KiB: one chunk that fits instead of 480 + 960 bytes. */
   o->arena->first = kind == SF_OBJ_RESOURCE_CLAIM ? CLAIM_CHUNK_FIRST : 0;
-  /* Claims are many, small and replaced often: they copy their few strings and let the JSON
-   * go with the event (freed while still in cache, and a fraction of the memory). */
-  d.own = kind == SF_OBJ_RESOURCE_CLAIM;
-  o->json = d.own ? NULL : json_incref(unconst(j));
+  o->json = json_incref(unconst(j));
   if ((r = sf__decode_meta(&d, j, &o->u.meta)) < 0)
     goto out;
   if ((r = dispatch(&d, j, o)) < 0)
     goto out;
-  sf__slice_detach(o);
+  sf__object_compact(o);
   *out = o;
   o = NULL;
   r = 0;

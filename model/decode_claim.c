@@ -257,8 +257,8 @@ static int allocation(dctx_t *d, const json_t *al, void *out)
     return r;
   if ((r = sf__dobj(d, al, "nodeSelector", &ns)) < 0)
     return r;
-  if (ns && (c->alloc_node = selector_node(ns)))
-    c->alloc_node = sf__dkeep(d, c->alloc_node, strlen(c->alloc_node));
+  if (ns)
+    c->alloc_node = selector_node(ns);
   return 1;
 }
 

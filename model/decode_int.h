@@ -31,8 +31,6 @@ void *sf__arena_alloc(sf_arena_t *a, size_t n);
  * known, where doubling the chunk would leave its second half unused.
  */
 void *sf__arena_alloc_exact(sf_arena_t *a, size_t n);
-/** Whether `p` points into one of the arena's chunks. Cost: O(chunks). */
-bool sf__arena_owns(const sf_arena_t *a, const void *p);
 /** "a/b" in the arena. */
 char *sf__arena_join(sf_arena_t *a, const char *x, const char *y);
 
@@ -66,17 +64,22 @@ typedef struct {
   size_t depth; /* may exceed DPATH_DEPTH: deeper segments are not kept */
   char *err;
   size_t errlen;
-  bool own; /* strings are copied into the arena: the object keeps no reference to its JSON */
 } dctx_t;
 
 /**
- * Copies every string a decoded ResourceSlice borrows into its arena and
- * drops its JSON but for the node selectors and counter sets the pools read
- * (decode_own.c). Other kinds are left alone. Cost: O(size of the slice).
+ * Copies every array and string a decoded ResourceSlice or ResourceClaim
+ * points at into one block of exactly their size, which replaces its arena,
+ * and drops its JSON (a slice keeps the node selectors and counter sets the
+ * pools read; decode_own.c). Other kinds are left alone. Cost: O(size of the
+ * object).
  */
-void sf__slice_detach(sf_object_t *o);
-/** `s` (len bytes) as the decoded object keeps it: borrowed from the JSON, or an arena copy. */
-const char *sf__dkeep(dctx_t *d, const char *s, size_t len);
+void sf__object_compact(sf_object_t *o);
+/**
+ * The same for a decoded slice already compact, its arena grown since: with
+ * `slim`, without its devices' attributes (which the index then holds:
+ * cluster_slim.c). Cost: O(size of the slice).
+ */
+void sf__slice_compact(sf_object_t *o, bool slim);
 /** Enters field `key` (borrowed until popped); returns the depth to pop back to. */
 size_t sf__dpush(dctx_t *d, const char *key);
 /** Enters array element i; returns the depth to pop back to. */

@@ -12,9 +12,10 @@
  *
  * Ownership: a decoded object keeps a reference to its JSON value and
  * borrows its strings from it, but for the two kinds that are many: a
- * ResourceClaim copies its strings into its arena and keeps no reference,
- * a ResourceSlice copies them too and keeps only its node selectors and
- * counter sets as JSON; everything else lives in the object's arena. sf_object_free releases both. Attribute and capacity names of slices are
+ * ResourceClaim keeps everything it points at in one block of its own and
+ * no reference, a ResourceSlice the same, and only its node selectors and
+ * counter sets as JSON; everything else lives in the object's arena.
+ * sf_object_free releases both. Attribute and capacity names of slices are
  * fully qualified ("gpu.nvidia.com/memory"): an unqualified name belongs to
  * the slice's driver. Quantities are exact milli-units (quantity.h).
  *
@@ -72,6 +73,9 @@ typedef struct {
   bool *dev_binding;         /* per device: bindingConditions not empty */
   sf_counter_t *counters;
   size_t ncounters; /* sharedCounters, flattened */
+  /* Stored by a cluster, which left out its devices' attributes: the index holds them (each
+   * device's nattrs is then 0). Never set by sf_decode. */
+  bool slim;
 } sf_slice_t;
 
 /* ---- ResourceClaim / ResourceClaimTemplate ---- */
