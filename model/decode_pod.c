@@ -270,20 +270,20 @@ static int pod_status(dctx_t *d, const json_t *st, void *out)
 }
 
 /* Who owns the pod and since when: read leniently (a field of the wrong type reads as absent). */
-static void pod_meta(dctx_t *d, const json_t *j, sf_pod_t *p)
+static void pod_meta(const json_t *j, sf_pod_t *p)
 {
   const json_t *md = json_object_get(j, "metadata"), *r;
   size_t i;
   json_array_foreach(json_object_get(md, "ownerReferences"), i, r)
       p->controller |= json_is_true(json_object_get(r, "controller"));
   const json_t *t = json_object_get(md, "creationTimestamp");
-  p->created = sf__dkeep(d, json_string_value(t), json_string_length(t));
+  p->created = json_string_value(t); /* the object keeps its JSON while it lives */
 }
 
 int sf__decode_pod(dctx_t *d, const json_t *j, sf_pod_t *p)
 {
   int r;
-  pod_meta(d, j, p);
+  pod_meta(j, p);
   if ((r = sf__dsub(d, j, "spec", pod_spec, p)) < 0)
     return r;
   return sf__dsub(d, j, "status", pod_status, p);
