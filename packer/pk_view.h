@@ -63,10 +63,11 @@ typedef struct {
   uint64_t version; /* node version it was built from; 0: never */
   hdev_t *d;
   uint32_t n, cap;
-  bool plain;          /* no taints, counters or extra capacities: the fast path may serve it */
+  int64_t fneed;       /* fs's least free CPU that leaves no GPU unfed (score.c) */
   int64_t cpu_free;    /* -1: not tracked */
   int64_t total, used; /* Σ fp and Σ (1000 - fp) over GPUs */
   uint32_t ngpu;
+  bool plain;      /* no taints, counters or extra capacities: the fast path may serve it */
   uint16_t *isize; /* per island: devices (owned past NISL_IN islands; see sf__view_isize) */
   uint8_t *iheld;  /* per island: 1 when a device of it has a holder */
   uint32_t nisl, islcap;
