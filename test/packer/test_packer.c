@@ -635,6 +635,14 @@ static void cpu_nodes(sf_node_id n[2])
   cr_assert_eq(sf_mix_learn(pk, idx, &pol, &mix.dem, +1), 0);
 }
 
+/* cpu_nodes, and a pod of one whole GPU and 2 cores for them. */
+static void cpu_nodes_pod(sf_node_id n[2], tc_claim_t *c)
+{
+  cpu_nodes(n);
+  tc_claim(c, 1, 0);
+  c->dem.cpu_milli = 2000;
+}
+
 /*
  * weight_unfed: node "a" has 20 cores for four idle GPUs, so its CPU feeds
  * 20 / 12 = 1.67 of the learned pod (one whole GPU, 12 cores) and 2.33 GPUs
@@ -647,10 +655,8 @@ static void cpu_nodes(sf_node_id n[2])
 Test(packer, fragmentation_counts_gpus_the_cpu_cannot_feed)
 {
   sf_node_id n[2];
-  cpu_nodes(n);
   tc_claim_t c;
-  tc_claim(&c, 1, 0);
-  c.dem.cpu_milli = 2000;
+  cpu_nodes_pod(n, &c);
   sf_verdict_t v[2];
   cr_assert_eq(pol.weight_unfed, 0.25, "the default");
   sf_packer_evaluate(pk, idx, &pol, &c.dem, n, 2, 0, v);
@@ -703,10 +709,8 @@ static void learn_pod(uint32_t gpus, int64_t cores)
 Test(packer, unfed_row_is_weighed_by_weight_frag)
 {
   sf_node_id n[2];
-  cpu_nodes(n);
   tc_claim_t c;
-  tc_claim(&c, 1, 0);
-  c.dem.cpu_milli = 2000;
+  cpu_nodes_pod(n, &c);
   sf_verdict_t v[2];
   sf_packer_set_bounds(pk, true);
   set("weight_unfed", "1");
