@@ -152,34 +152,36 @@ static void shape_stats(sf_packer_t *p, const hnode_t *h, const shape_t *m, cons
   for (uint32_t j = 0; j < h->nisl; j++) {
     if (sc->icnt[j] > s->bi) {
       s->bi2 = s->bi;
-      s->bi = sc->icnt[j];
-      s->argbi = (int32_t)j;
+      s->bi = (int16_t)sc->icnt[j];
+      s->argbi = (int16_t)j;
     } else if (sc->icnt[j] > s->bi2) {
-      s->bi2 = sc->icnt[j];
+      s->bi2 = (int16_t)sc->icnt[j];
     }
   }
 }
 
 /*
- * The least free CPU that feeds every idle GPU each shape could find
- * unfed on the node, before any placement and so after one too (a
- * placement leaves no more idle hosts and no more CPU): the largest
- * ni x cpu / count, rounded up. With that much CPU left, no shape has an
- * unfed GPU before or after, and the scoring skips their count.
- * INT64_MIN when none is ever counted (weight 0, CPU not tracked).
+ * F_n(m) before any placement and its part of unfed idle GPUs (fstat_t.f,
+ * .ub), from the shape's statistics; returns `need` raised to the free CPU
+ * that feeds every idle GPU m finds on the node, floor(ni / count) pods of
+ * m's CPU, where the node can host m. Past a placement (no more idle hosts,
+ * no more CPU, no host it did not have before) the same CPU still feeds
+ * them: with that much CPU left, no shape has an unfed GPU before or after.
  */
-static int64_t fed_need(const sf_packer_t *p, const hnode_t *h)
+static int64_t fbefore(const sf_packer_t *p, const hnode_t *h, const shape_t *m, fstat_t *s,
+                       int64_t need)
 {
-  if (p->score.unfed == 0 || h->cpu_free < 0)
-    return INT64_MIN;
-  int64_t need = 0;
-  for (size_t i = 0; i < p->mix.nmix; i++) {
-    const shape_t *m = &p->mix.mix[i];
-    int64_t cpu = (int64_t)h->fs[i].ni * m->cpu_milli; /* a shape of no device has ni 0 */
-    if (cpu > need * (int64_t)m->count)
-      need = (cpu + m->count - 1) / m->count;
+  int64_t qu = 0; /* the sums over the shapes are their callers' (fstats, unfed_before) */
+  if (!fcan(m, s, h->cpu_free)) {
+    s->f = h->total;
+    s->ub = 0;
+    return need;
   }
-  return need;
+  int64_t u = unfed(m, s->ni, h->cpu_free, p->score.unfed, &qu);
+  s->f = s->small + u;
+  s->ub = (int32_t)u;
+  int64_t fed = (int64_t)(s->ni / (int32_t)m->count) * m->cpu_milli;
+  return fed > need ? fed : need;
 }
 
 /*
@@ -199,21 +201,21 @@ static void fshapes(sf_packer_t *p, hnode_t *h)
       h->fs = sf_xrealloc(h->fs, mx->nmix * sizeof(*h->fs));
       h->fscap = mx->nmix;
     }
+    int64_t need = 0;
     for (size_t g = 0; g < mx->ngroup; g++) { /* a group's shapes share their GPU statistics */
       const uint16_t *mb = &mx->member[mx->group[g].first];
       shape_stats(p, h, &mx->mix[mb[0]], NULL, &h->fs[mb[0]]);
       for (uint32_t k = 0; k < mx->group[g].n; k++) {
-        int64_t qu = 0; /* not needed: F(before)'s part is worked out where used */
         if (k > 0)
           h->fs[mb[k]] = h->fs[mb[0]];
-        h->fs[mb[k]].f = fshape(&mx->mix[mb[k]], &h->fs[mb[k]], h->total, h->cpu_free, p->score.unfed,
-                                &qu);
+        need = fbefore(p, h, &mx->mix[mb[k]], &h->fs[mb[k]], need);
       }
     }
     h->fversion = h->version;
     h->shapehash = key;
     h->mixhash = 0;
-    h->fneed = fed_need(p, h);
+    /* none is ever unfed at weight 0 or with the CPU not tracked */
+    h->fneed = p->score.unfed > 0 && h->cpu_free >= 0 ? need : INT64_MIN;
   }
 }
 
@@ -230,18 +232,12 @@ static void fstats(sf_packer_t *p, hnode_t *h)
   h->mixhash = mx->mixhash;
 }
 
-/*
- * F(before)'s part of unfed idle GPUs, Σ q x their count (in 1/WEIGHT_ONE
- * milli-GPUs): of each F_n(m) where the node can host m, what is not the
- * GPUs too small. Worked out where it is needed, on the few nodes short of
- * CPU (fed_need), rather than kept with F(before).
- */
+/* F(before)'s part of unfed idle GPUs for the call's weights, in 1/WEIGHT_ONE milli-GPUs. */
 static int64_t unfed_before(const sf_packer_t *p, const hnode_t *h)
 {
   int64_t qu = 0;
-  for (size_t i = 0; h->cpu_free < h->fneed && i < p->mix.nmix; i++)
-    if (fcan(&p->mix.mix[i], &h->fs[i], h->cpu_free))
-      qu += p->mix.mix[i].q * (h->fs[i].f - h->fs[i].small);
+  for (size_t i = 0; i < p->mix.nmix; i++)
+    qu += p->mix.mix[i].q * h->fs[i].ub;
   return qu;
 }
 
@@ -305,7 +301,7 @@ static void shape_after(sf_packer_t *p, const hnode_t *h, size_t i, const after_
   if (several)
     shape_stats(p, h, m, af, s);
   else if (lost > 0 && isl == s->argbi)
-    s->bi = s->bi - lost > s->bi2 ? s->bi - lost : s->bi2;
+    s->bi = (int16_t)(s->bi - lost > s->bi2 ? s->bi - lost : s->bi2);
 }
 
 /* The least and the greatest change of F over the mix's shapes (none: lo > hi). */
@@ -324,7 +320,7 @@ typedef struct {
  * (test/packer/reference.c). `ranged`, `islands` and `unfeds` are
  * constants where it is inlined (frag_after_one): without island shapes in
  * the mix, their bookkeeping is compiled out, and so is the count of unfed
- * GPUs where the CPU left feeds them all (fed_need); with it, *dfu gets
+ * GPUs where the CPU left feeds them all (hnode_t.fneed); with it, *dfu gets
  * their part of dF.
  */
 SF_HOT double frag_one(const sf_packer_t *p, const hnode_t *h, const after_t *af, int64_t total,
@@ -372,6 +368,8 @@ SF_HOT double frag_one(const sf_packer_t *p, const hnode_t *h, const after_t *af
           f += unfed(m, s->ni - (took && holds_one(m, fab)), cpu_free, p->score.unfed, &qu);
       }
     }
+    if (unfeds)
+      qu -= m->q * s->ub;
     int64_t df = f - s->f;
     q += m->q * df;
     if (ranged) {
@@ -382,20 +380,22 @@ SF_HOT double frag_one(const sf_packer_t *p, const hnode_t *h, const after_t *af
   if (ranged)
     *range = (range_t){lo, hi};
   if (unfeds)
-    *dfu = (double)(qu - unfed_before(p, h)) / WEIGHT_ONE;
+    *dfu = (double)qu / WEIGHT_ONE;
   return (double)q / WEIGHT_ONE;
 }
 
 static double frag_after_one(const sf_packer_t *p, const hnode_t *h, const after_t *af, int64_t total,
                              int64_t cpu_free, range_t *range, double *dfu, bool unfeds)
 {
-  if (unfeds) /* the few nodes short of CPU: one copy, its flags read at run time */
-    return frag_one(p, h, af, total, cpu_free, range, dfu, range != NULL, p->mix.islands, true);
+#define FRAG_ONE(ranged, islands, unfeds) \
+  frag_one(p, h, af, total, cpu_free, (ranged) ? range : NULL, dfu, ranged, islands, unfeds)
+  bool r = range != NULL;
   if (p->mix.islands) /* the island bookkeeping only where a shape needs it */
-    return range != NULL ? frag_one(p, h, af, total, cpu_free, range, dfu, true, true, false)
-                         : frag_one(p, h, af, total, cpu_free, NULL, dfu, false, true, false);
-  return range != NULL ? frag_one(p, h, af, total, cpu_free, range, dfu, true, false, false)
-                       : frag_one(p, h, af, total, cpu_free, NULL, dfu, false, false, false);
+    return unfeds ? (r ? FRAG_ONE(true, true, true) : FRAG_ONE(false, true, true))
+                  : (r ? FRAG_ONE(true, true, false) : FRAG_ONE(false, true, false));
+  return unfeds ? (r ? FRAG_ONE(true, false, true) : FRAG_ONE(false, false, true))
+                : (r ? FRAG_ONE(true, false, false) : FRAG_ONE(false, false, false));
+#undef FRAG_ONE
 }
 
 /*
