@@ -12,6 +12,8 @@
  * free CPU / m's CPU pods of m take (a fraction counts), times
  * weight_unfed. FGD counts
  * them only once not one pod fits; that is how a node strands its GPUs.
+ * The per-shape sums count them in F; the cost takes their part apart, as
+ * a row of its own (score.c, TERMS).
  * Shares are per-mille of the device's primary capacity. Weights are
  * integers in steps of 1/WEIGHT_ONE and F is summed in int64, so F and its
  * differences are exact: the same cluster gives bit-identical scores

@@ -52,7 +52,8 @@ typedef struct {
 typedef struct {
   int64_t f; /* F_n(m): what the shape finds unusable on the node */
   int32_t small, nh;
-  int32_t bi, bi2, argbi; /* best and second-best hosts in one island, and which island */
+  int32_t ub;             /* F_n(m)'s idle GPUs the free CPU cannot feed (score.c, unfed) */
+  int16_t bi, bi2, argbi; /* best and second-best hosts in one island, and which island */
   int16_t ns1;            /* hosts in no island */
   int16_t ni;             /* hosts that are idle and hold one pod of the shape, no more */
 } fstat_t;                /* 32 bytes: a node has far fewer than 32,768 devices */
@@ -63,10 +64,11 @@ typedef struct {
   uint64_t version; /* node version it was built from; 0: never */
   hdev_t *d;
   uint32_t n, cap;
-  bool plain;          /* no taints, counters or extra capacities: the fast path may serve it */
+  int64_t fneed;       /* fs's free CPU that leaves no GPU unfed, before or after (score.c) */
   int64_t cpu_free;    /* -1: not tracked */
   int64_t total, used; /* Σ fp and Σ (1000 - fp) over GPUs */
   uint32_t ngpu;
+  bool plain;      /* no taints, counters or extra capacities: the fast path may serve it */
   uint16_t *isize; /* per island: devices (owned past NISL_IN islands; see sf__view_isize) */
   uint8_t *iheld;  /* per island: 1 when a device of it has a holder */
   uint32_t nisl, islcap;

@@ -15,7 +15,9 @@
  *                  order of node names below one step (fgd_step);
  *   fragmentation  FGD's node score of a cost, the sum of the terms of one
  *                  table (`terms`: key, weight, function): weight_frag x dF,
- *                  weight_island x 1000 for each intact island the placement
+ *                  weight_frag x the change of the idle GPUs the node's CPU
+ *                  cannot feed (row weight_unfed, which sets each one's
+ *                  worth), weight_island x 1000 for each intact island the placement
  *                  breaks without taking it whole, weight_plan x the plan's
  *                  loss, weight_strand x the worth of the free shares it
  *                  leaves without CPU, weight_model x scarcity x the share taken of each
@@ -29,7 +31,12 @@
  * them for the picked devices only, so scoring one candidate costs
  * O(shapes x picks). When the picks take hosts from more than one island,
  * the island counts of the shapes that ask for one island are worked out
- * again over the node.
+ * again over the node. F_n(m) counts the unfed idle GPUs with the rest
+ * (the memo and the range of F's changes are of that F); their part is
+ * summed apart for their row, and only on a node whose free CPU after the
+ * pod is short of feeding every idle GPU a shape could find there
+ * (hnode_t.fneed): elsewhere none is unfed, before or after, and the
+ * scoring skips their count.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -62,9 +69,10 @@ static bool holds_one(const shape_t *m, sf_milli_t fa)
  * every node short of CPU and by nothing on one with CPU to spare
  * (docs/research/packing.md). For a shape that needs one island, ni ignores how the
  * idle devices fall into islands (the reference in test/ counts the same
- * way).
+ * way). *qu sums the counts times the shapes' weights (m->q) apart, past
+ * the common case's return, so the sums that do not need it pay nothing.
  */
-static inline int64_t unfed(const shape_t *m, int32_t ni, int64_t cpu_free, int64_t w)
+static inline int64_t unfed(const shape_t *m, int32_t ni, int64_t cpu_free, int64_t w, int64_t *qu)
 {
   /*
    * The common case without a division: ni x cpu <= cpu_free x count means
@@ -74,7 +82,9 @@ static inline int64_t unfed(const shape_t *m, int32_t ni, int64_t cpu_free, int6
     return 0;
   int64_t held = (int64_t)(ni / (int32_t)m->count) * m->count; /* in whole pods of m */
   int64_t lack = held * m->cpu_milli - cpu_free * (int64_t)m->count;
-  return lack > 0 ? lack * 1000 * w / (m->cpu_milli * UNFED_ONE) : 0;
+  int64_t u = lack > 0 ? lack * 1000 * w / (m->cpu_milli * UNFED_ONE) : 0;
+  *qu += m->q * u;
+  return u;
 }
 
 void sf__score_policy(sf_packer_t *p)
@@ -84,16 +94,24 @@ void sf__score_policy(sf_packer_t *p)
                        : 0;
 }
 
-/* F_n(m) from a shape's statistics; w: the call's unfed weight (pk_score_t.unfed). */
-static inline int64_t fshape(const shape_t *m, const fstat_t *s, int64_t total, int64_t cpu_free,
-                             int64_t w)
+/* Can a node of these statistics and free CPU host one pod of m (which asks for a device)? */
+static inline bool fcan(const shape_t *m, const fstat_t *s, int64_t cpu_free)
 {
   if (m->count == 0)
-    return total;
+    return false;
   bool cpu_ok = cpu_free < 0 || cpu_free >= m->cpu_milli;
   int32_t best = s->bi > (s->ns1 > 0) ? s->bi : (s->ns1 > 0);
-  bool can = cpu_ok && (m->island ? best >= (int32_t)m->count : s->nh >= (int32_t)m->count);
-  return can ? s->small + unfed(m, s->ni, cpu_free, w) : total;
+  return cpu_ok && (m->island ? best >= (int32_t)m->count : s->nh >= (int32_t)m->count);
+}
+
+/*
+ * F_n(m) from a shape's statistics, the unfed idle GPUs included (*qu sums
+ * their part, as unfed's); w: the call's unfed weight (pk_score_t.unfed).
+ */
+static inline int64_t fshape(const shape_t *m, const fstat_t *s, int64_t total, int64_t cpu_free,
+                             int64_t w, int64_t *qu)
+{
+  return fcan(m, s, cpu_free) ? s->small + unfed(m, s->ni, cpu_free, w, qu) : total;
 }
 
 /* A shape's statistics over the node, the devices of `af` (may be NULL) in their state after. */
@@ -134,12 +152,36 @@ static void shape_stats(sf_packer_t *p, const hnode_t *h, const shape_t *m, cons
   for (uint32_t j = 0; j < h->nisl; j++) {
     if (sc->icnt[j] > s->bi) {
       s->bi2 = s->bi;
-      s->bi = sc->icnt[j];
-      s->argbi = (int32_t)j;
+      s->bi = (int16_t)sc->icnt[j];
+      s->argbi = (int16_t)j;
     } else if (sc->icnt[j] > s->bi2) {
-      s->bi2 = sc->icnt[j];
+      s->bi2 = (int16_t)sc->icnt[j];
     }
   }
+}
+
+/*
+ * F_n(m) before any placement and its part of unfed idle GPUs (fstat_t.f,
+ * .ub), from the shape's statistics; returns `need` raised to the free CPU
+ * that feeds every idle GPU m finds on the node, floor(ni / count) pods of
+ * m's CPU, where the node can host m. Past a placement (no more idle hosts,
+ * no more CPU, no host it did not have before) the same CPU still feeds
+ * them: with that much CPU left, no shape has an unfed GPU before or after.
+ */
+static int64_t fbefore(const sf_packer_t *p, const hnode_t *h, const shape_t *m, fstat_t *s,
+                       int64_t need)
+{
+  int64_t qu = 0; /* the sums over the shapes are their callers' (fstats, unfed_before) */
+  if (!fcan(m, s, h->cpu_free)) {
+    s->f = h->total;
+    s->ub = 0;
+    return need;
+  }
+  int64_t u = unfed(m, s->ni, h->cpu_free, p->score.unfed, &qu);
+  s->f = s->small + u;
+  s->ub = (int32_t)u;
+  int64_t fed = (int64_t)(s->ni / (int32_t)m->count) * m->cpu_milli;
+  return fed > need ? fed : need;
 }
 
 /*
@@ -159,19 +201,21 @@ static void fshapes(sf_packer_t *p, hnode_t *h)
       h->fs = sf_xrealloc(h->fs, mx->nmix * sizeof(*h->fs));
       h->fscap = mx->nmix;
     }
+    int64_t need = 0;
     for (size_t g = 0; g < mx->ngroup; g++) { /* a group's shapes share their GPU statistics */
       const uint16_t *mb = &mx->member[mx->group[g].first];
       shape_stats(p, h, &mx->mix[mb[0]], NULL, &h->fs[mb[0]]);
       for (uint32_t k = 0; k < mx->group[g].n; k++) {
         if (k > 0)
           h->fs[mb[k]] = h->fs[mb[0]];
-        h->fs[mb[k]].f = fshape(&mx->mix[mb[k]], &h->fs[mb[k]], h->total, h->cpu_free,
-                                p->score.unfed);
+        need = fbefore(p, h, &mx->mix[mb[k]], &h->fs[mb[k]], need);
       }
     }
     h->fversion = h->version;
     h->shapehash = key;
     h->mixhash = 0;
+    /* none is ever unfed at weight 0 or with the CPU not tracked */
+    h->fneed = p->score.unfed > 0 && h->cpu_free >= 0 ? need : INT64_MIN;
   }
 }
 
@@ -186,6 +230,15 @@ static void fstats(sf_packer_t *p, hnode_t *h)
     q += mx->mix[i].q * h->fs[i].f;
   h->fb = (double)q / WEIGHT_ONE;
   h->mixhash = mx->mixhash;
+}
+
+/* F(before)'s part of unfed idle GPUs for the call's weights, in 1/WEIGHT_ONE milli-GPUs. */
+static int64_t unfed_before(const sf_packer_t *p, const hnode_t *h)
+{
+  int64_t qu = 0;
+  for (size_t i = 0; i < p->mix.nmix; i++)
+    qu += p->mix.mix[i].q * h->fs[i].ub;
+  return qu;
 }
 
 double sf__score_frag(sf_packer_t *p, hnode_t *h)
@@ -248,7 +301,7 @@ static void shape_after(sf_packer_t *p, const hnode_t *h, size_t i, const after_
   if (several)
     shape_stats(p, h, m, af, s);
   else if (lost > 0 && isl == s->argbi)
-    s->bi = s->bi - lost > s->bi2 ? s->bi - lost : s->bi2;
+    s->bi = (int16_t)(s->bi - lost > s->bi2 ? s->bi - lost : s->bi2);
 }
 
 /* The least and the greatest change of F over the mix's shapes (none: lo > hi). */
@@ -264,12 +317,15 @@ typedef struct {
  * bi/bi2 settle without a walk over the node. Part of the fast path: with
  * it off (pk_fast_t.on, which the tests clear) the general sums score, and the
  * property tests hold both to each other and to the reference
- * (test/packer/reference.c). `ranged` and `islands` are constants where it
- * is inlined (frag_after_one): without island shapes in the mix, their
- * bookkeeping is compiled out.
+ * (test/packer/reference.c). `ranged`, `islands` and `unfeds` are
+ * constants where it is inlined (frag_after_one): without island shapes in
+ * the mix, their bookkeeping is compiled out, and so is the count of unfed
+ * GPUs where the CPU left feeds them all (hnode_t.fneed); with it, *dfu gets
+ * their part of dF.
  */
 SF_HOT double frag_one(const sf_packer_t *p, const hnode_t *h, const after_t *af, int64_t total,
-                       int64_t cpu_free, range_t *range, bool ranged, bool islands)
+                       int64_t cpu_free, range_t *range, double *dfu, bool ranged, bool islands,
+                       bool unfeds)
 {
   const pk_mix_t *mx = &p->mix;
   const hdev_t *d = &h->d[af->k[0]];
@@ -277,8 +333,8 @@ SF_HOT double frag_one(const sf_packer_t *p, const hnode_t *h, const after_t *af
   uint64_t bit = 1ull << d->model_bit;
   int32_t fpb = d->fp, fpa = af->fp[0];
   sf_milli_t fab = d->fa, faa = af->fa[0];
-  int64_t q = 0, lo = INT64_MAX, hi = INT64_MIN;
-  bool feed = p->score.unfed > 0 && cpu_free >= 0;
+  int64_t q = 0, qu = 0, lo = INT64_MAX, hi = INT64_MIN;
+  bool feed = unfeds && cpu_free >= 0;
   for (size_t i = 0; i < mx->nmix; i++) {
     const shape_t *m = &mx->mix[i];
     const fstat_t *s = &h->fs[i];
@@ -309,9 +365,11 @@ SF_HOT double frag_one(const sf_packer_t *p, const hnode_t *h, const after_t *af
         f = small;
         /* ni <= nh: when the CPU feeds nh pods, unfed is 0 and ni is not needed */
         if (feed && (int64_t)nh * m->cpu_milli > cpu_free * (int64_t)m->count)
-          f += unfed(m, s->ni - (took && holds_one(m, fab)), cpu_free, p->score.unfed);
+          f += unfed(m, s->ni - (took && holds_one(m, fab)), cpu_free, p->score.unfed, &qu);
       }
     }
+    if (unfeds)
+      qu -= m->q * s->ub;
     int64_t df = f - s->f;
     q += m->q * df;
     if (ranged) {
@@ -321,38 +379,51 @@ SF_HOT double frag_one(const sf_packer_t *p, const hnode_t *h, const after_t *af
   }
   if (ranged)
     *range = (range_t){lo, hi};
+  if (unfeds)
+    *dfu = (double)qu / WEIGHT_ONE;
   return (double)q / WEIGHT_ONE;
 }
 
 static double frag_after_one(const sf_packer_t *p, const hnode_t *h, const after_t *af, int64_t total,
-                             int64_t cpu_free, range_t *range)
+                             int64_t cpu_free, range_t *range, double *dfu, bool unfeds)
 {
+#define FRAG_ONE(ranged, islands, unfeds) \
+  frag_one(p, h, af, total, cpu_free, (ranged) ? range : NULL, dfu, ranged, islands, unfeds)
+  bool r = range != NULL;
   if (p->mix.islands) /* the island bookkeeping only where a shape needs it */
-    return range != NULL ? frag_one(p, h, af, total, cpu_free, range, true, true)
-                         : frag_one(p, h, af, total, cpu_free, NULL, false, true);
-  return range != NULL ? frag_one(p, h, af, total, cpu_free, range, true, false)
-                       : frag_one(p, h, af, total, cpu_free, NULL, false, false);
+    return unfeds ? (r ? FRAG_ONE(true, true, true) : FRAG_ONE(false, true, true))
+                  : (r ? FRAG_ONE(true, true, false) : FRAG_ONE(false, true, false));
+  return unfeds ? (r ? FRAG_ONE(true, false, true) : FRAG_ONE(false, false, true))
+                : (r ? FRAG_ONE(true, false, false) : FRAG_ONE(false, false, false));
+#undef FRAG_ONE
 }
 
 /*
  * dF = Σ w F(after) - F(before), and the range of F(after) - F(before)
- * over the shapes (when `range` is not NULL). (Σ w (F(after) - F(before)) and Σ w F(after) - Σ w
- * F(before) are the same double: the sums are exact integers far below
- * 2^53 and WEIGHT_ONE is a power of two.)
+ * over the shapes (when `range` is not NULL); *dfu gets the part of dF
+ * that is unfed idle GPUs. (Σ w (F(after) - F(before)) and Σ w F(after) -
+ * Σ w F(before) are the same double, and so are dF and its two parts
+ * added: the sums are exact integers far below 2^53 and WEIGHT_ONE is a
+ * power of two.)
  */
 static double frag_delta(sf_packer_t *p, hnode_t *h, const after_t *af, int64_t total,
-                         int64_t cpu_free, range_t *range)
+                         int64_t cpu_free, range_t *range, double *dfu)
 {
-  if (af->n == 1 && p->fast.on) {
-    fshapes(p, h);
-    return frag_after_one(p, h, af, total, cpu_free, range);
-  }
-  fstats(p, h);
-  int64_t q = 0, lo = INT64_MAX, hi = INT64_MIN;
+  bool fast = af->n == 1 && p->fast.on;
+  if (fast)
+    fshapes(p, h); /* F(before) itself is not needed */
+  else
+    fstats(p, h);
+  /* Unless the CPU left is short of what could be unfed, no GPU is, before or after. */
+  bool unfeds = cpu_free < h->fneed;
+  *dfu = 0.0;
+  if (fast)
+    return frag_after_one(p, h, af, total, cpu_free, range, dfu, unfeds);
+  int64_t q = 0, qu = 0, lo = INT64_MAX, hi = INT64_MIN, w = unfeds ? p->score.unfed : 0;
   for (size_t i = 0; i < p->mix.nmix; i++) {
     fstat_t s;
     shape_after(p, h, i, af, &s);
-    int64_t f = fshape(&p->mix.mix[i], &s, total, cpu_free, p->score.unfed);
+    int64_t f = fshape(&p->mix.mix[i], &s, total, cpu_free, w, &qu);
     q += p->mix.mix[i].q * f;
     if (range != NULL) {
       lo = f - h->fs[i].f < lo ? f - h->fs[i].f : lo;
@@ -361,6 +432,8 @@ static double frag_delta(sf_packer_t *p, hnode_t *h, const after_t *af, int64_t 
   }
   if (range != NULL)
     *range = (range_t){lo, hi};
+  if (unfeds)
+    *dfu = (double)(qu - unfed_before(p, h)) / WEIGHT_ONE;
   return (double)q / WEIGHT_ONE - h->fb;
 }
 
@@ -472,14 +545,23 @@ void sf__score_init(pk_score_t *s)
  * same double whatever the weights). Costs are in milli-GPUs of
  * fragmentation, on FGD's scale. A term whose weight is 0 is skipped.
  *
- * The unfed idle GPUs (weight_unfed) are no row: they are a part of F
- * itself (unfed(), above), counted per shape where the node can host it,
- * so they enter the cost through dF and weight_frag.
+ * The unfed idle GPUs' row is weighed otherwise. weight_unfed sets what
+ * each one is worth inside their count (unfed(): in 1/UNFED_ONE, rounded
+ * down per shape), since the per-shape sums that give dF carry them; their
+ * count is on F's scale, so the row weighs it by weight_frag, like dF. The
+ * key's weight times a count of whole GPUs would round per shape
+ * elsewhere, and so give other scores. The row follows fragmentation's,
+ * so the two add to weight_frag x (dF + their change) before any other
+ * term: both parts are exact multiples of 1/WEIGHT_ONE, so with
+ * weight_frag a power of two (the default, 1) that is one exact double;
+ * with another weight_frag the two products may round apart in the last
+ * bit.
  */
 typedef struct {
   const hnode_t *h;
   const after_t *af;
-  double df;   /* the fragmentation increase */
+  double df;   /* the fragmentation increase, FGD's measure */
+  double dfu;  /* the increase of the unfed idle GPUs, weighed by weight_unfed to 1/UNFED_ONE */
   int64_t cpu; /* the node's free CPU after the pod (-1: not tracked) */
   /* the plan's two terms, worked out once for both rows (plan_terms) */
   bool planned;
@@ -487,11 +569,22 @@ typedef struct {
 } term_in_t;
 
 
-/* Fragmentation: dF, FGD's measure with the unfed idle GPUs. */
+/* Fragmentation: dF, FGD's measure. */
 static double term_frag(const sf_packer_t *p, term_in_t *in, double w, double cost)
 {
   (void)p;
   return cost + w * in->df;
+}
+
+/*
+ * The idle GPUs the node's free CPU cannot feed (unfed(), above): their
+ * change, weighed by weight_frag like dF; w, weight_unfed, has set each
+ * one's worth already, inside their count.
+ */
+static double term_unfed(const sf_packer_t *p, term_in_t *in, double w, double cost)
+{
+  (void)w;
+  return cost + p->pol->weight_frag * in->dfu;
 }
 
 /* Islands kept whole: each intact island the placement takes part of, not all of, pays 1000. */
@@ -556,6 +649,7 @@ static double term_model(const sf_packer_t *p, term_in_t *in, double w, double c
  */
 #define TERMS(X)                                 \
   X("weight_frag", weight_frag, term_frag)       \
+  X("weight_unfed", weight_unfed, term_unfed)    \
   X("weight_island", weight_island, term_island) \
   X("weight_plan", weight_plan, term_plan)       \
   X("weight_strand", weight_strand, term_strand) \
@@ -699,9 +793,12 @@ double sf__score(sf_packer_t *p, hnode_t *h, const pick_t *picks, size_t n)
   }
   int64_t cpu = h->cpu_free >= 0 ? h->cpu_free - p->dem.dem->cpu_milli : h->cpu_free;
   range_t rg;
-  double df = frag_delta(p, h, &af, total, cpu, p->score.bounds ? &rg : NULL);
+  double dfu;
+  double df = frag_delta(p, h, &af, total, cpu, p->score.bounds ? &rg : NULL, &dfu);
   bool frag = p->pol->strategy == SF_STRATEGY_FRAGMENTATION;
-  double cost = frag ? cost_fragmentation(p, &(term_in_t){h, &af, df, cpu, false, 0.0, 0.0}) : df;
+  double cost = frag
+                    ? cost_fragmentation(p, &(term_in_t){h, &af, df - dfu, dfu, cpu, false, 0.0, 0.0})
+                    : df;
   if (p->score.bounds)
     keep(&p->score, h, cost, rg, frag ? scarce_taken(p, h, &af) : 0.0);
   return fgd_step(p, cost);

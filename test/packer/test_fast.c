@@ -93,13 +93,22 @@ Test(fast, changing_any_policy_key_changes_the_memo_signature)
   sf_index_destroy(idx);
 }
 
-/* Each term of strategy fragmentation's cost (score.c) is weighed by the policy key of its row. */
+/*
+ * Each term of strategy fragmentation's cost (score.c) is a row weighed by
+ * the policy key of its row: fragmentation, then the unfed idle GPUs (on its
+ * scale, so the two add exactly before the rest), islands, the plan, CPU
+ * stranded, scarce models.
+ */
 Test(fast, every_scoring_term_is_weighed_by_its_policy_key)
 {
+  static const char *const named[] = {"weight_frag", "weight_unfed",  "weight_island",
+                                      "weight_plan", "weight_strand", "weight_model"};
   size_t nt, nk;
   const sf__term_t *t = sf__score_terms(&nt);
   const sf_policy_key_t *keys = sf_policy_keys(&nk);
-  cr_assert_geq(nt, 5, "fragmentation, islands, the plan, CPU stranded, scarce models");
+  cr_assert_eq(nt, sizeof(named) / sizeof(named[0]));
+  for (size_t i = 0; i < nt; i++)
+    cr_assert_str_eq(t[i].key, named[i], "row %zu", i);
   for (size_t i = 0; i < nt; i++) {
     bool found = false;
     for (size_t k = 0; k < nk; k++)

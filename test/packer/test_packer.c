@@ -635,6 +635,14 @@ static void cpu_nodes(sf_node_id n[2])
   cr_assert_eq(sf_mix_learn(pk, idx, &pol, &mix.dem, +1), 0);
 }
 
+/* cpu_nodes, and a pod of one whole GPU and 2 cores for them. */
+static void cpu_nodes_pod(sf_node_id n[2], tc_claim_t *c)
+{
+  cpu_nodes(n);
+  tc_claim(c, 1, 0);
+  c->dem.cpu_milli = 2000;
+}
+
 /*
  * weight_unfed: node "a" has 20 cores for four idle GPUs, so its CPU feeds
  * 20 / 12 = 1.67 of the learned pod (one whole GPU, 12 cores) and 2.33 GPUs
@@ -647,10 +655,8 @@ static void cpu_nodes(sf_node_id n[2])
 Test(packer, fragmentation_counts_gpus_the_cpu_cannot_feed)
 {
   sf_node_id n[2];
-  cpu_nodes(n);
   tc_claim_t c;
-  tc_claim(&c, 1, 0);
-  c.dem.cpu_milli = 2000;
+  cpu_nodes_pod(n, &c);
   sf_verdict_t v[2];
   cr_assert_eq(pol.weight_unfed, 0.25, "the default");
   sf_packer_evaluate(pk, idx, &pol, &c.dem, n, 2, 0, v);
@@ -691,6 +697,89 @@ static void learn_pod(uint32_t gpus, int64_t cores)
   tc_claim(&mix, gpus, 0);
   mix.dem.cpu_milli = cores * 1000;
   cr_assert_eq(sf_mix_learn(pk, idx, &pol, &mix.dem, +1), 0);
+}
+
+/*
+ * The unfed GPUs' row is on the fragmentation term's scale: weight_frag
+ * weighs it as it weighs dF, and weight_unfed sets what each GPU is worth.
+ * On "a" (see above) FGD's own dF is 0 and the unfed GPUs change by -833
+ * at weight_unfed 1: the least cost is weight_frag x -833, the same double
+ * at weight_frag 2 and at 0.3, and 0 when weight_frag is 0.
+ */
+Test(packer, unfed_row_is_weighed_by_weight_frag)
+{
+  sf_node_id n[2];
+  tc_claim_t c;
+  cpu_nodes_pod(n, &c);
+  sf_verdict_t v[2];
+  sf_packer_set_bounds(pk, true);
+  set("weight_unfed", "1");
+  static const char *const wf[] = {"1", "2", "0.3", "0"};
+  for (size_t i = 0; i < sizeof(wf) / sizeof(wf[0]); i++) {
+    set("weight_frag", wf[i]);
+    sf_packer_evaluate(pk, idx, &pol, &c.dem, n, 2, 0, v);
+    cr_assert_eq(v[0].cost, pol.weight_frag * -833.0, "weight_frag %s: cost %.17g", wf[i], v[0].cost);
+    cr_assert_float_eq(floor(v[0].raw), floor(100.0 / (1.0 + exp(v[0].cost / 1000.0))), 1e-9);
+    cr_assert_eq(v[1].cost, 0.0, "b feeds all its GPUs");
+  }
+  set("weight_frag", "2");
+  set("weight_unfed", "0.5"); /* 1166 milli-GPU before, 750 after, each rounded down */
+  sf_packer_evaluate(pk, idx, &pol, &c.dem, n, 2, 0, v);
+  cr_assert_eq(v[0].cost, 2.0 * -416.0);
+}
+
+/*
+ * A node whose CPU feeds its idle GPUs exactly: "even" has 48 cores for
+ * four idle GPUs of the learned pod (one GPU, 12 cores). A 1-GPU pod of 12
+ * cores leaves three idle and 36 cores, all fed: no change (step 50). One
+ * of 13 cores leaves 35 cores for three GPUs' 36: a twelfth of a GPU
+ * unfed, 83 milli-GPU, step 47. At weight 1.
+ */
+Test(packer, unfed_counts_from_the_cpu_the_pod_leaves)
+{
+  set("weight_unfed", "1");
+  sf_node_id n = cpu_node("even", 4, 48);
+  learn_pod(1, 12);
+  tc_claim_t c;
+  tc_claim(&c, 1, 0);
+  c.dem.cpu_milli = 12000;
+  sf_verdict_t v;
+  sf_packer_evaluate(pk, idx, &pol, &c.dem, &n, 1, 0, &v);
+  cr_assert_float_eq(floor(v.raw), 50.0, 1e-9);
+  c.dem.cpu_milli = 13000;
+  sf_packer_evaluate(pk, idx, &pol, &c.dem, &n, 1, 0, &v);
+  cr_assert_float_eq(floor(v.raw), floor(100.0 / (1.0 + exp(0.083))), 1e-9);
+  cr_assert_float_eq(floor(v.raw), 47.0, 1e-9);
+}
+
+/*
+ * At the CPU that just feeds every idle GPU the count is skipped, and one
+ * milli-core less counts. "s" has 8 cores, five shared A100s, one of them
+ * half used, and the learned pod is one whole GPU and 1 core: its four idle
+ * GPUs need 4 cores. A 4 GiB share on the used GPU takes a tenth of a GPU
+ * from the too small (dF = -100). With 4 cores, the pod leaves exactly 4;
+ * with 4.001, it leaves a milli-core short: 1 milli-GPU unfed (at weight 1,
+ * whole milli-GPUs of the shape's 1 core).
+ */
+Test(packer, unfed_skipped_only_where_the_cpu_left_feeds_every_idle_gpu)
+{
+  set("weight_unfed", "1");
+  sf_node_id n = tc_node(idx, "s", 5, "A100", 40 * GiB, true);
+  sf_node_spec_t sp = {"s", 8000, 0};
+  sf_index_node_upsert(idx, &sp, NULL);
+  tc_claim_t half, c;
+  tc_claim(&half, 1, 20 * GiB);
+  place(n, &half.dem, "x");
+  learn_pod(1, 1);
+  tc_claim(&c, 1, 4 * GiB);
+  sf_verdict_t v;
+  sf_packer_set_bounds(pk, true);
+  c.dem.cpu_milli = 4000;
+  sf_packer_evaluate(pk, idx, &pol, &c.dem, &n, 1, 0, &v);
+  cr_assert_eq(v.cost, -100.0, "cost %.17g", v.cost);
+  c.dem.cpu_milli = 4001;
+  sf_packer_evaluate(pk, idx, &pol, &c.dem, &n, 1, 0, &v);
+  cr_assert_eq(v.cost, -99.0, "cost %.17g", v.cost);
 }
 
 /*
