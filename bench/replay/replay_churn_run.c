@@ -457,6 +457,13 @@ static void churn_init(churn_t *c)
   c->alloc_int = sf_xcalloc(SF_CHURN_BUCKETS, sizeof(*c->alloc_int));
   c->q_int = sf_xcalloc(SF_CHURN_BUCKETS, sizeof(*c->q_int));
   c->idle_int = sf_xcalloc(SF_CHURN_BUCKETS, sizeof(*c->idle_int));
+  /*
+   * The run starts from the steady state of a fleet that has churned for
+   * long: the core hears as many departures as bindings first, as a daemon
+   * that had scheduled through that history would have (sf_mix_churn).
+   */
+  for (uint32_t i = 0; i < 1024; i++)
+    sf_mix_churn(c->r->idx, i % 2 == 1);
 }
 
 /* ---- what the eviction hook reads ---- */

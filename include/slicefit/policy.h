@@ -103,7 +103,8 @@ typedef struct sf_policy {
   size_t nisland_rules; /* the policy's (sf_policy_dispose) */
   sf_shape_t *mix;
   size_t nmix; /* the policy's (sf_policy_dispose) */
-  double weight_frag, weight_island, weight_model, weight_unfed, weight_plan, weight_strand;
+  double weight_frag, weight_island, weight_model, weight_unfed, weight_plan, weight_strand,
+      weight_fill;
   uint32_t mix_coverage;
   uint32_t max_sharers;
   uint32_t headroom_pct;

@@ -26,6 +26,7 @@ static const struct {
     {"weight_unfed", "1"},
     {"weight_plan", "8"},
     {"weight_strand", "4"},
+    {"weight_fill", "1"},
     {"mix_coverage", "100"},
     {"max_sharers", "3"},
     {"headroom_pct", "10"},
