@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "slicefit/log.h"
+#include "slicefit/mix.h"
 #include "decode_int.h"
 #include "cluster_int.h"
 
@@ -383,6 +384,12 @@ static int change(sf_cluster_t *c, sf_kind_t kind, const char *key, sf_object_t 
       sf__claim_learn(c, o, +1);
   } else if (kind == SF_KIND_DEVICE_CLASS) {
     c->mix_dirty = true;
+  }
+  if (kind == SF_KIND_RESOURCE_CLAIM) {
+    /* A claim that gains an allocation was bound; one that loses it, or goes, left. */
+    bool was = old && old->u.claim.allocated, now = o && o->u.claim.allocated;
+    if (was != now)
+      sf_mix_churn(c->idx, was);
   }
   sf_object_free(old);
   return 0;

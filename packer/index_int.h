@@ -135,6 +135,9 @@ typedef struct {
   bool held;        /* scoring reads pub, moved to s by sf_mix_publish */
   sf__shape_t pub[SF__MIX_MAX];
   size_t npub;
+  /* bindings and departures told (sf_mix_churn), over about the last SF__CHURN_WINDOW */
+  uint32_t placed, departed;
+  bool churning;
 } sf__mix_t;
 #define SF__MODELS 63 /* model bits 0..62; bit 63 = other */
 

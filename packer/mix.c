@@ -348,7 +348,8 @@ void sf__mix_load(sf_packer_t *p)
   for (size_t i = 0; i < mx->nmix; i++)
     mx->islands = mx->islands || mx->mix[i].island;
   group(mx);
-  mx->rawhash = hash_mix(mx->mix, mx->nmix, true);
+  mx->churning = idx->mix.churning; /* weight_fill's answer moves every cost: in the hash */
+  mx->rawhash = hash_mix(mx->mix, mx->nmix, true) ^ (mx->churning ? 0x6a09e667f3bcc909ull : 0);
   mx->mixhash = mx->rawhash;
   mx->shapehash = hash_mix(mx->mix, mx->nmix, false);
   sf__plan_load(p);
@@ -465,6 +466,42 @@ void sf_mix_hold(sf_index_t *idx, bool on)
 }
 
 /* ---- the public side ---- */
+
+/*
+ * Churn: departures against bindings over the last events, halved when
+ * their sum reaches the window so that old history fades. The fleet churns
+ * from the moment departures reach half the bindings, and stops when they
+ * fall under a quarter (a margin, so that a fleet near the edge does not
+ * flip with every pod); the flip moves the mix's version, so that every
+ * verdict scored with the other answer is dropped.
+ */
+#define CHURN_WINDOW 1024u
+#define CHURN_LEAST 64u /* events before the answer can change */
+
+void sf_mix_churn(sf_index_t *idx, bool departed)
+{
+  sf__mix_t *m = &idx->mix;
+  if (departed)
+    m->departed++;
+  else
+    m->placed++;
+  if (m->placed + m->departed >= CHURN_WINDOW) {
+    m->placed /= 2;
+    m->departed /= 2;
+  }
+  if (m->placed + m->departed < CHURN_LEAST)
+    return;
+  bool on = m->churning ? 4ull * m->departed >= m->placed : 2ull * m->departed >= m->placed;
+  if (on != m->churning) {
+    m->churning = on;
+    m->version++;
+  }
+}
+
+bool sf_mix_churning(const sf_index_t *idx)
+{
+  return idx->mix.churning;
+}
 
 void sf_mix_clear(sf_index_t *idx)
 {

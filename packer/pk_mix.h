@@ -50,7 +50,8 @@ typedef struct {
   uint16_t member[SF__MIX_MAX + 1]; /* shape indices, group by group */
   bool islands;                     /* a shape needs one island */
   uint64_t mixhash;                 /* shapes and weights, and the plans' K */
-  uint64_t rawhash;                 /* shapes and weights alone */
+  bool churning;                    /* the index's sf_mix_churning as read */
+  uint64_t rawhash;                 /* shapes and weights alone, and churning */
   uint64_t shapehash;               /* shapes only: what per-shape statistics depend on */
   double scarcity[SF__MODELS + 1];
   /* the index's learned mix, as last read */

@@ -566,6 +566,7 @@ typedef struct {
   /* the plan's two terms, worked out once for both rows (plan_terms) */
   bool planned;
   double loss, strand;
+  int64_t total; /* the node's free GPU after, in milli-GPUs */
 } term_in_t;
 
 
@@ -643,6 +644,27 @@ static double term_model(const sf_packer_t *p, term_in_t *in, double w, double c
 }
 
 /*
+ * Where pods leave (sf_mix_churning), the free capacity a placement leaves
+ * on its node, in milli-GPUs: best fit's measure. Filling the fullest node
+ * that fits lets departures empty whole nodes, which only the pods of many
+ * GPUs and cores can use, and FGD's measure prices a rare shape's last host
+ * at its share of the pods (docs/research/packing.md, "Under churn"). A free
+ * core counts 1/FILL_CORES_PER_GPU of a GPU, a quarter of what it is worth
+ * on a node of 8 GPUs and 128 cores, so that the GPUs decide and the cores
+ * keep the CPU-rich nodes for the pods that need them. In a fleet that only
+ * fills, nothing empties a node and the term is left out.
+ */
+#define FILL_CORES_PER_GPU 64
+
+static double term_fill(const sf_packer_t *p, term_in_t *in, double w, double cost)
+{
+  if (!p->mix.churning)
+    return cost;
+  int64_t cpu = in->cpu > 0 ? in->cpu : 0;
+  return cost + w * ((double)in->total + (double)cpu / FILL_CORES_PER_GPU);
+}
+
+/*
  * The table: one row per term, in the order the cost sums them (the order
  * the costs were always summed in, so they stay the same doubles):
  * X(policy key, its field in sf_policy_t, function).
@@ -653,7 +675,8 @@ static double term_model(const sf_packer_t *p, term_in_t *in, double w, double c
   X("weight_island", weight_island, term_island) \
   X("weight_plan", weight_plan, term_plan)       \
   X("weight_strand", weight_strand, term_strand) \
-  X("weight_model", weight_model, term_model)
+  X("weight_model", weight_model, term_model)    \
+  X("weight_fill", weight_fill, term_fill)
 
 #define TERM_ROW(key, field, fn) {key, offsetof(sf_policy_t, field)},
 static const sf__term_t terms[] = {TERMS(TERM_ROW)};
@@ -796,9 +819,9 @@ double sf__score(sf_packer_t *p, hnode_t *h, const pick_t *picks, size_t n)
   double dfu;
   double df = frag_delta(p, h, &af, total, cpu, p->score.bounds ? &rg : NULL, &dfu);
   bool frag = p->pol->strategy == SF_STRATEGY_FRAGMENTATION;
-  double cost = frag
-                    ? cost_fragmentation(p, &(term_in_t){h, &af, df - dfu, dfu, cpu, false, 0.0, 0.0})
-                    : df;
+  double cost = frag ? cost_fragmentation(p, &(term_in_t){h, &af, df - dfu, dfu, cpu, false, 0.0, 0.0,
+                                                          total})
+                     : df;
   if (p->score.bounds)
     keep(&p->score, h, cost, rg, frag ? scarce_taken(p, h, &af) : 0.0);
   return fgd_step(p, cost);

@@ -111,6 +111,20 @@ void sf__replay_touch(run_t *r, size_t pos)
   r->mem_free[pos] = ma > 0 ? ma - mu : INT64_MAX;
 }
 
+/*
+ * A pod bound (departed false) or a bound pod gone: the core's churn
+ * answer (sf_mix_churn). When it changes, every cost may have moved by
+ * weight_fill's term, which no drift bound covers: every verdict is stale.
+ */
+void sf__replay_churn(run_t *r, bool departed)
+{
+  bool was = sf_mix_churning(r->idx);
+  sf_mix_churn(r->idx, departed);
+  if (sf_mix_churning(r->idx) != was)
+    for (size_t pos = 0; pos < r->nnodes; pos++)
+      r->stamp[pos]++;
+}
+
 /* rank[0..n) = a permutation of 0..n-1 drawn from its own stream of the seed (Fisher-Yates). */
 static void permute_ranks(uint32_t *rank, size_t n, uint64_t seed)
 {

@@ -140,6 +140,7 @@ sf_alloc_id sf__replay_schedule(run_t *r, const sf_replay_pod_t *p, const char *
       r->naff[pos]++;
   }
   sf__replay_touch(r, (size_t)pos);
+  sf__replay_churn(r, false);
   return aid;
 fail:
   sf__replay_learn_leave(r, p); /* a dropped pod is no longer present */
@@ -157,6 +158,7 @@ void sf__replay_unschedule(run_t *r, const sf_replay_pod_t *p, sf_alloc_id a)
   sf_index_alloc_remove(r->idx, a);
   sf__replay_touch(r, pos);
   sf__replay_learn_leave(r, p);
+  sf__replay_churn(r, true);
 }
 
 /* ---- measurements ---- */

@@ -133,6 +133,7 @@ double sf__replay_kube_score(const run_t *r, size_t pos, const sf_replay_pod_t *
 
 /* replay_cache.c */
 void sf__replay_touch(run_t *r, size_t pos);
+void sf__replay_churn(run_t *r, bool departed);
 void sf__replay_cache_init(run_t *r);
 void sf__replay_learn_arrival(run_t *r, const sf_replay_pod_t *p);
 void sf__replay_learn_leave(run_t *r, const sf_replay_pod_t *p);

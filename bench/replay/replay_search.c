@@ -34,25 +34,26 @@
 
 /* ---- when a knob cannot act (packer/score.c: the weights are fragmentation's terms) ---- */
 
-static const char *frag_only(const sf_replay_trace_t *t, const sf_policy_t *base)
+static const char *frag_only(const sf_replay_trace_t *t, const sf_policy_t *base, bool churn)
 {
   (void)t;
+  (void)churn;
   return base->strategy == SF_STRATEGY_FRAGMENTATION ? NULL : "only strategy fragmentation weighs it";
 }
 
-static const char *islands_idle(const sf_replay_trace_t *t, const sf_policy_t *base)
+static const char *islands_idle(const sf_replay_trace_t *t, const sf_policy_t *base, bool churn)
 {
-  if (frag_only(t, base) != NULL)
-    return frag_only(t, base);
+  if (frag_only(t, base, churn) != NULL)
+    return frag_only(t, base, churn);
   return t->has_islands || base->nisland_rules > 0 ? NULL
                                                    : "no NVLink island in the trace or island_map";
 }
 
 /* The unfed term needs node CPU to run out (packer/score.c): a trace without node CPU never does. */
-static const char *cpu_idle(const sf_replay_trace_t *t, const sf_policy_t *base)
+static const char *cpu_idle(const sf_replay_trace_t *t, const sf_policy_t *base, bool churn)
 {
-  if (frag_only(t, base) != NULL)
-    return frag_only(t, base);
+  if (frag_only(t, base, churn) != NULL)
+    return frag_only(t, base, churn);
   for (size_t i = 0; i < t->nnodes; i++)
     if (t->nodes[i].cpu_milli > 0)
       return NULL;
@@ -81,25 +82,36 @@ static bool takes_share(const sf_replay_req_t *q)
 }
 
 /* Scarcity comes from claims that name models (packer/mix.c): none, and the term is 0. */
-static const char *models_idle(const sf_replay_trace_t *t, const sf_policy_t *base)
+static const char *models_idle(const sf_replay_trace_t *t, const sf_policy_t *base, bool churn)
 {
-  if (frag_only(t, base) != NULL)
-    return frag_only(t, base);
+  if (frag_only(t, base, churn) != NULL)
+    return frag_only(t, base, churn);
   return any_request(t, names_model) ? NULL : "no pod selects a GPU model";
 }
 
 /* The plan prices the shares (packer/plan.c): a trace where no pod takes part of a GPU has none. */
-static const char *shares_idle(const sf_replay_trace_t *t, const sf_policy_t *base)
+static const char *shares_idle(const sf_replay_trace_t *t, const sf_policy_t *base, bool churn)
 {
-  if (frag_only(t, base) != NULL)
-    return frag_only(t, base);
+  if (frag_only(t, base, churn) != NULL)
+    return frag_only(t, base, churn);
   return any_request(t, takes_share) ? NULL : "no pod takes part of a GPU";
 }
 
 /* What a placement strands is the worth of shares left without CPU: it needs both (packer/plan.c). */
-static const char *strand_idle(const sf_replay_trace_t *t, const sf_policy_t *base)
+static const char *strand_idle(const sf_replay_trace_t *t, const sf_policy_t *base, bool churn)
 {
-  return shares_idle(t, base) != NULL ? shares_idle(t, base) : cpu_idle(t, base);
+  return shares_idle(t, base, churn) != NULL ? shares_idle(t, base, churn) : cpu_idle(t, base, churn);
+}
+
+/* The fill term weighs only where pods leave (packer/score.c): --churn, or a native trace's departures. */
+static const char *fill_idle(const sf_replay_trace_t *t, const sf_policy_t *base, bool churn)
+{
+  if (frag_only(t, base, churn) != NULL)
+    return frag_only(t, base, churn);
+  for (size_t i = 0; !churn && t->native && i < t->npods; i++)
+    if (t->pods[i].until >= 0)
+      return NULL;
+  return churn ? NULL : "no pod leaves (--churn, or a native trace with departures)";
 }
 
 /*
@@ -108,14 +120,14 @@ static const char *strand_idle(const sf_replay_trace_t *t, const sf_policy_t *ba
  * with a search range); a knob without a line here can always act (the
  * tests name the knobs that must have one).
  */
-typedef const char *(*idle_fn)(const sf_replay_trace_t *t, const sf_policy_t *base);
+typedef const char *(*idle_fn)(const sf_replay_trace_t *t, const sf_policy_t *base, bool churn);
 static const struct {
   const char *key;
   idle_fn idle;
 } idles[] = {
-    {"weight_frag", frag_only},  {"weight_island", islands_idle}, {"weight_model", models_idle},
-    {"weight_unfed", cpu_idle},  {"weight_plan", shares_idle},    {"weight_strand", strand_idle},
-    {"mix_coverage", frag_only},
+    {"weight_frag", frag_only}, {"weight_island", islands_idle}, {"weight_model", models_idle},
+    {"weight_unfed", cpu_idle}, {"weight_plan", shares_idle},    {"weight_strand", strand_idle},
+    {"weight_fill", fill_idle}, {"mix_coverage", frag_only},
 };
 
 static sf_search_knob_t knobs[SF_SEARCH_MAX_KNOBS];
@@ -381,7 +393,7 @@ static void drop_idle(search_t *s, const sf_replay_trace_t *t, sf_search_result_
 {
   size_t n = 0;
   for (size_t k = 0; k < s->nk; k++) {
-    const char *why = s->ks[k]->idle ? s->ks[k]->idle(t, &s->base) : NULL;
+    const char *why = s->ks[k]->idle ? s->ks[k]->idle(t, &s->base, s->o->churn != NULL) : NULL;
     if (why == NULL) {
       s->ks[n++] = s->ks[k];
       continue;

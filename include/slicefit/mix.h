@@ -28,6 +28,19 @@ int sf_mix_learn(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol, const 
                  int sign);
 
 /**
+ * Tells the index that a pod was bound (departed false) or that a bound
+ * pod left (true). Over about the last 1,024 such events, the fleet
+ * churns once departures reach half the bindings, and stops churning when
+ * they fall under a quarter; weight_fill weighs only while it churns (a
+ * fleet that only fills is FGD's, where the fragmentation measure alone
+ * decides). Bindings and departures, not the mix's learning: a pod that
+ * never bound is no departure. A change moves the mix's hash.
+ */
+void sf_mix_churn(sf_index_t *idx, bool departed);
+/** Does the fleet churn now (sf_mix_churn)? */
+bool sf_mix_churning(const sf_index_t *idx);
+
+/**
  * The hash of the mix an evaluate of `demand` would score with now (the
  * policy's, the learned one, or the demand's own); a caller that caches
  * verdicts drops them when it moves.

@@ -34,6 +34,9 @@
  *   weight_strand     fragmentation: weight of the worth (at the plan's prices) of the
  *                     part-used GPUs a placement leaves without the CPU to feed a share
  *                     of the mix; 0 leaves it out (16)
+ *   weight_fill       fragmentation, only while the fleet churns (sf_mix_churning): weight
+ *                     of the free GPU, and a 64th of a GPU per free core, a placement
+ *                     leaves on its node (best fit); 0 leaves it out (0.3)
  *   mix_coverage      percent of the present pods the learned mix keeps: its most frequent
  *                     shapes, in order, until they cover this share (FGD's typical
  *                     pods: 95); 100 keeps every shape (95)
@@ -103,7 +106,8 @@ typedef struct sf_policy {
   size_t nisland_rules; /* the policy's (sf_policy_dispose) */
   sf_shape_t *mix;
   size_t nmix; /* the policy's (sf_policy_dispose) */
-  double weight_frag, weight_island, weight_model, weight_unfed, weight_plan, weight_strand;
+  double weight_frag, weight_island, weight_model, weight_unfed, weight_plan, weight_strand,
+      weight_fill;
   uint32_t mix_coverage;
   uint32_t max_sharers;
   uint32_t headroom_pct;

@@ -44,8 +44,9 @@
  * limit whose "off" is a value of its own (max_sharers 0, headroom_pct 0),
  * so that half of the candidates vary the weights with the limits off.
  * `idle`, when not NULL, says why the knob cannot change a placement on
- * this trace under this base policy (a static string), or NULL when it can:
- * a knob that multiplies a term the trace makes zero is not varied.
+ * this trace under this base policy (a static string), or NULL when it can,
+ * churn true for a search of churn runs (--churn): a knob that multiplies a
+ * term the trace makes zero is not varied.
  */
 typedef struct {
   const char *key;
@@ -53,7 +54,7 @@ typedef struct {
   bool log;     /* drawn uniformly in log(lo)..log(hi) (lo > 0) */
   bool integer; /* whole numbers lo..hi, each about equally likely */
   double keep;  /* 0..1 */
-  const char *(*idle)(const sf_replay_trace_t *t, const sf_policy_t *base);
+  const char *(*idle)(const sf_replay_trace_t *t, const sf_policy_t *base, bool churn);
 } sf_search_knob_t;
 
 /**

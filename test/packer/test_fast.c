@@ -26,6 +26,7 @@ static const struct {
     {"weight_unfed", "1"},
     {"weight_plan", "8"},
     {"weight_strand", "4"},
+    {"weight_fill", "1"},
     {"mix_coverage", "100"},
     {"max_sharers", "3"},
     {"headroom_pct", "10"},
@@ -97,12 +98,12 @@ Test(fast, changing_any_policy_key_changes_the_memo_signature)
  * Each term of strategy fragmentation's cost (score.c) is a row weighed by
  * the policy key of its row: fragmentation, then the unfed idle GPUs (on its
  * scale, so the two add exactly before the rest), islands, the plan, CPU
- * stranded, scarce models.
+ * stranded, scarce models, and best fit's free capacity where pods leave.
  */
 Test(fast, every_scoring_term_is_weighed_by_its_policy_key)
 {
-  static const char *const named[] = {"weight_frag", "weight_unfed",  "weight_island",
-                                      "weight_plan", "weight_strand", "weight_model"};
+  static const char *const named[] = {"weight_frag",   "weight_unfed", "weight_island", "weight_plan",
+                                      "weight_strand", "weight_model", "weight_fill"};
   size_t nt, nk;
   const sf__term_t *t = sf__score_terms(&nt);
   const sf_policy_key_t *keys = sf_policy_keys(&nk);

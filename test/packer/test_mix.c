@@ -200,3 +200,49 @@ Test(mix, coverage_keeps_equals_together)
   sf_index_destroy(x);
   fix_close(&f);
 }
+
+/* Bindings (false) and departures (true), alternating from `first`, n events. */
+static void churn(sf_index_t *idx, size_t n, bool first)
+{
+  for (size_t i = 0; i < n; i++)
+    sf_mix_churn(idx, (i % 2 == 0) == first);
+}
+
+Test(mix, churning_once_departures_reach_half_the_bindings)
+{
+  fix_t f;
+  fix_open(&f);
+  sf_index_t *idx = cluster();
+  uint64_t still = sf_mix_hash(f.pk, idx, &f.pol, &f.probe.dem);
+  cr_assert(!sf_mix_churning(idx));
+  churn(idx, 63, false); /* too few events to say */
+  cr_assert(!sf_mix_churning(idx));
+  cr_assert_eq(sf_mix_hash(f.pk, idx, &f.pol, &f.probe.dem), still);
+  churn(idx, 1, true); /* 32 bindings, 32 departures */
+  cr_assert(sf_mix_churning(idx));
+  cr_assert_neq(sf_mix_hash(f.pk, idx, &f.pol, &f.probe.dem), still, "a flip moves the hash");
+  /* between a quarter and a half: it stays as it is (a margin against flipping) */
+  for (int i = 0; i < 60; i++)
+    sf_mix_churn(idx, false); /* 92 bindings, 32 departures: more than a quarter */
+  cr_assert(sf_mix_churning(idx));
+  for (int i = 0; i < 40; i++)
+    sf_mix_churn(idx, false); /* 132 against 32: under a quarter */
+  cr_assert(!sf_mix_churning(idx));
+  cr_assert_eq(sf_mix_hash(f.pk, idx, &f.pol, &f.probe.dem), still);
+  for (int i = 0; i < 20; i++)
+    sf_mix_churn(idx, true); /* 132 against 52: over a quarter, under a half: still off */
+  cr_assert(!sf_mix_churning(idx));
+  sf_index_destroy(idx);
+  fix_close(&f);
+}
+
+Test(mix, only_the_last_events_count)
+{
+  sf_index_t *idx = sf_index_create();
+  for (int i = 0; i < 100000; i++) /* a long history of bindings alone: a fleet filling */
+    sf_mix_churn(idx, false);
+  cr_assert(!sf_mix_churning(idx));
+  churn(idx, 2048, true); /* then churn, bindings and departures alike */
+  cr_assert(sf_mix_churning(idx), "the old history has faded within two windows");
+  sf_index_destroy(idx);
+}

@@ -1062,3 +1062,31 @@ Test(packer, host_lags_passes_a_node_short_of_cpu_when_its_devices_fit)
   cr_assert_eq(v.fit, SF_FIT_NO);
   cr_assert(strstr(v.reason, "CPU") == NULL, "the devices' reason: %s", v.reason);
 }
+
+/*
+ * Where pods leave, the cost of a placement grows by weight_fill times the
+ * free GPU it leaves on its node (best fit): the fuller node gains on the
+ * emptier one. In a fleet that only fills, the term is left out.
+ */
+Test(packer, fill_weighs_only_where_pods_leave)
+{
+  sf_node_id n[2] = {tc_node(idx, "empty", 4, "RTX", 20 * GiB, false),
+                     tc_node(idx, "used", 4, "RTX", 20 * GiB, false)};
+  tc_claim_t c;
+  tc_claim(&c, 1, 0);
+  place(n[1], &c.dem, "x");
+  sf_packer_set_bounds(pk, true); /* the verdicts carry their cost */
+  sf_verdict_t still[2], churning[2];
+  cr_assert_eq(sf_packer_evaluate(pk, idx, &pol, &c.dem, n, 2, 0, still), 0);
+  for (int i = 0; i < 64; i++)
+    sf_mix_churn(idx, i % 2 == 1);
+  cr_assert(sf_mix_churning(idx));
+  cr_assert_eq(sf_packer_evaluate(pk, idx, &pol, &c.dem, n, 2, 0, churning), 0);
+  /* 3 GPUs left free on "empty", 2 on "used"; no CPU tracked on either */
+  cr_assert_float_eq(churning[0].cost - still[0].cost, pol.weight_fill * 3000.0, 1e-9);
+  cr_assert_float_eq(churning[1].cost - still[1].cost, pol.weight_fill * 2000.0, 1e-9);
+  set("weight_fill", "0");
+  cr_assert_eq(sf_packer_evaluate(pk, idx, &pol, &c.dem, n, 2, 0, churning), 0);
+  cr_assert_float_eq(churning[0].cost, still[0].cost, 1e-9);
+  cr_assert_float_eq(churning[1].cost, still[1].cost, 1e-9);
+}

@@ -46,6 +46,7 @@ static const cases_t cases[] = {
     {"weight_unfed", {"1", "0", "0.25", " 1.0 "}, {"1.01", "2", "-0.5", "nan", "", "all"}},
     {"weight_plan", {"16", "0", "0.5", "1e6"}, {"-1", "1e7", "nan", "inf", "", "plan"}},
     {"weight_strand", {"16", "0", "0.5", "1e6"}, {"-1", "1e7", "nan", "inf", "", "strand"}},
+    {"weight_fill", {"0.3", "0", "2", "1e6"}, {"-1", "1e7", "nan", "inf", "", "fill"}},
     {"mix_coverage", {"1", "95", "100"}, {"0", "101", "-5", "95%", ""}},
     {"max_sharers", {"0", "100000", "3"}, {"100001", "-1", "x", ""}},
     {"headroom_pct", {"0", "99", "10"}, {"100", "-1", "5%", ""}},
@@ -116,6 +117,7 @@ Test(policy, defaults_match_header)
   cr_assert_eq(p.weight_unfed, 0.25);
   cr_assert_eq(p.weight_plan, 16.0);
   cr_assert_eq(p.weight_strand, 16.0);
+  cr_assert_eq(p.weight_fill, 0.3);
   cr_assert_eq(p.mix_coverage, 95);
   cr_assert_eq(p.max_sharers, 0);
   cr_assert_eq(p.headroom_pct, 0);

@@ -435,8 +435,9 @@ static bool idle(const sf_search_result_t *r, const char *key)
 
 /*
  * A weight that multiplies a term the trace makes zero cannot move a pod: the
- * bundled Alibaba-shaped trace has no NVLink island and no pod that names a
- * model; the native one has both; binpack reads no weight at all.
+ * bundled Alibaba-shaped trace has no NVLink island, no pod that names a
+ * model and, replayed static, no pod that leaves; the native one has all
+ * three; binpack reads no weight at all.
  */
 Test(replay_search, knobs_that_cannot_act_on_the_trace_are_not_varied, .timeout = 120)
 {
@@ -451,8 +452,8 @@ Test(replay_search, knobs_that_cannot_act_on_the_trace_are_not_varied, .timeout 
   run_search(&t, &o, &r);
   cr_expect(idle(&r, "weight_island") && idle(&r, "weight_model") && !idle(&r, "weight_frag") &&
             !idle(&r, "mix_coverage") && !idle(&r, "weight_unfed") && !idle(&r, "weight_plan") &&
-            !idle(&r, "weight_strand"));
-  cr_expect_eq(r.nknobs + r.nidle, 9);
+            !idle(&r, "weight_strand") && idle(&r, "weight_fill"));
+  cr_expect_eq(r.nknobs + r.nidle, 10);
   sf_search_result_dispose(&r);
   o.tune = 0;
   run_search(&nt, &o, &r);
@@ -464,7 +465,7 @@ Test(replay_search, knobs_that_cannot_act_on_the_trace_are_not_varied, .timeout 
   run_search(&nt, &o, &r);
   cr_expect(idle(&r, "weight_frag") && idle(&r, "weight_island") && idle(&r, "weight_model") &&
             idle(&r, "mix_coverage") && idle(&r, "weight_unfed") && idle(&r, "weight_plan") &&
-            idle(&r, "weight_strand"));
+            idle(&r, "weight_strand") && idle(&r, "weight_fill"));
   cr_expect_eq(r.nknobs, 2, "the limits filter under every strategy");
   sf_search_result_dispose(&r);
   sf_policy_dispose(&bp);
