@@ -123,6 +123,7 @@ typedef struct {
 } sf__shape_t;
 
 #define SF__MIX_MAX 128
+#define SF__CHURN_WINDOW 256u
 
 /*
  * The learned workload mix's storage: the multiset of the present demands'
@@ -135,9 +136,11 @@ typedef struct {
   bool held;        /* scoring reads pub, moved to s by sf_mix_publish */
   sf__shape_t pub[SF__MIX_MAX];
   size_t npub;
-  /* bindings and departures told (sf_mix_churn), over about the last SF__CHURN_WINDOW */
-  uint32_t placed, departed;
-  bool churning;
+  /* the last SF__CHURN_WINDOW bindings and departures told (sf_mix_churn): bit set = departure */
+  uint64_t churn_bits[SF__CHURN_WINDOW / 64];
+  uint32_t churn_seen, churn_departed; /* events told (up to the window), departures among them */
+  uint32_t churn_next;                 /* the bit the next event takes */
+  bool filling;                        /* !sf_mix_churning */
 } sf__mix_t;
 #define SF__MODELS 63 /* model bits 0..62; bit 63 = other */
 

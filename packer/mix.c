@@ -348,7 +348,7 @@ void sf__mix_load(sf_packer_t *p)
   for (size_t i = 0; i < mx->nmix; i++)
     mx->islands = mx->islands || mx->mix[i].island;
   group(mx);
-  mx->churning = idx->mix.churning; /* weight_fill's answer moves every cost: in the hash */
+  mx->churning = !idx->mix.filling; /* weight_fill's answer moves every cost: in the hash */
   mx->rawhash = hash_mix(mx->mix, mx->nmix, true) ^ (mx->churning ? 0x6a09e667f3bcc909ull : 0);
   mx->mixhash = mx->rawhash;
   mx->shapehash = hash_mix(mx->mix, mx->nmix, false);
@@ -468,39 +468,36 @@ void sf_mix_hold(sf_index_t *idx, bool on)
 /* ---- the public side ---- */
 
 /*
- * Churn: departures against bindings over the last events, halved when
- * their sum reaches the window so that old history fades. The fleet churns
- * from the moment departures reach half the bindings, and stops when they
- * fall under a quarter (a margin, so that a fleet near the edge does not
- * flip with every pod); the flip moves the mix's version, so that every
- * verdict scored with the other answer is dropped.
+ * Churn: of the last SF__CHURN_WINDOW bindings and departures told, how
+ * many were departures. The fleet fills (and weight_fill is left out) when
+ * fewer than an eighth of a full window are; until the window is full the
+ * fleet is taken to churn, as a live cluster does. The answer is a function
+ * of the last events alone, so replicas that were told the same ones agree;
+ * a change moves the mix's version, so that every verdict scored with the
+ * other answer is dropped.
  */
-#define CHURN_WINDOW 1024u
-#define CHURN_LEAST 64u /* events before the answer can change */
-
 void sf_mix_churn(sf_index_t *idx, bool departed)
 {
   sf__mix_t *m = &idx->mix;
-  if (departed)
-    m->departed++;
+  uint32_t k = m->churn_next, w = k / 64;
+  uint64_t bit = 1ull << (k % 64);
+  if (m->churn_seen == SF__CHURN_WINDOW)
+    m->churn_departed -= (m->churn_bits[w] & bit) != 0; /* the oldest event leaves the window */
   else
-    m->placed++;
-  if (m->placed + m->departed >= CHURN_WINDOW) {
-    m->placed /= 2;
-    m->departed /= 2;
-  }
-  if (m->placed + m->departed < CHURN_LEAST)
-    return;
-  bool on = m->churning ? 4ull * m->departed >= m->placed : 2ull * m->departed >= m->placed;
-  if (on != m->churning) {
-    m->churning = on;
+    m->churn_seen++;
+  m->churn_bits[w] = departed ? m->churn_bits[w] | bit : m->churn_bits[w] & ~bit;
+  m->churn_departed += departed;
+  m->churn_next = (k + 1) % SF__CHURN_WINDOW;
+  bool filling = m->churn_seen == SF__CHURN_WINDOW && m->churn_departed < SF__CHURN_WINDOW / 8;
+  if (filling != m->filling) {
+    m->filling = filling;
     m->version++;
   }
 }
 
 bool sf_mix_churning(const sf_index_t *idx)
 {
-  return idx->mix.churning;
+  return !idx->mix.filling;
 }
 
 void sf_mix_clear(sf_index_t *idx)

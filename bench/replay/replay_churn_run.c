@@ -194,7 +194,13 @@ static bool attempt(churn_t *c, uint32_t slot)
   heap_push(&c->dep, s->leave_at, slot);
   if (c->arr[slot].fill && --c->fill_left == 0)
     c->fill_done = c->now;
-  if (c->arr[slot].fill) /* the steady state's history: as many pods left as came */
+  /*
+   * The run starts from the steady state of a fleet that has churned for
+   * long: beside each pod of that state it places, the core hears of a
+   * departure, as a daemon that had scheduled through that history would
+   * have (sf_mix_churn), not of a fleet that only fills.
+   */
+  if (c->arr[slot].fill)
     sf__replay_churn(c->r, true);
   if (s->wait > c->o->slo_s)
     note_over(c, slot);
@@ -459,14 +465,6 @@ static void churn_init(churn_t *c)
   c->alloc_int = sf_xcalloc(SF_CHURN_BUCKETS, sizeof(*c->alloc_int));
   c->q_int = sf_xcalloc(SF_CHURN_BUCKETS, sizeof(*c->q_int));
   c->idle_int = sf_xcalloc(SF_CHURN_BUCKETS, sizeof(*c->idle_int));
-  /*
-   * The run starts from the steady state of a fleet that has churned for
-   * long: the core hears as many departures as bindings first, and one
-   * more departure beside each pod of that state it places, as a daemon
-   * that had scheduled through that history would have (sf_mix_churn).
-   */
-  for (uint32_t i = 0; i < 1024; i++)
-    sf_mix_churn(c->r->idx, i % 2 == 1);
 }
 
 /* ---- what the eviction hook reads ---- */

@@ -29,12 +29,13 @@ int sf_mix_learn(sf_packer_t *p, sf_index_t *idx, const sf_policy_t *pol, const 
 
 /**
  * Tells the index that a pod was bound (departed false) or that a bound
- * pod left (true). Over about the last 1,024 such events, the fleet
- * churns once departures reach half the bindings, and stops churning when
- * they fall under a quarter; weight_fill weighs only while it churns (a
- * fleet that only fills is FGD's, where the fragmentation measure alone
- * decides). Bindings and departures, not the mix's learning: a pod that
- * never bound is no departure. A change moves the mix's hash.
+ * pod left (true). Of the last 256 such events, the fleet fills when fewer
+ * than 32 were departures, and churns otherwise, or while fewer than 256
+ * were told (a live cluster churns); weight_fill weighs only while it
+ * churns (a fleet that only fills is FGD's, where the fragmentation measure
+ * alone decides). Bindings and departures, not the mix's learning: a pod
+ * that never bound is no departure. The answer depends on the last 256
+ * events alone, and a change moves the mix's hash.
  */
 void sf_mix_churn(sf_index_t *idx, bool departed);
 /** Does the fleet churn now (sf_mix_churn)? */

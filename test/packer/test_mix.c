@@ -201,48 +201,49 @@ Test(mix, coverage_keeps_equals_together)
   fix_close(&f);
 }
 
-/* Bindings (false) and departures (true), alternating from `first`, n events. */
-static void churn(sf_index_t *idx, size_t n, bool first)
+/* n events: bindings, with a departure every `every` (0: none). */
+static void told(sf_index_t *idx, size_t n, size_t every)
 {
-  for (size_t i = 0; i < n; i++)
-    sf_mix_churn(idx, (i % 2 == 0) == first);
+  for (size_t i = 1; i <= n; i++)
+    sf_mix_churn(idx, every > 0 && i % every == 0);
 }
 
-Test(mix, churning_once_departures_reach_half_the_bindings)
+Test(mix, a_fleet_fills_when_under_an_eighth_of_the_last_256_events_are_departures)
 {
   fix_t f;
   fix_open(&f);
   sf_index_t *idx = cluster();
-  uint64_t still = sf_mix_hash(f.pk, idx, &f.pol, &f.probe.dem);
+  uint64_t churning = sf_mix_hash(f.pk, idx, &f.pol, &f.probe.dem);
+  cr_assert(sf_mix_churning(idx), "a live cluster churns until told otherwise");
+  told(idx, 255, 0);
+  cr_assert(sf_mix_churning(idx), "fewer than 256 events say nothing yet");
+  told(idx, 1, 0);
+  cr_assert(!sf_mix_churning(idx), "256 bindings and no departure: the fleet fills");
+  cr_assert_neq(sf_mix_hash(f.pk, idx, &f.pol, &f.probe.dem), churning, "a change moves the hash");
+  told(idx, 31 * 8, 8); /* 31 departures among the last 256 */
   cr_assert(!sf_mix_churning(idx));
-  churn(idx, 63, false); /* too few events to say */
-  cr_assert(!sf_mix_churning(idx));
-  cr_assert_eq(sf_mix_hash(f.pk, idx, &f.pol, &f.probe.dem), still);
-  churn(idx, 1, true); /* 32 bindings, 32 departures */
+  told(idx, 8, 8); /* 32 */
   cr_assert(sf_mix_churning(idx));
-  cr_assert_neq(sf_mix_hash(f.pk, idx, &f.pol, &f.probe.dem), still, "a flip moves the hash");
-  /* between a quarter and a half: it stays as it is (a margin against flipping) */
-  for (int i = 0; i < 60; i++)
-    sf_mix_churn(idx, false); /* 92 bindings, 32 departures: more than a quarter */
-  cr_assert(sf_mix_churning(idx));
-  for (int i = 0; i < 40; i++)
-    sf_mix_churn(idx, false); /* 132 against 32: under a quarter */
-  cr_assert(!sf_mix_churning(idx));
-  cr_assert_eq(sf_mix_hash(f.pk, idx, &f.pol, &f.probe.dem), still);
-  for (int i = 0; i < 20; i++)
-    sf_mix_churn(idx, true); /* 132 against 52: over a quarter, under a half: still off */
+  cr_assert_eq(sf_mix_hash(f.pk, idx, &f.pol, &f.probe.dem), churning);
+  told(idx, 8, 0); /* the oldest departure leaves the window: 31 again */
   cr_assert(!sf_mix_churning(idx));
   sf_index_destroy(idx);
   fix_close(&f);
 }
 
-Test(mix, only_the_last_events_count)
+Test(mix, the_answer_is_the_last_events_alone)
 {
-  sf_index_t *idx = sf_index_create();
-  for (int i = 0; i < 100000; i++) /* a long history of bindings alone: a fleet filling */
-    sf_mix_churn(idx, false);
-  cr_assert(!sf_mix_churning(idx));
-  churn(idx, 2048, true); /* then churn, bindings and departures alike */
-  cr_assert(sf_mix_churning(idx), "the old history has faded within two windows");
-  sf_index_destroy(idx);
+  /* Two indexes told different histories, then the same 256 events, answer alike. */
+  sf_index_t *a = sf_index_create(), *b = sf_index_create();
+  told(a, 100000, 0);
+  told(b, 3000, 2);
+  for (int round = 0; round < 2; round++) {
+    size_t every = round == 0 ? 4 : 0;
+    told(a, 256, every);
+    told(b, 256, every);
+    cr_assert_eq(sf_mix_churning(a), sf_mix_churning(b));
+    cr_assert_eq(sf_mix_churning(a), round == 0);
+  }
+  sf_index_destroy(a);
+  sf_index_destroy(b);
 }

@@ -15,6 +15,7 @@ static sf_packer_t *pk;
 static void setup(void)
 {
   sf_policy_init(&pol);
+  pol.weight_fill = 0.0; /* an index told nothing churns: the tests that weigh fill say so */
   idx = sf_index_create();
   pk = sf_packer_create();
 }
@@ -1075,10 +1076,14 @@ Test(packer, fill_weighs_only_where_pods_leave)
   tc_claim_t c;
   tc_claim(&c, 1, 0);
   place(n[1], &c.dem, "x");
+  set("weight_fill", "0.3");
   sf_packer_set_bounds(pk, true); /* the verdicts carry their cost */
   sf_verdict_t still[2], churning[2];
+  for (int i = 0; i < 256; i++) /* a fleet that only fills */
+    sf_mix_churn(idx, false);
+  cr_assert(!sf_mix_churning(idx));
   cr_assert_eq(sf_packer_evaluate(pk, idx, &pol, &c.dem, n, 2, 0, still), 0);
-  for (int i = 0; i < 64; i++)
+  for (int i = 0; i < 64; i++) /* departures come */
     sf_mix_churn(idx, i % 2 == 1);
   cr_assert(sf_mix_churning(idx));
   cr_assert_eq(sf_packer_evaluate(pk, idx, &pol, &c.dem, n, 2, 0, churning), 0);

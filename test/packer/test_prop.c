@@ -360,6 +360,8 @@ static void prop_setup(sf_index_t **idx, sf_packer_t **pk, sf_policy_t *pol, sf_
   *pk = sf_packer_create();
   (*pk)->fast.on = fast;
   sf_policy_init(pol);
+  /* The reference knows no fill term (an index told nothing churns): it is left out. */
+  cr_assert_eq(sf_policy_set(pol, "weight_fill", "0", err, sizeof(err)), 0);
   cr_assert_eq(sf_policy_set(pol, "strategy", strategy, err, sizeof(err)), 0);
   cr_assert_eq(sf_policy_set(pol, "device_choice", choice, err, sizeof(err)), 0);
   cr_assert_eq(sf_policy_set(pol, "island_map", "H100=4,A100=2", err, sizeof(err)), 0);
