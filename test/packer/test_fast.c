@@ -185,3 +185,51 @@ Test(fast, claims_in_turn_each_find_their_remembered_verdicts)
   sf_packer_destroy(pk);
   sf_index_destroy(idx);
 }
+
+/*
+ * A selector with a cache key is asked once per device, however many calls
+ * of other claims come between: the first call of a claim of another class
+ * asks it of every device a node's verdict needs, and no later call asks
+ * again while the devices do not change.
+ */
+static sf_match_t counted(void *ctx, const sf_index_t *idx, sf_dev_id d)
+{
+  (void)idx;
+  (void)d;
+  ++*(size_t *)ctx;
+  return SF_MATCH_YES;
+}
+
+Test(fast, a_cached_selector_is_asked_once_per_device_across_calls)
+{
+  sf_index_t *idx = sf_index_create();
+  sf_packer_t *pk = sf_packer_create(), *ref = sf_packer_create();
+  ref->fast.on = false;
+  sf_node_id nodes[4] = {
+      tc_node(idx, "a", 4, "RTX", 20 * GiB, true),
+      tc_node(idx, "b", 2, "RTX", 20 * GiB, true),
+      tc_node(idx, "c", 8, "A100", 40 * GiB, true),
+      tc_node(idx, "d", 1, "RTX", 8 * GiB, true),
+  };
+  enum { DEVICES = 4 + 2 + 8 + 1 };
+  sf_policy_t pol;
+  sf_policy_init(&pol);
+  sf_index_apply_policy(idx, &pol);
+  size_t asked_a = 0, asked_b = 0;
+  sf_selector_t sel_a = {counted, &asked_a, 0xa11}, sel_b = {counted, &asked_b, 0xb22};
+  tc_claim_t a, b;
+  tc_claim(&a, 1, 12 * GiB);
+  tc_claim(&b, 1, 2 * GiB);
+  a.req.selectors = &sel_a;
+  b.req.selectors = &sel_b;
+  for (int round = 0; round < 4; round++) {
+    evaluate_both(pk, ref, idx, &pol, &a, nodes, 4);
+    evaluate_both(pk, ref, idx, &pol, &b, nodes, 4);
+    cr_assert_eq(asked_a, DEVICES, "round %d: %zu answers of a's selector", round, asked_a);
+    cr_assert_eq(asked_b, DEVICES, "round %d: %zu answers of b's selector", round, asked_b);
+  }
+  sf_policy_dispose(&pol);
+  sf_packer_destroy(ref);
+  sf_packer_destroy(pk);
+  sf_index_destroy(idx);
+}
