@@ -249,14 +249,10 @@ static void alike_copy(fmemo_t *m, const fmemo_t *am, uint64_t version)
 }
 
 
-/* A remembered verdict; its reason is written anew, for this call's claim and request. */
-static void replay(sf_packer_t *p, const fmemo_t *m, sf_verdict_t *v)
+/* The reason of a remembered verdict other than FIT, written anew for this call's claim and request. */
+static void replay_reason(sf_packer_t *p, const fmemo_t *m, sf_verdict_t *v)
 {
   const sf_request_t *s = p->dem.fr[0].top;
-  v->fit = (sf_fit_t)m->fit;
-  v->raw = m->raw;
-  v->cost = m->cost;
-  memcpy(v->sens, m->sens, sizeof(v->sens));
   if (v->fit == SF_FIT_UNSURE) {
     sf__reason_say(p, R_UNKNOWN, 0, 0, 0, 0, v->reason, sizeof(v->reason));
   } else if (v->fit == SF_FIT_NO) {
@@ -264,6 +260,20 @@ static void replay(sf_packer_t *p, const fmemo_t *m, sf_verdict_t *v)
     if (!sf__reason_request(p, 0, &st, m->n, m->clen, v->reason, sizeof(v->reason)))
       sf__reason_say(p, R_ISLAND, 0, s->count, m->largest, 0, v->reason, sizeof(v->reason));
   }
+}
+
+/*
+ * A remembered verdict (on every node of a call alike with the last one:
+ * kept short, the reason apart).
+ */
+static inline void replay(sf_packer_t *p, const fmemo_t *m, sf_verdict_t *v)
+{
+  v->fit = (sf_fit_t)m->fit;
+  v->raw = m->raw;
+  v->cost = m->cost;
+  memcpy(v->sens, m->sens, sizeof(v->sens));
+  if (v->fit != SF_FIT_YES)
+    replay_reason(p, m, v);
 }
 
 /* Places the call's one request on the node; the verdict, or the reason it does not fit. */
