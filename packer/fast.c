@@ -124,15 +124,18 @@ void sf__fast_prepare(sf_packer_t *p)
 
 /* ---- the memo ---- */
 
+static __attribute__((noinline)) void memo_grow(pk_fast_t *f, size_t cap)
+{
+  f->memo = sf_xrealloc(f->memo, cap * FMEMO_WAYS * sizeof(*f->memo));
+  memset(f->memo + f->memocap * FMEMO_WAYS, 0, (cap - f->memocap) * FMEMO_WAYS * sizeof(*f->memo));
+  f->memocap = cap;
+}
+
 /* Node's FMEMO_WAYS remembered verdicts. */
 static fmemo_t *memo_of(pk_fast_t *f, sf_node_id node, size_t nnodes)
 {
-  if ((size_t)node >= f->memocap) {
-    size_t cap = (size_t)node + 1 > nnodes ? (size_t)node + 1 : nnodes;
-    f->memo = sf_xrealloc(f->memo, cap * FMEMO_WAYS * sizeof(*f->memo));
-    memset(f->memo + f->memocap * FMEMO_WAYS, 0, (cap - f->memocap) * FMEMO_WAYS * sizeof(*f->memo));
-    f->memocap = cap;
-  }
+  if ((size_t)node >= f->memocap)
+    memo_grow(f, (size_t)node + 1 > nnodes ? (size_t)node + 1 : nnodes);
   return &f->memo[(size_t)node * FMEMO_WAYS];
 }
 
@@ -250,7 +253,7 @@ static void alike_copy(fmemo_t *m, const fmemo_t *am, uint64_t version)
 
 
 /* The reason of a remembered verdict other than FIT, written anew for this call's claim and request. */
-static void replay_reason(sf_packer_t *p, const fmemo_t *m, sf_verdict_t *v)
+static __attribute__((noinline)) void replay_reason(sf_packer_t *p, const fmemo_t *m, sf_verdict_t *v)
 {
   const sf_request_t *s = p->dem.fr[0].top;
   if (v->fit == SF_FIT_UNSURE) {
@@ -324,22 +327,12 @@ static void keep(const pk_fast_t *f, fmemo_t *m, const sf_verdict_t *v)
   m->fit = (uint8_t)v->fit;
 }
 
-bool sf__fast_eval(sf_packer_t *p, sf_node_id node, sf_verdict_t *v)
+/* Node h's verdict when its own remembered one does not serve: from a node alike, or worked out. */
+static __attribute__((noinline)) void miss(sf_packer_t *p, sf_node_id node, hnode_t *h, fmemo_t *ways,
+                                           sf_verdict_t *v)
 {
   pk_fast_t *f = &p->fast;
-  hnode_t *h = sf__view_node(p, node, p->idx, &p->view);
-  if (!h->plain)
-    return false;
-  /* Only sf_packer_evaluate's verdicts are kept, and only under a signature. */
-  fmemo_t *ways = f->evaluating && f->sig != 0 ? memo_of(f, node, p->idx->nnodes) : NULL;
-  fmemo_t *m = ways != NULL ? memo_hit(f, ways, h->version) : NULL;
-  f->replayed = m != NULL;
-  if (f->replayed) {
-    m->used = f->clock;
-    f->served++;
-    replay(p, m, v);
-    return true;
-  }
+  fmemo_t *m;
   falike_t *e = NULL;
   uint32_t tag = 0;
   if (ways != NULL && f->alike && h->n <= 32) { /* selbits hold 32 devices */
@@ -355,7 +348,7 @@ bool sf__fast_eval(sf_packer_t *p, sf_node_id node, sf_verdict_t *v)
       if (v->fit == SF_FIT_YES)
         v->raw = m->raw = sf__score_renode(p, m->raw);
       f->shared++;
-      return true;
+      return;
     }
   }
   if (ways != NULL && f->psig != 0) {
@@ -386,14 +379,14 @@ bool sf__fast_eval(sf_packer_t *p, sf_node_id node, sf_verdict_t *v)
       keep(f, m, v);
       if (e != NULL)
         *e = (falike_t){tag, node};
-      return true;
+      return;
     }
   }
   sf__search_begin(p, h);
   uint32_t largest = place(p, v);
   sf__search_end(p);
   if (ways == NULL)
-    return true;
+    return;
   m = memo_slot(f, ways, h->version);
   m->version = h->version;
   keep(f, m, v);
@@ -412,5 +405,24 @@ bool sf__fast_eval(sf_packer_t *p, sf_node_id node, sf_verdict_t *v)
   }
   if (e != NULL)
     *e = (falike_t){tag, node};
+}
+
+bool sf__fast_eval(sf_packer_t *p, sf_node_id node, sf_verdict_t *v)
+{
+  pk_fast_t *f = &p->fast;
+  hnode_t *h = sf__view_node(p, node, p->idx, &p->view);
+  if (!h->plain)
+    return false;
+  /* Only sf_packer_evaluate's verdicts are kept, and only under a signature. */
+  fmemo_t *ways = f->evaluating && f->sig != 0 ? memo_of(f, node, p->idx->nnodes) : NULL;
+  fmemo_t *m = ways != NULL ? memo_hit(f, ways, h->version) : NULL;
+  f->replayed = m != NULL;
+  if (f->replayed) {
+    m->used = f->clock;
+    f->served++;
+    replay(p, m, v);
+  } else {
+    miss(p, node, h, ways, v);
+  }
   return true;
 }
