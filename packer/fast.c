@@ -251,7 +251,6 @@ static void alike_copy(fmemo_t *m, const fmemo_t *am, uint64_t version)
   }
 }
 
-
 /* The reason of a remembered verdict other than FIT, written anew for this call's claim and request. */
 static __attribute__((noinline)) void replay_reason(sf_packer_t *p, const fmemo_t *m, sf_verdict_t *v)
 {
