@@ -25,9 +25,9 @@
  *   DIR/extender-args.json, for wrk (bench/wrk-extender.lua, docs/benchmarks.md).
  *   BENCH_ALTERNATE=1 adds a second pending pod, tenants/agent-sandbox-8 asking
  *   2Gi, to a copy of the snapshot (build/cluster-alternate.json) and
- *   alternates the pairs between the two pods: the packer remembers one
- *   verdict per node, so then no call finds the last one's, which is the cost
- *   of a stream of pods of different shapes.
+ *   alternates the pairs between the two pods: the packer remembers two
+ *   verdicts per node (packer/pk_fast.h FMEMO_WAYS), so each pod finds its
+ *   own; a third shape in turn would not.
  */
 #include <curl/curl.h>
 #include <jansson.h>

@@ -12,7 +12,9 @@
  * unchanged node (same version) takes it from there. kube-scheduler sends
  * the pods of one workload, alike in all but their names, one after
  * another, and between two of them only the nodes that changed are
- * evaluated again. Reasons are written anew for each call's claim.
+ * evaluated again; a node keeps FMEMO_WAYS verdicts, so the pods of two
+ * workloads sent in turn each find theirs. Reasons are written anew for
+ * each call's claim.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +86,8 @@ void sf__fast_prepare(sf_packer_t *p)
   const pk_demand_t *d = &p->dem;
   f->kind = FAST_NONE;
   f->sig = 0;
+  f->clock++;
+  f->served = 0;
   if (!f->on || d->nfr != 1)
     return;
   const sf_request_t *s = d->fr[0].top;
@@ -116,6 +120,50 @@ void sf__fast_prepare(sf_packer_t *p)
       f->lk[i] = (falike_t){0, -1};
     f->lkcap = want;
   }
+}
+
+/* ---- the memo ---- */
+
+static __attribute__((noinline)) void memo_grow(pk_fast_t *f, size_t cap)
+{
+  f->memo = sf_xrealloc(f->memo, cap * FMEMO_WAYS * sizeof(*f->memo));
+  memset(f->memo + f->memocap * FMEMO_WAYS, 0, (cap - f->memocap) * FMEMO_WAYS * sizeof(*f->memo));
+  f->memocap = cap;
+}
+
+/* Node's FMEMO_WAYS remembered verdicts. */
+static fmemo_t *memo_of(pk_fast_t *f, sf_node_id node, size_t nnodes)
+{
+  if ((size_t)node >= f->memocap)
+    memo_grow(f, (size_t)node + 1 > nnodes ? (size_t)node + 1 : nnodes);
+  return &f->memo[(size_t)node * FMEMO_WAYS];
+}
+
+/* Of a node's verdicts, the one that holds for this call at the node's version; NULL: none. */
+static fmemo_t *memo_hit(const pk_fast_t *f, fmemo_t *ways, uint64_t version)
+{
+  for (int i = 0; i < FMEMO_WAYS; i++)
+    if (ways[i].sig == f->sig && ways[i].version == version)
+      return &ways[i];
+  return NULL;
+}
+
+/*
+ * Where a verdict of this call is kept: a way no longer of use (this call's
+ * signature at an older version, none, or the node changed since), else
+ * the least recently used.
+ */
+static fmemo_t *memo_slot(const pk_fast_t *f, fmemo_t *ways, uint64_t version)
+{
+  fmemo_t *lru = &ways[0];
+  for (int i = 0; i < FMEMO_WAYS; i++) {
+    fmemo_t *w = &ways[i];
+    if (w->sig == f->sig || w->sig == 0 || w->version != version)
+      return w;
+    if ((int32_t)(w->used - lru->used) < 0)
+      lru = w;
+  }
+  return lru;
 }
 
 /* ---- nodes alike ---- */
@@ -176,11 +224,11 @@ static const fmemo_t *alike_verdict(const sf_packer_t *p, const falike_t *e, uin
       (size_t)a >= p->idx->nnodes)
     return NULL;
   const hnode_t *ah = &p->view.hn[a];
-  const fmemo_t *am = &f->memo[a];
-  if (ah == h || ah->version != p->idx->nodes[a].version || am->version != ah->version ||
-      am->sig != f->sig || (f->selsig != 0 && (ah->selsig != f->selsig || ah->selbits != h->selbits)))
+  if (ah == h || ah->version != p->idx->nodes[a].version ||
+      (f->selsig != 0 && (ah->selsig != f->selsig || ah->selbits != h->selbits)))
     return NULL;
-  return sf__view_same(ah, h) ? am : NULL;
+  const fmemo_t *am = memo_hit(f, &f->memo[(size_t)a * FMEMO_WAYS], ah->version);
+  return am != NULL && sf__view_same(ah, h) ? am : NULL;
 }
 
 /* Node h's memo from a node alike's: what replay reads, and what its reason is made from. */
@@ -203,24 +251,10 @@ static void alike_copy(fmemo_t *m, const fmemo_t *am, uint64_t version)
   }
 }
 
-static fmemo_t *memo_of(pk_fast_t *f, sf_node_id node, size_t nnodes)
-{
-  if ((size_t)node >= f->memocap) {
-    size_t old = f->memocap;
-    GROW(f->memo, f->memocap, (size_t)node + 1 > nnodes ? (size_t)node + 1 : nnodes);
-    memset(f->memo + old, 0, (f->memocap - old) * sizeof(*f->memo));
-  }
-  return &f->memo[node];
-}
-
-/* A remembered verdict; its reason is written anew, for this call's claim and request. */
-static void replay(sf_packer_t *p, const fmemo_t *m, sf_verdict_t *v)
+/* The reason of a remembered verdict other than FIT, written anew for this call's claim and request. */
+static __attribute__((noinline)) void replay_reason(sf_packer_t *p, const fmemo_t *m, sf_verdict_t *v)
 {
   const sf_request_t *s = p->dem.fr[0].top;
-  v->fit = (sf_fit_t)m->fit;
-  v->raw = m->raw;
-  v->cost = m->cost;
-  memcpy(v->sens, m->sens, sizeof(v->sens));
   if (v->fit == SF_FIT_UNSURE) {
     sf__reason_say(p, R_UNKNOWN, 0, 0, 0, 0, v->reason, sizeof(v->reason));
   } else if (v->fit == SF_FIT_NO) {
@@ -228,6 +262,20 @@ static void replay(sf_packer_t *p, const fmemo_t *m, sf_verdict_t *v)
     if (!sf__reason_request(p, 0, &st, m->n, m->clen, v->reason, sizeof(v->reason)))
       sf__reason_say(p, R_ISLAND, 0, s->count, m->largest, 0, v->reason, sizeof(v->reason));
   }
+}
+
+/*
+ * A remembered verdict (on every node of a call alike with the last one:
+ * kept short, the reason apart).
+ */
+static inline void replay(sf_packer_t *p, const fmemo_t *m, sf_verdict_t *v)
+{
+  v->fit = (sf_fit_t)m->fit;
+  v->raw = m->raw;
+  v->cost = m->cost;
+  memcpy(v->sens, m->sens, sizeof(v->sens));
+  if (v->fit != SF_FIT_YES)
+    replay_reason(p, m, v);
 }
 
 /* Places the call's one request on the node; the verdict, or the reason it does not fit. */
@@ -270,42 +318,39 @@ static uint32_t place(sf_packer_t *p, sf_verdict_t *v)
 /* Keeps the verdict just made with the call's signature. */
 static void keep(const pk_fast_t *f, fmemo_t *m, const sf_verdict_t *v)
 {
-  m->sig = f->evaluating ? f->sig : 0;
+  m->sig = f->sig;
+  m->used = f->clock;
   m->raw = v->raw;
   m->cost = v->cost;
   memcpy(m->sens, v->sens, sizeof(m->sens));
   m->fit = (uint8_t)v->fit;
 }
 
-bool sf__fast_eval(sf_packer_t *p, sf_node_id node, sf_verdict_t *v)
+/* Node h's verdict when its own remembered one does not serve: from a node alike, or worked out. */
+static __attribute__((noinline)) void miss(sf_packer_t *p, sf_node_id node, hnode_t *h, fmemo_t *ways,
+                                           sf_verdict_t *v)
 {
   pk_fast_t *f = &p->fast;
-  hnode_t *h = sf__view_node(p, node, p->idx, &p->view);
-  if (!h->plain)
-    return false;
-  fmemo_t *m = memo_of(f, node, p->idx->nnodes);
-  f->replayed = f->evaluating && f->sig != 0 && m->version == h->version && m->sig == f->sig;
-  if (f->replayed) {
-    replay(p, m, v);
-    return true;
-  }
+  fmemo_t *m;
   falike_t *e = NULL;
   uint32_t tag = 0;
-  if (f->evaluating && f->sig != 0 && f->alike && h->n <= 32) { /* selbits hold 32 devices */
+  if (ways != NULL && f->alike && h->n <= 32) { /* selbits hold 32 devices */
     uint64_t key = alike_key(p, h);
     e = &f->lk[key & (f->lkcap - 1)];
     tag = (uint32_t)(key >> 32);
     const fmemo_t *am = alike_verdict(p, e, tag, h);
     if (am != NULL) {
+      m = memo_slot(f, ways, h->version);
       alike_copy(m, am, h->version);
+      m->used = f->clock;
       replay(p, m, v);
       if (v->fit == SF_FIT_YES)
         v->raw = m->raw = sf__score_renode(p, m->raw);
       f->shared++;
-      return true;
+      return;
     }
   }
-  if (f->evaluating && m->version == h->version) {
+  if (ways != NULL && f->psig != 0) {
     /*
      * The same placement under another mix or CPU (a pod of the same claim
      * after the learned mix moved, or asking other CPU): first fit, and
@@ -313,7 +358,14 @@ bool sf__fast_eval(sf_packer_t *p, sf_node_id node, sf_verdict_t *v)
      * the same device, so only its score is new; a node without one fails
      * as it did.
      */
-    if (f->psig != 0 && m->psig == f->psig) {
+    const fmemo_t *pm = NULL;
+    for (int i = 0; i < FMEMO_WAYS && pm == NULL; i++)
+      if (ways[i].version == h->version && ways[i].psig == f->psig)
+        pm = &ways[i];
+    if (pm != NULL) {
+      m = memo_slot(f, ways, h->version);
+      if (m != pm)
+        *m = *pm; /* the device, and what a reason is made from */
       if (m->fit == SF_FIT_YES) {
         pick_t pk = {m->pk, m->puse};
         v->fit = SF_FIT_YES;
@@ -326,15 +378,18 @@ bool sf__fast_eval(sf_packer_t *p, sf_node_id node, sf_verdict_t *v)
       keep(f, m, v);
       if (e != NULL)
         *e = (falike_t){tag, node};
-      return true;
+      return;
     }
   }
   sf__search_begin(p, h);
   uint32_t largest = place(p, v);
   sf__search_end(p);
+  if (ways == NULL)
+    return;
+  m = memo_slot(f, ways, h->version);
   m->version = h->version;
   keep(f, m, v);
-  m->psig = f->evaluating ? f->psig : 0;
+  m->psig = f->psig;
   if (v->fit == SF_FIT_YES && m->psig != 0) { /* the device place took, not by score */
     const pk_search_t *s = &p->search;
     const hdev_t *d = &h->d[s->rk[0]];
@@ -349,5 +404,24 @@ bool sf__fast_eval(sf_packer_t *p, sf_node_id node, sf_verdict_t *v)
   }
   if (e != NULL)
     *e = (falike_t){tag, node};
+}
+
+bool sf__fast_eval(sf_packer_t *p, sf_node_id node, sf_verdict_t *v)
+{
+  pk_fast_t *f = &p->fast;
+  hnode_t *h = sf__view_node(p, node, p->idx, &p->view);
+  if (!h->plain)
+    return false;
+  /* Only sf_packer_evaluate's verdicts are kept, and only under a signature. */
+  fmemo_t *ways = f->evaluating && f->sig != 0 ? memo_of(f, node, p->idx->nnodes) : NULL;
+  fmemo_t *m = ways != NULL ? memo_hit(f, ways, h->version) : NULL;
+  f->replayed = m != NULL;
+  if (f->replayed) {
+    m->used = f->clock;
+    f->served++;
+    replay(p, m, v);
+  } else {
+    miss(p, node, h, ways, v);
+  }
   return true;
 }

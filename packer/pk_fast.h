@@ -11,13 +11,22 @@
 
 enum { FAST_NONE = 0, FAST_SIMPLE, FAST_ISLAND };
 
-/* A node's remembered verdict. */
+/*
+ * A node's remembered verdicts: FMEMO_WAYS of them, under as many calls'
+ * signatures, so that the pods of two workloads in turn each find their
+ * own (kube-scheduler interleaves the pods of the workloads it has queued).
+ * The least recently used is the one replaced.
+ */
+enum { FMEMO_WAYS = 2 };
+
+/* One remembered verdict. */
 typedef struct {
   uint64_t version; /* the node version it holds for */
   uint64_t sig;     /* the call's signature; 0: none */
   uint64_t psig;    /* the placement's signature (pk_fast_t.psig); 0: none */
   uint8_t fit;
-  double raw; /* FIT, with the verdict's cost and sensitivities */
+  uint32_t used; /* pk_fast_t.clock when last stored or served */
+  double raw;    /* FIT, with the verdict's cost and sensitivities */
   double cost, sens[SF_DRIFT_TERMS + 1];
   uint32_t pk; /* FIT under psig: the device first fit took, and what it takes of it */
   sf_milli_t puse;
@@ -57,11 +66,13 @@ typedef struct {
   uint64_t selsig; /* the request's selectors (hnode_t selbits); 0: none */
   bool evaluating; /* in sf_packer_evaluate, where verdicts may come from the memo */
   bool replayed;   /* the last node's own remembered verdict served (the next one's likely will) */
-  fmemo_t *memo;
-  size_t memocap; /* per node */
+  fmemo_t *memo;   /* FMEMO_WAYS per node, node by node */
+  size_t memocap;  /* nodes */
+  uint32_t clock;  /* calls prepared, for fmemo_t.used */
   falike_t *lk;
   size_t lkcap;  /* a power of two: half the index's nodes, 64 to 8,192 */
   size_t shared; /* verdicts of this call taken from a node alike */
+  size_t served; /* verdicts of this call taken from the node's own memo */
 } pk_fast_t;
 
 /* Which fast path serves this call, if any, and its signature. */

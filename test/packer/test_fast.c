@@ -125,3 +125,121 @@ Test(fast, every_scoring_term_is_weighed_by_its_policy_key)
     sf_policy_dispose(&pol);
   }
 }
+
+/*
+ * The memo keeps FMEMO_WAYS verdicts a node: two claims in turn each find
+ * theirs on every unchanged node, a third claim takes the place of the
+ * least recently used, and every verdict is what a packer without the fast
+ * path gives, before and after a node changes.
+ */
+static void evaluate_both(sf_packer_t *pk, sf_packer_t *ref, sf_index_t *idx, const sf_policy_t *pol,
+                          const tc_claim_t *c, const sf_node_id *nodes, size_t n)
+{
+  sf_verdict_t v[8], w[8];
+  cr_assert_leq(n, 8);
+  cr_assert_eq(sf_packer_evaluate(pk, idx, pol, &c->dem, nodes, n, 0, v), 0);
+  cr_assert_eq(sf_packer_evaluate(ref, idx, pol, &c->dem, nodes, n, 0, w), 0);
+  for (size_t i = 0; i < n; i++) {
+    cr_assert_eq(v[i].fit, w[i].fit, "node %zu", i);
+    cr_assert(v[i].raw == w[i].raw, "node %zu: raw %.17g vs %.17g", i, v[i].raw, w[i].raw);
+    cr_assert_eq(v[i].score, w[i].score, "node %zu", i);
+    cr_assert_str_eq(v[i].reason, w[i].reason, "node %zu", i);
+  }
+}
+
+Test(fast, claims_in_turn_each_find_their_remembered_verdicts)
+{
+  sf_index_t *idx = sf_index_create();
+  sf_packer_t *pk = sf_packer_create(), *ref = sf_packer_create();
+  ref->fast.on = false;
+  sf_node_id nodes[4] = {
+      tc_node(idx, "a", 4, "RTX", 20 * GiB, true), tc_node(idx, "b", 2, "RTX", 20 * GiB, true),
+      tc_node(idx, "c", 8, "A100", 40 * GiB, true),
+      tc_node(idx, "d", 1, "RTX", 8 * GiB, true), /* too small for a and c: a reason each */
+  };
+  sf_policy_t pol;
+  sf_policy_init(&pol);
+  sf_index_apply_policy(idx, &pol);
+  tc_claim_t a, b, c;
+  tc_claim(&a, 1, 12 * GiB);
+  tc_claim(&b, 1, 2 * GiB);
+  tc_claim(&c, 1, 30 * GiB);
+  evaluate_both(pk, ref, idx, &pol, &a, nodes, 4);
+  cr_assert_eq(pk->fast.served, 0, "nothing remembered yet");
+  evaluate_both(pk, ref, idx, &pol, &b, nodes, 4);
+  cr_assert_eq(pk->fast.served, 0, "another claim: another signature");
+  for (int round = 0; round < 3; round++) {
+    evaluate_both(pk, ref, idx, &pol, &a, nodes, 4);
+    cr_assert_eq(pk->fast.served, 4, "round %d: a's verdicts kept beside b's", round);
+    evaluate_both(pk, ref, idx, &pol, &b, nodes, 4);
+    cr_assert_eq(pk->fast.served, 4, "round %d: b's verdicts kept beside a's", round);
+  }
+  /* A third claim replaces the least recently used (a's); b's stay. */
+  evaluate_both(pk, ref, idx, &pol, &c, nodes, 4);
+  cr_assert_eq(pk->fast.served, 0);
+  evaluate_both(pk, ref, idx, &pol, &b, nodes, 4);
+  cr_assert_eq(pk->fast.served, 4);
+  evaluate_both(pk, ref, idx, &pol, &a, nodes, 4);
+  cr_assert_eq(pk->fast.served, 0, "a's verdicts were the least recently used");
+  /* A node that changes is evaluated again for each claim; the others are not. */
+  cr_assert_eq(sf_packer_place(ref, idx, &pol, &b.dem, nodes[0], NULL, NULL), SF_FIT_YES);
+  cr_assert_eq(sf_packer_commit(ref, idx, &b.dem, "pod-1", NULL), 0);
+  evaluate_both(pk, ref, idx, &pol, &a, nodes, 4);
+  cr_assert_eq(pk->fast.served, 3);
+  evaluate_both(pk, ref, idx, &pol, &b, nodes, 4);
+  cr_assert_eq(pk->fast.served, 3);
+  evaluate_both(pk, ref, idx, &pol, &a, nodes, 4);
+  cr_assert_eq(pk->fast.served, 4);
+  sf_policy_dispose(&pol);
+  sf_packer_destroy(ref);
+  sf_packer_destroy(pk);
+  sf_index_destroy(idx);
+}
+
+/*
+ * A selector with a cache key is asked once per device, however many calls
+ * of other claims come between: the first call of a claim of another class
+ * asks it of every device a node's verdict needs, and no later call asks
+ * again while the devices do not change.
+ */
+static sf_match_t counted(void *ctx, const sf_index_t *idx, sf_dev_id d)
+{
+  (void)idx;
+  (void)d;
+  ++*(size_t *)ctx;
+  return SF_MATCH_YES;
+}
+
+Test(fast, a_cached_selector_is_asked_once_per_device_across_calls)
+{
+  sf_index_t *idx = sf_index_create();
+  sf_packer_t *pk = sf_packer_create(), *ref = sf_packer_create();
+  ref->fast.on = false;
+  sf_node_id nodes[4] = {
+      tc_node(idx, "a", 4, "RTX", 20 * GiB, true),
+      tc_node(idx, "b", 2, "RTX", 20 * GiB, true),
+      tc_node(idx, "c", 8, "A100", 40 * GiB, true),
+      tc_node(idx, "d", 1, "RTX", 8 * GiB, true),
+  };
+  enum { DEVICES = 4 + 2 + 8 + 1 };
+  sf_policy_t pol;
+  sf_policy_init(&pol);
+  sf_index_apply_policy(idx, &pol);
+  size_t asked_a = 0, asked_b = 0;
+  sf_selector_t sel_a = {counted, &asked_a, 0xa11}, sel_b = {counted, &asked_b, 0xb22};
+  tc_claim_t a, b;
+  tc_claim(&a, 1, 12 * GiB);
+  tc_claim(&b, 1, 2 * GiB);
+  a.req.selectors = &sel_a;
+  b.req.selectors = &sel_b;
+  for (int round = 0; round < 4; round++) {
+    evaluate_both(pk, ref, idx, &pol, &a, nodes, 4);
+    evaluate_both(pk, ref, idx, &pol, &b, nodes, 4);
+    cr_assert_eq(asked_a, DEVICES, "round %d: %zu answers of a's selector", round, asked_a);
+    cr_assert_eq(asked_b, DEVICES, "round %d: %zu answers of b's selector", round, asked_b);
+  }
+  sf_policy_dispose(&pol);
+  sf_packer_destroy(ref);
+  sf_packer_destroy(pk);
+  sf_index_destroy(idx);
+}
