@@ -139,8 +139,94 @@ Test(cel_format, uri_uuid_byte_date)
       {"format.byte().validate('').hasValue()", 'Y'},
       {"format.byte().validate('a===').hasValue()", 'Y'},
       {"format.byte().validate('a=bc').hasValue()", 'Y'},
-      {"format.date().validate('2021-01-01').hasValue()", 'U'},
-      {"format.datetime().validate('2021-01-01T00:00:00Z').hasValue()", 'U'},
+  };
+  CHECK(cs);
+}
+
+/*
+ * format.date() is kube-openapi strfmt's IsDate: time.Parse with the layout
+ * "2006-01-02". Its one message is the fixed "invalid date" (format.go).
+ */
+Test(cel_format, dates)
+{
+  static const case_t cs[] = {
+      /* format.go's own example. */
+      {"!format.date().validate('2021-01-01').hasValue()", 'Y'},
+      /* time.Parse checks the day against the month's length, leap years included. */
+      {"!format.date().validate('2024-02-29').hasValue()", 'Y'},
+      {"format.date().validate('2023-02-29').hasValue()", 'Y'},
+      {"format.date().validate('1900-02-29').hasValue()", 'Y'},
+      {"!format.date().validate('2000-02-29').hasValue()", 'Y'},
+      {"!format.date().validate('0000-02-29').hasValue()", 'Y'},
+      {"format.date().validate('2024-04-31').hasValue()", 'Y'},
+      {"!format.date().validate('2024-12-31').hasValue()", 'Y'},
+      /* The month is 1..12 ("month out of range"), the day at least 1. */
+      {"format.date().validate('2024-13-01').hasValue()", 'Y'},
+      {"format.date().validate('2024-00-10').hasValue()", 'Y'},
+      {"format.date().validate('2024-01-00').hasValue()", 'Y'},
+      /* "01" and "02" take exactly two digits, "2006" exactly four. */
+      {"format.date().validate('2024-1-01').hasValue()", 'Y'},
+      {"format.date().validate('2024-01-1').hasValue()", 'Y'},
+      {"format.date().validate('20240-01-01').hasValue()", 'Y'},
+      {"format.date().validate('+024-01-01').hasValue()", 'Y'},
+      {"format.date().validate('2024/01/01').hasValue()", 'Y'},
+      {"format.date().validate('').hasValue()", 'Y'},
+      /* Text after the day is "extra text". */
+      {"format.date().validate('2024-01-01 ').hasValue()", 'Y'},
+      {"format.date().validate('2021-01-01T00:00:00Z').hasValue()", 'Y'},
+      /* The message is a fixed text, so reading it is certain. */
+      {"format.date().validate('2024-13-01').value() == ['invalid date']", 'Y'},
+      {"format.named('date').value().validate('x').orValue([]).size() == 1", 'Y'},
+  };
+  CHECK(cs);
+}
+
+/*
+ * format.datetime() is strfmt's IsDateTime, not ParseDateTime's layouts: at
+ * least 4 bytes; lowercased and split at each 't', the first part is an
+ * IsDate date and the second matches
+ * ^([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))$
+ * with hour <= "23", minute and second <= "59". Its one message is the fixed
+ * "invalid datetime" (format.go).
+ */
+Test(cel_format, datetimes)
+{
+  static const case_t cs[] = {
+      /* format.go's own example, and each zone form the pattern takes. */
+      {"!format.datetime().validate('2021-01-01T00:00:00Z').hasValue()", 'Y'},
+      {"!format.datetime().validate('2024-02-29T23:59:59+07:00').hasValue()", 'Y'},
+      {"!format.datetime().validate('2024-02-29T23:59:59-07:00').hasValue()", 'Y'},
+      {"!format.datetime().validate('2024-02-29t23:59:59z').hasValue()", 'Y'},
+      /* The zone's digits are not range-checked; "+0700" lacks the pattern's colon. */
+      {"!format.datetime().validate('2024-01-01T10:00:00+99:99').hasValue()", 'Y'},
+      {"format.datetime().validate('2024-01-01T10:00:00+0700').hasValue()", 'Y'},
+      {"format.datetime().validate('2024-01-01T10:00:00+07').hasValue()", 'Y'},
+      {"format.datetime().validate('2024-01-01T10:00:00').hasValue()", 'Y'},
+      /* Fractional seconds: one rune (the regexp's '.') then digits. */
+      {"!format.datetime().validate('2024-01-01T10:00:00.123456789Z').hasValue()", 'Y'},
+      {"!format.datetime().validate('2024-01-01T10:00:00,5+01:00').hasValue()", 'Y'},
+      {"!format.datetime().validate('2024-01-01T10:00:0012Z').hasValue()", 'Y'},
+      {"!format.datetime().validate('2024-01-01T10:00:00\\u00e95Z').hasValue()", 'Y'},
+      {"format.datetime().validate('2024-01-01T10:00:00\\u00e9\\u00e95Z').hasValue()", 'Y'},
+      {"format.datetime().validate('2024-01-01T10:00:00\\n5Z').hasValue()", 'Y'},
+      {"format.datetime().validate('2024-01-01T10:00:00.Z').hasValue()", 'Y'},
+      {"format.datetime().validate('2024-01-01T10:00:00.5x5Z').hasValue()", 'Y'},
+      /* Hour, minute and second ranges; seconds are required, a leap second is not taken. */
+      {"format.datetime().validate('2024-01-01T24:00:00Z').hasValue()", 'Y'},
+      {"format.datetime().validate('2024-01-01T23:60:00Z').hasValue()", 'Y'},
+      {"format.datetime().validate('2024-01-01T23:59:60Z').hasValue()", 'Y'},
+      {"format.datetime().validate('2024-01-01T10:00Z').hasValue()", 'Y'},
+      {"format.datetime().validate('2024-01-01T1:00:00Z').hasValue()", 'Y'},
+      /* The date part follows IsDate. */
+      {"format.datetime().validate('2023-02-29T10:00:00Z').hasValue()", 'Y'},
+      {"format.datetime().validate('2024-1-01T10:00:00Z').hasValue()", 'Y'},
+      /* Without a 't' there is no second part; parts after the second are never read. */
+      {"format.datetime().validate('2024-01-01 10:00:00Z').hasValue()", 'Y'},
+      {"!format.datetime().validate('2024-01-01T10:00:00ZT anything').hasValue()", 'Y'},
+      {"format.datetime().validate('2024-01-01T10:00:00T').hasValue()", 'Y'},
+      {"format.datetime().validate('').hasValue()", 'Y'},
+      {"format.datetime().validate('T').hasValue()", 'Y'},
+      {"format.datetime().validate('2024-01-01').value() == ['invalid datetime']", 'Y'},
   };
   CHECK(cs);
 }
