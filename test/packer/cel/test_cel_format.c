@@ -8,6 +8,7 @@
  * it), S (slicefit does not evaluate it).
  */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cel_cases.h"
@@ -179,6 +180,53 @@ Test(cel_format, dates)
       {"format.named('date').value().validate('x').orValue([]).size() == 1", 'Y'},
   };
   CHECK(cs);
+}
+
+/* Days since 0000-03-01 of a proleptic Gregorian date (era arithmetic, not a month table; floored
+ * eras, so January and February of year 0 count back from -1). */
+static long days_from_civil(long y, long m, long d)
+{
+  y -= m <= 2;
+  long era = (y >= 0 ? y : y - 399) / 400, yoe = y - era * 400;
+  long doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+  return era * 146097 + yoe * 365 + yoe / 4 - yoe / 100 + doy;
+}
+
+/* Whether y-m-d names a day: the date of its day count is itself. */
+static bool civil(long y, long m, long d)
+{
+  if (m < 1 || m > 12 || d < 1)
+    return false;
+  long z = days_from_civil(y, m, d), era = (z >= 0 ? z : z - 146096) / 146097, doe = z - era * 146097;
+  long yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  long doy = doe - (365 * yoe + yoe / 4 - yoe / 100), mp = (5 * doy + 2) / 153;
+  long dd = doy - (153 * mp + 2) / 5 + 1, mm = mp < 10 ? mp + 3 : mp - 9;
+  return yoe + era * 400 + (mm <= 2) == y && mm == m && dd == d;
+}
+
+/*
+ * Property: over months 00..13 and days 00..32 of years around every leap
+ * rule, the days validate() accepts are exactly the days the calendar has,
+ * computed by round-tripping a day count instead of a table of lengths.
+ */
+Test(cel_format, dates_agree_with_the_calendar)
+{
+  static const int years[] = {0,    1,    4,    99,   100,  399,  400,  1582, 1600, 1700,
+                              1900, 1970, 1999, 2000, 2023, 2024, 2100, 2400, 9996, 9999};
+  for (size_t k = 0; k < sizeof years / sizeof years[0]; k++)
+    for (int m = 0; m <= 13; m++) {
+      char want[160] = "[", expr[512];
+      for (int d = 0; d <= 32; d++)
+        if (civil(years[k], m, d))
+          snprintf(want + strlen(want), sizeof want - strlen(want), "%s%d", want[1] ? ", " : "", d);
+      strcat(want, "]");
+      snprintf(expr, sizeof expr,
+               "lists.range(33).filter(d, !format.date().validate('%04d-%02d-' + "
+               "(d < 10 ? '0' : '') + string(d)).hasValue()) == %s",
+               years[k], m, want);
+      case_t c = {expr, 'Y'};
+      cel_check(cache, idx, &c, 1, gpu, true);
+    }
 }
 
 /*
