@@ -29,8 +29,8 @@
  *
  * Cost: validate() charges what Kubernetes' estimator does,
  * ceil((1 + len) / 10) * ceil(maxRegexSize / 4), with the library's regex
- * sizes (30, 60, 40, and for uuid its pattern's 70); uri, byte, date and datetime charge the
- * string factor alone (a lower bound).
+ * sizes (30, 60, 40, and for uuid its pattern's 70); uri, byte, date and
+ * datetime charge the string factor alone (a lower bound).
  */
 #include <assert.h>
 #include <string.h>
