@@ -65,6 +65,11 @@ static int32_t rune_at(const unsigned char *s, size_t n, size_t *len)
   return cp;
 }
 
+int32_t sf__cel_rune_at(const unsigned char *s, size_t n, size_t *len)
+{
+  return rune_at(s, n, len);
+}
+
 /* How many runes (Go's count: an invalid byte is one) s holds. */
 static int64_t nrunes(const char *s, size_t n)
 {

@@ -14,20 +14,25 @@
  * forms first mask a trailing dash (the last two bytes become "a", as
  * apimachinery's maskTrailingDash does). uri is url.ParseRequestURI's
  * check (isURL), uuid kube-openapi's pattern (32 hex digits, a dash allowed
- * between the groups, any case), byte govalidator's base64 pattern.
+ * between the groups, any case), byte govalidator's base64 pattern. date and
+ * datetime are kube-openapi strfmt's IsDate (Go's time.Parse with layout
+ * "2006-01-02") and IsDateTime (a date, a 't', then a clock matched by a
+ * pattern; not ParseDateTime's layouts), written out below.
  *
  * Each rule that fails adds one message, as upstream, so the list's size is
  * known; the messages' wording has changed between Kubernetes releases, so
- * each element is UNKNOWN and an expression that reads one is unsure.
- * date and datetime (kube-openapi's time parsing) are not reproduced: their
- * validate() is unsure, and so is a prefix form of the text "-" (releases
- * before the length guard in maskTrailingDash panicked on it).
+ * each element is UNKNOWN and an expression that reads one is unsure, except
+ * date's and datetime's, which format.go gives as the fixed texts
+ * "invalid date" and "invalid datetime". A prefix form of the text "-" is
+ * unsure (releases before the length guard in maskTrailingDash panicked on
+ * it).
  *
  * Cost: validate() charges what Kubernetes' estimator does,
  * ceil((1 + len) / 10) * ceil(maxRegexSize / 4), with the library's regex
- * sizes (30, 60, 40, and for uuid its pattern's 70); uri and byte charge the
- * string factor alone (a lower bound).
+ * sizes (30, 60, 40, and for uuid its pattern's 70); uri, byte, date and
+ * datetime charge the string factor alone (a lower bound).
  */
+#include <assert.h>
 #include <string.h>
 #include "cel_int.h"
 
@@ -48,9 +53,14 @@ enum {
   F__COUNT
 };
 
+/*
+ * message: the one message upstream gives for an invalid string where it is
+ * a fixed text (format.go's date and datetime entries), else NULL.
+ */
 static const struct {
   const char *name;
   uint8_t regex_size;
+  const char *message;
 } formats[F__COUNT] = {
     [F_LABEL] = {"dns1123Label", 30},
     [F_SUBDOMAIN] = {"dns1123Subdomain", 60},
@@ -63,8 +73,8 @@ static const struct {
     [F_URI] = {"uri", 4},
     [F_UUID] = {"uuid", 70},
     [F_BYTE] = {"byte", 4},
-    [F_DATE] = {"date", 4},
-    [F_DATETIME] = {"datetime", 4},
+    [F_DATE] = {"date", 4, "invalid date"},
+    [F_DATETIME] = {"datetime", 4, "invalid datetime"},
 };
 
 int sf__cel_format_id(const char *name, size_t n)
@@ -173,6 +183,108 @@ static bool base64(const char *s, size_t n)
   return true;
 }
 
+/* ---- date and datetime (kube-openapi strfmt's IsDate and IsDateTime) ---- */
+
+static bool digit(char c)
+{
+  return c >= '0' && c <= '9';
+}
+
+/* The two digits at s[0..2) as a number, or -1. */
+static int two_digits(const char *s)
+{
+  return digit(s[0]) && digit(s[1]) ? (s[0] - '0') * 10 + (s[1] - '0') : -1;
+}
+
+/* Gregorian, as Go's time package counts days: year 0 is a leap year. */
+static int days_in(int month, int year)
+{
+  static const uint8_t days[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  bool leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+  return days[month - 1] + (month == 2 && leap);
+}
+
+/*
+ * time.Parse("2006-01-02", s): "2006" takes exactly four digits, "01" and
+ * "02" exactly two (getnum with fixed width), text after the day is an
+ * error, the month is 1..12 and the day 1..the month's length.
+ */
+static bool date(const char *s, size_t n)
+{
+  if (n != 10 || s[4] != '-' || s[7] != '-')
+    return false;
+  int hi = two_digits(s), lo = two_digits(s + 2), month = two_digits(s + 5), day = two_digits(s + 8);
+  if (hi < 0 || lo < 0 || month < 1 || month > 12 || day < 1)
+    return false;
+  return day <= days_in(month, hi * 100 + lo);
+}
+
+static bool is_t(char c)
+{
+  return c == 't' || c == 'T';
+}
+
+/*
+ * The time after the 't', lowercased as IsDateTime reads it, matched
+ * against ^HH:MM:SS(.[0-9]+)?(z|[+-]HH:MM)$ with HH <= 23, MM <= 59 and
+ * SS <= 59 compared as text; the zone's digits are not range-checked. The
+ * regexp's '.' is one rune (an invalid byte is one, as Go decodes UTF-8)
+ * other than a newline, so "10:00:00,5z" and "10:00:0012z" match too.
+ * Lowercasing changes no byte the pattern tests except 'Z', and keeps the
+ * number of runes.
+ */
+static bool clock(const char *s, size_t n)
+{
+  if (n < 9 || s[2] != ':' || s[5] != ':')
+    return false;
+  int h = two_digits(s), m = two_digits(s + 3), sec = two_digits(s + 6);
+  if (h < 0 || h > 23 || m < 0 || m > 59 || sec < 0 || sec > 59)
+    return false;
+  size_t zone;
+  if (s[n - 1] == 'z' || s[n - 1] == 'Z')
+    zone = 1;
+  else if (n >= 14 && (s[n - 6] == '+' || s[n - 6] == '-') && two_digits(s + n - 5) >= 0 &&
+           s[n - 3] == ':' && two_digits(s + n - 2) >= 0)
+    zone = 6;
+  else
+    return false;
+  const char *frac = s + 8;
+  size_t fn = n - zone - 8, len;
+  if (fn == 0)
+    return true;
+  if (frac[0] == '\n')
+    return false;
+  /* Digits and zones are ASCII, so a rune cannot run past the fraction. */
+  sf__cel_rune_at((const unsigned char *)frac, fn, &len);
+  if (len >= fn)
+    return false;
+  for (size_t i = len; i < fn; i++)
+    if (!digit(frac[i]))
+      return false;
+  return true;
+}
+
+/*
+ * IsDateTime: at least 4 bytes; split at every 't' or 'T' (the text is
+ * lowercased first), the part before the first must be a date and the part
+ * between the first and the second (or the end) a clock; any further parts
+ * are never read, so "2024-01-01T10:00:00ZTanything" is valid.
+ */
+static bool datetime(const char *s, size_t n)
+{
+  if (n < 4)
+    return false;
+  const char *t = s;
+  while (t < s + n && !is_t(*t))
+    t++;
+  if (t == s + n || !date(s, (size_t)(t - s)))
+    return false;
+  const char *end = ++t;
+  while (end < s + n && !is_t(*end))
+    end++;
+  return clock(t, (size_t)(end - t));
+}
+
 /* How many messages the format's rules give for s[0..n); -1 unknown. */
 static int errors(cel_ctx_t *c, uint32_t node, int f, const cel_val_t *s, cel_val_t *bad)
 {
@@ -212,9 +324,9 @@ static int errors(cel_ctx_t *c, uint32_t node, int f, const cel_val_t *s, cel_va
     }
     return !ok.v.b;
   }
-  default:
-    *bad = sf__cel_unk(node, "format.date() and format.datetime() are not evaluated");
-    return -1;
+  case F_DATE: return !date(t, n);
+  case F_DATETIME: return !datetime(t, n);
+  default: assert(0 && "unknown format"); return -1;
   }
 }
 
@@ -232,8 +344,11 @@ static cel_val_t validate(cel_ctx_t *c, uint32_t node, int f, const cel_val_t *s
   cel_val_t *l = sf__cel_reserve(c, (size_t)errs);
   if (l == NULL)
     return sf__cel_unk(node, "list arena exhausted");
+  const char *m = formats[f].message;
   for (int i = 0; i < errs; i++)
-    l[i] = sf__cel_unk(node, "the text of format messages differs between Kubernetes releases");
+    l[i] = m != NULL
+               ? sf__cel_str(m, strlen(m))
+               : sf__cel_unk(node, "the text of format messages differs between Kubernetes releases");
   cel_val_t r = {.t = V_LIST, .flags = CV_OPT, .n = (uint32_t)errs, .v.l = l};
   return r;
 }

@@ -369,6 +369,8 @@ bool sf__cel_net_eq(const cel_val_t *a, const cel_val_t *b);
 cel_re_t *sf__cel_regex(cel_ctx_t *c, uint32_t node, const cel_val_t *pat, cel_re_t *dyn);
 /** Reserves n list elements in the arena, or NULL when it is exhausted (cel_eval.c). */
 cel_val_t *sf__cel_reserve(cel_ctx_t *c, size_t n);
+/** The code point at s[0..n) (n > 0) and its length in *len; -1 (length 1) for an invalid byte, as Go. */
+int32_t sf__cel_rune_at(const unsigned char *s, size_t n, size_t *len);
 /** A string value over s (borrowed for the evaluation). */
 cel_val_t sf__cel_str(const char *s, size_t n);
 

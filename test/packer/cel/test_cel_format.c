@@ -8,6 +8,7 @@
  * it), S (slicefit does not evaluate it).
  */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cel_cases.h"
@@ -139,8 +140,141 @@ Test(cel_format, uri_uuid_byte_date)
       {"format.byte().validate('').hasValue()", 'Y'},
       {"format.byte().validate('a===').hasValue()", 'Y'},
       {"format.byte().validate('a=bc').hasValue()", 'Y'},
-      {"format.date().validate('2021-01-01').hasValue()", 'U'},
-      {"format.datetime().validate('2021-01-01T00:00:00Z').hasValue()", 'U'},
+  };
+  CHECK(cs);
+}
+
+/*
+ * format.date() is kube-openapi strfmt's IsDate: time.Parse with the layout
+ * "2006-01-02". Its one message is the fixed "invalid date" (format.go).
+ */
+Test(cel_format, dates)
+{
+  static const case_t cs[] = {
+      /* format.go's own example. */
+      {"!format.date().validate('2021-01-01').hasValue()", 'Y'},
+      /* time.Parse checks the day against the month's length, leap years included. */
+      {"!format.date().validate('2024-02-29').hasValue()", 'Y'},
+      {"format.date().validate('2023-02-29').hasValue()", 'Y'},
+      {"format.date().validate('1900-02-29').hasValue()", 'Y'},
+      {"!format.date().validate('2000-02-29').hasValue()", 'Y'},
+      {"!format.date().validate('0000-02-29').hasValue()", 'Y'},
+      {"format.date().validate('2024-04-31').hasValue()", 'Y'},
+      {"!format.date().validate('2024-12-31').hasValue()", 'Y'},
+      /* The month is 1..12 ("month out of range"), the day at least 1. */
+      {"format.date().validate('2024-13-01').hasValue()", 'Y'},
+      {"format.date().validate('2024-00-10').hasValue()", 'Y'},
+      {"format.date().validate('2024-01-00').hasValue()", 'Y'},
+      /* "01" and "02" take exactly two digits, "2006" exactly four. */
+      {"format.date().validate('2024-1-01').hasValue()", 'Y'},
+      {"format.date().validate('2024-01-1').hasValue()", 'Y'},
+      {"format.date().validate('20240-01-01').hasValue()", 'Y'},
+      {"format.date().validate('+024-01-01').hasValue()", 'Y'},
+      {"format.date().validate('2024/01/01').hasValue()", 'Y'},
+      {"format.date().validate('').hasValue()", 'Y'},
+      /* Text after the day is "extra text". */
+      {"format.date().validate('2024-01-01 ').hasValue()", 'Y'},
+      {"format.date().validate('2021-01-01T00:00:00Z').hasValue()", 'Y'},
+      /* The message is a fixed text, so reading it is certain. */
+      {"format.date().validate('2024-13-01').value() == ['invalid date']", 'Y'},
+      {"format.named('date').value().validate('x').orValue([]).size() == 1", 'Y'},
+  };
+  CHECK(cs);
+}
+
+/* Days since 0000-03-01 of a proleptic Gregorian date (era arithmetic, not a month table; floored
+ * eras, so January and February of year 0 count back from -1). */
+static long days_from_civil(long y, long m, long d)
+{
+  y -= m <= 2;
+  long era = (y >= 0 ? y : y - 399) / 400, yoe = y - era * 400;
+  long doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+  return era * 146097 + yoe * 365 + yoe / 4 - yoe / 100 + doy;
+}
+
+/* Whether y-m-d names a day: the date of its day count is itself. */
+static bool civil(long y, long m, long d)
+{
+  if (m < 1 || m > 12 || d < 1)
+    return false;
+  long z = days_from_civil(y, m, d), era = (z >= 0 ? z : z - 146096) / 146097, doe = z - era * 146097;
+  long yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  long doy = doe - (365 * yoe + yoe / 4 - yoe / 100), mp = (5 * doy + 2) / 153;
+  long dd = doy - (153 * mp + 2) / 5 + 1, mm = mp < 10 ? mp + 3 : mp - 9;
+  return yoe + era * 400 + (mm <= 2) == y && mm == m && dd == d;
+}
+
+/*
+ * Property: over months 00..13 and days 00..32 of years around every leap
+ * rule, the days validate() accepts are exactly the days the calendar has,
+ * computed by round-tripping a day count instead of a table of lengths.
+ */
+Test(cel_format, dates_agree_with_the_calendar)
+{
+  static const int years[] = {0,    1,    4,    99,   100,  399,  400,  1582, 1600, 1700,
+                              1900, 1970, 1999, 2000, 2023, 2024, 2100, 2400, 9996, 9999};
+  for (size_t k = 0; k < sizeof years / sizeof years[0]; k++)
+    for (int m = 0; m <= 13; m++) {
+      char want[160] = "[", expr[512];
+      for (int d = 0; d <= 32; d++)
+        if (civil(years[k], m, d))
+          snprintf(want + strlen(want), sizeof want - strlen(want), "%s%d", want[1] ? ", " : "", d);
+      strcat(want, "]");
+      snprintf(expr, sizeof expr,
+               "lists.range(33).filter(d, !format.date().validate('%04d-%02d-' + "
+               "(d < 10 ? '0' : '') + string(d)).hasValue()) == %s",
+               years[k], m, want);
+      case_t c = {expr, 'Y'};
+      cel_check(cache, idx, &c, 1, gpu, true);
+    }
+}
+
+/*
+ * format.datetime() is strfmt's IsDateTime, not ParseDateTime's layouts: at
+ * least 4 bytes; lowercased and split at each 't', the first part is an
+ * IsDate date and the second matches
+ * ^([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))$
+ * with hour <= "23", minute and second <= "59". Its one message is the fixed
+ * "invalid datetime" (format.go).
+ */
+Test(cel_format, datetimes)
+{
+  static const case_t cs[] = {
+      /* format.go's own example, and each zone form the pattern takes. */
+      {"!format.datetime().validate('2021-01-01T00:00:00Z').hasValue()", 'Y'},
+      {"!format.datetime().validate('2024-02-29T23:59:59+07:00').hasValue()", 'Y'},
+      {"!format.datetime().validate('2024-02-29T23:59:59-07:00').hasValue()", 'Y'},
+      {"!format.datetime().validate('2024-02-29t23:59:59z').hasValue()", 'Y'},
+      /* The zone's digits are not range-checked; "+0700" lacks the pattern's colon. */
+      {"!format.datetime().validate('2024-01-01T10:00:00+99:99').hasValue()", 'Y'},
+      {"format.datetime().validate('2024-01-01T10:00:00+0700').hasValue()", 'Y'},
+      {"format.datetime().validate('2024-01-01T10:00:00+07').hasValue()", 'Y'},
+      {"format.datetime().validate('2024-01-01T10:00:00').hasValue()", 'Y'},
+      /* Fractional seconds: one rune (the regexp's '.') then digits. */
+      {"!format.datetime().validate('2024-01-01T10:00:00.123456789Z').hasValue()", 'Y'},
+      {"!format.datetime().validate('2024-01-01T10:00:00,5+01:00').hasValue()", 'Y'},
+      {"!format.datetime().validate('2024-01-01T10:00:0012Z').hasValue()", 'Y'},
+      {"!format.datetime().validate('2024-01-01T10:00:00\\u00e95Z').hasValue()", 'Y'},
+      {"format.datetime().validate('2024-01-01T10:00:00\\u00e9\\u00e95Z').hasValue()", 'Y'},
+      {"format.datetime().validate('2024-01-01T10:00:00\\n5Z').hasValue()", 'Y'},
+      {"format.datetime().validate('2024-01-01T10:00:00.Z').hasValue()", 'Y'},
+      {"format.datetime().validate('2024-01-01T10:00:00.5x5Z').hasValue()", 'Y'},
+      /* Hour, minute and second ranges; seconds are required, a leap second is not taken. */
+      {"format.datetime().validate('2024-01-01T24:00:00Z').hasValue()", 'Y'},
+      {"format.datetime().validate('2024-01-01T23:60:00Z').hasValue()", 'Y'},
+      {"format.datetime().validate('2024-01-01T23:59:60Z').hasValue()", 'Y'},
+      {"format.datetime().validate('2024-01-01T10:00Z').hasValue()", 'Y'},
+      {"format.datetime().validate('2024-01-01T1:00:00Z').hasValue()", 'Y'},
+      /* The date part follows IsDate. */
+      {"format.datetime().validate('2023-02-29T10:00:00Z').hasValue()", 'Y'},
+      {"format.datetime().validate('2024-1-01T10:00:00Z').hasValue()", 'Y'},
+      /* Without a 't' there is no second part; parts after the second are never read. */
+      {"format.datetime().validate('2024-01-01 10:00:00Z').hasValue()", 'Y'},
+      {"!format.datetime().validate('2024-01-01T10:00:00ZT anything').hasValue()", 'Y'},
+      {"format.datetime().validate('2024-01-01T10:00:00T').hasValue()", 'Y'},
+      {"format.datetime().validate('').hasValue()", 'Y'},
+      {"format.datetime().validate('T').hasValue()", 'Y'},
+      {"format.datetime().validate('2024-01-01').value() == ['invalid datetime']", 'Y'},
   };
   CHECK(cs);
 }
