@@ -103,7 +103,7 @@ static const sf_policy_key_t keys[] = {
     KEY("weight_unfed", "0.25", false, RANGE(0, 1, false, false, 0.5), RULE(K_WEIGHT, weight_unfed, 0, 1), "fragmentation: share of an idle GPU the node's free CPU cannot feed that counts as fragmentation, 0..1"),
     KEY("weight_plan", "16", false, RANGE(1, 64, true, false, 0.5), RULE(K_WEIGHT, weight_plan, 0, 0), "fragmentation: weight of a share placement's loss against the plan of the mix's shares (their configuration LP), 0 = off"),
     KEY("weight_strand", "16", false, RANGE(1, 64, true, false, 0.5), RULE(K_WEIGHT, weight_strand, 0, 0), "fragmentation: weight of the worth of the part-used GPUs a placement leaves without CPU for a share of the mix, 0 = off"),
-    KEY("weight_fill", "0.3", false, RANGE(0, 1, false, false, 0.5), RULE(K_WEIGHT, weight_fill, 0, 0), "fragmentation, where pods leave: weight of the free GPU (and a 64th of a GPU per free core) a placement leaves on its node, 0 = off"),
+    KEY("weight_fill", "0.1", false, RANGE(0, 1, false, false, 0.5), RULE(K_WEIGHT, weight_fill, 0, 0), "fragmentation, where pods leave: weight of the free GPU (and a 64th of a GPU per free core) a placement leaves on its node, 0 = off"),
     /* mix_coverage from 80% to every shape; half keep FGD's 95, the published method. */
     KEY("mix_coverage", "95", false, RANGE(80, 100, false, true, 0.5), RULE(K_UINT, mix_coverage, 1, 100), "percent of the present pods the learned mix keeps, its most frequent shapes first (FGD's typical pods)"),
     /*

@@ -36,7 +36,7 @@
  *                     of the mix; 0 leaves it out (16)
  *   weight_fill       fragmentation, only while the fleet churns (sf_mix_churning): weight
  *                     of the free GPU, and a 64th of a GPU per free core, a placement
- *                     leaves on its node (best fit); 0 leaves it out (0.3)
+ *                     leaves on its node (best fit); 0 leaves it out (0.1)
  *   mix_coverage      percent of the present pods the learned mix keeps: its most frequent
  *                     shapes, in order, until they cover this share (FGD's typical
  *                     pods: 95); 100 keeps every shape (95)

@@ -117,7 +117,7 @@ Test(policy, defaults_match_header)
   cr_assert_eq(p.weight_unfed, 0.25);
   cr_assert_eq(p.weight_plan, 16.0);
   cr_assert_eq(p.weight_strand, 16.0);
-  cr_assert_eq(p.weight_fill, 0.3);
+  cr_assert_eq(p.weight_fill, 0.1);
   cr_assert_eq(p.mix_coverage, 95);
   cr_assert_eq(p.max_sharers, 0);
   cr_assert_eq(p.headroom_pct, 0);
